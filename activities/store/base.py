@@ -1,0 +1,100 @@
+"""The narrow store interface: exactly the queries the API, activities and reconciler make.
+
+SQLite (embedded default) and MongoDB implement it; one contract test suite checks both.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+
+from activities.store.records import (
+    NodeRunRecord,
+    RunRecord,
+    WorkflowRecord,
+    WorkflowVersionRecord,
+)
+
+
+class StoreError(Exception):
+    """The store failed (I/O, driver); mapped to 500 `database_error`."""
+
+
+class DuplicateNameError(StoreError):
+    """Another workflow already has this name; mapped to 409 `duplicate_entry`."""
+
+
+class Store(Protocol):
+    async def connect(self) -> None:
+        """Open connections and create/migrate the schema and indexes."""
+
+    async def close(self) -> None: ...
+
+    async def ping(self) -> None:
+        """Raise StoreError when the store is unreachable."""
+
+    # -- definitions -------------------------------------------------------
+    async def create_workflow(self, record: WorkflowRecord) -> None:
+        """Insert a definition and its version 1; DuplicateNameError on a taken name."""
+
+    async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None: ...
+
+    async def list_workflows(
+        self, query: str | None, page: int, per_page: int
+    ) -> tuple[list[WorkflowRecord], int]:
+        """Newest-updated first; `query` matches name or description, case-insensitive."""
+
+    async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
+        """Replace a definition; when `new_version`, also keep `record.version` as a version."""
+
+    async def delete_workflow(self, workflow_id: str) -> bool:
+        """Delete a definition with its versions, runs, node runs and events."""
+
+    async def get_workflow_version(
+        self, workflow_id: str, version: int
+    ) -> WorkflowVersionRecord | None: ...
+
+    async def list_workflow_versions(self, workflow_id: str) -> list[WorkflowVersionRecord]:
+        """All versions, oldest first."""
+
+    # -- runs --------------------------------------------------------------
+    async def insert_run(self, record: RunRecord) -> RunRecord:
+        """Insert a run; when one with this id exists, return it unchanged (idempotent)."""
+
+    async def update_run(self, run_id: str, rev: int, changes: dict[str, Any]) -> bool:
+        """Apply snake_case field changes when `rev` >= the stored rev; False otherwise."""
+
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    async def list_runs(
+        self,
+        workflow_id: str | None,
+        *,
+        status: str | None = None,
+        parent_run_id: str | None = None,
+        page: int = 1,
+        per_page: int = 20,
+    ) -> tuple[list[RunRecord], int]:
+        """Newest first (by startedAt)."""
+
+    async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
+        """Runs not in a terminal status that started before the given time (reconciler)."""
+
+    async def list_runs_with_status(self, status: str, limit: int) -> list[RunRecord]:
+        """Runs in one status, oldest first (the approvals inbox)."""
+
+    # -- node runs ---------------------------------------------------------
+    async def upsert_node_run(self, record: NodeRunRecord) -> bool:
+        """Insert or replace when `record.rev` >= the stored rev; False when stale."""
+
+    async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
+        """Node runs of the given runs, ordered by startedAt ascending (unstarted last)."""
+
+    async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None: ...
+
+    # -- run events (for the live stream) ----------------------------------
+    async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
+        """Append an event to a run's log; return its id, monotonic per store."""
+
+    async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:
+        """Events of a run with id > after_id, in order; each carries its `id`."""

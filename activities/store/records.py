@@ -1,0 +1,97 @@
+"""Stored documents: workflow definitions (with versions), runs and node runs.
+
+Stored snake_case (`to_document`), served camelCase by the API through the same models.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from temporal_workflows.base import CamelModel
+from temporal_workflows.definition import WorkflowSpec
+
+RunStatus = Literal[
+    "pending", "running", "paused", "awaiting_approval", "completed", "failed", "cancelled"
+]
+NodeRunStatus = Literal[
+    "pending", "running", "awaiting_approval", "completed", "failed", "skipped", "cancelled"
+]
+TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class StoredModel(CamelModel):
+    def to_document(self) -> dict[str, Any]:
+        """The snake_case, JSON-safe document this record is stored as."""
+        return self.model_dump(mode="json", by_alias=False)
+
+
+class WorkflowRecord(WorkflowSpec, StoredModel):
+    id: str
+    enabled: bool = False
+    version: int = 1
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    def spec(self) -> WorkflowSpec:
+        return WorkflowSpec.model_validate(self.model_dump(include=set(WorkflowSpec.model_fields)))
+
+
+class WorkflowVersionRecord(StoredModel):
+    workflow_id: str
+    version: int
+    definition: WorkflowSpec
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ResolvedDependency(CamelModel):
+    node_id: str
+    resolution: Literal["reuse_previous_output", "rerun"]
+    source_node_run_id: str | None = None
+
+
+class RunRecord(StoredModel):
+    id: str
+    workflow_definition_id: str
+    workflow_version: int
+    status: RunStatus = "pending"
+    trigger_source: str = "manual"
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    initial_input: dict[str, Any] = Field(default_factory=dict)
+    final_output: Any = None
+    error_summary: str | None = None
+    definition_snapshot: WorkflowSpec
+    parent_run_id: str | None = None
+    resolved_dependencies: list[ResolvedDependency] = Field(default_factory=list)
+    pending_requirements: list[dict[str, Any]] = Field(default_factory=list)
+    resolved_requirements: list[dict[str, Any]] = Field(default_factory=list)
+    paused_at: datetime | None = None
+    idempotency_key: str | None = None
+    # Writes carry a revision from the workflow; an older revision never overwrites a newer one.
+    rev: int = 0
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class NodeRunRecord(StoredModel):
+    id: str
+    workflow_run_id: str
+    node_id: str
+    node_name: str
+    node_type: str = "step"
+    status: NodeRunStatus = "pending"
+    attempt: int = 0
+    input_snapshot: Any = None
+    output_snapshot: Any = None
+    error: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    resolved_executor: dict[str, Any] | None = None
+    reused_from_node_run_id: str | None = None
+    rev: int = 0

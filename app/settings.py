@@ -1,0 +1,53 @@
+"""One settings object for every entry point (`TRELLIS_*` environment variables)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TRELLIS_", extra="ignore")
+
+    data_dir: Path = Path(".trellis")
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
+    temporal_port: int = 7233
+    ui_port: int = 8233
+    # When set, Trellis uses that Temporal cluster and starts no dev server.
+    temporal_address: str | None = None
+    temporal_namespace: str = "default"
+    temporal_tls: bool = False
+    temporal_api_key: str | None = None
+    task_queue: str = "trellis"
+    # Default: the SQLite file in the data dir; `mongodb://…` selects MongoDB.
+    store_url: str | None = None
+    executors_file: Path | None = None
+    # Largest accepted request body, in bytes.
+    max_body_bytes: int = 1_048_576
+    # How often the reconciler compares open runs with Temporal, in seconds.
+    reconcile_interval_seconds: float = Field(default=5.0, gt=0)
+    # Gate timeout for nodes whose humanReview sets none (null: wait indefinitely).
+    default_gate_timeout_seconds: float | None = None
+    # How often MCP servers are asked for their tools and A2A cards fetched, in seconds.
+    catalog_refresh_seconds: float = Field(default=60.0, gt=0)
+
+    @property
+    def resolved_temporal_address(self) -> str:
+        return self.temporal_address or f"127.0.0.1:{self.temporal_port}"
+
+    @property
+    def resolved_store_url(self) -> str:
+        return self.store_url or f"sqlite:///{(self.data_dir / 'trellis.db').resolve()}"
+
+    @property
+    def embedded_temporal(self) -> bool:
+        return self.temporal_address is None
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,160 @@
+"""The workflow definition: a tree of nodes, as the builder draws it and the interpreter runs it.
+
+Shape rules per node type live in `validation.py`; this module only declares fields,
+their types and numeric bounds, so it stays importable inside the workflow sandbox.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from temporal_workflows.base import CamelModel
+
+NodeType = Literal["step", "parallel", "loop", "condition", "router"]
+OnError = Literal["fail", "skip", "retry"]
+OnReject = Literal["skip", "cancel", "retry", "else_branch"]
+OnTimeout = Literal["approve", "skip", "cancel"]
+AuthoringFieldType = Literal["string", "number", "boolean", "array"]
+
+MAX_NAME_LENGTH = 200
+MAX_DESCRIPTION_LENGTH = 5_000
+MAX_EXPRESSION_LENGTH = 4_000
+MAX_MESSAGE_LENGTH = 4_000
+
+
+class Position(CamelModel):
+    x: float = 0
+    y: float = 0
+
+
+class Viewport(CamelModel):
+    x: float = 0
+    y: float = 0
+    zoom: float = Field(default=1, gt=0)
+
+
+class Canvas(CamelModel):
+    viewport: Viewport = Field(default_factory=Viewport)
+
+
+class StepConfig(CamelModel):
+    """Retry and error policy of a step; becomes the activity's Temporal retry policy."""
+
+    max_retries: int = Field(default=0, ge=0, le=100)
+    on_error: OnError = "fail"
+    backoff_base_seconds: float = Field(default=1.0, gt=0, le=86_400)
+    backoff_max_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    # Per-attempt start-to-close timeout (an extension of the contract).
+    timeout_seconds: float = Field(default=300.0, gt=0, le=7 * 86_400)
+
+
+class LoopConfig(CamelModel):
+    max_iterations: int = Field(ge=1, le=10_000)
+    end_condition_cel: str | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
+
+
+class UserInputField(CamelModel):
+    """An authoring-time form field of a `requiresUserInput` gate."""
+
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
+    field_type: AuthoringFieldType = "string"
+    description: str | None = Field(default=None, max_length=MAX_MESSAGE_LENGTH)
+    required: bool = True
+    default_value: Any = None
+    allowed_values: list[Any] | None = None
+
+
+class HumanReview(CamelModel):
+    """Per-node human-in-the-loop configuration (HITL v2)."""
+
+    requires_confirmation: bool = False
+    confirmation_message: str | None = Field(default=None, max_length=MAX_MESSAGE_LENGTH)
+    requires_user_input: bool = False
+    user_input_message: str | None = Field(default=None, max_length=MAX_MESSAGE_LENGTH)
+    user_input_schema: list[UserInputField] = Field(default_factory=list, max_length=100)
+    requires_output_review: bool = False
+    output_review_message: str | None = Field(default=None, max_length=MAX_MESSAGE_LENGTH)
+    requires_iteration_review: bool = False
+    iteration_review_message: str | None = Field(default=None, max_length=MAX_MESSAGE_LENGTH)
+    on_reject: OnReject = "skip"
+    timeout_seconds: float | None = Field(default=None, gt=0, le=366 * 86_400)
+    on_timeout: OnTimeout = "cancel"
+    # How often a rejected review may send the step round again (onReject=retry).
+    max_retries: int = Field(default=3, ge=0, le=100)
+    allow_multiple_selections: bool = False
+
+    def is_active(self) -> bool:
+        return (
+            self.requires_confirmation
+            or self.requires_user_input
+            or self.requires_output_review
+            or self.requires_iteration_review
+        )
+
+
+class RouterChoice(CamelModel):
+    name: str = Field(max_length=MAX_NAME_LENGTH)
+    steps: list[WorkflowNode] = Field(default_factory=list)
+
+
+class WorkflowNode(CamelModel):
+    """One node of the tree. Every container field is always present (empty when unused)."""
+
+    id: str | None = Field(default=None, max_length=128)
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
+    node_type: NodeType
+    position: Position = Field(default_factory=Position)
+    executor_key: str | None = Field(default=None, max_length=MAX_NAME_LENGTH)
+    a2a_pool: list[str] = Field(default_factory=list, alias="a2aPool")
+    step_config: StepConfig | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    children: list[WorkflowNode] = Field(default_factory=list)
+    true_steps: list[WorkflowNode] = Field(default_factory=list)
+    false_steps: list[WorkflowNode] = Field(default_factory=list)
+    choices: list[RouterChoice] = Field(default_factory=list)
+    condition_cel: str | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
+    loop_config: LoopConfig | None = None
+    human_review: HumanReview | None = None
+
+    @property
+    def node_id(self) -> str:
+        """The id; definitions are normalised on save, so it is always set at run time."""
+        assert self.id is not None, "node ids are assigned when a definition is saved"
+        return self.id
+
+    def child_sequences(self) -> list[tuple[str, list[WorkflowNode]]]:
+        """Every nested sequence of this node, labelled by where it hangs."""
+        seqs: list[tuple[str, list[WorkflowNode]]] = [
+            ("children", self.children),
+            ("trueSteps", self.true_steps),
+            ("falseSteps", self.false_steps),
+        ]
+        seqs += [(f"choices[{c.name}]", c.steps) for c in self.choices]
+        return [(label, nodes) for label, nodes in seqs if nodes]
+
+
+class WorkflowSpec(CamelModel):
+    """The executable part of a definition: what a run is pinned to."""
+
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
+    canvas: Canvas = Field(default_factory=Canvas)
+    nodes: list[WorkflowNode]
+    # Bound on concurrently running children of any parallel block (an extension).
+    max_concurrency: int = Field(default=8, ge=1, le=500)
+
+
+def iter_nodes(nodes: list[WorkflowNode]) -> list[WorkflowNode]:
+    """All nodes of a tree, depth-first in document order."""
+    out: list[WorkflowNode] = []
+    for node in nodes:
+        out.append(node)
+        for _, seq in node.child_sequences():
+            out.extend(iter_nodes(seq))
+    return out
+
+
+RouterChoice.model_rebuild()
+WorkflowNode.model_rebuild()

@@ -1,0 +1,240 @@
+"""Save-time rules of a definition: node shapes, ids, HITL compatibility, CEL, limits.
+
+Every problem is reported with the node's path and name, so a 400 says exactly what
+to fix. Executor keys are checked elsewhere (they need the live catalog).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from temporal_workflows.definition import WorkflowNode, WorkflowSpec
+from temporal_workflows.expressions import ExpressionError, check_expression, template_expressions
+
+MAX_DEPTH = 12
+MAX_NODES = 500
+MAX_POOL = 5
+NODE_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class DefinitionError(ValueError):
+    """A definition that breaks one or more save-time rules."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
+
+
+def normalise(spec: WorkflowSpec, new_id: Callable[[], str]) -> WorkflowSpec:
+    """Assign ids to nodes without one, then check every rule; raise DefinitionError."""
+    for node in _walk(spec.nodes):
+        if node.id is None:
+            node.id = new_id()
+    problems = check(spec)
+    if problems:
+        raise DefinitionError(problems)
+    return spec
+
+
+def _walk(nodes: list[WorkflowNode]) -> list[WorkflowNode]:
+    out: list[WorkflowNode] = []
+    for node in nodes:
+        out.append(node)
+        for _, seq in node.child_sequences():
+            out.extend(_walk(seq))
+    return out
+
+
+def check(spec: WorkflowSpec) -> list[Problem]:
+    """All rule violations of a definition whose node ids are assigned."""
+    problems: list[Problem] = []
+    if not spec.nodes:
+        problems.append(Problem("nodes", "at least one root node is required"))
+    seen: dict[str, str] = {}
+    count = 0
+
+    def visit(node: WorkflowNode, path: str, depth: int) -> None:
+        nonlocal count
+        count += 1
+        where = f"{path} ({node.name!r})"
+        if depth > MAX_DEPTH:
+            problems.append(Problem(where, f"tree is deeper than {MAX_DEPTH} levels"))
+            return
+        node_id = node.node_id
+        if not NODE_ID_PATTERN.match(node_id):
+            problems.append(Problem(where, f"node id {node_id!r} is malformed"))
+        elif node_id in seen:
+            problems.append(
+                Problem(where, f"node id {node_id!r} is also used by {seen[node_id]}")
+            )
+        else:
+            seen[node_id] = where
+        problems.extend(Problem(where, m) for m in _shape(node))
+        problems.extend(Problem(where, m) for m in _human_review(node))
+        problems.extend(Problem(where, m) for m in _expressions(node))
+        for label, seq in node.child_sequences():
+            for i, child in enumerate(seq):
+                visit(child, f"{path}.{label}[{i}]", depth + 1)
+
+    for i, node in enumerate(spec.nodes):
+        visit(node, f"nodes[{i}]", 1)
+    if count > MAX_NODES:
+        problems.append(Problem("nodes", f"{count} nodes exceed the limit of {MAX_NODES}"))
+    return problems
+
+
+def _forbidden(node: WorkflowNode, fields: list[str]) -> list[str]:
+    present = {
+        "executorKey": node.executor_key is not None,
+        "a2aPool": bool(node.a2a_pool),
+        "children": bool(node.children),
+        "trueSteps": bool(node.true_steps),
+        "falseSteps": bool(node.false_steps),
+        "choices": bool(node.choices),
+        "stepConfig": node.step_config is not None,
+        "loopConfig": node.loop_config is not None,
+        "conditionCel": node.condition_cel is not None,
+    }
+    return [f"{node.node_type} nodes must not define {f}" for f in fields if present[f]]
+
+
+def _shape(node: WorkflowNode) -> list[str]:
+    t = node.node_type
+    if t == "step":
+        out = _forbidden(
+            node, ["children", "trueSteps", "falseSteps", "choices", "loopConfig", "conditionCel"]
+        )
+        if (node.executor_key is None) == (not node.a2a_pool):
+            out.append("step nodes need exactly one of executorKey or a2aPool")
+        if len(node.a2a_pool) > MAX_POOL:
+            out.append(f"a2aPool has {len(node.a2a_pool)} agents; at most {MAX_POOL} are allowed")
+        if len(set(node.a2a_pool)) != len(node.a2a_pool):
+            out.append("a2aPool lists an agent twice")
+        if node.executor_key is not None and not node.executor_key.strip():
+            out.append("executorKey must not be empty")
+        sc = node.step_config
+        if sc and sc.backoff_max_seconds < sc.backoff_base_seconds:
+            out.append("stepConfig.backoffMaxSeconds must be >= backoffBaseSeconds")
+        return out
+    if t == "parallel":
+        out = _forbidden(
+            node,
+            ["executorKey", "a2aPool", "trueSteps", "falseSteps", "choices", "stepConfig",
+             "loopConfig", "conditionCel"],
+        )
+        if len(node.children) < 2:
+            out.append("parallel nodes need at least 2 children")
+        return out
+    if t == "condition":
+        out = _forbidden(
+            node, ["executorKey", "a2aPool", "children", "choices", "stepConfig", "loopConfig"]
+        )
+        if not node.true_steps:
+            out.append("condition nodes need at least one step in trueSteps")
+        if not node.condition_cel:
+            out.append("condition nodes need conditionCel")
+        return out
+    if t == "loop":
+        out = _forbidden(
+            node,
+            ["executorKey", "a2aPool", "trueSteps", "falseSteps", "choices", "stepConfig",
+             "conditionCel"],
+        )
+        if node.loop_config is None:
+            out.append("loop nodes need loopConfig")
+        if not node.children:
+            out.append("loop nodes need at least 1 child")
+        return out
+    # router
+    out = _forbidden(
+        node, ["executorKey", "a2aPool", "children", "trueSteps", "falseSteps", "stepConfig",
+               "loopConfig"],
+    )
+    if len(node.choices) < 2:
+        out.append("router nodes need at least 2 choices")
+    names = [c.name for c in node.choices]
+    if any(not n.strip() for n in names):
+        out.append("router choice names must not be empty")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        out.append(f"router choice names must be unique; repeated: {', '.join(dupes)}")
+    out += [f"router choice {c.name!r} needs at least one step" for c in node.choices if not c.steps]
+    if not node.condition_cel:
+        out.append("router nodes need conditionCel")
+    return out
+
+
+# Which HITL fields each node type accepts (the contract's compatibility matrix).
+_HITL_ALLOWED: dict[str, set[str]] = {
+    "step": {"requiresConfirmation", "requiresUserInput", "requiresOutputReview"},
+    "condition": {"requiresConfirmation"},
+    "loop": {"requiresConfirmation", "requiresIterationReview"},
+    "router": {"requiresConfirmation", "requiresUserInput", "requiresOutputReview"},
+    "parallel": set(),
+}
+
+
+def _human_review(node: WorkflowNode) -> list[str]:
+    hr = node.human_review
+    if hr is None:
+        return []
+    if node.node_type == "parallel":
+        return ["parallel nodes must not define humanReview (branches run concurrently)"]
+    flags = {
+        "requiresConfirmation": hr.requires_confirmation,
+        "requiresUserInput": hr.requires_user_input,
+        "requiresOutputReview": hr.requires_output_review,
+        "requiresIterationReview": hr.requires_iteration_review,
+    }
+    allowed = _HITL_ALLOWED[node.node_type]
+    out = [
+        f"humanReview.{flag} is not supported on {node.node_type} nodes"
+        for flag, on in flags.items()
+        if on and flag not in allowed
+    ]
+    if hr.on_reject == "else_branch" and node.node_type != "condition":
+        out.append("humanReview.onReject 'else_branch' is only valid on condition nodes")
+    names = [f.name for f in hr.user_input_schema]
+    if len(set(names)) != len(names):
+        out.append("humanReview.userInputSchema field names must be unique")
+    if hr.user_input_schema and not hr.requires_user_input:
+        out.append("humanReview.userInputSchema needs requiresUserInput")
+    return out
+
+
+def _expressions(node: WorkflowNode) -> list[str]:
+    out: list[str] = []
+    sources: list[tuple[str, str]] = []
+    if node.condition_cel is not None:
+        sources.append(("conditionCel", node.condition_cel))
+    if node.loop_config and node.loop_config.end_condition_cel is not None:
+        sources.append(("loopConfig.endConditionCel", node.loop_config.end_condition_cel))
+    for key, text in _config_strings(node.config, "config"):
+        sources += [(key, expr) for expr in template_expressions(text)]
+    for field, source in sources:
+        try:
+            check_expression(source)
+        except ExpressionError as exc:
+            out.append(f"{field}: {exc}")
+    return out
+
+
+def _config_strings(value: object, path: str) -> list[tuple[str, str]]:
+    if isinstance(value, str):
+        return [(path, value)] if "{{" in value else []
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _config_strings(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [s for i, v in enumerate(value) for s in _config_strings(v, f"{path}[{i}]")]
+    return []
