@@ -1,0 +1,52 @@
+"""What every executor implements, and the two kinds of failure it may report.
+
+The step activity builds a `StepCall`, asks the registry for the executor of the
+node's `executorKey` / `a2aPool`, awaits `execute`, and classifies errors:
+`PermanentError` is non-retryable (bad arguments, 4xx, unknown tool); anything else
+is a failed attempt that Temporal retries per the node's stepConfig.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+BUILTIN_PREFIX = "builtin:"
+
+
+class PermanentError(Exception):
+    """A failure that retrying cannot fix."""
+
+
+class TransientError(Exception):
+    """A failure worth retrying (connection, 5xx, tool reported isError)."""
+
+
+@dataclass
+class StepCall:
+    run_id: str
+    workflow_id: str
+    node_id: str
+    node_name: str
+    node_run_id: str
+    executor_key: str | None
+    a2a_pool: list[str]
+    # The node's config with templates rendered: tool arguments / agent message.
+    config: dict[str, Any]
+    # The run context (input, previous_step_content, previous_step_outputs, ...).
+    context: dict[str, Any]
+    attempt: int = 1
+    # Executors that wait long call this periodically (Temporal activity heartbeat).
+    heartbeat: Callable[..., None] = field(default=lambda *details: None)
+
+
+@dataclass
+class StepOutcome:
+    output: Any
+    # Which executor ran and why (kind, key, poolIndex, reason), shown on the node run.
+    resolved_executor: dict[str, Any] | None = None
+
+
+class Executor(Protocol):
+    async def execute(self, call: StepCall) -> StepOutcome: ...
