@@ -1,0 +1,312 @@
+"""The production store: MongoDB through PyMongo's async API (`AsyncMongoClient`, not Motor).
+
+Documents are the records' snake_case documents with `_id` = the record id. Datetimes are kept
+as the same fixed-width ISO 8601 UTC text as in SQLite: it sorts in time order and, unlike a BSON
+date (milliseconds), round-trips microseconds. Writes that race are guarded by `rev` filters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError, PyMongoError
+
+from activities.store.base import DuplicateNameError, StoreError
+from activities.store.documents import (
+    apply_run_changes,
+    event_document,
+    from_stored,
+    iso_utc,
+    to_stored,
+)
+from activities.store.records import (
+    TERMINAL_RUN_STATUSES,
+    NodeRunRecord,
+    RunRecord,
+    WorkflowRecord,
+    WorkflowVersionRecord,
+)
+
+Doc = dict[str, Any]
+
+# (collection, keys, options): one index per query the store makes.
+_INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
+    ("workflows", [("name", ASCENDING)], {"unique": True, "name": "name_unique"}),
+    ("workflows", [("updated_at", DESCENDING), ("_id", DESCENDING)], {}),
+    ("workflow_versions", [("workflow_id", ASCENDING), ("version", ASCENDING)], {"unique": True}),
+    ("runs", [("started_at", DESCENDING), ("_id", DESCENDING)], {}),
+    ("runs", [("workflow_definition_id", ASCENDING), ("started_at", DESCENDING)], {}),
+    ("runs", [("status", ASCENDING), ("started_at", ASCENDING)], {}),
+    ("runs", [("parent_run_id", ASCENDING), ("started_at", DESCENDING)], {}),
+    ("runs", [("idempotency_key", ASCENDING)], {}),
+    ("node_runs", [("workflow_run_id", ASCENDING), ("started_at", ASCENDING)], {}),
+    ("events", [("run_id", ASCENDING), ("_id", ASCENDING)], {}),
+]
+
+
+class MongoStore:
+    """`Store` on one MongoDB database; no multi-document transactions needed."""
+
+    def __init__(
+        self, url: str, database: str = "trellis", server_selection_timeout_ms: int = 5_000
+    ) -> None:
+        self.url = url
+        self.database_name = database
+        self._timeout_ms = server_selection_timeout_ms
+        self._client: AsyncMongoClient[Doc] | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+    async def connect(self) -> None:
+        """Create the client and every index (idempotent; `trellis setup` calls it too)."""
+        self._client = AsyncMongoClient(self.url, serverSelectionTimeoutMS=self._timeout_ms)
+        with _errors():
+            for collection, keys, options in _INDEXES:
+                await self._db()[collection].create_index(keys, **options)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    async def ping(self) -> None:
+        with _errors():
+            await self._db().command("ping")
+
+    def _db(self) -> AsyncDatabase[Doc]:
+        if self._client is None:
+            raise StoreError("MongoDB store is not connected")
+        return self._client[self.database_name]
+
+    # -- definitions ---------------------------------------------------------
+    async def create_workflow(self, record: WorkflowRecord) -> None:
+        with _errors():
+            await self._db().workflows.insert_one({"_id": record.id, **to_stored(record)})
+            await self._put_version(record)
+
+    async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None:
+        with _errors():
+            doc = await self._db().workflows.find_one({"_id": workflow_id})
+        return None if doc is None else from_stored(WorkflowRecord, doc)
+
+    async def list_workflows(
+        self, query: str | None, page: int, per_page: int
+    ) -> tuple[list[WorkflowRecord], int]:
+        filter_: Doc = {}
+        if query:
+            pattern = {"$regex": re.escape(query), "$options": "i"}
+            filter_ = {"$or": [{"name": pattern}, {"description": pattern}]}
+        with _errors():
+            total = await self._db().workflows.count_documents(filter_)
+            cursor = (
+                self._db()
+                .workflows.find(filter_)
+                .sort([("updated_at", DESCENDING), ("_id", DESCENDING)])
+                .skip((page - 1) * per_page)
+                .limit(per_page)
+            )
+            docs = await cursor.to_list()
+        return [from_stored(WorkflowRecord, d) for d in docs], total
+
+    async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
+        with _errors():
+            result = await self._db().workflows.replace_one(
+                {"_id": record.id}, {"_id": record.id, **to_stored(record)}
+            )
+            if result.matched_count and new_version:
+                await self._put_version(record)
+
+    async def delete_workflow(self, workflow_id: str) -> bool:
+        db = self._db()
+        with _errors():
+            # Children first: an interrupted delete leaves the definition, so it can be retried.
+            run_ids = await db.runs.distinct("_id", {"workflow_definition_id": workflow_id})
+            await db.events.delete_many({"run_id": {"$in": run_ids}})
+            await db.node_runs.delete_many({"workflow_run_id": {"$in": run_ids}})
+            await db.runs.delete_many({"workflow_definition_id": workflow_id})
+            await db.workflow_versions.delete_many({"workflow_id": workflow_id})
+            result = await db.workflows.delete_one({"_id": workflow_id})
+        return result.deleted_count > 0
+
+    async def get_workflow_version(
+        self, workflow_id: str, version: int
+    ) -> WorkflowVersionRecord | None:
+        with _errors():
+            doc = await self._db().workflow_versions.find_one(
+                {"workflow_id": workflow_id, "version": version}
+            )
+        return None if doc is None else from_stored(WorkflowVersionRecord, doc)
+
+    async def list_workflow_versions(self, workflow_id: str) -> list[WorkflowVersionRecord]:
+        with _errors():
+            cursor = self._db().workflow_versions.find({"workflow_id": workflow_id})
+            docs = await cursor.sort("version", ASCENDING).to_list()
+        return [from_stored(WorkflowVersionRecord, d) for d in docs]
+
+    async def _put_version(self, record: WorkflowRecord) -> None:
+        version = WorkflowVersionRecord(
+            workflow_id=record.id,
+            version=record.version,
+            definition=record.spec(),
+            created_at=record.updated_at,
+        )
+        key = f"{record.id}/{record.version}"
+        await self._db().workflow_versions.replace_one(
+            {"_id": key}, {"_id": key, **to_stored(version)}, upsert=True
+        )
+
+    # -- runs ----------------------------------------------------------------
+    async def insert_run(self, record: RunRecord) -> RunRecord:
+        with _errors():
+            try:
+                await self._db().runs.insert_one({"_id": record.id, **to_stored(record)})
+            except DuplicateKeyError:
+                pass  # already inserted (a retried activity): return what is stored
+            doc = await self._db().runs.find_one({"_id": record.id})
+        if doc is None:
+            raise StoreError(f"run {record.id} vanished right after insert")
+        return from_stored(RunRecord, doc)
+
+    async def update_run(self, run_id: str, rev: int, changes: dict[str, Any]) -> bool:
+        with _errors():
+            doc = await self._db().runs.find_one({"_id": run_id})
+            if doc is None:
+                return False
+            current = from_stored(RunRecord, doc)
+            if rev < current.rev:
+                return False
+            stored = to_stored(apply_run_changes(current, rev, changes))
+            # $set only the changed fields, guarded by rev: a concurrent writer's other
+            # fields survive, and a newer revision written meanwhile is never overwritten.
+            fields = {key: stored[key] for key in [*changes, "rev", "updated_at"]}
+            result = await self._db().runs.update_one(
+                {"_id": run_id, "rev": {"$lte": rev}}, {"$set": fields}
+            )
+        return result.matched_count == 1
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        with _errors():
+            doc = await self._db().runs.find_one({"_id": run_id})
+        return None if doc is None else from_stored(RunRecord, doc)
+
+    async def list_runs(
+        self,
+        workflow_id: str | None,
+        *,
+        status: str | None = None,
+        parent_run_id: str | None = None,
+        page: int = 1,
+        per_page: int = 20,
+    ) -> tuple[list[RunRecord], int]:
+        wanted = {
+            "workflow_definition_id": workflow_id,
+            "status": status,
+            "parent_run_id": parent_run_id,
+        }
+        filter_ = {key: value for key, value in wanted.items() if value is not None}
+        with _errors():
+            total = await self._db().runs.count_documents(filter_)
+            cursor = (
+                self._db()
+                .runs.find(filter_)
+                .sort([("started_at", DESCENDING), ("_id", DESCENDING)])
+                .skip((page - 1) * per_page)
+                .limit(per_page)
+            )
+            docs = await cursor.to_list()
+        return [from_stored(RunRecord, d) for d in docs], total
+
+    async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
+        filter_ = {
+            "status": {"$nin": sorted(TERMINAL_RUN_STATUSES)},
+            "started_at": {"$lt": iso_utc(started_before)},
+        }
+        return await self._find_runs(filter_, limit=0)
+
+    async def list_runs_with_status(self, status: str, limit: int) -> list[RunRecord]:
+        return await self._find_runs({"status": status}, limit=limit)
+
+    async def _find_runs(self, filter_: Doc, limit: int) -> list[RunRecord]:
+        """Runs matching a filter, oldest first; `limit` 0 means all."""
+        with _errors():
+            cursor = (
+                self._db()
+                .runs.find(filter_)
+                .sort([("started_at", ASCENDING), ("_id", ASCENDING)])
+                .limit(limit)
+            )
+            docs = await cursor.to_list()
+        return [from_stored(RunRecord, d) for d in docs]
+
+    # -- node runs -----------------------------------------------------------
+    async def upsert_node_run(self, record: NodeRunRecord) -> bool:
+        with _errors():
+            try:
+                await self._db().node_runs.replace_one(
+                    {"_id": record.id, "rev": {"$lte": record.rev}},
+                    {"_id": record.id, **to_stored(record)},
+                    upsert=True,
+                )
+            except DuplicateKeyError:
+                # The filter missed because a newer rev is stored; the upsert then collides.
+                return False
+        return True
+
+    async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
+        if not run_ids:
+            return []
+        with _errors():
+            cursor = self._db().node_runs.find({"workflow_run_id": {"$in": run_ids}})
+            docs = await cursor.to_list()
+        # MongoDB sorts nulls first; unstarted node runs belong last, so order here.
+        docs.sort(key=lambda d: (d.get("started_at") is None, d.get("started_at") or "", d["_id"]))
+        return [from_stored(NodeRunRecord, d) for d in docs]
+
+    async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None:
+        with _errors():
+            doc = await self._db().node_runs.find_one({"_id": node_run_id})
+        return None if doc is None else from_stored(NodeRunRecord, doc)
+
+    # -- run events ----------------------------------------------------------
+    async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
+        doc = event_document(event)
+        with _errors():
+            counter = await self._db().counters.find_one_and_update(
+                {"_id": "events"},
+                {"$inc": {"seq": 1}},
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+            )
+            event_id = int(counter["seq"])
+            await self._db().events.insert_one({"_id": event_id, "run_id": run_id, "event": doc})
+        return event_id
+
+    async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:
+        with _errors():
+            cursor = (
+                self._db()
+                .events.find({"run_id": run_id, "_id": {"$gt": after_id}})
+                .sort("_id", ASCENDING)
+                .limit(limit)
+            )
+            docs = await cursor.to_list()
+        return [{**d["event"], "id": d["_id"]} for d in docs]
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Driver errors become StoreError; a taken workflow name becomes DuplicateNameError."""
+    try:
+        yield
+    except DuplicateKeyError as exc:
+        key_pattern = (exc.details or {}).get("keyPattern") or {}
+        if "name" in key_pattern or "name_unique" in str(exc):
+            raise DuplicateNameError("a workflow with this name already exists") from exc
+        raise StoreError(f"MongoDB store error: {exc}") from exc
+    except PyMongoError as exc:
+        raise StoreError(f"MongoDB store error: {exc}") from exc

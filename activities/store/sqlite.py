@@ -1,0 +1,361 @@
+"""The embedded default store: one SQLite file (WAL), safe for an API and a worker process at once.
+
+Each table keeps the record's full document as JSON plus the indexed columns its queries use.
+Writes run in `BEGIN IMMEDIATE` transactions: the write lock is taken up front, so a second
+process waits (busy_timeout) instead of failing a read-to-write upgrade with "database is locked".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from activities.store.base import DuplicateNameError, StoreError
+from activities.store.documents import (
+    apply_run_changes,
+    event_document,
+    from_stored,
+    iso_utc,
+    to_stored,
+)
+from activities.store.records import (
+    TERMINAL_RUN_STATUSES,
+    NodeRunRecord,
+    RunRecord,
+    WorkflowRecord,
+    WorkflowVersionRecord,
+)
+from activities.store.sqlite_schema import migrate
+
+_RUN_COLUMNS = "id, workflow_definition_id, status, parent_run_id, started_at, idempotency_key, rev"
+
+
+class SqliteStore:
+    """`Store` on an aiosqlite connection; one connection per process, serialised by a lock."""
+
+    def __init__(self, path: Path, busy_timeout_ms: int = 30_000) -> None:
+        self.path = path
+        self._busy_timeout_ms = busy_timeout_ms
+        self._db: aiosqlite.Connection | None = None
+        # One connection is shared by concurrent requests: the lock keeps one coroutine's
+        # statements from landing inside another's open transaction.
+        self._lock = asyncio.Lock()
+
+    # -- lifecycle -----------------------------------------------------------
+    async def connect(self) -> None:
+        """Open the file, switch to WAL and create or migrate the schema."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = await aiosqlite.connect(
+                self.path, isolation_level=None, timeout=self._busy_timeout_ms / 1000
+            )
+            await self._db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            await self._db.execute("PRAGMA journal_mode = WAL")
+            # WAL + NORMAL: durable across process crashes, one fsync per checkpoint.
+            await self._db.execute("PRAGMA synchronous = NORMAL")
+            async with self._write() as db:
+                await migrate(db)
+        except (sqlite3.Error, OSError, StoreError) as exc:
+            await self.close()
+            raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+
+    async def close(self) -> None:
+        if self._db is not None:
+            db, self._db = self._db, None
+            await db.close()
+
+    async def ping(self) -> None:
+        async with self._read() as db:
+            await db.execute("SELECT 1")
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            try:
+                yield self._conn()
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store error: {exc}") from exc
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            db = self._conn()
+            try:
+                await db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                except BaseException:
+                    if db.in_transaction:
+                        await db.execute("ROLLBACK")
+                    raise
+                await db.execute("COMMIT")
+            except sqlite3.IntegrityError as exc:
+                if "workflows.name" in str(exc):
+                    raise DuplicateNameError("a workflow with this name already exists") from exc
+                raise StoreError(f"SQLite store error: {exc}") from exc
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store error: {exc}") from exc
+
+    def _conn(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise StoreError("SQLite store is not connected")
+        return self._db
+
+    # -- definitions ---------------------------------------------------------
+    async def create_workflow(self, record: WorkflowRecord) -> None:
+        async with self._write() as db:
+            await db.execute(
+                "INSERT INTO workflows (id, name, name_fold, description_fold, updated_at, doc)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                _workflow_row(record),
+            )
+            await _put_version(db, record)
+
+    async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None:
+        async with self._read() as db:
+            row = await _one(db, "SELECT doc FROM workflows WHERE id = ?", (workflow_id,))
+        return None if row is None else from_stored(WorkflowRecord, json.loads(row[0]))
+
+    async def list_workflows(
+        self, query: str | None, page: int, per_page: int
+    ) -> tuple[list[WorkflowRecord], int]:
+        where, params = "", ()
+        if query:
+            pattern = "%" + _escape_like(query.casefold()) + "%"
+            where = " WHERE name_fold LIKE ? ESCAPE '\\' OR description_fold LIKE ? ESCAPE '\\'"
+            params = (pattern, pattern)
+        async with self._read() as db:
+            total = await _one(db, "SELECT COUNT(*) FROM workflows" + where, params)
+            rows = await db.execute_fetchall(
+                "SELECT doc FROM workflows" + where + " ORDER BY updated_at DESC, id DESC"
+                " LIMIT ? OFFSET ?",
+                (*params, per_page, (page - 1) * per_page),
+            )
+        items = [from_stored(WorkflowRecord, json.loads(r[0])) for r in rows]
+        return items, total[0] if total else 0
+
+    async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
+        async with self._write() as db:
+            cursor = await db.execute(
+                "UPDATE workflows SET id = ?, name = ?, name_fold = ?, description_fold = ?,"
+                " updated_at = ?, doc = ? WHERE id = ?",
+                (*_workflow_row(record), record.id),
+            )
+            if cursor.rowcount and new_version:
+                await _put_version(db, record)
+
+    async def delete_workflow(self, workflow_id: str) -> bool:
+        runs = "SELECT id FROM runs WHERE workflow_definition_id = ?"
+        async with self._write() as db:
+            await db.execute(f"DELETE FROM events WHERE run_id IN ({runs})", (workflow_id,))
+            await db.execute(
+                f"DELETE FROM node_runs WHERE workflow_run_id IN ({runs})", (workflow_id,)
+            )
+            await db.execute("DELETE FROM runs WHERE workflow_definition_id = ?", (workflow_id,))
+            await db.execute("DELETE FROM workflow_versions WHERE workflow_id = ?", (workflow_id,))
+            cursor = await db.execute("DELETE FROM workflows WHERE id = ?", (workflow_id,))
+            return cursor.rowcount > 0
+
+    async def get_workflow_version(
+        self, workflow_id: str, version: int
+    ) -> WorkflowVersionRecord | None:
+        async with self._read() as db:
+            row = await _one(
+                db,
+                "SELECT doc FROM workflow_versions WHERE workflow_id = ? AND version = ?",
+                (workflow_id, version),
+            )
+        return None if row is None else from_stored(WorkflowVersionRecord, json.loads(row[0]))
+
+    async def list_workflow_versions(self, workflow_id: str) -> list[WorkflowVersionRecord]:
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
+                "SELECT doc FROM workflow_versions WHERE workflow_id = ? ORDER BY version",
+                (workflow_id,),
+            )
+        return [from_stored(WorkflowVersionRecord, json.loads(r[0])) for r in rows]
+
+    # -- runs ----------------------------------------------------------------
+    async def insert_run(self, record: RunRecord) -> RunRecord:
+        async with self._write() as db:
+            await db.execute(
+                f"INSERT OR IGNORE INTO runs ({_RUN_COLUMNS}, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                _run_row(record),
+            )
+            row = await _one(db, "SELECT doc FROM runs WHERE id = ?", (record.id,))
+        assert row is not None
+        return from_stored(RunRecord, json.loads(row[0]))
+
+    async def update_run(self, run_id: str, rev: int, changes: dict[str, Any]) -> bool:
+        async with self._write() as db:
+            row = await _one(db, "SELECT doc FROM runs WHERE id = ?", (run_id,))
+            if row is None:
+                return False
+            current = from_stored(RunRecord, json.loads(row[0]))
+            if rev < current.rev:
+                return False
+            updated = apply_run_changes(current, rev, changes)
+            await db.execute(
+                f"REPLACE INTO runs ({_RUN_COLUMNS}, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                _run_row(updated),
+            )
+            return True
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        async with self._read() as db:
+            row = await _one(db, "SELECT doc FROM runs WHERE id = ?", (run_id,))
+        return None if row is None else from_stored(RunRecord, json.loads(row[0]))
+
+    async def list_runs(
+        self,
+        workflow_id: str | None,
+        *,
+        status: str | None = None,
+        parent_run_id: str | None = None,
+        page: int = 1,
+        per_page: int = 20,
+    ) -> tuple[list[RunRecord], int]:
+        filters = {
+            "workflow_definition_id": workflow_id,
+            "status": status,
+            "parent_run_id": parent_run_id,
+        }
+        clauses = [f"{column} = ?" for column, value in filters.items() if value is not None]
+        params = tuple(value for value in filters.values() if value is not None)
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        async with self._read() as db:
+            total = await _one(db, "SELECT COUNT(*) FROM runs" + where, params)
+            rows = await db.execute_fetchall(
+                "SELECT doc FROM runs" + where + " ORDER BY started_at DESC, id DESC"
+                " LIMIT ? OFFSET ?",
+                (*params, per_page, (page - 1) * per_page),
+            )
+        return _runs(rows), total[0] if total else 0
+
+    async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
+        terminal = sorted(TERMINAL_RUN_STATUSES)
+        marks = ", ".join("?" for _ in terminal)
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
+                f"SELECT doc FROM runs WHERE status NOT IN ({marks}) AND started_at < ?"
+                " ORDER BY started_at, id",
+                (*terminal, iso_utc(started_before)),
+            )
+        return _runs(rows)
+
+    async def list_runs_with_status(self, status: str, limit: int) -> list[RunRecord]:
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
+                "SELECT doc FROM runs WHERE status = ? ORDER BY started_at, id LIMIT ?",
+                (status, limit),
+            )
+        return _runs(rows)
+
+    # -- node runs -----------------------------------------------------------
+    async def upsert_node_run(self, record: NodeRunRecord) -> bool:
+        doc = to_stored(record)
+        async with self._write() as db:
+            # One statement: the rev comparison and the write cannot be split by another writer.
+            cursor = await db.execute(
+                "INSERT INTO node_runs (id, workflow_run_id, started_at, rev, doc)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+                " workflow_run_id = excluded.workflow_run_id, started_at = excluded.started_at,"
+                " rev = excluded.rev, doc = excluded.doc WHERE excluded.rev >= node_runs.rev",
+                (record.id, record.workflow_run_id, doc["started_at"], record.rev, _json(doc)),
+            )
+            return cursor.rowcount > 0
+
+    async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
+        if not run_ids:
+            return []
+        marks = ", ".join("?" for _ in run_ids)
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
+                f"SELECT doc FROM node_runs WHERE workflow_run_id IN ({marks})"
+                " ORDER BY started_at IS NULL, started_at, id",
+                tuple(run_ids),
+            )
+        return [from_stored(NodeRunRecord, json.loads(r[0])) for r in rows]
+
+    async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None:
+        async with self._read() as db:
+            row = await _one(db, "SELECT doc FROM node_runs WHERE id = ?", (node_run_id,))
+        return None if row is None else from_stored(NodeRunRecord, json.loads(row[0]))
+
+    # -- run events ----------------------------------------------------------
+    async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
+        doc = _json(event_document(event))
+        async with self._write() as db:
+            cursor = await db.execute(
+                "INSERT INTO events (run_id, doc) VALUES (?, ?)", (run_id, doc)
+            )
+            event_id = cursor.lastrowid
+        assert event_id is not None
+        return event_id
+
+    async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
+                "SELECT id, doc FROM events WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?",
+                (run_id, after_id, limit),
+            )
+        return [{**json.loads(doc), "id": event_id} for event_id, doc in rows]
+
+
+def _json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+async def _one(db: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> Any:
+    async with db.execute(sql, params) as cursor:
+        return await cursor.fetchone()
+
+
+def _workflow_row(record: WorkflowRecord) -> tuple[Any, ...]:
+    doc = to_stored(record)
+    name_fold = record.name.casefold()
+    description_fold = (record.description or "").casefold()
+    return record.id, record.name, name_fold, description_fold, doc["updated_at"], _json(doc)
+
+
+async def _put_version(db: aiosqlite.Connection, record: WorkflowRecord) -> None:
+    version = WorkflowVersionRecord(
+        workflow_id=record.id,
+        version=record.version,
+        definition=record.spec(),
+        created_at=record.updated_at,
+    )
+    await db.execute(
+        "INSERT OR REPLACE INTO workflow_versions (workflow_id, version, doc) VALUES (?, ?, ?)",
+        (record.id, record.version, _json(to_stored(version))),
+    )
+
+
+def _run_row(record: RunRecord) -> tuple[Any, ...]:
+    doc = to_stored(record)
+    return (
+        record.id,
+        record.workflow_definition_id,
+        record.status,
+        record.parent_run_id,
+        doc["started_at"],
+        record.idempotency_key,
+        record.rev,
+        _json(doc),
+    )
+
+
+def _runs(rows: Any) -> list[RunRecord]:
+    return [from_stored(RunRecord, json.loads(r[0])) for r in rows]

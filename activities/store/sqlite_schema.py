@@ -1,0 +1,59 @@
+"""The SQLite schema as an ordered list of migrations, tracked by `PRAGMA user_version`.
+
+To change the schema, append a migration; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+import aiosqlite
+
+from activities.store.base import StoreError
+
+# MIGRATIONS[n] takes a database from user_version n to n + 1.
+MIGRATIONS: list[list[str]] = [
+    [
+        # Definitions: the name is unique as written (case-sensitive); the *_fold columns
+        # hold the case-folded text that search matches against.
+        "CREATE TABLE workflows (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+        " name_fold TEXT NOT NULL, description_fold TEXT NOT NULL, updated_at TEXT NOT NULL,"
+        " doc TEXT NOT NULL)",
+        "CREATE INDEX workflows_updated_at ON workflows (updated_at)",
+        "CREATE TABLE workflow_versions (workflow_id TEXT NOT NULL, version INTEGER NOT NULL,"
+        " doc TEXT NOT NULL, PRIMARY KEY (workflow_id, version))",
+        "CREATE TABLE runs (id TEXT PRIMARY KEY, workflow_definition_id TEXT NOT NULL,"
+        " status TEXT NOT NULL, parent_run_id TEXT, started_at TEXT NOT NULL,"
+        " idempotency_key TEXT, rev INTEGER NOT NULL, doc TEXT NOT NULL)",
+        "CREATE INDEX runs_workflow_started ON runs (workflow_definition_id, started_at)",
+        "CREATE INDEX runs_status_started ON runs (status, started_at)",
+        "CREATE INDEX runs_parent_started ON runs (parent_run_id, started_at)",
+        "CREATE INDEX runs_started ON runs (started_at)",
+        "CREATE INDEX runs_idempotency_key ON runs (idempotency_key)",
+        "CREATE TABLE node_runs (id TEXT PRIMARY KEY, workflow_run_id TEXT NOT NULL,"
+        " started_at TEXT, rev INTEGER NOT NULL, doc TEXT NOT NULL)",
+        "CREATE INDEX node_runs_run_started ON node_runs (workflow_run_id, started_at)",
+        # AUTOINCREMENT: ids are never reused, even after the newest events are deleted.
+        "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,"
+        " doc TEXT NOT NULL)",
+        "CREATE INDEX events_run_id ON events (run_id, id)",
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+async def migrate(db: aiosqlite.Connection) -> None:
+    """Apply pending migrations; call inside a write transaction (`BEGIN IMMEDIATE`)."""
+    # Read inside the transaction: two processes starting at once must not both migrate.
+    async with db.execute("PRAGMA user_version") as cursor:
+        row = await cursor.fetchone()
+    current = int(row[0]) if row else 0
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database has schema version {current}, newer than this code ({SCHEMA_VERSION})"
+        )
+    for statements in MIGRATIONS[current:]:
+        for statement in statements:
+            # One statement at a time: executescript() would commit the open transaction.
+            await db.execute(statement)
+    if current != SCHEMA_VERSION:
+        await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -1,0 +1,53 @@
+"""The `store` fixture: every contract test runs on SQLite, and on MongoDB when one is given."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from uuid import uuid4
+
+import pytest
+
+from activities.store.base import Store
+from activities.store.mongo import MongoStore
+from activities.store.sqlite import SqliteStore
+
+MONGO_SKIP = (
+    "MongoDB store tests need TRELLIS_TEST_MONGODB_URL "
+    "(no MongoDB server can be installed on this machine)"
+)
+
+StoreFactory = Callable[[], Store]
+
+
+@pytest.fixture(params=["sqlite", "mongodb"])
+async def store_factory(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[StoreFactory]:
+    """Makes unconnected stores that all open the same fresh database."""
+    if request.param == "sqlite":
+        path = tmp_path / "data" / "trellis.db"
+        yield lambda: SqliteStore(path)
+        return
+    url = os.environ.get("TRELLIS_TEST_MONGODB_URL")
+    if not url:
+        pytest.skip(MONGO_SKIP)
+    database = f"trellis_test_{uuid4().hex[:12]}"
+    yield lambda: MongoStore(url, database=database)
+    from pymongo import AsyncMongoClient
+
+    client: AsyncMongoClient = AsyncMongoClient(url)
+    try:
+        await client.drop_database(database)
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def store(store_factory: StoreFactory) -> AsyncIterator[Store]:
+    """A connected store on a fresh database, closed after the test."""
+    opened = store_factory()
+    await opened.connect()
+    yield opened
+    await opened.close()

@@ -1,0 +1,346 @@
+"""The Store contract: every implementation behaves exactly like this (see conftest `store`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from activities.store.base import DuplicateNameError, Store
+from tests.store.builders import at, new_id, node_run, run, workflow
+
+
+class TestWorkflows:
+    async def test_created_workflow_reads_back_equal(self, store: Store) -> None:
+        record = workflow(description="Sends the welcome mail", created_at=at(0), updated_at=at(0))
+        await store.create_workflow(record)
+        assert await store.get_workflow(record.id) == record
+
+    async def test_unknown_workflow_is_none(self, store: Store) -> None:
+        assert await store.get_workflow(new_id()) is None
+
+    async def test_create_keeps_version_one(self, store: Store) -> None:
+        record = workflow()
+        await store.create_workflow(record)
+        version = await store.get_workflow_version(record.id, 1)
+        assert version is not None
+        assert version.definition == record.spec()
+
+    async def test_list_is_newest_updated_first_with_total(self, store: Store) -> None:
+        records = [workflow(updated_at=at(i)) for i in range(3)]
+        for record in records:
+            await store.create_workflow(record)
+        items, total = await store.list_workflows(None, 1, 10)
+        assert [r.id for r in items] == [r.id for r in reversed(records)]
+        assert total == 3
+
+    async def test_list_pages_keep_the_total(self, store: Store) -> None:
+        records = [workflow(updated_at=at(i)) for i in range(5)]
+        for record in records:
+            await store.create_workflow(record)
+        page2, total = await store.list_workflows(None, 2, 2)
+        assert [r.id for r in page2] == [records[2].id, records[1].id]
+        assert total == 5
+
+    async def test_page_past_the_end_is_empty(self, store: Store) -> None:
+        await store.create_workflow(workflow())
+        items, total = await store.list_workflows(None, 3, 10)
+        assert (items, total) == ([], 1)
+
+    async def test_search_matches_name_case_insensitively(self, store: Store) -> None:
+        hit = workflow("Customer Onboarding")
+        await store.create_workflow(hit)
+        await store.create_workflow(workflow("Invoices"))
+        items, total = await store.list_workflows("ONBOARD", 1, 10)
+        assert ([r.id for r in items], total) == ([hit.id], 1)
+
+    async def test_search_matches_description_case_insensitively(self, store: Store) -> None:
+        hit = workflow("Mailer", description="Sends the Welcome mail")
+        await store.create_workflow(hit)
+        await store.create_workflow(workflow("Other", description="nothing"))
+        items, _ = await store.list_workflows("welcome", 1, 10)
+        assert [r.id for r in items] == [hit.id]
+
+    async def test_search_treats_wildcards_literally(self, store: Store) -> None:
+        hit = workflow("100% done_now")
+        await store.create_workflow(hit)
+        await store.create_workflow(workflow("100 percent donexnow"))
+        by_percent, _ = await store.list_workflows("0% d", 1, 10)
+        by_underscore, _ = await store.list_workflows("e_n", 1, 10)
+        assert [r.id for r in by_percent] == [hit.id]
+        assert [r.id for r in by_underscore] == [hit.id]
+
+    async def test_duplicate_name_on_create_is_refused(self, store: Store) -> None:
+        await store.create_workflow(workflow("Same"))
+        with pytest.raises(DuplicateNameError):
+            await store.create_workflow(workflow("Same"))
+        _, total = await store.list_workflows(None, 1, 10)
+        assert total == 1
+
+    async def test_names_differing_in_case_are_distinct(self, store: Store) -> None:
+        await store.create_workflow(workflow("Same"))
+        await store.create_workflow(workflow("same"))
+        _, total = await store.list_workflows(None, 1, 10)
+        assert total == 2
+
+    async def test_duplicate_name_on_update_is_refused(self, store: Store) -> None:
+        await store.create_workflow(workflow("Taken"))
+        mine = workflow("Mine")
+        await store.create_workflow(mine)
+        with pytest.raises(DuplicateNameError):
+            await store.update_workflow(mine.model_copy(update={"name": "Taken"}), False)
+        assert await store.get_workflow(mine.id) == mine
+
+    async def test_update_with_new_version_keeps_every_version(self, store: Store) -> None:
+        record = workflow("v1")
+        await store.create_workflow(record)
+        changed = record.model_copy(update={"name": "v2", "version": 2, "updated_at": at(9)})
+        await store.update_workflow(changed, True)
+        assert await store.get_workflow(record.id) == changed
+        versions = await store.list_workflow_versions(record.id)
+        assert [(v.version, v.definition.name) for v in versions] == [(1, "v1"), (2, "v2")]
+        second = await store.get_workflow_version(record.id, 2)
+        assert second is not None and second.definition == changed.spec()
+
+    async def test_update_without_new_version_keeps_versions(self, store: Store) -> None:
+        record = workflow()
+        await store.create_workflow(record)
+        toggled = record.model_copy(update={"enabled": True})
+        await store.update_workflow(toggled, False)
+        assert await store.get_workflow(record.id) == toggled
+        assert [v.version for v in await store.list_workflow_versions(record.id)] == [1]
+
+    async def test_unknown_version_is_none(self, store: Store) -> None:
+        record = workflow()
+        await store.create_workflow(record)
+        assert await store.get_workflow_version(record.id, 2) is None
+
+    async def test_delete_removes_workflow_and_versions(self, store: Store) -> None:
+        record = workflow()
+        await store.create_workflow(record)
+        assert await store.delete_workflow(record.id) is True
+        assert await store.get_workflow(record.id) is None
+        assert await store.list_workflow_versions(record.id) == []
+
+    async def test_delete_cascades_to_runs_node_runs_and_events(self, store: Store) -> None:
+        record, other = workflow(), workflow()
+        await store.create_workflow(record)
+        await store.create_workflow(other)
+        doomed, kept = run(record.id), run(other.id)
+        for r in (doomed, kept):
+            await store.insert_run(r)
+            await store.upsert_node_run(node_run(r.id))
+            await store.append_event(r.id, {"type": "run_started"})
+        await store.delete_workflow(record.id)
+        assert await store.get_run(doomed.id) is None
+        assert await store.list_node_runs([doomed.id]) == []
+        assert await store.list_events(doomed.id, 0, 10) == []
+        assert await store.get_run(kept.id) is not None
+        assert len(await store.list_node_runs([kept.id])) == 1
+        assert len(await store.list_events(kept.id, 0, 10)) == 1
+
+    async def test_delete_unknown_workflow_is_false(self, store: Store) -> None:
+        assert await store.delete_workflow(new_id()) is False
+
+
+class TestRuns:
+    async def test_inserted_run_reads_back_equal(self, store: Store) -> None:
+        record = run(new_id(), initial_input={"email": "a@b.c"}, finished_at=at(5))
+        assert await store.insert_run(record) == record
+        assert await store.get_run(record.id) == record
+
+    async def test_unknown_run_is_none(self, store: Store) -> None:
+        assert await store.get_run(new_id()) is None
+
+    async def test_second_insert_returns_the_first_unchanged(self, store: Store) -> None:
+        first = run(new_id(), status="running")
+        await store.insert_run(first)
+        again = first.model_copy(update={"status": "failed"})
+        assert await store.insert_run(again) == first
+        assert await store.get_run(first.id) == first
+
+    async def test_update_applies_changes_and_stores_rev(self, store: Store) -> None:
+        record = run(new_id())
+        await store.insert_run(record)
+        applied = await store.update_run(
+            record.id, 3, {"status": "completed", "final_output": {"ok": True}, "finished_at": at(7)}
+        )
+        stored = await store.get_run(record.id)
+        assert applied is True
+        assert stored is not None
+        assert (stored.status, stored.final_output, stored.finished_at, stored.rev) == (
+            "completed",
+            {"ok": True},
+            at(7),
+            3,
+        )
+
+    async def test_update_with_stale_rev_is_not_applied(self, store: Store) -> None:
+        record = run(new_id())
+        await store.insert_run(record)
+        await store.update_run(record.id, 5, {"status": "completed"})
+        assert await store.update_run(record.id, 4, {"status": "running"}) is False
+        stored = await store.get_run(record.id)
+        assert stored is not None and (stored.status, stored.rev) == ("completed", 5)
+
+    async def test_update_with_equal_rev_is_applied(self, store: Store) -> None:
+        record = run(new_id(), rev=2)
+        await store.insert_run(record)
+        assert await store.update_run(record.id, 2, {"status": "running"}) is True
+
+    async def test_update_of_unknown_run_is_false(self, store: Store) -> None:
+        assert await store.update_run(new_id(), 1, {"status": "running"}) is False
+
+    async def test_update_with_unknown_field_is_refused(self, store: Store) -> None:
+        record = run(new_id())
+        await store.insert_run(record)
+        with pytest.raises(ValueError, match="colour"):
+            await store.update_run(record.id, 1, {"colour": "red"})
+        assert await store.get_run(record.id) == record
+
+    async def test_list_is_newest_first_with_total(self, store: Store) -> None:
+        wf = new_id()
+        records = [run(wf, started_at=at(i)) for i in range(3)]
+        for r in records:
+            await store.insert_run(r)
+        await store.insert_run(run(new_id()))
+        items, total = await store.list_runs(wf)
+        assert ([r.id for r in items], total) == ([r.id for r in reversed(records)], 3)
+
+    async def test_list_without_workflow_lists_every_run(self, store: Store) -> None:
+        for i in range(3):
+            await store.insert_run(run(new_id(), started_at=at(i)))
+        _, total = await store.list_runs(None)
+        assert total == 3
+
+    async def test_list_pages(self, store: Store) -> None:
+        wf = new_id()
+        records = [run(wf, started_at=at(i)) for i in range(5)]
+        for r in records:
+            await store.insert_run(r)
+        items, total = await store.list_runs(wf, page=2, per_page=2)
+        assert ([r.id for r in items], total) == ([records[2].id, records[1].id], 5)
+
+    async def test_list_filters_by_status(self, store: Store) -> None:
+        wf = new_id()
+        failed = run(wf, status="failed", started_at=at(1))
+        await store.insert_run(failed)
+        await store.insert_run(run(wf, status="completed", started_at=at(2)))
+        items, total = await store.list_runs(wf, status="failed")
+        assert ([r.id for r in items], total) == ([failed.id], 1)
+
+    async def test_list_filters_by_parent_run(self, store: Store) -> None:
+        wf = new_id()
+        parent = run(wf, started_at=at(0))
+        children = [run(wf, parent_run_id=parent.id, started_at=at(i)) for i in (1, 2)]
+        for r in (parent, *children):
+            await store.insert_run(r)
+        items, total = await store.list_runs(None, parent_run_id=parent.id)
+        assert ([r.id for r in items], total) == ([children[1].id, children[0].id], 2)
+
+    async def test_active_runs_are_unfinished_and_started_before(self, store: Store) -> None:
+        wf = new_id()
+        old_running = run(wf, status="running", started_at=at(1))
+        old_paused = run(wf, status="paused", started_at=at(2))
+        for r in (
+            old_paused,
+            old_running,
+            run(wf, status="completed", started_at=at(1)),
+            run(wf, status="running", started_at=at(10)),
+        ):
+            await store.insert_run(r)
+        active = await store.list_active_runs(at(5))
+        assert [r.id for r in active] == [old_running.id, old_paused.id]
+
+    async def test_runs_with_status_are_oldest_first_and_limited(self, store: Store) -> None:
+        wf = new_id()
+        waiting = [run(wf, status="awaiting_approval", started_at=at(i)) for i in (3, 1, 2)]
+        for r in waiting:
+            await store.insert_run(r)
+        await store.insert_run(run(wf, status="running", started_at=at(0)))
+        items = await store.list_runs_with_status("awaiting_approval", 2)
+        assert [r.id for r in items] == [waiting[1].id, waiting[2].id]
+
+
+class TestNodeRuns:
+    async def test_upserted_node_run_reads_back_equal(self, store: Store) -> None:
+        record = node_run(new_id(), started_at=at(1), output_snapshot={"x": [1, 2]})
+        assert await store.upsert_node_run(record) is True
+        assert await store.get_node_run(record.id) == record
+
+    async def test_unknown_node_run_is_none(self, store: Store) -> None:
+        assert await store.get_node_run(new_id()) is None
+
+    async def test_newer_rev_replaces(self, store: Store) -> None:
+        record = node_run(new_id(), rev=1)
+        await store.upsert_node_run(record)
+        newer = record.model_copy(update={"status": "completed", "rev": 2})
+        assert await store.upsert_node_run(newer) is True
+        assert await store.get_node_run(record.id) == newer
+
+    async def test_stale_rev_is_not_applied(self, store: Store) -> None:
+        record = node_run(new_id(), status="completed", rev=3)
+        await store.upsert_node_run(record)
+        stale = record.model_copy(update={"status": "running", "rev": 2})
+        assert await store.upsert_node_run(stale) is False
+        assert await store.get_node_run(record.id) == record
+
+    async def test_list_orders_by_start_unstarted_last_across_runs(self, store: Store) -> None:
+        run_a, run_b = new_id(), new_id()
+        second = node_run(run_b, started_at=at(2))
+        first = node_run(run_a, started_at=at(1))
+        unstarted = node_run(run_a, id="zz-unstarted")
+        for r in (unstarted, second, first, node_run(new_id(), started_at=at(0))):
+            await store.upsert_node_run(r)
+        listed = await store.list_node_runs([run_a, run_b])
+        assert [r.id for r in listed] == [first.id, second.id, unstarted.id]
+
+    async def test_list_of_no_runs_is_empty(self, store: Store) -> None:
+        assert await store.list_node_runs([]) == []
+
+
+class TestEvents:
+    async def test_ids_are_monotonic_across_runs(self, store: Store) -> None:
+        run_a, run_b = new_id(), new_id()
+        ids = [await store.append_event(r, {"type": "tick"}) for r in (run_a, run_b, run_a)]
+        assert ids == sorted(ids) and len(set(ids)) == 3
+
+    async def test_list_returns_a_runs_events_in_order_with_ids(self, store: Store) -> None:
+        run_id = new_id()
+        first = await store.append_event(run_id, {"type": "a", "data": {"n": 1}})
+        await store.append_event(new_id(), {"type": "elsewhere"})
+        second = await store.append_event(run_id, {"type": "b"})
+        assert await store.list_events(run_id, 0, 10) == [
+            {"type": "a", "data": {"n": 1}, "id": first},
+            {"type": "b", "id": second},
+        ]
+
+    async def test_after_id_skips_seen_events_and_limit_caps(self, store: Store) -> None:
+        run_id = new_id()
+        ids = [await store.append_event(run_id, {"n": n}) for n in range(4)]
+        listed = await store.list_events(run_id, ids[0], 2)
+        assert [e["id"] for e in listed] == ids[1:3]
+
+    async def test_datetimes_in_events_are_stored_as_text(self, store: Store) -> None:
+        run_id = new_id()
+        await store.append_event(run_id, {"at": at(0)})
+        (event,) = await store.list_events(run_id, 0, 1)
+        assert event["at"].startswith("2026-03-01T12:00:00.123456")
+
+
+class TestLifecycle:
+    async def test_ping_succeeds_when_connected(self, store: Store) -> None:
+        await store.ping()
+
+    async def test_data_survives_close_and_reopen(self, store_factory) -> None:
+        first = store_factory()
+        await first.connect()
+        record = workflow()
+        await first.create_workflow(record)
+        event_id = await first.append_event("r1", {"type": "x"})
+        await first.close()
+        second = store_factory()
+        await second.connect()
+        try:
+            assert await second.get_workflow(record.id) == record
+            assert await second.append_event("r1", {"type": "y"}) > event_id
+        finally:
+            await second.close()
