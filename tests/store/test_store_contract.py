@@ -161,7 +161,9 @@ class TestRuns:
         record = run(new_id())
         await store.insert_run(record)
         applied = await store.update_run(
-            record.id, 3, {"status": "completed", "final_output": {"ok": True}, "finished_at": at(7)}
+            record.id,
+            3,
+            {"status": "completed", "final_output": {"ok": True}, "finished_at": at(7)},
         )
         stored = await store.get_run(record.id)
         assert applied is True

@@ -1,0 +1,104 @@
+"""What only the SQLite store promises: WAL, versioned schema, a second process on the file."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from activities.store.base import StoreError
+from activities.store.sqlite import SqliteStore
+from activities.store.sqlite_schema import SCHEMA_VERSION
+from tests.store.builders import new_id
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "nested" / "dir" / "trellis.db"
+
+
+async def test_connect_creates_parent_dirs_and_uses_wal(db_path: Path) -> None:
+    store = SqliteStore(db_path)
+    await store.connect()
+    await store.close()
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_connect_records_the_schema_version(db_path: Path) -> None:
+    store = SqliteStore(db_path)
+    await store.connect()
+    await store.close()
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+async def test_reconnecting_to_a_migrated_file_keeps_its_data(db_path: Path) -> None:
+    first = SqliteStore(db_path)
+    await first.connect()
+    event_id = await first.append_event("run-1", {"type": "x"})
+    await first.close()
+    second = SqliteStore(db_path)
+    await second.connect()
+    try:
+        assert await second.list_events("run-1", 0, 10) == [{"type": "x", "id": event_id}]
+    finally:
+        await second.close()
+
+
+async def test_a_newer_schema_is_refused(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    with sqlite3.connect(db_path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    store = SqliteStore(db_path)
+    with pytest.raises(StoreError, match="newer than this code"):
+        await store.connect()
+
+
+async def test_using_a_store_before_connect_is_a_store_error(db_path: Path) -> None:
+    with pytest.raises(StoreError, match="not connected"):
+        await SqliteStore(db_path).get_run(new_id())
+
+
+async def test_a_second_process_writes_while_this_one_does(db_path: Path) -> None:
+    run_id = new_id()
+    store = SqliteStore(db_path)
+    await store.connect()
+    script = textwrap.dedent(
+        f"""
+        import asyncio
+        from pathlib import Path
+        from activities.store.sqlite import SqliteStore
+
+        async def main():
+            store = SqliteStore(Path({str(db_path)!r}))
+            await store.connect()
+            for n in range(150):
+                await store.append_event({run_id!r}, {{"by": "worker", "n": n}})
+            await store.close()
+
+        asyncio.run(main())
+        """
+    )
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, cwd=REPO_ROOT, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        for n in range(150):
+            await store.append_event(run_id, {"by": "api", "n": n})
+        _, stderr = await asyncio.wait_for(worker.communicate(), timeout=60)
+        assert worker.returncode == 0, stderr.decode()
+        events = await store.list_events(run_id, 0, 1000)
+        assert len(events) == 300
+        assert len({e["id"] for e in events}) == 300
+    finally:
+        if worker.returncode is None:
+            worker.kill()
+            await worker.wait()
+        await store.close()
