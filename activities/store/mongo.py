@@ -282,6 +282,8 @@ class MongoStore:
                 upsert=True,
                 return_document=ReturnDocument.AFTER,
             )
+            if counter is None:  # cannot happen with upsert + AFTER; keeps the types honest
+                raise StoreError("the event counter was not returned")
             event_id = int(counter["seq"])
             await self._db().events.insert_one({"_id": event_id, "run_id": run_id, "event": doc})
         return event_id

@@ -127,7 +127,8 @@ class SqliteStore:
     async def list_workflows(
         self, query: str | None, page: int, per_page: int
     ) -> tuple[list[WorkflowRecord], int]:
-        where, params = "", ()
+        where: str = ""
+        params: tuple[str, ...] = ()
         if query:
             pattern = "%" + _escape_like(query.casefold()) + "%"
             where = " WHERE name_fold LIKE ? ESCAPE '\\' OR description_fold LIKE ? ESCAPE '\\'"

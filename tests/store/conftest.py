@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 from uuid import uuid4
 
 import pytest
@@ -37,7 +38,7 @@ async def store_factory(
     yield lambda: MongoStore(url, database=database)
     from pymongo import AsyncMongoClient
 
-    client: AsyncMongoClient = AsyncMongoClient(url)
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(url)
     try:
         await client.drop_database(database)
     finally:

@@ -7,6 +7,7 @@ import random
 
 from activities.store.base import Store
 from tests.store.builders import at, new_id, node_run, run
+from tests.store.conftest import StoreFactory
 
 
 async def test_concurrent_run_updates_end_with_the_highest_revision(store: Store) -> None:
@@ -50,7 +51,9 @@ async def test_reads_interleaved_with_writes_all_succeed(store: Store) -> None:
     assert total == 40
 
 
-async def test_two_store_instances_on_one_database_write_concurrently(store_factory) -> None:
+async def test_two_store_instances_on_one_database_write_concurrently(
+    store_factory: StoreFactory,
+) -> None:
     api, worker = store_factory(), store_factory()
     await api.connect()
     await worker.connect()

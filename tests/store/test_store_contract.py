@@ -6,6 +6,7 @@ import pytest
 
 from activities.store.base import DuplicateNameError, Store
 from tests.store.builders import at, new_id, node_run, run, workflow
+from tests.store.conftest import StoreFactory
 
 
 class TestWorkflows:
@@ -332,7 +333,7 @@ class TestLifecycle:
     async def test_ping_succeeds_when_connected(self, store: Store) -> None:
         await store.ping()
 
-    async def test_data_survives_close_and_reopen(self, store_factory) -> None:
+    async def test_data_survives_close_and_reopen(self, store_factory: StoreFactory) -> None:
         first = store_factory()
         await first.connect()
         record = workflow()
