@@ -1,0 +1,54 @@
+"""Idempotent writes of the read model (run and node-run records, run events).
+
+Called as local activities by the interpreter; revisions make retries and
+out-of-order writes harmless.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import activity
+
+from activities.store.base import Store
+from activities.store.records import NodeRunRecord
+from temporal_workflows.contracts import (
+    RECORD_NODE_RUN,
+    RECORD_RUN,
+    NodeRunProjection,
+    RunProjection,
+)
+
+
+class ProjectionActivities:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    @activity.defn(name=RECORD_RUN)
+    async def record_run(self, projection: RunProjection) -> None:
+        """Apply a change to the run record and log its event."""
+        applied = await self._store.update_run(
+            projection.run_id, projection.rev, projection.changes
+        )
+        if applied and projection.event is not None:
+            await self._store.append_event(projection.run_id, projection.event)
+
+    @activity.defn(name=RECORD_NODE_RUN)
+    async def record_node_run(self, projection: NodeRunProjection) -> None:
+        """Merge fields into a node-run record and log its event."""
+        await write_node_run(self._store, projection.record, projection.event)
+
+    def all(self) -> list[Any]:
+        return [self.record_run, self.record_node_run]
+
+
+async def write_node_run(
+    store: Store, fields: dict[str, Any], event: dict[str, Any] | None
+) -> bool:
+    """Merge `fields` into the stored node run (or create it); append the event if applied."""
+    existing = await store.get_node_run(fields["id"])
+    merged = {**existing.to_document(), **fields} if existing else fields
+    applied = await store.upsert_node_run(NodeRunRecord.model_validate(merged))
+    if applied and event is not None:
+        await store.append_event(fields["workflow_run_id"], event)
+    return applied

@@ -1,0 +1,162 @@
+"""Corrects the read model for runs Temporal closed without the workflow recording its end.
+
+Terminated or reset from the Web UI, timed out, or failed by a bug: the workflow never
+got to write its final status, so its search attribute still says it is open. One
+visibility query finds exactly those runs; a store sweep catches runs whose workflow
+never started at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime, timedelta
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.store.base import Store
+
+log = logging.getLogger("trellis.reconciler")
+# A closed workflow's search attributes cannot change, so a corrected run keeps matching
+# the query until Temporal's retention removes it; `_correct` skips it cheaply (the store
+# already has it terminal).
+
+OPEN_STATUSES = ("pending", "running", "paused", "awaiting_approval")
+# Outranks every write the workflow makes, so a corrected run stays corrected.
+RECONCILED_REV = 2_000_000_000
+ORPHAN_QUERY = (
+    "ExecutionStatus != 'Running' AND TrellisRunStatus IN ("
+    + ", ".join(f"'{s}'" for s in OPEN_STATUSES)
+    + ")"
+)
+
+
+class Reconciler:
+    def __init__(
+        self,
+        client: Client,
+        store: Store,
+        interval: float = 5.0,
+        never_started_after: timedelta = timedelta(minutes=2),
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._interval = interval
+        self._never_started_after = never_started_after
+
+    async def run_forever(self) -> None:
+        """Reconcile every `interval` seconds until cancelled; errors are logged, not fatal."""
+        while True:
+            try:
+                await self.reconcile_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reconciliation pass failed")
+            await asyncio.sleep(self._interval)
+
+    async def reconcile_once(self) -> list[str]:
+        """One pass; returns the ids of the runs it corrected."""
+        corrected: list[str] = []
+        async for execution in self._client.list_workflows(ORPHAN_QUERY):
+            if await self._correct(execution.id, execution.status, execution.close_time):
+                corrected.append(execution.id)
+        corrected += await self._sweep_never_started()
+        return corrected
+
+    async def _correct(
+        self,
+        run_id: str,
+        status: WorkflowExecutionStatus | None,
+        closed_at: datetime | None,
+    ) -> bool:
+        run = await self._store.get_run(run_id)
+        if run is None or run.status not in OPEN_STATUSES:
+            return False
+        if status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
+            return False
+        new_status, reason = await self._verdict(run_id, status)
+        finished = (closed_at or datetime.now(UTC)).isoformat()
+        applied = await self._store.update_run(
+            run_id,
+            RECONCILED_REV,
+            {
+                "status": new_status,
+                "finished_at": finished,
+                "error_summary": reason,
+                "pending_requirements": [],
+            },
+        )
+        if not applied:
+            return False
+        for node_run in await self._store.list_node_runs([run_id]):
+            if node_run.status in ("pending", "running", "awaiting_approval"):
+                node_run.status = "cancelled" if new_status == "cancelled" else "failed"
+                node_run.error = reason
+                node_run.finished_at = closed_at or datetime.now(UTC)
+                node_run.rev = RECONCILED_REV
+                await self._store.upsert_node_run(node_run)
+        await self._store.append_event(
+            run_id,
+            {
+                "type": f"run_{new_status}",
+                "runId": run_id,
+                "status": new_status,
+                "reason": reason,
+                "timestamp": finished,
+            },
+        )
+        log.warning("reconciled run %s: %s (%s)", run_id, new_status, reason)
+        return True
+
+    async def _verdict(
+        self, run_id: str, status: WorkflowExecutionStatus | None
+    ) -> tuple[str, str]:
+        if status == WorkflowExecutionStatus.TERMINATED:
+            reason = await self._terminate_reason(run_id)
+            return "cancelled", f"Terminated in Temporal{': ' + reason if reason else ''}"
+        if status == WorkflowExecutionStatus.TIMED_OUT:
+            return "failed", "Timed out in Temporal"
+        if status == WorkflowExecutionStatus.CANCELED:
+            return "cancelled", "Cancelled in Temporal"
+        if status == WorkflowExecutionStatus.COMPLETED:
+            return "completed", "Completed in Temporal without recording its end"
+        return "failed", "Failed in Temporal without recording its end"
+
+    async def _terminate_reason(self, run_id: str) -> str:
+        handle = self._client.get_workflow_handle(run_id)
+        try:
+            async for event in handle.fetch_history_events(
+                event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
+            ):
+                attrs = event.workflow_execution_terminated_event_attributes
+                return attrs.reason
+        except RPCError:
+            return ""
+        return ""
+
+    async def _sweep_never_started(self) -> list[str]:
+        """Pending runs whose workflow Temporal does not know (the API died mid-start)."""
+        corrected: list[str] = []
+        cutoff = datetime.now(UTC) - self._never_started_after
+        for run in await self._store.list_active_runs(cutoff):
+            if run.status != "pending":
+                continue
+            try:
+                await self._client.get_workflow_handle(run.id).describe()
+            except RPCError as exc:
+                if exc.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                applied = await self._store.update_run(
+                    run.id,
+                    RECONCILED_REV,
+                    {
+                        "status": "failed",
+                        "finished_at": datetime.now(UTC).isoformat(),
+                        "error_summary": "The run's workflow was never started in Temporal",
+                    },
+                )
+                if applied:
+                    corrected.append(run.id)
+        return corrected

@@ -1,0 +1,101 @@
+"""Request and response bodies of the run endpoints (contract sections 7-12)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from activities.store.records import NodeRunRecord, ResolvedDependency, RunRecord
+from app.schemas.workflow import Pagination
+from temporal_workflows.base import CamelModel
+from temporal_workflows.definition import WorkflowSpec
+
+
+class RunCreate(CamelModel):
+    trigger_source: str = Field(default="manual", min_length=1, max_length=64)
+    initial_input: dict[str, Any] = Field(default_factory=dict)
+    parent_run_id: str | None = Field(default=None, max_length=128)
+    resolved_dependencies: list[ResolvedDependency] = Field(default_factory=list, max_length=500)
+
+    @model_validator(mode="after")
+    def _dependencies_need_parent(self) -> RunCreate:
+        if self.resolved_dependencies and not self.parent_run_id:
+            raise ValueError("resolvedDependencies requires parentRunId")
+        for dep in self.resolved_dependencies:
+            if dep.resolution == "reuse_previous_output" and not dep.source_node_run_id:
+                raise ValueError(
+                    f"resolvedDependencies: node {dep.node_id!r} reuses a previous output "
+                    "and needs sourceNodeRunId"
+                )
+        return self
+
+
+class RunAccepted(CamelModel):
+    run_id: str
+    workflow_definition_id: str
+    status: str
+    trigger_source: str
+    started_at: datetime
+    message: str
+
+
+class NodeRunPublic(CamelModel):
+    id: str
+    node_id: str
+    node_name: str
+    node_type: str
+    workflow_run_id: str
+    status: str
+    attempt: int
+    input_snapshot: Any = None
+    output_snapshot: Any = None
+    error: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    resolved_executor: dict[str, Any] | None = None
+    reused_from_node_run_id: str | None = None
+
+    @classmethod
+    def from_record(cls, record: NodeRunRecord) -> NodeRunPublic:
+        return cls.model_validate(record.model_dump(include=set(cls.model_fields)))
+
+
+class RunSummary(CamelModel):
+    id: str
+    workflow_definition_id: str
+    workflow_version: int
+    status: str
+    trigger_source: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    parent_run_id: str | None = None
+    error_summary: str | None = None
+    node_runs: list[NodeRunPublic] = Field(default_factory=list)
+
+    @classmethod
+    def from_record(cls, record: RunRecord, node_runs: list[NodeRunRecord]) -> RunSummary:
+        fields = record.model_dump(include=set(cls.model_fields) - {"node_runs"})
+        return cls(**fields, node_runs=[NodeRunPublic.from_record(n) for n in node_runs])
+
+
+class RunPublic(RunSummary):
+    initial_input: dict[str, Any]
+    final_output: Any = None
+    definition_snapshot: WorkflowSpec
+    resolved_dependencies: list[ResolvedDependency] = Field(default_factory=list)
+    pending_requirements: list[dict[str, Any]] = Field(default_factory=list)
+    resolved_requirements: list[dict[str, Any]] = Field(default_factory=list)
+    paused_at: datetime | None = None
+
+
+class RunPage(CamelModel):
+    runs: list[RunSummary]
+    pagination: Pagination
+
+
+class NodeRunList(CamelModel):
+    run_id: str
+    workflow_id: str
+    node_runs: list[NodeRunPublic]

@@ -1,0 +1,73 @@
+"""The worker process: polls the task queue, runs the interpreter and its activities."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.executors.base import Executor
+from activities.projections import ProjectionActivities
+from activities.steps import StepActivities
+from activities.store.base import Store
+from app.settings import Settings
+from temporal_workflows.interpreter import TrellisRun
+
+log = logging.getLogger("trellis.worker")
+
+
+def build_worker(
+    client: Client,
+    *,
+    task_queue: str,
+    store: Store,
+    executor: Executor,
+    extra_activities: Sequence[Any] = (),
+) -> Worker:
+    """A worker running the interpreter workflow and every activity it names."""
+    steps = StepActivities(store, executor)
+    projections = ProjectionActivities(store)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[TrellisRun],
+        activities=[*steps.all(), *projections.all(), *extra_activities],
+        max_concurrent_activities=200,
+        max_concurrent_local_activities=200,
+    )
+
+
+async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
+    """Connect everything from settings and poll until cancelled."""
+    from activities.executors.catalog import load_catalog
+    from activities.executors.registry import ExecutorRegistry
+    from activities.store.factory import open_store
+    from app.reconciler import Reconciler
+    from app.temporal import connect_temporal
+
+    catalog = load_catalog(settings.executors_file)
+    store = open_store(settings.resolved_store_url)
+    await store.connect()
+    await catalog.start()
+    registry = ExecutorRegistry(catalog)
+    client = await connect_temporal(settings)
+    worker = build_worker(client, task_queue=settings.task_queue, store=store, executor=registry)
+    reconciler = Reconciler(client, store, interval=settings.reconcile_interval_seconds)
+    try:
+        async with worker:
+            reconcile = asyncio.create_task(reconciler.run_forever())
+            log.info("worker polling task queue %s", settings.task_queue)
+            if ready is not None:
+                ready.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                reconcile.cancel()
+    finally:
+        await registry.close()
+        await catalog.close()
+        await store.close()

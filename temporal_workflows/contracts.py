@@ -1,0 +1,89 @@
+"""Payloads between the API, the interpreter workflow and its activities (one model each way)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from temporal_workflows.base import CamelModel
+from temporal_workflows.definition import WorkflowSpec
+
+WORKFLOW_TYPE = "TrellisRun"
+# Activity names: the workflow refers to activities by these, never by import.
+EXECUTE_STEP = "execute_step"
+RECORD_RUN = "record_run"
+RECORD_NODE_RUN = "record_node_run"
+
+
+class CachedOutput(CamelModel):
+    """A node output carried over from a parent run (retry, node rerun)."""
+
+    source_node_run_id: str
+    output: Any = None
+
+
+class RunInput(CamelModel):
+    run_id: str
+    workflow_id: str
+    workflow_version: int
+    definition: WorkflowSpec
+    initial_input: dict[str, Any] = Field(default_factory=dict)
+    trigger_source: str = "manual"
+    parent_run_id: str | None = None
+    additional_data: dict[str, Any] = Field(default_factory=dict)
+    # Node id -> output to reuse instead of executing the node again.
+    cached_outputs: dict[str, CachedOutput] = Field(default_factory=dict)
+    # Node rerun: stop the run once this top-level node has finished.
+    stop_after_node_id: str | None = None
+    # Gate timeout for nodes whose humanReview sets none (None: wait indefinitely).
+    default_gate_timeout_seconds: float | None = None
+
+
+class RunResult(CamelModel):
+    status: str
+    final_output: Any = None
+    error_summary: str | None = None
+
+
+class RunProjection(CamelModel):
+    """A change to the run record, applied when `rev` is not older than the stored one."""
+
+    run_id: str
+    workflow_id: str
+    rev: int
+    changes: dict[str, Any]
+    # Optional entry for the run's event log (the live stream).
+    event: dict[str, Any] | None = None
+
+
+class NodeRunProjection(CamelModel):
+    """A whole node-run record to upsert (rev-guarded), with an optional event."""
+
+    run_id: str
+    workflow_id: str
+    record: dict[str, Any]
+    event: dict[str, Any] | None = None
+
+
+class StepInput(CamelModel):
+    """What the step activity needs to run one step node once (all attempts)."""
+
+    run_id: str
+    workflow_id: str
+    node_run_id: str
+    node_id: str
+    node_name: str
+    executor_key: str | None = None
+    a2a_pool: list[str] = Field(default_factory=list)
+    # The node's config with templates rendered.
+    config: dict[str, Any] = Field(default_factory=dict)
+    # The run context the step sees (input, previous_step_content, ...).
+    context: dict[str, Any] = Field(default_factory=dict)
+    max_attempts: int = 1
+
+
+class StepOutput(CamelModel):
+    output: Any = None
+    attempt: int = 1
+    resolved_executor: dict[str, Any] | None = None

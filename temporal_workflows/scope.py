@@ -1,0 +1,58 @@
+"""The data a node sees: the run's input and what earlier steps produced.
+
+The same variables serve CEL expressions and `{{ … }}` templates (docs/semantics.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Scope:
+    input: dict[str, Any]
+    additional_data: dict[str, Any]
+    # Values steps saved with `config.saveAs`; shared by every branch of a run.
+    session_state: dict[str, Any]
+    previous_step_content: Any = None
+    previous_step_outputs: dict[str, Any] = field(default_factory=dict)
+    # Node-specific extras: step_choices, user_input, rejection_feedback, iteration, ...
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def variables(self) -> dict[str, Any]:
+        """Every variable by name, for CEL and templates."""
+        return {
+            "input": self.input,
+            "previous_step_content": self.previous_step_content,
+            "previous_step_outputs": self.previous_step_outputs,
+            "additional_data": self.additional_data,
+            "session_state": self.session_state,
+            **self.extra,
+        }
+
+    def context(self) -> dict[str, Any]:
+        """The run context handed to executors (A2A data part, echo)."""
+        return {
+            "input": self.input,
+            "previous_step_content": self.previous_step_content,
+            "previous_step_outputs": self.previous_step_outputs,
+            "additional_data": self.additional_data,
+            "session_state": self.session_state,
+        }
+
+    def fork(self) -> Scope:
+        """A copy for a parallel branch: it sees what came before, not its siblings."""
+        return Scope(
+            input=self.input,
+            additional_data=self.additional_data,
+            session_state=self.session_state,
+            previous_step_content=self.previous_step_content,
+            previous_step_outputs=dict(self.previous_step_outputs),
+            extra=dict(self.extra),
+        )
+
+    def record(self, name: str, output: Any) -> None:
+        """Make a finished node's output visible to the nodes after it."""
+        self.previous_step_outputs[name] = output
+        self.previous_step_content = output

@@ -1,0 +1,109 @@
+"""A whole platform per test: real SQLite store, worker on a fresh task queue, API over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.executors.catalog import load_catalog
+from activities.executors.registry import ExecutorRegistry
+from activities.store.base import Store
+from activities.store.factory import open_store
+from app.main import create_app
+from app.settings import Settings
+from app.temporal import with_pydantic
+from app.worker import build_worker
+from tests.support.http_peer import HttpPeer
+from tests.support.server import serving
+
+TERMINAL = {"completed", "failed", "cancelled"}
+
+
+@dataclass
+class Platform:
+    api: httpx.AsyncClient
+    store: Store
+    client: Client
+    task_queue: str
+    worker: Worker
+    peer_url: str
+    peer: HttpPeer
+
+    async def create(self, definition: dict[str, Any], enable: bool = True) -> str:
+        definition = {"name": f"wf-{uuid.uuid4().hex[:8]}", **definition}
+        response = await self.api.post("/api/v1/workflows", json=definition)
+        assert response.status_code == 201, response.text
+        workflow_id: str = response.json()["id"]
+        if enable:
+            toggled = await self.api.post(
+                f"/api/v1/workflows/{workflow_id}/toggle", json={"enabled": True}
+            )
+            assert toggled.status_code == 200, toggled.text
+        return workflow_id
+
+    async def trigger(
+        self, workflow_id: str, initial_input: dict[str, Any] | None = None, **body: Any
+    ) -> str:
+        response = await self.api.post(
+            f"/api/v1/workflows/{workflow_id}/runs",
+            json={"initialInput": initial_input or {}, **body},
+        )
+        assert response.status_code == 202, response.text
+        run_id: str = response.json()["runId"]
+        return run_id
+
+    async def wait(
+        self, workflow_id: str, run_id: str, statuses: set[str] = TERMINAL, within: float = 20.0
+    ) -> dict[str, Any]:
+        """Poll the run detail until its status is one of `statuses`."""
+        deadline = asyncio.get_running_loop().time() + within
+        while True:
+            response = await self.api.get(f"/api/v1/workflows/{workflow_id}/runs/{run_id}")
+            assert response.status_code == 200, response.text
+            run: dict[str, Any] = response.json()
+            if run["status"] in statuses:
+                return run
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"run stuck in {run['status']}: {run}")
+            await asyncio.sleep(0.05)
+
+    async def run(
+        self, definition: dict[str, Any], initial_input: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        workflow_id = await self.create(definition)
+        run_id = await self.trigger(workflow_id, initial_input)
+        return await self.wait(workflow_id, run_id)
+
+
+@pytest.fixture
+async def platform(temporal_env: Any, tmp_path: Any) -> AsyncIterator[Platform]:
+    client = with_pydantic(temporal_env.client)
+    store = open_store(f"sqlite:///{tmp_path / 'trellis.db'}")
+    await store.connect()
+    catalog = load_catalog(None)
+    await catalog.start()
+    registry = ExecutorRegistry(catalog)
+    task_queue = f"tq-{uuid.uuid4()}"
+    settings = Settings(data_dir=tmp_path, task_queue=task_queue)
+    peer = HttpPeer()
+    worker = build_worker(client, task_queue=task_queue, store=store, executor=registry)
+    try:
+        async with (
+            worker,
+            serving(peer.app) as peer_url,
+            serving(create_app(settings, store=store, temporal=client, catalog=catalog)) as url,
+            httpx.AsyncClient(base_url=url, timeout=10) as api,
+        ):
+            yield Platform(api, store, client, task_queue, worker, peer_url, peer)
+    finally:
+        await registry.close()
+        await catalog.close()
+        await store.close()
