@@ -10,6 +10,8 @@ from pathlib import Path
 
 from temporal_workflows import search_attributes
 
+# Flag/value pairs read better on one line.
+# fmt: off
 TUNING_ARGS: tuple[str, ...] = (
     # The transfer-queue processor polls at a low rate by default, which adds
     # tens of milliseconds to every task hand-off.
@@ -18,6 +20,7 @@ TUNING_ARGS: tuple[str, ...] = (
     "--sqlite-pragma", "journal_mode=wal",
     "--sqlite-pragma", "synchronous=normal",
 )
+# fmt: on
 
 
 def search_attribute_args() -> list[str]:
@@ -32,15 +35,17 @@ def dev_server_command(
     temporal_bin: str, *, port: int, ui_port: int, db_file: Path | None, namespace: str
 ) -> list[str]:
     """The full `temporal server start-dev` command line."""
+    # fmt: off
     cmd = [
         temporal_bin, "server", "start-dev",
         "--ip", "127.0.0.1",
         "--port", str(port),
         "--ui-port", str(ui_port),
-        "--log-level", "warn",
+        "--log-level", "error",
         *TUNING_ARGS,
         *search_attribute_args(),
     ]
+    # fmt: on
     if namespace != "default":
         cmd += ["--namespace", namespace]
     if db_file is not None:

@@ -1,0 +1,189 @@
+"""`trellis dev`: the whole platform on one machine, started, supervised and stopped together."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import httpx
+
+from app.child_env import settings_env
+from app.devserver import DevServerError, dev_server_child, wait_for_temporal
+from app.preflight import PreflightError, ensure_port_free, load_executor_catalog
+from app.settings import Settings
+from app.supervisor import Child, first_exit, stop_all
+
+T = TypeVar("T")
+
+
+class _Stopped(Exception):
+    """A signal asked us to stop."""
+
+
+class _ChildExited(Exception):
+    """A supervised process ended on its own."""
+
+    def __init__(self, child: Child) -> None:
+        super().__init__(f"the {child.name} process exited unexpectedly (code {child.returncode})")
+        self.child = child
+
+
+def local_host(host: str) -> str:
+    """A host to reach a server bound to `host` (wildcards mean this machine)."""
+    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+
+
+@contextmanager
+def data_dir_lock(data_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock so two `trellis dev` never share one data dir."""
+    with (data_dir / "trellis.lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PreflightError(
+                f"another `trellis dev` is already using the data dir {data_dir}"
+            ) from None
+        yield
+
+
+def preflight(settings: Settings) -> None:
+    """Refuse to start on a taken port or a bad catalog, before any process is spawned."""
+    ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
+    if settings.embedded_temporal:
+        ensure_port_free(
+            "127.0.0.1",
+            settings.temporal_port,
+            "Temporal",
+            "--temporal-port / TRELLIS_TEMPORAL_PORT",
+        )
+        ensure_port_free(
+            "127.0.0.1", settings.ui_port, "Temporal Web UI", "--ui-port / TRELLIS_UI_PORT"
+        )
+    load_executor_catalog(settings)
+
+
+def app_child(name: str, args: Sequence[str], env: dict[str, str], grace: float) -> Child:
+    """A `trellis <command>` child running on this same Python."""
+    return Child(name, [sys.executable, "-m", "app.cli", *args], env=env, grace_seconds=grace)
+
+
+async def wait_for_file(path: Path, within: float) -> None:
+    """Return once `path` exists."""
+    deadline = time.monotonic() + within
+    while not await asyncio.to_thread(path.exists):
+        if time.monotonic() > deadline:
+            raise DevServerError(f"the worker did not report ready within {within:.0f}s")
+        await asyncio.sleep(0.05)
+
+
+async def wait_for_ready(base_url: str, within: float) -> None:
+    """Return once `GET /readyz` answers 200."""
+    deadline = time.monotonic() + within
+    last = "no answer"
+    async with httpx.AsyncClient(timeout=2.0) as http:
+        while time.monotonic() < deadline:
+            try:
+                response = await http.get(f"{base_url}/readyz")
+                if response.status_code == 200:
+                    return
+                last = f"{response.status_code} {response.text[:200]}"
+            except httpx.HTTPError as exc:
+                last = type(exc).__name__
+            await asyncio.sleep(0.1)
+    raise DevServerError(f"the API at {base_url} was not ready within {within:.0f}s ({last})")
+
+
+async def _until(work: Awaitable[T], stop: asyncio.Event, children: Sequence[Child]) -> T:
+    """Await `work` unless a signal arrives or a child exits first."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    exited = asyncio.ensure_future(first_exit(children)) if children else None
+    watched = [t for t in (task, stopped, exited) if t is not None]
+    try:
+        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        if exited is not None and exited.done():
+            raise _ChildExited(exited.result())
+        raise _Stopped
+    finally:
+        for t in watched:
+            t.cancel()
+        # Collect what the cancelled waits raised, so nothing is reported as never retrieved.
+        await asyncio.gather(*watched, return_exceptions=True)
+
+
+def _banner(settings: Settings, api_url: str) -> str:
+    temporal = (
+        f"  Temporal Web UI: http://127.0.0.1:{settings.ui_port}\n"
+        if settings.embedded_temporal
+        else f"  Temporal:        {settings.resolved_temporal_address} (external cluster)\n"
+    )
+    return (
+        "Trellis is ready.\n"
+        f"  API docs:        {api_url}/docs\n"
+        f"{temporal}"
+        f"  Data dir:        {settings.data_dir.resolve()}\n"
+        "Press Ctrl-C to stop."
+    )
+
+
+async def _start(
+    settings: Settings, children: list[Child], stop: asyncio.Event, within: float
+) -> str:
+    """Start Temporal (embedded), then the worker and the API; return the API's base URL."""
+    data_dir = settings.data_dir.resolve()
+    env = settings_env(settings)
+    if settings.embedded_temporal:
+        temporal = dev_server_child(settings)
+        await temporal.start()
+        children.append(temporal)
+    await _until(wait_for_temporal(settings, within), stop, children)
+
+    ready_file = data_dir / "worker.ready"
+    ready_file.unlink(missing_ok=True)
+    worker = app_child("worker", ["worker", "--ready-file", str(ready_file)], env, grace=10.0)
+    api = app_child("api", ["api"], env, grace=5.0)
+    for child in (worker, api):
+        await child.start()
+        children.append(child)
+
+    api_url = f"http://{local_host(settings.api_host)}:{settings.api_port}"
+    both = asyncio.gather(wait_for_file(ready_file, within), wait_for_ready(api_url, within))
+    await _until(both, stop, children)
+    return api_url
+
+
+async def run_dev(settings: Settings, startup_timeout: float = 60.0) -> int:
+    """Run the platform until SIGINT/SIGTERM (exit 0) or until a process dies (exit 1)."""
+    data_dir = settings.data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    children: list[Child] = []
+    with data_dir_lock(data_dir):
+        preflight(settings)
+        try:
+            api_url = await _start(settings, children, stop, startup_timeout)
+            print(_banner(settings, api_url), flush=True)
+            await _until(stop.wait(), stop, children)
+            return 0
+        except _Stopped:
+            return 0
+        except (_ChildExited, DevServerError) as exc:
+            print(f"trellis dev: {exc}; stopping the rest", file=sys.stderr, flush=True)
+            return 1
+        finally:
+            # Reverse start order: API first (no new requests), then the worker, then Temporal.
+            await stop_all(list(reversed(children)))
+            (data_dir / "worker.ready").unlink(missing_ok=True)
+            print("Trellis stopped.", file=sys.stderr, flush=True)

@@ -1,0 +1,42 @@
+"""Checks made before anything starts, so a mistake is one clear line instead of a traceback."""
+
+from __future__ import annotations
+
+import errno
+import socket
+from pathlib import Path
+from typing import Any
+
+from app.settings import Settings
+
+
+class PreflightError(Exception):
+    """Start-up cannot proceed; the message says why and what to change."""
+
+
+def ensure_port_free(host: str, port: int, what: str, setting: str) -> None:
+    """Fail with a clear message when `host:port` is already taken."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise PreflightError(
+                    f"port {port} on {host} ({what}) is already in use; "
+                    f"stop whatever holds it or choose another with {setting}"
+                ) from None
+            raise PreflightError(f"cannot bind {host}:{port} ({what}): {exc.strerror}") from None
+
+
+def load_executor_catalog(settings: Settings) -> Any:
+    """The executor catalog (built-ins only without a file); a bad file names itself."""
+    from activities.executors.catalog import CatalogError, load_catalog
+
+    path: Path | None = settings.executors_file
+    try:
+        return load_catalog(path, refresh_seconds=settings.catalog_refresh_seconds)
+    except CatalogError as exc:
+        message = str(exc)
+        if str(path) not in message:
+            message = f"executor catalog {path}: {message}"
+        raise PreflightError(message) from None

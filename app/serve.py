@@ -1,0 +1,63 @@
+"""`trellis api` and `trellis worker`: one long-running process each, stopped by SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from app.preflight import ensure_port_free, load_executor_catalog
+from app.settings import Settings
+
+
+def run_api(settings: Settings) -> None:
+    """Serve the API on uvicorn until SIGTERM/SIGINT (uvicorn handles both gracefully)."""
+    ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
+    catalog = load_executor_catalog(settings)
+
+    def factory() -> Any:
+        # Imported here so `trellis --help` stays fast and free of the app's imports.
+        from app.main import create_app
+
+        return create_app(settings, catalog=catalog)
+
+    config = uvicorn.Config(
+        factory, factory=True, host=settings.api_host, port=settings.api_port, lifespan="on"
+    )
+    uvicorn.Server(config).run()
+
+
+async def _worker(settings: Settings, ready_file: Path | None) -> None:
+    from app.worker import run_worker
+
+    ready = asyncio.Event()
+    main = asyncio.ensure_future(run_worker(settings, ready=ready))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, main.cancel)
+
+    async def announce() -> None:
+        await ready.wait()
+        if ready_file is not None:
+            await asyncio.to_thread(ready_file.write_text, "ready\n")
+        print(f"worker ready: polling task queue {settings.task_queue!r}", flush=True)
+
+    announcer = asyncio.ensure_future(announce())
+    try:
+        await main
+    except asyncio.CancelledError:
+        if not main.cancelled():
+            raise
+    finally:
+        announcer.cancel()
+        if ready_file is not None:
+            await asyncio.to_thread(ready_file.unlink, missing_ok=True)
+
+
+def run_worker_process(settings: Settings, ready_file: Path | None = None) -> None:
+    """Run the worker until SIGTERM/SIGINT; touch `ready_file` once it polls."""
+    load_executor_catalog(settings)
+    asyncio.run(_worker(settings, ready_file))

@@ -1,0 +1,84 @@
+"""`trellis setup`: prepare a cluster and a store (search attributes, indexes); safe to repeat."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from app.settings import Settings
+from app.temporal import connect_temporal
+from temporal_workflows import search_attributes
+
+
+class SetupError(Exception):
+    """Setup could not finish; the message says which part failed."""
+
+
+async def _connect(settings: Settings, wait_seconds: float) -> Client:
+    """Connect, retrying while the cluster is still starting (compose starts us beside it)."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            return await connect_temporal(settings)
+        except Exception as exc:
+            if time.monotonic() >= deadline:
+                raise SetupError(
+                    f"cannot reach Temporal at {settings.resolved_temporal_address}: {exc}"
+                ) from None
+            await asyncio.sleep(1.0)
+
+
+async def register_search_attributes(client: Client, namespace: str) -> list[str]:
+    """Add our custom search attributes that the namespace lacks; return the names added."""
+    listed = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace)
+    )
+    missing = {
+        key.name: IndexedValueType.ValueType(int(key.indexed_value_type))
+        for key in search_attributes.ALL
+        if key.name not in listed.custom_attributes
+    }
+    if not missing:
+        return []
+    try:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(search_attributes=missing, namespace=namespace)
+        )
+    except RPCError as exc:
+        # Another setup may have added them between our list and add: that is success.
+        if exc.status != RPCStatusCode.ALREADY_EXISTS and "already exists" not in exc.message:
+            raise
+    return sorted(missing)
+
+
+async def create_store_indexes(store_url: str) -> None:
+    """Open the store once: `connect()` creates or migrates its schema and indexes."""
+    from activities.store.factory import open_store
+
+    store = open_store(store_url)
+    await store.connect()
+    await store.close()
+
+
+async def run_setup(settings: Settings, wait_seconds: float = 60.0) -> list[str]:
+    """Register search attributes on the configured cluster and prepare the store."""
+    client = await _connect(settings, wait_seconds)
+    try:
+        added = await register_search_attributes(client, settings.temporal_namespace)
+    except RPCError as exc:
+        raise SetupError(f"registering search attributes failed: {exc.message}") from None
+    try:
+        await create_store_indexes(settings.resolved_store_url)
+    except Exception as exc:
+        raise SetupError(
+            f"preparing the store {settings.resolved_store_url} failed: {exc}"
+        ) from None
+    return added

@@ -1,0 +1,70 @@
+"""`trellis setup` prepares a bare cluster and a store, and is safe to run again."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.testing import WorkflowEnvironment
+
+from app.devserver import temporal_binary
+from app.settings import Settings
+from app.setup import run_setup
+from temporal_workflows import search_attributes
+from tests.platform.conftest import run_trellis, trellis_env
+
+OURS = sorted(key.name for key in search_attributes.ALL)
+
+
+@pytest.fixture(scope="module")
+async def bare_cluster() -> AsyncIterator[WorkflowEnvironment]:
+    """A dev server with none of our search attributes, like a freshly deployed cluster."""
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary())
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+def _settings(cluster: WorkflowEnvironment, tmp_path: Path) -> Settings:
+    address = cluster.client.service_client.config.target_host
+    return Settings(data_dir=tmp_path, temporal_address=address)
+
+
+async def _custom_attributes(cluster: WorkflowEnvironment) -> set[str]:
+    listed = await cluster.client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace="default")
+    )
+    return set(listed.custom_attributes)
+
+
+async def test_setup_registers_our_search_attributes(
+    bare_cluster: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    await run_setup(_settings(bare_cluster, tmp_path), wait_seconds=5)
+    assert set(OURS) <= await _custom_attributes(bare_cluster)
+
+
+async def test_setup_run_twice_adds_nothing_and_succeeds(
+    bare_cluster: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    await run_setup(_settings(bare_cluster, tmp_path), wait_seconds=5)
+    assert await run_setup(_settings(bare_cluster, tmp_path), wait_seconds=5) == []
+
+
+async def test_setup_creates_the_store_schema(
+    bare_cluster: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    settings = _settings(bare_cluster, tmp_path)
+    await run_setup(settings, wait_seconds=5)
+    assert (tmp_path / "trellis.db").stat().st_size > 0
+
+
+def test_setup_command_reports_an_unreachable_cluster(tmp_path: Path) -> None:
+    env = trellis_env(tmp_path, TRELLIS_TEMPORAL_ADDRESS="127.0.0.1:1")
+    result = run_trellis(["setup", "--wait", "0"], env)
+    assert result.returncode != 0
+    assert "cannot reach Temporal at 127.0.0.1:1" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,92 @@
+"""Start-up mistakes are one clear line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.platform.conftest import run_trellis, trellis_env
+
+
+@pytest.fixture
+def bad_catalog(tmp_path: Path) -> Path:
+    path = tmp_path / "executors.yaml"
+    path.write_text("mcpServers: [this is: not, a valid: server\n")
+    return path
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def test_dev_with_a_bad_catalog_exits_naming_the_file(tmp_path: Path, bad_catalog: Path) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_EXECUTORS_FILE=str(bad_catalog))
+    result = run_trellis(["dev"], env)
+    assert result.returncode != 0
+    assert str(bad_catalog) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_api_with_a_bad_catalog_exits_naming_the_file(tmp_path: Path, bad_catalog: Path) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_EXECUTORS_FILE=str(bad_catalog))
+    result = run_trellis(["api"], env)
+    assert result.returncode != 0
+    assert str(bad_catalog) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_worker_with_a_bad_catalog_exits_naming_the_file(
+    tmp_path: Path, bad_catalog: Path
+) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_EXECUTORS_FILE=str(bad_catalog))
+    result = run_trellis(["worker"], env)
+    assert result.returncode != 0
+    assert str(bad_catalog) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_dev_on_a_taken_api_port_says_so(tmp_path: Path, taken_port: int) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_API_PORT=str(taken_port))
+    result = run_trellis(["dev"], env)
+    assert result.returncode != 0
+    assert f"port {taken_port}" in result.stderr
+    assert "already in use" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_dev_on_a_taken_temporal_port_says_so(tmp_path: Path, taken_port: int) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_TEMPORAL_PORT=str(taken_port))
+    result = run_trellis(["dev"], env)
+    assert result.returncode != 0
+    assert f"port {taken_port}" in result.stderr
+    assert "TRELLIS_TEMPORAL_PORT" in result.stderr
+
+
+def test_api_on_a_taken_port_says_so(tmp_path: Path, taken_port: int) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_API_PORT=str(taken_port))
+    result = run_trellis(["api"], env)
+    assert result.returncode != 0
+    assert f"port {taken_port}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_invalid_setting_is_reported_without_a_traceback(tmp_path: Path) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_API_PORT="not-a-port")
+    result = run_trellis(["api"], env)
+    assert result.returncode != 0
+    assert "api_port" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_documents_every_command_and_setting(tmp_path: Path) -> None:
+    result = run_trellis(["--help"], trellis_env(tmp_path))
+    assert result.returncode == 0
+    for word in ("dev", "api", "worker", "setup", "TRELLIS_DATA_DIR", "TRELLIS_STORE_URL"):
+        assert word in result.stdout
