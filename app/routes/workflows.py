@@ -1,0 +1,70 @@
+"""Workflow definitions: list, get, create, update, delete, toggle (contract sections 1-6)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from app.deps import DefinitionsDep, StoreDep, WorkflowDep
+from app.schemas.workflow import (
+    Pagination,
+    ToggleRequest,
+    WorkflowCreate,
+    WorkflowPage,
+    WorkflowPublic,
+    WorkflowSummary,
+    WorkflowUpdate,
+)
+
+router = APIRouter(prefix="/workflows", tags=["workflows"])
+
+
+@router.get("")
+async def list_workflows(
+    store: StoreDep,
+    query: Annotated[str | None, Query(max_length=200)] = None,
+    page: Annotated[int, Query(ge=1)] = 1,
+    per_page: Annotated[int, Query(alias="perPage", ge=1, le=100)] = 20,
+) -> WorkflowPage:
+    """Definitions matching `query` (name or description), newest-updated first."""
+    records, total = await store.list_workflows(query or None, page, per_page)
+    return WorkflowPage(
+        workflows=[WorkflowSummary.from_record(r) for r in records],
+        pagination=Pagination.of(total, page, per_page),
+    )
+
+
+@router.get("/{workflow_id}")
+async def get_workflow(workflow: WorkflowDep) -> WorkflowPublic:
+    """One definition with its whole node tree."""
+    return WorkflowPublic.from_record(workflow)
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def create_workflow(body: WorkflowCreate, definitions: DefinitionsDep) -> WorkflowPublic:
+    """Validate and store a new definition (version 1, disabled)."""
+    return WorkflowPublic.from_record(await definitions.create(body))
+
+
+@router.put("/{workflow_id}")
+async def update_workflow(
+    workflow: WorkflowDep, body: WorkflowUpdate, definitions: DefinitionsDep
+) -> WorkflowPublic:
+    """Change any fields; a changed definition becomes a new version."""
+    return WorkflowPublic.from_record(await definitions.update(workflow, body))
+
+
+@router.delete("/{workflow_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_workflow(workflow: WorkflowDep, definitions: DefinitionsDep) -> Response:
+    """Delete a definition with its versions and runs."""
+    await definitions.delete(workflow)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/{workflow_id}/toggle")
+async def toggle_workflow(
+    workflow: WorkflowDep, body: ToggleRequest, definitions: DefinitionsDep
+) -> WorkflowPublic:
+    """Enable or disable a definition."""
+    return WorkflowPublic.from_record(await definitions.toggle(workflow, body.enabled))

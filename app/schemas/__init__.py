@@ -1,0 +1,1 @@
+"""API-only request and response models (camelCase on the wire via CamelModel)."""

@@ -1,0 +1,1 @@
+"""What the routes call: the API's use cases over the store, the catalog and Temporal."""

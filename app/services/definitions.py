@@ -1,0 +1,112 @@
+"""Create, update, toggle and delete workflow definitions: normalise, validate, version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+from uuid import uuid4
+
+from activities.store.base import Store
+from activities.store.records import WorkflowRecord, utcnow
+from app.errors import InvalidRequest, NotFound
+from app.schemas.workflow import WorkflowCreate, WorkflowUpdate
+from temporal_workflows.definition import WorkflowSpec
+from temporal_workflows.validation import normalise
+
+
+class ExecutorChecker(Protocol):
+    """The part of the executor catalog a save needs."""
+
+    def unknown_executor_problems(self, spec: WorkflowSpec) -> list[str]: ...
+
+
+def new_id() -> str:
+    return str(uuid4())
+
+
+def spec_of(data: WorkflowSpec) -> WorkflowSpec:
+    """Just the definition fields of a create body or a record."""
+    return WorkflowSpec.model_validate(data.model_dump(include=set(WorkflowSpec.model_fields)))
+
+
+@dataclass
+class DefinitionService:
+    store: Store
+    catalog: ExecutorChecker
+
+    def _validated(self, spec: WorkflowSpec, *, check_executors: bool) -> WorkflowSpec:
+        """Assign missing node ids and apply every save-time rule (DefinitionError → 400)."""
+        spec = normalise(spec, new_id)
+        if check_executors:
+            problems = self.catalog.unknown_executor_problems(spec)
+            if problems:
+                raise InvalidRequest(
+                    f"Invalid workflow definition: {'; '.join(problems)}",
+                    [{"path": "nodes", "message": p} for p in problems],
+                )
+        return spec
+
+    async def create(self, body: WorkflowCreate) -> WorkflowRecord:
+        """Store a new definition as version 1, always disabled."""
+        spec = self._validated(spec_of(body), check_executors=True)
+        now = utcnow()
+        record = WorkflowRecord(
+            id=new_id(), enabled=False, version=1, created_at=now, updated_at=now, **dict(spec)
+        )
+        await self.store.create_workflow(record)
+        return record
+
+    async def update(self, current: WorkflowRecord, body: WorkflowUpdate) -> WorkflowRecord:
+        """Apply the given fields; a changed definition becomes a new version."""
+        changes = body.spec_changes()
+        spec = current.spec()
+        if changes:
+            merged = spec.model_dump() | {k: _plain(v) for k, v in changes.items()}
+            # Executors are checked only when nodes are sent, so renaming a workflow
+            # never fails because the catalog lost a tool since the last save.
+            spec = self._validated(
+                WorkflowSpec.model_validate(merged), check_executors="nodes" in changes
+            )
+        definition_changed = spec.model_dump() != current.spec().model_dump()
+        enabled = current.enabled if body.enabled is None else body.enabled
+        if not definition_changed and enabled == current.enabled:
+            return current
+        record = current.model_copy(
+            update={
+                **dict(spec),
+                "enabled": enabled,
+                "version": current.version + 1 if definition_changed else current.version,
+                "updated_at": utcnow(),
+            }
+        )
+        await self.store.update_workflow(record, new_version=definition_changed)
+        return record
+
+    async def toggle(self, current: WorkflowRecord, enabled: bool) -> WorkflowRecord:
+        """Enable or disable; never a new version."""
+        if enabled == current.enabled:
+            return current
+        record = current.model_copy(update={"enabled": enabled, "updated_at": utcnow()})
+        await self.store.update_workflow(record, new_version=False)
+        return record
+
+    async def delete(self, current: WorkflowRecord) -> None:
+        """Delete a definition with its versions and runs."""
+        await self.on_workflow_delete(current)
+        if not await self.store.delete_workflow(current.id):
+            raise NotFound(f"Workflow {current.id!r} not found")
+
+    async def on_workflow_delete(self, current: WorkflowRecord) -> None:
+        """Hook run before a definition's records are deleted.
+
+        The run engine extends this to cancel the workflow's running runs first, so no
+        activity writes a node run for a definition that no longer exists.
+        """
+
+
+def _plain(value: object) -> object:
+    """Models as plain snake_case data, so they merge into a dumped spec."""
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    return dump() if dump else value

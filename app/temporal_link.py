@@ -1,0 +1,59 @@
+"""The API's Temporal client, connected on demand so the API serves reads while Temporal is down."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+
+from temporalio.client import Client
+
+from app.errors import ServiceUnavailable
+from app.settings import Settings
+from app.temporal import connect_temporal
+
+HEALTH_TIMEOUT = timedelta(seconds=2)
+# After a failed attempt, wait this long before dialling again, so a burst of requests
+# during an outage does not become a burst of connection attempts.
+RETRY_AFTER_SECONDS = 1.0
+
+
+class TemporalLink:
+    """Holds the client once connected; a given client is used as is."""
+
+    def __init__(self, settings: Settings, client: Client | None = None) -> None:
+        self.settings = settings
+        self.client = client
+        self.last_error: str | None = None
+        self._lock = asyncio.Lock()
+        self._next_attempt = 0.0
+
+    async def require(self) -> Client:
+        """The client, connecting now if needed; ServiceUnavailable when Temporal is down."""
+        if self.client is not None:
+            return self.client
+        async with self._lock:
+            if self.client is None and time.monotonic() >= self._next_attempt:
+                try:
+                    self.client = await connect_temporal(self.settings)
+                    self.last_error = None
+                except Exception as exc:  # the SDK reports a refused dial as RuntimeError
+                    self.last_error = str(exc)
+                    self._next_attempt = time.monotonic() + RETRY_AFTER_SECONDS
+        if self.client is None:
+            raise ServiceUnavailable(
+                f"Temporal at {self.settings.resolved_temporal_address} is unreachable: "
+                f"{self.last_error}"
+            )
+        return self.client
+
+    async def problem(self) -> str | None:
+        """Why Temporal is not usable right now, or None when its health check passes."""
+        try:
+            client = await self.require()
+            healthy = await client.service_client.check_health(timeout=HEALTH_TIMEOUT)
+        except ServiceUnavailable as exc:
+            return exc.message
+        except Exception as exc:
+            return f"health check failed: {exc}"
+        return None if healthy else "the workflow service reports not serving"

@@ -1,0 +1,88 @@
+"""The real API over HTTP: SQLite store in tmp_path, a YAML executor catalog, the session Temporal."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from activities.executors.catalog import Catalog, load_catalog
+from activities.store.base import Store
+from activities.store.factory import open_store
+from app.main import create_app
+from app.settings import Settings
+from tests.support.server import free_port, serving
+
+# Every executor key and agent the contract's examples use. Tools are listed statically,
+# so no MCP server has to run; agents point at a closed port (saving never calls them).
+TEST_CATALOG = """
+mcpServers:
+  - id: onboarding-tools
+    url: http://127.0.0.1:{dead}/mcp
+    tools: [mcp-email-validator, mcp-email-sender, mcp-slack-notifier, mcp-phone-verifier,
+            mcp-crm-integration, mcp-enterprise-provisioner, mcp-standard-provisioner,
+            data-validator, email-sender]
+  - id: tree-tools
+    url: http://127.0.0.1:{dead}/mcp
+    tools: [tool-a, tool-c, tool-d, tool-e, tool-f, tool-g, tool-h]
+a2aAgents:
+  - {{name: account-manager-v1, url: "http://127.0.0.1:{dead}/"}}
+  - {{name: account-manager-v2, url: "http://127.0.0.1:{dead}/"}}
+  - {{name: account-manager-fallback, url: "http://127.0.0.1:{dead}/"}}
+  - {{name: account-creator-v1, url: "http://127.0.0.1:{dead}/"}}
+  - {{name: account-creator-v2, url: "http://127.0.0.1:{dead}/"}}
+  - {{name: a2a-account-manager, url: "http://127.0.0.1:{dead}/"}}
+  - {{name: a2a-standard-onboarding-agent, url: "http://127.0.0.1:{dead}/"}}
+  - {{name: a2a-business-onboarding-agent, url: "http://127.0.0.1:{dead}/"}}
+  - {{name: hackernews-agent, url: "http://127.0.0.1:{dead}/"}}
+  - {{name: analysis-agent, url: "http://127.0.0.1:{dead}/"}}
+  - {{name: web-agent, url: "http://127.0.0.1:{dead}/"}}
+"""
+
+
+@pytest.fixture(scope="session")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
+    path = tmp_path_factory.mktemp("catalog") / "executors.yaml"
+    path.write_text(TEST_CATALOG.format(dead=free_port()), encoding="utf-8")
+    # Not started: resolving keys at save time needs only the file.
+    return load_catalog(path)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path, max_body_bytes=64_000)
+
+
+@pytest.fixture
+async def store(settings: Settings) -> AsyncIterator[Store]:
+    opened = open_store(settings.resolved_store_url)
+    await opened.connect()
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture
+async def client(
+    settings: Settings, store: Store, catalog: Catalog, temporal_env: WorkflowEnvironment
+) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings, store=store, temporal=temporal_env.client, catalog=catalog)
+    async with serving(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+        yield http
+
+
+@pytest.fixture
+def create(client: httpx.AsyncClient) -> Callable[..., Any]:
+    """POST a definition and return the created workflow (asserting 201)."""
+
+    async def _create(body: dict[str, Any]) -> dict[str, Any]:
+        response = await client.post("/api/v1/workflows", json=body)
+        assert response.status_code == 201, response.text
+        return response.json()  # type: ignore[no-any-return]
+
+    return _create
