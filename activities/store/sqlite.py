@@ -19,13 +19,7 @@ from typing import Any
 import aiosqlite
 
 from activities.store.base import DuplicateNameError, StoreError
-from activities.store.documents import (
-    apply_run_changes,
-    event_document,
-    from_stored,
-    iso_utc,
-    to_stored,
-)
+from activities.store.documents import apply_run_changes, event_document, from_stored, iso_utc
 from activities.store.records import (
     TERMINAL_RUN_STATUSES,
     NodeRunRecord,
@@ -33,9 +27,19 @@ from activities.store.records import (
     WorkflowRecord,
     WorkflowVersionRecord,
 )
+from activities.store.sqlite_rows import (
+    NODE_RUN_COLUMNS,
+    RUN_COLUMNS,
+    WORKFLOW_COLUMNS,
+    escape_like,
+    marks,
+    node_run_row,
+    run_row,
+    to_json,
+    version_row,
+    workflow_row,
+)
 from activities.store.sqlite_schema import migrate
-
-_RUN_COLUMNS = "id, workflow_definition_id, status, parent_run_id, started_at, idempotency_key, rev"
 
 
 class SqliteStore:
@@ -90,19 +94,18 @@ class SqliteStore:
             db = self._conn()
             try:
                 await db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield db
-                except BaseException:
-                    if db.in_transaction:
-                        await db.execute("ROLLBACK")
-                    raise
+                yield db
                 await db.execute("COMMIT")
-            except sqlite3.IntegrityError as exc:
-                if "workflows.name" in str(exc):
+            except BaseException as exc:
+                # Statements run in order on aiosqlite's thread, so this rollback lands after
+                # whatever a cancelled await left queued (even a BEGIN): no transaction outlives
+                # the lock. rollback() is a no-op when none is open.
+                await asyncio.shield(db.rollback())
+                if isinstance(exc, sqlite3.IntegrityError) and "workflows.name" in str(exc):
                     raise DuplicateNameError("a workflow with this name already exists") from exc
-                raise StoreError(f"SQLite store error: {exc}") from exc
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite store error: {exc}") from exc
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"SQLite store error: {exc}") from exc
+                raise
 
     def _conn(self) -> aiosqlite.Connection:
         if self._db is None:
@@ -113,9 +116,8 @@ class SqliteStore:
     async def create_workflow(self, record: WorkflowRecord) -> None:
         async with self._write() as db:
             await db.execute(
-                "INSERT INTO workflows (id, name, name_fold, description_fold, updated_at, doc)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                _workflow_row(record),
+                f"INSERT INTO workflows ({WORKFLOW_COLUMNS}) VALUES ({marks(6)})",
+                workflow_row(record),
             )
             await _put_version(db, record)
 
@@ -130,7 +132,7 @@ class SqliteStore:
         where: str = ""
         params: tuple[str, ...] = ()
         if query:
-            pattern = "%" + _escape_like(query.casefold()) + "%"
+            pattern = "%" + escape_like(query.casefold()) + "%"
             where = " WHERE name_fold LIKE ? ESCAPE '\\' OR description_fold LIKE ? ESCAPE '\\'"
             params = (pattern, pattern)
         async with self._read() as db:
@@ -148,7 +150,7 @@ class SqliteStore:
             cursor = await db.execute(
                 "UPDATE workflows SET id = ?, name = ?, name_fold = ?, description_fold = ?,"
                 " updated_at = ?, doc = ? WHERE id = ?",
-                (*_workflow_row(record), record.id),
+                (*workflow_row(record), record.id),
             )
             if cursor.rowcount and new_version:
                 await _put_version(db, record)
@@ -188,8 +190,8 @@ class SqliteStore:
     async def insert_run(self, record: RunRecord) -> RunRecord:
         async with self._write() as db:
             await db.execute(
-                f"INSERT OR IGNORE INTO runs ({_RUN_COLUMNS}, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                _run_row(record),
+                f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})",
+                run_row(record),
             )
             row = await _one(db, "SELECT doc FROM runs WHERE id = ?", (record.id,))
         assert row is not None
@@ -205,8 +207,8 @@ class SqliteStore:
                 return False
             updated = apply_run_changes(current, rev, changes)
             await db.execute(
-                f"REPLACE INTO runs ({_RUN_COLUMNS}, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                _run_row(updated),
+                f"REPLACE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})",
+                run_row(updated),
             )
             return True
 
@@ -243,11 +245,10 @@ class SqliteStore:
 
     async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
         terminal = sorted(TERMINAL_RUN_STATUSES)
-        marks = ", ".join("?" for _ in terminal)
         async with self._read() as db:
             rows = await db.execute_fetchall(
-                f"SELECT doc FROM runs WHERE status NOT IN ({marks}) AND started_at < ?"
-                " ORDER BY started_at, id",
+                f"SELECT doc FROM runs WHERE status NOT IN ({marks(len(terminal))})"
+                " AND started_at < ? ORDER BY started_at, id",
                 (*terminal, iso_utc(started_before)),
             )
         return _runs(rows)
@@ -262,25 +263,23 @@ class SqliteStore:
 
     # -- node runs -----------------------------------------------------------
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:
-        doc = to_stored(record)
         async with self._write() as db:
             # One statement: the rev comparison and the write cannot be split by another writer.
             cursor = await db.execute(
-                "INSERT INTO node_runs (id, workflow_run_id, started_at, rev, doc)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-                " workflow_run_id = excluded.workflow_run_id, started_at = excluded.started_at,"
-                " rev = excluded.rev, doc = excluded.doc WHERE excluded.rev >= node_runs.rev",
-                (record.id, record.workflow_run_id, doc["started_at"], record.rev, _json(doc)),
+                f"INSERT INTO node_runs ({NODE_RUN_COLUMNS}) VALUES ({marks(5)})"
+                " ON CONFLICT (id) DO UPDATE SET workflow_run_id = excluded.workflow_run_id,"
+                " started_at = excluded.started_at, rev = excluded.rev, doc = excluded.doc"
+                " WHERE excluded.rev >= node_runs.rev",
+                node_run_row(record),
             )
             return cursor.rowcount > 0
 
     async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
         if not run_ids:
             return []
-        marks = ", ".join("?" for _ in run_ids)
         async with self._read() as db:
             rows = await db.execute_fetchall(
-                f"SELECT doc FROM node_runs WHERE workflow_run_id IN ({marks})"
+                f"SELECT doc FROM node_runs WHERE workflow_run_id IN ({marks(len(run_ids))})"
                 " ORDER BY started_at IS NULL, started_at, id",
                 tuple(run_ids),
             )
@@ -293,7 +292,7 @@ class SqliteStore:
 
     # -- run events ----------------------------------------------------------
     async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
-        doc = _json(event_document(event))
+        doc = to_json(event_document(event))
         async with self._write() as db:
             cursor = await db.execute(
                 "INSERT INTO events (run_id, doc) VALUES (?, ?)", (run_id, doc)
@@ -311,50 +310,15 @@ class SqliteStore:
         return [{**json.loads(doc), "id": event_id} for event_id, doc in rows]
 
 
-def _json(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 async def _one(db: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> Any:
     async with db.execute(sql, params) as cursor:
         return await cursor.fetchone()
 
 
-def _workflow_row(record: WorkflowRecord) -> tuple[Any, ...]:
-    doc = to_stored(record)
-    name_fold = record.name.casefold()
-    description_fold = (record.description or "").casefold()
-    return record.id, record.name, name_fold, description_fold, doc["updated_at"], _json(doc)
-
-
 async def _put_version(db: aiosqlite.Connection, record: WorkflowRecord) -> None:
-    version = WorkflowVersionRecord(
-        workflow_id=record.id,
-        version=record.version,
-        definition=record.spec(),
-        created_at=record.updated_at,
-    )
     await db.execute(
         "INSERT OR REPLACE INTO workflow_versions (workflow_id, version, doc) VALUES (?, ?, ?)",
-        (record.id, record.version, _json(to_stored(version))),
-    )
-
-
-def _run_row(record: RunRecord) -> tuple[Any, ...]:
-    doc = to_stored(record)
-    return (
-        record.id,
-        record.workflow_definition_id,
-        record.status,
-        record.parent_run_id,
-        doc["started_at"],
-        record.idempotency_key,
-        record.rev,
-        _json(doc),
+        version_row(record),
     )
 
 

@@ -80,3 +80,15 @@ async def test_two_store_instances_on_one_database_write_concurrently(
     finally:
         await api.close()
         await worker.close()
+
+
+async def test_writes_cancelled_midway_leave_the_store_usable(store: Store) -> None:
+    run_id = new_id()
+    for ticks in range(12):
+        task = asyncio.create_task(store.append_event(run_id, {"ticks": ticks}))
+        for _ in range(ticks):
+            await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    event_id = await store.append_event(run_id, {"after": "cancellations"})
+    assert (await store.list_events(run_id, event_id - 1, 1))[0]["id"] == event_id
