@@ -1,0 +1,215 @@
+"""A2A agent steps: send the rendered config, follow the task to its end, map its artifacts.
+
+The message has a text part (`config.message` or `config.task`, when given) and a data
+part `{"config": …, "context": …, "run": {…}}`. The task is followed by streaming when the
+card allows it, else by polling, heartbeating throughout. A cancelled step cancels the
+remote task (`tasks/cancel`) before re-raising.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+from typing import Any
+
+import httpx
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.helpers import get_message_text, new_data_part, new_text_part
+from a2a.types.a2a_pb2 import (
+    AgentCard,
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from google.protobuf.json_format import MessageToDict
+
+from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
+from activities.executors.catalog import Catalog
+from activities.executors.heartbeat import heartbeating
+from activities.executors.sessions import describe_error
+
+log = logging.getLogger(__name__)
+
+TERMINAL = {
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+}
+INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+POLL_SECONDS = (0.1, 0.25, 0.5, 1.0)
+CANCEL_TIMEOUT_SECONDS = 5.0
+
+
+class A2AExecutor:
+    """Calls catalog agents; keeps one client (and card) per agent for the process."""
+
+    def __init__(self, catalog: Catalog, http: httpx.AsyncClient) -> None:
+        self._catalog = catalog
+        self._http = http
+        self._clients: dict[str, Client] = {}
+
+    async def card(self, name: str) -> AgentCard:
+        """The agent's card: the catalog's copy, else fetched now (and remembered)."""
+        card = self._catalog.card(name)
+        if card is None:
+            resolver = A2ACardResolver(self._http, self._catalog.agent_url(name))
+            card = await resolver.get_agent_card()
+            self._catalog.remember_card(name, card)
+        return card
+
+    async def execute(self, call: StepCall, name: str) -> StepOutcome:
+        output = await self.call(call, name)
+        return StepOutcome(output=output, resolved_executor={"kind": "a2a", "key": name})
+
+    async def call(self, call: StepCall, name: str) -> Any:
+        """Run one agent to a terminal state and return its output; raise on failure."""
+        try:
+            card = await self.card(name)
+            client = self._clients.get(name)
+            if client is None:
+                config = ClientConfig(httpx_client=self._http, streaming=True)
+                client = self._clients[name] = ClientFactory(config).create(card)
+        except Exception as exc:
+            raise TransientError(f"A2A agent {name!r} unreachable: {describe_error(exc)}") from None
+        request = SendMessageRequest(message=_message(call, name))
+        # Without streaming, ask for the task at once and poll it (so it can be cancelled).
+        request.configuration.return_immediately = not card.capabilities.streaming
+        try:
+            async with heartbeating(call, f"waiting for A2A agent {name}"):
+                task = await self._follow(client, request)
+        except (TransientError, PermanentError):
+            raise
+        except Exception as exc:
+            self._clients.pop(name, None)  # a broken client is rebuilt from a fresh card
+            raise TransientError(f"A2A agent {name!r} call failed: {describe_error(exc)}") from None
+        return _outcome(name, task)
+
+    async def _follow(self, client: Client, request: SendMessageRequest) -> Task | Message:
+        task_id = ""
+        state = TaskState.TASK_STATE_UNSPECIFIED
+        try:
+            async with contextlib.aclosing(client.send_message(request)) as events:
+                async for event in events:
+                    if event.HasField("message"):
+                        return event.message
+                    if event.HasField("task"):
+                        task_id, state = event.task.id, event.task.status.state
+                        if state in TERMINAL | INTERRUPTED:
+                            return event.task
+                    elif event.HasField("status_update"):
+                        update = event.status_update
+                        task_id, state = update.task_id, update.status.state
+                        if state in TERMINAL | INTERRUPTED:
+                            break
+            if not task_id:
+                raise TransientError("the agent answered with neither a task nor a message")
+            for delay in _poll_delays():
+                task = await client.get_task(GetTaskRequest(id=task_id))
+                if task.status.state in TERMINAL | INTERRUPTED:
+                    return task
+                await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            if task_id and state not in TERMINAL:
+                await _cancel_remote(client, task_id)
+            raise
+        raise AssertionError("unreachable")
+
+
+def _poll_delays() -> Any:
+    yield from POLL_SECONDS
+    while True:
+        yield POLL_SECONDS[-1]
+
+
+async def _cancel_remote(client: Client, task_id: str) -> None:
+    try:
+        async with asyncio.timeout(CANCEL_TIMEOUT_SECONDS):
+            await client.cancel_task(CancelTaskRequest(id=task_id))
+    except Exception as exc:  # best effort: the step is cancelled either way
+        log.warning("could not cancel A2A task %s: %s", task_id, describe_error(exc))
+
+
+def _message(call: StepCall, name: str) -> Message:
+    parts: list[Part] = []
+    text = call.config.get("message") or call.config.get("task")
+    if isinstance(text, str) and text:
+        parts.append(new_text_part(text))
+    run = {
+        "runId": call.run_id,
+        "workflowId": call.workflow_id,
+        "nodeId": call.node_id,
+        "nodeName": call.node_name,
+        "nodeRunId": call.node_run_id,
+        "attempt": call.attempt,
+    }
+    parts.append(new_data_part({"config": call.config, "context": call.context, "run": run}))
+    return Message(
+        role=Role.ROLE_USER,
+        message_id=f"{call.node_run_id}:{call.attempt}:{name}",
+        parts=parts,
+    )
+
+
+def _outcome(name: str, reply: Task | Message) -> Any:
+    if isinstance(reply, Message):
+        return _parts_value(list(reply.parts))
+    state, why = reply.status.state, _status_text(reply.status)
+    if state == TaskState.TASK_STATE_COMPLETED:
+        values = [_parts_value(list(a.parts)) for a in reply.artifacts]
+        if not values:
+            return why or None
+        return values[0] if len(values) == 1 else values
+    if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        raise TransientError(
+            f"A2A agent {name!r} asked for input (input-required), which a step cannot give: {why}"
+        )
+    if state == TaskState.TASK_STATE_AUTH_REQUIRED:
+        raise TransientError(f"A2A agent {name!r} asked for authentication (auth-required): {why}")
+    if state == TaskState.TASK_STATE_REJECTED:
+        raise PermanentError(f"A2A agent {name!r} rejected the task: {why}")
+    if state == TaskState.TASK_STATE_CANCELED:
+        raise TransientError(f"A2A agent {name!r} cancelled the task: {why}")
+    raise TransientError(f"A2A agent {name!r} failed: {why}")
+
+
+def _status_text(status: TaskStatus) -> str:
+    if not status.HasField("message"):
+        return "(no message)"
+    return get_message_text(status.message, delimiter=" ").strip() or "(no message)"
+
+
+def _parts_value(parts: list[Part]) -> Any:
+    values = [_part_value(p) for p in parts]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values
+
+
+def _part_value(part: Part) -> Any:
+    if part.HasField("text"):
+        return part.text
+    if part.HasField("data"):
+        return _whole_numbers(MessageToDict(part.data))
+    if part.HasField("url"):
+        return {"url": part.url, "mediaType": part.media_type, "filename": part.filename}
+    return {"raw": base64.b64encode(part.raw).decode(), "mediaType": part.media_type}
+
+
+def _whole_numbers(value: Any) -> Any:
+    """protobuf Values carry every number as a double; give whole numbers back as ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    return value

@@ -1,0 +1,258 @@
+"""The executor catalog: what an `executorKey` / `a2aPool` entry names, and its live state.
+
+A key resolves to a built-in (`builtin:…`), an MCP tool (`toolName`, or `serverId/toolName`
+when two servers offer the name) or an A2A agent name. Servers are asked for their tools
+and agents for their cards at `start()` and every `refresh_seconds`; one that is down is
+reported and retried, never fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import httpx
+from a2a.client import A2ACardResolver
+from a2a.types.a2a_pb2 import AgentCard
+
+from activities.executors.builtin import BUILTIN_KEYS
+from activities.executors.catalog_file import (
+    CatalogError,
+    CatalogFile,
+    McpServerSpec,
+    read_catalog_file,
+)
+from activities.executors.catalog_models import AgentInfo, ServerInfo, SkillInfo, ToolInfo
+from activities.executors.sessions import McpSessions, describe_error
+from temporal_workflows.definition import WorkflowSpec, iter_nodes
+
+__all__ = ["Catalog", "CatalogError", "ExecutorRef", "load_catalog"]
+
+log = logging.getLogger(__name__)
+DISCOVERY_TIMEOUT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class ExecutorRef:
+    kind: Literal["builtin", "mcp", "a2a"]
+    key: str
+    server_id: str | None = None
+    tool_name: str | None = None
+    agent_name: str | None = None
+
+
+def load_catalog(path: Path | None, refresh_seconds: float = 60.0) -> Catalog:
+    """The catalog named by a file (None: built-ins only); raise CatalogError when it is bad."""
+    file = read_catalog_file(path) if path is not None else CatalogFile()
+    return Catalog(file, refresh_seconds=refresh_seconds)
+
+
+class Catalog:
+    """Resolves executor keys and keeps the servers' tools and the agents' cards current."""
+
+    def __init__(self, file: CatalogFile, refresh_seconds: float = 60.0) -> None:
+        self.file = file
+        self.refresh_seconds = refresh_seconds
+        self.sessions = McpSessions(list(file.servers))
+        self._server_specs = {s.id: s for s in file.servers}
+        self._agent_specs = {a.name: a for a in file.agents}
+        self._servers = {s.id: _initial_server(s) for s in file.servers}
+        self._agents = {a.name: AgentInfo(name=a.name, url=a.url) for a in file.agents}
+        self._cards: dict[str, AgentCard] = {}
+        self._http: httpx.AsyncClient | None = None
+        self._loop: asyncio.Task[None] | None = None
+
+    # --- resolution (save time and run time) ---
+
+    def resolve(self, executor_key: str) -> ExecutorRef | None:
+        """What a key names, or None when it is unknown or ambiguous."""
+        found = self.resolution(executor_key)
+        return found if isinstance(found, ExecutorRef) else None
+
+    def resolution(self, key: str) -> ExecutorRef | str:
+        """What a key names, or a message saying why it names nothing."""
+        if key.startswith("builtin:"):
+            if key in BUILTIN_KEYS:
+                return ExecutorRef(kind="builtin", key=key)
+            return f"{key!r} is not a built-in (known: {', '.join(sorted(BUILTIN_KEYS))})"
+        server_id, slash, tool = key.partition("/")
+        if slash and server_id in self._servers:
+            if tool in self._tool_names(server_id):
+                return ExecutorRef(kind="mcp", key=key, server_id=server_id, tool_name=tool)
+            return f"MCP server {server_id!r} offers no tool {tool!r}"
+        servers = [sid for sid in self._servers if key in self._tool_names(sid)]
+        is_agent = key in self._agent_specs
+        if len(servers) + int(is_agent) > 1:
+            offered = [f"{sid}/{key}" for sid in servers] + (["the A2A agent"] if is_agent else [])
+            return f"{key!r} is ambiguous; write one of: {', '.join(offered)}"
+        if servers:
+            return ExecutorRef(kind="mcp", key=key, server_id=servers[0], tool_name=key)
+        if is_agent:
+            return ExecutorRef(kind="a2a", key=key, agent_name=key)
+        return f"{key!r} is not a built-in, an MCP tool or an A2A agent in the executor catalog"
+
+    def is_known_agent(self, name: str) -> bool:
+        return name in self._agent_specs
+
+    def unknown_executor_problems(self, spec: WorkflowSpec) -> list[str]:
+        """One message per step whose executorKey or a2aPool entry the catalog cannot resolve."""
+        problems: list[str] = []
+        for node in iter_nodes(spec.nodes):
+            where = f"node {node.id!r} ({node.name!r})"
+            if node.executor_key is not None:
+                found = self.resolution(node.executor_key)
+                if isinstance(found, str):
+                    problems.append(f"{where}: unknown executorKey: {found}")
+            unknown = [a for a in node.a2a_pool if not self.is_known_agent(a)]
+            if unknown:
+                problems.append(
+                    f"{where}: unresolvable a2aPool agent(s) {', '.join(map(repr, unknown))}; "
+                    "each entry must be an A2A agent in the executor catalog"
+                )
+        return problems
+
+    def _tool_names(self, server_id: str) -> set[str]:
+        return {t.name for t in self._servers[server_id].tools}
+
+    # --- live state ---
+
+    def tool_schema(self, server_id: str, tool_name: str) -> dict[str, object] | None:
+        for tool in self._servers[server_id].tools:
+            if tool.name == tool_name:
+                return tool.input_schema
+        return None
+
+    def agent_url(self, name: str) -> str:
+        return self._agent_specs[name].url
+
+    def agent(self, name: str) -> AgentInfo:
+        return self._agents[name]
+
+    def card(self, name: str) -> AgentCard | None:
+        return self._cards.get(name)
+
+    def remember_card(self, name: str, card: AgentCard) -> None:
+        """Keep a card an executor fetched, so the pool picker and skill matching see it."""
+        self._cards[name] = card
+        self._agents[name] = _agent_info(self._agents[name], card)
+
+    def servers(self) -> list[ServerInfo]:
+        return list(self._servers.values())
+
+    def agents(self) -> list[AgentInfo]:
+        return list(self._agents.values())
+
+    async def start(self) -> None:
+        """Discover once now, then every `refresh_seconds` in the background."""
+        await self.refresh()
+        if self._loop is None:
+            self._loop = asyncio.create_task(self._refresh_forever())
+
+    async def refresh(self) -> None:
+        """Ask every server for its tools and every agent for its card, concurrently."""
+        await asyncio.gather(
+            *(self._refresh_server(sid) for sid in self._servers),
+            *(self._refresh_agent(name) for name in self._agents),
+        )
+
+    async def close(self) -> None:
+        """Stop refreshing and close every connection."""
+        if self._loop is not None:
+            self._loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop
+            self._loop = None
+        await self.sessions.close()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.refresh_seconds)
+            try:
+                await self.refresh()
+            except Exception:  # a refresh bug must not stop future refreshes
+                log.exception("executor catalog refresh failed")
+
+    async def _refresh_server(self, server_id: str) -> None:
+        spec = self._server_specs[server_id]
+        session = self.sessions.get(server_id)
+        info = self._servers[server_id]
+        now = datetime.now(UTC)
+        try:
+            async with asyncio.timeout(DISCOVERY_TIMEOUT_SECONDS):
+                listed = await session.tools(refresh=True)
+        except Exception as exc:
+            await session.reset()
+            self._servers[server_id] = info.model_copy(
+                update={"status": "down", "error": describe_error(exc), "checked_at": now}
+            )
+            return
+        tools = [
+            ToolInfo(name=t.name, description=t.description, input_schema=dict(t.input_schema))
+            for t in listed.values()
+            if spec.tools is None or t.name in spec.tools
+        ]
+        if spec.tools is not None:  # declared tools stay resolvable even if the server lost one
+            seen = {t.name for t in tools}
+            tools += [ToolInfo(name=n) for n in spec.tools if n not in seen]
+        self._servers[server_id] = info.model_copy(
+            update={"status": "up", "error": None, "tools": tools, "checked_at": now}
+        )
+
+    async def _refresh_agent(self, name: str) -> None:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT_SECONDS)
+        now = datetime.now(UTC)
+        try:
+            card = await A2ACardResolver(self._http, self.agent_url(name)).get_agent_card()
+        except Exception as exc:
+            self._agents[name] = self._agents[name].model_copy(
+                update={"status": "down", "error": describe_error(exc), "checked_at": now}
+            )
+            return
+        self._cards[name] = card
+        self._agents[name] = _agent_info(self._agents[name], card).model_copy(
+            update={"checked_at": now}
+        )
+
+
+def _initial_server(spec: McpServerSpec) -> ServerInfo:
+    return ServerInfo(
+        id=spec.id,
+        transport="streamable-http" if spec.url else "stdio",
+        url=spec.url,
+        command=list(spec.command) if spec.command else None,
+        tools_source="static" if spec.tools is not None else "discovered",
+        tools=[ToolInfo(name=n) for n in spec.tools or ()],
+    )
+
+
+def _agent_info(info: AgentInfo, card: AgentCard) -> AgentInfo:
+    skills = [
+        SkillInfo(
+            id=s.id,
+            name=s.name,
+            description=s.description,
+            tags=list(s.tags),
+            examples=list(s.examples),
+        )
+        for s in card.skills
+    ]
+    return info.model_copy(
+        update={
+            "status": "up",
+            "error": None,
+            "card_name": card.name,
+            "description": card.description,
+            "version": card.version,
+            "streaming": card.capabilities.streaming,
+            "skills": skills,
+        }
+    )

@@ -1,0 +1,103 @@
+"""MCP tool steps: check the rendered config against the tool's input schema, call, map the result.
+
+Errors: arguments that do not match the schema and tools the server no longer offers are
+permanent; `isError` results, protocol and connection failures are retryable.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import mcp_types
+
+from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
+from activities.executors.sessions import McpSessions, describe_error
+
+# Config keys Trellis itself reads; never sent to a tool.
+RESERVED_CONFIG_KEYS = frozenset({"poolStrategy"})
+
+
+class McpExecutor:
+    """Calls one tool on one catalog server over that server's shared session."""
+
+    def __init__(self, sessions: McpSessions) -> None:
+        self._sessions = sessions
+
+    async def call(self, call: StepCall, server_id: str, tool_name: str) -> StepOutcome:
+        session = self._sessions.get(server_id)
+        arguments = {k: v for k, v in call.config.items() if k not in RESERVED_CONFIG_KEYS}
+        try:
+            tools = await session.tools()
+            if tool_name not in tools:  # the listing may be stale: ask once more
+                tools = await session.tools(refresh=True)
+        except Exception as exc:
+            await session.reset()
+            reason = describe_error(exc)
+            raise TransientError(f"MCP server {server_id!r} unreachable: {reason}") from None
+        tool = tools.get(tool_name)
+        if tool is None:
+            raise PermanentError(f"MCP server {server_id!r} no longer offers tool {tool_name!r}")
+        check_arguments(tool_name, dict(tool.input_schema), arguments)
+        try:
+            result = await session.call_tool(tool_name, arguments)
+        except Exception as exc:
+            await session.reset()
+            raise TransientError(
+                f"MCP call {server_id}/{tool_name} failed: {describe_error(exc)}"
+            ) from None
+        if result.is_error:
+            raise TransientError(f"MCP tool {tool_name!r} reported an error: {_text(result)}")
+        return StepOutcome(
+            output=result_output(result),
+            resolved_executor={
+                "kind": "mcp",
+                "key": call.executor_key,
+                "server": server_id,
+                "tool": tool_name,
+            },
+        )
+
+
+def check_arguments(tool_name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+    """Raise PermanentError naming every field that does not match the tool's input schema."""
+    validator_cls = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+    problems: list[str] = []
+    for error in validator_cls(schema).iter_errors(arguments):
+        if error.validator == "required" and isinstance(error.instance, dict):
+            path = ".".join(str(p) for p in error.absolute_path)
+            missing = [r for r in error.validator_value if r not in error.instance]
+            problems += [f"{path + '.' if path else ''}{m}: required" for m in missing]
+        else:
+            field = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
+            problems.append(f"{field}: {error.message}")
+    if problems:
+        raise PermanentError(
+            f"arguments for MCP tool {tool_name!r} do not match its input schema: "
+            + "; ".join(sorted(problems))
+        )
+
+
+def result_output(result: mcp_types.CallToolResult) -> Any:
+    """structuredContent when present; else the content (JSON text parsed, several → a list)."""
+    if result.structured_content is not None:
+        return result.structured_content
+    values = [_content_value(item) for item in result.content]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values
+
+
+def _content_value(item: Any) -> Any:
+    if isinstance(item, mcp_types.TextContent):
+        try:
+            return json.loads(item.text)
+        except ValueError:
+            return item.text
+    return item.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _text(result: mcp_types.CallToolResult) -> str:
+    texts = [c.text for c in result.content if isinstance(c, mcp_types.TextContent)]
+    return " ".join(" ".join(texts).split())[:1000] or "(no message)"

@@ -1,0 +1,48 @@
+"""The executor registry the step activity holds: one `execute` for every kind of step."""
+
+from __future__ import annotations
+
+import httpx
+
+from activities.executors.a2a import A2AExecutor
+from activities.executors.base import PermanentError, StepCall, StepOutcome
+from activities.executors.builtin import BuiltinExecutor
+from activities.executors.catalog import Catalog
+from activities.executors.mcp import McpExecutor
+from activities.executors.pool import PoolExecutor
+
+
+class ExecutorRegistry:
+    """Dispatches a step to a built-in, an MCP tool, an A2A agent or an agent pool."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        # No read timeout: A2A streams may stay silent for long; each step has its own timeout.
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+        self.builtin = BuiltinExecutor(self._http)
+        self.mcp = McpExecutor(catalog.sessions)
+        self.a2a = A2AExecutor(catalog, self._http)
+        self.pool = PoolExecutor(catalog, self.a2a)
+
+    async def execute(self, call: StepCall) -> StepOutcome:
+        """Run one step attempt; PermanentError is non-retryable, anything else retryable."""
+        if call.a2a_pool:
+            return await self.pool.execute(call)
+        key = call.executor_key
+        if not key:
+            raise PermanentError("the step names neither an executorKey nor an a2aPool")
+        ref = self.catalog.resolution(key)
+        if isinstance(ref, str):
+            raise PermanentError(f"unknown executorKey: {ref}")
+        if ref.kind == "builtin":
+            return await self.builtin.execute(call)
+        if ref.kind == "mcp":
+            assert ref.server_id is not None and ref.tool_name is not None
+            return await self.mcp.call(call, ref.server_id, ref.tool_name)
+        assert ref.agent_name is not None
+        return await self.a2a.execute(call, ref.agent_name)
+
+    async def close(self) -> None:
+        """Close the HTTP client and every MCP session (stdio servers exit)."""
+        await self._http.aclose()
+        await self.catalog.sessions.close()

@@ -1,0 +1,134 @@
+"""Long-lived MCP client sessions, one per catalog server, reused by every call in a process.
+
+The `mcp` Client holds anyio task groups that must be entered and left by one task, so
+each session is owned by a background task; callers in other tasks (activities) share
+its connected Client. A session that fails is dropped and reconnects on the next use;
+stdio servers are spawned once per session, not per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import Any
+
+import mcp_types
+from mcp import Client, StdioServerParameters
+
+from activities.executors.catalog_file import McpServerSpec
+
+CONNECT_TIMEOUT_SECONDS = 15.0
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line description of an error, unwrapping anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class McpSession:
+    """One connection to one MCP server; connects lazily, reconnects after `reset`."""
+
+    def __init__(self, spec: McpServerSpec) -> None:
+        self.spec = spec
+        self.connects = 0
+        self._client: Client | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._tools: dict[str, mcp_types.Tool] | None = None
+
+    def _target(self) -> str | StdioServerParameters:
+        if self.spec.url:
+            return self.spec.url
+        assert self.spec.command is not None
+        env = {**os.environ, **self.spec.env} if self.spec.env else None
+        return StdioServerParameters(
+            command=self.spec.command[0], args=list(self.spec.command[1:]), env=env
+        )
+
+    async def client(self) -> Client:
+        """The connected client, connecting first when needed."""
+        async with self._lock:
+            if self._client is not None and self._owner is not None and not self._owner.done():
+                return self._client
+            await self._drop()
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[Client] = loop.create_future()
+            self._stop = asyncio.Event()
+            self._owner = asyncio.create_task(self._own(ready, self._stop))
+            self.connects += 1
+            try:
+                async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
+                    self._client = await ready
+            except BaseException:
+                await self._drop()
+                raise
+            return self._client
+
+    async def _own(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        try:
+            async with Client(self._target(), cache=None) as client:
+                ready.set_result(client)
+                await stop.wait()
+        except BaseException as exc:  # the owner must never leak an error into the loop
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+
+    async def tools(self, refresh: bool = False) -> dict[str, mcp_types.Tool]:
+        """The server's tools by name (listed once per connection unless refreshed)."""
+        if self._tools is None or refresh:
+            client = await self.client()
+            listed: list[mcp_types.Tool] = []
+            cursor: str | None = None
+            while True:
+                page = await client.list_tools(cursor=cursor)
+                listed += page.tools
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            self._tools = {t.name: t for t in listed}
+        return self._tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        client = await self.client()
+        return await client.call_tool(name, arguments)
+
+    async def reset(self) -> None:
+        """Forget a connection that failed; the next use reconnects."""
+        async with self._lock:
+            await self._drop()
+
+    async def _drop(self) -> None:
+        self._client = None
+        self._tools = None
+        owner, self._owner = self._owner, None
+        if owner is None:
+            return
+        self._stop.set()
+        try:
+            async with asyncio.timeout(5):
+                await asyncio.shield(owner)
+        except (Exception, asyncio.CancelledError):
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+
+
+class McpSessions:
+    """The sessions of every catalog server, keyed by server id."""
+
+    def __init__(self, specs: list[McpServerSpec]) -> None:
+        self._sessions = {s.id: McpSession(s) for s in specs}
+
+    def get(self, server_id: str) -> McpSession:
+        return self._sessions[server_id]
+
+    async def close(self) -> None:
+        """Close every connection (stdio servers exit); sessions reconnect if used again."""
+        await asyncio.gather(*(s.reset() for s in self._sessions.values()))

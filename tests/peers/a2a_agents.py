@@ -1,0 +1,122 @@
+"""Test A2A agents (a2a-sdk servers), all mounted under `/agents/<name>/` of one Starlette app.
+
+Kinds: `echo` (completes with one data artifact of what it received), `fail` (task
+failed), `slow` (works `config.seconds`, default 3, counts cancellations), `input`
+(asks for input), `reject` (rejects). Each has its own card and skills.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a.helpers import (
+    get_data_parts,
+    new_data_part,
+    new_task_from_user_message,
+    new_text_message,
+)
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    kind: str = "echo"
+    skills: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (id, description, tags)
+    streaming: bool = True
+
+
+@dataclass
+class AgentStats:
+    calls: Counter[str] = field(default_factory=Counter)
+    cancellations: Counter[str] = field(default_factory=Counter)
+
+
+class PeerAgent(AgentExecutor):
+    """One behaviour per kind; records calls and cancellations in shared stats."""
+
+    def __init__(self, spec: AgentSpec, stats: AgentStats) -> None:
+        self.spec = spec
+        self.stats = stats
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        self.stats.calls[self.spec.name] += 1
+        task = context.current_task or new_task_from_user_message(context.message)
+        if context.current_task is None:
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.start_work()
+        data = get_data_parts(context.message.parts)
+        received: dict[str, Any] = data[0] if data and isinstance(data[0], dict) else {}
+        kind = self.spec.kind
+
+        def say(text: str) -> Any:
+            return new_text_message(text, context_id=task.context_id, task_id=task.id)
+
+        if kind == "fail":
+            await updater.failed(say(f"{self.spec.name} could not do it: simulated failure"))
+        elif kind == "input":
+            await updater.requires_input(say("Which plan should the account get?"))
+        elif kind == "reject":
+            await updater.reject(say(f"{self.spec.name} does not handle this kind of task"))
+        else:
+            if kind == "slow":
+                seconds = float((received.get("config") or {}).get("seconds", 3))
+                await asyncio.sleep(seconds)
+            output = {
+                "agent": self.spec.name,
+                "text": context.get_user_input(),
+                "config": received.get("config"),
+                "run": received.get("run"),
+            }
+            await updater.add_artifact([new_data_part(output)], name="result")
+            await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self.stats.cancellations[self.spec.name] += 1
+        assert context.task_id is not None and context.context_id is not None
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+def agent_card(spec: AgentSpec, url: str) -> AgentCard:
+    return AgentCard(
+        name=spec.name,
+        description=f"Trellis test agent ({spec.kind})",
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
+        capabilities=AgentCapabilities(streaming=spec.streaming),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["application/json"],
+        skills=[
+            AgentSkill(id=sid, name=sid.replace("-", " "), description=desc, tags=list(tags))
+            for sid, desc, tags in spec.skills
+        ]
+        or [AgentSkill(id=spec.kind, name=spec.kind, description=spec.kind, tags=[spec.kind])],
+    )
+
+
+def agents_app(specs: list[AgentSpec], base_url: str, stats: AgentStats) -> Starlette:
+    """One app serving every agent at `<base_url>/agents/<name>/`."""
+    mounts = []
+    for spec in specs:
+        url = f"{base_url}/agents/{spec.name}/"
+        card = agent_card(spec, url)
+        handler = DefaultRequestHandler(
+            agent_executor=PeerAgent(spec, stats), task_store=InMemoryTaskStore(), agent_card=card
+        )
+        routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/")
+        mounts.append(Mount(f"/agents/{spec.name}", app=Starlette(routes=routes)))
+    return Starlette(routes=mounts)

@@ -1,0 +1,112 @@
+"""The test MCP server: `echo`, `add` (structured), `flaky`, `broken`, the contract's tool names.
+
+Served over streamable HTTP by `tests.peers.catalog`, or over stdio with
+`python -m tests.peers.mcp_server --stdio`. `McpStats` counts requests by method on the
+server side (handshakes are `server/discover` / `initialize`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+# Tools that return the arguments they were called with (object, as JSON text content).
+ECHO_TOOLS = (
+    "mcp-email-validator",
+    "mcp-email-sender",
+    "mcp-phone-verifier",
+    "mcp-slack-notifier",
+    "mcp-crm-integration",
+    "mcp-enterprise-provisioner",
+    "mcp-standard-provisioner",
+    *(f"tool-{c}" for c in "abcdefgh"),
+    "data-validator",
+    "email-sender",
+)
+HANDSHAKE_METHODS = ("server/discover", "initialize")
+
+
+@dataclass
+class McpStats:
+    methods: Counter[str] = field(default_factory=Counter)
+    flaky_attempts: Counter[str] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def handshakes(self) -> int:
+        return sum(self.methods[m] for m in HANDSHAKE_METHODS)
+
+
+class Sum(BaseModel):
+    total: int
+
+
+def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
+    """A fresh server whose requests are counted in `stats`."""
+    stats = stats or McpStats()
+
+    async def count(ctx: Any, call_next: Any) -> Any:
+        with stats.lock:
+            stats.methods[ctx.method] += 1
+        return await call_next(ctx)
+
+    server = MCPServer("trellis-test-peer", middleware=[count])
+
+    @server.tool(description="Return the text it was given.")
+    def echo(text: str = "") -> str:
+        return text
+
+    @server.tool(description="Add two integers; structured result.")
+    def add(a: int, b: int) -> Sum:
+        return Sum(total=a + b)
+
+    @server.tool(description="Fail `failures` times per key, then succeed.")
+    def flaky(key: str, failures: int = 2) -> dict[str, Any]:
+        with stats.lock:
+            stats.flaky_attempts[key] += 1
+            attempt = stats.flaky_attempts[key]
+        if attempt <= failures:
+            raise ToolError(f"flaky failure {attempt} of {failures} for {key}")
+        return {"key": key, "attempts": attempt}
+
+    @server.tool(description="Always reports an error.")
+    def broken() -> str:
+        raise ToolError("broken tool always fails")
+
+    @server.tool(description="Sleep, then answer.")
+    async def sleepy(seconds: float = 1.0) -> str:
+        await asyncio.sleep(seconds)
+        return "awake"
+
+    def echo_arguments(ctx: Context) -> dict[str, Any]:
+        return dict((ctx.request_context.params or {}).get("arguments") or {})
+
+    for name in ECHO_TOOLS:
+        server.add_tool(echo_arguments, name=name, description=f"{name}: echoes its arguments")
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
+    parser.add_argument("--port", type=int, default=9001, help="streamable HTTP port")
+    args = parser.parse_args()
+    server = build_mcp_server()
+    if args.stdio:
+        server.run("stdio")
+    else:
+        import uvicorn
+
+        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=args.port)
+
+
+if __name__ == "__main__":
+    main()
