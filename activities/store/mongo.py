@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from bson.errors import BSONError
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
@@ -64,10 +65,14 @@ class MongoStore:
     # -- lifecycle -----------------------------------------------------------
     async def connect(self) -> None:
         """Create the client and every index (idempotent; `trellis setup` calls it too)."""
-        self._client = AsyncMongoClient(self.url, serverSelectionTimeoutMS=self._timeout_ms)
-        with _errors():
-            for collection, keys, options in _INDEXES:
-                await self._db()[collection].create_index(keys, **options)
+        try:
+            with _errors():
+                self._client = AsyncMongoClient(self.url, serverSelectionTimeoutMS=self._timeout_ms)
+                for collection, keys, options in _INDEXES:
+                    await self._db()[collection].create_index(keys, **options)
+        except StoreError:
+            await self.close()
+            raise
 
     async def close(self) -> None:
         if self._client is not None:
@@ -310,5 +315,6 @@ def _errors() -> Iterator[None]:
         if "name" in key_pattern or "name_unique" in str(exc):
             raise DuplicateNameError("a workflow with this name already exists") from exc
         raise StoreError(f"MongoDB store error: {exc}") from exc
-    except PyMongoError as exc:
+    except (PyMongoError, BSONError, OverflowError) as exc:
+        # BSON and OverflowError: a value MongoDB cannot hold (e.g. an integer beyond 64 bits).
         raise StoreError(f"MongoDB store error: {exc}") from exc

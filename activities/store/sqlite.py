@@ -63,7 +63,7 @@ class SqliteStore:
             )
             await self._db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
             await self._db.execute("PRAGMA journal_mode = WAL")
-            # WAL + NORMAL: durable across process crashes, one fsync per checkpoint.
+            # WAL + NORMAL: safe across process crashes; a power cut can lose only the last commits.
             await self._db.execute("PRAGMA synchronous = NORMAL")
             async with self._write() as db:
                 await migrate(db)
