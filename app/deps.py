@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Path, Request
 from temporalio.client import Client
 
+from activities.executors.catalog import Catalog
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord, WorkflowVersionRecord
 from app.errors import InvalidRequest, NotFound
@@ -14,11 +15,6 @@ from app.services.definitions import DefinitionService
 from app.settings import Settings
 from app.temporal_link import TemporalLink
 from temporal_workflows.validation import NODE_ID_PATTERN
-
-if TYPE_CHECKING:
-    from activities.executors.catalog import Catalog
-else:  # resolved at runtime through app.state; the annotation only documents the type
-    Catalog = Any
 
 # The one id rule for path parameters (workflow, run, node-run ids) and node ids alike.
 ID_PATTERN = NODE_ID_PATTERN
@@ -43,7 +39,7 @@ def get_store(request: Request) -> Store:
 
 
 def get_catalog(request: Request) -> Catalog:
-    return request.app.state.catalog
+    return request.app.state.catalog  # type: ignore[no-any-return]
 
 
 def get_temporal_link(request: Request) -> TemporalLink:

@@ -50,6 +50,11 @@ class Conflict(ApiError):
     code = "conflict"
 
 
+class DuplicateEntry(ApiError):
+    status_code = 409
+    code = "duplicate_entry"
+
+
 class ServiceUnavailable(ApiError):
     status_code = 503
     code = "service_unavailable"

@@ -6,20 +6,18 @@ import importlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from temporalio.client import Client
 
+from activities.executors.catalog import Catalog, load_catalog
 from activities.store.base import Store
+from activities.store.factory import open_store
 from app.body_limit import BodyLimitMiddleware
 from app.errors import install_error_handlers
 from app.routes import health, versions, workflows
 from app.settings import Settings, get_settings
 from app.temporal_link import TemporalLink
-
-if TYPE_CHECKING:
-    from activities.executors.catalog import Catalog
 
 API_PREFIX = "/api/v1"
 log = logging.getLogger(__name__)
@@ -81,8 +79,6 @@ def _include_if_present(app: FastAPI, module_name: str) -> None:
 
 
 async def _open_store(settings: Settings, stack: AsyncExitStack) -> Store:
-    from activities.store.factory import open_store
-
     store = open_store(settings.resolved_store_url)
     await store.connect()
     stack.push_async_callback(store.close)
@@ -90,8 +86,6 @@ async def _open_store(settings: Settings, stack: AsyncExitStack) -> Store:
 
 
 async def _open_catalog(settings: Settings, stack: AsyncExitStack) -> Catalog:
-    from activities.executors.catalog import load_catalog
-
     catalog = load_catalog(settings.executors_file, settings.catalog_refresh_seconds)
     await catalog.start()
     stack.push_async_callback(catalog.close)

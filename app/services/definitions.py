@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import uuid4
 
-from activities.store.base import Store
+from activities.store.base import DuplicateNameError, Store
 from activities.store.records import WorkflowRecord, utcnow
-from app.errors import InvalidRequest, NotFound
+from app.errors import DuplicateEntry, InvalidRequest, NotFound
 from app.schemas.workflow import WorkflowCreate, WorkflowUpdate
 from temporal_workflows.definition import WorkflowSpec
 from temporal_workflows.validation import normalise
@@ -53,7 +54,7 @@ class DefinitionService:
         record = WorkflowRecord(
             id=new_id(), enabled=False, version=1, created_at=now, updated_at=now, **dict(spec)
         )
-        await self.store.create_workflow(record)
+        await self._saving(record.name, self.store.create_workflow(record))
         return record
 
     async def update(self, current: WorkflowRecord, body: WorkflowUpdate) -> WorkflowRecord:
@@ -79,8 +80,17 @@ class DefinitionService:
                 "updated_at": utcnow(),
             }
         )
-        await self.store.update_workflow(record, new_version=definition_changed)
+        await self._saving(
+            record.name, self.store.update_workflow(record, new_version=definition_changed)
+        )
         return record
+
+    async def _saving(self, name: str, write: Awaitable[None]) -> None:
+        """Await a store write; a taken name becomes 409 naming it."""
+        try:
+            await write
+        except DuplicateNameError:
+            raise DuplicateEntry(f"A workflow named {name!r} already exists") from None
 
     async def toggle(self, current: WorkflowRecord, enabled: bool) -> WorkflowRecord:
         """Enable or disable; never a new version."""

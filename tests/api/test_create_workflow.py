@@ -70,7 +70,15 @@ class TestCreateWorkflow:
             client, {k: GET_EXAMPLE[k] for k in ("name", "description", "canvas", "nodes")}
         )
         ids = [n["id"] for n in all_nodes(got["nodes"])]
-        assert ids == ["node-1", "node-2", "node-2-1", "node-2-2", "node-3", "node-3-t1", "node-3-f1"]
+        assert ids == [
+            "node-1",
+            "node-2",
+            "node-2-1",
+            "node-2-2",
+            "node-3",
+            "node-3-t1",
+            "node-3-f1",
+        ]
 
     async def test_node_ids_are_generated_unique_across_the_tree(
         self, client: httpx.AsyncClient
