@@ -62,7 +62,7 @@ class SqliteStore:
                 self.path, isolation_level=None, timeout=self._busy_timeout_ms / 1000
             )
             await self._db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            await self._db.execute("PRAGMA journal_mode = WAL")
+            await self._enable_wal(self._db)
             # WAL + NORMAL: safe across process crashes; a power cut can lose only the last commits.
             await self._db.execute("PRAGMA synchronous = NORMAL")
             async with self._write() as db:
@@ -70,6 +70,23 @@ class SqliteStore:
         except (sqlite3.Error, OSError, StoreError) as exc:
             await self.close()
             raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+
+    async def _enable_wal(self, db: aiosqlite.Connection) -> None:
+        """Switch the file to WAL, waiting while another process holds it (first start)."""
+        # Changing the journal mode does not wait on the busy handler: when an API and a
+        # worker open a fresh file at once, one of them sees "database is locked" at once.
+        deadline = asyncio.get_running_loop().time() + self._busy_timeout_ms / 1000
+        while True:
+            try:
+                async with db.execute("PRAGMA journal_mode = WAL") as cursor:
+                    row = await cursor.fetchone()
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.02)
+        if row is None or str(row[0]).lower() != "wal":
+            raise StoreError(f"SQLite did not switch {self.path} to WAL mode")
 
     async def close(self) -> None:
         if self._db is not None:

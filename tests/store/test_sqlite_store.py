@@ -102,3 +102,13 @@ async def test_a_second_process_writes_while_this_one_does(db_path: Path) -> Non
             worker.kill()
             await worker.wait()
         await store.close()
+
+
+async def test_several_stores_opening_a_fresh_file_at_once_all_connect(db_path: Path) -> None:
+    stores = [SqliteStore(db_path) for _ in range(6)]
+    try:
+        await asyncio.gather(*(store.connect() for store in stores))
+        ids = await asyncio.gather(*(store.append_event("r", {}) for store in stores))
+        assert len(set(ids)) == 6
+    finally:
+        await asyncio.gather(*(store.close() for store in stores))
