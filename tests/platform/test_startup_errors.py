@@ -42,9 +42,7 @@ def test_api_with_a_bad_catalog_exits_naming_the_file(tmp_path: Path, bad_catalo
     assert "Traceback" not in result.stderr
 
 
-def test_worker_with_a_bad_catalog_exits_naming_the_file(
-    tmp_path: Path, bad_catalog: Path
-) -> None:
+def test_worker_with_a_bad_catalog_exits_naming_the_file(tmp_path: Path, bad_catalog: Path) -> None:
     env = trellis_env(tmp_path / "data", TRELLIS_EXECUTORS_FILE=str(bad_catalog))
     result = run_trellis(["worker"], env)
     assert result.returncode != 0

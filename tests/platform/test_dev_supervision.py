@@ -1,0 +1,60 @@
+"""`trellis dev` supervision: a dying child stops everything; nothing outlives the supervisor."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+from temporalio.testing import WorkflowEnvironment
+
+from tests.platform.conftest import DevProcess, alive, trellis_env
+
+
+def _wait_gone(pids: list[int], within: float = 15.0) -> list[int]:
+    """The pids still alive after `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+def test_a_child_dying_stops_the_rest_and_exits_non_zero(
+    tmp_path: Path, dev_processes: list[DevProcess]
+) -> None:
+    dev = DevProcess.start(trellis_env(tmp_path))
+    dev_processes.append(dev)
+    dev.wait_ready()
+    children = dev.children()
+    os.kill(children["worker"], signal.SIGKILL)
+    assert dev.process.wait(30) == 1
+    assert "the worker process exited unexpectedly" in dev.output
+    assert _wait_gone(list(children.values())) == []
+
+
+def test_sigkill_of_dev_takes_its_children_down(
+    tmp_path: Path, dev_processes: list[DevProcess]
+) -> None:
+    dev = DevProcess.start(trellis_env(tmp_path))
+    dev_processes.append(dev)
+    dev.wait_ready()
+    children = dev.children()
+    dev.process.kill()
+    dev.process.wait(10)
+    assert _wait_gone(list(children.values())) == []
+
+
+def test_dev_with_a_temporal_address_starts_no_dev_server(
+    tmp_path: Path, dev_processes: list[DevProcess], temporal_env: WorkflowEnvironment
+) -> None:
+    address = temporal_env.client.service_client.config.target_host
+    env = trellis_env(tmp_path, TRELLIS_TEMPORAL_ADDRESS=address, TRELLIS_TASK_QUEUE="tq-dev")
+    dev = DevProcess.start(env)
+    dev_processes.append(dev)
+    dev.wait_ready()
+    assert set(dev.children()) == {"worker", "api"}
+    assert httpx.get(f"{dev.api_url}/readyz").status_code == 200
+    assert f"Temporal:        {address} (external cluster)" in dev.output
+    assert dev.stop() == 0
