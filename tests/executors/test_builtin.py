@@ -1,0 +1,112 @@
+"""Built-in executors: echo, transform, http, delay."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+
+from activities.executors.base import PermanentError, TransientError
+from activities.executors.registry import ExecutorRegistry
+from tests.executors.conftest import MakeCall
+from tests.peers.serving import ServedApp
+
+
+@pytest.fixture(scope="module")
+def http_peer() -> Iterator[str]:
+    app = FastAPI()
+
+    @app.post("/status/{code}")
+    async def status(code: int, body: dict[str, object]) -> JSONResponse:
+        return JSONResponse({"got": body}, status_code=code)
+
+    served = ServedApp(app).start()
+    yield served.base_url
+    served.stop()
+
+
+async def test_echo_returns_config_and_input(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    outcome = await registry.execute(make_call("builtin:echo", {"a": [1, 2]}))
+    assert outcome.output == {"config": {"a": [1, 2]}, "input": {"customerName": "Ada"}}
+    assert outcome.resolved_executor == {"kind": "builtin", "key": "builtin:echo"}
+
+
+async def test_transform_maps_cel_expressions(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    config = {"map": {"greeting": "'Hi ' + input.customerName", "n": "1 + 2"}}
+    outcome = await registry.execute(make_call("builtin:transform", config))
+    assert outcome.output == {"greeting": "Hi Ada", "n": 3}
+
+
+async def test_transform_with_a_failing_expression_is_permanent(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    with pytest.raises(PermanentError, match="CEL"):
+        await registry.execute(make_call("builtin:transform", {"map": {"x": "input.missing.deep"}}))
+
+
+async def test_http_returns_status_and_json_body(
+    registry: ExecutorRegistry, make_call: MakeCall, http_peer: str
+) -> None:
+    config = {"method": "POST", "url": f"{http_peer}/status/201", "json": {"a": 1}}
+    outcome = await registry.execute(make_call("builtin:http", config))
+    assert outcome.output["status"] == 201 and outcome.output["body"] == {"got": {"a": 1}}
+
+
+async def test_http_4xx_is_permanent(
+    registry: ExecutorRegistry, make_call: MakeCall, http_peer: str
+) -> None:
+    config = {"method": "POST", "url": f"{http_peer}/status/404", "json": {}}
+    with pytest.raises(PermanentError, match="404"):
+        await registry.execute(make_call("builtin:http", config))
+
+
+async def test_http_5xx_is_retryable(
+    registry: ExecutorRegistry, make_call: MakeCall, http_peer: str
+) -> None:
+    config = {"method": "POST", "url": f"{http_peer}/status/503", "json": {}}
+    with pytest.raises(TransientError, match="503"):
+        await registry.execute(make_call("builtin:http", config))
+
+
+async def test_http_connection_failure_is_retryable(
+    registry: ExecutorRegistry, make_call: MakeCall, peers: object
+) -> None:
+    from tests.peers.serving import free_port
+
+    config = {"url": f"http://127.0.0.1:{free_port()}/", "timeout": 2}
+    with pytest.raises(TransientError):
+        await registry.execute(make_call("builtin:http", config))
+
+
+async def test_delay_sleeps_and_heartbeats(registry: ExecutorRegistry, make_call: MakeCall) -> None:
+    beats: list[object] = []
+    call = make_call("builtin:delay", {"seconds": 0.3}, heartbeat=lambda *d: beats.append(d))
+    outcome = await registry.execute(call)
+    assert outcome.output == {"sleptSeconds": 0.3} and beats
+
+
+async def test_delay_stops_promptly_when_cancelled(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    task = asyncio.create_task(registry.execute(make_call("builtin:delay", {"seconds": 30})))
+    await asyncio.sleep(0.1)
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 0.5
+
+
+async def test_unknown_builtin_is_permanent(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    with pytest.raises(PermanentError, match="builtin:nope"):
+        await registry.execute(make_call("builtin:nope"))

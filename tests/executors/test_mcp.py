@@ -1,0 +1,137 @@
+"""MCP tool steps over streamable HTTP and stdio: results, every error class, session reuse."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from activities.executors.base import PermanentError, TransientError
+from activities.executors.catalog import Catalog
+from activities.executors.catalog_file import CatalogFile, McpServerSpec
+from activities.executors.registry import ExecutorRegistry
+from tests.executors.conftest import MakeCall
+from tests.peers.catalog import Peers
+from tests.peers.mcp_server import McpStats, build_mcp_server
+from tests.peers.serving import ServedApp
+
+
+async def test_structured_content_is_the_output(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    outcome = await registry.execute(make_call("peer-http/add", {"a": 2, "b": 3}))
+    assert outcome.output == {"total": 5}
+    assert outcome.resolved_executor == {
+        "kind": "mcp",
+        "key": "peer-http/add",
+        "server": "peer-http",
+        "tool": "add",
+    }
+
+
+async def test_json_text_content_is_parsed(registry: ExecutorRegistry, make_call: MakeCall) -> None:
+    config = {"template": "enterprise_welcome", "cc": ["sales@company.com"]}
+    outcome = await registry.execute(make_call("mcp-email-sender", config))
+    assert outcome.output == config
+
+
+async def test_pool_strategy_is_not_sent_as_an_argument(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    outcome = await registry.execute(make_call("tool-a", {"x": 1, "poolStrategy": "failover"}))
+    assert outcome.output == {"x": 1}
+
+
+async def test_stdio_server_answers(registry: ExecutorRegistry, make_call: MakeCall) -> None:
+    outcome = await registry.execute(make_call("peer-stdio/add", {"a": 1, "b": 1}))
+    assert outcome.output == {"total": 2}
+
+
+async def test_arguments_not_matching_the_schema_are_permanent_and_named(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    with pytest.raises(PermanentError) as info:
+        await registry.execute(make_call("peer-http/add", {"a": "two"}))
+    assert "a: 'two' is not of type 'integer'" in str(info.value)
+    assert "b: required" in str(info.value)
+
+
+async def test_is_error_result_is_retryable(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    with pytest.raises(TransientError, match="broken tool always fails"):
+        await registry.execute(make_call("broken"))
+
+
+async def test_flaky_tool_fails_n_times_then_succeeds(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    config = {"key": str(uuid.uuid4()), "failures": 2}
+    for _ in range(2):
+        with pytest.raises(TransientError, match="flaky failure"):
+            await registry.execute(make_call("flaky", config))
+    outcome = await registry.execute(make_call("flaky", config))
+    assert outcome.output["attempts"] == 3
+
+
+async def test_tool_the_server_no_longer_offers_is_permanent(
+    peers: Peers, make_call: MakeCall
+) -> None:
+    spec = McpServerSpec(id="gone", url=peers.mcp_url, tools=("vanished",))
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        with pytest.raises(PermanentError, match="no longer offers tool 'vanished'"):
+            await registry.execute(make_call("vanished"))
+    finally:
+        await registry.close()
+
+
+async def test_unreachable_server_is_retryable(make_call: MakeCall) -> None:
+    from tests.peers.serving import free_port
+
+    spec = McpServerSpec(id="down", url=f"http://127.0.0.1:{free_port()}/mcp", tools=("echo",))
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        with pytest.raises(TransientError, match="unreachable"):
+            await registry.execute(make_call("echo", {"text": "x"}))
+    finally:
+        await registry.close()
+
+
+async def test_session_is_reused_across_calls(make_call: MakeCall) -> None:
+    stats = McpStats()
+    served = ServedApp(build_mcp_server(stats).streamable_http_app()).start()
+    spec = McpServerSpec(id="counted", url=f"{served.base_url}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()  # discovery shares the session with calls
+        calls = [registry.execute(make_call("echo", {"text": str(i)})) for i in range(10)]
+        await asyncio.gather(*calls)
+        for i in range(10):
+            await registry.execute(make_call("echo", {"text": str(i)}))
+        assert stats.methods["tools/call"] == 20
+        assert stats.handshakes == 1
+        assert registry.catalog.sessions.get("counted").connects == 1
+    finally:
+        await registry.close()
+        served.stop()
+
+
+async def test_session_reconnects_after_the_server_restarts(make_call: MakeCall) -> None:
+    stats = McpStats()
+    served = ServedApp(build_mcp_server(stats).streamable_http_app()).start()
+    spec = McpServerSpec(id="restarting", url=f"{served.base_url}/mcp", tools=("echo",))
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.execute(make_call("echo", {"text": "before"}))
+        served.stop()
+        with pytest.raises(TransientError):
+            await registry.execute(make_call("echo", {"text": "while down"}))
+        # A fresh app on the same port (an app's session manager runs only once).
+        served = ServedApp(build_mcp_server(stats).streamable_http_app(), port=served.port).start()
+        outcome = await registry.execute(make_call("echo", {"text": "after"}))
+        assert outcome.output == {"result": "after"}
+    finally:
+        await registry.close()
+        served.stop()
