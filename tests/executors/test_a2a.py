@@ -1,0 +1,80 @@
+"""A2A agent steps: message, outputs, every error class, polling, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from activities.executors.base import PermanentError, TransientError
+from activities.executors.registry import ExecutorRegistry
+from tests.executors.conftest import MakeCall
+from tests.peers.catalog import Peers
+
+
+async def test_agent_receives_text_and_data_and_returns_its_artifact(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    call = make_call("account-manager-v1", {"task": "Create an account", "seats": 3})
+    outcome = await registry.execute(call)
+    assert outcome.output["text"] == "Create an account"
+    assert outcome.output["config"] == {"task": "Create an account", "seats": 3}
+    assert outcome.output["run"]["runId"] == call.run_id
+    assert outcome.resolved_executor == {"kind": "a2a", "key": "account-manager-v1"}
+
+
+async def test_agent_without_streaming_is_polled(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    outcome = await registry.execute(make_call("account-creator-v2", {"message": "poll"}))
+    assert outcome.output["agent"] == "account-creator-v2"
+
+
+async def test_failed_task_is_retryable_with_the_agents_message(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    with pytest.raises(TransientError, match="simulated failure"):
+        await registry.execute(make_call("failing-agent"))
+
+
+async def test_rejected_task_is_permanent_with_the_agents_message(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    with pytest.raises(PermanentError, match="does not handle this kind of task"):
+        await registry.execute(make_call("rejecting-agent"))
+
+
+async def test_input_required_is_a_failed_attempt_saying_so(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    with pytest.raises(TransientError, match=r"input-required.*Which plan"):
+        await registry.execute(make_call("input-agent"))
+
+
+async def test_unreachable_agent_is_retryable(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    with pytest.raises(TransientError, match="unreachable"):
+        await registry.execute(make_call("dead-agent"))
+
+
+async def test_slow_agent_heartbeats_while_waiting(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    beats: list[object] = []
+    call = make_call("slow-agent", {"seconds": 1.2}, heartbeat=lambda *d: beats.append(d))
+    outcome = await registry.execute(call)
+    assert outcome.output["agent"] == "slow-agent"
+    assert len(beats) >= 2
+
+
+async def test_cancelled_step_cancels_the_remote_task(
+    registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
+) -> None:
+    before = peers.agent_stats.cancellations["slow-agent"]
+    task = asyncio.create_task(registry.execute(make_call("slow-agent", {"seconds": 10})))
+    await asyncio.sleep(0.5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert peers.agent_stats.cancellations["slow-agent"] == before + 1

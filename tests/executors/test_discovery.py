@@ -1,0 +1,54 @@
+"""Live discovery: tools and cards at start, a down server reported and found again later."""
+
+from __future__ import annotations
+
+from activities.executors.catalog import Catalog
+from activities.executors.catalog_file import CatalogFile, McpServerSpec
+from tests.peers.mcp_server import McpStats, build_mcp_server
+from tests.peers.serving import ServedApp, free_port
+
+
+async def test_discovery_lists_tools_with_input_schemas(catalog: Catalog) -> None:
+    server = next(s for s in catalog.servers() if s.id == "peer-http")
+    add = next(t for t in server.tools if t.name == "add")
+    assert server.status == "up"
+    assert add.input_schema is not None and add.input_schema["required"] == ["a", "b"]
+
+
+async def test_static_tools_limit_a_server(catalog: Catalog) -> None:
+    server = next(s for s in catalog.servers() if s.id == "peer-stdio")
+    assert (server.status, server.tools_source) == ("up", "static")
+    assert sorted(t.name for t in server.tools) == ["add", "echo"]
+
+
+async def test_agent_cards_give_skills(catalog: Catalog) -> None:
+    agent = catalog.agent("account-manager-v2")
+    assert agent.status == "up" and agent.streaming is True
+    assert agent.skills[0].tags == ["accounts", "premium", "sso"]
+
+
+async def test_dead_agent_is_reported_down(catalog: Catalog) -> None:
+    agent = catalog.agent("dead-agent")
+    assert agent.status == "down" and agent.error
+
+
+async def test_server_down_at_start_is_reported_then_found_after_refresh() -> None:
+    port = free_port()
+    catalog = Catalog(
+        CatalogFile(servers=(McpServerSpec(id="late", url=f"http://127.0.0.1:{port}/mcp"),))
+    )
+    served = None
+    try:
+        await catalog.start()
+        down = catalog.servers()[0]
+        assert down.status == "down" and down.error and down.tools == []
+        assert catalog.resolve("add") is None
+        served = ServedApp(build_mcp_server(McpStats()).streamable_http_app(), port=port).start()
+        await catalog.refresh()
+        up = catalog.servers()[0]
+        assert up.status == "up" and up.error is None
+        assert catalog.resolve("add") is not None
+    finally:
+        await catalog.close()
+        if served:
+            served.stop()
