@@ -6,6 +6,7 @@ out-of-order writes harmless.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
@@ -15,6 +16,7 @@ from activities.store.records import NodeRunRecord
 from temporal_workflows.contracts import (
     RECORD_NODE_RUN,
     RECORD_RUN,
+    NOW,
     NodeRunProjection,
     RunProjection,
 )
@@ -28,7 +30,7 @@ class ProjectionActivities:
     async def record_run(self, projection: RunProjection) -> None:
         """Apply a change to the run record and log its event."""
         applied = await self._store.update_run(
-            projection.run_id, projection.rev, projection.changes
+            projection.run_id, projection.rev, _stamped(projection.changes)
         )
         if applied and projection.event is not None:
             await self._store.append_event(projection.run_id, projection.event)
@@ -46,9 +48,16 @@ async def write_node_run(
     store: Store, fields: dict[str, Any], event: dict[str, Any] | None
 ) -> bool:
     """Merge `fields` into the stored node run (or create it); append the event if applied."""
+    fields = _stamped(fields)
     existing = await store.get_node_run(fields["id"])
     merged = {**existing.to_document(), **fields} if existing else fields
     applied = await store.upsert_node_run(NodeRunRecord.model_validate(merged))
     if applied and event is not None:
         await store.append_event(fields["workflow_run_id"], event)
     return applied
+
+
+def _stamped(fields: dict[str, Any]) -> dict[str, Any]:
+    """Replace NOW placeholders with this activity's clock (see the interpreter)."""
+    now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    return {k: (now if v == NOW else v) for k, v in fields.items()}

@@ -14,6 +14,8 @@ WORKFLOW_TYPE = "TrellisRun"
 EXECUTE_STEP = "execute_step"
 RECORD_RUN = "record_run"
 RECORD_NODE_RUN = "record_node_run"
+# A field value the recording activity replaces with its own clock's time.
+NOW = "$now"
 
 
 class CachedOutput(CamelModel):

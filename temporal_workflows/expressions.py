@@ -110,10 +110,11 @@ def evaluate(source: str, scope: dict[str, Any]) -> Any:
     try:
         result = _program(source).evaluate(activation)
     except celpy.CELEvalError as exc:
-        detail = exc.args[0] if exc.args else str(exc)
+        detail = str(exc.args[0] if exc.args else exc).split(" (in activation")[0]
         raise ExpressionError(f"CEL evaluation of {source!r} failed: {detail}") from None
     except Exception as exc:  # cel-python raises plain errors for some type mismatches
-        raise ExpressionError(f"CEL evaluation of {source!r} failed: {exc}") from None
+        detail = str(exc)[:500]
+        raise ExpressionError(f"CEL evaluation of {source!r} failed: {detail}") from None
     return from_cel(result)
 
 

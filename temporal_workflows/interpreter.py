@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows import expressions, search_attributes
@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
         RECORD_NODE_RUN,
         RECORD_RUN,
         WORKFLOW_TYPE,
+        NOW,
         NodeRunProjection,
         RunInput,
         RunProjection,
@@ -72,16 +73,16 @@ class TrellisRun:
             summary = str(failed)
             await self._set_status(
                 "failed",
-                {"finished_at": self._now(), "error_summary": summary},
+                {"finished_at": self._stamp(), "error_summary": summary},
                 "run_failed",
             )
             raise ApplicationError(summary, type="RunFailed", non_retryable=True) from None
         except asyncio.CancelledError:
-            await self._set_status("cancelled", {"finished_at": self._now()}, "run_cancelled")
+            await self._set_status("cancelled", {"finished_at": self._stamp()}, "run_cancelled")
             raise
         await self._set_status(
             "completed",
-            {"finished_at": self._now(), "final_output": output},
+            {"finished_at": self._stamp(), "final_output": output},
             "run_completed",
         )
         return RunResult(status="completed", final_output=output)
@@ -113,7 +114,7 @@ class TrellisRun:
         node_run_id = self._next_node_run_id(node)
         cached = self._inp.cached_outputs.get(node.node_id)
         if cached is not None:
-            now = self._now()
+            now = self._stamp()
             await self._record_node(
                 node_run_id,
                 node,
@@ -147,17 +148,30 @@ class TrellisRun:
         self._enter(node_run_id, node.name)
         try:
             result = await self._execute_step(step, config, node)
-        except ActivityError as exc:
-            return await self._step_failed(
-                node_run_id, node, config, scope, failure_message(exc), None
+        except FailureError as exc:
+            # Remote activities fail with ActivityError (cause inside); local ones with
+            # the cause itself.
+            cause = exc.cause if isinstance(exc, ActivityError) else exc
+            if not isinstance(cause, CancelledError):
+                return await self._step_failed(
+                    node_run_id, node, config, scope, failure_message(exc), None
+                )
+            await self._record_node(
+                node_run_id,
+                node,
+                "cancelled",
+                event="node_cancelled",
+                finished_at=self._stamp(),
+                error="cancelled",
             )
+            raise asyncio.CancelledError() from None
         except asyncio.CancelledError:
             await self._record_node(
                 node_run_id,
                 node,
                 "cancelled",
                 event="node_cancelled",
-                finished_at=self._now(),
+                finished_at=self._stamp(),
                 error="cancelled",
             )
             raise
@@ -209,7 +223,7 @@ class TrellisRun:
             node,
             "skipped" if skip else "failed",
             event="node_skipped" if skip else "node_failed",
-            finished_at=self._now(),
+            finished_at=self._stamp(),
             error=error,
             **extra,
         )
@@ -222,7 +236,7 @@ class TrellisRun:
         """Record a container's node run around its body; failures name the container."""
         node_run_id = self._next_node_run_id(node)
         await self._record_node(
-            node_run_id, node, "running", event="node_started", started_at=self._now(), attempt=1
+            node_run_id, node, "running", event="node_started", started_at=self._stamp(), attempt=1
         )
         self._enter(node_run_id, node.name)
         try:
@@ -233,7 +247,7 @@ class TrellisRun:
                 node,
                 "failed",
                 event="node_failed",
-                finished_at=self._now(),
+                finished_at=self._stamp(),
                 error=failed.error
                 if failed.node_name == node.name
                 else f"child '{failed.node_name}' failed: {failed.error}",
@@ -245,7 +259,7 @@ class TrellisRun:
                 node,
                 "cancelled",
                 event="node_cancelled",
-                finished_at=self._now(),
+                finished_at=self._stamp(),
                 error="cancelled",
             )
             raise
@@ -256,7 +270,7 @@ class TrellisRun:
             node,
             "completed",
             event="node_completed",
-            finished_at=self._now(),
+            finished_at=self._stamp(),
             input_snapshot=snapshot,
             output_snapshot=output,
         )
@@ -373,6 +387,12 @@ class TrellisRun:
 
     def _now(self) -> str:
         return workflow.now().isoformat().replace("+00:00", "Z")
+
+    def _stamp(self) -> str:
+        # Node-run times come from the recording activity's clock, like the step
+        # activity's own: workflow.now() is the task's start and would sort a container
+        # before the step that preceded it.
+        return NOW
 
     def _next_node_run_id(self, node: WorkflowNode) -> str:
         count = self._node_counts.get(node.node_id, 0) + 1

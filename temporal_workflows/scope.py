@@ -32,14 +32,8 @@ class Scope:
         }
 
     def context(self) -> dict[str, Any]:
-        """The run context handed to executors (A2A data part, echo)."""
-        return {
-            "input": self.input,
-            "previous_step_content": self.previous_step_content,
-            "previous_step_outputs": self.previous_step_outputs,
-            "additional_data": self.additional_data,
-            "session_state": self.session_state,
-        }
+        """The run context handed to executors: the same variables CEL sees."""
+        return self.variables()
 
     def fork(self) -> Scope:
         """A copy for a parallel branch: it sees what came before, not its siblings."""

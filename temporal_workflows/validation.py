@@ -75,9 +75,7 @@ def check(spec: WorkflowSpec) -> list[Problem]:
         if not NODE_ID_PATTERN.match(node_id):
             problems.append(Problem(where, f"node id {node_id!r} is malformed"))
         elif node_id in seen:
-            problems.append(
-                Problem(where, f"node id {node_id!r} is also used by {seen[node_id]}")
-            )
+            problems.append(Problem(where, f"node id {node_id!r} is also used by {seen[node_id]}"))
         else:
             seen[node_id] = where
         problems.extend(Problem(where, m) for m in _shape(node))
@@ -130,8 +128,16 @@ def _shape(node: WorkflowNode) -> list[str]:
     if t == "parallel":
         out = _forbidden(
             node,
-            ["executorKey", "a2aPool", "trueSteps", "falseSteps", "choices", "stepConfig",
-             "loopConfig", "conditionCel"],
+            [
+                "executorKey",
+                "a2aPool",
+                "trueSteps",
+                "falseSteps",
+                "choices",
+                "stepConfig",
+                "loopConfig",
+                "conditionCel",
+            ],
         )
         if len(node.children) < 2:
             out.append("parallel nodes need at least 2 children")
@@ -148,8 +154,15 @@ def _shape(node: WorkflowNode) -> list[str]:
     if t == "loop":
         out = _forbidden(
             node,
-            ["executorKey", "a2aPool", "trueSteps", "falseSteps", "choices", "stepConfig",
-             "conditionCel"],
+            [
+                "executorKey",
+                "a2aPool",
+                "trueSteps",
+                "falseSteps",
+                "choices",
+                "stepConfig",
+                "conditionCel",
+            ],
         )
         if node.loop_config is None:
             out.append("loop nodes need loopConfig")
@@ -158,8 +171,16 @@ def _shape(node: WorkflowNode) -> list[str]:
         return out
     # router
     out = _forbidden(
-        node, ["executorKey", "a2aPool", "children", "trueSteps", "falseSteps", "stepConfig",
-               "loopConfig"],
+        node,
+        [
+            "executorKey",
+            "a2aPool",
+            "children",
+            "trueSteps",
+            "falseSteps",
+            "stepConfig",
+            "loopConfig",
+        ],
     )
     if len(node.choices) < 2:
         out.append("router nodes need at least 2 choices")
@@ -169,7 +190,9 @@ def _shape(node: WorkflowNode) -> list[str]:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         out.append(f"router choice names must be unique; repeated: {', '.join(dupes)}")
-    out += [f"router choice {c.name!r} needs at least one step" for c in node.choices if not c.steps]
+    out += [
+        f"router choice {c.name!r} needs at least one step" for c in node.choices if not c.steps
+    ]
     if not node.condition_cel:
         out.append("router nodes need conditionCel")
     return out

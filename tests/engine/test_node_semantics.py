@@ -1,0 +1,342 @@
+"""Each node type, CEL and templates, through the HTTP API on a real dev server."""
+
+from typing import Any
+
+from tests.engine.conftest import Platform
+
+
+def echo(name: str, **config: Any) -> dict[str, Any]:
+    return {"name": name, "nodeType": "step", "executorKey": "builtin:echo", "config": config}
+
+
+def transform(name: str, **mapping: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "nodeType": "step",
+        "executorKey": "builtin:transform",
+        "config": {"map": mapping},
+    }
+
+
+def names(run: dict[str, Any]) -> list[str]:
+    return [n["nodeName"] for n in run["nodeRuns"]]
+
+
+class TestSequence:
+    async def test_steps_see_previous_content_and_outputs_by_name(self, platform: Platform) -> None:
+        run = await platform.run(
+            {
+                "nodes": [
+                    transform("first", total="input.a + input.b"),
+                    transform("second", doubled="previous_step_content.total * 2"),
+                    echo(
+                        "third",
+                        fromFirst="{{ previous_step_outputs.first.total }}",
+                        text="total={{ previous_step_outputs.first.total }}",
+                    ),
+                ]
+            },
+            {"a": 2, "b": 3},
+        )
+        assert run["status"] == "completed"
+        assert names(run) == ["first", "second", "third"]
+        assert run["nodeRuns"][1]["outputSnapshot"] == {"doubled": 10}
+        # A whole-string template keeps the type; an embedded one renders as text.
+        assert run["finalOutput"]["config"] == {"fromFirst": 5, "text": "total=5"}
+
+    async def test_input_snapshot_is_the_rendered_config(self, platform: Platform) -> None:
+        run = await platform.run(
+            {"nodes": [echo("greet", message="Hello {{customerName}}")]}, {"customerName": "Ada"}
+        )
+        assert run["nodeRuns"][0]["inputSnapshot"] == {"message": "Hello Ada"}
+
+    async def test_final_output_is_the_last_top_level_output(self, platform: Platform) -> None:
+        run = await platform.run({"nodes": [transform("a", x="1"), transform("b", y="2")]})
+        assert run["finalOutput"] == {"y": 2}
+
+    async def test_a_failing_template_fails_the_step_with_the_expression(
+        self, platform: Platform
+    ) -> None:
+        run = await platform.run({"nodes": [echo("greet", message="{{ input.missing }}")]})
+        assert run["status"] == "failed"
+        assert run["errorSummary"].startswith("Node 'greet' failed: CEL evaluation of")
+        assert "missing" in run["errorSummary"]
+
+
+class TestParallel:
+    async def test_children_outputs_are_keyed_by_name(self, platform: Platform) -> None:
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "fan",
+                        "nodeType": "parallel",
+                        "children": [transform("left", v="1"), transform("right", v="2")],
+                    },
+                    transform(
+                        "after", sum="previous_step_content.left.v + previous_step_content.right.v"
+                    ),
+                ]
+            }
+        )
+        assert run["status"] == "completed", run
+        assert run["finalOutput"] == {"sum": 3}
+        fan = next(n for n in run["nodeRuns"] if n["nodeName"] == "fan")
+        assert fan["nodeType"] == "parallel" and fan["status"] == "completed"
+        assert fan["outputSnapshot"] == {"left": {"v": 1}, "right": {"v": 2}}
+
+    async def test_concurrency_is_bounded_by_max_concurrency(self, platform: Platform) -> None:
+        slow = [
+            {
+                "name": f"s{i}",
+                "nodeType": "step",
+                "executorKey": "builtin:delay",
+                "config": {"seconds": 0.4},
+            }
+            for i in range(4)
+        ]
+        run = await platform.run(
+            {
+                "maxConcurrency": 2,
+                "nodes": [{"name": "fan", "nodeType": "parallel", "children": slow}],
+            }
+        )
+        assert run["status"] == "completed", run
+        steps = [n for n in run["nodeRuns"] if n["nodeType"] == "step"]
+        starts = sorted(n["startedAt"] for n in steps)
+        ends = sorted(n["finishedAt"] for n in steps)
+        # With a bound of 2, the third step can only start after one of the first two ended.
+        assert starts[2] >= ends[0]
+
+    async def test_a_failing_child_cancels_its_siblings_and_fails_the_run(
+        self, platform: Platform
+    ) -> None:
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "fan",
+                        "nodeType": "parallel",
+                        "children": [
+                            {
+                                "name": "slow",
+                                "nodeType": "step",
+                                "executorKey": "builtin:delay",
+                                "config": {"seconds": 30},
+                            },
+                            {
+                                "name": "bad",
+                                "nodeType": "step",
+                                "executorKey": "builtin:http",
+                                "config": {"url": f"{platform.peer_url}/status/400"},
+                            },
+                        ],
+                    },
+                    transform("never", x="1"),
+                ]
+            }
+        )
+        assert run["status"] == "failed"
+        assert run["errorSummary"].startswith("Node 'bad' failed:")
+        by_name = {n["nodeName"]: n for n in run["nodeRuns"]}
+        assert by_name["slow"]["status"] == "cancelled"
+        assert by_name["fan"]["status"] == "failed"
+        assert "never" not in by_name
+
+
+class TestCondition:
+    TREE = {
+        "nodes": [
+            transform("A", seen="input.routeToTrue"),
+            {
+                "name": "B",
+                "nodeType": "condition",
+                "conditionCel": "input.routeToTrue == true",
+                "trueSteps": [
+                    transform("C", v="'c'"),
+                    transform("E", v="'e'"),
+                    transform("G", v="'g'"),
+                ],
+                "falseSteps": [
+                    transform("D", v="'d'"),
+                    transform("F", v="'f'"),
+                    transform("H", v="'h'"),
+                ],
+            },
+        ]
+    }
+
+    async def test_true_branch_runs_in_sequence(self, platform: Platform) -> None:
+        run = await platform.run(self.TREE, {"routeToTrue": True})
+        assert names(run) == ["A", "B", "C", "E", "G"]
+        assert run["finalOutput"] == {"v": "g"}
+
+    async def test_false_branch_runs_and_untaken_branch_has_no_node_runs(
+        self, platform: Platform
+    ) -> None:
+        run = await platform.run(self.TREE, {"routeToTrue": False})
+        assert names(run) == ["A", "B", "D", "F", "H"]
+        b = run["nodeRuns"][1]
+        assert (
+            b["inputSnapshot"]["result"] is False and b["inputSnapshot"]["branch"] == "falseSteps"
+        )
+
+    async def test_a_non_bool_condition_fails_the_node_clearly(self, platform: Platform) -> None:
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "B",
+                        "nodeType": "condition",
+                        "conditionCel": "input.kind",
+                        "trueSteps": [transform("C", v="1")],
+                    }
+                ]
+            },
+            {"kind": "enterprise"},
+        )
+        assert run["status"] == "failed"
+        assert run["errorSummary"] == (
+            "Node 'B' failed: conditionCel must yield a bool, got str 'enterprise'"
+        )
+
+    async def test_empty_false_branch_passes_through(self, platform: Platform) -> None:
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "B",
+                        "nodeType": "condition",
+                        "conditionCel": "false",
+                        "trueSteps": [transform("C", v="1")],
+                    }
+                ]
+            }
+        )
+        assert run["status"] == "completed" and names(run) == ["B"]
+
+
+class TestRouter:
+    ROUTER = {
+        "nodes": [
+            {
+                "name": "research-router",
+                "nodeType": "router",
+                "conditionCel": "input.strategy",
+                "choices": [
+                    {
+                        "name": "tech",
+                        "steps": [transform("hn", v="'hn'"), transform("deep", v="'deep'")],
+                    },
+                    {"name": "general", "steps": [transform("web", v="'web'")]},
+                ],
+            }
+        ]
+    }
+
+    async def test_the_selected_choice_runs_its_steps_in_sequence(self, platform: Platform) -> None:
+        run = await platform.run(self.ROUTER, {"strategy": "tech"})
+        assert names(run) == ["research-router", "hn", "deep"]
+        assert run["finalOutput"] == {"v": "deep"}
+
+    async def test_a_list_selects_several_choices(self, platform: Platform) -> None:
+        router = {"nodes": [{**self.ROUTER["nodes"][0], "conditionCel": "step_choices"}]}
+        run = await platform.run(router)
+        assert names(run) == ["research-router", "hn", "deep", "web"]
+        assert run["finalOutput"] == {"tech": {"v": "deep"}, "general": {"v": "web"}}
+
+    async def test_an_unknown_choice_fails_naming_value_and_choices(
+        self, platform: Platform
+    ) -> None:
+        run = await platform.run(self.ROUTER, {"strategy": "sports"})
+        assert run["status"] == "failed"
+        assert run["errorSummary"] == (
+            "Node 'research-router' failed: router selected 'sports', which is not a choice "
+            "(choices: tech, general)"
+        )
+
+
+class TestLoop:
+    async def test_runs_max_iterations_and_outputs_a_list(self, platform: Platform) -> None:
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "L",
+                        "nodeType": "loop",
+                        "loopConfig": {"maxIterations": 3},
+                        "children": [transform("tick", i="iteration")],
+                    }
+                ]
+            }
+        )
+        assert run["status"] == "completed"
+        assert run["finalOutput"] == [{"i": 0}, {"i": 1}, {"i": 2}]
+        assert names(run).count("tick") == 3
+
+    async def test_end_condition_sees_iteration_and_its_outputs(self, platform: Platform) -> None:
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "L",
+                        "nodeType": "loop",
+                        "loopConfig": {
+                            "maxIterations": 10,
+                            "endConditionCel": "iteration_outputs.tick.i >= 1 && iteration == 1",
+                        },
+                        "children": [transform("tick", i="iteration")],
+                    }
+                ]
+            }
+        )
+        assert run["finalOutput"] == [{"i": 0}, {"i": 1}]
+        loop = next(n for n in run["nodeRuns"] if n["nodeName"] == "L")
+        assert loop["inputSnapshot"] == {"iterations": 2, "endedBy": "endConditionCel"}
+        ids = [n["id"] for n in run["nodeRuns"] if n["nodeName"] == "tick"]
+        assert len(set(ids)) == 2  # one node run per iteration
+
+
+class TestNesting:
+    async def test_any_container_nests_any_node(self, platform: Platform) -> None:
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "L",
+                        "nodeType": "loop",
+                        "loopConfig": {"maxIterations": 2},
+                        "children": [
+                            {
+                                "name": "C",
+                                "nodeType": "condition",
+                                "conditionCel": "iteration == 0",
+                                "trueSteps": [
+                                    {
+                                        "name": "P",
+                                        "nodeType": "parallel",
+                                        "children": [
+                                            transform("p1", v="1"),
+                                            transform("p2", v="2"),
+                                        ],
+                                    }
+                                ],
+                                "falseSteps": [
+                                    {
+                                        "name": "R",
+                                        "nodeType": "router",
+                                        "conditionCel": "'x'",
+                                        "choices": [
+                                            {"name": "x", "steps": [transform("rx", v="3")]},
+                                            {"name": "y", "steps": [transform("ry", v="4")]},
+                                        ],
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                ]
+            }
+        )
+        assert run["status"] == "completed", run
+        assert run["finalOutput"] == [{"p1": {"v": 1}, "p2": {"v": 2}}, {"v": 3}]
