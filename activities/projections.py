@@ -14,9 +14,9 @@ from temporalio import activity
 from activities.store.base import Store
 from activities.store.records import NodeRunRecord
 from temporal_workflows.contracts import (
+    NOW,
     RECORD_NODE_RUN,
     RECORD_RUN,
-    NOW,
     NodeRunProjection,
     RunProjection,
 )

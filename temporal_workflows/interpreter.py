@@ -17,10 +17,10 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows import expressions, search_attributes
     from temporal_workflows.contracts import (
         EXECUTE_STEP,
+        NOW,
         RECORD_NODE_RUN,
         RECORD_RUN,
         WORKFLOW_TYPE,
-        NOW,
         NodeRunProjection,
         RunInput,
         RunProjection,
