@@ -1,13 +1,15 @@
-"""The real API over HTTP: SQLite store in tmp_path, a YAML executor catalog, the session Temporal."""
+"""The real API over HTTP: SQLite store in tmp_path, a YAML catalog, the session Temporal."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import Catalog, load_catalog
@@ -25,10 +27,10 @@ mcpServers:
     url: http://127.0.0.1:{dead}/mcp
     tools: [mcp-email-validator, mcp-email-sender, mcp-slack-notifier, mcp-phone-verifier,
             mcp-crm-integration, mcp-enterprise-provisioner, mcp-standard-provisioner,
-            data-validator, email-sender]
+            data-validator, email-sender, shared-tool]
   - id: tree-tools
     url: http://127.0.0.1:{dead}/mcp
-    tools: [tool-a, tool-c, tool-d, tool-e, tool-f, tool-g, tool-h]
+    tools: [tool-a, tool-c, tool-d, tool-e, tool-f, tool-g, tool-h, shared-tool]
 a2aAgents:
   - {{name: account-manager-v1, url: "http://127.0.0.1:{dead}/"}}
   - {{name: account-manager-v2, url: "http://127.0.0.1:{dead}/"}}
@@ -52,13 +54,12 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
     return load_catalog(path)
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path, max_body_bytes=64_000)
+def make_settings(data_dir: Path) -> Settings:
+    return Settings(data_dir=data_dir, max_body_bytes=64_000)
 
 
-@pytest.fixture
-async def store(settings: Settings) -> AsyncIterator[Store]:
+@asynccontextmanager
+async def connected_store(settings: Settings) -> AsyncIterator[Store]:
     opened = open_store(settings.resolved_store_url)
     await opened.connect()
     try:
@@ -67,13 +68,44 @@ async def store(settings: Settings) -> AsyncIterator[Store]:
         await opened.close()
 
 
+@asynccontextmanager
+async def api_client(
+    settings: Settings, store: Store, catalog: Catalog, temporal: Client
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The real app, served over HTTP on a free port, and a client for it."""
+    app = create_app(settings, store=store, temporal=temporal, catalog=catalog)
+    async with serving(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+        yield http
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path)
+
+
+@pytest.fixture
+async def store(settings: Settings) -> AsyncIterator[Store]:
+    async with connected_store(settings) as opened:
+        yield opened
+
+
 @pytest.fixture
 async def client(
     settings: Settings, store: Store, catalog: Catalog, temporal_env: WorkflowEnvironment
 ) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(settings, store=store, temporal=temporal_env.client, catalog=catalog)
-    async with serving(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+    async with api_client(settings, store, catalog, temporal_env.client) as http:
         yield http
+
+
+@pytest.fixture(scope="module")
+async def shared_client(
+    tmp_path_factory: pytest.TempPathFactory, catalog: Catalog, temporal_env: WorkflowEnvironment
+) -> AsyncIterator[httpx.AsyncClient]:
+    """One app for a whole module, for tests that only need "nothing was stored" deltas."""
+    settings = make_settings(tmp_path_factory.mktemp("shared"))
+    async with connected_store(settings) as opened:
+        async with api_client(settings, opened, catalog, temporal_env.client) as http:
+            yield http
 
 
 @pytest.fixture

@@ -1,0 +1,295 @@
+"""Every save-time rule: a 400 `invalid_request` naming the node and the rule, nothing stored."""
+
+# The rule tables read best one rule per line.
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import uuid4
+
+import httpx
+import pytest
+
+from tests.api.helpers import API, assert_error, step, workflow
+
+TWO = [step("B"), step("C")]
+CHOICES = [{"name": "x", "steps": [step("B")]}, {"name": "y", "steps": [step("C")]}]
+LOOP = {"maxIterations": 3}
+
+
+def node(name: str, node_type: str, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "nodeType": node_type, **fields}
+
+
+def parallel(name: str = "P", **fields: Any) -> dict[str, Any]:
+    return node(name, "parallel", **({"children": TWO} | fields))
+
+
+def condition(name: str = "Q", **fields: Any) -> dict[str, Any]:
+    return node(name, "condition", **({"conditionCel": "true", "trueSteps": [step("T")]} | fields))
+
+
+def loop(name: str = "L", **fields: Any) -> dict[str, Any]:
+    return node(name, "loop", **({"loopConfig": LOOP, "children": [step("B")]} | fields))
+
+
+def router(name: str = "R", **fields: Any) -> dict[str, Any]:
+    return node(name, "router", **({"conditionCel": "'x'", "choices": CHOICES} | fields))
+
+
+def bare_step(name: str = "A", **fields: Any) -> dict[str, Any]:
+    return node(name, "step", **fields)
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """`depth` levels of loops around one step (the step sits at level depth + 1)."""
+    inner: dict[str, Any] = step("deepest")
+    for level in range(depth, 0, -1):
+        inner = loop(f"level-{level}", children=[inner])
+    return inner
+
+
+def review(**fields: Any) -> dict[str, Any]:
+    return {"humanReview": fields}
+
+
+# fmt: off
+# (rule, the one node sent, fragments the message must contain)
+SHAPE_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("step_needs_an_executor", bare_step(), ["nodes[0] ('A')", "exactly one of executorKey or a2aPool"]),
+    ("step_rejects_executor_and_pool", step("A", a2aPool=["web-agent"]), ["('A')", "exactly one of executorKey or a2aPool"]),
+    ("step_rejects_children", step("A", children=TWO), ["('A')", "step nodes must not define children"]),
+    ("step_rejects_true_steps", step("A", trueSteps=TWO), ["('A')", "must not define trueSteps"]),
+    ("step_rejects_false_steps", step("A", falseSteps=TWO), ["('A')", "must not define falseSteps"]),
+    ("step_rejects_choices", step("A", choices=CHOICES), ["('A')", "must not define choices"]),
+    ("step_rejects_loop_config", step("A", loopConfig=LOOP), ["('A')", "must not define loopConfig"]),
+    ("step_rejects_condition_cel", step("A", conditionCel="true"), ["('A')", "must not define conditionCel"]),
+    ("step_rejects_blank_executor_key", step("A", key="  "), ["('A')", "executorKey must not be empty"]),
+    ("a2a_pool_holds_at_most_five", bare_step(a2aPool=["a1", "a2", "a3", "a4", "a5", "a6"]), ["('A')", "at most 5"]),
+    ("a2a_pool_lists_each_agent_once", bare_step(a2aPool=["web-agent", "web-agent"]), ["('A')", "agent twice"]),
+    ("backoff_max_not_below_base", step("A", stepConfig={"backoffBaseSeconds": 10, "backoffMaxSeconds": 5}), ["('A')", "backoffMaxSeconds must be >= backoffBaseSeconds"]),
+    ("parallel_needs_two_children", parallel(children=[step("B")]), ["('P')", "at least 2 children"]),
+    ("parallel_rejects_executor_key", parallel(executorKey="tool-a"), ["('P')", "parallel nodes must not define executorKey"]),
+    ("parallel_rejects_a2a_pool", parallel(a2aPool=["web-agent"]), ["('P')", "must not define a2aPool"]),
+    ("parallel_rejects_true_steps", parallel(trueSteps=TWO), ["('P')", "must not define trueSteps"]),
+    ("parallel_rejects_false_steps", parallel(falseSteps=TWO), ["('P')", "must not define falseSteps"]),
+    ("parallel_rejects_choices", parallel(choices=CHOICES), ["('P')", "must not define choices"]),
+    ("parallel_rejects_step_config", parallel(stepConfig={}), ["('P')", "must not define stepConfig"]),
+    ("condition_needs_true_steps", condition(trueSteps=[]), ["('Q')", "at least one step in trueSteps"]),
+    ("condition_needs_condition_cel", condition(conditionCel=None), ["('Q')", "condition nodes need conditionCel"]),
+    ("condition_rejects_children", condition(children=TWO), ["('Q')", "condition nodes must not define children"]),
+    ("condition_rejects_choices", condition(choices=CHOICES), ["('Q')", "must not define choices"]),
+    ("condition_rejects_step_config", condition(stepConfig={}), ["('Q')", "must not define stepConfig"]),
+    ("condition_rejects_executor_key", condition(executorKey="tool-a"), ["('Q')", "must not define executorKey"]),
+    ("loop_needs_loop_config", loop(loopConfig=None), ["('L')", "loop nodes need loopConfig"]),
+    ("loop_needs_a_child", loop(children=[]), ["('L')", "at least 1 child"]),
+    ("loop_rejects_true_steps", loop(trueSteps=TWO), ["('L')", "loop nodes must not define trueSteps"]),
+    ("loop_rejects_false_steps", loop(falseSteps=TWO), ["('L')", "must not define falseSteps"]),
+    ("loop_rejects_choices", loop(choices=CHOICES), ["('L')", "must not define choices"]),
+    ("loop_rejects_step_config", loop(stepConfig={}), ["('L')", "must not define stepConfig"]),
+    ("router_needs_two_choices", router(choices=CHOICES[:1]), ["('R')", "at least 2 choices"]),
+    ("router_choice_names_unique", router(choices=[CHOICES[0], CHOICES[0]]), ["('R')", "must be unique; repeated: x"]),
+    ("router_choice_names_not_empty", router(choices=[CHOICES[0], {"name": " ", "steps": [step("C")]}]), ["('R')", "choice names must not be empty"]),
+    ("router_choice_needs_steps", router(choices=[CHOICES[0], {"name": "y", "steps": []}]), ["('R')", "router choice 'y' needs at least one step"]),
+    ("router_needs_condition_cel", router(conditionCel=None), ["('R')", "router nodes need conditionCel"]),
+    ("router_rejects_children", router(children=TWO), ["('R')", "router nodes must not define children"]),
+    ("router_rejects_true_steps", router(trueSteps=TWO), ["('R')", "must not define trueSteps"]),
+    ("router_rejects_false_steps", router(falseSteps=TWO), ["('R')", "must not define falseSteps"]),
+    ("router_rejects_step_config", router(stepConfig={}), ["('R')", "must not define stepConfig"]),
+    ("nested_problem_names_its_path", condition(trueSteps=[parallel("Inner", children=[step("B")])]), ["nodes[0].trueSteps[0] ('Inner')", "at least 2 children"]),
+    ("node_ids_unique_across_the_tree", parallel(children=[step("B", id="same"), step("C", id="same")]), ["children[1] ('C')", "node id 'same' is also used by"]),
+    ("node_ids_well_formed", step("A", id="bad id!"), ["('A')", "node id 'bad id!' is malformed"]),
+    ("tree_depth_limited", nested(12), ["('deepest')", "deeper than 12 levels"]),
+]
+
+HUMAN_REVIEW_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("parallel_rejects_any_review", parallel(**review(requiresConfirmation=True)), ["('P')", "parallel nodes must not define humanReview"]),
+    ("parallel_rejects_even_an_empty_review", parallel(**review()), ["('P')", "must not define humanReview"]),
+    ("condition_rejects_user_input", condition(**review(requiresUserInput=True)), ["('Q')", "requiresUserInput is not supported on condition"]),
+    ("condition_rejects_output_review", condition(**review(requiresOutputReview=True)), ["('Q')", "requiresOutputReview is not supported on condition"]),
+    ("condition_rejects_iteration_review", condition(**review(requiresIterationReview=True)), ["('Q')", "requiresIterationReview is not supported on condition"]),
+    ("loop_rejects_user_input", loop(**review(requiresUserInput=True)), ["('L')", "requiresUserInput is not supported on loop"]),
+    ("loop_rejects_output_review", loop(**review(requiresOutputReview=True)), ["('L')", "requiresOutputReview is not supported on loop"]),
+    ("step_rejects_iteration_review", step("A", **review(requiresIterationReview=True)), ["('A')", "requiresIterationReview is not supported on step"]),
+    ("router_rejects_iteration_review", router(**review(requiresIterationReview=True)), ["('R')", "requiresIterationReview is not supported on router"]),
+    ("else_branch_not_on_step", step("A", **review(requiresConfirmation=True, onReject="else_branch")), ["('A')", "'else_branch' is only valid on condition"]),
+    ("else_branch_not_on_loop", loop(**review(requiresConfirmation=True, onReject="else_branch")), ["('L')", "'else_branch' is only valid on condition"]),
+    ("else_branch_not_on_router", router(**review(requiresConfirmation=True, onReject="else_branch")), ["('R')", "'else_branch' is only valid on condition"]),
+    ("user_input_schema_needs_requires_user_input", step("A", **review(userInputSchema=[{"name": "f"}])), ["('A')", "userInputSchema needs requiresUserInput"]),
+    ("user_input_field_names_unique", step("A", **review(requiresUserInput=True, userInputSchema=[{"name": "f"}, {"name": "f"}])), ["('A')", "field names must be unique"]),
+]
+
+CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("condition_cel_syntax", condition(conditionCel="input.x ==="), ["('Q')", "conditionCel: CEL syntax error at line 1, column"]),
+    ("router_cel_syntax", router(conditionCel="input.(strategy"), ["('R')", "conditionCel: CEL syntax error"]),
+    ("loop_end_condition_syntax", loop(loopConfig={"maxIterations": 2, "endConditionCel": "iteration >"}), ["('L')", "loopConfig.endConditionCel: CEL syntax error"]),
+    ("blank_condition_cel", condition(conditionCel="   "), ["('Q')", "conditionCel: CEL expression is empty"]),
+    ("config_template_syntax", step("A", config={"message": "Hello {{ input. }}"}), ["('A')", "config.message: CEL syntax error"]),
+    ("nested_config_template_syntax", step("A", config={"to": [{"name": "{{ 1 + }}"}]}), ["('A')", "config.to[0].name: CEL syntax error"]),
+]
+
+CATALOG_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("executor_key_known", step("A", key="no-such-tool"), ["('A')", "unknown executorKey", "'no-such-tool'"]),
+    ("builtin_key_known", step("A", key="builtin:nope"), ["('A')", "unknown executorKey", "not a built-in"]),
+    ("a2a_pool_agents_known", bare_step(a2aPool=["web-agent", "ghost-agent"]), ["('A')", "unresolvable a2aPool", "'ghost-agent'"]),
+    ("nested_executor_key_known", condition(trueSteps=[step("Deep", key="nope")]), ["('Deep')", "unknown executorKey"]),
+]
+
+# Field types and bounds, checked by the model: the message carries the field path.
+FIELD_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("node_type_known", node("A", "subflow"), ["nodes[0].nodeType"]),
+    ("node_name_required", {"nodeType": "step", "executorKey": "tool-a"}, ["nodes[0].name: Field required"]),
+    ("node_name_not_empty", step(""), ["nodes[0].name"]),
+    ("node_name_length", step("n" * 201), ["nodes[0].name", "at most 200"]),
+    ("node_id_length", step("A", id="i" * 129), ["nodes[0].id"]),
+    ("max_retries_not_negative", step("A", stepConfig={"maxRetries": -1}), ["nodes[0].stepConfig.maxRetries", "greater than or equal to 0"]),
+    ("on_error_known", step("A", stepConfig={"onError": "explode"}), ["nodes[0].stepConfig.onError"]),
+    ("backoff_base_positive", step("A", stepConfig={"backoffBaseSeconds": 0}), ["nodes[0].stepConfig.backoffBaseSeconds", "greater than 0"]),
+    ("backoff_max_positive", step("A", stepConfig={"backoffMaxSeconds": -1}), ["nodes[0].stepConfig.backoffMaxSeconds", "greater than 0"]),
+    ("max_iterations_at_least_one", loop(loopConfig={"maxIterations": 0}), ["nodes[0].loopConfig.maxIterations", "greater than or equal to 1"]),
+    ("max_iterations_required", loop(loopConfig={}), ["nodes[0].loopConfig.maxIterations: Field required"]),
+    ("on_reject_known", step("A", **review(onReject="ignore")), ["nodes[0].humanReview.onReject"]),
+    ("on_timeout_known", step("A", **review(onTimeout="forever")), ["nodes[0].humanReview.onTimeout"]),
+    ("choice_name_required", router(choices=[CHOICES[0], {"steps": [step("C")]}]), ["nodes[0].choices[1].name: Field required"]),
+    ("position_is_numeric", step("A", position={"x": "left"}), ["nodes[0].position.x"]),
+    ("config_is_an_object", step("A", config=["a"]), ["nodes[0].config"]),
+    ("a2a_pool_is_a_list", bare_step(a2aPool="web-agent"), ["nodes[0].a2aPool"]),
+    ("condition_cel_length", condition(conditionCel="true && " * 600 + "true"), ["nodes[0].conditionCel", "at most 4000"]),
+]
+# fmt: on
+
+
+def _cases(rules: list[tuple[str, dict[str, Any], list[str]]]) -> Any:
+    return [pytest.param(n, fr, id=rule) for rule, n, fr in rules]
+
+
+async def _stored_count(client: httpx.AsyncClient) -> int:
+    return (await client.get(f"{API}/workflows")).json()["pagination"]["total"]  # type: ignore[no-any-return]
+
+
+async def _assert_rejected_and_nothing_stored(
+    client: httpx.AsyncClient, body: Any, fragments: list[str]
+) -> dict[str, Any]:
+    before = await _stored_count(client)
+    response = await client.post(f"{API}/workflows", json=body)
+    assert_error(response, 400, "invalid_request", *fragments)
+    assert await _stored_count(client) == before
+    return response.json()["error"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def client(shared_client: httpx.AsyncClient) -> httpx.AsyncClient:
+    # Rejections leave nothing behind, so one served app serves the whole module.
+    return shared_client
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid4().hex[:8]}"
+
+
+class TestNodeShapeRules:
+    @pytest.mark.parametrize(("bad", "fragments"), _cases(SHAPE_RULES))
+    async def test_rejected(
+        self, client: httpx.AsyncClient, bad: dict[str, Any], fragments: list[str]
+    ) -> None:
+        error = await _assert_rejected_and_nothing_stored(client, workflow("w", bad), fragments)
+        assert error["details"] and all({"path", "message"} <= set(d) for d in error["details"])
+
+
+class TestHumanReviewRules:
+    @pytest.mark.parametrize(("bad", "fragments"), _cases(HUMAN_REVIEW_RULES))
+    async def test_rejected(
+        self, client: httpx.AsyncClient, bad: dict[str, Any], fragments: list[str]
+    ) -> None:
+        await _assert_rejected_and_nothing_stored(client, workflow("w", bad), fragments)
+
+    @pytest.mark.parametrize(
+        "good",
+        [
+            pytest.param(step("A", **review(requiresConfirmation=True, requiresUserInput=True,
+                                             requiresOutputReview=True)), id="step"),
+            pytest.param(condition(**review(requiresConfirmation=True, onReject="else_branch")),
+                         id="condition"),
+            pytest.param(loop(**review(requiresConfirmation=True, requiresIterationReview=True)),
+                         id="loop"),
+            pytest.param(router(**review(requiresConfirmation=True, requiresUserInput=True,
+                                         requiresOutputReview=True)), id="router"),
+        ],
+    )  # fmt: skip
+    async def test_supported_fields_are_accepted(
+        self, client: httpx.AsyncClient, good: dict[str, Any]
+    ) -> None:
+        response = await client.post(f"{API}/workflows", json=workflow(unique("hitl"), good))
+        assert response.status_code == 201, response.text
+        assert response.json()["nodes"][0]["humanReview"]["requiresConfirmation"] is True
+
+
+class TestExpressionRules:
+    @pytest.mark.parametrize(("bad", "fragments"), _cases(CEL_RULES))
+    async def test_rejected(
+        self, client: httpx.AsyncClient, bad: dict[str, Any], fragments: list[str]
+    ) -> None:
+        await _assert_rejected_and_nothing_stored(client, workflow("w", bad), fragments)
+
+
+class TestExecutorRules:
+    @pytest.mark.parametrize(("bad", "fragments"), _cases(CATALOG_RULES))
+    async def test_rejected(
+        self, client: httpx.AsyncClient, bad: dict[str, Any], fragments: list[str]
+    ) -> None:
+        await _assert_rejected_and_nothing_stored(client, workflow("w", bad), fragments)
+
+    async def test_a_tool_offered_by_two_servers_must_name_its_server(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        # `shared-tool` is listed by both servers of the test catalog.
+        await _assert_rejected_and_nothing_stored(
+            client, workflow("w", step("A", key="shared-tool")), ["('A')", "ambiguous"]
+        )
+        response = await client.post(
+            f"{API}/workflows",
+            json=workflow(unique("qualified"), step("A", key="tree-tools/shared-tool")),
+        )
+        assert response.status_code == 201, response.text
+
+
+class TestFieldRules:
+    @pytest.mark.parametrize(("bad", "fragments"), _cases(FIELD_RULES))
+    async def test_rejected(
+        self, client: httpx.AsyncClient, bad: dict[str, Any], fragments: list[str]
+    ) -> None:
+        error = await _assert_rejected_and_nothing_stored(client, workflow("w", bad), fragments)
+        assert error["details"][0]["path"].startswith("nodes[0]")
+
+
+class TestWorkflowLevelRules:
+    @pytest.mark.parametrize(
+        ("body", "fragments"),
+        [
+            pytest.param({"name": "w"}, ["nodes: Field required"], id="nodes_required"),
+            pytest.param({"name": "w", "nodes": []}, ["at least one root node"], id="nodes_not_empty"),
+            pytest.param({"nodes": [step("A")]}, ["name: Field required"], id="name_required"),
+            pytest.param(workflow(""), ["name: String should have at least 1 character"], id="name_not_empty"),
+            pytest.param(workflow("n" * 201), ["name", "at most 200"], id="name_length"),
+            pytest.param(workflow("w", description="d" * 5001), ["description", "at most 5000"], id="description_length"),
+            pytest.param(workflow("w", canvas={"viewport": {"zoom": 0}}), ["canvas.viewport.zoom", "greater than 0"], id="zoom_positive"),
+            pytest.param(workflow("w", canvas={"viewport": {"zoom": -1}}), ["canvas.viewport.zoom"], id="zoom_not_negative"),
+            pytest.param(workflow("w", maxConcurrency=0), ["maxConcurrency"], id="max_concurrency_positive"),
+            pytest.param({"name": "w", "nodes": "A"}, ["nodes: Input should be a valid list"], id="nodes_is_a_list"),
+            pytest.param({"name": 5, "nodes": [step("A")]}, ["name: Input should be a valid string"], id="name_is_a_string"),
+            pytest.param({"name": "w", "nodes": [step(f"s{i}") for i in range(501)]}, ["501 nodes exceed the limit of 500"], id="node_count_limited"),
+        ],
+    )  # fmt: skip
+    async def test_rejected(
+        self, client: httpx.AsyncClient, body: dict[str, Any], fragments: list[str]
+    ) -> None:
+        await _assert_rejected_and_nothing_stored(client, body, fragments)
+
+    async def test_body_must_be_an_object(self, client: httpx.AsyncClient) -> None:
+        await _assert_rejected_and_nothing_stored(client, [step("A")], ["body"])
+
+    async def test_every_problem_is_reported_at_once(self, client: httpx.AsyncClient) -> None:
+        body = workflow("w", bare_step("A"), parallel(children=[step("B")]))
+        error = await _assert_rejected_and_nothing_stored(client, body, ["('A')", "('P')"])
+        assert [d["path"] for d in error["details"]] == ["nodes[0] ('A')", "nodes[1] ('P')"]
