@@ -12,7 +12,8 @@ import asyncio
 import base64
 import contextlib
 import logging
-from typing import Any
+from collections.abc import AsyncGenerator, Iterator
+from typing import Any, cast
 
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
@@ -25,6 +26,7 @@ from a2a.types.a2a_pb2 import (
     Part,
     Role,
     SendMessageRequest,
+    StreamResponse,
     Task,
     TaskState,
     TaskStatus,
@@ -97,7 +99,8 @@ class A2AExecutor:
         task_id = ""
         state = TaskState.TASK_STATE_UNSPECIFIED
         try:
-            async with contextlib.aclosing(client.send_message(request)) as events:
+            stream = cast(AsyncGenerator[StreamResponse, None], client.send_message(request))
+            async with contextlib.aclosing(stream) as events:
                 async for event in events:
                     if event.HasField("message"):
                         return event.message
@@ -124,7 +127,7 @@ class A2AExecutor:
         raise AssertionError("unreachable")
 
 
-def _poll_delays() -> Any:
+def _poll_delays() -> Iterator[float]:
     yield from POLL_SECONDS
     while True:
         yield POLL_SECONDS[-1]
