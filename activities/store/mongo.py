@@ -234,6 +234,8 @@ class MongoStore:
         return await self._find_runs(filter_, limit=0)
 
     async def list_runs_with_status(self, status: str, limit: int) -> list[RunRecord]:
+        if limit <= 0:  # as in SQLite; MongoDB would read limit(0) as "no limit"
+            return []
         return await self._find_runs({"status": status}, limit=limit)
 
     async def _find_runs(self, filter_: Doc, limit: int) -> list[RunRecord]:
