@@ -16,13 +16,14 @@ from app.settings import Settings
 def run_api(settings: Settings) -> None:
     """Serve the API on uvicorn until SIGTERM/SIGINT (uvicorn handles both gracefully)."""
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
-    catalog = load_executor_catalog(settings)
+    # Checked here for a one-line error; the app loads (and starts, and closes) its own copy.
+    load_executor_catalog(settings)
 
     def factory() -> Any:
         # Imported here so `trellis --help` stays fast and free of the app's imports.
         from app.main import create_app
 
-        return create_app(settings, catalog=catalog)
+        return create_app(settings)
 
     config = uvicorn.Config(
         factory, factory=True, host=settings.api_host, port=settings.api_port, lifespan="on"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from tests.platform.conftest import DevProcess, alive, trellis_env
+from tests.platform.conftest import REPO, DevProcess, alive, trellis_env
 
 WORKFLOW = {
     "name": "Platform lifecycle check",
@@ -125,3 +126,13 @@ async def test_restart_on_the_same_data_dir_keeps_running_temporal_workflows(
     description = await handle.describe()
     assert description.status == WorkflowExecutionStatus.RUNNING
     await handle.terminate("test done")
+
+
+def test_readme_quickstart_runs_a_workflow_to_completion(second_run: DevProcess) -> None:
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("## Quickstart", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    script = block.replace("http://127.0.0.1:8000", second_run.api_url)
+    result = subprocess.run(["bash", "-euc", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert '"status": "completed"' in result.stdout
+    assert '"greeting": "Hello, Ada!"' in result.stdout
