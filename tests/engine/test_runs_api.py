@@ -1,0 +1,328 @@
+"""Trigger, list and read runs through the HTTP API (contract sections 7-12)."""
+
+import asyncio
+from typing import Any
+
+from temporalio.client import WorkflowExecutionStatus
+
+from tests.engine.conftest import Platform
+
+ECHO = {"nodes": [{"name": "A", "nodeType": "step", "executorKey": "builtin:echo"}]}
+SLOW = {
+    "nodes": [
+        {
+            "name": "wait",
+            "nodeType": "step",
+            "executorKey": "builtin:delay",
+            "config": {"seconds": 1},
+        },
+        {"name": "after", "nodeType": "step", "executorKey": "builtin:echo"},
+    ]
+}
+
+
+def runs_url(workflow_id: str) -> str:
+    return f"/api/v1/workflows/{workflow_id}/runs"
+
+
+class TestTrigger:
+    async def test_returns_202_pending_with_the_contract_fields(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(runs_url(wf), json={"initialInput": {"a": 1}})
+        assert response.status_code == 202
+        body = response.json()
+        assert set(body) == {
+            "runId",
+            "workflowDefinitionId",
+            "status",
+            "triggerSource",
+            "startedAt",
+            "message",
+        }
+        assert body["status"] == "pending" and body["triggerSource"] == "manual"
+        assert body["workflowDefinitionId"] == wf
+        assert body["message"] == "Workflow run queued successfully"
+
+    async def test_run_id_is_the_temporal_workflow_id(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        run_id = await platform.trigger(wf)
+        await platform.wait(wf, run_id)
+        description = await platform.client.get_workflow_handle(run_id).describe()
+        assert description.status == WorkflowExecutionStatus.COMPLETED
+        attrs = {
+            k.name: v for k, v in ((p.key, p.value) for p in description.typed_search_attributes)
+        }
+        assert attrs["TrellisDefinitionId"] == wf
+        assert attrs["TrellisRunStatus"] == "completed"
+        assert attrs["TrellisTriggerSource"] == "manual"
+
+    async def test_a_disabled_workflow_cannot_be_triggered(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO, enable=False)
+        response = await platform.api.post(runs_url(wf), json={})
+        assert response.status_code == 400
+        assert response.json()["error"]["message"] == (
+            "Workflow is disabled. Please enable the workflow before triggering a run."
+        )
+        listed = await platform.api.get(runs_url(wf))
+        assert listed.json()["pagination"]["total"] == 0
+
+    async def test_initial_input_must_be_an_object(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(runs_url(wf), json={"initialInput": [1, 2]})
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "invalid_request"
+        assert "initialInput" in response.json()["error"]["message"]
+
+    async def test_an_unknown_workflow_is_404(self, platform: Platform) -> None:
+        response = await platform.api.post(runs_url("nope"), json={})
+        assert response.status_code == 404
+
+    async def test_the_same_idempotency_key_returns_the_same_run(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        headers = {"Idempotency-Key": "order-42"}
+        first, second = await asyncio.gather(
+            platform.api.post(runs_url(wf), json={}, headers=headers),
+            platform.api.post(runs_url(wf), json={}, headers=headers),
+        )
+        assert first.status_code == second.status_code == 202
+        assert first.json()["runId"] == second.json()["runId"]
+        await platform.wait(wf, first.json()["runId"])
+        listed = await platform.api.get(runs_url(wf))
+        assert listed.json()["pagination"]["total"] == 1
+
+    async def test_resolved_dependencies_need_a_parent_run(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(
+            runs_url(wf), json={"resolvedDependencies": [{"nodeId": "n1", "resolution": "rerun"}]}
+        )
+        assert response.status_code == 400
+        assert "requires parentRunId" in response.json()["error"]["message"]
+
+    async def test_reuse_needs_a_source_node_run_id(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(
+            runs_url(wf),
+            json={
+                "parentRunId": "run-x",
+                "resolvedDependencies": [{"nodeId": "n1", "resolution": "reuse_previous_output"}],
+            },
+        )
+        assert response.status_code == 400
+        assert "sourceNodeRunId" in response.json()["error"]["message"]
+
+    async def test_a_source_node_run_must_belong_to_the_parent_and_node(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        parent = await platform.trigger(wf)
+        parent_run = await platform.wait(wf, parent)
+        node_run = parent_run["nodeRuns"][0]
+        other = await platform.trigger(wf)
+        await platform.wait(wf, other)
+        bad_node = await platform.api.post(
+            runs_url(wf),
+            json={
+                "parentRunId": parent,
+                "triggerSource": "retry",
+                "resolvedDependencies": [
+                    {
+                        "nodeId": "other-node",
+                        "resolution": "reuse_previous_output",
+                        "sourceNodeRunId": node_run["id"],
+                    }
+                ],
+            },
+        )
+        assert bad_node.status_code == 400
+        assert "belongs to node" in bad_node.json()["error"]["message"]
+        wrong_parent = await platform.api.post(
+            runs_url(wf),
+            json={
+                "parentRunId": other,
+                "triggerSource": "retry",
+                "resolvedDependencies": [
+                    {
+                        "nodeId": node_run["nodeId"],
+                        "resolution": "reuse_previous_output",
+                        "sourceNodeRunId": node_run["id"],
+                    }
+                ],
+            },
+        )
+        assert wrong_parent.status_code == 400
+        assert "is not a node run of parent run" in wrong_parent.json()["error"]["message"]
+        listed = await platform.api.get(runs_url(wf))
+        assert listed.json()["pagination"]["total"] == 2
+
+    async def test_reused_outputs_are_not_executed_again(self, platform: Platform) -> None:
+        wf = await platform.create(
+            {
+                "nodes": [
+                    {
+                        "name": "call",
+                        "nodeType": "step",
+                        "executorKey": "builtin:http",
+                        "config": {"url": f"{platform.peer_url}/echo/reuse"},
+                    },
+                    {
+                        "name": "next",
+                        "nodeType": "step",
+                        "executorKey": "builtin:transform",
+                        "config": {"map": {"calls": "previous_step_content.body.calls"}},
+                    },
+                ]
+            }
+        )
+        parent = await platform.wait(wf, await platform.trigger(wf))
+        source = parent["nodeRuns"][0]
+        child_id = await platform.trigger(
+            wf,
+            parentRunId=parent["id"],
+            triggerSource="retry",
+            resolvedDependencies=[
+                {
+                    "nodeId": source["nodeId"],
+                    "resolution": "reuse_previous_output",
+                    "sourceNodeRunId": source["id"],
+                }
+            ],
+        )
+        child = await platform.wait(wf, child_id)
+        assert child["status"] == "completed" and child["parentRunId"] == parent["id"]
+        assert platform.peer.calls["reuse"] == 1
+        assert child["nodeRuns"][0]["reusedFromNodeRunId"] == source["id"]
+        assert child["finalOutput"] == {"calls": 1}
+
+
+class TestReading:
+    async def test_run_detail_has_every_contract_field(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        run = await platform.wait(wf, await platform.trigger(wf, {"customerId": "c1"}))
+        for field in (
+            "id",
+            "workflowDefinitionId",
+            "workflowVersion",
+            "status",
+            "triggerSource",
+            "startedAt",
+            "finishedAt",
+            "initialInput",
+            "finalOutput",
+            "errorSummary",
+            "definitionSnapshot",
+            "parentRunId",
+            "resolvedDependencies",
+            "nodeRuns",
+            "pendingRequirements",
+        ):
+            assert field in run, field
+        assert run["initialInput"] == {"customerId": "c1"}
+        assert run["finishedAt"] >= run["startedAt"]
+        node = run["nodeRuns"][0]
+        for field in (
+            "id",
+            "nodeId",
+            "nodeName",
+            "workflowRunId",
+            "status",
+            "attempt",
+            "inputSnapshot",
+            "outputSnapshot",
+            "error",
+            "startedAt",
+            "finishedAt",
+        ):
+            assert field in node, field
+
+    async def test_a_run_is_pinned_to_its_definition_version(self, platform: Platform) -> None:
+        wf = await platform.create(SLOW)
+        run_id = await platform.trigger(wf)
+        await platform.wait(wf, run_id, {"running"})
+        edited = await platform.api.put(
+            f"/api/v1/workflows/{wf}",
+            json={
+                "nodes": [{"name": "replaced", "nodeType": "step", "executorKey": "builtin:echo"}]
+            },
+        )
+        assert edited.status_code == 200 and edited.json()["version"] == 2
+        run = await platform.wait(wf, run_id)
+        assert run["workflowVersion"] == 1
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["wait", "after"]
+        assert run["definitionSnapshot"]["nodes"][0]["name"] == "wait"
+        second = await platform.wait(wf, await platform.trigger(wf))
+        assert second["workflowVersion"] == 2
+
+    async def test_list_filters_by_status_pages_and_embeds_node_runs(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        ids = [await platform.trigger(wf) for _ in range(3)]
+        for run_id in ids:
+            await platform.wait(wf, run_id)
+        page = (await platform.api.get(runs_url(wf), params={"perPage": 2})).json()
+        assert page["pagination"] == {"total": 3, "page": 1, "perPage": 2, "totalPages": 2}
+        assert [r["id"] for r in page["runs"]] == ids[::-1][:2]  # newest first
+        assert len(page["runs"][0]["nodeRuns"]) == 1
+        failed = (await platform.api.get(runs_url(wf), params={"status": "failed"})).json()
+        assert failed["runs"] == []
+        bad = await platform.api.get(runs_url(wf), params={"status": "weird"})
+        assert bad.status_code == 400
+        bad_page = await platform.api.get(runs_url(wf), params={"perPage": 101})
+        assert bad_page.status_code == 400
+
+    async def test_a_run_of_another_workflow_is_404(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        other = await platform.create(ECHO)
+        run_id = await platform.trigger(wf)
+        response = await platform.api.get(f"{runs_url(other)}/{run_id}")
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "resource_not_found"
+
+    async def test_malformed_ids_are_400(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        assert (await platform.api.get(f"{runs_url(wf)}/bad%20id")).status_code == 400
+        run_id = await platform.trigger(wf)
+        response = await platform.api.get(f"{runs_url(wf)}/{run_id}/nodes/bad%20id")
+        assert response.status_code == 400
+
+    async def test_node_runs_list_and_detail(self, platform: Platform) -> None:
+        wf = await platform.create(SLOW)
+        run = await platform.wait(wf, await platform.trigger(wf))
+        listed = (await platform.api.get(f"{runs_url(wf)}/{run['id']}/nodes")).json()
+        assert listed["runId"] == run["id"] and listed["workflowId"] == wf
+        assert [n["nodeName"] for n in listed["nodeRuns"]] == ["wait", "after"]
+        one = listed["nodeRuns"][1]
+        detail = await platform.api.get(f"{runs_url(wf)}/{run['id']}/nodes/{one['id']}")
+        assert detail.status_code == 200 and detail.json() == one
+        missing = await platform.api.get(f"{runs_url(wf)}/{run['id']}/nodes/nr-unknown")
+        assert missing.status_code == 404
+
+    async def test_node_runs_are_an_empty_list_before_any_node_ran(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO, enable=True)
+        await platform.worker.shutdown()  # nothing will execute
+        run_id = await platform.trigger(wf)
+        listed = await platform.api.get(f"{runs_url(wf)}/{run_id}/nodes")
+        assert listed.status_code == 200 and listed.json()["nodeRuns"] == []
+
+    async def test_reads_answer_with_the_worker_stopped(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        run_id = await platform.trigger(wf)
+        await platform.wait(wf, run_id)
+        await platform.worker.shutdown()
+        for path in ("", f"/{run_id}", f"/{run_id}/nodes", f"/{run_id}/children"):
+            response = await platform.api.get(runs_url(wf) + path)
+            assert response.status_code == 200, path
+
+    async def test_a_node_run_is_visible_while_it_runs(self, platform: Platform) -> None:
+        wf = await platform.create(SLOW)
+        run_id = await platform.trigger(wf)
+        run: dict[str, Any] = await platform.wait(wf, run_id, {"running"})
+        for _ in range(40):
+            run = (await platform.api.get(f"{runs_url(wf)}/{run_id}")).json()
+            if run["nodeRuns"]:
+                break
+            await asyncio.sleep(0.05)
+        assert run["nodeRuns"][0]["status"] == "running"
+        assert run["nodeRuns"][0]["startedAt"] is not None

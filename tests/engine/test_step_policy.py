@@ -1,0 +1,99 @@
+"""stepConfig: retries with backoff, onError, permanent errors, per-attempt timeouts."""
+
+from typing import Any
+
+from tests.engine.conftest import Platform
+
+
+def http_step(name: str, url: str, **step_config: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "name": name,
+        "nodeType": "step",
+        "executorKey": "builtin:http",
+        "config": {"url": url, "method": "POST", "json": {"n": 1}},
+    }
+    if step_config:
+        node["stepConfig"] = step_config
+    return node
+
+
+FAST = {"backoffBaseSeconds": 0.05, "backoffMaxSeconds": 0.1}
+
+
+async def test_retries_until_the_step_succeeds(platform: Platform) -> None:
+    url = f"{platform.peer_url}/flaky/r1?failures=2"
+    run = await platform.run({"nodes": [http_step("flaky", url, maxRetries=2, **FAST)]})
+    assert run["status"] == "completed", run
+    node = run["nodeRuns"][0]
+    assert node["attempt"] == 3 and node["error"] is None
+    assert platform.peer.calls["r1"] == 3
+
+
+async def test_the_run_fails_after_the_last_attempt(platform: Platform) -> None:
+    url = f"{platform.peer_url}/flaky/r2?failures=5"
+    run = await platform.run(
+        {
+            "nodes": [
+                http_step("flaky", url, maxRetries=1, **FAST),
+                http_step("after", f"{platform.peer_url}/echo/a2"),
+            ]
+        }
+    )
+    assert run["status"] == "failed"
+    assert run["errorSummary"].startswith("Node 'flaky' failed: POST ")
+    assert "503" in run["errorSummary"]
+    assert [n["status"] for n in run["nodeRuns"]] == ["failed"]
+    assert run["nodeRuns"][0]["attempt"] == 2
+    assert platform.peer.calls["r2"] == 2 and platform.peer.calls["a2"] == 0
+
+
+async def test_on_error_skip_marks_the_node_skipped_and_goes_on(platform: Platform) -> None:
+    url = f"{platform.peer_url}/flaky/r3?failures=5"
+    run = await platform.run(
+        {
+            "nodes": [
+                http_step("optional", url, onError="skip", **FAST),
+                http_step("after", f"{platform.peer_url}/echo/a3"),
+            ]
+        }
+    )
+    assert run["status"] == "completed", run
+    skipped, after = run["nodeRuns"]
+    assert skipped["status"] == "skipped" and "503" in skipped["error"]
+    assert after["status"] == "completed"
+
+
+async def test_on_error_retry_retries_three_times_when_max_retries_is_unset(
+    platform: Platform,
+) -> None:
+    url = f"{platform.peer_url}/flaky/r4?failures=3"
+    run = await platform.run({"nodes": [http_step("flaky", url, onError="retry", **FAST)]})
+    assert run["status"] == "completed"
+    assert platform.peer.calls["r4"] == 4
+
+
+async def test_a_permanent_error_is_not_retried(platform: Platform) -> None:
+    run = await platform.run(
+        {"nodes": [http_step("bad", f"{platform.peer_url}/status/422", maxRetries=3, **FAST)]}
+    )
+    assert run["status"] == "failed"
+    assert run["nodeRuns"][0]["attempt"] == 1
+    assert platform.peer.calls["status-422"] == 1
+
+
+async def test_a_step_over_its_timeout_fails_the_attempt(platform: Platform) -> None:
+    run = await platform.run(
+        {
+            "nodes": [
+                {
+                    "name": "sleepy",
+                    "nodeType": "step",
+                    "executorKey": "builtin:delay",
+                    "config": {"seconds": 5},
+                    "stepConfig": {"timeoutSeconds": 0.5},
+                }
+            ]
+        }
+    )
+    assert run["status"] == "failed"
+    assert run["errorSummary"] == "Node 'sleepy' failed: step timed out (start-to-close)"
