@@ -11,13 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 _PR_SET_PDEATHSIG = 1
+# Resolved now, in the parent: between fork and exec the child may only call what is loaded
+# (dlopen there could deadlock on a lock another thread held at fork time).
+_prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
 
 
 def _die_with_parent() -> None:
     """In the child, before exec: get SIGTERM if the supervisor dies (even by SIGKILL)."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
