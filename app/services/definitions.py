@@ -62,7 +62,7 @@ class DefinitionService:
         changes = body.spec_changes()
         spec = current.spec()
         if changes:
-            merged = spec.model_dump() | {k: _plain(v) for k, v in changes.items()}
+            merged = spec.model_dump(by_alias=False) | {k: _plain(v) for k, v in changes.items()}
             # Executors are checked only when nodes are sent, so renaming a workflow
             # never fails because the catalog lost a tool since the last save.
             spec = self._validated(
@@ -119,4 +119,4 @@ def _plain(value: object) -> object:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     dump = getattr(value, "model_dump", None)
-    return dump() if dump else value
+    return dump(by_alias=False) if dump else value

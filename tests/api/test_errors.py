@@ -1,0 +1,91 @@
+"""The one error body: unknown routes, wrong methods, malformed JSON, size limit, store failure."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import httpx
+
+from activities.store.base import Store
+from tests.api.helpers import API, assert_error, step, workflow
+
+LIMIT = 64_000  # the tests' settings.max_body_bytes
+
+
+async def _count(client: httpx.AsyncClient) -> int:
+    return (await client.get(f"{API}/workflows")).json()["pagination"]["total"]  # type: ignore[no-any-return]
+
+
+def _big_body(size: int) -> bytes:
+    body = workflow("big", step("A", config={"blob": "x" * size}))
+    return json.dumps(body).encode()
+
+
+class TestErrorShape:
+    async def test_unknown_route_is_404_resource_not_found(self, client: httpx.AsyncClient) -> None:
+        assert_error(
+            await client.get(f"{API}/nothing-here"), 404, "resource_not_found", "/nothing-here"
+        )
+
+    async def test_wrong_method_is_405(self, client: httpx.AsyncClient) -> None:
+        response = await client.patch(f"{API}/workflows")
+        assert_error(response, 405, "method_not_allowed", "PATCH")
+
+    async def test_malformed_json_is_400_invalid_request(self, client: httpx.AsyncClient) -> None:
+        response = await client.post(
+            f"{API}/workflows",
+            content=b'{"name": "w", "nodes": [',
+            headers={"content-type": "application/json"},
+        )
+        assert_error(response, 400, "invalid_request", "Malformed JSON body at position")
+        assert await _count(client) == 0
+
+    async def test_wrong_type_names_the_field_path(self, client: httpx.AsyncClient) -> None:
+        body = workflow("w", step("A", stepConfig={"maxRetries": "many"}))
+        response = await client.post(f"{API}/workflows", json=body)
+        assert_error(response, 400, "invalid_request", "nodes[0].stepConfig.maxRetries")
+        assert response.json()["error"]["details"][0]["path"] == "nodes[0].stepConfig.maxRetries"
+
+    async def test_missing_body_is_400(self, client: httpx.AsyncClient) -> None:
+        assert_error(await client.post(f"{API}/workflows"), 400, "invalid_request", "body")
+
+    async def test_store_failure_is_500_database_error(
+        self, client: httpx.AsyncClient, store: Store
+    ) -> None:
+        await store.close()
+        response = await client.get(f"{API}/workflows")
+        assert_error(response, 500, "database_error", "Database operation failed")
+
+
+class TestBodyLimit:
+    async def test_declared_length_over_the_limit_is_413(self, client: httpx.AsyncClient) -> None:
+        response = await client.post(
+            f"{API}/workflows",
+            content=_big_body(LIMIT),
+            headers={"content-type": "application/json"},
+        )
+        assert_error(response, 413, "payload_too_large", str(LIMIT))
+        assert await _count(client) == 0
+
+    async def test_chunked_body_over_the_limit_is_413(self, client: httpx.AsyncClient) -> None:
+        data = _big_body(LIMIT)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for start in range(0, len(data), 8_192):
+                yield data[start : start + 8_192]
+
+        response = await client.post(
+            f"{API}/workflows", content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert "content-length" not in response.request.headers
+        assert_error(response, 413, "payload_too_large", str(LIMIT))
+        assert await _count(client) == 0
+
+    async def test_body_under_the_limit_is_accepted(self, client: httpx.AsyncClient) -> None:
+        response = await client.post(
+            f"{API}/workflows",
+            content=_big_body(LIMIT - 1_000),
+            headers={"content-type": "application/json"},
+        )
+        assert response.status_code == 201, response.text
