@@ -28,7 +28,7 @@ async def readyz(store: StoreDep, link: TemporalLinkDep) -> Readiness:
     failing = {k: v for k, v in (("store", store_problem), ("temporal", temporal_problem)) if v}
     if failing:
         raise ServiceUnavailable(
-            f"Not ready: {', '.join(failing)} unavailable",
+            "Not ready: " + "; ".join(f"{part}: {why}" for part, why in failing.items()),
             [{"path": part, "message": why} for part, why in failing.items()],
         )
     return Readiness(checks={"store": "ok", "temporal": "ok"})

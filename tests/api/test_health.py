@@ -1,0 +1,98 @@
+"""/healthz and /readyz: liveness always; readiness names the store and Temporal when down."""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+
+import httpx
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from activities.executors.catalog import Catalog
+from activities.store.base import Store
+from app.main import create_app
+from app.settings import Settings
+from tests.api.conftest import api_client
+from tests.api.helpers import API, assert_error, workflow
+from tests.support.server import free_port, serving
+
+
+async def _dead_temporal() -> Client:
+    # Lazy: the client is built without dialling; every call fails to connect.
+    return await Client.connect(f"127.0.0.1:{free_port()}", lazy=True)
+
+
+class TestHealthz:
+    async def test_alive_is_200_ok(self, client: httpx.AsyncClient) -> None:
+        response = await client.get("/healthz")
+        assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+class TestReadyz:
+    async def test_ready_when_store_and_temporal_answer(self, client: httpx.AsyncClient) -> None:
+        response = await client.get("/readyz")
+        assert response.status_code == 200
+        assert response.json() == {"status": "ready", "checks": {"store": "ok", "temporal": "ok"}}
+
+    async def test_closed_store_is_503_naming_the_store(
+        self, client: httpx.AsyncClient, store: Store
+    ) -> None:
+        await store.close()
+        response = await client.get("/readyz")
+        assert_error(response, 503, "service_unavailable", "store")
+        assert [d["path"] for d in response.json()["error"]["details"]] == ["store"]
+
+    async def test_unreachable_temporal_is_503_naming_temporal(
+        self, settings: Settings, store: Store, catalog: Catalog
+    ) -> None:
+        async with api_client(settings, store, catalog, await _dead_temporal()) as http:
+            response = await http.get("/readyz")
+        assert_error(response, 503, "service_unavailable", "temporal")
+        assert [d["path"] for d in response.json()["error"]["details"]] == ["temporal"]
+
+    async def test_both_down_names_both(
+        self, settings: Settings, store: Store, catalog: Catalog
+    ) -> None:
+        async with api_client(settings, store, catalog, await _dead_temporal()) as http:
+            await store.close()
+            response = await http.get("/readyz")
+        assert_error(response, 503, "service_unavailable", "store", "temporal")
+
+
+class TestStartWithoutTemporal:
+    def _serve_without_temporal(
+        self, settings: Settings, store: Store, catalog: Catalog
+    ) -> AbstractAsyncContextManager[str]:
+        # No client given: the app dials the configured address itself, which is closed.
+        down = settings.model_copy(update={"temporal_port": free_port()})
+        return serving(create_app(down, store=store, catalog=catalog))
+
+    async def test_api_starts_and_serves_definitions_while_temporal_is_down(
+        self, settings: Settings, store: Store, catalog: Catalog
+    ) -> None:
+        async with (
+            self._serve_without_temporal(settings, store, catalog) as base,
+            httpx.AsyncClient(base_url=base) as http,
+        ):
+            created = await http.post(f"{API}/workflows", json=workflow("offline"))
+            assert created.status_code == 201
+            assert (await http.get(f"{API}/workflows")).json()["pagination"]["total"] == 1
+            ready = await http.get("/readyz")
+        assert_error(ready, 503, "service_unavailable", "temporal: Temporal at", "unreachable")
+
+    async def test_a_route_that_needs_temporal_is_503_while_it_is_down(
+        self, settings: Settings, store: Store, catalog: Catalog
+    ) -> None:
+        async with (
+            self._serve_without_temporal(settings, store, catalog) as base,
+            httpx.AsyncClient(base_url=base) as http,
+        ):
+            created = (await http.post(f"{API}/workflows", json=workflow("offline"))).json()
+            await http.post(f"{API}/workflows/{created['id']}/toggle", json={"enabled": True})
+            response = await http.post(f"{API}/workflows/{created['id']}/runs", json={})
+        assert_error(response, 503, "service_unavailable", "unreachable")
+
+    async def test_the_session_server_is_what_readiness_checks(
+        self, temporal_env: WorkflowEnvironment
+    ) -> None:
+        assert await temporal_env.client.service_client.check_health()
