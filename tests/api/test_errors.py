@@ -89,3 +89,25 @@ class TestBodyLimit:
             headers={"content-type": "application/json"},
         )
         assert response.status_code == 201, response.text
+
+
+class TestDeepBodies:
+    async def test_very_deep_node_tree_is_400_not_500(self, client: httpx.AsyncClient) -> None:
+        inner: dict[str, object] = step("leaf")
+        for level in range(300):
+            inner = {"name": f"l{level}", "nodeType": "loop", "loopConfig": {"maxIterations": 1},
+                     "children": [inner]}  # fmt: skip
+        response = await client.post(f"{API}/workflows", json=workflow("deep", inner))
+        assert_error(response, 400, "invalid_request")
+        assert await _count(client) == 0
+
+    async def test_pathologically_nested_json_is_400_not_500(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        response = await client.post(
+            f"{API}/workflows",
+            content=b'{"name": "x", "nodes": ' + b"[" * 20_000 + b"]" * 20_000 + b"}",
+            headers={"content-type": "application/json"},
+        )
+        assert_error(response, 400, "invalid_request")
+        assert await _count(client) == 0
