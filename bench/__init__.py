@@ -1,0 +1,1 @@
+"""Benchmarks: the interpreter beside hand-written Temporal workflows doing the same work."""

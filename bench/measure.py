@@ -1,0 +1,57 @@
+"""Timing helpers: interleaved repetitions after a warm-up, medians and p90, throughput."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+Timed = Callable[[], Awaitable[tuple[float, str]]]
+
+
+@dataclass
+class Series:
+    """Samples of one workload (ms per run), plus one run id for its history."""
+
+    samples: list[float] = field(default_factory=list)
+    run_id: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p90(self) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+async def interleaved(workloads: dict[str, Timed], reps: int, warmup: int) -> dict[str, Series]:
+    """Run every workload `reps` times, round-robin, so drift hits all of them alike."""
+    for _ in range(warmup):
+        for run in workloads.values():
+            await run()
+    series = {name: Series() for name in workloads}
+    for _ in range(reps):
+        for name, run in workloads.items():
+            ms, run_id = await run()
+            series[name].samples.append(ms)
+            series[name].run_id = run_id
+    return series
+
+
+async def throughput(one: Timed, runs: int, in_flight: int) -> tuple[float, list[str]]:
+    """Runs per second for `runs` runs with at most `in_flight` at once; and their ids."""
+    gate = asyncio.Semaphore(in_flight)
+    ids: list[str] = []
+
+    async def bounded() -> None:
+        async with gate:
+            _, run_id = await one()
+            ids.append(run_id)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(bounded() for _ in range(runs)))
+    return runs / (time.perf_counter() - started), ids
