@@ -89,3 +89,19 @@ class StepOutput(CamelModel):
     output: Any = None
     attempt: int = 1
     resolved_executor: dict[str, Any] | None = None
+
+
+# Update and query names (the API calls them by name).
+DECIDE = "decide"
+PAUSE = "pause"
+RESUME = "resume"
+PENDING_REQUIREMENTS = "pending_requirements"
+
+
+class ControlRequest(CamelModel):
+    requested_by: str = "anonymous"
+
+
+class ControlResult(CamelModel):
+    run_id: str
+    status: str

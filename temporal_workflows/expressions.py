@@ -11,6 +11,9 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError
 
 # The names a CEL expression or template may read (documented in docs/semantics.md).
 SCOPE_VARIABLES = frozenset(
@@ -44,7 +47,7 @@ def _program(source: str) -> Any:
     if program is None:
         try:
             program = _ENV.program(_ENV.compile(source))
-        except celpy.CELParseError as exc:
+        except CELParseError as exc:
             raise ExpressionError(_parse_message(source, exc)) from None
         _PROGRAMS[source] = program
     return program
@@ -78,7 +81,7 @@ def _template_source(expr: str) -> str:
 
 def to_cel(value: Any) -> Any:
     """A JSON-like Python value as a CEL value."""
-    return celpy.json_to_cel(value)
+    return json_to_cel(value)
 
 
 def from_cel(value: Any) -> Any:
@@ -109,7 +112,7 @@ def evaluate(source: str, scope: dict[str, Any]) -> Any:
     activation = {name: to_cel(value) for name, value in scope.items()}
     try:
         result = _program(source).evaluate(activation)
-    except celpy.CELEvalError as exc:
+    except CELEvalError as exc:
         detail = str(exc.args[0] if exc.args else exc).split(" (in activation")[0]
         raise ExpressionError(f"CEL evaluation of {source!r} failed: {detail}") from None
     except Exception as exc:  # cel-python raises plain errors for some type mismatches

@@ -1,0 +1,244 @@
+"""Human-in-the-loop gates: the pending requirement a node exposes and how a decision is checked.
+
+Pure functions and models; the interpreter holds the gates and waits on them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from temporal_workflows.base import CamelModel
+from temporal_workflows.definition import HumanReview, UserInputField, WorkflowNode
+
+Resolution = Literal["confirm", "reject", "edit", "user_input", "route_select"]
+GateKind = Literal["before", "output_review", "iteration_review", "route_selection"]
+PYTHON_TYPE_NAMES = {"string": "str", "number": "float", "boolean": "bool", "array": "list"}
+
+
+class GateError(Exception):
+    """A decision the gate refuses; `kind` maps to the HTTP status (see app/routes)."""
+
+    def __init__(self, kind: Literal["not_found", "invalid", "conflict"], message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class Decision(CamelModel):
+    step_id: str = Field(min_length=1, max_length=128)
+    resolution: Resolution
+    feedback: str | None = Field(default=None, max_length=10_000)
+    edited_output: Any = None
+    # `editedOutput: null` is a legitimate edit; this says whether the field was sent.
+    has_edited_output: bool = False
+    user_input: dict[str, Any] | None = None
+    selected_choices: list[str] | None = None
+    decided_by: str = "anonymous"
+
+
+class DecisionResult(CamelModel):
+    run_id: str
+    status: str
+    resolved_step_id: str
+
+
+class PendingUserInputField(CamelModel):
+    name: str
+    field_type: str | None = None
+    description: str | None = None
+    required: bool = True
+    value: Any = None
+    allowed_values: list[Any] | None = None
+
+
+class Requirement(CamelModel):
+    """One gate awaiting a decision: the contract's StepRequirementSummary, plus audit fields."""
+
+    schema_version: int = 1
+    step_id: str
+    step_name: str | None = None
+    step_index: int | None = None
+    step_type: str | None = None
+    requires_confirmation: bool = False
+    requires_user_input: bool = False
+    requires_output_review: bool = False
+    requires_route_selection: bool = False
+    confirmation_message: str | None = None
+    user_input_message: str | None = None
+    user_input_schema: list[PendingUserInputField] | None = None
+    output_review_message: str | None = None
+    iteration_review_message: str | None = None
+    available_choices: list[str] | None = None
+    suggested_choices: list[str] | None = None
+    allow_multiple_selections: bool = False
+    step_output: Any = None
+    is_post_execution: bool = False
+    confirmed: bool | None = None
+    rejection_feedback: str | None = None
+    edited_output: Any = None
+    user_input: dict[str, Any] | None = None
+    selected_choices: list[str] | None = None
+    retry_count: int = 0
+    max_retries: int | None = None
+    timeout_at: str | None = None
+    on_timeout: str = "cancel"
+    on_reject: str = "skip"
+    # Audit and bookkeeping (extensions of the contract's shape).
+    kind: GateKind = "before"
+    node_run_id: str | None = None
+    iteration: int | None = None
+    created_at: str | None = None
+    resolution: str | None = None
+    decided_by: str | None = None
+    decided_at: str | None = None
+
+
+def before_gate(node: WorkflowNode, review: HumanReview, choices: list[str] | None) -> Requirement:
+    """The gate before a node runs: confirmation, a form, or (routers) route selection."""
+    route = node.node_type == "router" and review.requires_user_input
+    form = review.requires_user_input and not route
+    return Requirement(
+        step_id=node.node_id,
+        step_name=node.name,
+        step_type=node.node_type,
+        requires_confirmation=review.requires_confirmation,
+        requires_user_input=form,
+        requires_route_selection=route,
+        confirmation_message=review.confirmation_message,
+        user_input_message=review.user_input_message,
+        user_input_schema=[pending_field(f) for f in review.user_input_schema] if form else None,
+        available_choices=choices if route else None,
+        allow_multiple_selections=review.allow_multiple_selections if route else False,
+        max_retries=review.max_retries,
+        on_timeout=review.on_timeout,
+        on_reject=review.on_reject,
+        kind="route_selection" if route else "before",
+    )
+
+
+def review_gate(node: WorkflowNode, review: HumanReview, output: Any) -> Requirement:
+    """The gate after a step or router ran: review, edit or reject its output."""
+    return Requirement(
+        step_id=node.node_id,
+        step_name=node.name,
+        step_type=node.node_type,
+        requires_output_review=True,
+        output_review_message=review.output_review_message,
+        step_output=output,
+        is_post_execution=True,
+        max_retries=review.max_retries,
+        on_timeout=review.on_timeout,
+        on_reject=review.on_reject,
+        kind="output_review",
+    )
+
+
+def iteration_gate(
+    node: WorkflowNode, review: HumanReview, iteration: int, output: Any
+) -> Requirement:
+    """The gate after each loop iteration: continue (confirm) or end the loop (reject)."""
+    return Requirement(
+        step_id=node.node_id,
+        step_name=node.name,
+        step_type="loop",
+        requires_confirmation=True,
+        confirmation_message=review.iteration_review_message,
+        iteration_review_message=review.iteration_review_message,
+        step_output=output,
+        is_post_execution=True,
+        iteration=iteration,
+        max_retries=review.max_retries,
+        on_timeout=review.on_timeout,
+        on_reject=review.on_reject,
+        kind="iteration_review",
+    )
+
+
+def pending_field(field: UserInputField) -> PendingUserInputField:
+    """The runtime shape of a form field (python type names, `value` instead of default)."""
+    return PendingUserInputField(
+        name=field.name,
+        field_type=PYTHON_TYPE_NAMES[field.field_type],
+        description=field.description,
+        required=field.required,
+        value=field.default_value,
+        allowed_values=field.allowed_values,
+    )
+
+
+def check_decision(req: Requirement, decision: Decision, schema: list[UserInputField]) -> None:
+    """Raise GateError(invalid) when the resolution does not fit the requirement (contract 10)."""
+    r = decision.resolution
+    if r == "edit":
+        if not (req.requires_output_review and req.is_post_execution):
+            raise GateError(
+                "invalid", "edit needs a requirement with requiresOutputReview and isPostExecution"
+            )
+        if not decision.has_edited_output:
+            raise GateError("invalid", "edit needs editedOutput")
+    elif r == "user_input":
+        if not req.requires_user_input:
+            raise GateError("invalid", "user_input needs a requirement with requiresUserInput")
+        if decision.user_input is None:
+            raise GateError("invalid", "user_input needs userInput")
+        collect_input(schema, decision.user_input)
+    elif r == "route_select":
+        if not req.requires_route_selection:
+            raise GateError(
+                "invalid", "route_select needs a requirement with requiresRouteSelection"
+            )
+        check_choices(req, decision.selected_choices)
+    elif r == "confirm" and req.requires_user_input:
+        collect_input(schema, {})  # confirming a form accepts its defaults, if complete
+
+
+def check_choices(req: Requirement, selected: list[str] | None) -> None:
+    if not selected:
+        raise GateError("invalid", "route_select needs a non-empty selectedChoices")
+    choices = req.available_choices or []
+    unknown = [c for c in selected if c not in choices]
+    if unknown:
+        raise GateError(
+            "invalid", f"{unknown[0]!r} is not a choice (choices: {', '.join(choices)})"
+        )
+    if len(selected) > 1 and not req.allow_multiple_selections:
+        raise GateError("invalid", "this router accepts exactly one selected choice")
+    if len(set(selected)) != len(selected):
+        raise GateError("invalid", "selectedChoices lists a choice twice")
+
+
+_TYPE_CHECKS: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+}
+
+
+def collect_input(schema: list[UserInputField], given: dict[str, Any]) -> dict[str, Any]:
+    """Form values checked against the schema (required, types, allowed values), defaults filled."""
+    fields = {f.name: f for f in schema}
+    unknown = sorted(set(given) - set(fields))
+    if unknown:
+        raise GateError("invalid", f"userInput has unknown fields: {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    for name, field in fields.items():
+        if name in given and given[name] is not None:
+            value = given[name]
+        elif field.default_value is not None:
+            value = field.default_value
+        elif field.required:
+            raise GateError("invalid", f"userInput.{name} is required")
+        else:
+            continue
+        expected = _TYPE_CHECKS[field.field_type]
+        if not isinstance(value, expected) or (
+            field.field_type == "number" and isinstance(value, bool)
+        ):
+            raise GateError("invalid", f"userInput.{name} must be a {field.field_type}")
+        if field.allowed_values is not None and value not in field.allowed_values:
+            raise GateError("invalid", f"userInput.{name} must be one of {field.allowed_values}")
+        values[name] = value
+    return values

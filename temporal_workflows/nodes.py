@@ -1,0 +1,567 @@
+"""What each node type does: steps as activities, containers around their children, gates.
+
+Semantics are documented in docs/semantics.md (and docs/hitl.md for the gates).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, CancelledError, FailureError
+
+with workflow.unsafe.imports_passed_through():
+    from temporal_workflows import expressions
+    from temporal_workflows.contracts import EXECUTE_STEP, StepInput, StepOutput
+    from temporal_workflows.definition import HumanReview, StepConfig, WorkflowNode
+    from temporal_workflows.gates import (
+        Decision,
+        before_gate,
+        collect_input,
+        iteration_gate,
+        review_gate,
+    )
+    from temporal_workflows.retry import attempts, failure_message, retry_policy
+    from temporal_workflows.runtime import (
+        BEFORE_RUN_REV,
+        OPEN_REV,
+        REVIEW_REV,
+        NodeFailed,
+        NodeSkipped,
+        RunCancelled,
+        RunRuntime,
+        RunStopped,
+        cancel_tasks,
+    )
+    from temporal_workflows.scope import Scope
+
+# Built-ins that are pure and quick run as local activities: no task-queue round trip.
+LOCAL_EXECUTORS = frozenset({"builtin:echo", "builtin:transform"})
+STEP_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+# What `_execute` returns for a step that failed under onError=skip.
+SKIPPED = object()
+
+Body = Callable[[WorkflowNode, Scope, str], Awaitable[tuple[Any, Any]]]
+
+
+def _review(node: WorkflowNode) -> HumanReview | None:
+    review = node.human_review
+    return review if review is not None and review.is_active() else None
+
+
+class NodeRunner(RunRuntime):
+    async def _run_sequence(
+        self, nodes: list[WorkflowNode], scope: Scope, top_level: bool = False
+    ) -> Any:
+        output: Any = None
+        for node in nodes:
+            output = await self._run_node(node, scope)
+            if top_level and node.id == self._inp.stop_after_node_id:
+                break
+        return output
+
+    async def _run_node(self, node: WorkflowNode, scope: Scope) -> Any:
+        await self._hold_if_paused()
+        if node.node_type == "step":
+            return await self._run_step(node, scope)
+        body: Body = {
+            "parallel": self._parallel,
+            "condition": self._condition,
+            "router": self._router,
+            "loop": self._loop,
+        }[node.node_type]
+        return await self._run_container(node, scope, body)
+
+    # -- steps ------------------------------------------------------------------
+
+    async def _run_step(self, node: WorkflowNode, scope: Scope) -> Any:
+        node_run_id = self._next_node_run_id(node)
+        cached = self._inp.cached_outputs.get(node.node_id)
+        if cached is not None:
+            await self._record_node(
+                node_run_id,
+                node,
+                "completed",
+                event="node_completed",
+                started_at=self._stamp(),
+                finished_at=self._stamp(),
+                output_snapshot=cached.output,
+                reused_from_node_run_id=cached.source_node_run_id,
+                attempt=0,
+            )
+            scope.record(node.name, cached.output)
+            return cached.output
+        config = node.step_config or StepConfig()
+        review = _review(node)
+        extra: dict[str, Any] = {}
+        if review and (review.requires_confirmation or review.requires_user_input):
+            try:
+                values = await self._before_step(node, review, node_run_id)
+            except NodeSkipped:
+                return await self._skip_step(node, node_run_id, scope)
+            if values is not None:
+                extra["user_input"] = values
+        retry_count = 0
+        while True:
+            output = await self._execute(node, config, scope, node_run_id, extra)
+            if output is SKIPPED:
+                scope.previous_step_outputs[node.name] = None
+                return None
+            if review is None or not review.requires_output_review:
+                break
+            req = review_gate(node, review, output)
+            req.retry_count = retry_count
+            decision = await self._open_gate(req, review, node, node_run_id, REVIEW_REV)
+            if decision.resolution == "edit":
+                output = decision.edited_output
+            elif decision.resolution == "reject":
+                action = self._rejection(review, decision, retry_count, node)
+                if action == "skip":
+                    return await self._skip_step(node, node_run_id, scope)
+                retry_count += 1
+                extra["rejection_feedback"] = decision.feedback
+                node_run_id = self._next_node_run_id(node)
+                continue
+            break
+        if review is not None and review.requires_output_review:
+            # The step activity recorded completion before the review; record the verdict.
+            await self._record_node(
+                node_run_id, node, "completed", event=None, output_snapshot=output
+            )
+        if isinstance(output, dict) and isinstance(node.config.get("saveAs"), str):
+            scope.session_state[node.config["saveAs"]] = output
+        scope.record(node.name, output)
+        return output
+
+    async def _before_step(
+        self, node: WorkflowNode, review: HumanReview, node_run_id: str
+    ) -> dict[str, Any] | None:
+        """The pre-execution gate of a step; returns the form values, if any."""
+        retry_count = 0
+        while True:
+            req = before_gate(node, review, None)
+            req.retry_count = retry_count
+            decision = await self._open_gate(req, review, node, node_run_id, BEFORE_RUN_REV)
+            if decision.resolution == "reject":
+                if self._rejection(review, decision, retry_count, node) == "skip":
+                    raise NodeSkipped()
+                retry_count += 1
+                continue
+            if not review.requires_user_input:
+                return None
+            try:
+                return collect_input(review.user_input_schema, decision.user_input or {})
+            except Exception:
+                raise NodeSkipped() from None  # a timeout "approve" with an incomplete form
+
+    def _rejection(
+        self, review: HumanReview, decision: Decision, retry_count: int, node: WorkflowNode
+    ) -> str:
+        """'skip' or 'retry' for a rejection; raises for cancel and exhausted retries."""
+        policy = review.on_reject
+        if decision.decided_by == "timeout":
+            policy = "cancel" if review.on_timeout == "cancel" else "skip"
+        if policy == "cancel":
+            raise RunCancelled(f"Cancelled at '{node.name}' ({decision.decided_by} rejected)")
+        if policy == "retry":
+            if retry_count < review.max_retries:
+                return "retry"
+            config = node.step_config or StepConfig()
+            if node.node_type == "step" and config.on_error == "skip":
+                return "skip"
+            raise NodeFailed(
+                node.name,
+                f"rejected by reviewer after {retry_count} retries"
+                + (f": {decision.feedback}" if decision.feedback else ""),
+            )
+        return "skip"
+
+    async def _skip_step(self, node: WorkflowNode, node_run_id: str, scope: Scope) -> None:
+        await self._record_node(
+            node_run_id,
+            node,
+            "skipped",
+            event="node_skipped",
+            finished_at=self._stamp(),
+            error="skipped by reviewer",
+        )
+        scope.previous_step_outputs[node.name] = None
+        return None
+
+    async def _execute(
+        self,
+        node: WorkflowNode,
+        config: StepConfig,
+        scope: Scope,
+        node_run_id: str,
+        extra: dict[str, Any],
+    ) -> Any:
+        variables = {**scope.variables(), **extra}
+        try:
+            rendered = expressions.render(node.config, variables)
+        except expressions.ExpressionError as exc:
+            return await self._step_failed(node_run_id, node, config, scope, str(exc), 0)
+        step = StepInput(
+            run_id=self._inp.run_id,
+            workflow_id=self._inp.workflow_id,
+            node_run_id=node_run_id,
+            node_id=node.node_id,
+            node_name=node.name,
+            executor_key=node.executor_key,
+            a2a_pool=node.a2a_pool,
+            config=rendered,
+            context=variables,
+            max_attempts=attempts(config),
+        )
+        self._enter(node_run_id, node.name)
+        try:
+            result = await self._execute_step(step, config, node)
+        except FailureError as exc:
+            # Remote activities fail with ActivityError (cause inside); local ones with
+            # the cause itself.
+            cause = exc.cause if isinstance(exc, ActivityError) else exc
+            if not isinstance(cause, CancelledError):
+                return await self._step_failed(
+                    node_run_id, node, config, scope, failure_message(exc), None
+                )
+            await self._cancelled(node_run_id, node)
+            raise asyncio.CancelledError() from None
+        except asyncio.CancelledError:
+            await self._cancelled(node_run_id, node)
+            raise
+        finally:
+            self._leave(node_run_id)
+        return result.output
+
+    async def _cancelled(self, node_run_id: str, node: WorkflowNode) -> None:
+        await self._record_node(
+            node_run_id,
+            node,
+            "cancelled",
+            event="node_cancelled",
+            finished_at=self._stamp(),
+            error="cancelled",
+        )
+
+    async def _execute_step(
+        self, step: StepInput, config: StepConfig, node: WorkflowNode
+    ) -> StepOutput:
+        timeout = timedelta(seconds=config.timeout_seconds)
+        if node.executor_key in LOCAL_EXECUTORS:
+            result: StepOutput = await workflow.execute_local_activity(
+                EXECUTE_STEP,
+                step,
+                result_type=StepOutput,
+                start_to_close_timeout=timeout,
+                retry_policy=retry_policy(config),
+                activity_id=step.node_run_id,
+                summary=node.name,
+            )
+            return result
+        result = await workflow.execute_activity(
+            EXECUTE_STEP,
+            step,
+            result_type=StepOutput,
+            start_to_close_timeout=timeout,
+            heartbeat_timeout=STEP_HEARTBEAT_TIMEOUT,
+            retry_policy=retry_policy(config),
+            activity_id=step.node_run_id,
+            summary=node.name,
+        )
+        return result
+
+    async def _step_failed(
+        self,
+        node_run_id: str,
+        node: WorkflowNode,
+        config: StepConfig,
+        scope: Scope,
+        error: str,
+        attempt: int | None,
+    ) -> Any:
+        skip = config.on_error == "skip"
+        extra: dict[str, Any] = {} if attempt is None else {"attempt": attempt}
+        await self._record_node(
+            node_run_id,
+            node,
+            "skipped" if skip else "failed",
+            event="node_skipped" if skip else "node_failed",
+            finished_at=self._stamp(),
+            error=error,
+            **extra,
+        )
+        if not skip:
+            raise NodeFailed(node.name, error)
+        return SKIPPED
+
+    # -- containers -------------------------------------------------------------
+
+    async def _run_container(self, node: WorkflowNode, scope: Scope, body: Body) -> Any:
+        """Record a container's node run around its body; failures name the container."""
+        node_run_id = self._next_node_run_id(node)
+        await self._record_node(
+            node_run_id,
+            node,
+            "running",
+            event="node_started",
+            started_at=self._stamp(),
+            attempt=1,
+        )
+        self._enter(node_run_id, node.name)
+        try:
+            snapshot, output = await body(node, scope, node_run_id)
+        except NodeSkipped:
+            await self._record_node(
+                node_run_id,
+                node,
+                "skipped",
+                event="node_skipped",
+                finished_at=self._stamp(),
+                error="skipped by reviewer",
+            )
+            scope.previous_step_outputs[node.name] = None
+            return None
+        except NodeFailed as failed:
+            error = (
+                failed.error
+                if failed.node_name == node.name
+                else (f"child '{failed.node_name}' failed: {failed.error}")
+            )
+            await self._record_node(
+                node_run_id,
+                node,
+                "failed",
+                event="node_failed",
+                finished_at=self._stamp(),
+                error=error,
+            )
+            raise
+        except (asyncio.CancelledError, RunCancelled):
+            await self._cancelled(node_run_id, node)
+            raise
+        finally:
+            self._leave(node_run_id)
+        await self._record_node(
+            node_run_id,
+            node,
+            "completed",
+            event="node_completed",
+            finished_at=self._stamp(),
+            input_snapshot=snapshot,
+            output_snapshot=output,
+        )
+        scope.record(node.name, output)
+        return output
+
+    async def _confirm_container(self, node: WorkflowNode, node_run_id: str) -> Decision | None:
+        """A container's requiresConfirmation gate; None when it has none."""
+        review = _review(node)
+        if review is None or not review.requires_confirmation:
+            return None
+        retry_count = 0
+        while True:
+            req = before_gate(node, review, None)
+            req.retry_count = retry_count
+            decision = await self._open_gate(req, review, node, node_run_id, OPEN_REV)
+            await self._record_node(node_run_id, node, "running", event=None)
+            if decision.resolution != "reject":
+                return decision
+            if review.on_reject == "else_branch" and decision.decided_by != "timeout":
+                return decision
+            if self._rejection(review, decision, retry_count, node) == "skip":
+                raise NodeSkipped()
+            retry_count += 1
+
+    async def _parallel(self, node: WorkflowNode, scope: Scope, _: str) -> tuple[Any, Any]:
+        limit = asyncio.Semaphore(self._inp.definition.max_concurrency)
+        scopes = [scope.fork() for _ in node.children]
+        stops: list[RunStopped] = []
+        tasks: list[asyncio.Task[Any]] = []
+
+        async def branch(index: int) -> Any:
+            async with limit:
+                if stops:
+                    return None  # a sibling failed: start nothing new
+                try:
+                    return await self._run_node(node.children[index], scopes[index])
+                except RunStopped as stop:
+                    if not stops:
+                        stops.append(stop)
+                        for i, task in enumerate(tasks):
+                            if i != index and not task.done():
+                                task.cancel()
+                    raise
+
+        tasks.extend(asyncio.create_task(branch(i)) for i in range(len(node.children)))
+        try:
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        except asyncio.CancelledError:
+            await cancel_tasks(tasks)
+            raise
+        if stops:
+            raise stops[0]
+        output: dict[str, Any] = {}
+        for child, child_scope, result in zip(node.children, scopes, results, strict=True):
+            if isinstance(result, BaseException):
+                raise result
+            output[child.name] = result
+            scope.previous_step_outputs.update(child_scope.previous_step_outputs)
+        return {"children": [c.name for c in node.children]}, output
+
+    async def _condition(
+        self, node: WorkflowNode, scope: Scope, node_run_id: str
+    ) -> tuple[Any, Any]:
+        source = node.condition_cel or ""
+        decision = await self._confirm_container(node, node_run_id)
+        if decision is not None and decision.resolution == "reject":  # else_branch
+            output = await self._run_sequence(node.false_steps, scope)
+            return {
+                "conditionCel": source,
+                "result": None,
+                "branch": "falseSteps",
+                "reason": "rejected: else_branch",
+            }, output
+        value = self._evaluate(node, source, scope.variables())
+        if not isinstance(value, bool):
+            raise NodeFailed(
+                node.name,
+                f"conditionCel must yield a bool, got {type(value).__name__} {value!r}",
+            )
+        branch = "trueSteps" if value else "falseSteps"
+        steps = node.true_steps if value else node.false_steps
+        output = await self._run_sequence(steps, scope)
+        return {"conditionCel": source, "result": value, "branch": branch}, output
+
+    async def _router(self, node: WorkflowNode, scope: Scope, node_run_id: str) -> tuple[Any, Any]:
+        names = [c.name for c in node.choices]
+        source = node.condition_cel or ""
+        review = _review(node)
+        if review is not None and review.requires_user_input:
+            selected = await self._select_route(node, review, scope, names, node_run_id)
+        else:
+            await self._confirm_container(node, node_run_id)
+            selected = self._route(node, source, scope, names)
+        outputs: dict[str, Any] = {}
+        for choice in node.choices:
+            if choice.name in selected:
+                outputs[choice.name] = await self._run_sequence(choice.steps, scope)
+        output = outputs[selected[0]] if len(selected) == 1 else outputs
+        retry_count = 0
+        while review is not None and review.requires_output_review:
+            req = review_gate(node, review, output)
+            req.retry_count = retry_count
+            decision = await self._open_gate(req, review, node, node_run_id, OPEN_REV)
+            await self._record_node(node_run_id, node, "running", event=None)
+            if decision.resolution == "edit":
+                output = decision.edited_output
+            elif decision.resolution == "reject":
+                if self._rejection(review, decision, retry_count, node) == "skip":
+                    raise NodeSkipped()
+                retry_count += 1
+                continue
+            break
+        return {"conditionCel": source, "selected": selected}, output
+
+    def _route(self, node: WorkflowNode, source: str, scope: Scope, names: list[str]) -> list[str]:
+        value = self._evaluate(node, source, {**scope.variables(), "step_choices": names})
+        selected = [value] if isinstance(value, str) else value
+        if not isinstance(selected, list) or not all(isinstance(v, str) for v in selected):
+            raise NodeFailed(
+                node.name,
+                f"conditionCel must yield a choice name or a list of names, got {value!r}",
+            )
+        unknown = [v for v in selected if v not in names]
+        if unknown:
+            raise NodeFailed(
+                node.name,
+                f"router selected {unknown[0]!r}, which is not a choice "
+                f"(choices: {', '.join(names)})",
+            )
+        return selected
+
+    async def _select_route(
+        self,
+        node: WorkflowNode,
+        review: HumanReview,
+        scope: Scope,
+        names: list[str],
+        node_run_id: str,
+    ) -> list[str]:
+        """A person picks the route; the router's CEL result is offered as the suggestion."""
+        try:
+            suggestion: list[str] | None = self._route(node, node.condition_cel or "", scope, names)
+        except NodeFailed:
+            suggestion = None
+        retry_count = 0
+        while True:
+            req = before_gate(node, review, names)
+            req.suggested_choices = suggestion
+            req.retry_count = retry_count
+            decision = await self._open_gate(req, review, node, node_run_id, OPEN_REV)
+            await self._record_node(node_run_id, node, "running", event=None)
+            if decision.resolution == "route_select" and decision.selected_choices:
+                return decision.selected_choices
+            if decision.resolution == "confirm":
+                if suggestion is None:
+                    raise NodeFailed(
+                        node.name,
+                        "confirmed without a selection, and the "
+                        "router's conditionCel gave no valid suggestion",
+                    )
+                return suggestion
+            if self._rejection(review, decision, retry_count, node) == "skip":
+                raise NodeSkipped()
+            retry_count += 1
+
+    async def _loop(self, node: WorkflowNode, scope: Scope, node_run_id: str) -> tuple[Any, Any]:
+        assert node.loop_config is not None
+        await self._confirm_container(node, node_run_id)
+        review = _review(node)
+        end = node.loop_config.end_condition_cel
+        outputs: list[Any] = []
+        ended_by = "maxIterations"
+        iteration = 0
+        retry_count = 0
+        while iteration < node.loop_config.max_iterations:
+            scope.extra["iteration"] = iteration
+            scope.extra["loop_outputs"] = outputs
+            iteration_outputs: dict[str, Any] = {}
+            last: Any = None
+            for child in node.children:
+                last = await self._run_node(child, scope)
+                iteration_outputs[child.name] = last
+            if review is not None and review.requires_iteration_review:
+                req = iteration_gate(node, review, iteration, last)
+                req.retry_count = retry_count
+                decision = await self._open_gate(req, review, node, node_run_id, OPEN_REV)
+                await self._record_node(node_run_id, node, "running", event=None)
+                if decision.resolution == "reject":
+                    if self._rejection(review, decision, retry_count, node) == "skip":
+                        ended_by = "rejected"
+                        break
+                    retry_count += 1
+                    continue  # run the same iteration again
+            retry_count = 0
+            outputs.append(last)
+            iteration += 1
+            if end:
+                done = self._evaluate(
+                    node, end, {**scope.variables(), "iteration_outputs": iteration_outputs}
+                )
+                if not isinstance(done, bool):
+                    raise NodeFailed(node.name, f"endConditionCel must yield a bool, got {done!r}")
+                if done:
+                    ended_by = "endConditionCel"
+                    break
+        for key in ("iteration", "loop_outputs"):
+            scope.extra.pop(key, None)
+        return {"iterations": len(outputs), "endedBy": ended_by}, outputs
+
+    def _evaluate(self, node: WorkflowNode, source: str, variables: dict[str, Any]) -> Any:
+        try:
+            return expressions.evaluate(source, variables)
+        except expressions.ExpressionError as exc:
+            raise NodeFailed(node.name, str(exc)) from None
