@@ -1,0 +1,62 @@
+"""Runs from runs: retry, single-node rerun, replay (contract 7, 13, 14)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, status
+
+from activities.store.records import RunRecord
+from app.deps import StoreDep, WorkflowDep, check_id
+from app.routes.runs import RunDep, RunServiceDep
+from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
+from app.services.lineage import LineageService
+
+router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
+
+
+def get_lineage(store: StoreDep, runs: RunServiceDep) -> LineageService:
+    return LineageService(store=store, runs=runs)
+
+
+LineageDep = Annotated[LineageService, Depends(get_lineage)]
+
+
+@router.post("/retry", status_code=status.HTTP_202_ACCEPTED)
+async def retry_run(workflow: WorkflowDep, run: RunDep, lineage: LineageDep) -> ChildRunAccepted:
+    """Retry a failed or cancelled run, reusing the outputs of the steps that completed."""
+    child = await lineage.retry(workflow, run)
+    return _accepted(child, f"Retry of run {run.id} queued as run {child.id}")
+
+
+@router.post("/nodes/{node_id}/rerun", status_code=status.HTTP_202_ACCEPTED)
+async def rerun_node(
+    workflow: WorkflowDep, run: RunDep, node_id: str, lineage: LineageDep
+) -> NodeRerunAccepted:
+    """Rerun one top-level step; the nodes before it are replayed from cached outputs."""
+    child = await lineage.rerun_node(workflow, run, check_id(node_id, "node id"))
+    return NodeRerunAccepted(
+        run_id=child.id,
+        status=child.status,
+        message=f"Node '{node_id}' rerun queued as run {child.id}",
+    )
+
+
+@router.post("/replay", status_code=status.HTTP_202_ACCEPTED)
+async def replay_run(workflow: WorkflowDep, run: RunDep, lineage: LineageDep) -> ChildRunAccepted:
+    """Run the live definition again from scratch with the source run's initial input."""
+    child = await lineage.replay(workflow, run)
+    return _accepted(child, f"Replay of run {run.id} queued as run {child.id}")
+
+
+def _accepted(child: RunRecord, message: str) -> ChildRunAccepted:
+    assert child.parent_run_id is not None
+    return ChildRunAccepted(
+        run_id=child.id,
+        workflow_definition_id=child.workflow_definition_id,
+        status=child.status,
+        trigger_source=child.trigger_source,
+        started_at=child.started_at,
+        parent_run_id=child.parent_run_id,
+        message=message,
+    )

@@ -1,0 +1,165 @@
+"""Runs that beget runs: retry, single-node rerun and replay (contract 7, 13, 14).
+
+Each builds a child run record linked by `parentRunId` and starts it through
+`RunService.start`; outputs reused from the parent are passed to the workflow as
+data (`RunInput.cached_outputs`), never re-read by the workflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from activities.store.base import Store
+from activities.store.records import (
+    NodeRunRecord,
+    ResolvedDependency,
+    RunRecord,
+    WorkflowRecord,
+)
+from app.errors import InvalidRequest, NotFound
+from app.services.runs import DISABLED_MESSAGE, RunService, new_run_id
+from temporal_workflows.contracts import CachedOutput
+from temporal_workflows.definition import WorkflowNode, iter_nodes
+
+RETRYABLE = frozenset({"failed", "cancelled"})
+RERUNNABLE = frozenset({"completed", "failed"})
+NESTED_MESSAGE = "Nested node rerun is not supported."
+
+
+@dataclass
+class LineageService:
+    store: Store
+    runs: RunService
+
+    async def retry(self, workflow: WorkflowRecord, source: RunRecord) -> RunRecord:
+        """A child on the source's snapshot reusing every completed step, rerunning the rest."""
+        _require_enabled(workflow)
+        if source.status not in RETRYABLE:
+            raise InvalidRequest(
+                f"Run {source.id!r} is {source.status}; only a failed or cancelled run "
+                "can be retried"
+            )
+        steps = reusable_steps(source.definition_snapshot.nodes)
+        cached, deps = await self._reuse(source, steps)
+        record = _child(workflow, source, "retry", deps)
+        return await self.runs.start(record, cached)
+
+    async def rerun_node(
+        self, workflow: WorkflowRecord, source: RunRecord, node_id: str
+    ) -> RunRecord:
+        """A child that replays the nodes before `node_id` from cache, runs it, and stops."""
+        _require_enabled(workflow)
+        top = source.definition_snapshot.nodes
+        index = next((i for i, n in enumerate(top) if n.id == node_id), None)
+        if index is None:
+            if any(n.id == node_id for n in iter_nodes(top)):
+                raise InvalidRequest(NESTED_MESSAGE)
+            raise NotFound(f"Node {node_id!r} not found in run {source.id!r}")
+        target = top[index]
+        if target.node_type != "step":
+            raise InvalidRequest(
+                f"Only step nodes can be rerun; node {node_id!r} is a {target.node_type}"
+            )
+        if source.status not in RERUNNABLE:
+            raise InvalidRequest(
+                f"Run {source.id!r} is {source.status}; a node can be rerun only from a "
+                "completed or failed run"
+            )
+        cached, deps = await self._reuse(source, reusable_steps(top[:index]))
+        deps.append(ResolvedDependency(node_id=node_id, resolution="rerun"))
+        record = _child(workflow, source, "node_rerun", deps)
+        return await self.runs.start(record, cached, stop_after_node_id=node_id)
+
+    async def replay(self, workflow: WorkflowRecord, source: RunRecord) -> RunRecord:
+        """A fresh child on the live definition with the source's initial input."""
+        _require_enabled(workflow)
+        record = RunRecord(
+            id=new_run_id(workflow.id, None),
+            workflow_definition_id=workflow.id,
+            workflow_version=workflow.version,
+            trigger_source="replay",
+            initial_input=source.initial_input,
+            definition_snapshot=workflow.spec(),
+            parent_run_id=source.id,
+        )
+        return await self.runs.start(record)
+
+    async def _reuse(
+        self, source: RunRecord, steps: list[WorkflowNode]
+    ) -> tuple[dict[str, CachedOutput], list[ResolvedDependency]]:
+        """Cached outputs and the dependency list: reuse where a step completed, else rerun."""
+        latest = latest_completed(await self.store.list_node_runs([source.id]))
+        cached: dict[str, CachedOutput] = {}
+        deps: list[ResolvedDependency] = []
+        for step in steps:
+            done = latest.get(step.node_id)
+            if done is None:
+                deps.append(ResolvedDependency(node_id=step.node_id, resolution="rerun"))
+                continue
+            cached[step.node_id] = CachedOutput(
+                source_node_run_id=done.id, output=done.output_snapshot
+            )
+            deps.append(
+                ResolvedDependency(
+                    node_id=step.node_id,
+                    resolution="reuse_previous_output",
+                    source_node_run_id=done.id,
+                )
+            )
+        return cached, deps
+
+
+def reusable_steps(nodes: list[WorkflowNode]) -> list[WorkflowNode]:
+    """Step nodes whose single output can stand in for a new execution.
+
+    Steps inside loops are left out: a loop runs them once per iteration with
+    different inputs, and a cache holds one output per node.
+    """
+    out: list[WorkflowNode] = []
+    for node in nodes:
+        if node.node_type == "step":
+            out.append(node)
+        elif node.node_type != "loop":
+            for _, seq in node.child_sequences():
+                out.extend(reusable_steps(seq))
+    return out
+
+
+def latest_completed(node_runs: list[NodeRunRecord]) -> dict[str, NodeRunRecord]:
+    """Per node id, its completed node run with the highest counter."""
+    best: dict[str, NodeRunRecord] = {}
+    for node_run in node_runs:
+        if node_run.status != "completed":
+            continue
+        current = best.get(node_run.node_id)
+        if current is None or run_counter(node_run.id) > run_counter(current.id):
+            best[node_run.node_id] = node_run
+    return best
+
+
+def run_counter(node_run_id: str) -> int:
+    """The `n` of a node-run id `{runId}.{nodeId}.{n}` (0 when it has no counter)."""
+    tail = node_run_id.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _require_enabled(workflow: WorkflowRecord) -> None:
+    # A disabled workflow starts no run, whatever the path (contract 6).
+    if not workflow.enabled:
+        raise InvalidRequest(DISABLED_MESSAGE)
+
+
+def _child(
+    workflow: WorkflowRecord, source: RunRecord, trigger: str, deps: list[ResolvedDependency]
+) -> RunRecord:
+    """A child run pinned to the source's definition snapshot and version."""
+    return RunRecord(
+        id=new_run_id(workflow.id, None),
+        workflow_definition_id=workflow.id,
+        workflow_version=source.workflow_version,
+        trigger_source=trigger,
+        initial_input=source.initial_input,
+        definition_snapshot=source.definition_snapshot,
+        parent_run_id=source.id,
+        resolved_dependencies=deps,
+    )

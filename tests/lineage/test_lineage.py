@@ -1,0 +1,278 @@
+"""Retry, single-node rerun and replay create child runs linked to their source run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.engine.conftest import Platform
+
+
+def runs_url(workflow_id: str, run_id: str = "") -> str:
+    return f"/api/v1/workflows/{workflow_id}/runs" + (f"/{run_id}" if run_id else "")
+
+
+def http_step(platform: Platform, name: str, key: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": name,
+        "name": name,
+        "nodeType": "step",
+        "executorKey": "builtin:http",
+        "config": {"url": f"{platform.peer_url}/echo/{key}", "method": "POST"},
+        **extra,
+    }
+
+
+def failing_then(platform: Platform, key: str) -> dict[str, Any]:
+    """A flow: two counted calls, a step that fails on its first run only, a counted call."""
+    return {
+        "nodes": [
+            http_step(platform, "first", f"{key}-first"),
+            http_step(platform, "second", f"{key}-second"),
+            {
+                "id": "flaky",
+                "name": "flaky",
+                "nodeType": "step",
+                "executorKey": "builtin:http",
+                "config": {"url": f"{platform.peer_url}/flaky/{key}-flaky?failures=1"},
+            },
+            http_step(platform, "last", f"{key}-last"),
+        ]
+    }
+
+
+async def failed_run(platform: Platform, key: str) -> tuple[str, dict[str, Any]]:
+    wf = await platform.create(failing_then(platform, key))
+    run = await platform.wait(wf, await platform.trigger(wf, {"who": "ada"}))
+    assert run["status"] == "failed", run
+    return wf, run
+
+
+class TestRetry:
+    async def test_reuses_completed_steps_without_calling_their_executors(
+        self, platform: Platform
+    ) -> None:
+        wf, source = await failed_run(platform, "retry")
+        response = await platform.api.post(runs_url(wf, source["id"]) + "/retry")
+        assert response.status_code == 202, response.text
+        body = response.json()
+        assert body["triggerSource"] == "retry" and body["parentRunId"] == source["id"]
+        child = await platform.wait(wf, body["runId"])
+        assert child["status"] == "completed"
+        assert platform.peer.calls["retry-first"] == 1
+        assert platform.peer.calls["retry-second"] == 1
+        assert platform.peer.calls["retry-flaky"] == 2
+        assert platform.peer.calls["retry-last"] == 1
+
+    async def test_reused_node_runs_point_at_the_source_node_runs(self, platform: Platform) -> None:
+        wf, source = await failed_run(platform, "pointers")
+        response = await platform.api.post(runs_url(wf, source["id"]) + "/retry")
+        child = await platform.wait(wf, response.json()["runId"])
+        source_ids = {n["nodeId"]: n["id"] for n in source["nodeRuns"]}
+        by_node = {n["nodeId"]: n for n in child["nodeRuns"]}
+        assert by_node["first"]["reusedFromNodeRunId"] == source_ids["first"]
+        assert by_node["second"]["reusedFromNodeRunId"] == source_ids["second"]
+        assert by_node["flaky"]["reusedFromNodeRunId"] is None
+        assert child["resolvedDependencies"] == [
+            {
+                "nodeId": "first",
+                "resolution": "reuse_previous_output",
+                "sourceNodeRunId": source_ids["first"],
+            },
+            {
+                "nodeId": "second",
+                "resolution": "reuse_previous_output",
+                "sourceNodeRunId": source_ids["second"],
+            },
+            {"nodeId": "flaky", "resolution": "rerun", "sourceNodeRunId": None},
+            {"nodeId": "last", "resolution": "rerun", "sourceNodeRunId": None},
+        ]
+
+    async def test_runs_on_the_source_snapshot_not_the_live_definition(
+        self, platform: Platform
+    ) -> None:
+        wf, source = await failed_run(platform, "snapshot")
+        updated = await platform.api.put(
+            f"/api/v1/workflows/{wf}",
+            json={
+                "nodes": [
+                    {
+                        "id": "other",
+                        "name": "other",
+                        "nodeType": "step",
+                        "executorKey": "builtin:echo",
+                    }
+                ]
+            },
+        )
+        assert updated.status_code == 200, updated.text
+        response = await platform.api.post(runs_url(wf, source["id"]) + "/retry")
+        child = await platform.wait(wf, response.json()["runId"])
+        assert child["workflowVersion"] == source["workflowVersion"] == 1
+        assert [n["id"] for n in child["definitionSnapshot"]["nodes"]] == [
+            "first",
+            "second",
+            "flaky",
+            "last",
+        ]
+        assert child["initialInput"] == {"who": "ada"}
+
+    async def test_a_completed_run_cannot_be_retried(self, platform: Platform) -> None:
+        wf = await platform.create({"nodes": [http_step(platform, "a", "done")]})
+        run = await platform.wait(wf, await platform.trigger(wf))
+        response = await platform.api.post(runs_url(wf, run["id"]) + "/retry")
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "invalid_request"
+        assert "only a failed or cancelled run" in response.json()["error"]["message"]
+
+    async def test_the_explicit_contract_7_form_reuses_outputs(self, platform: Platform) -> None:
+        wf, source = await failed_run(platform, "explicit")
+        first = next(n for n in source["nodeRuns"] if n["nodeId"] == "first")
+        child_id = await platform.trigger(
+            wf,
+            {"who": "ada"},
+            triggerSource="retry",
+            parentRunId=source["id"],
+            resolvedDependencies=[
+                {
+                    "nodeId": "first",
+                    "resolution": "reuse_previous_output",
+                    "sourceNodeRunId": first["id"],
+                },
+                {"nodeId": "second", "resolution": "rerun"},
+            ],
+        )
+        child = await platform.wait(wf, child_id)
+        assert child["status"] == "completed" and child["triggerSource"] == "retry"
+        assert platform.peer.calls["explicit-first"] == 1
+        assert platform.peer.calls["explicit-second"] == 2
+
+
+class TestNodeRerun:
+    async def test_reruns_the_node_reusing_upstream_and_running_nothing_downstream(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(
+            {"nodes": [http_step(platform, s, f"rerun-{s}") for s in ("a", "b", "c")]}
+        )
+        source = await platform.wait(wf, await platform.trigger(wf))
+        response = await platform.api.post(runs_url(wf, source["id"]) + "/nodes/b/rerun")
+        assert response.status_code == 202, response.text
+        body = response.json()
+        assert body == {
+            "run_id": body["run_id"],
+            "status": "pending",
+            "message": f"Node 'b' rerun queued as run {body['run_id']}",
+        }
+        child = await platform.wait(wf, body["run_id"])
+        assert child["status"] == "completed" and child["triggerSource"] == "node_rerun"
+        assert child["parentRunId"] == source["id"]
+        assert [n["nodeId"] for n in child["nodeRuns"]] == ["a", "b"]
+        assert (platform.peer.calls["rerun-a"], platform.peer.calls["rerun-b"]) == (1, 2)
+        assert platform.peer.calls["rerun-c"] == 1
+
+    async def test_a_nested_node_is_refused(self, platform: Platform) -> None:
+        wf = await platform.create(
+            {
+                "nodes": [
+                    {
+                        "id": "par",
+                        "name": "par",
+                        "nodeType": "parallel",
+                        "children": [
+                            {
+                                "id": "x",
+                                "name": "x",
+                                "nodeType": "step",
+                                "executorKey": "builtin:echo",
+                            },
+                            {
+                                "id": "y",
+                                "name": "y",
+                                "nodeType": "step",
+                                "executorKey": "builtin:echo",
+                            },
+                        ],
+                    }
+                ]
+            }
+        )
+        source = await platform.wait(wf, await platform.trigger(wf))
+        response = await platform.api.post(runs_url(wf, source["id"]) + "/nodes/x/rerun")
+        assert response.status_code == 400
+        assert response.json()["error"]["message"] == "Nested node rerun is not supported."
+
+    async def test_an_unknown_node_is_404(self, platform: Platform) -> None:
+        wf = await platform.create({"nodes": [http_step(platform, "a", "unknown")]})
+        source = await platform.wait(wf, await platform.trigger(wf))
+        response = await platform.api.post(runs_url(wf, source["id"]) + "/nodes/nope/rerun")
+        assert response.status_code == 404
+
+    async def test_a_running_source_run_is_refused(self, platform: Platform) -> None:
+        wf = await platform.create(
+            {
+                "nodes": [
+                    {
+                        "id": "w",
+                        "name": "w",
+                        "nodeType": "step",
+                        "executorKey": "builtin:delay",
+                        "config": {"seconds": 2},
+                    }
+                ]
+            }
+        )
+        run_id = await platform.trigger(wf)
+        await platform.wait(wf, run_id, {"running"})
+        response = await platform.api.post(runs_url(wf, run_id) + "/nodes/w/rerun")
+        assert response.status_code == 400
+        assert "completed or failed" in response.json()["error"]["message"]
+
+
+class TestReplay:
+    async def test_runs_the_live_definition_fresh_with_the_same_input(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create({"nodes": [http_step(platform, "a", "replay-a")]})
+        source = await platform.wait(wf, await platform.trigger(wf, {"n": 7}))
+        await platform.api.put(
+            f"/api/v1/workflows/{wf}",
+            json={
+                "nodes": [
+                    http_step(platform, "a", "replay-a"),
+                    http_step(platform, "b", "replay-b"),
+                ]
+            },
+        )
+        response = await platform.api.post(runs_url(wf, source["id"]) + "/replay")
+        assert response.status_code == 202, response.text
+        assert response.json()["triggerSource"] == "replay"
+        child = await platform.wait(wf, response.json()["runId"])
+        assert child["status"] == "completed" and child["workflowVersion"] == 2
+        assert child["initialInput"] == {"n": 7} and child["parentRunId"] == source["id"]
+        assert platform.peer.calls["replay-a"] == 2 and platform.peer.calls["replay-b"] == 1
+        assert all(n["reusedFromNodeRunId"] is None for n in child["nodeRuns"])
+
+    async def test_a_disabled_workflow_cannot_be_replayed(self, platform: Platform) -> None:
+        wf = await platform.create({"nodes": [http_step(platform, "a", "disabled")]})
+        source = await platform.wait(wf, await platform.trigger(wf))
+        await platform.api.post(f"/api/v1/workflows/{wf}/toggle", json={"enabled": False})
+        response = await platform.api.post(runs_url(wf, source["id"]) + "/replay")
+        assert response.status_code == 400
+        assert "Workflow is disabled" in response.json()["error"]["message"]
+
+
+class TestChildren:
+    async def test_lists_every_kind_of_child_newest_first(self, platform: Platform) -> None:
+        wf, source = await failed_run(platform, "children")
+        kinds = []
+        for path in ("/retry", "/nodes/first/rerun", "/replay"):
+            response = await platform.api.post(runs_url(wf, source["id"]) + path)
+            assert response.status_code == 202, response.text
+            body = response.json()
+            await platform.wait(wf, body.get("runId") or body["run_id"])
+            kinds.append(path)
+        listed = await platform.api.get(runs_url(wf, source["id"]) + "/children?perPage=2")
+        page = listed.json()
+        assert page["pagination"]["total"] == 3 and len(page["runs"]) == 2
+        assert [r["triggerSource"] for r in page["runs"]] == ["replay", "node_rerun"]
+        assert all(r["parentRunId"] == source["id"] for r in page["runs"])
