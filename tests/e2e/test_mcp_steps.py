@@ -1,0 +1,104 @@
+"""MCP tool steps through the API: outputs, retries, tool errors, argument checks, stdio."""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.e2e.helpers import node_runs, retries, step
+from tests.engine.conftest import Platform
+
+
+async def test_structured_content_becomes_the_output_object(platform: Platform) -> None:
+    run = await platform.run(
+        {"nodes": [step("Add", "peer-http/add", {"a": "{{ a }}", "b": 3})]}, {"a": 2}
+    )
+
+    assert run["status"] == "completed", run
+    added = node_runs(run)["Add"]
+    assert added["outputSnapshot"] == {"total": 5}
+    assert added["resolvedExecutor"] == {
+        "kind": "mcp",
+        "key": "peer-http/add",
+        "server": "peer-http",
+        "tool": "add",
+    }
+    assert run["finalOutput"] == {"total": 5}
+
+
+async def test_a_flaky_tool_completes_on_a_later_attempt(platform: Platform) -> None:
+    key = f"flaky-{uuid.uuid4().hex}"
+    run = await platform.run(
+        {
+            "nodes": [
+                step("Flaky", "flaky", {"key": key, "failures": 1}, stepConfig=retries(3)),
+            ]
+        }
+    )
+
+    assert run["status"] == "completed", run
+    flaky = node_runs(run)["Flaky"]
+    assert flaky["attempt"] == 2
+    assert flaky["outputSnapshot"] == {"key": key, "attempts": 2}
+
+
+async def test_a_tool_reporting_an_error_is_retried_then_fails_with_its_message(
+    platform: Platform,
+) -> None:
+    run = await platform.run({"nodes": [step("Broken", "broken", stepConfig=retries(1))]})
+
+    assert run["status"] == "failed", run
+    broken = node_runs(run)["Broken"]
+    assert broken["status"] == "failed"
+    assert broken["attempt"] == 2
+    assert "broken tool always fails" in broken["error"]
+    assert "broken tool always fails" in run["errorSummary"]
+    assert run["errorSummary"].startswith("Node 'Broken' failed:")
+
+
+async def test_arguments_not_matching_the_schema_fail_at_once_naming_the_fields(
+    platform: Platform,
+) -> None:
+    run = await platform.run(
+        {"nodes": [step("Add", "peer-http/add", {"a": "two"}, stepConfig=retries(3))]}
+    )
+
+    assert run["status"] == "failed", run
+    added = node_runs(run)["Add"]
+    assert added["attempt"] == 1
+    assert "a: 'two' is not of type 'integer'" in added["error"]
+    assert "b: required" in added["error"]
+    assert "do not match its input schema" in run["errorSummary"]
+
+
+async def test_a_stdio_server_tool_runs_when_named_with_its_server(platform: Platform) -> None:
+    run = await platform.run(
+        {"nodes": [step("Echo", "peer-stdio/echo", {"text": "Hello {{ customerName }}"})]},
+        {"customerName": "Ada"},
+    )
+
+    assert run["status"] == "completed", run
+    echoed = node_runs(run)["Echo"]
+    # A plain `str` return is wrapped by the server as structured content `{"result": …}`.
+    assert echoed["outputSnapshot"] == {"result": "Hello Ada"}
+    assert echoed["resolvedExecutor"] == {
+        "kind": "mcp",
+        "key": "peer-stdio/echo",
+        "server": "peer-stdio",
+        "tool": "echo",
+    }
+
+
+async def test_one_steps_output_feeds_the_next_tools_arguments(platform: Platform) -> None:
+    run = await platform.run(
+        {
+            "nodes": [
+                step("First", "peer-http/add", {"a": 1, "b": 2}),
+                step(
+                    "Second", "peer-http/add", {"a": "{{ previous_step_content.total }}", "b": 10}
+                ),
+            ]
+        }
+    )
+
+    assert run["status"] == "completed", run
+    assert node_runs(run)["Second"]["outputSnapshot"] == {"total": 13}
