@@ -15,7 +15,7 @@ from activities.store.base import Store
 from activities.store.factory import open_store
 from app.body_limit import BodyLimitMiddleware
 from app.errors import install_error_handlers
-from app.routes import health, versions, workflows
+from app.routes import approvals, controls, events, graph, health, lineage, versions, workflows
 from app.settings import Settings, get_settings
 from app.temporal_link import TemporalLink
 
@@ -65,6 +65,11 @@ def create_app(
     # The lead replaces this with plain imports once both have landed.
     for module_name in ("app.routes.catalog", "app.routes.runs"):
         _include_if_present(app, module_name)
+    app.include_router(controls.router, prefix=API_PREFIX)
+    app.include_router(approvals.router, prefix=API_PREFIX)
+    app.include_router(lineage.router, prefix=API_PREFIX)
+    app.include_router(events.router, prefix=API_PREFIX)
+    app.include_router(graph.router, prefix=API_PREFIX)
     return app
 
 

@@ -1,0 +1,75 @@
+"""Steering a run: approve (contract 10), pause, resume, cancel, live requirements."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+
+from app.deps import TemporalDep
+from app.routes.runs import RunDep
+from app.schemas.control import (
+    ApproveRequest,
+    ApproveResponse,
+    ControlResponse,
+    LiveRequirements,
+)
+from app.services.controls import ControlService
+
+router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["controls"])
+# Who decided: the auth identity once authentication exists.
+ANONYMOUS = "anonymous"
+
+
+def get_controls(temporal: TemporalDep) -> ControlService:
+    return ControlService(temporal=temporal)
+
+
+ControlsDep = Annotated[ControlService, Depends(get_controls)]
+
+
+@router.post("/approve")
+async def approve(run: RunDep, body: ApproveRequest, controls: ControlsDep) -> ApproveResponse:
+    """Resolve one pending HITL requirement (exactly once)."""
+    result = await controls.decide(run, body, ANONYMOUS)
+    return ApproveResponse(
+        run_id=result.run_id,
+        status=result.status,
+        resolved_step_id=result.resolved_step_id,
+        message=f"Requirement resolved as {body.resolution}; run resuming",
+    )
+
+
+@router.post("/pause")
+async def pause(run: RunDep, controls: ControlsDep) -> ControlResponse:
+    """Pause at the next node boundary; in-flight steps finish."""
+    result = await controls.pause(run, ANONYMOUS)
+    return ControlResponse(run_id=run.id, status=result.status, message="Run paused")
+
+
+@router.post("/resume")
+async def resume(run: RunDep, controls: ControlsDep) -> ControlResponse:
+    """Continue a paused run."""
+    result = await controls.resume(run, ANONYMOUS)
+    return ControlResponse(run_id=run.id, status=result.status, message="Run resumed")
+
+
+@router.post("/cancel")
+async def cancel(run: RunDep, controls: ControlsDep) -> ControlResponse:
+    """Cancel the run: in-flight steps are cancelled, no new step starts."""
+    await controls.cancel(run)
+    return ControlResponse(
+        run_id=run.id, status=run.status, message="Cancellation requested; the run stops shortly"
+    )
+
+
+@router.get("/requirements")
+async def live_requirements(run: RunDep, controls: ControlsDep) -> LiveRequirements:
+    """The open gates, read live from the workflow (from the store when it cannot answer)."""
+    live = await controls.live_requirements(run)
+    return LiveRequirements(
+        run_id=run.id,
+        status=run.status,
+        source="workflow" if live is not None else "store",
+        pending_requirements=live if live is not None else run.pending_requirements,
+    )

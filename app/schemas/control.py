@@ -1,0 +1,63 @@
+"""Bodies of the control endpoints: approve (contract 10), pause/resume/cancel, approvals."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from app.schemas.workflow import Pagination
+from temporal_workflows.base import CamelModel
+from temporal_workflows.gates import Resolution
+
+
+class ApproveRequest(CamelModel):
+    step_id: str = Field(min_length=1, max_length=128)
+    resolution: Resolution
+    feedback: str | None = Field(default=None, max_length=10_000)
+    edited_output: Any = None
+    user_input: dict[str, Any] | None = None
+    selected_choices: list[str] | None = Field(default=None, max_length=100)
+
+
+class ApproveResponse(CamelModel):
+    run_id: str
+    status: str
+    resolved_step_id: str
+    message: str
+
+
+class ControlResponse(CamelModel):
+    run_id: str
+    status: str
+    message: str
+
+
+class LiveRequirements(CamelModel):
+    run_id: str
+    status: str
+    # "workflow" when read live through a Temporal query, "store" otherwise.
+    source: str
+    pending_requirements: list[dict[str, Any]]
+
+
+class ApprovalItem(CamelModel):
+    workflow_id: str
+    workflow_name: str
+    run_id: str
+    run_status: str
+    step_id: str
+    step_name: str | None = None
+    step_type: str | None = None
+    kind: str | None = None
+    message: str | None = None
+    created_at: datetime | None = None
+    age_seconds: float | None = None
+    timeout_at: datetime | None = None
+    requirement: dict[str, Any]
+
+
+class ApprovalPage(CamelModel):
+    approvals: list[ApprovalItem]
+    pagination: Pagination

@@ -1,0 +1,123 @@
+"""Steering runs: decisions, pause, resume and cancel go to the workflow as Temporal Updates.
+
+The workflow's validators decide; their error types map to HTTP statuses here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.store.records import TERMINAL_RUN_STATUSES, RunRecord
+from app.errors import ApiError, Conflict, InvalidRequest, NotFound, ServiceUnavailable
+from app.schemas.control import ApproveRequest
+from temporal_workflows.contracts import (
+    DECIDE,
+    PAUSE,
+    PENDING_REQUIREMENTS,
+    RESUME,
+    ControlRequest,
+    ControlResult,
+)
+from temporal_workflows.gates import Decision, DecisionResult
+
+# How long the API waits for the worker to take an update before answering 503.
+UPDATE_TIMEOUT_SECONDS = 15.0
+_ERRORS: dict[str, type[ApiError]] = {
+    "NotFound": NotFound,
+    "InvalidRequest": InvalidRequest,
+    "Conflict": Conflict,
+}
+
+
+@dataclass
+class ControlService:
+    temporal: Client
+
+    async def decide(self, run: RunRecord, body: ApproveRequest, who: str) -> DecisionResult:
+        """Resolve one pending requirement; returns once the workflow accepted it."""
+        if run.status in TERMINAL_RUN_STATUSES:
+            raise Conflict(f"Run is {run.status}, not awaiting approval")
+        decision = Decision(
+            step_id=body.step_id,
+            resolution=body.resolution,
+            feedback=body.feedback,
+            edited_output=body.edited_output,
+            has_edited_output=body.edited_output is not None,
+            user_input=body.user_input,
+            selected_choices=body.selected_choices,
+            decided_by=who,
+        )
+        result: DecisionResult = await self._update(run, DECIDE, decision, DecisionResult)
+        return result
+
+    async def pause(self, run: RunRecord, who: str) -> ControlResult:
+        if run.status not in ("running", "awaiting_approval"):
+            raise Conflict(f"Run is {run.status}; only a running or waiting run can be paused")
+        result: ControlResult = await self._update(
+            run, PAUSE, ControlRequest(requested_by=who), ControlResult
+        )
+        return result
+
+    async def resume(self, run: RunRecord, who: str) -> ControlResult:
+        if run.status != "paused":
+            raise Conflict(f"Run is {run.status}; only a paused run can be resumed")
+        result: ControlResult = await self._update(
+            run, RESUME, ControlRequest(requested_by=who), ControlResult
+        )
+        return result
+
+    async def cancel(self, run: RunRecord) -> None:
+        """Request Temporal cancellation: in-flight steps are cancelled, then the run."""
+        if run.status in TERMINAL_RUN_STATUSES:
+            raise Conflict(f"Run is already {run.status}")
+        try:
+            await self.temporal.get_workflow_handle(run.id).cancel()
+        except RPCError as exc:
+            raise _rpc_error(run, exc) from exc
+
+    async def live_requirements(self, run: RunRecord) -> list[dict[str, Any]] | None:
+        """The open gates read through a query, or None when the workflow cannot answer."""
+        if run.status in TERMINAL_RUN_STATUSES:
+            return None
+        try:
+            handle = self.temporal.get_workflow_handle(run.id)
+            reqs = await asyncio.wait_for(handle.query(PENDING_REQUIREMENTS), 5.0)
+        except (RPCError, TimeoutError, Exception):
+            return None
+        return [dict(r) for r in reqs]
+
+    async def _update(self, run: RunRecord, name: str, arg: Any, result_type: type) -> Any:
+        handle = self.temporal.get_workflow_handle(run.id)
+        try:
+            return await asyncio.wait_for(
+                handle.execute_update(
+                    name, arg, id=f"{name}-{uuid.uuid4()}", result_type=result_type
+                ),
+                UPDATE_TIMEOUT_SECONDS,
+            )
+        except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type in _ERRORS:
+                raise _ERRORS[cause.type](cause.message) from None
+            raise
+        except RPCError as exc:
+            raise _rpc_error(run, exc) from exc
+        except TimeoutError:
+            raise ServiceUnavailable(
+                "No worker took the request in time; it may still be applied when one does"
+            ) from None
+
+
+def _rpc_error(run: RunRecord, exc: RPCError) -> ApiError:
+    if exc.status == RPCStatusCode.NOT_FOUND:
+        return Conflict(f"Run {run.id} is no longer running ({exc.message})")
+    if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
+        return ServiceUnavailable(f"Temporal is unreachable: {exc.message}")
+    return ApiError(f"Temporal refused the request: {exc.message}")

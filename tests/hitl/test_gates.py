@@ -1,0 +1,375 @@
+"""Gates before and after steps, routers, conditions and loops, decided over HTTP."""
+
+from typing import Any
+
+from tests.engine.conftest import Platform
+from tests.hitl.conftest import approve, wait_for_gate
+
+
+def step(node_id: str, review: dict[str, Any] | None = None, **config: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "id": node_id,
+        "name": node_id,
+        "nodeType": "step",
+        "executorKey": "builtin:echo",
+        "config": config,
+    }
+    if review is not None:
+        node["humanReview"] = review
+    return node
+
+
+async def start(
+    p: Platform, nodes: list[dict[str, Any]], initial: dict[str, Any] | None = None
+) -> tuple[str, str]:
+    wf = await p.create({"nodes": nodes})
+    return wf, await p.trigger(wf, initial or {})
+
+
+class TestConfirmation:
+    async def test_the_run_holds_with_the_contract_requirement_shape(
+        self, platform: Platform
+    ) -> None:
+        wf, run_id = await start(
+            platform,
+            [
+                step(
+                    "send",
+                    {
+                        "requiresConfirmation": True,
+                        "confirmationMessage": "Send it?",
+                        "onReject": "skip",
+                        "onTimeout": "cancel",
+                    },
+                )
+            ],
+        )
+        run = await wait_for_gate(platform, wf, run_id, "send")
+        assert run["status"] == "awaiting_approval"
+        req = run["pendingRequirements"][0]
+        assert req["schemaVersion"] == 1 and req["stepId"] == "send"
+        assert req["stepName"] == "send" and req["stepType"] == "step"
+        assert req["requiresConfirmation"] is True and req["requiresUserInput"] is False
+        assert req["requiresOutputReview"] is False and req["requiresRouteSelection"] is False
+        assert req["confirmationMessage"] == "Send it?" and req["isPostExecution"] is False
+        assert req["confirmed"] is None and req["retryCount"] == 0
+        assert req["onTimeout"] == "cancel" and req["onReject"] == "skip"
+        assert req["timeoutAt"] is None
+        assert run["nodeRuns"][0]["status"] == "awaiting_approval"
+
+    async def test_confirm_runs_the_step_and_records_the_decision(self, platform: Platform) -> None:
+        wf, run_id = await start(platform, [step("send", {"requiresConfirmation": True})])
+        await wait_for_gate(platform, wf, run_id, "send")
+        response = await approve(platform, wf, run_id, stepId="send", resolution="confirm")
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body == {
+            "runId": run_id,
+            "status": "running",
+            "resolvedStepId": "send",
+            "message": "Requirement resolved as confirm; run resuming",
+        }
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed" and run["pendingRequirements"] == []
+        decided = run["resolvedRequirements"][0]
+        assert decided["resolution"] == "confirm" and decided["decidedBy"] == "anonymous"
+        assert decided["confirmed"] is True and decided["decidedAt"]
+
+    async def test_reject_with_skip_skips_the_node(self, platform: Platform) -> None:
+        wf, run_id = await start(
+            platform,
+            [step("send", {"requiresConfirmation": True, "onReject": "skip"}), step("after")],
+        )
+        await wait_for_gate(platform, wf, run_id, "send")
+        await approve(
+            platform, wf, run_id, stepId="send", resolution="reject", feedback="not today"
+        )
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed"
+        assert [n["status"] for n in run["nodeRuns"]] == ["skipped", "completed"]
+        assert run["resolvedRequirements"][0]["rejectionFeedback"] == "not today"
+
+    async def test_reject_with_cancel_cancels_the_run(self, platform: Platform) -> None:
+        wf, run_id = await start(
+            platform,
+            [step("send", {"requiresConfirmation": True, "onReject": "cancel"}), step("after")],
+        )
+        await wait_for_gate(platform, wf, run_id, "send")
+        await approve(platform, wf, run_id, stepId="send", resolution="reject")
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "cancelled"
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["send"]
+
+
+class TestUserInput:
+    REVIEW = {
+        "requiresUserInput": True,
+        "userInputMessage": "Who?",
+        "userInputSchema": [
+            {"name": "approver", "fieldType": "string", "required": True},
+            {"name": "amount", "fieldType": "number", "required": False, "defaultValue": 5},
+            {
+                "name": "tier",
+                "fieldType": "string",
+                "required": False,
+                "allowedValues": ["gold", "silver"],
+            },
+        ],
+    }
+
+    async def test_the_form_is_shown_in_the_runtime_shape(self, platform: Platform) -> None:
+        wf, run_id = await start(platform, [step("form", self.REVIEW)])
+        run = await wait_for_gate(platform, wf, run_id, "form")
+        schema = run["pendingRequirements"][0]["userInputSchema"]
+        assert schema[0] == {
+            "name": "approver",
+            "fieldType": "str",
+            "description": None,
+            "required": True,
+            "value": None,
+            "allowedValues": None,
+        }
+        assert schema[1]["fieldType"] == "float" and schema[1]["value"] == 5
+        assert schema[2]["allowedValues"] == ["gold", "silver"]
+
+    async def test_values_reach_the_step_as_user_input(self, platform: Platform) -> None:
+        wf, run_id = await start(
+            platform,
+            [
+                step(
+                    "form",
+                    self.REVIEW,
+                    who="{{ user_input.approver }}",
+                    amount="{{ user_input.amount }}",
+                )
+            ],
+        )
+        await wait_for_gate(platform, wf, run_id, "form")
+        response = await approve(
+            platform,
+            wf,
+            run_id,
+            stepId="form",
+            resolution="user_input",
+            userInput={"approver": "ada", "tier": "gold"},
+        )
+        assert response.status_code == 200, response.text
+        run = await platform.wait(wf, run_id)
+        assert run["finalOutput"]["config"] == {"who": "ada", "amount": 5}
+
+    async def test_input_that_breaks_the_schema_is_400_and_changes_nothing(
+        self, platform: Platform
+    ) -> None:
+        wf, run_id = await start(platform, [step("form", self.REVIEW)])
+        await wait_for_gate(platform, wf, run_id, "form")
+        bad_inputs = [
+            ({"amount": 3}, "userInput.approver is required"),
+            ({"approver": 7}, "userInput.approver must be a string"),
+            ({"approver": "a", "amount": True}, "userInput.amount must be a number"),
+            ({"approver": "a", "tier": "bronze"}, "userInput.tier must be one of"),
+            ({"approver": "a", "extra": 1}, "unknown fields: extra"),
+        ]
+        for user_input, message in bad_inputs:
+            response = await approve(
+                platform, wf, run_id, stepId="form", resolution="user_input", userInput=user_input
+            )
+            assert response.status_code == 400, user_input
+            assert message in response.json()["error"]["message"]
+        missing = await approve(platform, wf, run_id, stepId="form", resolution="user_input")
+        assert missing.status_code == 400
+        run = await wait_for_gate(platform, wf, run_id, "form")
+        assert run["status"] == "awaiting_approval" and run["resolvedRequirements"] == []
+
+
+class TestOutputReview:
+    REVIEW = {
+        "requiresOutputReview": True,
+        "outputReviewMessage": "Looks right?",
+        "onReject": "retry",
+        "maxRetries": 2,
+    }
+
+    async def test_the_output_is_shown_after_execution(self, platform: Platform) -> None:
+        wf, run_id = await start(platform, [step("draft", self.REVIEW, text="v1")])
+        run = await wait_for_gate(platform, wf, run_id, "draft")
+        req = run["pendingRequirements"][0]
+        assert req["isPostExecution"] is True and req["requiresOutputReview"] is True
+        assert req["stepOutput"]["config"] == {"text": "v1"}
+        assert req["outputReviewMessage"] == "Looks right?"
+
+    async def test_edit_replaces_the_output_downstream(self, platform: Platform) -> None:
+        wf, run_id = await start(
+            platform,
+            [
+                step("draft", self.REVIEW, text="v1"),
+                step("publish", None, got="{{ previous_step_content.text }}"),
+            ],
+        )
+        await wait_for_gate(platform, wf, run_id, "draft")
+        response = await approve(
+            platform, wf, run_id, stepId="draft", resolution="edit", editedOutput={"text": "edited"}
+        )
+        assert response.status_code == 200
+        run = await platform.wait(wf, run_id)
+        assert run["finalOutput"]["config"] == {"got": "edited"}
+        assert run["nodeRuns"][0]["outputSnapshot"] == {"text": "edited"}
+
+    async def test_edit_needs_edited_output(self, platform: Platform) -> None:
+        wf, run_id = await start(platform, [step("draft", self.REVIEW)])
+        await wait_for_gate(platform, wf, run_id, "draft")
+        response = await approve(platform, wf, run_id, stepId="draft", resolution="edit")
+        assert response.status_code == 400
+        assert "editedOutput" in response.json()["error"]["message"]
+
+    async def test_reject_with_retry_runs_the_step_again_with_the_feedback(
+        self, platform: Platform
+    ) -> None:
+        wf, run_id = await start(
+            platform,
+            [step("draft", self.REVIEW, note="{{ has(rejection_feedback) ? 'x' : 'first' }}")],
+        )
+        await wait_for_gate(platform, wf, run_id, "draft")
+        await approve(
+            platform, wf, run_id, stepId="draft", resolution="reject", feedback="shorter please"
+        )
+        run = await wait_for_gate(platform, wf, run_id, "draft")
+        while run["pendingRequirements"][0]["retryCount"] != 1:
+            run = await wait_for_gate(platform, wf, run_id, "draft")
+        await approve(platform, wf, run_id, stepId="draft", resolution="confirm")
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed"
+        assert len([n for n in run["nodeRuns"] if n["nodeName"] == "draft"]) == 2
+        assert run["resolvedRequirements"][1]["retryCount"] == 1
+
+
+class TestCompatibility:
+    """The contract's resolution x requirement table, the invalid half."""
+
+    async def test_mismatched_resolutions_are_400(self, platform: Platform) -> None:
+        wf, run_id = await start(platform, [step("plain", {"requiresConfirmation": True})])
+        await wait_for_gate(platform, wf, run_id, "plain")
+        for body in (
+            {"resolution": "edit", "editedOutput": {"x": 1}},
+            {"resolution": "user_input", "userInput": {}},
+            {"resolution": "route_select", "selectedChoices": ["a"]},
+        ):
+            response = await approve(platform, wf, run_id, stepId="plain", **body)
+            assert response.status_code == 400, body
+            assert response.json()["error"]["code"] == "invalid_request"
+        bad = await approve(platform, wf, run_id, stepId="plain", resolution="maybe")
+        assert bad.status_code == 400
+
+    async def test_unknown_step_is_404_and_a_finished_run_is_409(self, platform: Platform) -> None:
+        wf, run_id = await start(platform, [step("plain", {"requiresConfirmation": True})])
+        await wait_for_gate(platform, wf, run_id, "plain")
+        unknown = await approve(platform, wf, run_id, stepId="nope", resolution="confirm")
+        assert unknown.status_code == 404
+        assert (
+            await approve(platform, wf, run_id, stepId="plain", resolution="confirm")
+        ).status_code == 200
+        await platform.wait(wf, run_id)
+        again = await approve(platform, wf, run_id, stepId="plain", resolution="confirm")
+        assert again.status_code == 409
+        assert again.json()["error"]["code"] == "conflict"
+
+
+class TestRouterCondititionLoop:
+    ROUTER = {
+        "id": "route",
+        "name": "route",
+        "nodeType": "router",
+        "conditionCel": "input.kind",
+        "humanReview": {"requiresUserInput": True},
+        "choices": [{"name": "a", "steps": [step("in-a")]}, {"name": "b", "steps": [step("in-b")]}],
+    }
+
+    async def test_a_person_picks_the_route_with_the_cel_result_suggested(
+        self, platform: Platform
+    ) -> None:
+        wf, run_id = await start(platform, [self.ROUTER], {"kind": "a"})
+        run = await wait_for_gate(platform, wf, run_id, "route")
+        req = run["pendingRequirements"][0]
+        assert req["requiresRouteSelection"] is True and req["stepType"] == "router"
+        assert req["availableChoices"] == ["a", "b"] and req["suggestedChoices"] == ["a"]
+        assert req["allowMultipleSelections"] is False
+        two = await approve(
+            platform,
+            wf,
+            run_id,
+            stepId="route",
+            resolution="route_select",
+            selectedChoices=["a", "b"],
+        )
+        assert two.status_code == 400
+        none = await approve(platform, wf, run_id, stepId="route", resolution="route_select")
+        assert none.status_code == 400
+        ok = await approve(
+            platform, wf, run_id, stepId="route", resolution="route_select", selectedChoices=["b"]
+        )
+        assert ok.status_code == 200
+        run = await platform.wait(wf, run_id)
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-b"]
+
+    async def test_confirming_a_route_takes_the_suggestion(self, platform: Platform) -> None:
+        wf, run_id = await start(platform, [self.ROUTER], {"kind": "a"})
+        await wait_for_gate(platform, wf, run_id, "route")
+        await approve(platform, wf, run_id, stepId="route", resolution="confirm")
+        run = await platform.wait(wf, run_id)
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-a"]
+
+    async def test_a_rejected_condition_with_else_branch_runs_the_false_steps(
+        self, platform: Platform
+    ) -> None:
+        wf, run_id = await start(
+            platform,
+            [
+                {
+                    "id": "cond",
+                    "name": "cond",
+                    "nodeType": "condition",
+                    "conditionCel": "true",
+                    "humanReview": {"requiresConfirmation": True, "onReject": "else_branch"},
+                    "trueSteps": [step("yes")],
+                    "falseSteps": [step("no")],
+                }
+            ],
+        )
+        await wait_for_gate(platform, wf, run_id, "cond")
+        await approve(platform, wf, run_id, stepId="cond", resolution="reject")
+        run = await platform.wait(wf, run_id)
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["cond", "no"]
+
+    async def test_iteration_review_continues_on_confirm_and_ends_on_reject(
+        self, platform: Platform
+    ) -> None:
+        wf, run_id = await start(
+            platform,
+            [
+                {
+                    "id": "loop",
+                    "name": "loop",
+                    "nodeType": "loop",
+                    "loopConfig": {"maxIterations": 5},
+                    "humanReview": {"requiresIterationReview": True, "onReject": "skip"},
+                    "children": [
+                        {
+                            "id": "tick",
+                            "name": "tick",
+                            "nodeType": "step",
+                            "executorKey": "builtin:transform",
+                            "config": {"map": {"i": "iteration"}},
+                        }
+                    ],
+                }
+            ],
+        )
+        run = await wait_for_gate(platform, wf, run_id, "loop")
+        assert run["pendingRequirements"][0]["stepOutput"] == {"i": 0}
+        await approve(platform, wf, run_id, stepId="loop", resolution="confirm")
+        run = await wait_for_gate(platform, wf, run_id, "loop")
+        while run["pendingRequirements"][0]["stepOutput"] != {"i": 1}:
+            run = await wait_for_gate(platform, wf, run_id, "loop")
+        await approve(platform, wf, run_id, stepId="loop", resolution="reject")
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed"
+        assert run["finalOutput"] == [{"i": 0}]
