@@ -8,7 +8,8 @@ from typing import Any
 import httpx
 
 from activities.store.base import Store
-from activities.store.records import RunRecord, WorkflowSpec
+from activities.store.records import RunRecord
+from temporal_workflows.definition import WorkflowSpec
 from tests.api.helpers import API, assert_error, workflow
 
 
