@@ -1,0 +1,81 @@
+"""Follow a run's event log in the store, for the live stream (SSE).
+
+Polling the store (not an in-process queue) is what lets the worker and the API
+run in different processes and the API run as several replicas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from activities.store.base import Store
+from activities.store.records import TERMINAL_RUN_STATUSES
+
+TERMINAL_EVENTS = frozenset({"run_completed", "run_failed", "run_cancelled"})
+PAGE = 500
+# An id below the newest one seen may still appear: MongoDB takes the id from a counter
+# before inserting, so a slower writer can land a smaller id later. Ids seen for less
+# than this long stay above the watermark and are re-read (and de-duplicated).
+SETTLE_SECONDS = 2.0
+# How long a terminal run is still followed for its terminal event.
+GRACE = timedelta(seconds=1)
+
+
+@dataclass
+class RunEventFollower:
+    """Yields a run's events after `after_id`, in id order, until the run has ended."""
+
+    store: Store
+    run_id: str
+    after_id: int = 0
+    poll_seconds: float = 0.15
+    _recent: dict[int, float] = field(default_factory=dict)
+    _terminal_seen_at: float | None = None
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        """Each new event once; stops after a terminal event, or when the run is over."""
+        while True:
+            batch = await self.store.list_events(self.run_id, self.after_id, PAGE)
+            fresh = [e for e in batch if e["id"] not in self._recent]
+            now = time.monotonic()
+            for event in fresh:
+                self._recent[event["id"]] = now
+                yield event
+                if event.get("type") in TERMINAL_EVENTS:
+                    return
+            self._settle(now)
+            if len(batch) == PAGE:
+                continue  # more waiting: read on without sleeping
+            if not fresh and await self._run_over(now):
+                return
+            await asyncio.sleep(self.poll_seconds)
+
+    def _settle(self, now: float) -> None:
+        """Move the watermark past the ids seen long enough ago that no smaller id can appear."""
+        for event_id in sorted(self._recent):
+            if now - self._recent[event_id] < SETTLE_SECONDS:
+                break
+            self.after_id = max(self.after_id, event_id)
+        self._recent = {i: t for i, t in self._recent.items() if i > self.after_id}
+
+    async def _run_over(self, now: float) -> bool:
+        """True when the run is gone, or terminal with its last event read.
+
+        The terminal status is written just before its event, so a terminal run is
+        followed a little longer for that event; a run the reconciler closed has none.
+        """
+        run = await self.store.get_run(self.run_id)
+        if run is None:
+            return True
+        if run.status not in TERMINAL_RUN_STATUSES:
+            return False
+        if self._terminal_seen_at is None:
+            self._terminal_seen_at = now
+        # Ended a while ago: its last event was already in the store when we read.
+        ended_long_ago = datetime.now(UTC) - run.updated_at >= GRACE
+        return ended_long_ago or now - self._terminal_seen_at >= GRACE.total_seconds()
