@@ -33,7 +33,13 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
+from activities.executors.base import (
+    PermanentError,
+    StepCall,
+    StepOutcome,
+    TransientError,
+    payload_config,
+)
 from activities.executors.catalog import Catalog
 from activities.executors.heartbeat import heartbeating
 from activities.executors.sessions import describe_error
@@ -154,7 +160,8 @@ def _message(call: StepCall, name: str) -> Message:
         "nodeRunId": call.node_run_id,
         "attempt": call.attempt,
     }
-    parts.append(new_data_part({"config": call.config, "context": call.context, "run": run}))
+    config = payload_config(call.config)
+    parts.append(new_data_part({"config": config, "context": call.context, "run": run}))
     return Message(
         role=Role.ROLE_USER,
         message_id=f"{call.node_run_id}:{call.attempt}:{name}",

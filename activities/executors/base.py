@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 BUILTIN_PREFIX = "builtin:"
+# Config keys Trellis itself reads; never sent to a tool or an agent.
+RESERVED_CONFIG_KEYS = frozenset({"poolStrategy"})
 
 
 class PermanentError(Exception):
@@ -46,6 +48,11 @@ class StepOutcome:
     output: Any
     # Which executor ran and why (kind, key, poolIndex, reason), shown on the node run.
     resolved_executor: dict[str, Any] | None = None
+
+
+def payload_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The rendered config minus Trellis's own keys: what a tool or an agent receives."""
+    return {k: v for k, v in config.items() if k not in RESERVED_CONFIG_KEYS}
 
 
 class Executor(Protocol):

@@ -12,11 +12,14 @@ from typing import Any
 import jsonschema
 import mcp_types
 
-from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
+from activities.executors.base import (
+    PermanentError,
+    StepCall,
+    StepOutcome,
+    TransientError,
+    payload_config,
+)
 from activities.executors.sessions import McpSessions, describe_error
-
-# Config keys Trellis itself reads; never sent to a tool.
-RESERVED_CONFIG_KEYS = frozenset({"poolStrategy"})
 
 
 class McpExecutor:
@@ -27,7 +30,7 @@ class McpExecutor:
 
     async def call(self, call: StepCall, server_id: str, tool_name: str) -> StepOutcome:
         session = self._sessions.get(server_id)
-        arguments = {k: v for k, v in call.config.items() if k not in RESERVED_CONFIG_KEYS}
+        arguments = payload_config(call.config)
         try:
             tools = await session.tools()
             if tool_name not in tools:  # the listing may be stale: ask once more

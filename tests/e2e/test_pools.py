@@ -1,0 +1,104 @@
+"""Agent pools through the API: failover, round robin and skill match, recorded on the node run."""
+
+from __future__ import annotations
+
+import hashlib
+
+from tests.e2e.helpers import node_runs, pool_step, retries
+from tests.engine.conftest import Platform
+
+ACCOUNT_MANAGERS = ["account-manager-v1", "account-manager-v2", "account-manager-fallback"]
+
+
+async def test_failover_skips_a_dead_member_for_a_live_one(platform: Platform) -> None:
+    run = await platform.run({"nodes": [pool_step("Create", ["dead-agent", "account-manager-v2"])]})
+
+    assert run["status"] == "completed", run
+    created = node_runs(run)["Create"]
+    assert created["attempt"] == 1
+    assert created["outputSnapshot"]["agent"] == "account-manager-v2"
+    chosen = created["resolvedExecutor"]
+    assert chosen["kind"] == "a2a" and chosen["key"] == "account-manager-v2"
+    assert chosen["poolIndex"] == 1
+    assert chosen["strategy"] == "failover"
+    assert chosen["reason"].startswith("failover:")
+    assert "dead-agent" in chosen["reason"]
+
+
+async def test_failover_moves_past_a_failing_member_within_one_attempt(
+    platform: Platform,
+) -> None:
+    run = await platform.run(
+        {"nodes": [pool_step("Create", ["failing-agent", "account-manager-fallback"])]}
+    )
+
+    assert run["status"] == "completed", run
+    created = node_runs(run)["Create"]
+    assert created["attempt"] == 1
+    assert created["resolvedExecutor"]["key"] == "account-manager-fallback"
+    assert created["resolvedExecutor"]["poolIndex"] == 1
+    assert "failing-agent failed" in created["resolvedExecutor"]["reason"]
+
+
+async def test_a_pool_whose_members_all_fail_fails_naming_each(platform: Platform) -> None:
+    run = await platform.run(
+        {"nodes": [pool_step("Create", ["failing-agent", "dead-agent"], stepConfig=retries(0))]}
+    )
+
+    assert run["status"] == "failed", run
+    error = node_runs(run)["Create"]["error"]
+    assert "every agent of the pool failed" in error
+    assert "failing-agent" in error and "dead-agent" in error
+
+
+async def test_round_robin_starts_at_the_run_ids_hash(platform: Platform) -> None:
+    workflow_id = await platform.create(
+        {"nodes": [pool_step("Create", ACCOUNT_MANAGERS, {"poolStrategy": "round_robin"})]}
+    )
+
+    for _ in range(3):
+        run_id = await platform.trigger(workflow_id)
+        run = await platform.wait(workflow_id, run_id)
+        assert run["status"] == "completed", run
+        chosen = node_runs(run)["Create"]["resolvedExecutor"]
+        start = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") % 3
+        assert chosen["poolIndex"] == start
+        assert chosen["key"] == ACCOUNT_MANAGERS[start]
+        assert chosen["strategy"] == "round_robin"
+        assert chosen["reason"] == f"round_robin: rotation starts at index {start} for this run"
+
+
+async def test_skill_match_picks_the_agent_whose_skills_fit_the_task(platform: Platform) -> None:
+    config = {
+        "poolStrategy": "skill_match",
+        "task": "Create a premium account with SSO",
+        "tags": ["premium"],
+    }
+    run = await platform.run({"nodes": [pool_step("Create", ACCOUNT_MANAGERS, config)]})
+
+    assert run["status"] == "completed", run
+    chosen = node_runs(run)["Create"]["resolvedExecutor"]
+    assert chosen["key"] == "account-manager-v2"
+    assert chosen["poolIndex"] == 1
+    assert chosen["strategy"] == "skill_match"
+    assert chosen["reason"].startswith("skill_match: score ")
+    assert "premium" in chosen["reason"] and "sso" in chosen["reason"]
+
+
+async def test_skill_match_without_a_match_keeps_pool_order(platform: Platform) -> None:
+    config = {"poolStrategy": "skill_match", "task": "Write a haiku"}
+    run = await platform.run({"nodes": [pool_step("Create", ACCOUNT_MANAGERS, config)]})
+
+    assert run["status"] == "completed", run
+    chosen = node_runs(run)["Create"]["resolvedExecutor"]
+    assert chosen["key"] == "account-manager-v1"
+    assert chosen["reason"] == "skill_match: score 0 (matched nothing)"
+
+
+async def test_the_pool_strategy_is_not_sent_to_the_agent(platform: Platform) -> None:
+    run = await platform.run(
+        {"nodes": [pool_step("Create", ACCOUNT_MANAGERS, {"poolStrategy": "failover", "x": 1})]}
+    )
+
+    assert run["status"] == "completed", run
+    assert node_runs(run)["Create"]["outputSnapshot"]["config"] == {"x": 1}
