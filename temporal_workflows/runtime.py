@@ -242,6 +242,18 @@ class RunRuntime:
                 await workflow.wait_condition(lambda: step_id in self._decisions)
         except TimeoutError:
             self._decisions[step_id] = _timeout_decision(req)
+        except asyncio.CancelledError:
+            self._gates.pop(step_id, None)
+            self._schemas.pop(step_id, None)
+            await self._record_node(
+                node_run_id,
+                node,
+                "cancelled",
+                event="node_cancelled",
+                finished_at=self._stamp(),
+                error="cancelled while awaiting approval",
+            )
+            raise
         decision = self._decisions.pop(step_id)
         del self._gates[step_id]
         self._schemas.pop(step_id, None)

@@ -1,0 +1,127 @@
+"""Exactly-once decisions, gates in parallel branches, durable timeouts, the inbox."""
+
+import asyncio
+from typing import Any
+
+from tests.engine.conftest import Platform
+from tests.hitl.conftest import approve, wait_for_gate
+from tests.hitl.test_gates import start, step
+
+
+async def test_concurrent_decisions_on_one_gate_yield_exactly_one_200(
+    platform: Platform,
+) -> None:
+    wf, run_id = await start(platform, [step("gate", {"requiresConfirmation": True})])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    responses = await asyncio.gather(
+        *[approve(platform, wf, run_id, stepId="gate", resolution="confirm") for _ in range(10)]
+    )
+    codes = sorted(r.status_code for r in responses)
+    assert codes == [200] + [409] * 9, codes
+    run = await platform.wait(wf, run_id)
+    assert len(run["resolvedRequirements"]) == 1
+    assert [n["nodeName"] for n in run["nodeRuns"]] == ["gate"]
+
+
+async def test_parallel_branches_hold_on_their_own_gates(platform: Platform) -> None:
+    wf, run_id = await start(
+        platform,
+        [
+            {
+                "name": "fan",
+                "nodeType": "parallel",
+                "children": [
+                    step("left", {"requiresConfirmation": True}),
+                    step("right", {"requiresConfirmation": True}),
+                    {
+                        "id": "free",
+                        "name": "free",
+                        "nodeType": "step",
+                        "executorKey": "builtin:echo",
+                    },
+                ],
+            }
+        ],
+    )
+    await wait_for_gate(platform, wf, run_id, "left")
+    run = await wait_for_gate(platform, wf, run_id, "right")
+    assert {r["stepId"] for r in run["pendingRequirements"]} == {"left", "right"}
+    statuses = {n["nodeName"]: n["status"] for n in run["nodeRuns"]}
+    assert statuses["free"] == "completed"  # the other branch kept running
+    response = await approve(platform, wf, run_id, stepId="right", resolution="confirm")
+    assert response.json()["status"] == "awaiting_approval"
+    run = await platform.wait(wf, run_id, {"awaiting_approval"})
+    for _ in range(50):
+        run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+        if [r["stepId"] for r in run["pendingRequirements"]] == ["left"]:
+            break
+        await asyncio.sleep(0.05)
+    assert [r["stepId"] for r in run["pendingRequirements"]] == ["left"]
+    await approve(platform, wf, run_id, stepId="left", resolution="reject")
+    run = await platform.wait(wf, run_id)
+    statuses = {n["nodeName"]: n["status"] for n in run["nodeRuns"]}
+    assert statuses == {
+        "fan": "completed",
+        "left": "skipped",
+        "right": "completed",
+        "free": "completed",
+    }
+
+
+async def timed_out(platform: Platform, on_timeout: str) -> dict[str, Any]:
+    wf, run_id = await start(
+        platform,
+        [
+            step(
+                "gate", {"requiresConfirmation": True, "timeoutSeconds": 1, "onTimeout": on_timeout}
+            ),
+            step("after"),
+        ],
+    )
+    run = await wait_for_gate(platform, wf, run_id, "gate")
+    assert run["pendingRequirements"][0]["timeoutAt"] is not None
+    return await platform.wait(wf, run_id)
+
+
+async def test_a_timeout_with_approve_runs_the_step(platform: Platform) -> None:
+    run = await timed_out(platform, "approve")
+    assert run["status"] == "completed"
+    assert [n["status"] for n in run["nodeRuns"]] == ["completed", "completed"]
+    decided = run["resolvedRequirements"][0]
+    assert decided["decidedBy"] == "timeout" and decided["resolution"] == "timeout:approve"
+
+
+async def test_a_timeout_with_skip_skips_the_step(platform: Platform) -> None:
+    run = await timed_out(platform, "skip")
+    assert run["status"] == "completed"
+    assert [n["status"] for n in run["nodeRuns"]] == ["skipped", "completed"]
+
+
+async def test_a_timeout_with_cancel_cancels_the_run(platform: Platform) -> None:
+    run = await timed_out(platform, "cancel")
+    assert run["status"] == "cancelled"
+    assert run["resolvedRequirements"][0]["decidedBy"] == "timeout"
+
+
+async def test_the_approvals_inbox_lists_pending_gates_oldest_first(
+    platform: Platform,
+) -> None:
+    first_wf, first = await start(
+        platform, [step("g1", {"requiresConfirmation": True, "confirmationMessage": "first?"})]
+    )
+    await wait_for_gate(platform, first_wf, first, "g1")
+    second_wf, second = await start(platform, [step("g2", {"requiresConfirmation": True})])
+    await wait_for_gate(platform, second_wf, second, "g2")
+    inbox = (await platform.api.get("/api/v1/approvals")).json()
+    mine = [a for a in inbox["approvals"] if a["runId"] in (first, second)]
+    assert [a["stepId"] for a in mine] == ["g1", "g2"]
+    assert mine[0]["message"] == "first?" and mine[0]["workflowId"] == first_wf
+    assert mine[0]["ageSeconds"] >= 0 and mine[0]["requirement"]["stepId"] == "g1"
+
+
+async def test_live_requirements_come_from_the_workflow_query(platform: Platform) -> None:
+    wf, run_id = await start(platform, [step("gate", {"requiresConfirmation": True})])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    live = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}/requirements")).json()
+    assert live["source"] == "workflow"
+    assert [r["stepId"] for r in live["pendingRequirements"]] == ["gate"]

@@ -1,0 +1,135 @@
+"""Pause, resume and cancel through the API (Temporal Updates and cancellation)."""
+
+import asyncio
+import time
+from typing import Any
+
+from tests.engine.conftest import Platform
+from tests.hitl.conftest import approve, wait_for_gate
+from tests.hitl.test_gates import start, step
+
+
+def delay(node_id: str, seconds: float) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "name": node_id,
+        "nodeType": "step",
+        "executorKey": "builtin:delay",
+        "config": {"seconds": seconds},
+    }
+
+
+def control(p: Platform, wf: str, run_id: str, action: str) -> Any:
+    return p.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/{action}")
+
+
+async def test_pause_lets_the_running_step_finish_and_starts_nothing_new(
+    platform: Platform,
+) -> None:
+    wf, run_id = await start(platform, [delay("slow", 0.6), step("next")])
+    await platform.wait(wf, run_id, {"running"})
+    response = await control(platform, wf, run_id, "pause")
+    assert response.status_code == 200 and response.json()["status"] == "paused"
+    await asyncio.sleep(1.2)
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert run["status"] == "paused" and run["pausedAt"] is not None
+    assert [(n["nodeName"], n["status"]) for n in run["nodeRuns"]] == [("slow", "completed")]
+    resumed = await control(platform, wf, run_id, "resume")
+    assert resumed.status_code == 200
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed" and run["pausedAt"] is None
+
+
+async def test_pause_inside_a_parallel_block_holds_at_the_next_boundary(
+    platform: Platform,
+) -> None:
+    wf, run_id = await start(
+        platform,
+        [
+            {
+                "name": "fan",
+                "nodeType": "parallel",
+                "children": [
+                    {
+                        "name": "left",
+                        "nodeType": "loop",
+                        "loopConfig": {"maxIterations": 3},
+                        "children": [delay("tick", 0.3)],
+                    },
+                    delay("right", 0.1),
+                ],
+            }
+        ],
+    )
+    await platform.wait(wf, run_id, {"running"})
+    await asyncio.sleep(0.2)
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    await asyncio.sleep(1.0)
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    ticks = [n for n in run["nodeRuns"] if n["nodeName"] == "tick"]
+    assert run["status"] == "paused"
+    assert len(ticks) == 1 and ticks[0]["status"] == "completed"
+    await control(platform, wf, run_id, "resume")
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+    assert len([n for n in run["nodeRuns"] if n["nodeName"] == "tick"]) == 3
+
+
+async def test_pause_and_resume_refuse_runs_in_the_wrong_state(platform: Platform) -> None:
+    wf, run_id = await start(platform, [delay("slow", 0.5)])
+    await platform.wait(wf, run_id, {"running"})
+    assert (await control(platform, wf, run_id, "resume")).status_code == 409
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    again = await control(platform, wf, run_id, "pause")
+    assert again.status_code == 409 and again.json()["error"]["code"] == "conflict"
+    await control(platform, wf, run_id, "resume")
+    await platform.wait(wf, run_id)
+    assert (await control(platform, wf, run_id, "pause")).status_code == 409
+
+
+async def test_a_gate_decided_while_paused_continues_only_after_resume(
+    platform: Platform,
+) -> None:
+    wf, run_id = await start(
+        platform, [step("gate", {"requiresConfirmation": True}), step("after")]
+    )
+    await wait_for_gate(platform, wf, run_id, "gate")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    decided = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    assert decided.status_code == 200 and decided.json()["status"] == "paused"
+    await asyncio.sleep(0.5)
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert run["status"] == "paused" and len(run["nodeRuns"]) == 1
+    await control(platform, wf, run_id, "resume")
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed" and len(run["nodeRuns"]) == 2
+
+
+async def test_cancel_stops_a_long_step_and_starts_nothing_after(platform: Platform) -> None:
+    wf, run_id = await start(platform, [delay("long", 30), step("never")])
+    run = await platform.wait(wf, run_id, {"running"})
+    while not run["nodeRuns"]:
+        run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    started = time.monotonic()
+    response = await control(platform, wf, run_id, "cancel")
+    assert response.status_code == 200
+    run = await platform.wait(wf, run_id, within=10)
+    assert time.monotonic() - started < 5
+    assert run["status"] == "cancelled"
+    assert [(n["nodeName"], n["status"]) for n in run["nodeRuns"]] == [("long", "cancelled")]
+    assert (await control(platform, wf, run_id, "cancel")).status_code == 409
+
+
+async def test_cancel_works_on_paused_and_waiting_runs(platform: Platform) -> None:
+    wf, waiting = await start(platform, [step("gate", {"requiresConfirmation": True})])
+    await wait_for_gate(platform, wf, waiting, "gate")
+    assert (await control(platform, wf, waiting, "cancel")).status_code == 200
+    run = await platform.wait(wf, waiting)
+    assert run["status"] == "cancelled" and run["pendingRequirements"] == []
+    assert run["nodeRuns"][0]["status"] == "cancelled"
+    wf2, paused = await start(platform, [delay("slow", 0.3), step("after")])
+    await platform.wait(wf2, paused, {"running"})
+    await control(platform, wf2, paused, "pause")
+    await platform.wait(wf2, paused, {"paused"})
+    assert (await control(platform, wf2, paused, "cancel")).status_code == 200
+    assert (await platform.wait(wf2, paused))["status"] == "cancelled"
