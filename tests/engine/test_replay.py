@@ -1,0 +1,171 @@
+"""Replay recorded histories of representative runs: a change that breaks running workflows fails here.
+
+Record them again (after an intentional, patched change) with
+`TRELLIS_RECORD_HISTORIES=1 pytest tests/engine/test_replay.py -k record`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from temporal_workflows.interpreter import TrellisRun
+from tests.engine.conftest import Platform
+from tests.hitl.conftest import approve, wait_for_gate
+
+HISTORIES = Path(__file__).parent.parent / "histories"
+
+
+def echo(node_id: str, review: dict[str, Any] | None = None, **config: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "id": node_id,
+        "name": node_id,
+        "nodeType": "step",
+        "executorKey": "builtin:echo",
+        "config": config,
+    }
+    if review:
+        node["humanReview"] = review
+    return node
+
+
+def delay(node_id: str, seconds: float) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "name": node_id,
+        "nodeType": "step",
+        "executorKey": "builtin:delay",
+        "config": {"seconds": seconds},
+    }
+
+
+TREE = [
+    echo("a", greeting="hi {{ input.name }}"),
+    {
+        "id": "fan",
+        "name": "fan",
+        "nodeType": "parallel",
+        "children": [echo("p1"), delay("p2", 0.05)],
+    },
+    {
+        "id": "cond",
+        "name": "cond",
+        "nodeType": "condition",
+        "conditionCel": "input.flag",
+        "trueSteps": [
+            {
+                "id": "route",
+                "name": "route",
+                "nodeType": "router",
+                "conditionCel": "'x'",
+                "choices": [
+                    {"name": "x", "steps": [echo("rx")]},
+                    {"name": "y", "steps": [echo("ry")]},
+                ],
+            }
+        ],
+        "falseSteps": [echo("f")],
+    },
+    {
+        "id": "loop",
+        "name": "loop",
+        "nodeType": "loop",
+        "loopConfig": {"maxIterations": 3, "endConditionCel": "iteration == 1"},
+        "children": [echo("tick")],
+    },
+]
+
+
+async def _record_all(platform: Platform) -> dict[str, str]:
+    runs: dict[str, str] = {}
+    wf = await platform.create({"nodes": TREE})
+    runs["tree"] = await platform.trigger(wf, {"name": "Ada", "flag": True})
+    await platform.wait(wf, runs["tree"])
+
+    wf = await platform.create(
+        {
+            "nodes": [
+                {
+                    "id": "bad",
+                    "name": "bad",
+                    "nodeType": "step",
+                    "executorKey": "builtin:http",
+                    "config": {"url": f"{platform.peer_url}/status/400"},
+                }
+            ]
+        }
+    )
+    runs["failed"] = await platform.trigger(wf)
+    await platform.wait(wf, runs["failed"])
+
+    wf = await platform.create(
+        {
+            "nodes": [
+                echo("gate", {"requiresConfirmation": True}),
+                echo("review", {"requiresOutputReview": True, "onReject": "retry"}),
+                echo(
+                    "timed",
+                    {"requiresConfirmation": True, "timeoutSeconds": 0.5, "onTimeout": "approve"},
+                ),
+            ]
+        }
+    )
+    runs["gates"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, runs["gates"], "gate")
+    await approve(platform, wf, runs["gates"], stepId="gate", resolution="confirm")
+    await wait_for_gate(platform, wf, runs["gates"], "review")
+    await approve(
+        platform, wf, runs["gates"], stepId="review", resolution="reject", feedback="again"
+    )
+    await asyncio.sleep(0.3)
+    await wait_for_gate(platform, wf, runs["gates"], "review")
+    await approve(
+        platform, wf, runs["gates"], stepId="review", resolution="edit", editedOutput={"x": 1}
+    )
+    await platform.wait(wf, runs["gates"])
+
+    wf = await platform.create({"nodes": [delay("slow", 0.4), echo("next"), delay("long", 30)]})
+    runs["paused_cancelled"] = await platform.trigger(wf)
+    await platform.wait(wf, runs["paused_cancelled"], {"running"})
+    base = f"/api/v1/workflows/{wf}/runs/{runs['paused_cancelled']}"
+    await platform.api.post(f"{base}/pause")
+    await asyncio.sleep(0.6)
+    await platform.api.post(f"{base}/resume")
+    await asyncio.sleep(0.5)
+    await platform.api.post(f"{base}/cancel")
+    await platform.wait(wf, runs["paused_cancelled"])
+    return runs
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TRELLIS_RECORD_HISTORIES"),
+    reason="records fixtures only when TRELLIS_RECORD_HISTORIES=1",
+)
+async def test_record_histories(platform: Platform) -> None:
+    HISTORIES.mkdir(exist_ok=True)
+    for name, run_id in (await _record_all(platform)).items():
+        history = await platform.client.get_workflow_handle(run_id).fetch_history()
+        (HISTORIES / f"{name}.json").write_text(history.to_json())
+
+
+def _history_files() -> list[Path]:
+    return sorted(HISTORIES.glob("*.json"))
+
+
+@pytest.mark.parametrize("path", _history_files(), ids=lambda p: p.stem)
+async def test_recorded_history_replays(path: Path) -> None:
+    history = WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
+    replayer = Replayer(workflows=[TrellisRun], data_converter=pydantic_data_converter)
+    await replayer.replay_workflow(history)
+
+
+def test_every_representative_history_is_recorded() -> None:
+    assert {p.stem for p in _history_files()} >= {"tree", "failed", "gates", "paused_cancelled"}
