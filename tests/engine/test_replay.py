@@ -1,4 +1,4 @@
-"""Replay recorded histories of representative runs: a change that breaks running workflows fails here.
+"""Replay recorded histories of representative runs: breaking running workflows fails CI.
 
 Record them again (after an intentional, patched change) with
 `TRELLIS_RECORD_HISTORIES=1 pytest tests/engine/test_replay.py -k record`.
@@ -156,13 +156,17 @@ async def test_record_histories(platform: Platform) -> None:
         (HISTORIES / f"{name}.json").write_text(history.to_json())
 
 
+def _load(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
+
+
 def _history_files() -> list[Path]:
     return sorted(HISTORIES.glob("*.json"))
 
 
 @pytest.mark.parametrize("path", _history_files(), ids=lambda p: p.stem)
 async def test_recorded_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
+    history = _load(path)
     replayer = Replayer(workflows=[TrellisRun], data_converter=pydantic_data_converter)
     await replayer.replay_workflow(history)
 
