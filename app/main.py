@@ -15,7 +15,17 @@ from activities.store.base import Store
 from activities.store.factory import open_store
 from app.body_limit import BodyLimitMiddleware
 from app.errors import install_error_handlers
-from app.routes import approvals, controls, events, graph, health, lineage, versions, workflows
+from app.routes import (
+    approvals,
+    controls,
+    events,
+    graph,
+    health,
+    lineage,
+    schedules,
+    versions,
+    workflows,
+)
 from app.settings import Settings, get_settings
 from app.temporal_link import TemporalLink
 
@@ -70,6 +80,7 @@ def create_app(
     app.include_router(lineage.router, prefix=API_PREFIX)
     app.include_router(events.router, prefix=API_PREFIX)
     app.include_router(graph.router, prefix=API_PREFIX)
+    app.include_router(schedules.router, prefix=API_PREFIX)
     return app
 
 

@@ -12,10 +12,12 @@ from temporalio.worker import Worker
 
 from activities.executors.base import Executor
 from activities.projections import ProjectionActivities
+from activities.scheduling import SchedulingActivities
 from activities.steps import StepActivities
 from activities.store.base import Store
 from app.settings import Settings
 from temporal_workflows.interpreter import TrellisRun
+from temporal_workflows.schedule_trigger import ScheduleTrigger
 
 log = logging.getLogger("trellis.worker")
 
@@ -31,11 +33,12 @@ def build_worker(
     """A worker running the interpreter workflow and every activity it names."""
     steps = StepActivities(store, executor)
     projections = ProjectionActivities(store)
+    scheduling = SchedulingActivities(store, client)
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[TrellisRun],
-        activities=[*steps.all(), *projections.all(), *extra_activities],
+        workflows=[TrellisRun, ScheduleTrigger],
+        activities=[*steps.all(), *projections.all(), *scheduling.all(), *extra_activities],
         max_concurrent_activities=200,
         max_concurrent_local_activities=200,
     )

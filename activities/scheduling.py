@@ -1,0 +1,85 @@
+"""The activity a schedule's trigger workflow calls: start a run, or record why not."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio import activity
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.run_start import start_run_workflow
+from activities.store.base import Store
+from activities.store.records import RunRecord
+from temporal_workflows.schedule_trigger import (
+    START_SCHEDULED_RUN,
+    ScheduledRunRequest,
+    ScheduledRunResult,
+    ScheduleTriggerInput,
+)
+
+DISABLED = "workflow disabled"
+DELETED = "workflow deleted"
+
+
+def skip_log_key(schedule_id: str) -> str:
+    """The event-log key under which a schedule's skipped firings are recorded."""
+    return f"schedule:{schedule_id}"
+
+
+class SchedulingActivities:
+    def __init__(self, store: Store, client: Client) -> None:
+        self._store = store
+        self._client = client
+
+    @activity.defn(name=START_SCHEDULED_RUN)
+    async def start_scheduled_run(self, request: ScheduledRunRequest) -> ScheduledRunResult:
+        """Create the run record and start its workflow, unless the definition cannot run."""
+        trigger = request.trigger
+        workflow = await self._store.get_workflow(trigger.workflow_id)
+        if workflow is None:
+            # The definition is gone: stop the schedule so it does not fire forever.
+            await self._delete_schedule(trigger.schedule_id)
+            return await self._skip(trigger, DELETED)
+        if not workflow.enabled:
+            return await self._skip(trigger, DISABLED)
+        record = await self._store.insert_run(
+            RunRecord(
+                id=request.run_id,
+                workflow_definition_id=workflow.id,
+                workflow_version=workflow.version,
+                trigger_source="schedule",
+                initial_input=trigger.initial_input,
+                definition_snapshot=workflow.spec(),
+            )
+        )
+        await start_run_workflow(
+            self._client,
+            record,
+            task_queue=activity.info().task_queue,
+            default_gate_timeout_seconds=trigger.default_gate_timeout_seconds,
+        )
+        return ScheduledRunResult(run_id=record.id)
+
+    async def _skip(self, trigger: ScheduleTriggerInput, reason: str) -> ScheduledRunResult:
+        event: dict[str, Any] = {
+            "type": "schedule_skipped",
+            "scheduleId": trigger.schedule_id,
+            "workflowId": trigger.workflow_id,
+            "reason": reason,
+            "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        }
+        await self._store.append_event(skip_log_key(trigger.schedule_id), event)
+        activity.logger.info("schedule %s skipped: %s", trigger.schedule_id, reason)
+        return ScheduledRunResult(skipped_reason=reason)
+
+    async def _delete_schedule(self, schedule_id: str) -> None:
+        try:
+            await self._client.get_schedule_handle(schedule_id).delete()
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+
+    def all(self) -> list[Any]:
+        return [self.start_scheduled_run]

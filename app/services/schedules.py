@@ -1,0 +1,224 @@
+"""Recurring runs through Temporal Schedules; Temporal is the source of truth for schedules.
+
+Each schedule starts the `TrellisScheduleTrigger` workflow, whose activity starts the
+run (`triggerSource: "schedule"`) or records why it did not. The schedule's action
+argument keeps the configuration as given (Temporal keeps a cron only as calendars).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TypeVar
+
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleDescription,
+    ScheduleHandle,
+    ScheduleIntervalSpec,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleState,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.scheduling import skip_log_key
+from activities.store.base import Store
+from activities.store.records import WorkflowRecord
+from app.errors import InvalidRequest, NotFound
+from app.schemas.schedule import (
+    OverlapPolicy,
+    ScheduleActionPublic,
+    ScheduleCreate,
+    SchedulePublic,
+    ScheduleSkip,
+)
+from temporal_workflows import search_attributes
+from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE, ScheduleTriggerInput
+
+OVERLAP: dict[OverlapPolicy, ScheduleOverlapPolicy] = {
+    "skip": ScheduleOverlapPolicy.SKIP,
+    "buffer_one": ScheduleOverlapPolicy.BUFFER_ONE,
+    "buffer_all": ScheduleOverlapPolicy.BUFFER_ALL,
+    "cancel_other": ScheduleOverlapPolicy.CANCEL_OTHER,
+    "terminate_other": ScheduleOverlapPolicy.TERMINATE_OTHER,
+    "allow_all": ScheduleOverlapPolicy.ALLOW_ALL,
+}
+OVERLAP_NAMES: dict[ScheduleOverlapPolicy, OverlapPolicy] = {v: k for k, v in OVERLAP.items()}
+T = TypeVar("T")
+
+
+def schedule_prefix(workflow_id: str) -> str:
+    return f"sched-{workflow_id}-"
+
+
+@dataclass
+class ScheduleService:
+    client: Client
+    store: Store
+    task_queue: str
+    default_gate_timeout_seconds: float | None = None
+
+    async def create(self, workflow: WorkflowRecord, body: ScheduleCreate) -> SchedulePublic:
+        """Create a Temporal Schedule for the workflow (paused when asked)."""
+        schedule_id = f"{schedule_prefix(workflow.id)}{uuid.uuid4().hex[:12]}"
+        await _temporal(
+            self.client.create_schedule(
+                schedule_id,
+                self._schedule(workflow, schedule_id, body),
+                search_attributes=TypedSearchAttributes(
+                    [SearchAttributePair(search_attributes.DEFINITION_ID, workflow.id)]
+                ),
+            )
+        )
+        return await self.get(workflow, schedule_id)
+
+    async def list_all(self, workflow: WorkflowRecord) -> list[SchedulePublic]:
+        """The workflow's schedules, oldest first (visibility is eventually consistent)."""
+        query = f"{search_attributes.DEFINITION_ID.name} = '{workflow.id}'"
+        ids = [s.id async for s in await self.client.list_schedules(query=query)]
+        found: list[SchedulePublic] = []
+        for schedule_id in ids:
+            try:
+                found.append(await self.get(workflow, schedule_id))
+            except NotFound:
+                continue  # deleted, still listed for a moment
+        return sorted(found, key=lambda s: (s.created_at, s.id))
+
+    async def get(self, workflow: WorkflowRecord, schedule_id: str) -> SchedulePublic:
+        """One schedule of the workflow, described by Temporal."""
+        desc = await _temporal(self._handle(workflow, schedule_id).describe())
+        return await self._public(desc)
+
+    async def replace(
+        self, workflow: WorkflowRecord, schedule_id: str, body: ScheduleCreate
+    ) -> SchedulePublic:
+        """Replace timing, input and overlap policy; pause or unpause when that changed."""
+        handle = self._handle(workflow, schedule_id)
+        new = self._schedule(workflow, schedule_id, body)
+
+        def updater(current: ScheduleUpdateInput) -> ScheduleUpdate:
+            # Keep the paused state here; it changes through pause()/unpause() below.
+            new.state = current.description.schedule.state
+            return ScheduleUpdate(schedule=new)
+
+        await _temporal(handle.update(updater))
+        await self.set_paused(workflow, schedule_id, body.paused)
+        return await self.get(workflow, schedule_id)
+
+    async def set_paused(self, workflow: WorkflowRecord, schedule_id: str, paused: bool) -> None:
+        """Pause or unpause (a no-op when already so)."""
+        handle = self._handle(workflow, schedule_id)
+        desc = await _temporal(handle.describe())
+        if desc.schedule.state.paused == paused:
+            return
+        if paused:
+            await _temporal(handle.pause(note="Paused through the Trellis API"))
+        else:
+            await _temporal(handle.unpause(note="Unpaused through the Trellis API"))
+
+    async def trigger(self, workflow: WorkflowRecord, schedule_id: str) -> None:
+        """Fire the schedule once now (its overlap policy applies)."""
+        await _temporal(self._handle(workflow, schedule_id).trigger())
+
+    async def delete(self, workflow: WorkflowRecord, schedule_id: str) -> None:
+        """Delete the schedule; runs it started are not affected."""
+        await _temporal(self._handle(workflow, schedule_id).delete())
+
+    async def skips(
+        self, workflow: WorkflowRecord, schedule_id: str, after_id: int, limit: int
+    ) -> list[ScheduleSkip]:
+        """Firings that started no run, oldest first, after the given skip id."""
+        self._handle(workflow, schedule_id)
+        events = await self.store.list_events(skip_log_key(schedule_id), after_id, limit)
+        return [ScheduleSkip.model_validate(e) for e in events]
+
+    def _handle(self, workflow: WorkflowRecord, schedule_id: str) -> ScheduleHandle:
+        if not schedule_id.startswith(schedule_prefix(workflow.id)):
+            raise NotFound(f"Schedule {schedule_id!r} not found for workflow {workflow.id!r}")
+        return self.client.get_schedule_handle(schedule_id)
+
+    def _schedule(
+        self, workflow: WorkflowRecord, schedule_id: str, body: ScheduleCreate
+    ) -> Schedule:
+        trigger = ScheduleTriggerInput(
+            schedule_id=schedule_id,
+            workflow_id=workflow.id,
+            initial_input=body.initial_input,
+            cron=body.cron,
+            interval_seconds=body.interval_seconds,
+            time_zone=body.time_zone,
+            default_gate_timeout_seconds=self.default_gate_timeout_seconds,
+        )
+        spec = ScheduleSpec(
+            cron_expressions=[body.cron] if body.cron else [],
+            intervals=[ScheduleIntervalSpec(every=timedelta(seconds=body.interval_seconds))]
+            if body.interval_seconds
+            else [],
+            time_zone_name=body.time_zone,
+        )
+        return Schedule(
+            action=ScheduleActionStartWorkflow(
+                SCHEDULE_WORKFLOW_TYPE,
+                trigger,
+                id=f"{schedule_id}-run",
+                task_queue=self.task_queue,
+                static_summary=f"Schedule of {workflow.name!r}",
+            ),
+            spec=spec,
+            policy=SchedulePolicy(overlap=OVERLAP[body.overlap_policy]),
+            state=ScheduleState(paused=body.paused),
+        )
+
+    async def _public(self, desc: ScheduleDescription) -> SchedulePublic:
+        action = desc.schedule.action
+        assert isinstance(action, ScheduleActionStartWorkflow)
+        [trigger] = await self.client.data_converter.decode(
+            list(action.args),
+            [ScheduleTriggerInput],
+        )
+        assert isinstance(trigger, ScheduleTriggerInput)
+        overlap: OverlapPolicy = OVERLAP_NAMES[desc.schedule.policy.overlap]
+        return SchedulePublic(
+            id=desc.id,
+            workflow_id=trigger.workflow_id,
+            cron=trigger.cron,
+            interval_seconds=trigger.interval_seconds,
+            time_zone=trigger.time_zone,
+            initial_input=trigger.initial_input,
+            overlap_policy=overlap,
+            paused=desc.schedule.state.paused,
+            note=desc.schedule.state.note,
+            num_actions=desc.info.num_actions,
+            next_action_times=list(desc.info.next_action_times[:5]),
+            recent_actions=[
+                ScheduleActionPublic(
+                    scheduled_at=a.scheduled_at,
+                    started_at=a.started_at,
+                    trigger_workflow_id=getattr(a.action, "workflow_id", ""),
+                )
+                for a in desc.info.recent_actions
+            ],
+            created_at=desc.info.created_at,
+            updated_at=desc.info.last_updated_at,
+        )
+
+
+async def _temporal(call: Awaitable[T]) -> T:
+    """Await a Temporal call; unknown schedules are 404, rejected specs 400."""
+    try:
+        return await call
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise NotFound(f"Schedule not found: {exc.message}") from None
+        if exc.status == RPCStatusCode.INVALID_ARGUMENT:
+            raise InvalidRequest(f"Invalid schedule: {exc.message}") from None
+        raise

@@ -1,0 +1,190 @@
+"""Recurring runs on Temporal Schedules, managed through the API."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from tests.engine.conftest import Platform
+
+ECHO = {"nodes": [{"id": "a", "name": "a", "nodeType": "step", "executorKey": "builtin:echo"}]}
+DAILY = {"cron": "0 9 * * 1-5", "timeZone": "Europe/Berlin", "initialInput": {"x": 1}}
+
+
+def url(workflow_id: str, schedule_id: str = "") -> str:
+    return f"/api/v1/workflows/{workflow_id}/schedules" + (f"/{schedule_id}" if schedule_id else "")
+
+
+@asynccontextmanager
+async def schedule(
+    platform: Platform, workflow_id: str, body: dict[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """A schedule that is deleted afterwards, so nothing keeps firing on the shared server."""
+    response = await platform.api.post(url(workflow_id), json=body)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    try:
+        yield created
+    finally:
+        await platform.api.delete(url(workflow_id, created["id"]))
+
+
+async def eventually(check: Any, within: float = 10.0) -> Any:
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        value = await check()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.1)
+
+
+async def runs_of(platform: Platform, workflow_id: str) -> list[dict[str, Any]]:
+    response = await platform.api.get(f"/api/v1/workflows/{workflow_id}/runs")
+    runs: list[dict[str, Any]] = response.json()["runs"]
+    return runs
+
+
+class TestFiring:
+    async def test_an_interval_schedule_starts_runs_marked_schedule(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, {"intervalSeconds": 1, "initialInput": {"n": 3}}):
+            runs = await eventually(lambda: runs_of(platform, wf))
+        run = await platform.wait(wf, runs[-1]["id"])
+        assert run["status"] == "completed" and run["triggerSource"] == "schedule"
+        assert run["initialInput"] == {"n": 3}
+
+    async def test_trigger_fires_once_now(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, DAILY) as created:
+            response = await platform.api.post(url(wf, created["id"]) + "/trigger")
+            assert response.status_code == 202
+            runs = await eventually(lambda: runs_of(platform, wf))
+            assert len(runs) == 1 and runs[0]["triggerSource"] == "schedule"
+            described = (await platform.api.get(url(wf, created["id"]))).json()
+            assert described["numActions"] == 1 and len(described["recentActions"]) == 1
+
+    async def test_a_disabled_workflow_starts_no_run_and_the_skip_is_recorded(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO, enable=False)
+        async with schedule(platform, wf, DAILY) as created:
+            await platform.api.post(url(wf, created["id"]) + "/trigger")
+
+            async def skips() -> list[dict[str, Any]]:
+                response = await platform.api.get(url(wf, created["id"]) + "/skips")
+                found: list[dict[str, Any]] = response.json()["skips"]
+                return found
+
+            [skip] = await eventually(skips)
+        assert skip["reason"] == "workflow disabled" and skip["timestamp"]
+        assert await runs_of(platform, wf) == []
+
+    async def test_a_deleted_workflows_schedule_deletes_itself_when_it_fires(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        created = (await platform.api.post(url(wf), json=DAILY)).json()
+        handle = platform.client.get_schedule_handle(created["id"])
+        assert (await platform.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+        await handle.trigger()
+
+        async def gone() -> bool:
+            return not [
+                s async for s in await platform.client.list_schedules() if s.id == created["id"]
+            ]
+
+        assert await eventually(gone)
+
+
+class TestManaging:
+    async def test_create_returns_the_schedule_as_given_with_next_times(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, {**DAILY, "overlapPolicy": "buffer_one"}) as created:
+            assert created["id"].startswith(f"sched-{wf}-")
+            assert {k: created[k] for k in (*DAILY, "intervalSeconds", "overlapPolicy")} == {
+                **DAILY,
+                "intervalSeconds": None,
+                "overlapPolicy": "buffer_one",
+            }
+            assert created["paused"] is False and len(created["nextActionTimes"]) == 5
+            fetched = (await platform.api.get(url(wf, created["id"]))).json()
+            assert fetched["cron"] == DAILY["cron"] and fetched["workflowId"] == wf
+
+    async def test_list_shows_the_workflows_schedules(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        async with (
+            schedule(platform, wf, DAILY) as one,
+            schedule(platform, wf, {"intervalSeconds": 3600}) as two,
+        ):
+
+            async def listed() -> list[str]:
+                response = await platform.api.get(url(wf))
+                ids = [s["id"] for s in response.json()["schedules"]]
+                return ids if len(ids) == 2 else []
+
+            assert set(await eventually(listed)) == {one["id"], two["id"]}
+
+    async def test_put_replaces_timing_and_pauses(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, DAILY) as created:
+            response = await platform.api.put(
+                url(wf, created["id"]),
+                json={"intervalSeconds": 120, "overlapPolicy": "allow_all", "paused": True},
+            )
+            assert response.status_code == 200, response.text
+            body = response.json()
+            assert body["cron"] is None and body["intervalSeconds"] == 120
+            assert body["overlapPolicy"] == "allow_all" and body["paused"] is True
+            assert body["timeZone"] == "UTC" and body["initialInput"] == {}
+
+    async def test_pause_and_unpause(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, DAILY) as created:
+            paused = await platform.api.post(url(wf, created["id"]) + "/pause")
+            assert paused.json()["paused"] is True
+            resumed = await platform.api.post(url(wf, created["id"]) + "/unpause")
+            assert resumed.json()["paused"] is False
+
+    async def test_delete_removes_the_schedule(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        created = (await platform.api.post(url(wf), json=DAILY)).json()
+        assert (await platform.api.delete(url(wf, created["id"]))).status_code == 204
+        assert (await platform.api.get(url(wf, created["id"]))).status_code == 404
+
+    async def test_another_workflows_schedule_is_404(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        other = await platform.create(ECHO)
+        async with schedule(platform, wf, DAILY) as created:
+            response = await platform.api.get(url(other, created["id"]))
+            assert response.status_code == 404
+
+
+class TestValidation:
+    async def test_exactly_one_of_cron_and_interval(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        for body in ({}, {"cron": "* * * * *", "intervalSeconds": 60}):
+            response = await platform.api.post(url(wf), json=body)
+            assert response.status_code == 400
+            assert "exactly one of cron and intervalSeconds" in response.text
+
+    async def test_an_invalid_cron_is_400(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(url(wf), json={"cron": "61 * * * *"})
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] == "invalid_request"
+
+    async def test_an_unknown_time_zone_is_400(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(
+            url(wf), json={"cron": "0 * * * *", "timeZone": "Mars/Olympus"}
+        )
+        assert response.status_code == 400
+        assert "unknown IANA time zone" in response.json()["error"]["message"]
