@@ -30,10 +30,17 @@ def spec_of(data: WorkflowSpec) -> WorkflowSpec:
     return WorkflowSpec.model_validate(data.model_dump(include=set(WorkflowSpec.model_fields)))
 
 
+class RunCanceller(Protocol):
+    """Cancels a workflow's open runs (through Temporal) before its records go."""
+
+    async def cancel_open_runs(self, workflow_id: str) -> list[str]: ...
+
+
 @dataclass
 class DefinitionService:
     store: Store
     catalog: ExecutorChecker
+    run_canceller: RunCanceller | None = None
 
     def _validated(self, spec: WorkflowSpec, *, check_executors: bool) -> WorkflowSpec:
         """Assign missing node ids and apply every save-time rule (DefinitionError → 400)."""
@@ -112,6 +119,8 @@ class DefinitionService:
         The run engine extends this to cancel the workflow's running runs first, so no
         activity writes a node run for a definition that no longer exists.
         """
+        if self.run_canceller is not None:
+            await self.run_canceller.cancel_open_runs(current.id)
 
 
 def _plain(value: object) -> object:

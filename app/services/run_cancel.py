@@ -1,0 +1,72 @@
+"""Cancelling a workflow's open runs through Temporal, before its records are deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.store.base import Store
+from activities.store.records import RunRecord
+from app.temporal_link import TemporalLink
+
+log = logging.getLogger(__name__)
+OPEN_STATUSES = ("pending", "running", "paused", "awaiting_approval")
+PAGE = 100
+
+
+@dataclass
+class RunCanceller:
+    store: Store
+    temporal: TemporalLink
+    # How long to wait for cancelled runs to record their end; a step that ignores
+    # cancellation must not hold the delete forever.
+    wait_seconds: float = 10.0
+
+    async def cancel_open_runs(self, workflow_id: str) -> list[str]:
+        """Cancel every open run of the workflow and wait (bounded) for them to close."""
+        runs = await self._open_runs(workflow_id)
+        if not runs:
+            return []  # nothing to cancel: deleting needs no Temporal
+        client = await self.temporal.require()
+        await asyncio.gather(*(_cancel(client, run.id) for run in runs))
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*(_closed(client, run.id) for run in runs)), self.wait_seconds
+            )
+        except TimeoutError:
+            log.warning("runs of %s still closing after %ss", workflow_id, self.wait_seconds)
+        return [run.id for run in runs]
+
+    async def _open_runs(self, workflow_id: str) -> list[RunRecord]:
+        found: list[RunRecord] = []
+        for status in OPEN_STATUSES:
+            page = 1
+            while True:
+                runs, total = await self.store.list_runs(
+                    workflow_id, status=status, page=page, per_page=PAGE
+                )
+                found += runs
+                if page * PAGE >= total or not runs:
+                    break
+                page += 1
+        return found
+
+
+async def _cancel(client: Client, run_id: str) -> None:
+    try:
+        await client.get_workflow_handle(run_id).cancel()
+    except RPCError as exc:
+        # Already closed, or never started: nothing left to cancel.
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+
+
+async def _closed(client: Client, run_id: str) -> None:
+    try:
+        await client.get_workflow_handle(run_id).result()
+    except Exception:
+        return  # cancelled (the expected end), failed, or gone: closed either way
