@@ -6,6 +6,7 @@ import uuid
 
 from tests.e2e.helpers import node_runs, retries, step
 from tests.engine.conftest import Platform
+from tests.peers.catalog import Peers
 
 
 async def test_structured_content_becomes_the_output_object(platform: Platform) -> None:
@@ -102,3 +103,18 @@ async def test_one_steps_output_feeds_the_next_tools_arguments(platform: Platfor
 
     assert run["status"] == "completed", run
     assert node_runs(run)["Second"]["outputSnapshot"] == {"total": 13}
+
+
+async def test_steps_reuse_the_workers_session_without_a_handshake_each(
+    platform: Platform, peers: Peers
+) -> None:
+    await platform.run({"nodes": [step("Warm", "peer-http/echo", {"text": "warm"})]})
+    handshakes, calls = peers.mcp_stats.handshakes, peers.mcp_stats.methods["tools/call"]
+
+    run = await platform.run(
+        {"nodes": [step(f"Echo {i}", "peer-http/echo", {"text": str(i)}) for i in range(5)]}
+    )
+
+    assert run["status"] == "completed", run
+    assert peers.mcp_stats.methods["tools/call"] == calls + 5
+    assert peers.mcp_stats.handshakes == handshakes

@@ -102,3 +102,20 @@ async def test_the_pool_strategy_is_not_sent_to_the_agent(platform: Platform) ->
 
     assert run["status"] == "completed", run
     assert node_runs(run)["Create"]["outputSnapshot"]["config"] == {"x": 1}
+
+
+async def test_an_unknown_pool_strategy_fails_without_retrying(platform: Platform) -> None:
+    run = await platform.run(
+        {
+            "nodes": [
+                pool_step(
+                    "Create", ACCOUNT_MANAGERS, {"poolStrategy": "random"}, stepConfig=retries(3)
+                )
+            ]
+        }
+    )
+
+    assert run["status"] == "failed", run
+    created = node_runs(run)["Create"]
+    assert created["attempt"] == 1
+    assert "unknown poolStrategy 'random'" in created["error"]
