@@ -39,7 +39,9 @@ class Row:
 
 
 def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+    if value is None:
+        return "-"
+    return f"{value:,.2f}" if value < 10 else f"{value:,.1f}"
 
 
 def print_report(rows: list[Row], events: dict[str, dict[str, Any]]) -> None:
