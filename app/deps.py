@@ -12,6 +12,7 @@ from activities.store.base import Store
 from activities.store.records import WorkflowRecord, WorkflowVersionRecord
 from app.errors import InvalidRequest, NotFound
 from app.services.definitions import DefinitionService
+from app.services.run_cancel import RunCanceller
 from app.settings import Settings
 from app.temporal_link import TemporalLink
 from temporal_workflows.validation import NODE_ID_PATTERN
@@ -62,8 +63,11 @@ CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
 
 
-def get_definitions(store: StoreDep, catalog: CatalogDep) -> DefinitionService:
-    return DefinitionService(store=store, catalog=catalog)
+def get_definitions(
+    store: StoreDep, catalog: CatalogDep, link: TemporalLinkDep
+) -> DefinitionService:
+    # Deleting a workflow cancels its open runs first (dialling Temporal only if any).
+    return DefinitionService(store=store, catalog=catalog, run_canceller=RunCanceller(store, link))
 
 
 DefinitionsDep = Annotated[DefinitionService, Depends(get_definitions)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
@@ -41,6 +42,10 @@ def build_worker(
         activities=[*steps.all(), *projections.all(), *scheduling.all(), *extra_activities],
         max_concurrent_activities=200,
         max_concurrent_local_activities=200,
+        # Heartbeats carry cancellation to a running step: send them often enough that a
+        # cancelled run stops its executors within about a second.
+        max_heartbeat_throttle_interval=timedelta(seconds=1),
+        default_heartbeat_throttle_interval=timedelta(seconds=1),
     )
 
 

@@ -12,6 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from app.devserver_flags import TUNING_ARGS
 from temporal_workflows import search_attributes
+from tests.peers.fixtures import peers  # noqa: F401  (one set of real peers per session)
 
 
 def temporal_binary() -> str:

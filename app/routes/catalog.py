@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from activities.executors.catalog import Catalog
 from activities.executors.catalog_models import AgentInfo, ServerInfo
 
-router = APIRouter(prefix="/api/v1", tags=["catalog"])
+router = APIRouter(tags=["catalog"])
 
 
 def _catalog(request: Request) -> Catalog:

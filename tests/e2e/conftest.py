@@ -24,11 +24,8 @@ from app.temporal import with_pydantic
 from app.worker import build_worker
 from tests.engine.conftest import Platform
 from tests.peers.catalog import Peers
-from tests.peers.fixtures import peers
 from tests.support.http_peer import HttpPeer
 from tests.support.server import serving
-
-__all__ = ["peers"]
 
 
 @pytest.fixture(scope="session")

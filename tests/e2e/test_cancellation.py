@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from tests.e2e.helpers import eventually, node_runs, step
 from tests.engine.conftest import Platform
 from tests.peers.catalog import Peers
@@ -50,15 +48,6 @@ async def test_a_run_cancelled_during_a_tool_call_ends_cancelled(
     assert node_runs(run)["Nap"]["status"] == "cancelled"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the step activity learns of the cancellation only from a heartbeat response, and "
-        "the worker throttles heartbeats to 0.8 x heartbeatTimeout (30 s) = 24 s; measured: "
-        "the agent saw tasks/cancel 24 s after the run was cancelled, ~1 s with "
-        "Worker(max_heartbeat_throttle_interval=1 s)"
-    ),
-)
 async def test_cancelling_a_run_cancels_the_agents_task_within_seconds(
     platform: Platform, peers: Peers
 ) -> None:

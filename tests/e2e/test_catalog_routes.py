@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from tests.engine.conftest import Platform
 from tests.peers.catalog import AGENTS
 from tests.peers.mcp_server import ECHO_TOOLS
-
-# app/routes/catalog.py declares prefix="/api/v1" and app/main.py includes it under
-# "/api/v1" again, so the real app serves /api/v1/api/v1/servers and /servers is a 404.
-pytestmark = pytest.mark.xfail(
-    strict=True, reason="catalog routes mounted at /api/v1/api/v1/... (double prefix)"
-)
 
 
 async def get(platform: Platform, path: str) -> Any:

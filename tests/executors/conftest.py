@@ -12,9 +12,6 @@ from activities.executors.base import StepCall
 from activities.executors.catalog import Catalog, load_catalog
 from activities.executors.registry import ExecutorRegistry
 from tests.peers.catalog import Peers
-from tests.peers.fixtures import peers
-
-__all__ = ["peers"]
 
 _ids = itertools.count(1)
 

@@ -17,7 +17,7 @@ from tests.peers.serving import ServedApp
 async def api(catalog: Catalog) -> AsyncIterator[httpx.AsyncClient]:
     app = FastAPI()
     app.state.catalog = catalog
-    app.include_router(router)
+    app.include_router(router, prefix="/api/v1")
     served = ServedApp(app).start()
     async with httpx.AsyncClient(base_url=served.base_url) as client:
         yield client

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from temporalio.client import WorkflowExecutionStatus
 
 from activities.executors.catalog import load_catalog
@@ -65,10 +64,6 @@ class TestDeleteCancelsRuns:
         await service.delete(record)
         assert await platform.store.get_workflow(wf) is None
 
-    @pytest.mark.xfail(
-        reason="needs app.deps.get_definitions to pass run_canceller=RunCanceller(store, link)",
-        strict=False,
-    )
     async def test_delete_over_http_cancels_the_running_run(self, platform: Platform) -> None:
         wf = await platform.create(LONG)
         run_id = await platform.trigger(wf)

@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -36,7 +37,7 @@ from tests.peers.mcp_server import McpStats, build_mcp_server
 from tests.peers.serving import ServedApp, free_port
 
 
-def _agent(name: str, skill: str, description: str, *tags: str, **kw: bool) -> AgentSpec:
+def _agent(name: str, skill: str, description: str, *tags: str, **kw: Any) -> AgentSpec:
     return AgentSpec(name, skills=((skill, description, tags),), **kw)
 
 
