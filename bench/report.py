@@ -15,9 +15,9 @@ class Row:
 
     name: str
     ours: float
-    hand: float
+    hand: float | None
     unit: str
-    ratio: float
+    ratio: float | None
     target: float | None
     ours_p90: float | None = None
     hand_p90: float | None = None
@@ -25,7 +25,7 @@ class Row:
 
     @property
     def verdict(self) -> str:
-        if self.target is None:
+        if self.target is None or self.ratio is None:
             return ""
         if self.unit == "runs/s":
             return "ok" if self.ratio >= self.target else "MISS"
@@ -44,6 +44,10 @@ def _num(value: float | None) -> str:
     return f"{value:,.2f}" if value < 10 else f"{value:,.1f}"
 
 
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
 def print_report(rows: list[Row], events: dict[str, dict[str, Any]]) -> None:
     """Print the comparison table, then history events per run."""
     width = max(len(r.name) for r in rows)
@@ -56,7 +60,7 @@ def print_report(rows: list[Row], events: dict[str, dict[str, Any]]) -> None:
     for r in rows:
         print(
             f"{r.name:<{width}}  {r.unit:>6}  {_num(r.ours):>8}  {_num(r.ours_p90):>8}  "
-            f"{_num(r.hand):>8}  {_num(r.hand_p90):>8}  {r.ratio:>5.2f}x  {r.target_text:>7}  "
+            f"{_num(r.hand):>8}  {_num(r.hand_p90):>8}  {_ratio(r.ratio):>6}  {r.target_text:>7}  "
             f"{r.verdict} {r.note}".rstrip()
         )
     print("\nms: median (p90) trigger -> completed; runs/s: higher is better; ratio = ours/hand.")
