@@ -6,19 +6,13 @@ import uuid
 from dataclasses import dataclass
 
 from temporalio.client import Client
-from temporalio.common import (
-    SearchAttributePair,
-    TypedSearchAttributes,
-    WorkflowIDConflictPolicy,
-)
 
+from activities.run_start import start_run_workflow
 from activities.store.base import Store
 from activities.store.records import RunRecord, WorkflowRecord, utcnow
 from app.errors import InvalidRequest, NotFound, ServiceUnavailable
 from app.schemas.run import RunCreate
-from temporal_workflows import search_attributes
-from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, RunInput
-from temporal_workflows.definition import WorkflowSpec
+from temporal_workflows.contracts import CachedOutput
 
 DISABLED_MESSAGE = "Workflow is disabled. Please enable the workflow before triggering a run."
 # Rev of writes the API makes after start (the workflow's own writes start at 1).
@@ -64,28 +58,14 @@ class RunService:
     ) -> RunRecord:
         """Insert the pending run record and start its workflow (idempotent by run id)."""
         stored = await self.store.insert_run(record)
-        run_input = RunInput(
-            run_id=record.id,
-            workflow_id=record.workflow_definition_id,
-            workflow_version=record.workflow_version,
-            definition=record.definition_snapshot,
-            initial_input=record.initial_input,
-            trigger_source=record.trigger_source,
-            parent_run_id=record.parent_run_id,
-            cached_outputs=cached or {},
-            stop_after_node_id=stop_after_node_id,
-            default_gate_timeout_seconds=self.default_gate_timeout_seconds,
-        )
         try:
-            await self.temporal.start_workflow(
-                WORKFLOW_TYPE,
-                run_input,
-                id=record.id,
+            await start_run_workflow(
+                self.temporal,
+                record,
                 task_queue=self.task_queue,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                search_attributes=_search_attributes(record),
-                static_summary=record.definition_snapshot.name,
-                static_details=_details(record.definition_snapshot, record),
+                cached=cached,
+                stop_after_node_id=stop_after_node_id,
+                default_gate_timeout_seconds=self.default_gate_timeout_seconds,
             )
         except Exception as exc:
             await self.store.update_run(
@@ -141,21 +121,3 @@ def new_run_id(workflow_id: str, idempotency_key: str | None) -> str:
     if idempotency_key is None:
         return f"run-{uuid.uuid4()}"
     return f"run-{uuid.uuid5(uuid.NAMESPACE_URL, f'trellis:{workflow_id}:{idempotency_key}')}"
-
-
-def _search_attributes(record: RunRecord) -> TypedSearchAttributes:
-    pairs = [
-        SearchAttributePair(search_attributes.DEFINITION_ID, record.workflow_definition_id),
-        SearchAttributePair(search_attributes.RUN_STATUS, "pending"),
-        SearchAttributePair(search_attributes.TRIGGER_SOURCE, record.trigger_source),
-    ]
-    if record.parent_run_id:
-        pairs.append(SearchAttributePair(search_attributes.PARENT_RUN_ID, record.parent_run_id))
-    return TypedSearchAttributes(pairs)
-
-
-def _details(spec: WorkflowSpec, record: RunRecord) -> str:
-    return (
-        f"Workflow {spec.name!r} (definition {record.workflow_definition_id}, "
-        f"version {record.workflow_version}), triggered by {record.trigger_source}"
-    )
