@@ -180,6 +180,7 @@ class NodeRunner(RunRuntime):
         return "skip"
 
     async def _skip_step(self, node: WorkflowNode, node_run_id: str, scope: Scope) -> None:
+        """Record a node a reviewer (or a gate's timeout) skipped; it outputs nothing."""
         await self._record_node(
             node_run_id,
             node,
@@ -314,16 +315,7 @@ class NodeRunner(RunRuntime):
         try:
             snapshot, output = await body(node, scope, node_run_id)
         except NodeSkipped:
-            await self._record_node(
-                node_run_id,
-                node,
-                "skipped",
-                event="node_skipped",
-                finished_at=self._stamp(),
-                error="skipped by reviewer",
-            )
-            scope.previous_step_outputs[node.name] = None
-            return None
+            return await self._skip_step(node, node_run_id, scope)
         except NodeFailed as failed:
             error = (
                 failed.error

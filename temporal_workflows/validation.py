@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from temporal_workflows.definition import WorkflowNode, WorkflowSpec
+from temporal_workflows.definition import WorkflowNode, WorkflowSpec, iter_nodes
 from temporal_workflows.expressions import ExpressionError, check_expression, template_expressions
 
 MAX_DEPTH = 12
@@ -38,7 +38,7 @@ class DefinitionError(ValueError):
 
 def normalise(spec: WorkflowSpec, new_id: Callable[[], str]) -> WorkflowSpec:
     """Assign ids to nodes without one, then check every rule; raise DefinitionError."""
-    for node in _walk(spec.nodes):
+    for node in iter_nodes(spec.nodes):
         if node.id is None:
             node.id = new_id()
     problems = check(spec)
@@ -46,14 +46,6 @@ def normalise(spec: WorkflowSpec, new_id: Callable[[], str]) -> WorkflowSpec:
         raise DefinitionError(problems)
     return spec
 
-
-def _walk(nodes: list[WorkflowNode]) -> list[WorkflowNode]:
-    out: list[WorkflowNode] = []
-    for node in nodes:
-        out.append(node)
-        for _, seq in node.child_sequences():
-            out.extend(_walk(seq))
-    return out
 
 
 def check(spec: WorkflowSpec) -> list[Problem]:
