@@ -513,6 +513,7 @@ class NodeRunner(RunRuntime):
         await self._confirm_container(node, node_run_id)
         review = _review(node)
         end = node.loop_config.end_condition_cel
+        outer = {k: scope.extra.get(k) for k in ("iteration", "loop_outputs")}
         outputs: list[Any] = []
         ended_by = "maxIterations"
         iteration = 0
@@ -548,8 +549,11 @@ class NodeRunner(RunRuntime):
                 if done:
                     ended_by = "endConditionCel"
                     break
-        for key in ("iteration", "loop_outputs"):
-            scope.extra.pop(key, None)
+        for key, value in outer.items():  # restore an enclosing loop's variables
+            if value is None:
+                scope.extra.pop(key, None)
+            else:
+                scope.extra[key] = value
         return {"iterations": len(outputs), "endedBy": ended_by}, outputs
 
     def _evaluate(self, node: WorkflowNode, source: str, variables: dict[str, Any]) -> Any:

@@ -47,7 +47,6 @@ def normalise(spec: WorkflowSpec, new_id: Callable[[], str]) -> WorkflowSpec:
     return spec
 
 
-
 def check(spec: WorkflowSpec) -> list[Problem]:
     """All rule violations of a definition whose node ids are assigned."""
     problems: list[Problem] = []

@@ -340,3 +340,29 @@ class TestNesting:
         )
         assert run["status"] == "completed", run
         assert run["finalOutput"] == [{"p1": {"v": 1}, "p2": {"v": 2}}, {"v": 3}]
+
+
+class TestNestedLoops:
+    async def test_an_inner_loop_restores_the_outer_iteration(self, platform: Platform) -> None:
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "outer",
+                        "nodeType": "loop",
+                        "loopConfig": {"maxIterations": 2},
+                        "children": [
+                            {
+                                "name": "inner",
+                                "nodeType": "loop",
+                                "loopConfig": {"maxIterations": 2},
+                                "children": [transform("in", i="iteration")],
+                            },
+                            transform("after", outer="iteration"),
+                        ],
+                    }
+                ]
+            }
+        )
+        assert run["status"] == "completed", run
+        assert run["finalOutput"] == [{"outer": 0}, {"outer": 1}]
