@@ -14,7 +14,7 @@ from temporalio.exceptions import ApplicationError
 from activities.executors.base import Executor, PermanentError, StepCall
 from activities.projections import write_node_run
 from activities.store.base import Store
-from temporal_workflows.contracts import EXECUTE_STEP, StepInput, StepOutput
+from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
 from temporal_workflows.retry import PERMANENT_ERROR_TYPE
 
 # Step outputs travel in workflow history; keep well under Temporal's 2 MB payload limit.
@@ -57,19 +57,7 @@ class StepActivities:
             },
             "node_started",
         )
-        call = StepCall(
-            run_id=step.run_id,
-            workflow_id=step.workflow_id,
-            node_id=step.node_id,
-            node_name=step.node_name,
-            node_run_id=step.node_run_id,
-            executor_key=step.executor_key,
-            a2a_pool=step.a2a_pool,
-            config=step.config,
-            context=step.context,
-            attempt=attempt,
-            heartbeat=(lambda *d: None) if info.is_local else activity.heartbeat,
-        )
+        call = _call(step, attempt, (lambda *d: None) if info.is_local else activity.heartbeat)
         try:
             outcome = await self._with_heartbeats(call, info.is_local)
             _check_size(outcome.output)
@@ -150,8 +138,36 @@ class StepActivities:
             }
         await write_node_run(self._store, fields, event)
 
+    @activity.defn(name=PLAN_STEP)
+    async def plan_step(self, step: StepInput) -> StepPlan:
+        """The agent a pool step will try first, so the Web UI can show it before it runs."""
+        plan = getattr(self._executor, "plan", None)
+        if plan is None:
+            return StepPlan()
+        try:
+            resolved = await plan(_call(step, attempt=1, heartbeat=lambda *d: None))
+        except Exception:  # the step itself will report the problem
+            resolved = None
+        return StepPlan(resolved_executor=resolved)
+
     def all(self) -> list[Any]:
-        return [self.execute_step]
+        return [self.execute_step, self.plan_step]
+
+
+def _call(step: StepInput, attempt: int, heartbeat: Any) -> StepCall:
+    return StepCall(
+        run_id=step.run_id,
+        workflow_id=step.workflow_id,
+        node_id=step.node_id,
+        node_name=step.node_name,
+        node_run_id=step.node_run_id,
+        executor_key=step.executor_key,
+        a2a_pool=step.a2a_pool,
+        config=step.config,
+        context=step.context,
+        attempt=attempt,
+        heartbeat=heartbeat,
+    )
 
 
 async def _heartbeat_forever() -> None:

@@ -14,6 +14,7 @@ WORKFLOW_TYPE = "TrellisRun"
 EXECUTE_STEP = "execute_step"
 RECORD_RUN = "record_run"
 RECORD_NODE_RUN = "record_node_run"
+PLAN_STEP = "plan_step"
 # A field value the recording activity replaces with its own clock's time.
 NOW = "$now"
 
@@ -83,6 +84,12 @@ class StepInput(CamelModel):
     # The run context the step sees (input, previous_step_content, ...).
     context: dict[str, Any] = Field(default_factory=dict)
     max_attempts: int = 1
+
+
+class StepPlan(CamelModel):
+    """Which executor a pool step will try first and why (for the operator's view)."""
+
+    resolved_executor: dict[str, Any] | None = None
 
 
 class StepOutput(CamelModel):

@@ -15,7 +15,13 @@ from temporalio.exceptions import ActivityError, CancelledError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows import expressions
-    from temporal_workflows.contracts import EXECUTE_STEP, StepInput, StepOutput
+    from temporal_workflows.contracts import (
+        EXECUTE_STEP,
+        PLAN_STEP,
+        StepInput,
+        StepOutput,
+        StepPlan,
+    )
     from temporal_workflows.definition import HumanReview, StepConfig, WorkflowNode
     from temporal_workflows.gates import (
         Decision,
@@ -41,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
 # Built-ins that are pure and quick run as local activities: no task-queue round trip.
 LOCAL_EXECUTORS = frozenset({"builtin:echo", "builtin:transform"})
 STEP_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+PLAN_TIMEOUT = timedelta(seconds=30)
 # What `_execute` returns for a step that failed under onError=skip.
 SKIPPED = object()
 
@@ -270,9 +277,21 @@ class NodeRunner(RunRuntime):
             heartbeat_timeout=STEP_HEARTBEAT_TIMEOUT,
             retry_policy=retry_policy(config),
             activity_id=step.node_run_id,
-            summary=node.name,
+            summary=await self._summary(step, node),
         )
         return result
+
+    async def _summary(self, step: StepInput, node: WorkflowNode) -> str:
+        """The activity's summary: the node name, and for pools the agent picked and why."""
+        if not node.a2a_pool:
+            return node.name
+        plan: StepPlan = await workflow.execute_local_activity(
+            PLAN_STEP, step, result_type=StepPlan, start_to_close_timeout=PLAN_TIMEOUT
+        )
+        chosen = plan.resolved_executor
+        if not chosen:
+            return node.name
+        return f"{node.name} → {chosen.get('key')} ({chosen.get('reason')})"
 
     async def _step_failed(
         self,

@@ -38,7 +38,28 @@ class PoolExecutor:
         self._catalog = catalog
         self._a2a = a2a
 
+    async def plan(self, call: StepCall) -> dict[str, Any]:
+        """The agent this step will try first and why (shown as the activity's summary)."""
+        strategy, candidates = await self._candidates(call)
+        first = self._available(candidates)[0]
+        return {
+            "kind": "a2a",
+            "key": first.name,
+            "poolIndex": first.index,
+            "strategy": strategy,
+            "reason": first.reason,
+        }
+
     async def execute(self, call: StepCall) -> StepOutcome:
+        strategy, candidates = await self._candidates(call)
+        return await self._first_success(call, strategy, candidates)
+
+    def _available(self, candidates: list[Candidate]) -> list[Candidate]:
+        up = [c for c in candidates if self._catalog.agent(c.name).status != "down"]
+        # When every card says down the statuses may be stale: try them all anyway.
+        return up or candidates
+
+    async def _candidates(self, call: StepCall) -> tuple[str, list[Candidate]]:
         strategy = call.config.get("poolStrategy", "failover")
         if strategy not in STRATEGIES:
             raise PermanentError(
@@ -56,14 +77,12 @@ class PoolExecutor:
                 Candidate(i, n, "failover: first available in pool order")
                 for i, n in enumerate(call.a2a_pool)
             ]
-        return await self._first_success(call, strategy, candidates)
+        return strategy, candidates
 
     async def _first_success(
         self, call: StepCall, strategy: str, candidates: list[Candidate]
     ) -> StepOutcome:
-        up = [c for c in candidates if self._catalog.agent(c.name).status != "down"]
-        # When every card says down the statuses may be stale: try them all anyway.
-        tried = up or candidates
+        tried = self._available(candidates)
         skipped = [f"{c.name}: card down" for c in candidates if c not in tried]
         failures: list[tuple[str, Exception]] = []
         for candidate in tried:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
 from activities.executors.a2a import A2AExecutor
@@ -41,6 +43,10 @@ class ExecutorRegistry:
             return await self.mcp.call(call, ref.server_id, ref.tool_name)
         assert ref.agent_name is not None
         return await self.a2a.execute(call, ref.agent_name)
+
+    async def plan(self, call: StepCall) -> dict[str, Any] | None:
+        """For a pool step, the agent it will try first and why; None for other steps."""
+        return await self.pool.plan(call) if call.a2a_pool else None
 
     async def close(self) -> None:
         """Close the HTTP client and every MCP session (stdio servers exit)."""

@@ -1,4 +1,4 @@
-"""What an operator sees in Temporal for a pool step: the node name, and the chosen agent."""
+"""What an operator sees in Temporal for a pool step: the node name and the chosen agent."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from tests.e2e.helpers import pool_step
 from tests.engine.conftest import Platform
 
 
-async def test_the_step_activity_result_in_history_names_the_chosen_agent(
+async def test_the_step_activity_summary_and_result_name_the_chosen_agent(
     platform: Platform,
 ) -> None:
     workflow_id = await platform.create(
@@ -30,7 +30,9 @@ async def test_the_step_activity_result_in_history_names_the_chosen_agent(
             payload = event.activity_task_completed_event_attributes.result.payloads[0]
             results.append(json.loads(payload.data))
 
-    assert summaries == ["Create Account"]
+    # The summary names the agent picked before the call (dead-agent's card is down).
+    [summary] = summaries
+    assert summary.startswith("Create Account → account-manager-v1 (failover")
     [result] = results
     chosen = result["resolvedExecutor"]
     assert chosen["key"] == "account-manager-v1"
