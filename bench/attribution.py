@@ -58,8 +58,8 @@ async def attribute(key: str, steps: int, reps: int, data_dir: Path) -> dict[str
         workflow_id = await p.create(sc.sequence(steps, key))
         stores: dict[str, Store] = {
             "no HTTP (RunService.trigger)": p.store,
-            "no HTTP, node-run writes dropped": DroppingStore(p.store, runs=False),  # type: ignore[dict-item]
-            "no HTTP, all read-model writes dropped": DroppingStore(p.store, runs=True),  # type: ignore[dict-item]
+            "no HTTP, node-run writes dropped": DroppingStore(p.store, runs=False),
+            "no HTTP, all read-model writes dropped": DroppingStore(p.store, runs=True),
         }
         workloads: dict[str, Any] = {"full: HTTP trigger": lambda: p.run_ours(workflow_id)}
         for name, store in stores.items():
