@@ -22,6 +22,7 @@ async def start_run_workflow(
     cached: dict[str, CachedOutput] | None = None,
     stop_after_node_id: str | None = None,
     default_gate_timeout_seconds: float | None = None,
+    history_event_budget: int | None = None,
 ) -> None:
     """Start `TrellisRun` for the record; starting the same run id again is a no-op."""
     run_input = RunInput(
@@ -35,6 +36,7 @@ async def start_run_workflow(
         cached_outputs=cached or {},
         stop_after_node_id=stop_after_node_id,
         default_gate_timeout_seconds=default_gate_timeout_seconds,
+        **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
     )
     await client.start_workflow(
         WORKFLOW_TYPE,

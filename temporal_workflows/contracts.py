@@ -41,6 +41,8 @@ class RunInput(CamelModel):
     stop_after_node_id: str | None = None
     # Gate timeout for nodes whose humanReview sets none (None: wait indefinitely).
     default_gate_timeout_seconds: float | None = None
+    # Stop starting nodes past this many history events (Temporal's hard limit: 51,200).
+    history_event_budget: int = 45_000
 
 
 class RunResult(CamelModel):

@@ -32,7 +32,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from temporal_workflows.retry import attempts, failure_message, retry_policy
     from temporal_workflows.runtime import (
+        ACTIVITY_EVENTS,
         BEFORE_RUN_REV,
+        LOCAL_ACTIVITY_EVENTS,
         OPEN_REV,
         REVIEW_REV,
         NodeFailed,
@@ -72,6 +74,7 @@ class NodeRunner(RunRuntime):
 
     async def _run_node(self, node: WorkflowNode, scope: Scope) -> Any:
         await self._hold_if_paused()
+        self._check_history(node)
         if node.node_type == "step":
             return await self._run_step(node, scope)
         body: Body = {
@@ -259,6 +262,7 @@ class NodeRunner(RunRuntime):
     ) -> StepOutput:
         timeout = timedelta(seconds=config.timeout_seconds)
         if node.executor_key in LOCAL_EXECUTORS:
+            self._events += LOCAL_ACTIVITY_EVENTS
             result: StepOutput = await workflow.execute_local_activity(
                 EXECUTE_STEP,
                 step,
@@ -269,6 +273,7 @@ class NodeRunner(RunRuntime):
                 summary=node.name,
             )
             return result
+        self._events += ACTIVITY_EVENTS
         result = await workflow.execute_activity(
             EXECUTE_STEP,
             step,
@@ -285,6 +290,7 @@ class NodeRunner(RunRuntime):
         """The activity's summary: the node name, and for pools the agent picked and why."""
         if not node.a2a_pool:
             return node.name
+        self._events += LOCAL_ACTIVITY_EVENTS
         plan: StepPlan = await workflow.execute_local_activity(
             PLAN_STEP, step, result_type=StepPlan, start_to_close_timeout=PLAN_TIMEOUT
         )
@@ -574,6 +580,16 @@ class NodeRunner(RunRuntime):
             else:
                 scope.extra[key] = value
         return {"iterations": len(outputs), "endedBy": ended_by}, outputs
+
+    def _check_history(self, node: WorkflowNode) -> None:
+        """Fail clearly before Temporal's hard history limit would terminate the run."""
+        length = max(workflow.info().get_current_history_length(), self._events)
+        if length > self._inp.history_event_budget:
+            raise NodeFailed(
+                node.name,
+                f"the run's history has about {length} events, near Temporal's limit of 51,200; "
+                "split long loops into separate runs",
+            )
 
     def _evaluate(self, node: WorkflowNode, source: str, variables: dict[str, Any]) -> Any:
         try:

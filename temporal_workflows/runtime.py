@@ -26,6 +26,10 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.gates import Decision, Requirement
 
 PROJECTION_TIMEOUT = timedelta(seconds=30)
+# History events an operation adds, for the history budget (a marker; schedule/start/
+# complete plus a workflow task).
+LOCAL_ACTIVITY_EVENTS = 1
+ACTIVITY_EVENTS = 6
 # Workflow-side node-run writes outrank any write an activity attempt makes; a gate
 # opened before a step runs writes the lowest rev, so the step's own writes win.
 FINAL_REV = 1_000_000_000
@@ -58,6 +62,9 @@ class NodeSkipped(Exception):
 class RunRuntime:
     def __init__(self) -> None:
         self._rev = 0
+        # An estimate of this run's history length: local activities run inside one
+        # workflow task, so the server's count lags far behind while they do.
+        self._events = 3
         self._status = "pending"
         self._node_counts: dict[str, int] = {}
         # node_run_id -> node name, in start order (dicts keep insertion order).
@@ -99,6 +106,7 @@ class RunRuntime:
             "paused_at": self._paused_at,
             **(changes or {}),
         }
+        self._events += LOCAL_ACTIVITY_EVENTS
         await workflow.execute_local_activity(
             RECORD_RUN,
             RunProjection(
@@ -175,6 +183,7 @@ class RunRuntime:
             "rev": rev,
             **fields,
         }
+        self._events += LOCAL_ACTIVITY_EVENTS
         await workflow.execute_local_activity(
             RECORD_NODE_RUN,
             NodeRunProjection(

@@ -366,3 +366,48 @@ class TestNestedLoops:
         )
         assert run["status"] == "completed", run
         assert run["finalOutput"] == [{"outer": 0}, {"outer": 1}]
+
+
+class TestHistoryBudget:
+    async def test_a_run_near_the_history_limit_fails_clearly(self, platform: Platform) -> None:
+        from activities.run_start import start_run_workflow
+        from activities.store.records import RunRecord
+        from temporal_workflows.definition import WorkflowSpec
+
+        spec = WorkflowSpec.model_validate(
+            {
+                "name": "long",
+                "nodes": [
+                    {
+                        "id": "L",
+                        "name": "L",
+                        "nodeType": "loop",
+                        "loopConfig": {"maxIterations": 500},
+                        "children": [
+                            {
+                                "id": "t",
+                                "name": "tick",
+                                "nodeType": "step",
+                                "executorKey": "builtin:echo",
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+        wf = await platform.create(
+            {"nodes": [{"name": "x", "nodeType": "step", "executorKey": "builtin:echo"}]}
+        )
+        record = RunRecord(
+            id="run-budget-1",
+            workflow_definition_id=wf,
+            workflow_version=1,
+            definition_snapshot=spec,
+        )
+        await platform.store.insert_run(record)
+        await start_run_workflow(
+            platform.client, record, task_queue=platform.task_queue, history_event_budget=60
+        )
+        run = await platform.wait(wf, "run-budget-1")
+        assert run["status"] == "failed"
+        assert "near Temporal's limit of 51,200" in run["errorSummary"]
