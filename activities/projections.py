@@ -12,7 +12,6 @@ from typing import Any
 from temporalio import activity
 
 from activities.store.base import Store
-from activities.store.records import NodeRunRecord
 from temporal_workflows.contracts import (
     NOW,
     RECORD_NODE_RUN,
@@ -29,11 +28,9 @@ class ProjectionActivities:
     @activity.defn(name=RECORD_RUN)
     async def record_run(self, projection: RunProjection) -> None:
         """Apply a change to the run record and log its event."""
-        applied = await self._store.update_run(
-            projection.run_id, projection.rev, _stamped(projection.changes)
+        await self._store.update_run(
+            projection.run_id, projection.rev, _stamped(projection.changes), projection.event
         )
-        if applied and projection.event is not None:
-            await self._store.append_event(projection.run_id, projection.event)
 
     @activity.defn(name=RECORD_NODE_RUN)
     async def record_node_run(self, projection: NodeRunProjection) -> None:
@@ -48,13 +45,7 @@ async def write_node_run(
     store: Store, fields: dict[str, Any], event: dict[str, Any] | None
 ) -> bool:
     """Merge `fields` into the stored node run (or create it); append the event if applied."""
-    fields = _stamped(fields)
-    existing = await store.get_node_run(fields["id"])
-    merged = {**existing.to_document(), **fields} if existing else fields
-    applied = await store.upsert_node_run(NodeRunRecord.model_validate(merged))
-    if applied and event is not None:
-        await store.append_event(fields["workflow_run_id"], event)
-    return applied
+    return await store.merge_node_run(_stamped(fields), [] if event is None else [event])
 
 
 def _stamped(fields: dict[str, Any]) -> dict[str, Any]:

@@ -12,14 +12,14 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.executors.base import Executor, PermanentError, StepCall
-from activities.projections import write_node_run
 from activities.store.base import Store
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
 from temporal_workflows.retry import PERMANENT_ERROR_TYPE
 
 # Step outputs travel in workflow history; keep well under Temporal's 2 MB payload limit.
 MAX_OUTPUT_BYTES = 1_000_000
-HEARTBEAT_EVERY_SECONDS = 5.0
+HEARTBEAT_EVERY_SECONDS = 1.0
+RUNNING_AFTER_SECONDS = 0.2
 
 
 def _now() -> str:
@@ -36,65 +36,33 @@ class StepActivities:
         """Call the step's executor once (one Temporal attempt) and record the attempt."""
         info = activity.info()
         attempt = info.attempt
-        base = {
-            "id": step.node_run_id,
-            "workflow_run_id": step.run_id,
-            "node_id": step.node_id,
-            "node_name": step.node_name,
-            "node_type": "step",
-            "attempt": attempt,
-        }
-        await self._record(
-            step,
-            {
-                **base,
-                "status": "running",
-                "started_at": _now(),
-                "finished_at": None,
-                "input_snapshot": step.config,
-                "error": None,
-                "rev": attempt * 10 + 1,
-            },
-            "node_started",
-        )
+        record = _Attempt(self._store, step, attempt)
+        # A step that ends quickly is written once, complete; one that runs longer
+        # shows as running after RUNNING_AFTER_SECONDS (well within "about a second").
+        announce = asyncio.create_task(record.running_after(RUNNING_AFTER_SECONDS))
         call = _call(step, attempt, (lambda *d: None) if info.is_local else activity.heartbeat)
         try:
             outcome = await self._with_heartbeats(call, info.is_local)
             _check_size(outcome.output)
         except asyncio.CancelledError:
-            await self._record(
-                step,
-                {
-                    **base,
-                    "status": "cancelled",
-                    "finished_at": _now(),
-                    "error": "cancelled",
-                    "rev": attempt * 10 + 9,
-                },
-                "node_cancelled",
-            )
+            await record.finish(announce, "cancelled", "node_cancelled", error="cancelled")
             raise
         except PermanentError as exc:
-            await self._record_error(step, base, attempt, str(exc))
+            await record.finish(announce, "running", None, error=str(exc))
             raise ApplicationError(
                 str(exc), type=PERMANENT_ERROR_TYPE, non_retryable=True
             ) from None
         except Exception as exc:
             message = str(exc) or type(exc).__name__
-            await self._record_error(step, base, attempt, message)
+            # The attempt's error is visible at once; the workflow writes the final status.
+            await record.finish(announce, "running", None, error=message)
             raise ApplicationError(message, type=type(exc).__name__) from None
-        await self._record(
-            step,
-            {
-                **base,
-                "status": "completed",
-                "finished_at": _now(),
-                "output_snapshot": outcome.output,
-                "error": None,
-                "resolved_executor": outcome.resolved_executor,
-                "rev": attempt * 10 + 3,
-            },
+        await record.finish(
+            announce,
+            "completed",
             "node_completed",
+            output_snapshot=outcome.output,
+            resolved_executor=outcome.resolved_executor,
         )
         return StepOutput(
             output=outcome.output, attempt=attempt, resolved_executor=outcome.resolved_executor
@@ -113,31 +81,6 @@ class StepActivities:
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
 
-    async def _record_error(
-        self, step: StepInput, base: dict[str, Any], attempt: int, message: str
-    ) -> None:
-        # The attempt's error is visible at once; the workflow writes the final status.
-        await self._record(
-            step, {**base, "status": "running", "error": message, "rev": attempt * 10 + 2}, None
-        )
-
-    async def _record(
-        self, step: StepInput, fields: dict[str, Any], event_type: str | None
-    ) -> None:
-        event = None
-        if event_type is not None:
-            event = {
-                "type": event_type,
-                "runId": step.run_id,
-                "nodeRunId": step.node_run_id,
-                "nodeId": step.node_id,
-                "nodeName": step.node_name,
-                "status": fields["status"],
-                "attempt": fields["attempt"],
-                "timestamp": _now(),
-            }
-        await write_node_run(self._store, fields, event)
-
     @activity.defn(name=PLAN_STEP)
     async def plan_step(self, step: StepInput) -> StepPlan:
         """The agent a pool step will try first, so the Web UI can show it before it runs."""
@@ -152,6 +95,70 @@ class StepActivities:
 
     def all(self) -> list[Any]:
         return [self.execute_step, self.plan_step]
+
+
+class _Attempt:
+    """The node-run writes of one attempt: at most one "running", then one final write."""
+
+    def __init__(self, store: Store, step: StepInput, attempt: int) -> None:
+        self._store = store
+        self._step = step
+        self._attempt = attempt
+        self._started_at = _now()
+        self._announced = False
+
+    def _base(self, status: str) -> dict[str, Any]:
+        return {
+            "id": self._step.node_run_id,
+            "workflow_run_id": self._step.run_id,
+            "node_id": self._step.node_id,
+            "node_name": self._step.node_name,
+            "node_type": "step",
+            "attempt": self._attempt,
+            "status": status,
+            "started_at": self._started_at,
+            "input_snapshot": self._step.config,
+        }
+
+    def _event(self, kind: str, status: str) -> dict[str, Any]:
+        return {
+            "type": kind,
+            "runId": self._step.run_id,
+            "nodeRunId": self._step.node_run_id,
+            "nodeId": self._step.node_id,
+            "nodeName": self._step.node_name,
+            "status": status,
+            "attempt": self._attempt,
+            "timestamp": _now(),
+        }
+
+    async def running_after(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        fields = {
+            **self._base("running"),
+            "finished_at": None,
+            "error": None,
+            "rev": self._attempt * 10 + 1,
+        }
+        await self._store.merge_node_run(fields, [self._event("node_started", "running")])
+        self._announced = True
+
+    async def finish(
+        self, announce: asyncio.Task[None], status: str, event: str | None, **fields: Any
+    ) -> None:
+        """The attempt's last write; carries node_started too when "running" was never sent."""
+        if not announce.done():
+            announce.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await announce
+        events = [] if self._announced else [self._event("node_started", "running")]
+        if event is not None:
+            events.append(self._event(event, status))
+        rev = self._attempt * 10 + {"running": 2, "completed": 3}.get(status, 9)
+        record = {**self._base(status), "error": None, **fields, "rev": rev}
+        if status != "running":
+            record["finished_at"] = _now()
+        await self._store.merge_node_run(record, events)
 
 
 def _call(step: StepInput, attempt: int, heartbeat: Any) -> StepCall:
@@ -171,9 +178,10 @@ def _call(step: StepInput, attempt: int, heartbeat: Any) -> StepCall:
 
 
 async def _heartbeat_forever() -> None:
+    # Not at once: a step that ends within the first interval never pays for a heartbeat.
     while True:
-        activity.heartbeat()
         await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
+        activity.heartbeat()
 
 
 def _check_size(output: Any) -> None:

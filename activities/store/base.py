@@ -5,6 +5,7 @@ SQLite (embedded default) and MongoDB implement it; one contract test suite chec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -61,8 +62,13 @@ class Store(Protocol):
     async def insert_run(self, record: RunRecord) -> RunRecord:
         """Insert a run; when one with this id exists, return it unchanged (idempotent)."""
 
-    async def update_run(self, run_id: str, rev: int, changes: dict[str, Any]) -> bool:
-        """Apply snake_case field changes when `rev` >= the stored rev; False otherwise."""
+    async def update_run(
+        self, run_id: str, rev: int, changes: dict[str, Any], event: dict[str, Any] | None = None
+    ) -> bool:
+        """Apply snake_case field changes when `rev` >= the stored rev; False otherwise.
+
+        When applied, `event` is appended to the run's log in the same write.
+        """
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 
@@ -86,6 +92,15 @@ class Store(Protocol):
     # -- node runs ---------------------------------------------------------
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:
         """Insert or replace when `record.rev` >= the stored rev; False when stale."""
+
+    async def merge_node_run(
+        self, fields: dict[str, Any], events: Sequence[dict[str, Any]] = ()
+    ) -> bool:
+        """Merge snake_case `fields` (with `id`, `rev`) into a node run, creating it if new.
+
+        Rev-guarded like `upsert_node_run`; when applied, `events` are appended in the same
+        write. The hot path of every step, so one round trip where the store allows it.
+        """
 
     async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
         """Node runs of the given runs, ordered by startedAt ascending (unstarted last)."""

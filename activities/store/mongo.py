@@ -8,7 +8,7 @@ date (milliseconds), round-trips microseconds. Writes that race are guarded by `
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -177,7 +177,31 @@ class MongoStore:
             raise StoreError(f"run {record.id} vanished right after insert")
         return from_stored(RunRecord, doc)
 
-    async def update_run(self, run_id: str, rev: int, changes: dict[str, Any]) -> bool:
+    async def update_run(
+        self, run_id: str, rev: int, changes: dict[str, Any], event: dict[str, Any] | None = None
+    ) -> bool:
+        applied = await self._update_run(run_id, rev, changes)
+        if applied and event is not None:
+            await self.append_event(run_id, event)
+        return applied
+
+    async def merge_node_run(
+        self, fields: dict[str, Any], events: Sequence[dict[str, Any]] = ()
+    ) -> bool:
+        # No multi-document transaction needed: the rev guard makes a retried merge
+        # harmless, and events are only appended after the record write applied.
+        with _errors():
+            doc = await self._db().node_runs.find_one({"_id": fields["id"]})
+        merged = {**doc, **fields} if doc else fields
+        merged.pop("_id", None)
+        record = from_stored(NodeRunRecord, merged)
+        if not await self.upsert_node_run(record):
+            return False
+        for event in events:
+            await self.append_event(record.workflow_run_id, event)
+        return True
+
+    async def _update_run(self, run_id: str, rev: int, changes: dict[str, Any]) -> bool:
         with _errors():
             doc = await self._db().runs.find_one({"_id": run_id})
             if doc is None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -41,6 +41,8 @@ from activities.store.sqlite_rows import (
 )
 from activities.store.sqlite_schema import migrate
 
+T = TypeVar("T")
+
 
 class SqliteStore:
     """`Store` on an aiosqlite connection; one connection per process, serialised by a lock."""
@@ -52,6 +54,9 @@ class SqliteStore:
         # One connection is shared by concurrent requests: the lock keeps one coroutine's
         # statements from landing inside another's open transaction.
         self._lock = asyncio.Lock()
+        # Writes waiting for the next group commit, and the task committing them.
+        self._pending: list[tuple[Callable[[aiosqlite.Connection], Awaitable[Any]], Any]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     # -- lifecycle -----------------------------------------------------------
     async def connect(self) -> None:
@@ -214,8 +219,10 @@ class SqliteStore:
         assert row is not None
         return from_stored(RunRecord, json.loads(row[0]))
 
-    async def update_run(self, run_id: str, rev: int, changes: dict[str, Any]) -> bool:
-        async with self._write() as db:
+    async def update_run(
+        self, run_id: str, rev: int, changes: dict[str, Any], event: dict[str, Any] | None = None
+    ) -> bool:
+        async def op(db: aiosqlite.Connection) -> bool:
             row = await _one(db, "SELECT doc FROM runs WHERE id = ?", (run_id,))
             if row is None:
                 return False
@@ -227,7 +234,11 @@ class SqliteStore:
                 f"REPLACE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})",
                 run_row(updated),
             )
+            if event is not None:
+                await _insert_event(db, run_id, event)
             return True
+
+        return await self._batched(op)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         async with self._read() as db:
@@ -282,14 +293,59 @@ class SqliteStore:
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:
         async with self._write() as db:
             # One statement: the rev comparison and the write cannot be split by another writer.
-            cursor = await db.execute(
-                f"INSERT INTO node_runs ({NODE_RUN_COLUMNS}) VALUES ({marks(5)})"
-                " ON CONFLICT (id) DO UPDATE SET workflow_run_id = excluded.workflow_run_id,"
-                " started_at = excluded.started_at, rev = excluded.rev, doc = excluded.doc"
-                " WHERE excluded.rev >= node_runs.rev",
-                node_run_row(record),
-            )
+            cursor = await db.execute(_UPSERT_NODE_RUN, node_run_row(record))
             return cursor.rowcount > 0
+
+    async def merge_node_run(
+        self, fields: dict[str, Any], events: Sequence[dict[str, Any]] = ()
+    ) -> bool:
+        async def op(db: aiosqlite.Connection) -> bool:
+            row = await _one(db, "SELECT doc FROM node_runs WHERE id = ?", (fields["id"],))
+            merged = {**json.loads(row[0]), **fields} if row else fields
+            record = from_stored(NodeRunRecord, merged)
+            cursor = await db.execute(_UPSERT_NODE_RUN, node_run_row(record))
+            if cursor.rowcount == 0:
+                return False
+            for event in events:
+                await _insert_event(db, record.workflow_run_id, event)
+            return True
+
+        return await self._batched(op)
+
+    async def _batched(self, op: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        """Run `op` in a transaction shared with the writes queued meanwhile (group commit).
+
+        Concurrent steps (parallel blocks, many runs) then pay one BEGIN/COMMIT together
+        instead of queueing one transaction each on the lock.
+        """
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending.append((op, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        result: T = await asyncio.shield(future)
+        return result
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                async with self._write() as db:
+                    results = [await op(db) for op, _ in batch]
+            except Exception:
+                # Something in the batch failed: run each alone so only its caller sees it.
+                for op, future in batch:
+                    try:
+                        async with self._write() as db:
+                            _settle(future, result=await op(db))
+                    except Exception as exc:
+                        _settle(future, error=exc)
+                continue
+            except BaseException as exc:
+                for _, future in batch:
+                    _settle(future, error=exc)
+                raise
+            for (_, future), result in zip(batch, results, strict=True):
+                _settle(future, result=result)
 
     async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
         if not run_ids:
@@ -309,14 +365,8 @@ class SqliteStore:
 
     # -- run events ----------------------------------------------------------
     async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
-        doc = to_json(event_document(event))
         async with self._write() as db:
-            cursor = await db.execute(
-                "INSERT INTO events (run_id, doc) VALUES (?, ?)", (run_id, doc)
-            )
-            event_id = cursor.lastrowid
-        assert event_id is not None
-        return event_id
+            return await _insert_event(db, run_id, event)
 
     async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:
         async with self._read() as db:
@@ -325,6 +375,32 @@ class SqliteStore:
                 (run_id, after_id, limit),
             )
         return [{**json.loads(doc), "id": event_id} for event_id, doc in rows]
+
+
+_UPSERT_NODE_RUN = (
+    f"INSERT INTO node_runs ({NODE_RUN_COLUMNS}) VALUES ({marks(5)})"
+    " ON CONFLICT (id) DO UPDATE SET workflow_run_id = excluded.workflow_run_id,"
+    " started_at = excluded.started_at, rev = excluded.rev, doc = excluded.doc"
+    " WHERE excluded.rev >= node_runs.rev"
+)
+
+
+async def _insert_event(db: aiosqlite.Connection, run_id: str, event: dict[str, Any]) -> int:
+    doc = to_json(event_document(event))
+    cursor = await db.execute("INSERT INTO events (run_id, doc) VALUES (?, ?)", (run_id, doc))
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def _settle(
+    future: asyncio.Future[Any], result: Any = None, error: BaseException | None = None
+) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
 
 
 async def _one(db: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> Any:
