@@ -6,6 +6,7 @@ out-of-order writes harmless.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,9 +15,11 @@ from temporalio import activity
 from activities.store.base import Store
 from temporal_workflows.contracts import (
     NOW,
+    RECORD_BATCH,
     RECORD_NODE_RUN,
     RECORD_RUN,
     NodeRunProjection,
+    ProjectionBatch,
     RunProjection,
 )
 
@@ -35,17 +38,32 @@ class ProjectionActivities:
     @activity.defn(name=RECORD_NODE_RUN)
     async def record_node_run(self, projection: NodeRunProjection) -> None:
         """Merge fields into a node-run record and log its event."""
-        await write_node_run(self._store, projection.record, projection.event)
+        await write_node_run(self._store, projection.record, projection.events)
+
+    @activity.defn(name=RECORD_BATCH)
+    async def record_batch(self, batch: ProjectionBatch) -> None:
+        """Apply a batch of writes in order (SQLite commits them in one transaction)."""
+        runs, node_runs = iter(batch.runs), iter(batch.node_runs)
+        writes = []
+        for kind in batch.order:
+            if kind == "r":
+                p = next(runs)
+                writes.append(self._store.update_run(p.run_id, p.rev, _stamped(p.changes), p.event))
+            else:
+                n = next(node_runs)
+                writes.append(write_node_run(self._store, n.record, n.events))
+        # Started in order, so a group-committing store queues them in order.
+        await asyncio.gather(*writes)
 
     def all(self) -> list[Any]:
-        return [self.record_run, self.record_node_run]
+        return [self.record_run, self.record_node_run, self.record_batch]
 
 
 async def write_node_run(
-    store: Store, fields: dict[str, Any], event: dict[str, Any] | None
+    store: Store, fields: dict[str, Any], events: list[dict[str, Any]]
 ) -> bool:
-    """Merge `fields` into the stored node run (or create it); append the event if applied."""
-    return await store.merge_node_run(_stamped(fields), [] if event is None else [event])
+    """Merge `fields` into the stored node run (or create it); append the events if applied."""
+    return await store.merge_node_run(_stamped(fields), events)
 
 
 def _stamped(fields: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ RUNNING_AFTER_SECONDS = 0.2
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class StepActivities:
@@ -39,7 +39,10 @@ class StepActivities:
         record = _Attempt(self._store, step, attempt)
         # A step that ends quickly is written once, complete; one that runs longer
         # shows as running after RUNNING_AFTER_SECONDS (well within "about a second").
-        announce = asyncio.create_task(record.running_after(RUNNING_AFTER_SECONDS))
+        # Local steps (pure built-ins) are recorded by the workflow, batched.
+        announce = asyncio.create_task(
+            record.running_after(RUNNING_AFTER_SECONDS if not info.is_local else 1.0)
+        )
         call = _call(step, attempt, (lambda *d: None) if info.is_local else activity.heartbeat)
         try:
             outcome = await self._with_heartbeats(call, info.is_local)
@@ -57,6 +60,16 @@ class StepActivities:
             # The attempt's error is visible at once; the workflow writes the final status.
             await record.finish(announce, "running", None, error=message)
             raise ApplicationError(message, type=type(exc).__name__) from None
+        result = StepOutput(
+            output=outcome.output,
+            attempt=attempt,
+            resolved_executor=outcome.resolved_executor,
+            started_at=record.started_at,
+            finished_at=_now(),
+        )
+        if info.is_local and await record.skip_final(announce):
+            result.recorded = False
+            return result
         await record.finish(
             announce,
             "completed",
@@ -64,9 +77,7 @@ class StepActivities:
             output_snapshot=outcome.output,
             resolved_executor=outcome.resolved_executor,
         )
-        return StepOutput(
-            output=outcome.output, attempt=attempt, resolved_executor=outcome.resolved_executor
-        )
+        return result
 
     async def _with_heartbeats(self, call: StepCall, is_local: bool) -> Any:
         # A background heartbeat lets Temporal deliver cancellation to any executor
@@ -104,7 +115,7 @@ class _Attempt:
         self._store = store
         self._step = step
         self._attempt = attempt
-        self._started_at = _now()
+        self.started_at = _now()
         self._announced = False
 
     def _base(self, status: str) -> dict[str, Any]:
@@ -116,7 +127,7 @@ class _Attempt:
             "node_type": "step",
             "attempt": self._attempt,
             "status": status,
-            "started_at": self._started_at,
+            "started_at": self.started_at,
             "input_snapshot": self._step.config,
         }
 
@@ -142,6 +153,14 @@ class _Attempt:
         }
         await self._store.merge_node_run(fields, [self._event("node_started", "running")])
         self._announced = True
+
+    async def skip_final(self, announce: asyncio.Task[None]) -> bool:
+        """Stop the "running" write; True when none was made (the workflow records it all)."""
+        if not announce.done():
+            announce.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await announce
+        return not self._announced
 
     async def finish(
         self, announce: asyncio.Task[None], status: str, event: str | None, **fields: Any

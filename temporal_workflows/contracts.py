@@ -15,6 +15,7 @@ EXECUTE_STEP = "execute_step"
 RECORD_RUN = "record_run"
 RECORD_NODE_RUN = "record_node_run"
 PLAN_STEP = "plan_step"
+RECORD_BATCH = "record_batch"
 # A field value the recording activity replaces with its own clock's time.
 NOW = "$now"
 
@@ -63,12 +64,21 @@ class RunProjection(CamelModel):
 
 
 class NodeRunProjection(CamelModel):
-    """A whole node-run record to upsert (rev-guarded), with an optional event."""
+    """Node-run fields to merge (rev-guarded), with the events they log."""
 
     run_id: str
     workflow_id: str
     record: dict[str, Any]
-    event: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ProjectionBatch(CamelModel):
+    """Read-model writes in the order the workflow made them (run changes and node runs)."""
+
+    runs: list[RunProjection] = Field(default_factory=list)
+    node_runs: list[NodeRunProjection] = Field(default_factory=list)
+    # The interleaving of the two lists: "r" takes the next run write, "n" the next node run.
+    order: str = ""
 
 
 class StepInput(CamelModel):
@@ -98,6 +108,11 @@ class StepOutput(CamelModel):
     output: Any = None
     attempt: int = 1
     resolved_executor: dict[str, Any] | None = None
+    # The attempt's wall-clock times (they keep the workflow's own timestamps in order).
+    started_at: str | None = None
+    finished_at: str | None = None
+    # False when the step left writing its node run to the workflow (local steps).
+    recorded: bool = True
 
 
 # Update and query names (the API calls them by name).

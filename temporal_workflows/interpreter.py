@@ -51,6 +51,8 @@ class TrellisRun(NodeRunner):
         scope = Scope(
             input=inp.initial_input, additional_data=inp.additional_data, session_state={}
         )
+        self._flusher = asyncio.create_task(self._flush_forever())
+        self._flusher = asyncio.create_task(self._flush_forever())
         await self._publish("run_started", status="running")
         try:
             output = await self._run_sequence(inp.definition.nodes, scope, top_level=True)
@@ -70,9 +72,13 @@ class TrellisRun(NodeRunner):
         self._finished = True
         self._gates.clear()
         self._paused = False
-        await self._publish(event, status=status, changes={"finished_at": self._stamp(), **changes})
+        await self._publish(
+            event, status=status, changes={"finished_at": self._stamp(), **changes}, wait=True
+        )
         # Let accepted updates finish before the run returns.
         await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._drain()
+        self._flusher.cancel()
 
     # -- human decisions ------------------------------------------------------
 
@@ -127,7 +133,7 @@ class TrellisRun(NodeRunner):
         self._paused = True
         self._paused_at = self._now()
         self._show_details()
-        await self._publish("run_paused", requestedBy=request.requested_by)
+        await self._publish("run_paused", wait=True, requestedBy=request.requested_by)
         return ControlResult(run_id=self._inp.run_id, status="paused")
 
     @pause.validator
@@ -144,7 +150,7 @@ class TrellisRun(NodeRunner):
         self._paused = False
         self._paused_at = None
         self._show_details()
-        await self._publish("run_resumed", requestedBy=request.requested_by)
+        await self._publish("run_resumed", wait=True, requestedBy=request.requested_by)
         return ControlResult(run_id=self._inp.run_id, status=self._live_status())
 
     @resume.validator

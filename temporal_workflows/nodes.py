@@ -245,6 +245,42 @@ class NodeRunner(RunRuntime):
             raise
         finally:
             self._leave(node_run_id)
+        self._observe(result.started_at)
+        self._observe(result.finished_at)
+        if not result.recorded:
+            # A local step leaves its record to the workflow: one batched write, no wait.
+            await self._record_node(
+                node_run_id,
+                node,
+                "completed",
+                event=None,
+                rev=result.attempt * 10 + 3,
+                attempt=result.attempt,
+                started_at=result.started_at,
+                finished_at=result.finished_at,
+                input_snapshot=rendered,
+                output_snapshot=result.output,
+                resolved_executor=result.resolved_executor,
+                error=None,
+            )
+            self._outbox_nodes[-1].events = [
+                self._node_event(
+                    "node_started",
+                    node_run_id,
+                    node,
+                    "running",
+                    result.started_at,
+                    attempt=result.attempt,
+                ),
+                self._node_event(
+                    "node_completed",
+                    node_run_id,
+                    node,
+                    "completed",
+                    result.finished_at,
+                    attempt=result.attempt,
+                ),
+            ]
         return result.output
 
     async def _cancelled(self, node_run_id: str, node: WorkflowNode) -> None:
@@ -273,6 +309,8 @@ class NodeRunner(RunRuntime):
                 summary=node.name,
             )
             return result
+        # The step records its own node run: what the workflow queued before it goes first.
+        await self._drain()
         self._events += ACTIVITY_EVENTS
         result = await workflow.execute_activity(
             EXECUTE_STEP,

@@ -7,7 +7,7 @@ Everything here is deterministic: time is `workflow.now()`, ids are counters.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -15,10 +15,9 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows import search_attributes
     from temporal_workflows.contracts import (
-        NOW,
-        RECORD_NODE_RUN,
-        RECORD_RUN,
+        RECORD_BATCH,
         NodeRunProjection,
+        ProjectionBatch,
         RunInput,
         RunProjection,
     )
@@ -77,6 +76,13 @@ class RunRuntime:
         self._decisions: dict[str, Decision] = {}
         self._resolved: list[Requirement] = []
         self._inp: RunInput
+        # Read-model writes not yet sent, in order ("r"/"n" per write), and counters.
+        self._outbox_runs: list[RunProjection] = []
+        self._outbox_nodes: list[NodeRunProjection] = []
+        self._order = ""
+        self._clock: datetime | None = None
+        self._queued = 0
+        self._flushed = 0
 
     # -- status and the run record ----------------------------------------
 
@@ -91,9 +97,13 @@ class RunRuntime:
         *,
         status: str | None = None,
         changes: dict[str, Any] | None = None,
+        wait: bool = False,
         **details: Any,
     ) -> None:
-        """Write the run's status, gates and audit trail, with an event for the live stream."""
+        """Queue the run's status, gates and audit trail, with an event for the live stream.
+
+        With `wait`, return only once it is in the store (update handlers answer after it).
+        """
         status = status or self._live_status()
         if status != self._status:
             workflow.upsert_search_attributes([search_attributes.RUN_STATUS.value_set(status)])
@@ -106,9 +116,7 @@ class RunRuntime:
             "paused_at": self._paused_at,
             **(changes or {}),
         }
-        self._events += LOCAL_ACTIVITY_EVENTS
-        await workflow.execute_local_activity(
-            RECORD_RUN,
+        self._outbox_runs.append(
             RunProjection(
                 run_id=self._inp.run_id,
                 workflow_id=self._inp.workflow_id,
@@ -121,18 +129,65 @@ class RunRuntime:
                     "timestamp": self._now(),
                     **details,
                 },
-            ),
-            start_to_close_timeout=PROJECTION_TIMEOUT,
+            )
         )
+        self._enqueued("r")
+        if wait:
+            await self._drain()
+
+    # -- the outbox: read-model writes, batched off the critical path ---------
+
+    def _enqueued(self, kind: str) -> None:
+        self._order += kind
+        self._queued += 1
+
+    async def _flush_forever(self) -> None:
+        """Write whatever the run queued, in order, one local activity per batch.
+
+        It runs beside the nodes, so a step never waits for the store; what queues while a
+        batch is being written goes out in the next one.
+        """
+        while True:
+            await workflow.wait_condition(lambda: bool(self._order))
+            batch = ProjectionBatch(
+                runs=self._outbox_runs, node_runs=self._outbox_nodes, order=self._order
+            )
+            upto = self._queued
+            self._outbox_runs, self._outbox_nodes, self._order = [], [], ""
+            self._events += LOCAL_ACTIVITY_EVENTS
+            await workflow.execute_local_activity(
+                RECORD_BATCH, batch, start_to_close_timeout=PROJECTION_TIMEOUT
+            )
+            self._flushed = upto
+
+    async def _drain(self) -> None:
+        """Wait until everything queued so far is in the store."""
+        target = self._queued
+        if self._flushed < target:
+            await workflow.wait_condition(lambda: self._flushed >= target)
 
     def _now(self) -> str:
         return workflow.now().isoformat().replace("+00:00", "Z")
 
     def _stamp(self) -> str:
-        # Node-run times come from the recording activity's clock, like the step
-        # activity's own: workflow.now() is the task's start and would sort a container
-        # before the step that preceded it.
-        return NOW
+        """A timestamp for a record the workflow writes, never before one already seen.
+
+        workflow.now() is the workflow task's start; steps run (as local activities)
+        after it, so a container recorded after a step would sort before it. Taking the
+        later of the two, plus a microsecond, keeps every record in causal order.
+        """
+        now = workflow.now()
+        if self._clock is not None and now <= self._clock:
+            now = self._clock + timedelta(microseconds=1)
+        self._clock = now
+        return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    def _observe(self, timestamp: str | None) -> None:
+        """Note a time a step reported (recorded in history, so replay sees the same)."""
+        if timestamp:
+            seen = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+            if self._clock is None or seen > self._clock:
+                self._clock = seen
 
     # -- node runs ----------------------------------------------------------
 
@@ -183,27 +238,37 @@ class RunRuntime:
             "rev": rev,
             **fields,
         }
-        self._events += LOCAL_ACTIVITY_EVENTS
-        await workflow.execute_local_activity(
-            RECORD_NODE_RUN,
+        self._outbox_nodes.append(
             NodeRunProjection(
                 run_id=self._inp.run_id,
                 workflow_id=self._inp.workflow_id,
                 record=record,
-                event=None
+                events=[]
                 if event is None
-                else {
-                    "type": event,
-                    "runId": self._inp.run_id,
-                    "nodeRunId": node_run_id,
-                    "nodeId": node.node_id,
-                    "nodeName": node.name,
-                    "status": status,
-                    "timestamp": self._now(),
-                },
-            ),
-            start_to_close_timeout=PROJECTION_TIMEOUT,
+                else [self._node_event(event, node_run_id, node, status)],
+            )
         )
+        self._enqueued("n")
+
+    def _node_event(
+        self,
+        event: str,
+        node_run_id: str,
+        node: WorkflowNode,
+        status: str,
+        timestamp: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        return {
+            "type": event,
+            "runId": self._inp.run_id,
+            "nodeRunId": node_run_id,
+            "nodeId": node.node_id,
+            "nodeName": node.name,
+            "status": status,
+            "timestamp": timestamp or self._now(),
+            **extra,
+        }
 
     # -- pause and gates ------------------------------------------------------
 
