@@ -441,7 +441,10 @@ class NodeRunner(RunRuntime):
                 if stops:
                     return None  # a sibling failed: start nothing new
                 try:
-                    return await self._run_node(node.children[index], scopes[index])
+                    result = await self._run_node(node.children[index], scopes[index])
+                    # Siblings may hold the block for long: show this branch's records now.
+                    await self._drain()
+                    return result
                 except RunStopped as stop:
                     if not stops:
                         stops.append(stop)

@@ -25,6 +25,10 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.gates import Decision, Requirement
 
 PROJECTION_TIMEOUT = timedelta(seconds=30)
+# The outbox is written when the run blocks, or at this many writes, or when its oldest
+# write is this old (by the steps' clock).
+FLUSH_AT_WRITES = 200
+FLUSH_AFTER = timedelta(milliseconds=500)
 # History events an operation adds, for the history budget (a marker; schedule/start/
 # complete plus a workflow task).
 LOCAL_ACTIVITY_EVENTS = 1
@@ -81,6 +85,8 @@ class RunRuntime:
         self._outbox_nodes: list[NodeRunProjection] = []
         self._order = ""
         self._clock: datetime | None = None
+        self._oldest_queued: datetime | None = None
+        self._want_flush = False
         self._queued = 0
         self._flushed = 0
 
@@ -138,22 +144,36 @@ class RunRuntime:
     # -- the outbox: read-model writes, batched off the critical path ---------
 
     def _enqueued(self, kind: str) -> None:
+        if not self._order:
+            self._oldest_queued = self._clock
         self._order += kind
         self._queued += 1
 
-    async def _flush_forever(self) -> None:
-        """Write whatever the run queued, in order, one local activity per batch.
+    def _flush_due(self) -> bool:
+        if not self._order:
+            return False
+        if self._want_flush or len(self._order) >= FLUSH_AT_WRITES:
+            return True
+        # A long chain of quick local steps still shows up within FLUSH_AFTER.
+        oldest, latest = self._oldest_queued, self._clock
+        return oldest is not None and latest is not None and latest - oldest > FLUSH_AFTER
 
-        It runs beside the nodes, so a step never waits for the store; what queues while a
-        batch is being written goes out in the next one.
+    async def _flush_forever(self) -> None:
+        """Write what the run queued, in order, one local activity per batch.
+
+        Writes wait in the outbox until the run is about to block (a remote step, a gate,
+        a pause, the end of a parallel branch or of the run), until many have queued, or
+        until they are FLUSH_AFTER old; a run of quick steps then costs one write, not one
+        per step.
         """
         while True:
-            await workflow.wait_condition(lambda: bool(self._order))
+            await workflow.wait_condition(self._flush_due)
             batch = ProjectionBatch(
                 runs=self._outbox_runs, node_runs=self._outbox_nodes, order=self._order
             )
             upto = self._queued
             self._outbox_runs, self._outbox_nodes, self._order = [], [], ""
+            self._want_flush = False
             self._events += LOCAL_ACTIVITY_EVENTS
             await workflow.execute_local_activity(
                 RECORD_BATCH, batch, start_to_close_timeout=PROJECTION_TIMEOUT
@@ -161,9 +181,10 @@ class RunRuntime:
             self._flushed = upto
 
     async def _drain(self) -> None:
-        """Wait until everything queued so far is in the store."""
+        """Write everything queued so far before going on (the run is about to block)."""
         target = self._queued
         if self._flushed < target:
+            self._want_flush = True
             await workflow.wait_condition(lambda: self._flushed >= target)
 
     def _now(self) -> str:
@@ -275,6 +296,7 @@ class RunRuntime:
     async def _hold_if_paused(self) -> None:
         """A paused run starts no new node; it continues once resumed."""
         if self._paused:
+            await self._drain()
             await workflow.wait_condition(lambda: not self._paused)
 
     async def _open_gate(
@@ -306,7 +328,7 @@ class RunRuntime:
             **({"started_at": self._stamp()} if rev == BEFORE_RUN_REV else {}),
             **({"output_snapshot": req.step_output} if req.is_post_execution else {}),
         )
-        await self._publish("awaiting_approval", stepId=step_id, stepName=req.step_name)
+        await self._publish("awaiting_approval", wait=True, stepId=step_id, stepName=req.step_name)
         try:
             if timeout:
                 await workflow.wait_condition(
