@@ -21,6 +21,7 @@ from temporalio.api.enums.v1 import EventType
 
 from activities.projections import write_node_run
 from bench import scenarios as sc
+from bench.controls import control_rows
 from bench.executor_overhead import _time as time_executor
 from bench.measure import Series, interleaved, throughput
 from bench.platform import BenchPlatform, bench_platform
@@ -39,10 +40,12 @@ class Sizes:
     reps: int = 10
     warmup: int = 2
     executor_calls: int = 300
+    approvals: int = 100
+    controls: int = 30
 
 
 FULL = Sizes()
-QUICK = replace(FULL, runs=100, reps=3, warmup=1, executor_calls=100)
+QUICK = replace(FULL, runs=100, reps=3, warmup=1, executor_calls=100, approvals=20, controls=10)
 
 
 @dataclass
@@ -62,6 +65,7 @@ async def run_benchmark(sizes: Sizes, data_dir: Path) -> Report:
         await _parallel(p, sizes, report)
         await _throughput(p, sizes, report)
         await _executor(p, sizes, report)
+        report.rows += await control_rows(p, sizes.approvals, sizes.controls, sizes.warmup)
     return report
 
 
