@@ -141,7 +141,7 @@ class NodeRunner(StepNodes):
                 try:
                     result = await self._run_node(node.children[index], scopes[index])
                     # Siblings may hold the block for long: show this branch's records now.
-                    await self._drain()
+                    self._request_flush()
                     return result
                 except RunStopped as stop:
                     if not stops:

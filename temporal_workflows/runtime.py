@@ -180,6 +180,11 @@ class RunRuntime:
             )
             self._flushed = upto
 
+    def _request_flush(self) -> None:
+        """Write the outbox now, beside whatever the run does next (it is about to block)."""
+        if self._order:
+            self._want_flush = True
+
     async def _drain(self) -> None:
         """Write everything queued so far before going on (the run is about to block)."""
         target = self._queued
@@ -296,7 +301,7 @@ class RunRuntime:
     async def _hold_if_paused(self) -> None:
         """A paused run starts no new node; it continues once resumed."""
         if self._paused:
-            await self._drain()
+            self._request_flush()
             await workflow.wait_condition(lambda: not self._paused)
 
     async def _open_gate(
@@ -328,7 +333,8 @@ class RunRuntime:
             **({"started_at": self._stamp()} if rev == BEFORE_RUN_REV else {}),
             **({"output_snapshot": req.step_output} if req.is_post_execution else {}),
         )
-        await self._publish("awaiting_approval", wait=True, stepId=step_id, stepName=req.step_name)
+        await self._publish("awaiting_approval", stepId=step_id, stepName=req.step_name)
+        self._request_flush()  # written while the gate waits
         try:
             if timeout:
                 await workflow.wait_condition(

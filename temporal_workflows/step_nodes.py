@@ -277,8 +277,9 @@ class StepNodes(RunRuntime):
                 summary=node.name,
             )
             return result
-        # The step records its own node run: what the workflow queued before it goes first.
-        await self._drain()
+        # The step records its own node run; what the workflow queued is written meanwhile
+        # (a local write, so it lands well before the remote step reports).
+        self._request_flush()
         self._events += ACTIVITY_EVENTS
         result = await workflow.execute_activity(
             EXECUTE_STEP,

@@ -29,6 +29,9 @@ async def test_a_run_terminated_in_temporal_is_corrected_within_seconds(
         wf = await platform.create(LONG)
         run_id = await platform.trigger(wf)
         run = await platform.wait(wf, run_id, {"running"})
+        while not run["nodeRuns"]:  # the step is under way
+            await asyncio.sleep(0.05)
+            run = await platform.wait(wf, run_id, {"running"})
         await platform.client.get_workflow_handle(run_id).terminate(reason="operator in Web UI")
         run = await platform.wait(wf, run_id, within=10)
     finally:
