@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -22,6 +21,7 @@ from app.routes import (
     graph,
     health,
     lineage,
+    runs,
     schedules,
     versions,
     workflows,
@@ -69,29 +69,20 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.include_router(health.router)
-    app.include_router(workflows.router, prefix=API_PREFIX)
-    app.include_router(versions.router, prefix=API_PREFIX)
-    # Written concurrently by others: included when the module exists, skipped until then.
-    # The lead replaces this with plain imports once both have landed.
-    for module_name in ("app.routes.catalog", "app.routes.runs"):
-        _include_if_present(app, module_name)
-    app.include_router(controls.router, prefix=API_PREFIX)
-    app.include_router(approvals.router, prefix=API_PREFIX)
-    app.include_router(lineage.router, prefix=API_PREFIX)
-    app.include_router(events.router, prefix=API_PREFIX)
-    app.include_router(graph.router, prefix=API_PREFIX)
-    app.include_router(schedules.router, prefix=API_PREFIX)
+    for module in (
+        workflows,
+        versions,
+        catalog,
+        runs,
+        controls,
+        approvals,
+        lineage,
+        events,
+        graph,
+        schedules,
+    ):
+        app.include_router(module.router, prefix=API_PREFIX)
     return app
-
-
-def _include_if_present(app: FastAPI, module_name: str) -> None:
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-        return
-    app.include_router(module.router, prefix=API_PREFIX)
 
 
 async def _open_store(settings: Settings, stack: AsyncExitStack) -> Store:
