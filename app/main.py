@@ -72,7 +72,6 @@ def create_app(
     for module in (
         workflows,
         versions,
-        catalog,
         runs,
         controls,
         approvals,
