@@ -26,6 +26,7 @@ from app.routes import (
     versions,
     workflows,
 )
+from app.routes import catalog as catalog_routes
 from app.settings import Settings, get_settings
 from app.temporal_link import TemporalLink
 
@@ -72,6 +73,7 @@ def create_app(
     for module in (
         workflows,
         versions,
+        catalog_routes,
         runs,
         controls,
         approvals,
