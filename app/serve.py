@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import uvicorn
 
 from app.preflight import ensure_port_free, load_executor_catalog
 from app.settings import Settings
+
+SHUTDOWN_GRACE_SECONDS = 8.0
 
 
 def run_api(settings: Settings) -> None:
@@ -37,8 +40,15 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
     ready = asyncio.Event()
     main = asyncio.ensure_future(run_worker(settings, ready=ready))
     loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        main.cancel()
+        # A worker whose Temporal server died with it can hang in shutdown RPCs; its
+        # in-flight activities are retried elsewhere anyway, so do not outlive the grace.
+        loop.call_later(SHUTDOWN_GRACE_SECONDS, os._exit, 0)
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, main.cancel)
+        loop.add_signal_handler(sig, stop)
 
     async def announce() -> None:
         await ready.wait()

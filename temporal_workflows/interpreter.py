@@ -72,13 +72,10 @@ class TrellisRun(NodeRunner):
         self._finished = True
         self._gates.clear()
         self._paused = False
-        await self._publish(
-            event, status=status, changes={"finished_at": self._stamp(), **changes}, wait=True
-        )
+        await self._publish(event, status=status, changes={"finished_at": self._stamp(), **changes})
         # Let accepted updates finish before the run returns.
         await workflow.wait_condition(workflow.all_handlers_finished)
-        await self._drain()
-        self._flusher.cancel()
+        await self._close_outbox(self._flusher)
 
     # -- human decisions ------------------------------------------------------
 

@@ -87,6 +87,7 @@ class RunRuntime:
         self._clock: datetime | None = None
         self._oldest_queued: datetime | None = None
         self._want_flush = False
+        self._closing = False
         self._queued = 0
         self._flushed = 0
 
@@ -167,18 +168,35 @@ class RunRuntime:
         per step.
         """
         while True:
-            await workflow.wait_condition(self._flush_due)
-            batch = ProjectionBatch(
-                runs=self._outbox_runs, node_runs=self._outbox_nodes, order=self._order
-            )
-            upto = self._queued
-            self._outbox_runs, self._outbox_nodes, self._order = [], [], ""
-            self._want_flush = False
-            self._events += LOCAL_ACTIVITY_EVENTS
-            await workflow.execute_local_activity(
-                RECORD_BATCH, batch, start_to_close_timeout=PROJECTION_TIMEOUT
-            )
-            self._flushed = upto
+            await workflow.wait_condition(lambda: self._closing or self._flush_due())
+            if self._closing:
+                return
+            await self._write_outbox()
+
+    async def _write_outbox(self) -> None:
+        """Write everything queued now as one batch, in order."""
+        batch = ProjectionBatch(
+            runs=self._outbox_runs, node_runs=self._outbox_nodes, order=self._order
+        )
+        upto = self._queued
+        self._outbox_runs, self._outbox_nodes, self._order = [], [], ""
+        self._want_flush = False
+        self._events += LOCAL_ACTIVITY_EVENTS
+        await workflow.execute_local_activity(
+            RECORD_BATCH, batch, start_to_close_timeout=PROJECTION_TIMEOUT
+        )
+        self._flushed = upto
+
+    async def _close_outbox(self, flusher: asyncio.Task[None]) -> None:
+        """Stop the flusher (after the batch it is writing) and write the rest inline.
+
+        Nothing may schedule a local activity once the run returns: completing the
+        workflow must be its last command.
+        """
+        self._closing = True
+        await flusher
+        if self._order:
+            await self._write_outbox()
 
     def _request_flush(self) -> None:
         """Write the outbox now, beside whatever the run does next (it is about to block)."""

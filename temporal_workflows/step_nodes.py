@@ -42,7 +42,9 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.scope import Scope
 
 # Built-ins that are pure and quick run as local activities: no task-queue round trip.
-LOCAL_EXECUTORS = frozenset({"builtin:echo", "builtin:transform"})
+LOCAL_EXECUTORS = frozenset({"builtin:echo"})
+# Pure CEL, evaluated inside the workflow (see `_transform`).
+TRANSFORM = "builtin:transform"
 STEP_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
 PLAN_TIMEOUT = timedelta(seconds=30)
 # What `_execute` returns for a step that failed under onError=skip.
@@ -183,6 +185,8 @@ class StepNodes(RunRuntime):
             rendered = expressions.render(node.config, variables)
         except expressions.ExpressionError as exc:
             return await self._step_failed(node_run_id, node, config, scope, str(exc), 0)
+        if node.executor_key == TRANSFORM:
+            return await self._transform(node, config, scope, node_run_id, rendered, variables)
         step = StepInput(
             run_id=self._inp.run_id,
             workflow_id=self._inp.workflow_id,
@@ -192,7 +196,9 @@ class StepNodes(RunRuntime):
             executor_key=node.executor_key,
             a2a_pool=node.a2a_pool,
             config=rendered,
-            context=variables,
+            # Every variable but the outputs of all earlier steps, which would make each
+            # step's payload grow with the run (Temporal refuses payloads over 2 MB).
+            context={k: v for k, v in variables.items() if k != "previous_step_outputs"},
             max_attempts=attempts(config),
         )
         self._enter(node_run_id, node.name)
@@ -250,6 +256,46 @@ class StepNodes(RunRuntime):
                 ),
             ]
         return result.output
+
+    async def _transform(
+        self,
+        node: WorkflowNode,
+        config: StepConfig,
+        scope: Scope,
+        node_run_id: str,
+        rendered: dict[str, Any],
+        variables: dict[str, Any],
+    ) -> Any:
+        """`builtin:transform` is pure CEL: evaluated right here, no activity at all."""
+        started = self._stamp()
+        mapping = rendered.get("map")
+        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+            error = "builtin:transform needs config.map: an object of CEL expressions"
+            return await self._step_failed(node_run_id, node, config, scope, error, 1)
+        try:
+            output = {name: expressions.evaluate(src, variables) for name, src in mapping.items()}
+        except expressions.ExpressionError as exc:
+            return await self._step_failed(node_run_id, node, config, scope, str(exc), 1)
+        finished = self._stamp()
+        await self._record_node(
+            node_run_id,
+            node,
+            "completed",
+            event=None,
+            rev=13,
+            attempt=1,
+            started_at=started,
+            finished_at=finished,
+            input_snapshot=rendered,
+            output_snapshot=output,
+            resolved_executor={"kind": "builtin", "key": TRANSFORM, "inline": True},
+            error=None,
+        )
+        self._outbox_nodes[-1].events = [
+            self._node_event("node_started", node_run_id, node, "running", started, attempt=1),
+            self._node_event("node_completed", node_run_id, node, "completed", finished, attempt=1),
+        ]
+        return output
 
     async def _cancelled(self, node_run_id: str, node: WorkflowNode) -> None:
         await self._record_node(
@@ -316,7 +362,11 @@ class StepNodes(RunRuntime):
         attempt: int | None,
     ) -> Any:
         skip = config.on_error == "skip"
-        extra: dict[str, Any] = {} if attempt is None else {"attempt": attempt}
+        # attempt None: an activity ran and recorded its attempts; otherwise the step failed
+        # in the workflow (a template, an inline transform) and starts and ends here.
+        extra: dict[str, Any] = (
+            {} if attempt is None else {"attempt": attempt, "started_at": self._stamp()}
+        )
         await self._record_node(
             node_run_id,
             node,

@@ -236,6 +236,14 @@ def _expressions(node: WorkflowNode) -> list[str]:
         sources.append(("loopConfig.endConditionCel", node.loop_config.end_condition_cel))
     for key, text in _config_strings(node.config, "config"):
         sources += [(key, expr) for expr in template_expressions(text)]
+    mapping = node.config.get("map")
+    if node.executor_key == "builtin:transform" and isinstance(mapping, dict):
+        # builtin:transform's map values are CEL themselves, not templates.
+        sources += [
+            (f"config.map.{name}", src)
+            for name, src in mapping.items()
+            if isinstance(src, str) and "{{" not in src
+        ]
     for field, source in sources:
         try:
             check_expression(source)
