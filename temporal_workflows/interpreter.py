@@ -52,7 +52,6 @@ class TrellisRun(NodeRunner):
             input=inp.initial_input, additional_data=inp.additional_data, session_state={}
         )
         self._flusher = asyncio.create_task(self._flush_forever())
-        self._flusher = asyncio.create_task(self._flush_forever())
         await self._publish("run_started", status="running")
         try:
             output = await self._run_sequence(inp.definition.nodes, scope, top_level=True)
