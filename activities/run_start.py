@@ -23,6 +23,7 @@ async def start_run_workflow(
     stop_after_node_id: str | None = None,
     default_gate_timeout_seconds: float | None = None,
     history_event_budget: int | None = None,
+    continue_as_new_after_events: int | None = None,
 ) -> None:
     """Start `TrellisRun` for the record; starting the same run id again is a no-op."""
     run_input = RunInput(
@@ -37,6 +38,11 @@ async def start_run_workflow(
         stop_after_node_id=stop_after_node_id,
         default_gate_timeout_seconds=default_gate_timeout_seconds,
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
+        **(
+            {}
+            if continue_as_new_after_events is None
+            else {"continue_as_new_after_events": continue_as_new_after_events}
+        ),
     )
     await client.start_workflow(
         WORKFLOW_TYPE,

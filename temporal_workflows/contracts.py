@@ -27,6 +27,29 @@ class CachedOutput(CamelModel):
     output: Any = None
 
 
+class LoopResume(CamelModel):
+    """Where a top-level loop stood when its run continued as new."""
+
+    node_run_id: str
+    iteration: int
+    outputs: list[Any] = Field(default_factory=list)
+
+
+class ResumePoint(CamelModel):
+    """Everything a run carries across continue-as-new (its history starts afresh)."""
+
+    next_index: int
+    loop: LoopResume | None = None
+    session_state: dict[str, Any] = Field(default_factory=dict)
+    previous_step_content: Any = None
+    previous_step_outputs: dict[str, Any] = Field(default_factory=dict)
+    node_counts: dict[str, int] = Field(default_factory=dict)
+    # The audit trail, which also tells a late decision on an old gate it is too late.
+    resolved_requirements: list[dict[str, Any]] = Field(default_factory=list)
+    rev: int = 0
+    generation: int = 0
+
+
 class RunInput(CamelModel):
     run_id: str
     workflow_id: str
@@ -44,6 +67,10 @@ class RunInput(CamelModel):
     default_gate_timeout_seconds: float | None = None
     # Stop starting nodes past this many history events (Temporal's hard limit: 51,200).
     history_event_budget: int = 45_000
+    # Continue as new at a top-level boundary past this many events (a fresh history).
+    continue_as_new_after_events: int = 10_000
+    # Set when this execution continues an earlier one of the same run.
+    resume: ResumePoint | None = None
 
 
 class RunResult(CamelModel):

@@ -52,7 +52,10 @@ class TrellisRun(NodeRunner):
             input=inp.initial_input, additional_data=inp.additional_data, session_state={}
         )
         self._flusher = asyncio.create_task(self._flush_forever())
-        await self._publish("run_started", status="running")
+        if inp.resume is None:
+            await self._publish("run_started", status="running")
+        else:
+            self._restore(scope)
         try:
             output = await self._run_sequence(inp.definition.nodes, scope, top_level=True)
         except NodeFailed as failed:

@@ -13,6 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows import expressions
+    from temporal_workflows.contracts import LoopResume
     from temporal_workflows.definition import HumanReview, WorkflowNode
     from temporal_workflows.gates import (
         Decision,
@@ -40,7 +41,17 @@ class NodeRunner(StepNodes):
         self, nodes: list[WorkflowNode], scope: Scope, top_level: bool = False
     ) -> Any:
         output: Any = None
-        for node in nodes:
+        start = 0
+        if top_level and self._inp.resume is not None:
+            start = self._inp.resume.next_index
+            output = self._inp.resume.previous_step_content
+        for index in range(start, len(nodes)):
+            node = nodes[index]
+            if top_level:
+                # A fresh history is only started between top-level nodes (or between the
+                # iterations of a top-level loop), where the position is one number.
+                await self._continue_as_new_if_due(index, scope)
+                self._top_index, self._top_node_id = index, node.id
             output = await self._run_node(node, scope)
             if top_level and node.id == self._inp.stop_after_node_id:
                 break
@@ -63,15 +74,19 @@ class NodeRunner(StepNodes):
 
     async def _run_container(self, node: WorkflowNode, scope: Scope, body: Body) -> Any:
         """Record a container's node run around its body; failures name the container."""
-        node_run_id = self._next_node_run_id(node)
-        await self._record_node(
-            node_run_id,
-            node,
-            "running",
-            event="node_started",
-            started_at=self._stamp(),
-            attempt=1,
-        )
+        resumed = self._loop_resume
+        if resumed is not None and node.id == self._top_node_id:
+            node_run_id = resumed.node_run_id  # a loop carried over continue-as-new
+        else:
+            node_run_id = self._next_node_run_id(node)
+            await self._record_node(
+                node_run_id,
+                node,
+                "running",
+                event="node_started",
+                started_at=self._stamp(),
+                attempt=1,
+            )
         self._enter(node_run_id, node.name)
         try:
             snapshot, output = await body(node, scope, node_run_id)
@@ -279,8 +294,12 @@ class NodeRunner(StepNodes):
         end = node.loop_config.end_condition_cel
         outer = {k: scope.extra.get(k) for k in ("iteration", "loop_outputs")}
         outputs: list[Any] = []
-        ended_by = "maxIterations"
         iteration = 0
+        resumed = self._loop_resume
+        if resumed is not None and resumed.node_run_id == node_run_id:
+            iteration, outputs = resumed.iteration, list(resumed.outputs)
+            self._loop_resume = None
+        ended_by = "maxIterations"
         retry_count = 0
         while iteration < node.loop_config.max_iterations:
             scope.extra["iteration"] = iteration
@@ -313,6 +332,12 @@ class NodeRunner(StepNodes):
                 if done:
                     ended_by = "endConditionCel"
                     break
+            if node.id == self._top_node_id and iteration < node.loop_config.max_iterations:
+                await self._continue_as_new_if_due(
+                    self._top_index,
+                    scope,
+                    LoopResume(node_run_id=node_run_id, iteration=iteration, outputs=outputs),
+                )
         for key, value in outer.items():  # restore an enclosing loop's variables
             if value is None:
                 scope.extra.pop(key, None)

@@ -16,13 +16,16 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows import search_attributes
     from temporal_workflows.contracts import (
         RECORD_BATCH,
+        LoopResume,
         NodeRunProjection,
         ProjectionBatch,
+        ResumePoint,
         RunInput,
         RunProjection,
     )
     from temporal_workflows.definition import HumanReview, UserInputField, WorkflowNode
     from temporal_workflows.gates import Decision, Requirement
+    from temporal_workflows.scope import Scope
 
 PROJECTION_TIMEOUT = timedelta(seconds=30)
 # The outbox is written when the run blocks, or at this many writes, or when its oldest
@@ -88,6 +91,11 @@ class RunRuntime:
         self._oldest_queued: datetime | None = None
         self._want_flush = False
         self._closing = False
+        self._flusher: asyncio.Task[None]
+        # The top-level node running now (continue-as-new happens only between those).
+        self._top_index = 0
+        self._top_node_id: str | None = None
+        self._loop_resume: LoopResume | None = None
         self._queued = 0
         self._flushed = 0
 
@@ -313,6 +321,51 @@ class RunRuntime:
             "timestamp": timestamp or self._now(),
             **extra,
         }
+
+    # -- continue-as-new ----------------------------------------------------
+
+    async def _continue_as_new_if_due(
+        self, index: int, scope: Scope, loop: LoopResume | None = None
+    ) -> None:
+        """Start a fresh history for this run when the current one has grown long.
+
+        Only at a top-level boundary with no gate open and not paused; the position, the
+        data, node-run counters and the audit trail are carried in the new input.
+        """
+        grown = self._events >= self._inp.continue_as_new_after_events
+        if not (grown or workflow.info().is_continue_as_new_suggested()):
+            return
+        if self._gates or self._paused:
+            return
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._close_outbox(self._flusher)
+        previous = self._inp.resume.generation if self._inp.resume else 0
+        point = ResumePoint(
+            next_index=index,
+            loop=loop,
+            session_state=scope.session_state,
+            previous_step_content=scope.previous_step_content,
+            previous_step_outputs=scope.previous_step_outputs,
+            node_counts=self._node_counts,
+            resolved_requirements=[r.model_dump(mode="json") for r in self._resolved],
+            rev=self._rev,
+            generation=previous + 1,
+        )
+        workflow.continue_as_new(self._inp.model_copy(update={"resume": point}))
+
+    def _restore(self, scope: Scope) -> None:
+        """Take over the state an earlier execution of this run carried across."""
+        point = self._inp.resume
+        if point is None:
+            return
+        self._rev = point.rev
+        self._status = "running"
+        self._node_counts = dict(point.node_counts)
+        self._resolved = [Requirement.model_validate(r) for r in point.resolved_requirements]
+        self._loop_resume = point.loop
+        scope.session_state.update(point.session_state)
+        scope.previous_step_content = point.previous_step_content
+        scope.previous_step_outputs.update(point.previous_step_outputs)
 
     # -- pause and gates ------------------------------------------------------
 

@@ -411,3 +411,31 @@ class TestHistoryBudget:
         run = await platform.wait(wf, "run-budget-1")
         assert run["status"] == "failed"
         assert "near Temporal's limit of 51,200" in run["errorSummary"]
+
+
+class TestTransform:
+    async def test_transform_runs_inline_and_is_recorded(self, platform: Platform) -> None:
+        run = await platform.run(
+            {"nodes": [transform("calc", total="input.a * 2", text="'n=' + string(input.a)")]},
+            {"a": 21},
+        )
+        assert run["status"] == "completed"
+        node = run["nodeRuns"][0]
+        assert node["outputSnapshot"] == {"total": 42, "text": "n=21"}
+        assert node["resolvedExecutor"]["inline"] is True and node["attempt"] == 1
+
+    async def test_a_transform_that_fails_honours_on_error(self, platform: Platform) -> None:
+        bad = transform("bad", x="input.missing")
+        bad["stepConfig"] = {"onError": "skip"}
+        run = await platform.run({"nodes": [bad, transform("after", y="1")]})
+        assert run["status"] == "completed"
+        assert [n["status"] for n in run["nodeRuns"]] == ["skipped", "completed"]
+        assert "missing" in run["nodeRuns"][0]["error"]
+
+    async def test_a_transform_expression_is_checked_at_save(self, platform: Platform) -> None:
+        response = await platform.api.post(
+            "/api/v1/workflows",
+            json={"name": "bad-transform", "nodes": [transform("calc", total="input.a *")]},
+        )
+        assert response.status_code == 400
+        assert "config.map.total" in response.json()["error"]["message"]

@@ -142,7 +142,40 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await asyncio.sleep(0.5)
     await platform.api.post(f"{base}/cancel")
     await platform.wait(wf, runs["paused_cancelled"])
+    runs["continued"] = "run-replay-continued"
+    await _start_continued(platform, runs["continued"])
     return runs
+
+
+async def _start_continued(platform: Platform, run_id: str) -> None:
+    """A top-level loop long enough to continue as new (its first execution is recorded)."""
+    from activities.run_start import start_run_workflow
+    from activities.store.records import RunRecord
+    from temporal_workflows.definition import WorkflowSpec
+
+    spec = WorkflowSpec.model_validate(
+        {
+            "name": run_id,
+            "nodes": [
+                {
+                    "id": "L",
+                    "name": "L",
+                    "nodeType": "loop",
+                    "loopConfig": {"maxIterations": 30},
+                    "children": [echo("tick")],
+                }
+            ],
+        }
+    )
+    wf = await platform.create({"nodes": [echo("x")]})
+    record = RunRecord(
+        id=run_id, workflow_definition_id=wf, workflow_version=1, definition_snapshot=spec
+    )
+    await platform.store.insert_run(record)
+    await start_run_workflow(
+        platform.client, record, task_queue=platform.task_queue, continue_as_new_after_events=20
+    )
+    await platform.wait(wf, run_id)
 
 
 @pytest.mark.skipif(
@@ -152,7 +185,11 @@ async def _record_all(platform: Platform) -> dict[str, str]:
 async def test_record_histories(platform: Platform) -> None:
     HISTORIES.mkdir(exist_ok=True)
     for name, run_id in (await _record_all(platform)).items():
-        history = await platform.client.get_workflow_handle(run_id).fetch_history()
+        # The first execution of the run: for "continued", the one that continued as new.
+        first = [e async for e in platform.client.list_workflows(f"WorkflowId = '{run_id}'")]
+        first.sort(key=lambda e: e.start_time)
+        handle = platform.client.get_workflow_handle(run_id, run_id=first[0].run_id)
+        history = await handle.fetch_history()
         (HISTORIES / f"{name}.json").write_text(history.to_json())
 
 
@@ -172,4 +209,10 @@ async def test_recorded_history_replays(path: Path) -> None:
 
 
 def test_every_representative_history_is_recorded() -> None:
-    assert {p.stem for p in _history_files()} >= {"tree", "failed", "gates", "paused_cancelled"}
+    assert {p.stem for p in _history_files()} >= {
+        "tree",
+        "failed",
+        "gates",
+        "paused_cancelled",
+        "continued",
+    }
