@@ -37,9 +37,8 @@ class StepActivities:
         info = activity.info()
         attempt = info.attempt
         record = _Attempt(self._store, step, attempt)
-        # A step that ends quickly is written once, complete; one that runs longer
-        # shows as running after RUNNING_AFTER_SECONDS (well within "about a second").
-        # Local steps (pure built-ins) are recorded by the workflow, batched.
+        # The workflow records how a step ended; a step that runs longer than
+        # RUNNING_AFTER_SECONDS shows as running meanwhile (well within "about a second").
         announce = asyncio.create_task(
             record.running_after(RUNNING_AFTER_SECONDS if not info.is_local else 1.0)
         )
@@ -67,16 +66,9 @@ class StepActivities:
             started_at=record.started_at,
             finished_at=_now(),
         )
-        if info.is_local and await record.skip_final(announce):
-            result.recorded = False
-            return result
-        await record.finish(
-            announce,
-            "completed",
-            "node_completed",
-            output_snapshot=outcome.output,
-            resolved_executor=outcome.resolved_executor,
-        )
+        # The workflow records the completion (batched, off this step's critical path);
+        # it only needs to know whether "running" was already announced.
+        result.announced = await record.stop_announcing(announce)
         return result
 
     async def _with_heartbeats(self, call: StepCall, is_local: bool) -> Any:
@@ -154,13 +146,13 @@ class _Attempt:
         await self._store.merge_node_run(fields, [self._event("node_started", "running")])
         self._announced = True
 
-    async def skip_final(self, announce: asyncio.Task[None]) -> bool:
-        """Stop the "running" write; True when none was made (the workflow records it all)."""
+    async def stop_announcing(self, announce: asyncio.Task[None]) -> bool:
+        """Stop the pending "running" write; True when it was already made."""
         if not announce.done():
             announce.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await announce
-        return not self._announced
+        return self._announced
 
     async def finish(
         self, announce: asyncio.Task[None], status: str, event: str | None, **fields: Any

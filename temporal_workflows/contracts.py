@@ -138,8 +138,9 @@ class StepOutput(CamelModel):
     # The attempt's wall-clock times (they keep the workflow's own timestamps in order).
     started_at: str | None = None
     finished_at: str | None = None
-    # False when the step left writing its node run to the workflow (local steps).
-    recorded: bool = True
+    # Whether the activity already recorded the node run as running (with node_started);
+    # the workflow records the completion either way.
+    announced: bool = False
 
 
 # Update and query names (the API calls them by name).

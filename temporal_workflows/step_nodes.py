@@ -107,7 +107,7 @@ class StepNodes(RunRuntime):
                 continue
             break
         if review is not None and review.requires_output_review:
-            # The step activity recorded completion before the review; record the verdict.
+            # Completion is queued before the review; record the verdict over it.
             await self._record_node(
                 node_run_id, node, "completed", event=None, output_snapshot=output
             )
@@ -221,40 +221,18 @@ class StepNodes(RunRuntime):
             self._leave(node_run_id)
         self._observe(result.started_at)
         self._observe(result.finished_at)
-        if not result.recorded:
-            # A local step leaves its record to the workflow: one batched write, no wait.
-            await self._record_node(
-                node_run_id,
-                node,
-                "completed",
-                event=None,
-                rev=result.attempt * 10 + 3,
-                attempt=result.attempt,
-                started_at=result.started_at,
-                finished_at=result.finished_at,
-                input_snapshot=rendered,
-                output_snapshot=result.output,
-                resolved_executor=result.resolved_executor,
-                error=None,
-            )
-            self._outbox_nodes[-1].events = [
-                self._node_event(
-                    "node_started",
-                    node_run_id,
-                    node,
-                    "running",
-                    result.started_at,
-                    attempt=result.attempt,
-                ),
-                self._node_event(
-                    "node_completed",
-                    node_run_id,
-                    node,
-                    "completed",
-                    result.finished_at,
-                    attempt=result.attempt,
-                ),
-            ]
+        # The workflow records every completion: one batched write, off the critical path.
+        await self._record_completed(
+            node,
+            node_run_id,
+            rendered,
+            result.output,
+            result.resolved_executor,
+            result.attempt,
+            result.started_at,
+            result.finished_at,
+            announced=result.announced,
+        )
         return result.output
 
     async def _transform(
@@ -277,25 +255,60 @@ class StepNodes(RunRuntime):
         except expressions.ExpressionError as exc:
             return await self._step_failed(node_run_id, node, config, scope, str(exc), 1)
         finished = self._stamp()
+        await self._record_completed(
+            node,
+            node_run_id,
+            rendered,
+            output,
+            {"kind": "builtin", "key": TRANSFORM, "inline": True},
+            1,
+            started,
+            finished,
+        )
+        return output
+
+    async def _record_completed(
+        self,
+        node: WorkflowNode,
+        node_run_id: str,
+        rendered: dict[str, Any],
+        output: Any,
+        resolved_executor: dict[str, Any] | None,
+        attempt: int,
+        started_at: str | None,
+        finished_at: str | None,
+        announced: bool = False,
+    ) -> None:
+        """Queue a completed step's node run with its events (node_started unless sent)."""
         await self._record_node(
             node_run_id,
             node,
             "completed",
             event=None,
-            rev=13,
-            attempt=1,
-            started_at=started,
-            finished_at=finished,
+            rev=attempt * 10 + 3,
+            attempt=attempt,
+            started_at=started_at,
+            finished_at=finished_at,
             input_snapshot=rendered,
             output_snapshot=output,
-            resolved_executor={"kind": "builtin", "key": TRANSFORM, "inline": True},
+            resolved_executor=resolved_executor,
             error=None,
         )
-        self._outbox_nodes[-1].events = [
-            self._node_event("node_started", node_run_id, node, "running", started, attempt=1),
-            self._node_event("node_completed", node_run_id, node, "completed", finished, attempt=1),
-        ]
-        return output
+        events = (
+            []
+            if announced
+            else [
+                self._node_event(
+                    "node_started", node_run_id, node, "running", started_at, attempt=attempt
+                )
+            ]
+        )
+        events.append(
+            self._node_event(
+                "node_completed", node_run_id, node, "completed", finished_at, attempt=attempt
+            )
+        )
+        self._outbox_nodes[-1].events = events
 
     async def _cancelled(self, node_run_id: str, node: WorkflowNode) -> None:
         await self._record_node(
