@@ -37,8 +37,8 @@ class StepActivities:
         info = activity.info()
         attempt = info.attempt
         record = _Attempt(self._store, step, attempt)
-        # The workflow records how a step ended; a step that runs longer than
-        # RUNNING_AFTER_SECONDS shows as running meanwhile (well within "about a second").
+        # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
+        # (well within "about a second"); how it ended is written once, at the end.
         announce = asyncio.create_task(
             record.running_after(RUNNING_AFTER_SECONDS if not info.is_local else 1.0)
         )
@@ -66,9 +66,21 @@ class StepActivities:
             started_at=record.started_at,
             finished_at=_now(),
         )
-        # The workflow records the completion (batched, off this step's critical path);
-        # it only needs to know whether "running" was already announced.
-        result.announced = await record.stop_announcing(announce)
+        if info.is_local:
+            # A local step's completion is recorded by the workflow, batched with the
+            # steps around it (a local activity holds the workflow task open anyway).
+            result.announced = await record.stop_announcing(announce)
+            result.recorded = False
+            return result
+        # A remote step writes its own end: flushing the workflow's outbox before the next
+        # remote step would hold that step's workflow task open for a local activity.
+        await record.finish(
+            announce,
+            "completed",
+            "node_completed",
+            output_snapshot=outcome.output,
+            resolved_executor=outcome.resolved_executor,
+        )
         return result
 
     async def _with_heartbeats(self, call: StepCall, is_local: bool) -> Any:

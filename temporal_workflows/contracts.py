@@ -138,8 +138,9 @@ class StepOutput(CamelModel):
     # The attempt's wall-clock times (they keep the workflow's own timestamps in order).
     started_at: str | None = None
     finished_at: str | None = None
-    # Whether the activity already recorded the node run as running (with node_started);
-    # the workflow records the completion either way.
+    # False when the step left recording its completion to the workflow (local steps);
+    # `announced` says whether it had already recorded it as running.
+    recorded: bool = True
     announced: bool = False
 
 

@@ -221,18 +221,18 @@ class StepNodes(RunRuntime):
             self._leave(node_run_id)
         self._observe(result.started_at)
         self._observe(result.finished_at)
-        # The workflow records every completion: one batched write, off the critical path.
-        await self._record_completed(
-            node,
-            node_run_id,
-            rendered,
-            result.output,
-            result.resolved_executor,
-            result.attempt,
-            result.started_at,
-            result.finished_at,
-            announced=result.announced,
-        )
+        if not result.recorded:  # a local step: one batched write, off the critical path
+            await self._record_completed(
+                node,
+                node_run_id,
+                rendered,
+                result.output,
+                result.resolved_executor,
+                result.attempt,
+                result.started_at,
+                result.finished_at,
+                announced=result.announced,
+            )
         return result.output
 
     async def _transform(
