@@ -42,9 +42,13 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.scope import Scope
 
 # Built-ins that are pure and quick run as local activities: no task-queue round trip.
-LOCAL_EXECUTORS = frozenset({"builtin:echo"})
-# Pure CEL, evaluated inside the workflow (see `_transform`).
+# Pure built-ins that would still want an activity attempt (none today: echo and
+# transform are evaluated inline). The local-activity path stays for them.
+LOCAL_EXECUTORS: frozenset[str] = frozenset()
+ECHO = "builtin:echo"
+# Pure, so evaluated inside the workflow, with no activity at all (see `_inline`).
 TRANSFORM = "builtin:transform"
+INLINE_EXECUTORS = frozenset({ECHO, TRANSFORM})
 STEP_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
 PLAN_TIMEOUT = timedelta(seconds=30)
 # What `_execute` returns for a step that failed under onError=skip.
@@ -185,8 +189,8 @@ class StepNodes(RunRuntime):
             rendered = expressions.render(node.config, variables)
         except expressions.ExpressionError as exc:
             return await self._step_failed(node_run_id, node, config, scope, str(exc), 0)
-        if node.executor_key == TRANSFORM:
-            return await self._transform(node, config, scope, node_run_id, rendered, variables)
+        if node.executor_key in INLINE_EXECUTORS:
+            return await self._inline(node, config, scope, node_run_id, rendered, variables)
         step = StepInput(
             run_id=self._inp.run_id,
             workflow_id=self._inp.workflow_id,
@@ -235,7 +239,7 @@ class StepNodes(RunRuntime):
             )
         return result.output
 
-    async def _transform(
+    async def _inline(
         self,
         node: WorkflowNode,
         config: StepConfig,
@@ -244,8 +248,16 @@ class StepNodes(RunRuntime):
         rendered: dict[str, Any],
         variables: dict[str, Any],
     ) -> Any:
-        """`builtin:transform` is pure CEL: evaluated right here, no activity at all."""
+        """`builtin:echo` and `builtin:transform` are pure: evaluated right here.
+
+        Same output as their executors in `activities/executors/builtin.py`, which still
+        serve direct calls; no task-queue or local-activity round trip, no retries.
+        """
         started = self._stamp()
+        key = node.executor_key
+        if key == ECHO:
+            output: Any = {"config": rendered, "input": scope.input}
+            return await self._inline_done(node, node_run_id, rendered, output, started)
         mapping = rendered.get("map")
         if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
             error = "builtin:transform needs config.map: an object of CEL expressions"
@@ -254,16 +266,25 @@ class StepNodes(RunRuntime):
             output = {name: expressions.evaluate(src, variables) for name, src in mapping.items()}
         except expressions.ExpressionError as exc:
             return await self._step_failed(node_run_id, node, config, scope, str(exc), 1)
-        finished = self._stamp()
+        return await self._inline_done(node, node_run_id, rendered, output, started)
+
+    async def _inline_done(
+        self,
+        node: WorkflowNode,
+        node_run_id: str,
+        rendered: dict[str, Any],
+        output: Any,
+        started: str,
+    ) -> Any:
         await self._record_completed(
             node,
             node_run_id,
             rendered,
             output,
-            {"kind": "builtin", "key": TRANSFORM, "inline": True},
+            {"kind": "builtin", "key": node.executor_key, "inline": True},
             1,
             started,
-            finished,
+            self._stamp(),
         )
         return output
 

@@ -1,4 +1,7 @@
-"""Long runs continue as new at top-level boundaries, carrying their state, and finish."""
+"""Long runs continue as new at top-level boundaries, carrying their state, and finish.
+
+The steps are remote (`builtin:delay`): inline built-ins add no history events.
+"""
 
 from typing import Any
 
@@ -48,8 +51,8 @@ async def test_a_long_top_level_loop_continues_as_new_and_completes(
                         "id": "t",
                         "name": "tick",
                         "nodeType": "step",
-                        "executorKey": "builtin:echo",
-                        "config": {"i": "{{ iteration }}"},
+                        "executorKey": "builtin:delay",
+                        "config": {"i": "{{ iteration }}", "seconds": 0},
                     }
                 ],
             },
@@ -80,8 +83,8 @@ async def test_a_long_sequence_carries_earlier_outputs_across(platform: Platform
             "id": f"s{i}",
             "name": f"s{i}",
             "nodeType": "step",
-            "executorKey": "builtin:echo",
-            "config": {"i": i},
+            "executorKey": "builtin:delay",
+            "config": {"i": i, "seconds": 0},
         }
         for i in range(40)
     ]
@@ -91,12 +94,12 @@ async def test_a_long_sequence_carries_earlier_outputs_across(platform: Platform
             "name": "last",
             "nodeType": "step",
             "executorKey": "builtin:transform",
-            "config": {"map": {"first": "previous_step_outputs.s0.config.i"}},
+            "config": {"map": {"first": "previous_step_outputs.s0.sleptSeconds"}},
         }
     )
     wf = await _start(platform, "run-can-seq-1", steps)
     run = await platform.wait(wf, "run-can-seq-1", within=60)
     assert run["status"] == "completed", run
-    assert run["finalOutput"] == {"first": 0}
+    assert run["finalOutput"] == {"first": 0.0}
     assert len(run["nodeRuns"]) == 41
     assert await _executions(platform, "run-can-seq-1") > 1

@@ -382,13 +382,15 @@ class TestHistoryBudget:
                         "id": "L",
                         "name": "L",
                         "nodeType": "loop",
-                        "loopConfig": {"maxIterations": 500},
+                        "loopConfig": {"maxIterations": 50},
                         "children": [
                             {
                                 "id": "t",
                                 "name": "tick",
                                 "nodeType": "step",
-                                "executorKey": "builtin:echo",
+                                # Remote: inline built-ins add no history events.
+                                "executorKey": "builtin:delay",
+                                "config": {"seconds": 0},
                             }
                         ],
                     }

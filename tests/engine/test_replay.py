@@ -162,7 +162,7 @@ async def _start_continued(platform: Platform, run_id: str) -> None:
                     "name": "L",
                     "nodeType": "loop",
                     "loopConfig": {"maxIterations": 30},
-                    "children": [echo("tick")],
+                    "children": [delay("tick", 0)],
                 }
             ],
         }
