@@ -28,11 +28,10 @@ with workflow.unsafe.imports_passed_through():
         collect_input,
         review_gate,
     )
+    from temporal_workflows.outbox import ACTIVITY_EVENTS, LOCAL_ACTIVITY_EVENTS
     from temporal_workflows.retry import attempts, failure_message, retry_policy
     from temporal_workflows.runtime import (
-        ACTIVITY_EVENTS,
         BEFORE_RUN_REV,
-        LOCAL_ACTIVITY_EVENTS,
         REVIEW_REV,
         NodeFailed,
         NodeSkipped,
@@ -41,7 +40,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from temporal_workflows.scope import Scope
 
-# Built-ins that are pure and quick run as local activities: no task-queue round trip.
 # Pure built-ins that would still want an activity attempt (none today: echo and
 # transform are evaluated inline). The local-activity path stays for them.
 LOCAL_EXECUTORS: frozenset[str] = frozenset()
