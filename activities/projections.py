@@ -16,29 +16,13 @@ from activities.store.base import Store
 from temporal_workflows.contracts import (
     NOW,
     RECORD_BATCH,
-    RECORD_NODE_RUN,
-    RECORD_RUN,
-    NodeRunProjection,
     ProjectionBatch,
-    RunProjection,
 )
 
 
 class ProjectionActivities:
     def __init__(self, store: Store) -> None:
         self._store = store
-
-    @activity.defn(name=RECORD_RUN)
-    async def record_run(self, projection: RunProjection) -> None:
-        """Apply a change to the run record and log its event."""
-        await self._store.update_run(
-            projection.run_id, projection.rev, _stamped(projection.changes), projection.event
-        )
-
-    @activity.defn(name=RECORD_NODE_RUN)
-    async def record_node_run(self, projection: NodeRunProjection) -> None:
-        """Merge fields into a node-run record and log its event."""
-        await write_node_run(self._store, projection.record, projection.events)
 
     @activity.defn(name=RECORD_BATCH)
     async def record_batch(self, batch: ProjectionBatch) -> None:
@@ -56,7 +40,7 @@ class ProjectionActivities:
         await asyncio.gather(*writes)
 
     def all(self) -> list[Any]:
-        return [self.record_run, self.record_node_run, self.record_batch]
+        return [self.record_batch]
 
 
 async def write_node_run(

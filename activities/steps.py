@@ -39,12 +39,10 @@ class StepActivities:
         record = _Attempt(self._store, step, attempt)
         # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
         # (well within "about a second"); how it ended is written once, at the end.
-        announce = asyncio.create_task(
-            record.running_after(RUNNING_AFTER_SECONDS if not info.is_local else 1.0)
-        )
-        call = _call(step, attempt, (lambda *d: None) if info.is_local else activity.heartbeat)
+        announce = asyncio.create_task(record.running_after(RUNNING_AFTER_SECONDS))
+        call = _call(step, attempt, activity.heartbeat)
         try:
-            outcome = await self._with_heartbeats(call, info.is_local)
+            outcome = await self._with_heartbeats(call)
             _check_size(outcome.output)
         except asyncio.CancelledError:
             await record.finish(announce, "cancelled", "node_cancelled", error="cancelled")
@@ -66,14 +64,8 @@ class StepActivities:
             started_at=record.started_at,
             finished_at=_now(),
         )
-        if info.is_local:
-            # A local step's completion is recorded by the workflow, batched with the
-            # steps around it (a local activity holds the workflow task open anyway).
-            result.announced = await record.stop_announcing(announce)
-            result.recorded = False
-            return result
-        # A remote step writes its own end: flushing the workflow's outbox before the next
-        # remote step would hold that step's workflow task open for a local activity.
+        # The step writes its own end: leaving it to the workflow's outbox would flush a
+        # local activity before the next step, holding that step's workflow task open.
         await record.finish(
             announce,
             "completed",
@@ -83,11 +75,9 @@ class StepActivities:
         )
         return result
 
-    async def _with_heartbeats(self, call: StepCall, is_local: bool) -> Any:
+    async def _with_heartbeats(self, call: StepCall) -> Any:
         # A background heartbeat lets Temporal deliver cancellation to any executor
         # and notice a dead worker within the heartbeat timeout.
-        if is_local:
-            return await self._executor.execute(call)
         beat = asyncio.create_task(_heartbeat_forever())
         try:
             return await self._executor.execute(call)
@@ -157,14 +147,6 @@ class _Attempt:
         }
         await self._store.merge_node_run(fields, [self._event("node_started", "running")])
         self._announced = True
-
-    async def stop_announcing(self, announce: asyncio.Task[None]) -> bool:
-        """Stop the pending "running" write; True when it was already made."""
-        if not announce.done():
-            announce.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await announce
-        return self._announced
 
     async def finish(
         self, announce: asyncio.Task[None], status: str, event: str | None, **fields: Any

@@ -7,8 +7,8 @@ from typing import Any
 from bench.handwritten import BatchInput
 
 ECHO, DELAY, MCP_ECHO = "builtin:echo", "builtin:delay", "echo"
-# What each executor key runs as in the interpreter (see LOCAL_EXECUTORS there).
-KINDS = {ECHO: "local activities", DELAY: "activities, 0 s delay", MCP_ECHO: "MCP echo tool"}
+# What each executor key runs as in the interpreter (see INLINE_EXECUTORS there).
+KINDS = {ECHO: "inline", DELAY: "activities, 0 s delay", MCP_ECHO: "MCP echo tool"}
 
 
 def _step(index: int, key: str) -> dict[str, Any]:

@@ -12,8 +12,6 @@ from temporal_workflows.definition import WorkflowSpec
 WORKFLOW_TYPE = "TrellisRun"
 # Activity names: the workflow refers to activities by these, never by import.
 EXECUTE_STEP = "execute_step"
-RECORD_RUN = "record_run"
-RECORD_NODE_RUN = "record_node_run"
 PLAN_STEP = "plan_step"
 RECORD_BATCH = "record_batch"
 # A field value the recording activity replaces with its own clock's time.
@@ -122,7 +120,6 @@ class StepInput(CamelModel):
     config: dict[str, Any] = Field(default_factory=dict)
     # The run context the step sees (input, previous_step_content, ...).
     context: dict[str, Any] = Field(default_factory=dict)
-    max_attempts: int = 1
 
 
 class StepPlan(CamelModel):
@@ -138,10 +135,6 @@ class StepOutput(CamelModel):
     # The attempt's wall-clock times (they keep the workflow's own timestamps in order).
     started_at: str | None = None
     finished_at: str | None = None
-    # False when the step left recording its completion to the workflow (local steps);
-    # `announced` says whether it had already recorded it as running.
-    recorded: bool = True
-    announced: bool = False
 
 
 # Update and query names (the API calls them by name).

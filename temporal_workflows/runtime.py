@@ -31,6 +31,9 @@ with workflow.unsafe.imports_passed_through():
 # Workflow-side node-run writes outrank any write an activity attempt makes; a gate
 # opened before a step runs writes the lowest rev, so the step's own writes win.
 FINAL_REV = 1_000_000_000
+# An inline step's record: what an activity's first successful attempt would write, so
+# an output-review gate (REVIEW_REV) and its verdict (FINAL_REV) still follow it.
+INLINE_DONE_REV = 13
 OPEN_REV = FINAL_REV - 1
 REVIEW_REV = FINAL_REV - 2
 BEFORE_RUN_REV = 0
@@ -161,9 +164,13 @@ class RunRuntime(RunOutbox):
         status: str,
         *,
         event: str | None,
+        events: list[dict[str, Any]] | None = None,
         rev: int | None = None,
         **fields: Any,
     ) -> None:
+        """Queue node-run fields with their events (`event` names the one usual event)."""
+        if events is None:
+            events = [] if event is None else [self._node_event(event, node_run_id, node, status)]
         if rev is None:
             rev = OPEN_REV if status in ("running", "awaiting_approval") else FINAL_REV
         record = {
@@ -181,12 +188,22 @@ class RunRuntime(RunOutbox):
                 run_id=self._inp.run_id,
                 workflow_id=self._inp.workflow_id,
                 record=record,
-                events=[]
-                if event is None
-                else [self._node_event(event, node_run_id, node, status)],
+                events=events,
             )
         )
         self._enqueued("n")
+
+    async def _cancelled(
+        self, node_run_id: str, node: WorkflowNode, error: str = "cancelled"
+    ) -> None:
+        await self._record_node(
+            node_run_id,
+            node,
+            "cancelled",
+            event="node_cancelled",
+            finished_at=self._stamp(),
+            error=error,
+        )
 
     def _node_event(
         self,
@@ -281,14 +298,13 @@ class RunRuntime(RunOutbox):
         self._gates[step_id] = req
         self._schemas[step_id] = review.user_input_schema
         self._show_details()
+        shown: dict[str, Any] = {}
+        if rev == BEFORE_RUN_REV:
+            shown["started_at"] = self._stamp()
+        if req.is_post_execution:
+            shown["output_snapshot"] = req.step_output
         await self._record_node(
-            node_run_id,
-            node,
-            "awaiting_approval",
-            event="node_awaiting_approval",
-            rev=rev,
-            **({"started_at": self._stamp()} if rev == BEFORE_RUN_REV else {}),
-            **({"output_snapshot": req.step_output} if req.is_post_execution else {}),
+            node_run_id, node, "awaiting_approval", event="node_awaiting_approval", rev=rev, **shown
         )
         await self._publish("awaiting_approval", stepId=step_id, stepName=req.step_name)
         self._request_flush()  # written while the gate waits
@@ -304,14 +320,7 @@ class RunRuntime(RunOutbox):
         except asyncio.CancelledError:
             self._gates.pop(step_id, None)
             self._schemas.pop(step_id, None)
-            await self._record_node(
-                node_run_id,
-                node,
-                "cancelled",
-                event="node_cancelled",
-                finished_at=self._stamp(),
-                error="cancelled while awaiting approval",
-            )
+            await self._cancelled(node_run_id, node, "cancelled while awaiting approval")
             raise
         decision = self._decisions.pop(step_id)
         del self._gates[step_id]
@@ -354,13 +363,6 @@ def _resolved(req: Requirement, decision: Decision, now: str) -> Requirement:
     if decision.decided_by == "timeout":
         done.resolution = f"timeout:{req.on_timeout}"
     return done
-
-
-def on_timeout_action(decision: Decision, req_on_timeout: str) -> str | None:
-    """For a timeout decision: 'skip' or 'cancel' (None when it approved or was a person)."""
-    if decision.decided_by != "timeout" or req_on_timeout == "approve":
-        return None
-    return req_on_timeout
 
 
 async def cancel_tasks(tasks: list[asyncio.Task[Any]]) -> None:

@@ -29,9 +29,10 @@ with workflow.unsafe.imports_passed_through():
         review_gate,
     )
     from temporal_workflows.outbox import ACTIVITY_EVENTS, LOCAL_ACTIVITY_EVENTS
-    from temporal_workflows.retry import attempts, failure_message, retry_policy
+    from temporal_workflows.retry import failure_message, retry_policy
     from temporal_workflows.runtime import (
         BEFORE_RUN_REV,
+        INLINE_DONE_REV,
         REVIEW_REV,
         NodeFailed,
         NodeSkipped,
@@ -40,9 +41,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from temporal_workflows.scope import Scope
 
-# Pure built-ins that would still want an activity attempt (none today: echo and
-# transform are evaluated inline). The local-activity path stays for them.
-LOCAL_EXECUTORS: frozenset[str] = frozenset()
 ECHO = "builtin:echo"
 # Pure, so evaluated inside the workflow, with no activity at all (see `_inline`).
 TRANSFORM = "builtin:transform"
@@ -201,7 +199,6 @@ class StepNodes(RunRuntime):
             # Every variable but the outputs of all earlier steps, which would make each
             # step's payload grow with the run (Temporal refuses payloads over 2 MB).
             context={k: v for k, v in variables.items() if k != "previous_step_outputs"},
-            max_attempts=attempts(config),
         )
         self._enter(node_run_id, node.name)
         try:
@@ -223,18 +220,6 @@ class StepNodes(RunRuntime):
             self._leave(node_run_id)
         self._observe(result.started_at)
         self._observe(result.finished_at)
-        if not result.recorded:  # a local step: one batched write, off the critical path
-            await self._record_completed(
-                node,
-                node_run_id,
-                rendered,
-                result.output,
-                result.resolved_executor,
-                result.attempt,
-                result.started_at,
-                result.finished_at,
-                announced=result.announced,
-            )
         return result.output
 
     async def _inline(
@@ -274,92 +259,37 @@ class StepNodes(RunRuntime):
         output: Any,
         started: str,
     ) -> Any:
-        await self._record_completed(
-            node,
-            node_run_id,
-            rendered,
-            output,
-            {"kind": "builtin", "key": node.executor_key, "inline": True},
-            1,
-            started,
-            self._stamp(),
-        )
-        return output
-
-    async def _record_completed(
-        self,
-        node: WorkflowNode,
-        node_run_id: str,
-        rendered: dict[str, Any],
-        output: Any,
-        resolved_executor: dict[str, Any] | None,
-        attempt: int,
-        started_at: str | None,
-        finished_at: str | None,
-        announced: bool = False,
-    ) -> None:
-        """Queue a completed step's node run with its events (node_started unless sent)."""
+        """Queue an inline step's node run, complete, with both of its events."""
+        finished = self._stamp()
         await self._record_node(
             node_run_id,
             node,
             "completed",
             event=None,
-            rev=attempt * 10 + 3,
-            attempt=attempt,
-            started_at=started_at,
-            finished_at=finished_at,
+            events=[
+                self._node_event("node_started", node_run_id, node, "running", started),
+                self._node_event("node_completed", node_run_id, node, "completed", finished),
+            ],
+            rev=INLINE_DONE_REV,
+            attempt=1,
+            started_at=started,
+            finished_at=finished,
             input_snapshot=rendered,
             output_snapshot=output,
-            resolved_executor=resolved_executor,
+            resolved_executor={"kind": "builtin", "key": node.executor_key, "inline": True},
             error=None,
         )
-        events = (
-            []
-            if announced
-            else [
-                self._node_event(
-                    "node_started", node_run_id, node, "running", started_at, attempt=attempt
-                )
-            ]
-        )
-        events.append(
-            self._node_event(
-                "node_completed", node_run_id, node, "completed", finished_at, attempt=attempt
-            )
-        )
-        self._outbox_nodes[-1].events = events
-
-    async def _cancelled(self, node_run_id: str, node: WorkflowNode) -> None:
-        await self._record_node(
-            node_run_id,
-            node,
-            "cancelled",
-            event="node_cancelled",
-            finished_at=self._stamp(),
-            error="cancelled",
-        )
+        return output
 
     async def _execute_step(
         self, step: StepInput, config: StepConfig, node: WorkflowNode
     ) -> StepOutput:
         timeout = timedelta(seconds=config.timeout_seconds)
-        if node.executor_key in LOCAL_EXECUTORS:
-            self._events += LOCAL_ACTIVITY_EVENTS
-            result: StepOutput = await workflow.execute_local_activity(
-                EXECUTE_STEP,
-                step,
-                result_type=StepOutput,
-                start_to_close_timeout=timeout,
-                retry_policy=retry_policy(config),
-                activity_id=step.node_run_id,
-                summary=node.name,
-            )
-            return result
         # The step records its own node run; what the workflow queued is written meanwhile
         # (a local write, so it lands well before the remote step reports).
         self._request_flush()
         self._events += ACTIVITY_EVENTS
-        result = await workflow.execute_activity(
+        result: StepOutput = await workflow.execute_activity(
             EXECUTE_STEP,
             step,
             result_type=StepOutput,

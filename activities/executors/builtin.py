@@ -19,8 +19,6 @@ from temporal_workflows.expressions import ExpressionError, evaluate
 
 ECHO, TRANSFORM, HTTP, DELAY = "builtin:echo", "builtin:transform", "builtin:http", "builtin:delay"
 BUILTIN_KEYS = frozenset({ECHO, TRANSFORM, HTTP, DELAY})
-# Pure and fast: the interpreter may run these as local activities.
-LOCAL_BUILTINS = frozenset({ECHO, TRANSFORM})
 # Retrying these 4xx can succeed (timeout, rate limit), so they stay retryable.
 _RETRYABLE_4XX = {408, 425, 429}
 MAX_DELAY_SECONDS = 7 * 86_400

@@ -51,12 +51,4 @@ async def replay_run(workflow: WorkflowDep, run: RunDep, lineage: LineageDep) ->
 
 def _accepted(child: RunRecord, message: str) -> ChildRunAccepted:
     assert child.parent_run_id is not None
-    return ChildRunAccepted(
-        run_id=child.id,
-        workflow_definition_id=child.workflow_definition_id,
-        status=child.status,
-        trigger_source=child.trigger_source,
-        started_at=child.started_at,
-        parent_run_id=child.parent_run_id,
-        message=message,
-    )
+    return ChildRunAccepted.of(child, message, parent_run_id=child.parent_run_id)

@@ -64,14 +64,7 @@ async def trigger_run(
 ) -> RunAccepted:
     """Start a run of the workflow's current version; it executes asynchronously."""
     run = await runs.trigger(workflow, body or RunCreate(), idempotency_key)
-    return RunAccepted(
-        run_id=run.id,
-        workflow_definition_id=run.workflow_definition_id,
-        status=run.status,
-        trigger_source=run.trigger_source,
-        started_at=run.started_at,
-        message="Workflow run queued successfully",
-    )
+    return RunAccepted.of(run, "Workflow run queued successfully")
 
 
 @router.get("")

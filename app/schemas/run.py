@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 from pydantic import Field, model_validator
 
@@ -39,6 +39,19 @@ class RunAccepted(CamelModel):
     trigger_source: str
     started_at: datetime
     message: str
+
+    @classmethod
+    def of(cls, run: RunRecord, message: str, **extra: Any) -> Self:
+        """The 202 body for a run just queued."""
+        return cls(
+            run_id=run.id,
+            workflow_definition_id=run.workflow_definition_id,
+            status=run.status,
+            trigger_source=run.trigger_source,
+            started_at=run.started_at,
+            message=message,
+            **extra,
+        )
 
 
 class NodeRunPublic(CamelModel):
