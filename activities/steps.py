@@ -14,12 +14,21 @@ from temporalio.exceptions import ApplicationError
 from activities.executors.base import Executor, PermanentError, StepCall
 from activities.store.base import Store
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
+from temporal_workflows.read_model import (
+    AttemptPhase,
+    NodeRunStatus,
+    attempt_rev,
+    node_event,
+    node_record,
+)
 from temporal_workflows.retry import PERMANENT_ERROR_TYPE
 
 # Step outputs travel in workflow history; keep well under Temporal's 2 MB payload limit.
 MAX_OUTPUT_BYTES = 1_000_000
 HEARTBEAT_EVERY_SECONDS = 1.0
 RUNNING_AFTER_SECONDS = 0.2
+# An attempt's last write: "running" means the attempt failed and Temporal may retry it.
+_PHASES: dict[str, AttemptPhase] = {"running": "attempt_failed", "completed": "completed"}
 
 
 def _now() -> str:
@@ -112,44 +121,47 @@ class _Attempt:
         self.started_at = _now()
         self._announced = False
 
-    def _base(self, status: str) -> dict[str, Any]:
-        return {
-            "id": self._step.node_run_id,
-            "workflow_run_id": self._step.run_id,
-            "node_id": self._step.node_id,
-            "node_name": self._step.node_name,
-            "node_type": "step",
-            "attempt": self._attempt,
-            "status": status,
-            "started_at": self.started_at,
-            "input_snapshot": self._step.config,
-        }
+    def _record(self, status: NodeRunStatus, rev: int, **fields: Any) -> dict[str, Any]:
+        return node_record(
+            run_id=self._step.run_id,
+            node_run_id=self._step.node_run_id,
+            node_id=self._step.node_id,
+            node_name=self._step.node_name,
+            node_type="step",
+            status=status,
+            rev=rev,
+            attempt=self._attempt,
+            started_at=self.started_at,
+            input_snapshot=self._step.config,
+            **fields,
+        )
 
     def _event(self, kind: str, status: str) -> dict[str, Any]:
-        return {
-            "type": kind,
-            "runId": self._step.run_id,
-            "nodeRunId": self._step.node_run_id,
-            "nodeId": self._step.node_id,
-            "nodeName": self._step.node_name,
-            "status": status,
-            "attempt": self._attempt,
-            "timestamp": _now(),
-        }
+        return node_event(
+            kind,
+            run_id=self._step.run_id,
+            node_run_id=self._step.node_run_id,
+            node_id=self._step.node_id,
+            node_name=self._step.node_name,
+            status=status,
+            timestamp=_now(),
+            attempt=self._attempt,
+        )
 
     async def running_after(self, delay: float) -> None:
         await asyncio.sleep(delay)
-        fields = {
-            **self._base("running"),
-            "finished_at": None,
-            "error": None,
-            "rev": self._attempt * 10 + 1,
-        }
+        fields = self._record(
+            "running", attempt_rev(self._attempt, "running"), finished_at=None, error=None
+        )
         await self._store.merge_node_run(fields, [self._event("node_started", "running")])
         self._announced = True
 
     async def finish(
-        self, announce: asyncio.Task[None], status: str, event: str | None, **fields: Any
+        self,
+        announce: asyncio.Task[None],
+        status: NodeRunStatus,
+        event: str | None,
+        **fields: Any,
     ) -> None:
         """The attempt's last write; carries node_started too when "running" was never sent."""
         if not announce.done():
@@ -159,8 +171,11 @@ class _Attempt:
         events = [] if self._announced else [self._event("node_started", "running")]
         if event is not None:
             events.append(self._event(event, status))
-        rev = self._attempt * 10 + {"running": 2, "completed": 3}.get(status, 9)
-        record = {**self._base(status), "error": None, **fields, "rev": rev}
+        record = self._record(
+            status,
+            attempt_rev(self._attempt, _PHASES.get(status, "ended")),
+            **{"error": None, **fields},
+        )
         if status != "running":
             record["finished_at"] = _now()
         await self._store.merge_node_run(record, events)

@@ -16,18 +16,20 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEv
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.store.base import Store
+from temporal_workflows.read_model import (
+    OPEN_NODE_STATUSES,
+    OPEN_RUN_STATUSES,
+    RECONCILED_REV,
+)
 
 log = logging.getLogger("trellis.reconciler")
 # A closed workflow's search attributes cannot change, so a corrected run keeps matching
 # the query until Temporal's retention removes it; `_correct` skips it cheaply (the store
 # already has it terminal).
 
-OPEN_STATUSES = ("pending", "running", "paused", "awaiting_approval")
-# Outranks every write the workflow makes, so a corrected run stays corrected.
-RECONCILED_REV = 2_000_000_000
 ORPHAN_QUERY = (
     "ExecutionStatus != 'Running' AND TrellisRunStatus IN ("
-    + ", ".join(f"'{s}'" for s in OPEN_STATUSES)
+    + ", ".join(f"'{s}'" for s in OPEN_RUN_STATUSES)
     + ")"
 )
 
@@ -72,7 +74,7 @@ class Reconciler:
         closed_at: datetime | None,
     ) -> bool:
         run = await self._store.get_run(run_id)
-        if run is None or run.status not in OPEN_STATUSES:
+        if run is None or run.status not in OPEN_RUN_STATUSES:
             return False
         if status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
             return False
@@ -91,7 +93,7 @@ class Reconciler:
         if not applied:
             return False
         for node_run in await self._store.list_node_runs([run_id]):
-            if node_run.status in ("pending", "running", "awaiting_approval"):
+            if node_run.status in OPEN_NODE_STATUSES:
                 node_run.status = "cancelled" if new_status == "cancelled" else "failed"
                 node_run.error = reason
                 node_run.finished_at = closed_at or datetime.now(UTC)

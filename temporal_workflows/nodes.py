@@ -21,8 +21,8 @@ with workflow.unsafe.imports_passed_through():
         iteration_gate,
         review_gate,
     )
+    from temporal_workflows.read_model import OPEN_REV
     from temporal_workflows.runtime import (
-        OPEN_REV,
         NodeFailed,
         NodeSkipped,
         RunCancelled,

@@ -26,17 +26,12 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.outbox import (
         RunOutbox,
     )
+    from temporal_workflows.read_model import (
+        BEFORE_RUN_REV,
+        FINAL_REV,
+        OPEN_REV,
+    )
     from temporal_workflows.scope import Scope
-
-# Workflow-side node-run writes outrank any write an activity attempt makes; a gate
-# opened before a step runs writes the lowest rev, so the step's own writes win.
-FINAL_REV = 1_000_000_000
-# An inline step's record: what an activity's first successful attempt would write, so
-# an output-review gate (REVIEW_REV) and its verdict (FINAL_REV) still follow it.
-INLINE_DONE_REV = 13
-OPEN_REV = FINAL_REV - 1
-REVIEW_REV = FINAL_REV - 2
-BEFORE_RUN_REV = 0
 
 
 class RunStopped(Exception):

@@ -29,11 +29,9 @@ with workflow.unsafe.imports_passed_through():
         review_gate,
     )
     from temporal_workflows.outbox import ACTIVITY_EVENTS, LOCAL_ACTIVITY_EVENTS
+    from temporal_workflows.read_model import BEFORE_RUN_REV, INLINE_DONE_REV, REVIEW_REV
     from temporal_workflows.retry import failure_message, retry_policy
     from temporal_workflows.runtime import (
-        BEFORE_RUN_REV,
-        INLINE_DONE_REV,
-        REVIEW_REV,
         NodeFailed,
         NodeSkipped,
         RunCancelled,

@@ -27,12 +27,12 @@ from activities.store.documents import (
     to_stored,
 )
 from activities.store.records import (
-    TERMINAL_RUN_STATUSES,
     NodeRunRecord,
     RunRecord,
     WorkflowRecord,
     WorkflowVersionRecord,
 )
+from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 Doc = dict[str, Any]
 

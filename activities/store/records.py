@@ -12,14 +12,7 @@ from pydantic import Field
 
 from temporal_workflows.base import CamelModel
 from temporal_workflows.definition import WorkflowSpec
-
-RunStatus = Literal[
-    "pending", "running", "paused", "awaiting_approval", "completed", "failed", "cancelled"
-]
-NodeRunStatus = Literal[
-    "pending", "running", "awaiting_approval", "completed", "failed", "skipped", "cancelled"
-]
-TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+from temporal_workflows.read_model import NodeRunStatus, RunStatus
 
 
 def utcnow() -> datetime:

@@ -21,7 +21,6 @@ import aiosqlite
 from activities.store.base import DuplicateNameError, StoreError
 from activities.store.documents import apply_run_changes, event_document, from_stored, iso_utc
 from activities.store.records import (
-    TERMINAL_RUN_STATUSES,
     NodeRunRecord,
     RunRecord,
     WorkflowRecord,
@@ -40,6 +39,7 @@ from activities.store.sqlite_rows import (
     workflow_row,
 )
 from activities.store.sqlite_schema import migrate
+from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 T = TypeVar("T")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, status
 
@@ -20,12 +20,11 @@ from app.schemas.run import (
 )
 from app.schemas.workflow import Pagination
 from app.services.runs import RunService
+from temporal_workflows.read_model import RunStatus
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs", tags=["runs"])
 
-StatusFilter = Literal[
-    "pending", "running", "paused", "awaiting_approval", "completed", "failed", "cancelled"
-]
+StatusFilter = RunStatus
 Page = Annotated[int, Query(ge=1)]
 PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100)]
 

@@ -14,7 +14,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.store.records import TERMINAL_RUN_STATUSES, RunRecord
+from activities.store.records import RunRecord
 from app.errors import ApiError, Conflict, InvalidRequest, NotFound, ServiceUnavailable
 from app.schemas.control import ApproveRequest
 from temporal_workflows.contracts import (
@@ -26,6 +26,7 @@ from temporal_workflows.contracts import (
     ControlResult,
 )
 from temporal_workflows.gates import Decision, DecisionResult
+from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 # How long the API waits for the worker to take an update before answering 503.
 UPDATE_TIMEOUT_SECONDS = 15.0

@@ -14,9 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from activities.store.base import Store
-from activities.store.records import TERMINAL_RUN_STATUSES
+from temporal_workflows.read_model import TERMINAL_EVENTS, TERMINAL_RUN_STATUSES
 
-TERMINAL_EVENTS = frozenset({"run_completed", "run_failed", "run_cancelled"})
 PAGE = 500
 # An id below the newest one seen may still appear: MongoDB takes the id from a counter
 # before inserting, so a slower writer can land a smaller id later. Ids seen for less

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from activities.store.records import NodeRunRecord
-from app.services.lineage import run_counter
 from temporal_workflows.definition import WorkflowNode, WorkflowSpec
+from temporal_workflows.read_model import node_run_counter
 
 
 def build_graph(spec: WorkflowSpec, node_runs: list[NodeRunRecord] | None = None) -> dict[str, Any]:
@@ -26,7 +26,7 @@ def latest_node_runs(node_runs: list[NodeRunRecord]) -> dict[str, NodeRunRecord]
     best: dict[str, NodeRunRecord] = {}
     for node_run in node_runs:
         current = best.get(node_run.node_id)
-        if current is None or run_counter(node_run.id) > run_counter(current.id):
+        if current is None or node_run_counter(node_run.id) > node_run_counter(current.id):
             best[node_run.node_id] = node_run
     return best
 

@@ -20,6 +20,7 @@ from app.errors import InvalidRequest, NotFound
 from app.services.runs import DISABLED_MESSAGE, RunService, new_run_id
 from temporal_workflows.contracts import CachedOutput
 from temporal_workflows.definition import WorkflowNode, iter_nodes
+from temporal_workflows.read_model import node_run_counter
 
 RETRYABLE = frozenset({"failed", "cancelled"})
 RERUNNABLE = frozenset({"completed", "failed"})
@@ -132,15 +133,9 @@ def latest_completed(node_runs: list[NodeRunRecord]) -> dict[str, NodeRunRecord]
         if node_run.status != "completed":
             continue
         current = best.get(node_run.node_id)
-        if current is None or run_counter(node_run.id) > run_counter(current.id):
+        if current is None or node_run_counter(node_run.id) > node_run_counter(current.id):
             best[node_run.node_id] = node_run
     return best
-
-
-def run_counter(node_run_id: str) -> int:
-    """The `n` of a node-run id `{runId}.{nodeId}.{n}` (0 when it has no counter)."""
-    tail = node_run_id.rsplit(".", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
 
 
 def _require_enabled(workflow: WorkflowRecord) -> None:

@@ -12,9 +12,9 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.store.base import Store
 from activities.store.records import RunRecord
 from app.temporal_link import TemporalLink
+from temporal_workflows.read_model import OPEN_RUN_STATUSES
 
 log = logging.getLogger(__name__)
-OPEN_STATUSES = ("pending", "running", "paused", "awaiting_approval")
 PAGE = 100
 
 
@@ -43,7 +43,7 @@ class RunCanceller:
 
     async def _open_runs(self, workflow_id: str) -> list[RunRecord]:
         found: list[RunRecord] = []
-        for status in OPEN_STATUSES:
+        for status in OPEN_RUN_STATUSES:
             page = 1
             while True:
                 runs, total = await self.store.list_runs(

@@ -13,10 +13,9 @@ from activities.store.records import RunRecord, WorkflowRecord, utcnow
 from app.errors import InvalidRequest, NotFound, ServiceUnavailable
 from app.schemas.run import RunCreate
 from temporal_workflows.contracts import CachedOutput
+from temporal_workflows.read_model import START_FAILED_REV
 
 DISABLED_MESSAGE = "Workflow is disabled. Please enable the workflow before triggering a run."
-# Rev of writes the API makes after start (the workflow's own writes start at 1).
-START_FAILED_REV = 1_000_000_000
 
 
 @dataclass
