@@ -143,6 +143,14 @@ PAUSE = "pause"
 RESUME = "resume"
 PENDING_REQUIREMENTS = "pending_requirements"
 
+# The ApplicationError types the workflow's update validators and handlers raise; the API
+# maps each to one HTTP status (app/errors.py).
+NOT_FOUND_ERROR = "NotFound"
+INVALID_ERROR = "InvalidRequest"
+CONFLICT_ERROR = "Conflict"
+# The error type a failed run ends with.
+RUN_FAILED_ERROR = "RunFailed"
+
 
 class ControlRequest(CamelModel):
     requested_by: str = "anonymous"

@@ -13,10 +13,14 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows.contracts import (
+        CONFLICT_ERROR,
         DECIDE,
+        INVALID_ERROR,
+        NOT_FOUND_ERROR,
         PAUSE,
         PENDING_REQUIREMENTS,
         RESUME,
+        RUN_FAILED_ERROR,
         WORKFLOW_TYPE,
         ControlRequest,
         ControlResult,
@@ -34,8 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.runtime import NodeFailed, RunCancelled
     from temporal_workflows.scope import Scope
 
-# ApplicationError types the API maps to HTTP statuses (404, 400, 409).
-NOT_FOUND, INVALID, CONFLICT = "NotFound", "InvalidRequest", "Conflict"
+NOT_FOUND, INVALID, CONFLICT = NOT_FOUND_ERROR, INVALID_ERROR, CONFLICT_ERROR
 _GATE_ERROR_TYPES = {"not_found": NOT_FOUND, "invalid": INVALID, "conflict": CONFLICT}
 
 
@@ -60,7 +63,7 @@ class TrellisRun(NodeRunner):
             output = await self._run_sequence(inp.definition.nodes, scope, top_level=True)
         except NodeFailed as failed:
             await self._finish("failed", {"error_summary": str(failed)}, "run_failed")
-            raise ApplicationError(str(failed), type="RunFailed", non_retryable=True) from None
+            raise ApplicationError(str(failed), type=RUN_FAILED_ERROR, non_retryable=True) from None
         except RunCancelled as cancelled:
             await self._finish("cancelled", {"error_summary": str(cancelled)}, "run_cancelled")
             return RunResult(status="cancelled", error_summary=str(cancelled))

@@ -18,7 +18,10 @@ from activities.store.records import RunRecord
 from app.errors import ApiError, Conflict, InvalidRequest, NotFound, ServiceUnavailable
 from app.schemas.control import ApproveRequest
 from temporal_workflows.contracts import (
+    CONFLICT_ERROR,
     DECIDE,
+    INVALID_ERROR,
+    NOT_FOUND_ERROR,
     PAUSE,
     PENDING_REQUIREMENTS,
     RESUME,
@@ -31,9 +34,9 @@ from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 # How long the API waits for the worker to take an update before answering 503.
 UPDATE_TIMEOUT_SECONDS = 15.0
 _ERRORS: dict[str, type[ApiError]] = {
-    "NotFound": NotFound,
-    "InvalidRequest": InvalidRequest,
-    "Conflict": Conflict,
+    NOT_FOUND_ERROR: NotFound,
+    INVALID_ERROR: InvalidRequest,
+    CONFLICT_ERROR: Conflict,
 }
 
 
