@@ -1,31 +1,31 @@
-"""The executor catalog file (`TRELLIS_EXECUTORS_FILE`): MCP servers and A2A agents, YAML or JSON.
+"""The executor catalog file (`TRELLIS_EXECUTORS_FILE`, YAML or JSON; see docs/executors.md).
 
-```yaml
-mcpServers:
-  - id: onboarding-tools
-    url: http://127.0.0.1:9001/mcp      # streamable HTTP endpoint
-    tools: [mcp-email-validator]        # optional; otherwise discovered
-  - id: local-tools
-    command: [python, -m, my_tools]     # stdio server
-a2aAgents:
-  - name: account-manager-v1
-    url: http://127.0.0.1:9101/         # card at /.well-known/agent-card.json
-```
+These models describe the file only. `/servers` and `/agents` show `catalog_models.py`,
+built from them field by field, so a value kept here (an `env` entry) is never echoed back.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+import shlex
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
-_TOP_KEYS = {"mcpServers", "a2aAgents"}
-_SERVER_KEYS = {"id", "url", "command", "tools", "env"}
-_AGENT_KEYS = {"name", "url"}
 # Server ids prefix tool names (`serverId/toolName`), so they must not contain a slash.
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -34,30 +34,80 @@ class CatalogError(ValueError):
     """A catalog file that cannot be used; the message names the file and the problem."""
 
 
-@dataclass(frozen=True)
-class McpServerSpec:
-    id: str
-    url: str | None = None
-    command: tuple[str, ...] | None = None
+def _check(test: Callable[[str], object], problem: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not test(value):
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
+def _none_is(empty: object) -> BeforeValidator:
+    # `mcpServers:` with nothing under it is null in YAML: it means "none", as does `env:`.
+    return BeforeValidator(lambda value: empty if value is None else value)
+
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+Word = Annotated[str, StringConstraints(min_length=1)]
+Url = Annotated[
+    Text, _check(lambda u: u.startswith(("http://", "https://")), "must be an http(s) URL")
+]
+
+
+class _FileModel(BaseModel):
+    # Not the camelCase wire base: the file takes exactly its documented keys (it is read
+    # with by_name=False), while Python code may build a spec by field name.
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True)
+
+
+class McpServerSpec(_FileModel):
+    id: Annotated[Text, _check(_SERVER_ID.match, "may hold letters, digits, '_', '.', '-' only")]
+    url: Url | None = None
+    # One string is split like a shell would, so a quoted argument keeps its spaces.
+    command: Annotated[
+        list[Word] | None,
+        BeforeValidator(lambda v: shlex.split(v) if isinstance(v, str) else v),
+        Field(min_length=1),
+    ] = None
     # Tools declared in the file; None means "whatever the server lists".
-    tools: tuple[str, ...] | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    tools: list[Word] | None = None
+    # Added to a stdio server's environment; a number is written as its digits.
+    env: Annotated[dict[str, Annotated[str, Field(coerce_numbers_to_str=True)]], _none_is({})] = {}
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSpec:
+        if (self.url is None) == (self.command is None):
+            raise ValueError("needs exactly one of url (streamable HTTP) or command (stdio)")
+        return self
 
     @property
     def transport(self) -> str:
         return "streamable-http" if self.url else "stdio"
 
 
-@dataclass(frozen=True)
-class A2AAgentSpec:
-    name: str
-    url: str
+class A2AAgentSpec(_FileModel):
+    name: Text
+    url: Url
 
 
-@dataclass(frozen=True)
-class CatalogFile:
-    servers: tuple[McpServerSpec, ...] = ()
-    agents: tuple[A2AAgentSpec, ...] = ()
+def _unique(key: str) -> AfterValidator:
+    def check(entries: list[Any]) -> list[Any]:
+        counts = Counter(getattr(entry, key) for entry in entries)
+        if repeated := sorted(name for name, count in counts.items() if count > 1):
+            raise ValueError(f"repeats the {key}(s) {', '.join(repeated)}")
+        return entries
+
+    return AfterValidator(check)
+
+
+class CatalogFile(_FileModel):
+    servers: Annotated[list[McpServerSpec], _none_is([]), _unique("id")] = Field(
+        [], alias="mcpServers"
+    )
+    agents: Annotated[list[A2AAgentSpec], _none_is([]), _unique("name")] = Field(
+        [], alias="a2aAgents"
+    )
 
 
 def read_catalog_file(path: Path) -> CatalogFile:
@@ -77,99 +127,37 @@ def read_catalog_file(path: Path) -> CatalogFile:
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         kind = "JSON" if path.suffix == ".json" else "YAML"
         raise fail(f"invalid {kind}: {' '.join(str(exc).split())}") from None
-    if data is None:
-        return CatalogFile()
+    if not isinstance(data, dict | None):
+        raise fail("the top level must be a mapping with mcpServers and/or a2aAgents")
     try:
-        return _parse(data)
-    except ValueError as exc:
-        raise fail(str(exc)) from None
+        return CatalogFile.model_validate(data or {}, by_name=False)
+    except ValidationError as exc:
+        raise fail(_one_line(exc)) from None
 
 
-def _parse(data: Any) -> CatalogFile:
-    if not isinstance(data, dict):
-        raise ValueError("the top level must be a mapping with mcpServers and/or a2aAgents")
-    _no_unknown_keys(data, _TOP_KEYS, "the top level")
-    servers = [_server(s, i) for i, s in enumerate(_list(data, "mcpServers"))]
-    agents = [_agent(a, i) for i, a in enumerate(_list(data, "a2aAgents"))]
-    _no_duplicates([s.id for s in servers], "mcpServers", "id")
-    _no_duplicates([a.name for a in agents], "a2aAgents", "name")
-    return CatalogFile(servers=tuple(servers), agents=tuple(agents))
+_SECTIONS: dict[Any, type[_FileModel]] = {"mcpServers": McpServerSpec, "a2aAgents": A2AAgentSpec}
 
 
-def _list(data: dict[str, Any], key: str) -> list[Any]:
-    value = data.get(key) or []
-    if not isinstance(value, list):
-        raise ValueError(f"{key} must be a list")
-    return value
+def _one_line(exc: ValidationError) -> str:
+    """Every problem as `where: what`; unknown keys first, with the keys allowed there."""
+    unknown: dict[tuple[Any, ...], list[str]] = {}
+    problems = []
+    for error in exc.errors():
+        loc, kind = error["loc"], error["type"]
+        if kind == "extra_forbidden":
+            unknown.setdefault(loc[:-1], []).append(str(loc[-1]))
+        elif kind == "model_type":
+            problems.append(f"{_where(loc)} must be a mapping")
+        else:
+            what = str((error.get("ctx") or {}).get("error") or error["msg"])
+            problems.append(f"{_where(loc)}: {what[0].lower()}{what[1:]}")
+    for at, keys in reversed(unknown.items()):
+        fields = _SECTIONS.get(at[0] if at else None, CatalogFile).model_fields
+        allowed = ", ".join(sorted(f.alias or name for name, f in fields.items()))
+        where = _where(at) or "the top level"
+        problems.insert(0, f"{where} has unknown key(s) {', '.join(keys)} (allowed: {allowed})")
+    return "; ".join(problems)
 
 
-def _no_unknown_keys(entry: dict[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(set(entry) - allowed)
-    if unknown:
-        raise ValueError(
-            f"{where} has unknown key(s) {', '.join(unknown)}"
-            f" (allowed: {', '.join(sorted(allowed))})"
-        )
-
-
-def _no_duplicates(values: list[str], section: str, key: str) -> None:
-    dupes = sorted({v for v in values if values.count(v) > 1})
-    if dupes:
-        raise ValueError(f"{section} repeats the {key}(s) {', '.join(dupes)}")
-
-
-def _text(entry: dict[str, Any], key: str, where: str) -> str:
-    value = entry.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{where} needs a non-empty string {key}")
-    return value.strip()
-
-
-def _server(entry: Any, index: int) -> McpServerSpec:
-    where = f"mcpServers[{index}]"
-    if not isinstance(entry, dict):
-        raise ValueError(f"{where} must be a mapping")
-    _no_unknown_keys(entry, _SERVER_KEYS, where)
-    server_id = _text(entry, "id", where)
-    where = f"{where} ({server_id})"
-    if not _SERVER_ID.match(server_id):
-        raise ValueError(f"{where}: id may hold letters, digits, '_', '.', '-' only")
-    url, command = entry.get("url"), entry.get("command")
-    if (url is None) == (command is None):
-        raise ValueError(f"{where} needs exactly one of url (streamable HTTP) or command (stdio)")
-    if url is not None and (
-        not isinstance(url, str) or not url.startswith(("http://", "https://"))
-    ):
-        raise ValueError(f"{where}: url must be an http(s) URL")
-    if command is not None:
-        if isinstance(command, str):
-            command = command.split()
-        if not command or not all(isinstance(c, str) and c for c in command):
-            raise ValueError(f"{where}: command must be a non-empty list of strings")
-    tools = entry.get("tools")
-    if tools is not None and (
-        not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools)
-    ):
-        raise ValueError(f"{where}: tools must be a list of tool names")
-    env = entry.get("env") or {}
-    if not isinstance(env, dict):
-        raise ValueError(f"{where}: env must be a mapping")
-    return McpServerSpec(
-        id=server_id,
-        url=url,
-        command=tuple(command) if command else None,
-        tools=tuple(tools) if tools is not None else None,
-        env={str(k): str(v) for k, v in env.items()},
-    )
-
-
-def _agent(entry: Any, index: int) -> A2AAgentSpec:
-    where = f"a2aAgents[{index}]"
-    if not isinstance(entry, dict):
-        raise ValueError(f"{where} must be a mapping")
-    _no_unknown_keys(entry, _AGENT_KEYS, where)
-    name = _text(entry, "name", where)
-    url = _text(entry, "url", f"{where} ({name})")
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"{where} ({name}): url must be an http(s) URL")
-    return A2AAgentSpec(name=name, url=url)
+def _where(loc: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")

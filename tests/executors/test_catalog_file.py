@@ -89,3 +89,29 @@ def test_duplicate_agent_names_are_refused(tmp_path: Path) -> None:
         tmp_path, "a2aAgents:\n  - {name: a, url: 'http://a/'}\n  - {name: a, url: 'http://b/'}\n"
     )
     assert "repeats the name(s) a" in refused(path)
+
+
+def test_string_command_is_split_like_a_shell_keeping_a_quoted_argument(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "mcpServers:\n  - id: local\n    command: python -m my_tools --greeting 'hello world'\n",
+    )
+    [server] = load_catalog(path).servers()
+    assert server.command == ["python", "-m", "my_tools", "--greeting", "hello world"]
+
+
+def test_string_command_with_an_unclosed_quote_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, 'mcpServers:\n  - {id: s, command: "python -m \'my tools"}\n')
+    assert "mcpServers[0].command: no closing quotation" in refused(path)
+
+
+def test_every_problem_in_a_file_is_named_on_one_line(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "mcpServers:\n  - {id: 'a/b', url: 'ftp://h/mcp'}\na2aAgents:\n  - {name: a}\n",
+    )
+    message = refused(path)
+    assert "\n" not in message
+    assert "mcpServers[0].id: may hold letters, digits" in message
+    assert "mcpServers[0].url: must be an http(s) URL" in message
+    assert "a2aAgents[0].url: field required" in message
