@@ -2,11 +2,16 @@
 
 Compiled programs are cached by source text; compiling is deterministic, so the cache
 only saves time. Nothing here runs at import time beyond building the environment.
+`template_parts` is the one place a string is cut into text and expressions: `render`
+(run time) and `template_expressions` (save time) both use it, so a definition that saves
+evaluates exactly the expressions that were checked. The rules are in docs/semantics.md.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import celpy
@@ -32,7 +37,6 @@ SCOPE_VARIABLES = frozenset(
     }
 )
 
-_TEMPLATE = re.compile(r"\{\{\s*(.+?)\s*\}\}", re.DOTALL)
 _BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ENV = celpy.Environment()
 _PROGRAMS: dict[str, Any] = {}
@@ -68,15 +72,85 @@ def check_expression(source: str) -> None:
     _program(source)
 
 
+@dataclass(frozen=True)
+class Placeholder:
+    """One `{{ … }}` of a template string: the CEL source it evaluates."""
+
+    source: str
+
+
+def template_parts(text: str) -> list[str | Placeholder]:
+    """A string as its literal text and its `{{ … }}` placeholders, in order.
+
+    A placeholder ends at the first `}}` outside a CEL string literal and outside a map
+    literal's braces. A `{{` that is never closed stays literal text (save time refuses it).
+    """
+    parts: list[str | Placeholder] = []
+    pos = 0
+    while (start := text.find("{{", pos)) != -1:
+        end = _placeholder_end(text, start + 2)
+        if end is None:
+            break
+        if start > pos:
+            parts.append(text[pos:start])
+        parts.append(Placeholder(_template_source(text[start + 2 : end].strip())))
+        pos = end + 2
+    if pos < len(text):
+        parts.append(text[pos:])
+    return parts
+
+
 def template_expressions(text: str) -> list[str]:
-    """The CEL sources inside a template string, bare names rewritten to `input.<name>`."""
-    return [_template_source(m.group(1)) for m in _TEMPLATE.finditer(text)]
+    """The CEL sources a template string evaluates; raise ExpressionError for an unclosed `{{`."""
+    parts = template_parts(text)
+    if parts and isinstance(parts[-1], str) and "{{" in parts[-1]:
+        at = len(text) - len(parts[-1]) + parts[-1].index("{{")
+        raise ExpressionError(f"template at character {at} of {text!r} has no closing }}}}")
+    return [part.source for part in parts if isinstance(part, Placeholder)]
 
 
 def _template_source(expr: str) -> str:
     if _BARE_NAME.match(expr) and expr not in SCOPE_VARIABLES:
         return f"input.{expr}"
     return expr
+
+
+def _placeholder_end(text: str, i: int) -> int | None:
+    """Where the `}}` closing a placeholder whose expression starts at i is; None if none."""
+    depth = 0  # open `{` of map literals inside the expression
+    while i < len(text):
+        char = text[i]
+        if char in "'\"":
+            end = _string_end(text, i)
+            if end is None:
+                return None
+            i = end
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            if depth == 0 and text.startswith("}}", i):
+                return i
+            depth = max(depth - 1, 0)
+        i += 1
+    return None
+
+
+def _string_end(text: str, i: int) -> int | None:
+    """Just past the CEL string literal whose opening quote is at i; None if it never closes."""
+    quote = text[i : i + 3] if text[i : i + 3] in ('"""', "'''") else text[i]
+    # r"…" and R"…" (also with b) are raw: a backslash there escapes nothing.
+    start = i
+    while start > max(i - 2, 0) and text[start - 1] in "rRbB":
+        start -= 1
+    before = text[start - 1] if start > 0 else " "
+    raw = "r" in text[start:i].lower() and not (before.isalnum() or before == "_")
+    j = i + len(quote)
+    while j < len(text):
+        if text.startswith(quote, j):
+            return j + len(quote)
+        j += 1 if raw or text[j] != "\\" else 2
+    return None
 
 
 def to_cel(value: Any) -> Any:
@@ -124,8 +198,8 @@ def evaluate(source: str, scope: dict[str, Any]) -> Any:
 def render(value: Any, scope: dict[str, Any]) -> Any:
     """Render `{{ … }}` templates inside a config value, recursively.
 
-    A string that is exactly one template keeps the expression's type; templates
-    embedded in longer text render as text (JSON-like values as compact JSON).
+    A string that is exactly one template keeps the expression's type; any other string
+    with templates renders as text (JSON-like values as compact JSON).
     """
     if isinstance(value, str):
         return _render_string(value, scope)
@@ -139,15 +213,17 @@ def render(value: Any, scope: dict[str, Any]) -> Any:
 def _render_string(text: str, scope: dict[str, Any]) -> Any:
     if "{{" not in text:
         return text
-    whole = _TEMPLATE.fullmatch(text.strip())
-    if whole:
-        return evaluate(_template_source(whole.group(1)), scope)
-    return _TEMPLATE.sub(lambda m: _as_text(evaluate(_template_source(m.group(1)), scope)), text)
+    parts = template_parts(text)
+    # Exactly one placeholder (whitespace around it aside) keeps the expression's type.
+    core = [part for part in parts if not (isinstance(part, str) and not part.strip())]
+    if len(core) == 1 and isinstance(core[0], Placeholder):
+        return evaluate(core[0].source, scope)
+    return "".join(
+        part if isinstance(part, str) else _as_text(evaluate(part.source, scope)) for part in parts
+    )
 
 
 def _as_text(value: Any) -> str:
-    import json
-
     if isinstance(value, str):
         return value
     if value is None:

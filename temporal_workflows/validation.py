@@ -235,7 +235,10 @@ def _expressions(node: WorkflowNode) -> list[str]:
     if node.loop_config and node.loop_config.end_condition_cel is not None:
         sources.append(("loopConfig.endConditionCel", node.loop_config.end_condition_cel))
     for key, text in _config_strings(node.config, "config"):
-        sources += [(key, expr) for expr in template_expressions(text)]
+        try:
+            sources += [(key, expr) for expr in template_expressions(text)]
+        except ExpressionError as exc:
+            out.append(f"{key}: {exc}")
     mapping = node.config.get("map")
     if node.executor_key == "builtin:transform" and isinstance(mapping, dict):
         # builtin:transform's map values are CEL themselves, not templates.

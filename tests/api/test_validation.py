@@ -127,6 +127,8 @@ CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("blank_condition_cel", condition(conditionCel="   "), ["('Q')", "conditionCel: CEL expression is empty"]),
     ("config_template_syntax", step("A", config={"message": "Hello {{ input. }}"}), ["('A')", "config.message: CEL syntax error"]),
     ("nested_config_template_syntax", step("A", config={"to": [{"name": "{{ 1 + }}"}]}), ["('A')", "config.to[0].name: CEL syntax error"]),
+    ("each_of_several_templates_checked", step("A", config={"name": "{{ input.first }} {{ input. }}"}), ["('A')", "config.name: CEL syntax error", "'input.'"]),
+    ("config_template_unclosed", step("A", config={"greeting": "Hello {{ input.name"}), ["('A')", "config.greeting: template at character 6", "has no closing }}"]),
 ]
 
 CATALOG_RULES: list[tuple[str, dict[str, Any], list[str]]] = [

@@ -50,6 +50,16 @@ class TestSequence:
         )
         assert run["nodeRuns"][0]["inputSnapshot"] == {"message": "Hello Ada"}
 
+    async def test_a_string_with_two_templates_renders_both_as_text(
+        self, platform: Platform
+    ) -> None:
+        run = await platform.run(
+            {"nodes": [echo("greet", message="{{ input.first }} {{ input.last }}")]},
+            {"first": "Ada", "last": "Lovelace"},
+        )
+        assert run["status"] == "completed", run.get("errorSummary")
+        assert run["finalOutput"]["config"] == {"message": "Ada Lovelace"}
+
     async def test_final_output_is_the_last_top_level_output(self, platform: Platform) -> None:
         run = await platform.run({"nodes": [transform("a", x="1"), transform("b", y="2")]})
         assert run["finalOutput"] == {"y": 2}
