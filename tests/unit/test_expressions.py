@@ -1,0 +1,128 @@
+"""CEL expressions: what save time checks, and what a node evaluates at run time.
+
+`conditionCel`, `endConditionCel`, transform maps and templates all go through these pure
+functions; no Temporal, no server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from temporal_workflows.expressions import (
+    ExpressionError,
+    check_expression,
+    evaluate,
+    from_cel,
+    to_cel,
+)
+
+SCOPE: dict[str, Any] = {
+    "input": {"a": 2, "b": 3, "name": "Ada", "tags": ["x", "y"], "plan": {"seats": 5}},
+    "iteration": 1,
+}
+
+
+class TestSaveTimeCheck:
+    def test_a_valid_expression_passes(self) -> None:
+        check_expression("input.a + input.b > 4 && has(input.plan)")
+
+    def test_a_syntax_error_names_line_column_and_source(self) -> None:
+        with pytest.raises(ExpressionError) as info:
+            check_expression("input.x ===")
+        assert str(info.value).startswith("CEL syntax error at line 1, column 11 in 'input.x ==='")
+
+    def test_an_empty_or_blank_expression_is_refused(self) -> None:
+        for source in ("", "   "):
+            with pytest.raises(ExpressionError, match="CEL expression is empty"):
+                check_expression(source)
+
+    def test_names_are_not_checked_until_run_time(self) -> None:
+        # Which variables exist depends on where the node sits (a loop adds `iteration`).
+        check_expression("no_such_variable == 1")
+
+
+class TestEvaluation:
+    def test_reads_the_scope_variables(self) -> None:
+        assert evaluate("input.a + input.b", SCOPE) == 5
+        assert evaluate("iteration", SCOPE) == 1
+
+    def test_nested_fields_and_list_indexes(self) -> None:
+        assert evaluate("input.plan.seats", SCOPE) == 5
+        assert evaluate("input.tags[1]", SCOPE) == "y"
+
+    def test_conditionals_and_string_functions(self) -> None:
+        assert evaluate("input.a > 1 ? 'big' : 'small'", SCOPE) == "big"
+        assert evaluate("input.name.startsWith('A') && 'x' in input.tags", SCOPE) is True
+
+    def test_macros_over_lists(self) -> None:
+        assert evaluate("input.tags.map(t, t + '!')", SCOPE) == ["x!", "y!"]
+        assert evaluate("[1, 2, 3].filter(n, n > 1)", SCOPE) == [2, 3]
+        assert evaluate("input.tags.exists(t, t == 'y')", SCOPE) is True
+
+    def test_has_guards_an_optional_field(self) -> None:
+        assert evaluate("has(input.missing)", SCOPE) is False
+        assert evaluate("has(input.missing) && input.missing == 'x'", SCOPE) is False
+
+    def test_a_missing_field_is_an_error_not_null(self) -> None:
+        with pytest.raises(ExpressionError) as info:
+            evaluate("input.missing == 'x'", SCOPE)
+        assert str(info.value) == (
+            "CEL evaluation of \"input.missing == 'x'\" failed:"
+            " no such member in mapping: 'missing'"
+        )
+
+    def test_an_undeclared_variable_is_an_error(self) -> None:
+        with pytest.raises(ExpressionError, match="undeclared reference to 'nope'"):
+            evaluate("nope", SCOPE)
+
+    def test_mixing_types_is_an_error(self) -> None:
+        with pytest.raises(ExpressionError, match=r"CEL evaluation of \"input.a \+ 'x'\" failed"):
+            evaluate("input.a + 'x'", SCOPE)
+
+    def test_a_json_float_is_not_equal_to_an_int_literal(self) -> None:
+        # CEL has no implicit int/double conversion: compare with 2.0, or convert.
+        with pytest.raises(ExpressionError, match="no matching overload"):
+            evaluate("input.a == 2", {"input": {"a": 2.0}})
+        assert evaluate("input.a == 2.0", {"input": {"a": 2.0}}) is True
+
+    def test_division_by_zero_is_an_error(self) -> None:
+        with pytest.raises(ExpressionError, match="divide by zero"):
+            evaluate("input.a / 0", SCOPE)
+
+    def test_a_syntax_error_at_run_time_is_an_expression_error(self) -> None:
+        with pytest.raises(ExpressionError, match="CEL syntax error"):
+            evaluate("input.(", SCOPE)
+
+    def test_the_same_source_evaluates_over_each_scope_afresh(self) -> None:
+        assert evaluate("input.a", {"input": {"a": 1}}) == 1
+        assert evaluate("input.a", {"input": {"a": 2}}) == 2
+
+
+class TestResultsArePlainJson:
+    @pytest.mark.parametrize(
+        ("source", "expected"),
+        [
+            ("null", None),
+            ("true", True),
+            ("7", 7),
+            ("7u", 7),
+            ("2.5", 2.5),
+            ("'text'", "text"),
+            ("b'bytes'", "bytes"),
+            ("[1, 'a', null]", [1, "a", None]),
+            ("{'k': {'n': [1]}}", {"k": {"n": [1]}}),
+            ("{1: 'one'}", {"1": "one"}),
+            ("timestamp('2024-01-01T00:00:00Z')", "2024-01-01T00:00:00Z"),
+            ("duration('90s')", "90s"),
+        ],
+    )
+    def test_a_cel_value_becomes_plain_python(self, source: str, expected: Any) -> None:
+        result = evaluate(source, {})
+        assert result == expected
+        assert type(result) is type(expected)
+
+    def test_json_like_values_round_trip(self) -> None:
+        value = {"a": [1, 2.5, "s", True, None], "b": {"c": {}}}
+        assert from_cel(to_cel(value)) == value
