@@ -1,17 +1,155 @@
-"""Starting a run's interpreter workflow for a stored run record (API and schedules alike)."""
+"""Starting a run: the one path every trigger takes (API, lineage, schedules).
+
+The path: the workflow must be enabled; the run record is written first (so every GET
+sees the run at once, and the workflow's own writes find it); then its `TrellisRun`
+workflow is started under the run id; a start Temporal refuses marks the run failed.
+
+Starting is idempotent by run id, end to end. Writing the record again returns the
+stored one; the workflow is started only while that record is still `pending` (its
+workflow never wrote), with `USE_EXISTING` (a running workflow is attached to) and
+`REJECT_DUPLICATE` (a closed one is never run a second time). So calling `start` again
+for a record whose workflow never started starts it, and for any other record does
+nothing but return it.
+"""
 
 from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
 )
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from activities.store.records import RunRecord
+from activities.store.base import Store
+from activities.store.records import ResolvedDependency, RunRecord, WorkflowRecord, utcnow
 from temporal_workflows import search_attributes
 from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, RunInput
+from temporal_workflows.read_model import START_FAILED_REV
+
+DISABLED_MESSAGE = "Workflow is disabled. Please enable the workflow before triggering a run."
+
+
+class WorkflowDisabled(Exception):
+    """The workflow is disabled: no path starts a run of it (contract 6)."""
+
+    def __init__(self, workflow_id: str) -> None:
+        super().__init__(DISABLED_MESSAGE)
+        self.workflow_id = workflow_id
+
+
+class RunStartFailed(Exception):
+    """Temporal did not accept the run's workflow."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(f"Temporal did not accept the run: {reason}")
+        self.run_id = run_id
+        self.reason = reason
+
+
+def require_enabled(workflow: WorkflowRecord) -> None:
+    """Raise WorkflowDisabled unless the workflow is enabled."""
+    if not workflow.enabled:
+        raise WorkflowDisabled(workflow.id)
+
+
+def new_run_id(workflow_id: str, idempotency_key: str | None = None) -> str:
+    """A fresh run id, or one derived from the idempotency key (so repeats collide)."""
+    if idempotency_key is None:
+        return f"run-{uuid.uuid4()}"
+    return f"run-{uuid.uuid5(uuid.NAMESPACE_URL, f'trellis:{workflow_id}:{idempotency_key}')}"
+
+
+def new_run_record(
+    workflow: WorkflowRecord,
+    trigger_source: str,
+    initial_input: dict[str, Any],
+    *,
+    run_id: str | None = None,
+    pinned_to: RunRecord | None = None,
+    parent_run_id: str | None = None,
+    resolved_dependencies: list[ResolvedDependency] | None = None,
+    idempotency_key: str | None = None,
+) -> RunRecord:
+    """A pending run of the workflow's live definition, or of the one `pinned_to` ran on."""
+    version, snapshot = (
+        (pinned_to.workflow_version, pinned_to.definition_snapshot)
+        if pinned_to is not None
+        else (workflow.version, workflow.spec())
+    )
+    return RunRecord(
+        id=run_id or new_run_id(workflow.id),
+        workflow_definition_id=workflow.id,
+        workflow_version=version,
+        trigger_source=trigger_source,
+        initial_input=initial_input,
+        definition_snapshot=snapshot,
+        parent_run_id=parent_run_id,
+        resolved_dependencies=resolved_dependencies or [],
+        idempotency_key=idempotency_key,
+    )
+
+
+@dataclass
+class RunStarter:
+    """Starts runs on one task queue with the defaults of whoever built it (API or schedule)."""
+
+    store: Store
+    client: Client
+    task_queue: str
+    default_gate_timeout_seconds: float | None = None
+
+    async def start(
+        self,
+        workflow: WorkflowRecord,
+        record: RunRecord,
+        *,
+        cached: dict[str, CachedOutput] | None = None,
+        stop_after_node_id: str | None = None,
+        mark_failed: bool = True,
+    ) -> RunRecord:
+        """Record the run and start its workflow; returns the stored record.
+
+        A refused start raises RunStartFailed; with `mark_failed` the run is marked
+        failed first, without it the record stays pending for a retry to start.
+        """
+        require_enabled(workflow)
+        stored = await self.store.insert_run(record)
+        if stored.status != "pending":
+            return stored  # its workflow started already (or a start was given up on)
+        try:
+            await start_run_workflow(
+                self.client,
+                stored,
+                task_queue=self.task_queue,
+                cached=cached,
+                stop_after_node_id=stop_after_node_id,
+                default_gate_timeout_seconds=self.default_gate_timeout_seconds,
+            )
+        except WorkflowAlreadyStartedError:
+            return stored  # it ran and closed before its first write landed; not again
+        except Exception as exc:
+            if mark_failed:
+                await self._mark_start_failed(stored.id, str(exc))
+            raise RunStartFailed(stored.id, str(exc)) from exc
+        return stored
+
+    async def _mark_start_failed(self, run_id: str, reason: str) -> None:
+        await self.store.update_run(
+            run_id,
+            START_FAILED_REV,
+            {
+                "status": "failed",
+                "finished_at": utcnow().isoformat(),
+                "error_summary": f"Run could not be started: {reason}",
+            },
+        )
 
 
 async def start_run_workflow(
@@ -25,7 +163,7 @@ async def start_run_workflow(
     history_event_budget: int | None = None,
     continue_as_new_after_events: int | None = None,
 ) -> None:
-    """Start `TrellisRun` for the record; starting the same run id again is a no-op."""
+    """Start `TrellisRun` for the record (attaching to it when it is already running)."""
     run_input = RunInput(
         run_id=record.id,
         workflow_id=record.workflow_definition_id,
@@ -50,6 +188,7 @@ async def start_run_workflow(
         id=record.id,
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
         search_attributes=run_search_attributes(record),
         static_summary=record.definition_snapshot.name,
         static_details=run_details(record),

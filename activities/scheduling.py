@@ -1,4 +1,10 @@
-"""The activity a schedule's trigger workflow calls: start a run, or record why not."""
+"""The activity a schedule's trigger workflow calls: start a run, or record why not.
+
+Temporal retries this activity with the same run id (the trigger workflow fixed it), so
+a start Temporal refuses leaves the run `pending` for the next attempt to start; only
+the last attempt marks it failed. An attempt cut off by its timeout marks nothing;
+the reconciler fails a run whose workflow never started once it is two minutes old.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +15,8 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.run_start import start_run_workflow
+from activities.run_start import RunStarter, WorkflowDisabled, new_run_record
 from activities.store.base import Store
-from activities.store.records import RunRecord
 from temporal_workflows.schedule_trigger import (
     START_SCHEDULED_RUN,
     ScheduledRunRequest,
@@ -42,24 +47,17 @@ class SchedulingActivities:
             # The definition is gone: stop the schedule so it does not fire forever.
             await self._delete_schedule(trigger.schedule_id)
             return await self._skip(trigger, DELETED)
-        if not workflow.enabled:
-            return await self._skip(trigger, DISABLED)
-        record = await self._store.insert_run(
-            RunRecord(
-                id=request.run_id,
-                workflow_definition_id=workflow.id,
-                workflow_version=workflow.version,
-                trigger_source="schedule",
-                initial_input=trigger.initial_input,
-                definition_snapshot=workflow.spec(),
-            )
-        )
-        await start_run_workflow(
+        starter = RunStarter(
+            self._store,
             self._client,
-            record,
             task_queue=activity.info().task_queue,
             default_gate_timeout_seconds=trigger.default_gate_timeout_seconds,
         )
+        record = new_run_record(workflow, "schedule", trigger.initial_input, run_id=request.run_id)
+        try:
+            await starter.start(workflow, record, mark_failed=_last_attempt())
+        except WorkflowDisabled:
+            return await self._skip(trigger, DISABLED)
         return ScheduledRunResult(run_id=record.id)
 
     async def _skip(self, trigger: ScheduleTriggerInput, reason: str) -> ScheduledRunResult:
@@ -83,3 +81,10 @@ class SchedulingActivities:
 
     def all(self) -> list[Any]:
         return [self.start_scheduled_run]
+
+
+def _last_attempt() -> bool:
+    """Whether Temporal gives up on this activity if this attempt fails."""
+    info = activity.info()
+    limit = info.retry_policy.maximum_attempts if info.retry_policy else 0
+    return 0 < limit <= info.attempt

@@ -8,6 +8,7 @@ from fastapi import Depends, Path, Request
 from temporalio.client import Client
 
 from activities.executors.catalog import Catalog
+from activities.run_start import RunStarter
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord, WorkflowVersionRecord
 from app.errors import InvalidRequest, NotFound
@@ -61,6 +62,19 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[Store, Depends(get_store)]
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
+
+
+def get_run_starter(store: StoreDep, temporal: TemporalDep, settings: SettingsDep) -> RunStarter:
+    """The one start path, with the API's task queue and default gate timeout."""
+    return RunStarter(
+        store,
+        temporal,
+        task_queue=settings.task_queue,
+        default_gate_timeout_seconds=settings.default_gate_timeout_seconds,
+    )
+
+
+RunStarterDep = Annotated[RunStarter, Depends(get_run_starter)]
 
 
 def get_definitions(

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.run_start import RunStartFailed, WorkflowDisabled
 from activities.store.base import DuplicateNameError, StoreError
 from temporal_workflows.validation import DefinitionError
 
@@ -150,6 +151,15 @@ async def _store_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "database_error", "Database operation failed")
 
 
+async def _workflow_disabled(_: Request, exc: Exception) -> JSONResponse:
+    return error_response(400, "invalid_request", str(exc))
+
+
+async def _run_start_failed(_: Request, exc: Exception) -> JSONResponse:
+    # The run is marked failed; a 503 tells the client Temporal, not its request, was at fault.
+    return error_response(503, "service_unavailable", str(exc))
+
+
 async def _rpc_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RPCError)
     if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
@@ -172,5 +182,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(DuplicateNameError, _duplicate_name)
     app.add_exception_handler(StoreError, _store_error)
+    app.add_exception_handler(WorkflowDisabled, _workflow_disabled)
+    app.add_exception_handler(RunStartFailed, _run_start_failed)
     app.add_exception_handler(RPCError, _rpc_error)
     app.add_exception_handler(Exception, _unexpected)

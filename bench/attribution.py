@@ -18,6 +18,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+from activities.run_start import RunStarter
 from activities.store.base import Store
 from app.schemas.run import RunCreate
 from app.services.runs import RunService
@@ -73,7 +74,7 @@ async def attribute(key: str, steps: int, reps: int, data_dir: Path) -> dict[str
 
 
 def _via_service(p: BenchPlatform, workflow_id: str, queue: str) -> Any:
-    service = RunService(store=p.store, temporal=p.client, task_queue=queue)
+    service = RunService(store=p.store, starter=RunStarter(p.store, p.client, queue))
 
     async def one() -> tuple[float, str]:
         record = await p.store.get_workflow(workflow_id)

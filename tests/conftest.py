@@ -13,6 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from app.devserver_flags import TUNING_ARGS
 from temporal_workflows import search_attributes
 from tests.peers.fixtures import peers  # noqa: F401  (one set of real peers per session)
+from tests.support.refusing import refusing_client  # noqa: F401  (a Temporal that refuses starts)
 
 
 def temporal_binary() -> str:

@@ -7,16 +7,16 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, status
 
 from activities.store.records import RunRecord
-from app.deps import StoreDep, WorkflowDep, check_id
-from app.routes.runs import RunDep, RunServiceDep
+from app.deps import RunStarterDep, StoreDep, WorkflowDep, check_id
+from app.routes.runs import RunDep
 from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
 from app.services.lineage import LineageService
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
 
 
-def get_lineage(store: StoreDep, runs: RunServiceDep) -> LineageService:
-    return LineageService(store=store, runs=runs)
+def get_lineage(store: StoreDep, starter: RunStarterDep) -> LineageService:
+    return LineageService(store=store, starter=starter)
 
 
 LineageDep = Annotated[LineageService, Depends(get_lineage)]

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, status
 
 from activities.store.records import RunRecord
-from app.deps import SettingsDep, StoreDep, TemporalDep, WorkflowDep, check_id
+from app.deps import RunStarterDep, StoreDep, WorkflowDep, check_id
 from app.errors import NotFound
 from app.schemas.run import (
     NodeRunList,
@@ -40,13 +40,8 @@ async def get_run_or_404(run_id: str, workflow: WorkflowDep, store: StoreDep) ->
 RunDep = Annotated[RunRecord, Depends(get_run_or_404)]
 
 
-def get_run_service(store: StoreDep, temporal: TemporalDep, settings: SettingsDep) -> RunService:
-    return RunService(
-        store=store,
-        temporal=temporal,
-        task_queue=settings.task_queue,
-        default_gate_timeout_seconds=settings.default_gate_timeout_seconds,
-    )
+def get_run_service(store: StoreDep, starter: RunStarterDep) -> RunService:
+    return RunService(store=store, starter=starter)
 
 
 RunServiceDep = Annotated[RunService, Depends(get_run_service)]

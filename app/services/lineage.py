@@ -1,7 +1,7 @@
 """Runs that beget runs: retry, single-node rerun and replay (contract 7, 13, 14).
 
-Each builds a child run record linked by `parentRunId` and starts it through
-`RunService.start`; outputs reused from the parent are passed to the workflow as
+Each builds a child run record linked by `parentRunId` and starts it through the one
+start path (`RunStarter.start`); outputs reused from the parent are passed to the workflow as
 data (`RunInput.cached_outputs`), never re-read by the workflow.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from activities.run_start import RunStarter, new_run_record, require_enabled
 from activities.store.base import Store
 from activities.store.records import (
     NodeRunRecord,
@@ -17,7 +18,6 @@ from activities.store.records import (
     WorkflowRecord,
 )
 from app.errors import InvalidRequest, NotFound
-from app.services.runs import DISABLED_MESSAGE, RunService, new_run_id
 from temporal_workflows.contracts import CachedOutput
 from temporal_workflows.definition import WorkflowNode, iter_nodes
 from temporal_workflows.read_model import node_run_counter
@@ -30,11 +30,11 @@ NESTED_MESSAGE = "Nested node rerun is not supported."
 @dataclass
 class LineageService:
     store: Store
-    runs: RunService
+    starter: RunStarter
 
     async def retry(self, workflow: WorkflowRecord, source: RunRecord) -> RunRecord:
         """A child on the source's snapshot reusing every completed step, rerunning the rest."""
-        _require_enabled(workflow)
+        require_enabled(workflow)
         if source.status not in RETRYABLE:
             raise InvalidRequest(
                 f"Run {source.id!r} is {source.status}; only a failed or cancelled run "
@@ -42,14 +42,14 @@ class LineageService:
             )
         steps = reusable_steps(source.definition_snapshot.nodes)
         cached, deps = await self._reuse(source, steps)
-        record = _child(workflow, source, "retry", deps)
-        return await self.runs.start(record, cached)
+        record = child_record(workflow, source, "retry", deps)
+        return await self.starter.start(workflow, record, cached=cached)
 
     async def rerun_node(
         self, workflow: WorkflowRecord, source: RunRecord, node_id: str
     ) -> RunRecord:
         """A child that replays the nodes before `node_id` from cache, runs it, and stops."""
-        _require_enabled(workflow)
+        require_enabled(workflow)
         top = source.definition_snapshot.nodes
         index = next((i for i, n in enumerate(top) if n.id == node_id), None)
         if index is None:
@@ -68,22 +68,13 @@ class LineageService:
             )
         cached, deps = await self._reuse(source, reusable_steps(top[:index]))
         deps.append(ResolvedDependency(node_id=node_id, resolution="rerun"))
-        record = _child(workflow, source, "node_rerun", deps)
-        return await self.runs.start(record, cached, stop_after_node_id=node_id)
+        record = child_record(workflow, source, "node_rerun", deps)
+        return await self.starter.start(workflow, record, cached=cached, stop_after_node_id=node_id)
 
     async def replay(self, workflow: WorkflowRecord, source: RunRecord) -> RunRecord:
         """A fresh child on the live definition with the source's initial input."""
-        _require_enabled(workflow)
-        record = RunRecord(
-            id=new_run_id(workflow.id, None),
-            workflow_definition_id=workflow.id,
-            workflow_version=workflow.version,
-            trigger_source="replay",
-            initial_input=source.initial_input,
-            definition_snapshot=workflow.spec(),
-            parent_run_id=source.id,
-        )
-        return await self.runs.start(record)
+        record = child_record(workflow, source, "replay", pinned=False)
+        return await self.starter.start(workflow, record)
 
     async def _reuse(
         self, source: RunRecord, steps: list[WorkflowNode]
@@ -138,23 +129,20 @@ def latest_completed(node_runs: list[NodeRunRecord]) -> dict[str, NodeRunRecord]
     return best
 
 
-def _require_enabled(workflow: WorkflowRecord) -> None:
-    # A disabled workflow starts no run, whatever the path (contract 6).
-    if not workflow.enabled:
-        raise InvalidRequest(DISABLED_MESSAGE)
-
-
-def _child(
-    workflow: WorkflowRecord, source: RunRecord, trigger: str, deps: list[ResolvedDependency]
+def child_record(
+    workflow: WorkflowRecord,
+    source: RunRecord,
+    trigger: str,
+    deps: list[ResolvedDependency] | None = None,
+    *,
+    pinned: bool = True,
 ) -> RunRecord:
-    """A child run pinned to the source's definition snapshot and version."""
-    return RunRecord(
-        id=new_run_id(workflow.id, None),
-        workflow_definition_id=workflow.id,
-        workflow_version=source.workflow_version,
-        trigger_source=trigger,
-        initial_input=source.initial_input,
-        definition_snapshot=source.definition_snapshot,
+    """A child of `source` with its input: on its definition snapshot, or (replay) the live one."""
+    return new_run_record(
+        workflow,
+        trigger,
+        source.initial_input,
+        pinned_to=source if pinned else None,
         parent_run_id=source.id,
         resolved_dependencies=deps,
     )

@@ -19,11 +19,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import load_catalog
 from activities.executors.registry import ExecutorRegistry
+from activities.run_start import RunStarter
 from activities.store.factory import open_store
-from activities.store.records import RunRecord
+from activities.store.records import RunRecord, WorkflowRecord
 from app.devserver_flags import TUNING_ARGS
 from app.main import create_app
-from app.services.runs import RunService
 from app.settings import Settings
 from app.temporal import with_pydantic
 from app.worker import build_worker
@@ -177,7 +177,8 @@ async def test_a_seven_day_gate_times_out_and_applies_on_timeout(tmp_path: Path)
             definition_snapshot=spec,
         )
         async with build_worker(env.client, task_queue=queue, store=store, executor=registry):
-            await RunService(store=store, temporal=env.client, task_queue=queue).start(record)
+            workflow = WorkflowRecord(id="wf-week", enabled=True, **dict(spec))
+            await RunStarter(store, env.client, queue).start(workflow, record)
             run = await _wait_for_status(store, record.id, "awaiting_approval")
             assert run.pending_requirements[0]["timeoutAt"] is not None
             await env.sleep(timedelta(days=7, seconds=1))

@@ -1,0 +1,137 @@
+"""The one start path: a refused start is a 503 and a failed run; starting again is safe."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from activities.executors.catalog import load_catalog
+from activities.run_start import RunStarter, start_run_workflow
+from activities.store.records import RunRecord, WorkflowRecord
+from app.main import create_app
+from app.settings import Settings
+from tests.engine.conftest import Platform
+from tests.support.server import serving
+
+ECHO = {"nodes": [{"id": "a", "name": "a", "nodeType": "step", "executorKey": "builtin:echo"}]}
+
+
+@pytest.fixture
+async def refusing_api(
+    platform: Platform, refusing_client: Client
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The API over the platform's store, talking to a Temporal that refuses every start."""
+    catalog = load_catalog(None)
+    await catalog.start()
+    settings = Settings(data_dir=".", task_queue=platform.task_queue)
+    app = create_app(settings, store=platform.store, temporal=refusing_client, catalog=catalog)
+    try:
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as api:
+            yield api
+    finally:
+        await catalog.close()
+
+
+async def workflow_of(platform: Platform, workflow_id: str) -> WorkflowRecord:
+    record = await platform.store.get_workflow(workflow_id)
+    assert record is not None
+    return record
+
+
+async def executions(platform: Platform, run_id: str) -> int:
+    return (await platform.client.count_workflows(f"WorkflowId = '{run_id}'")).count
+
+
+class TestRefusedStart:
+    async def test_a_trigger_temporal_refuses_is_503_and_the_run_is_failed(
+        self, platform: Platform, refusing_api: httpx.AsyncClient
+    ) -> None:
+        wf = await platform.create(ECHO)
+        response = await refusing_api.post(f"/api/v1/workflows/{wf}/runs", json={})
+        assert response.status_code == 503
+        error = response.json()["error"]
+        assert error["code"] == "service_unavailable"
+        assert error["message"].startswith("Temporal did not accept the run: ")
+        [run] = (await platform.api.get(f"/api/v1/workflows/{wf}/runs")).json()["runs"]
+        assert run["status"] == "failed" and run["finishedAt"]
+        assert run["errorSummary"].startswith("Run could not be started: ")
+
+    async def test_a_lineage_start_temporal_refuses_is_503_and_the_child_is_failed(
+        self, platform: Platform, refusing_api: httpx.AsyncClient
+    ) -> None:
+        wf = await platform.create(ECHO)
+        source = await platform.trigger(wf)
+        await platform.wait(wf, source)
+        response = await refusing_api.post(f"/api/v1/workflows/{wf}/runs/{source}/replay")
+        assert response.status_code == 503
+        children = await platform.api.get(f"/api/v1/workflows/{wf}/runs/{source}/children")
+        [child] = children.json()["runs"]
+        assert child["status"] == "failed"
+        assert child["errorSummary"].startswith("Run could not be started: ")
+
+    async def test_without_marking_a_refused_start_leaves_the_run_pending(
+        self, platform: Platform, refusing_client: Client
+    ) -> None:
+        workflow = await workflow_of(platform, await platform.create(ECHO))
+        starter = RunStarter(platform.store, refusing_client, platform.task_queue)
+        record = RunRecord(
+            id=f"run-{uuid.uuid4()}",
+            workflow_definition_id=workflow.id,
+            workflow_version=workflow.version,
+            definition_snapshot=workflow.spec(),
+        )
+        with pytest.raises(Exception, match="Temporal did not accept the run"):
+            await starter.start(workflow, record, mark_failed=False)
+        stored = await platform.store.get_run(record.id)
+        assert stored is not None and stored.status == "pending"
+
+
+class TestStartingAgain:
+    async def test_a_recorded_run_whose_workflow_never_started_is_started(
+        self, platform: Platform
+    ) -> None:
+        workflow = await workflow_of(platform, await platform.create(ECHO))
+        record = RunRecord(
+            id=f"run-{uuid.uuid4()}",
+            workflow_definition_id=workflow.id,
+            workflow_version=workflow.version,
+            definition_snapshot=workflow.spec(),
+        )
+        await platform.store.insert_run(record)  # as if the API died before starting it
+        starter = RunStarter(platform.store, platform.client, platform.task_queue)
+        await starter.start(workflow, record)
+        run = await platform.wait(workflow.id, record.id)
+        assert run["status"] == "completed"
+
+    async def test_starting_a_finished_run_again_starts_nothing(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        run_id = await platform.trigger(wf)
+        await platform.wait(wf, run_id)
+        stored = await platform.store.get_run(run_id)
+        assert stored is not None
+        starter = RunStarter(platform.store, platform.client, platform.task_queue)
+        again = await starter.start(await workflow_of(platform, wf), stored)
+        assert again.status == "completed"
+        assert await executions(platform, run_id) == 1
+
+    async def test_a_closed_workflow_is_not_run_twice_for_a_still_pending_record(
+        self, platform: Platform
+    ) -> None:
+        workflow = await workflow_of(platform, await platform.create(ECHO))
+        record = RunRecord(
+            id=f"run-{uuid.uuid4()}",
+            workflow_definition_id=workflow.id,
+            workflow_version=workflow.version,
+            definition_snapshot=workflow.spec(),
+        )
+        # Its workflow ran and closed before any record existed (its writes found none).
+        await start_run_workflow(platform.client, record, task_queue=platform.task_queue)
+        await platform.client.get_workflow_handle(record.id).result()
+        starter = RunStarter(platform.store, platform.client, platform.task_queue)
+        stored = await starter.start(workflow, record)
+        assert stored.status == "pending"
+        assert await executions(platform, record.id) == 1
