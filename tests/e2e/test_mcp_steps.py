@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 
 from tests.e2e.helpers import node_runs, retries, step
-from tests.engine.conftest import Platform
 from tests.peers.catalog import Peers
+from tests.support.platform import Platform
 
 
 async def test_structured_content_becomes_the_output_object(platform: Platform) -> None:

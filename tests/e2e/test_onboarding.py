@@ -9,7 +9,7 @@ import pytest
 
 from tests.api.examples import CREATE_EXAMPLE, UPDATE_EXAMPLE
 from tests.e2e.helpers import node_runs
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 CUSTOMER = {
     "customerEmail": "john.doe@company.com",

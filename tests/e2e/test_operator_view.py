@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tests.e2e.helpers import pool_step
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 
 async def test_the_step_activity_summary_and_result_name_the_chosen_agent(

@@ -8,7 +8,7 @@ from typing import Any
 from activities.run_start import start_run_workflow
 from activities.store.records import RunRecord
 from temporal_workflows.definition import WorkflowSpec
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 
 async def _start(platform: Platform, run_id: str, nodes: list[dict[str, Any]]) -> str:

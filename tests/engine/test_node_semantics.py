@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 
 def echo(name: str, **config: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from activities.store.records import RunRecord
 from app.reconciler import Reconciler
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 LONG = {
     "nodes": [

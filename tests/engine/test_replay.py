@@ -18,8 +18,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from temporal_workflows.interpreter import TrellisRun
-from tests.engine.conftest import Platform
-from tests.hitl.conftest import approve, wait_for_gate
+from tests.hitl.helpers import approve, wait_for_gate
+from tests.support.platform import Platform
 
 HISTORIES = Path(__file__).parent.parent / "histories"
 

@@ -14,7 +14,7 @@ from activities.run_start import RunStarter, start_run_workflow
 from activities.store.records import RunRecord, WorkflowRecord
 from app.main import create_app
 from app.settings import Settings
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 from tests.support.server import serving
 
 ECHO = {"nodes": [{"id": "a", "name": "a", "nodeType": "step", "executorKey": "builtin:echo"}]}

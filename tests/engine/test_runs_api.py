@@ -5,7 +5,7 @@ from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus
 
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 ECHO = {"nodes": [{"name": "A", "nodeType": "step", "executorKey": "builtin:echo"}]}
 SLOW = {

@@ -1,4 +1,4 @@
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 
 async def test_a_single_echo_step_completes(platform: Platform) -> None:

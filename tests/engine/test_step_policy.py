@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 
 def http_step(name: str, url: str, **step_config: Any) -> dict[str, Any]:

@@ -12,8 +12,8 @@ import pytest
 from app.main import create_app
 from app.routes import events as events_route
 from app.settings import Settings
-from tests.engine.conftest import Platform
 from tests.events.sse import Message, messages, read_all
+from tests.support.platform import Platform
 from tests.support.server import serving
 
 SLOW = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.engine.conftest import Platform
 from tests.events.sse import messages
+from tests.support.platform import Platform
 
 FLOW = {
     "nodes": [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 
 def step(node_id: str, key: str = "builtin:echo", **extra: Any) -> dict[str, Any]:

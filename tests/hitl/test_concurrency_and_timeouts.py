@@ -3,9 +3,9 @@
 import asyncio
 from typing import Any
 
-from tests.engine.conftest import Platform
-from tests.hitl.conftest import approve, wait_for_gate
-from tests.hitl.test_gates import start, step
+from tests.hitl.helpers import approve, start, wait_for_gate
+from tests.hitl.test_gates import step
+from tests.support.platform import Platform
 
 
 async def test_concurrent_decisions_on_one_gate_yield_exactly_one_200(

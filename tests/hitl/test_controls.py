@@ -4,9 +4,9 @@ import asyncio
 import time
 from typing import Any
 
-from tests.engine.conftest import Platform
-from tests.hitl.conftest import approve, wait_for_gate
-from tests.hitl.test_gates import start, step
+from tests.hitl.helpers import approve, start, wait_for_gate
+from tests.hitl.test_gates import step
+from tests.support.platform import Platform
 
 
 def delay(node_id: str, seconds: float) -> dict[str, Any]:

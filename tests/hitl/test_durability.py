@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
@@ -23,17 +22,13 @@ from activities.run_start import RunStarter
 from activities.store.factory import open_store
 from activities.store.records import RunRecord, WorkflowRecord
 from app.devserver_flags import TUNING_ARGS
-from app.main import create_app
-from app.settings import Settings
-from app.temporal import with_pydantic
 from app.worker import build_worker
 from temporal_workflows import search_attributes
 from temporal_workflows.definition import WorkflowSpec
 from tests.conftest import temporal_binary
-from tests.engine.conftest import Platform
-from tests.hitl.conftest import approve, wait_for_gate
-from tests.support.http_peer import HttpPeer
-from tests.support.server import free_port, serving
+from tests.hitl.helpers import approve, wait_for_gate
+from tests.support.platform import Platform, running_platform
+from tests.support.server import free_port
 
 GATED = {
     "name": "durable",
@@ -63,26 +58,12 @@ async def _start_dev_server(db: Path, port: int) -> WorkflowEnvironment:
 async def _phase(tmp_path: Path, port: int, body: Any) -> Any:
     """Start the dev server, a worker and the API on the same files; run `body`; stop all."""
     env = await _start_dev_server(tmp_path / "temporal.db", port)
-    store = open_store(f"sqlite:///{tmp_path / 'trellis.db'}")
-    await store.connect()
-    catalog = load_catalog(None)
-    registry = ExecutorRegistry(catalog)
-    client = with_pydantic(env.client)
-    settings = Settings(data_dir=tmp_path, task_queue="durable-queue")
+    registry = ExecutorRegistry(load_catalog(None))
     try:
-        worker = build_worker(client, task_queue="durable-queue", store=store, executor=registry)
-        async with (
-            worker,
-            serving(HttpPeer().app) as peer_url,
-            serving(create_app(settings, store=store, temporal=client, catalog=catalog)) as url,
-            httpx.AsyncClient(base_url=url, timeout=10) as api,
-        ):
-            return await body(
-                Platform(api, store, client, "durable-queue", worker, peer_url, HttpPeer())
-            )
+        async with running_platform(env.client, tmp_path, registry, "durable-queue") as platform:
+            return await body(platform)
     finally:
         await registry.close()
-        await store.close()
         await env.shutdown()
 
 

@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from tests.engine.conftest import Platform
-from tests.hitl.conftest import approve, wait_for_gate
+from tests.hitl.helpers import approve, start, wait_for_gate
+from tests.support.platform import Platform
 
 
 def step(node_id: str, review: dict[str, Any] | None = None, **config: Any) -> dict[str, Any]:
@@ -17,13 +17,6 @@ def step(node_id: str, review: dict[str, Any] | None = None, **config: Any) -> d
     if review is not None:
         node["humanReview"] = review
     return node
-
-
-async def start(
-    p: Platform, nodes: list[dict[str, Any]], initial: dict[str, Any] | None = None
-) -> tuple[str, str]:
-    wf = await p.create({"nodes": nodes})
-    return wf, await p.trigger(wf, initial or {})
 
 
 class TestConfirmation:

@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
-from tests.engine.conftest import Platform
-from tests.hitl.conftest import approve, wait_for_gate
-from tests.hitl.test_gates import start, step
+from tests.hitl.helpers import approve, start, wait_for_gate
+from tests.hitl.test_gates import step
+from tests.support.platform import Platform
 
 FORM = [{"name": "who", "fieldType": "string", "required": False, "defaultValue": "ada"}]
 GATES: dict[str, dict[str, Any]] = {

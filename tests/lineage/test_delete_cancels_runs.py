@@ -11,7 +11,7 @@ from app.services.definitions import DefinitionService
 from app.services.run_cancel import RunCanceller
 from app.settings import Settings
 from app.temporal_link import TemporalLink
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 LONG = {
     "nodes": [

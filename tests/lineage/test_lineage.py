@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 
 def runs_url(workflow_id: str, run_id: str = "") -> str:

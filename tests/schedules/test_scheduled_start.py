@@ -13,7 +13,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.run_start import RunStartFailed
 from activities.scheduling import SchedulingActivities
 from temporal_workflows.schedule_trigger import ScheduledRunRequest, ScheduleTriggerInput
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 ECHO = {"nodes": [{"id": "a", "name": "a", "nodeType": "step", "executorKey": "builtin:echo"}]}
 

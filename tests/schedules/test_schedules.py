@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from tests.engine.conftest import Platform
+from tests.support.platform import Platform
 
 ECHO = {"nodes": [{"id": "a", "name": "a", "nodeType": "step", "executorKey": "builtin:echo"}]}
 DAILY = {"cron": "0 9 * * 1-5", "timeZone": "Europe/Berlin", "initialInput": {"x": 1}}

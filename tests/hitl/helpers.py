@@ -1,11 +1,19 @@
-"""HITL tests share the engine's platform fixture (real dev server, worker, API over HTTP)."""
+"""Gate helpers shared by the HITL tests (and the replay recordings): start, wait, decide."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from tests.engine.conftest import Platform, platform  # noqa: F401
+from tests.support.platform import Platform
+
+
+async def start(
+    p: Platform, nodes: list[dict[str, Any]], initial: dict[str, Any] | None = None
+) -> tuple[str, str]:
+    """Create and enable a workflow of `nodes`, trigger it; return (workflow id, run id)."""
+    wf = await p.create({"nodes": nodes})
+    return wf, await p.trigger(wf, initial or {})
 
 
 async def wait_for_gate(
@@ -28,26 +36,3 @@ async def wait_for_gate(
 
 async def approve(p: Platform, workflow_id: str, run_id: str, **body: Any) -> Any:
     return await p.api.post(f"/api/v1/workflows/{workflow_id}/runs/{run_id}/approve", json=body)
-
-
-def step_id_of(p_run: dict[str, Any], name: str) -> str:
-    """The node id of the top-level or nested node called `name` in the run's snapshot."""
-
-    def walk(nodes: list[dict[str, Any]]) -> str | None:
-        for node in nodes:
-            if node["name"] == name:
-                return str(node["id"])
-            nested = (
-                node["children"]
-                + node["trueSteps"]
-                + node["falseSteps"]
-                + [s for c in node["choices"] for s in c["steps"]]
-            )
-            found = walk(nested)
-            if found:
-                return found
-        return None
-
-    found = walk(p_run["definitionSnapshot"]["nodes"])
-    assert found, name
-    return found

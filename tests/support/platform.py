@@ -1,19 +1,24 @@
-"""A whole platform per test: real SQLite store, worker on a fresh task queue, API over HTTP."""
+"""A whole platform for a test: SQLite store, a worker on its own task queue, the API over HTTP.
+
+`running_platform` assembles it around a Temporal client and an executor registry; the
+`platform` fixture (tests/conftest.py) gives each test one with the built-ins only, and
+tests/e2e overrides it with the test peers' catalog.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.executors.catalog import load_catalog
 from activities.executors.registry import ExecutorRegistry
 from activities.store.base import Store
 from activities.store.factory import open_store
@@ -83,27 +88,26 @@ class Platform:
         return await self.wait(workflow_id, run_id)
 
 
-@pytest.fixture
-async def platform(temporal_env: Any, tmp_path: Any) -> AsyncIterator[Platform]:
-    client = with_pydantic(temporal_env.client)
-    store = open_store(f"sqlite:///{tmp_path / 'trellis.db'}")
+@asynccontextmanager
+async def running_platform(
+    temporal: Client, data_dir: Path, registry: ExecutorRegistry, task_queue: str | None = None
+) -> AsyncIterator[Platform]:
+    """Store files in `data_dir`, a worker on `task_queue` (a fresh one by default), the API."""
+    client = with_pydantic(temporal)
+    store = open_store(f"sqlite:///{data_dir / 'trellis.db'}")
     await store.connect()
-    catalog = load_catalog(None)
-    await catalog.start()
-    registry = ExecutorRegistry(catalog)
-    task_queue = f"tq-{uuid.uuid4()}"
-    settings = Settings(data_dir=tmp_path, task_queue=task_queue)
+    task_queue = task_queue or f"tq-{uuid.uuid4()}"
+    settings = Settings(data_dir=data_dir, task_queue=task_queue)
     peer = HttpPeer()
     worker = build_worker(client, task_queue=task_queue, store=store, executor=registry)
+    app = create_app(settings, store=store, temporal=client, catalog=registry.catalog)
     try:
         async with (
             worker,
             serving(peer.app) as peer_url,
-            serving(create_app(settings, store=store, temporal=client, catalog=catalog)) as url,
+            serving(app) as url,
             httpx.AsyncClient(base_url=url, timeout=10) as api,
         ):
             yield Platform(api, store, client, task_queue, worker, peer_url, peer)
     finally:
-        await registry.close()
-        await catalog.close()
         await store.close()
