@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from typing import Any
 
 # Short backoff so retried steps finish in a fraction of a second.
@@ -32,18 +30,3 @@ def retries(max_retries: int, on_error: str = "fail") -> dict[str, Any]:
 def node_runs(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The run's node runs by node name (each node runs once in these tests)."""
     return {n["nodeName"]: n for n in run["nodeRuns"]}
-
-
-async def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
-    """Poll `check` until it returns something truthy; fail after `within` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"not true within {within} s: {check}")
-        await asyncio.sleep(0.05)

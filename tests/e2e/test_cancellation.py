@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.e2e.helpers import eventually, node_runs, step
+from tests.e2e.helpers import node_runs, step
 from tests.peers.catalog import Peers
 from tests.support.platform import Platform
+from tests.support.polling import eventually
 
 
 async def start_and_cancel(platform: Platform, node: dict[str, Any], started: Any) -> Any:

@@ -3,10 +3,12 @@
 import asyncio
 import contextlib
 from datetime import timedelta
+from typing import Any
 
 from activities.store.records import RunRecord
 from app.reconciler import Reconciler
 from tests.support.platform import Platform
+from tests.support.polling import eventually
 
 LONG = {
     "nodes": [
@@ -41,13 +43,15 @@ async def test_a_run_terminated_in_temporal_is_corrected_within_seconds(
     assert run["status"] == "cancelled"
     assert run["errorSummary"] == "Terminated in Temporal: operator in Web UI"
     assert run["finishedAt"] is not None
+
     # The step's activity learns of the termination from its next heartbeat and records
     # its own end; no node run stays running.
-    for _ in range(100):
+    async def no_node_run_running() -> dict[str, Any] | None:
         run = await platform.wait(wf, run_id)
-        if run["nodeRuns"] and all(n["status"] != "running" for n in run["nodeRuns"]):
-            break
-        await asyncio.sleep(0.05)
+        statuses = [n["status"] for n in run["nodeRuns"]]
+        return run if statuses and "running" not in statuses else None
+
+    run = await eventually(no_node_run_running, within=5)
     assert [n["status"] for n in run["nodeRuns"]] == ["cancelled"]
 
 

@@ -6,6 +6,7 @@ from typing import Any
 from temporalio.client import WorkflowExecutionStatus
 
 from tests.support.platform import Platform
+from tests.support.polling import eventually
 
 ECHO = {"nodes": [{"name": "A", "nodeType": "step", "executorKey": "builtin:echo"}]}
 SLOW = {
@@ -318,11 +319,12 @@ class TestReading:
     async def test_a_node_run_is_visible_while_it_runs(self, platform: Platform) -> None:
         wf = await platform.create(SLOW)
         run_id = await platform.trigger(wf)
-        run: dict[str, Any] = await platform.wait(wf, run_id, {"running"})
-        for _ in range(40):
-            run = (await platform.api.get(f"{runs_url(wf)}/{run_id}")).json()
-            if run["nodeRuns"]:
-                break
-            await asyncio.sleep(0.05)
+        await platform.wait(wf, run_id, {"running"})
+
+        async def with_a_node_run() -> dict[str, Any] | None:
+            run: dict[str, Any] = (await platform.api.get(f"{runs_url(wf)}/{run_id}")).json()
+            return run if run["nodeRuns"] else None
+
+        run = await eventually(with_a_node_run, within=2)
         assert run["nodeRuns"][0]["status"] == "running"
         assert run["nodeRuns"][0]["startedAt"] is not None

@@ -6,6 +6,7 @@ from typing import Any
 from tests.hitl.helpers import approve, start, wait_for_gate
 from tests.hitl.test_gates import step
 from tests.support.platform import Platform
+from tests.support.polling import eventually
 
 
 async def test_concurrent_decisions_on_one_gate_yield_exactly_one_200(
@@ -51,11 +52,14 @@ async def test_parallel_branches_hold_on_their_own_gates(platform: Platform) -> 
     response = await approve(platform, wf, run_id, stepId="right", resolution="confirm")
     assert response.json()["status"] == "awaiting_approval"
     run = await platform.wait(wf, run_id, {"awaiting_approval"})
-    for _ in range(50):
-        run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
-        if [r["stepId"] for r in run["pendingRequirements"]] == ["left"]:
-            break
-        await asyncio.sleep(0.05)
+
+    async def only_left_pending() -> dict[str, Any] | None:
+        run: dict[str, Any] = (
+            await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")
+        ).json()
+        return run if [r["stepId"] for r in run["pendingRequirements"]] == ["left"] else None
+
+    run = await eventually(only_left_pending, within=2.5)
     assert [r["stepId"] for r in run["pendingRequirements"]] == ["left"]
     await approve(platform, wf, run_id, stepId="left", resolution="reject")
     run = await platform.wait(wf, run_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import sys
 import uuid
@@ -28,6 +27,7 @@ from temporal_workflows.definition import WorkflowSpec
 from tests.conftest import temporal_binary
 from tests.hitl.helpers import approve, wait_for_gate
 from tests.support.platform import Platform, running_platform
+from tests.support.polling import eventually
 from tests.support.server import free_port
 
 GATED = {
@@ -91,12 +91,12 @@ async def test_a_gate_survives_restarting_worker_api_and_temporal(tmp_path: Path
 
 
 async def _wait_for_status(store: Any, run_id: str, status: str) -> RunRecord:
-    for _ in range(200):
-        run = await store.get_run(run_id)
-        if run is not None and run.status == status:
-            return run  # type: ignore[no-any-return]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {run_id} never reached {status}: {run}")
+    async def reached() -> RunRecord | None:
+        run: RunRecord | None = await store.get_run(run_id)
+        return run if run is not None and run.status == status else None
+
+    found: RunRecord = await eventually(reached, within=10)
+    return found
 
 
 def _test_server() -> str:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from tests.support.platform import Platform
+from tests.support.polling import eventually
 
 ECHO = {"nodes": [{"id": "a", "name": "a", "nodeType": "step", "executorKey": "builtin:echo"}]}
 DAILY = {"cron": "0 9 * * 1-5", "timeZone": "Europe/Berlin", "initialInput": {"x": 1}}
@@ -29,17 +29,6 @@ async def schedule(
         yield created
     finally:
         await platform.api.delete(url(workflow_id, created["id"]))
-
-
-async def eventually(check: Any, within: float = 10.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        value = await check()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.1)
 
 
 async def runs_of(platform: Platform, workflow_id: str) -> list[dict[str, Any]]:
