@@ -14,6 +14,8 @@ from temporal_workflows.definition import HumanReview, UserInputField, WorkflowN
 
 Resolution = Literal["confirm", "reject", "edit", "user_input", "route_select"]
 GateKind = Literal["before", "output_review", "iteration_review", "route_selection"]
+# Who "decides" when a gate's timer fires.
+TIMEOUT = "timeout"
 PYTHON_TYPE_NAMES = {"string": "str", "number": "float", "boolean": "bool", "array": "list"}
 
 
@@ -36,6 +38,11 @@ class Decision(CamelModel):
     user_input: dict[str, Any] | None = None
     selected_choices: list[str] | None = None
     decided_by: str = "anonymous"
+
+    @property
+    def is_timeout(self) -> bool:
+        """Made by the gate's timer (its onTimeout policy), not by a person."""
+        return self.decided_by == TIMEOUT
 
 
 class DecisionResult(CamelModel):

@@ -1,7 +1,9 @@
 """The one generic Temporal workflow: it walks a definition tree and runs each step as an activity.
 
-Entry points only: the run, the operator's updates (decide, pause, resume) and the
-live query. Node semantics live in `nodes.py`, state and read-model writes in `runtime.py`.
+`TrellisRun` composes the parts and holds the entry points: the run, the operator's
+updates (decide, pause, resume) and the live query. The path of a step is in
+`step_runner.py`, containers in `containers.py`, gates in `reviews.py`, the read model's
+writes in `recorder.py` and `outbox.py`.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from temporal_workflows.clock import RunClock
+    from temporal_workflows.continuation import Continuation
     from temporal_workflows.contracts import (
         CONFLICT_ERROR,
         DECIDE,
-        INVALID_ERROR,
-        NOT_FOUND_ERROR,
         PAUSE,
         PENDING_REQUIREMENTS,
         RESUME,
@@ -27,40 +29,66 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         RunResult,
     )
-    from temporal_workflows.gates import (
-        Decision,
-        DecisionResult,
-        GateError,
-        Requirement,
-        check_decision,
-    )
-    from temporal_workflows.nodes import NodeRunner
-    from temporal_workflows.runtime import NodeFailed, RunCancelled
+    from temporal_workflows.dispatcher import Dispatcher
+    from temporal_workflows.gates import Decision, DecisionResult, Requirement
+    from temporal_workflows.history import HistoryBudget
+    from temporal_workflows.open_gates import OpenGates
+    from temporal_workflows.outbox import Outbox
+    from temporal_workflows.outcomes import NodeFailed, RunCancelled
+    from temporal_workflows.recorder import RunRecorder
+    from temporal_workflows.reviews import Reviews
+    from temporal_workflows.run_status import Activity, Pause
     from temporal_workflows.scope import Scope
-
-NOT_FOUND, INVALID, CONFLICT = NOT_FOUND_ERROR, INVALID_ERROR, CONFLICT_ERROR
-_GATE_ERROR_TYPES = {"not_found": NOT_FOUND, "invalid": INVALID, "conflict": CONFLICT}
+    from temporal_workflows.step_runner import StepRunner
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
-class TrellisRun(NodeRunner):
-    def __init__(self) -> None:
-        super().__init__()
+class TrellisRun:
+    @workflow.init
+    def __init__(self, inp: RunInput) -> None:
+        # Built here, not in run(): update handlers may run before run() starts.
+        self._inp = inp
         self._finished = False
+        self._clock = RunClock()
+        self._history = HistoryBudget(inp)
+        self._outbox = Outbox(self._clock, self._history)
+        self._gates = OpenGates()
+        self._pause = Pause(self._outbox)
+        self._activity = Activity(self._gates, self._pause)
+        self._recorder = RunRecorder(
+            inp, self._outbox, self._clock, self._gates, self._pause, self._activity
+        )
+        reviews = Reviews(
+            inp, self._gates, self._recorder, self._pause, self._activity, self._clock
+        )
+        steps = StepRunner(inp, self._recorder, reviews, self._activity, self._clock, self._history)
+        self._continuation = Continuation(
+            inp, self._history, self._outbox, self._recorder, self._gates, self._pause
+        )
+        self._dispatcher = Dispatcher(
+            inp,
+            self._recorder,
+            reviews,
+            steps,
+            self._continuation,
+            self._pause,
+            self._activity,
+            self._clock,
+            self._history,
+        )
 
     @workflow.run
     async def run(self, inp: RunInput) -> RunResult:
-        self._inp = inp
         scope = Scope(
             input=inp.initial_input, additional_data=inp.additional_data, session_state={}
         )
-        self._flusher = asyncio.create_task(self._flush_forever())
+        self._outbox.start()
         if inp.resume is None:
-            await self._publish("run_started", status="running")
+            await self._recorder.publish("run_started", status="running")
         else:
-            self._restore(scope)
+            self._continuation.restore(scope)
         try:
-            output = await self._run_sequence(inp.definition.nodes, scope, top_level=True)
+            output = await self._dispatcher.run_top_level(inp.definition.nodes, scope)
         except NodeFailed as failed:
             await self._finish("failed", {"error_summary": str(failed)}, "run_failed")
             raise ApplicationError(str(failed), type=RUN_FAILED_ERROR, non_retryable=True) from None
@@ -76,88 +104,70 @@ class TrellisRun(NodeRunner):
     async def _finish(self, status: str, changes: dict[str, object], event: str) -> None:
         self._finished = True
         self._gates.clear()
-        self._paused = False
-        await self._publish(event, status=status, changes={"finished_at": self._stamp(), **changes})
+        self._pause.set(False, self._pause.paused_at)
+        await self._recorder.publish(
+            event, status=status, changes={"finished_at": self._clock.stamp(), **changes}
+        )
         # Let accepted updates finish before the run returns.
         await workflow.wait_condition(workflow.all_handlers_finished)
-        await self._close_outbox(self._flusher)
+        await self._outbox.close()
 
     # -- human decisions ------------------------------------------------------
 
     @workflow.update(name=DECIDE)
     async def decide(self, decision: Decision) -> DecisionResult:
         """Apply a decision to an open gate; exactly once per gate."""
-        # Validators of updates delivered together all run before any handler, so the
-        # handler re-checks: the first to run wins, the rest are conflicts.
-        if decision.step_id not in self._gates or decision.step_id in self._decisions:
-            raise ApplicationError(
-                f"Requirement {decision.step_id!r} was already decided", type=CONFLICT
-            )
-        self._decisions[decision.step_id] = decision
-        remaining = len(self._gates) - len(self._decisions)
-        status = "paused" if self._paused else ("awaiting_approval" if remaining > 0 else "running")
+        remaining = self._gates.accept(decision)
+        status = (
+            "paused"
+            if self._pause.paused
+            else ("awaiting_approval" if remaining > 0 else "running")
+        )
         return DecisionResult(
             run_id=self._inp.run_id, status=status, resolved_step_id=decision.step_id
         )
 
     @decide.validator
     def _check_decision(self, decision: Decision) -> None:
-        if self._finished or not self._gates:
-            raise ApplicationError("Run is not awaiting approval", type=CONFLICT)
-        req = self._gates.get(decision.step_id)
-        if req is None:
-            if any(r.step_id == decision.step_id for r in self._resolved):
-                raise ApplicationError(
-                    f"Requirement {decision.step_id!r} was already decided", type=CONFLICT
-                )
-            raise ApplicationError(
-                f"No pending requirement for step {decision.step_id!r}", type=NOT_FOUND
-            )
-        if decision.step_id in self._decisions:
-            raise ApplicationError(
-                f"Requirement {decision.step_id!r} was already decided", type=CONFLICT
-            )
-        try:
-            check_decision(req, decision, self._schemas.get(decision.step_id, []))
-        except GateError as exc:
-            raise ApplicationError(exc.message, type=_GATE_ERROR_TYPES[exc.kind]) from None
+        if self._finished:
+            raise ApplicationError("Run is not awaiting approval", type=CONFLICT_ERROR)
+        self._gates.check(decision)
 
     @workflow.query(name=PENDING_REQUIREMENTS)
     def pending_requirements(self) -> list[Requirement]:
         """The open gates, live."""
-        return list(self._gates.values())
+        return self._gates.pending()
 
     # -- pause and resume -----------------------------------------------------
 
     @workflow.update(name=PAUSE)
     async def pause(self, request: ControlRequest) -> ControlResult:
         """Start no new node until resumed; in-flight steps finish and are recorded."""
-        self._paused = True
-        self._paused_at = self._now()
-        self._show_details()
-        await self._publish("run_paused", wait=True, requestedBy=request.requested_by)
+        self._pause.set(True, self._clock.now())
+        self._activity.show()
+        await self._recorder.publish("run_paused", wait=True, requestedBy=request.requested_by)
         return ControlResult(run_id=self._inp.run_id, status="paused")
 
     @pause.validator
     def _check_pause(self, request: ControlRequest) -> None:
-        if self._finished or self._paused:
+        if self._finished or self._pause.paused:
             raise ApplicationError(
-                f"Run is {self._status}; only a running or waiting run can be paused",
-                type=CONFLICT,
+                f"Run is {self._recorder.status}; only a running or waiting run can be paused",
+                type=CONFLICT_ERROR,
             )
 
     @workflow.update(name=RESUME)
     async def resume(self, request: ControlRequest) -> ControlResult:
         """Continue a paused run."""
-        self._paused = False
-        self._paused_at = None
-        self._show_details()
-        await self._publish("run_resumed", wait=True, requestedBy=request.requested_by)
-        return ControlResult(run_id=self._inp.run_id, status=self._live_status())
+        self._pause.set(False, None)
+        self._activity.show()
+        await self._recorder.publish("run_resumed", wait=True, requestedBy=request.requested_by)
+        return ControlResult(run_id=self._inp.run_id, status=self._activity.live_status())
 
     @resume.validator
     def _check_resume(self, request: ControlRequest) -> None:
-        if self._finished or not self._paused:
+        if self._finished or not self._pause.paused:
             raise ApplicationError(
-                f"Run is {self._status}; only a paused run can be resumed", type=CONFLICT
+                f"Run is {self._recorder.status}; only a paused run can be resumed",
+                type=CONFLICT_ERROR,
             )

@@ -1,7 +1,8 @@
 """Built-in executors, namespaced `builtin:…` so they never collide with tool or agent names.
 
-- `builtin:echo` returns `{"config": <rendered config>, "input": <the run's input>}`.
-- `builtin:transform` evaluates `config.map` (name → CEL expression) over the step's scope.
+- `builtin:echo` and `builtin:transform` are pure: the interpreter evaluates them inline;
+  here they serve direct calls, through the one implementation in
+  `temporal_workflows/builtins.py`.
 - `builtin:http` sends one HTTP request; non-2xx fails the attempt, 4xx permanently.
 - `builtin:delay` sleeps `config.seconds`, heartbeating, and stops promptly when cancelled.
 """
@@ -15,9 +16,9 @@ from typing import Any
 import httpx
 
 from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
-from temporal_workflows.expressions import ExpressionError, evaluate
+from temporal_workflows.builtins import ECHO, TRANSFORM, BuiltinError, echo, transform
 
-ECHO, TRANSFORM, HTTP, DELAY = "builtin:echo", "builtin:transform", "builtin:http", "builtin:delay"
+HTTP, DELAY = "builtin:http", "builtin:delay"
 BUILTIN_KEYS = frozenset({ECHO, TRANSFORM, HTTP, DELAY})
 # Retrying these 4xx can succeed (timeout, rate limit), so they stay retryable.
 _RETRYABLE_4XX = {408, 425, 429}
@@ -68,18 +69,13 @@ class BuiltinExecutor:
 
 
 async def _echo(call: StepCall) -> dict[str, Any]:
-    # Only config and input, not the whole context: echoing previous outputs would make a
-    # chain of echo steps grow its payload exponentially.
-    return {"config": call.config, "input": call.context.get("input")}
+    return echo(call.config, call.context.get("input"))
 
 
 async def _transform(call: StepCall) -> dict[str, Any]:
-    mapping = call.config.get("map")
-    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
-        raise PermanentError("builtin:transform needs config.map: an object of CEL expressions")
     try:
-        return {name: evaluate(expr, call.context) for name, expr in mapping.items()}
-    except ExpressionError as exc:
+        return transform(call.config, call.context)
+    except BuiltinError as exc:
         raise PermanentError(str(exc)) from None
 
 

@@ -1,0 +1,41 @@
+"""The run's clock: workflow time, kept in causal order with the times its steps report."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+class RunClock:
+    def __init__(self) -> None:
+        # The latest time stamped or observed (None before the first).
+        self.latest: datetime | None = None
+
+    def now(self) -> str:
+        """Workflow time (the workflow task's start), ISO 8601 in UTC."""
+        return iso(workflow.now())
+
+    def stamp(self) -> str:
+        """A timestamp for a record the workflow writes, never before one already seen.
+
+        workflow.now() is the workflow task's start; steps run (as activities) after
+        it, so a container recorded after a step would sort before it. Taking the later
+        of the two, plus a microsecond, keeps every record in causal order.
+        """
+        now = workflow.now()
+        if self.latest is not None and now <= self.latest:
+            now = self.latest + timedelta(microseconds=1)
+        self.latest = now
+        return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    def observe(self, timestamp: str | None) -> None:
+        """Note a time a step reported (recorded in history, so replay sees the same)."""
+        if timestamp:
+            seen = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+            if self.latest is None or seen > self.latest:
+                self.latest = seen

@@ -1,0 +1,73 @@
+"""What a gate's decision does: the timer's decision, the audit record, the reject policy.
+
+Pure functions over the gate models (`gates.py`); the interpreter applies them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from temporal_workflows.definition import HumanReview, StepConfig, WorkflowNode
+from temporal_workflows.gates import TIMEOUT, Decision, Requirement
+from temporal_workflows.outcomes import NodeFailed, RunCancelled
+
+
+def timeout_decision(req: Requirement) -> Decision:
+    """What `onTimeout` does, recorded as a decision by the timer."""
+    if req.on_timeout == "approve":
+        return Decision(step_id=req.step_id, resolution="confirm", decided_by=TIMEOUT)
+    return Decision(
+        step_id=req.step_id,
+        resolution="reject",
+        decided_by=TIMEOUT,
+        feedback=f"timed out: {req.on_timeout}",
+    )
+
+
+def resolved(req: Requirement, decision: Decision, now: str) -> Requirement:
+    """The requirement as the audit trail keeps it: with its decision, who made it, when."""
+    done = req.model_copy()
+    done.resolution = decision.resolution
+    done.decided_by = decision.decided_by
+    done.decided_at = now
+    done.confirmed = decision.resolution != "reject"
+    done.rejection_feedback = decision.feedback if decision.resolution == "reject" else None
+    if decision.resolution == "edit":
+        done.edited_output = decision.edited_output
+    done.user_input = decision.user_input
+    done.selected_choices = decision.selected_choices
+    if decision.is_timeout:
+        done.resolution = f"timeout:{req.on_timeout}"
+    return done
+
+
+def takes_else_branch(review: HumanReview, decision: Decision) -> bool:
+    """A person's reject on a condition with onReject=else_branch runs its false branch."""
+    return (
+        decision.resolution == "reject"
+        and review.on_reject == "else_branch"
+        and not decision.is_timeout
+    )
+
+
+def after_rejection(
+    review: HumanReview, decision: Decision, retry_count: int, node: WorkflowNode
+) -> Literal["skip", "retry"]:
+    """What a rejection does: skip the node or retry it; raises to cancel or fail the run."""
+    policy = review.on_reject
+    if decision.is_timeout:
+        policy = "cancel" if review.on_timeout == "cancel" else "skip"
+    if policy == "cancel":
+        raise RunCancelled(f"Cancelled at '{node.name}' ({decision.decided_by} rejected)")
+    if policy == "retry":
+        if retry_count < review.max_retries:
+            return "retry"
+        config = node.step_config or StepConfig()
+        if node.node_type == "step" and config.on_error == "skip":
+            return "skip"
+        raise NodeFailed(
+            node.name,
+            f"rejected by reviewer after {retry_count} retries"
+            + (f": {decision.feedback}" if decision.feedback else ""),
+        )
+    return "skip"

@@ -1,0 +1,105 @@
+"""The gates a run holds open, the decisions that arrived for them, and the audit trail.
+
+The decide update's validator and handler act here; `reviews.py` opens the gates and
+waits on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from temporal_workflows.contracts import CONFLICT_ERROR, INVALID_ERROR, NOT_FOUND_ERROR
+    from temporal_workflows.definition import UserInputField
+    from temporal_workflows.gate_policy import resolved, timeout_decision
+    from temporal_workflows.gates import Decision, GateError, Requirement, check_decision
+
+_ERROR_TYPES = {"not_found": NOT_FOUND_ERROR, "invalid": INVALID_ERROR, "conflict": CONFLICT_ERROR}
+
+
+class OpenGates:
+    def __init__(self) -> None:
+        # Open gates by step id, their form schemas, the decisions not yet taken up.
+        self.open: dict[str, Requirement] = {}
+        self._schemas: dict[str, list[UserInputField]] = {}
+        self._decisions: dict[str, Decision] = {}
+        # Every decided gate, in order (it also tells a late decision it is too late).
+        self.resolved: list[Requirement] = []
+
+    def pending(self) -> list[Requirement]:
+        return list(self.open.values())
+
+    def waiting_names(self) -> list[str]:
+        return [r.step_name or r.step_id for r in self.open.values()]
+
+    def add(self, req: Requirement, schema: list[UserInputField]) -> None:
+        self.open[req.step_id] = req
+        self._schemas[req.step_id] = schema
+
+    async def wait(self, req: Requirement, timeout_seconds: float | None) -> Decision:
+        """The decision for an open gate, or its timer's; the gate is then closed."""
+        step_id = req.step_id
+        try:
+            if timeout_seconds:
+                await workflow.wait_condition(
+                    lambda: step_id in self._decisions, timeout=timedelta(seconds=timeout_seconds)
+                )
+            else:
+                await workflow.wait_condition(lambda: step_id in self._decisions)
+        except TimeoutError:
+            self._decisions[step_id] = timeout_decision(req)
+        except asyncio.CancelledError:
+            self.open.pop(step_id, None)
+            self._schemas.pop(step_id, None)
+            raise
+        decision = self._decisions.pop(step_id)
+        del self.open[step_id]
+        self._schemas.pop(step_id, None)
+        return decision
+
+    def record(self, req: Requirement, decision: Decision, now: str) -> None:
+        """Add a decided gate to the audit trail."""
+        self.resolved.append(resolved(req, decision, now))
+
+    def check(self, decision: Decision) -> None:
+        """The decide validator: refuse what the gate cannot take (nothing reaches history)."""
+        if not self.open:
+            raise ApplicationError("Run is not awaiting approval", type=CONFLICT_ERROR)
+        req = self.open.get(decision.step_id)
+        if req is None:
+            if any(r.step_id == decision.step_id for r in self.resolved):
+                raise _already_decided(decision)
+            raise ApplicationError(
+                f"No pending requirement for step {decision.step_id!r}", type=NOT_FOUND_ERROR
+            )
+        if decision.step_id in self._decisions:
+            raise _already_decided(decision)
+        try:
+            check_decision(req, decision, self._schemas.get(decision.step_id, []))
+        except GateError as exc:
+            raise ApplicationError(exc.message, type=_ERROR_TYPES[exc.kind]) from None
+
+    def accept(self, decision: Decision) -> int:
+        """The decide handler: take the decision; return how many gates still wait.
+
+        Validators of updates delivered together all run before any handler, so this
+        re-checks: the first to run wins, the rest are conflicts.
+        """
+        if decision.step_id not in self.open or decision.step_id in self._decisions:
+            raise _already_decided(decision)
+        self._decisions[decision.step_id] = decision
+        return len(self.open) - len(self._decisions)
+
+    def clear(self) -> None:
+        """The run ended: no gate is open any more."""
+        self.open.clear()
+
+
+def _already_decided(decision: Decision) -> ApplicationError:
+    return ApplicationError(
+        f"Requirement {decision.step_id!r} was already decided", type=CONFLICT_ERROR
+    )

@@ -1,0 +1,178 @@
+"""The run's read model as the workflow writes it: run status, node runs, the event log.
+
+Every write is queued in the outbox (see `outbox.py`); shapes and revisions follow the
+protocol in `read_model.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from temporal_workflows import search_attributes
+    from temporal_workflows.clock import RunClock
+    from temporal_workflows.contracts import NodeRunProjection, RunInput, RunProjection
+    from temporal_workflows.definition import WorkflowNode
+    from temporal_workflows.open_gates import OpenGates
+    from temporal_workflows.outbox import Outbox
+    from temporal_workflows.outcomes import NodeSkipped
+    from temporal_workflows.read_model import (
+        FINAL_REV,
+        OPEN_REV,
+        NodeRunStatus,
+        node_event,
+        node_record,
+        node_run_id,
+        run_event,
+    )
+    from temporal_workflows.run_status import Activity, Pause
+
+
+class RunRecorder:
+    def __init__(
+        self,
+        inp: RunInput,
+        outbox: Outbox,
+        clock: RunClock,
+        gates: OpenGates,
+        pause: Pause,
+        activity: Activity,
+    ) -> None:
+        self._inp = inp
+        self._outbox = outbox
+        self._clock = clock
+        self._gates = gates
+        self._pause = pause
+        self._activity = activity
+        self.rev = 0
+        self.status = "pending"
+        # Node runs per node id so far (carried across continue-as-new).
+        self.node_counts: dict[str, int] = {}
+
+    async def publish(
+        self,
+        event: str,
+        *,
+        status: str | None = None,
+        changes: dict[str, Any] | None = None,
+        wait: bool = False,
+        **details: Any,
+    ) -> None:
+        """Queue the run's status, gates and audit trail, with an event for the live stream.
+
+        With `wait`, return only once it is in the store (update handlers answer after it).
+        """
+        status = status or self._activity.live_status()
+        if status != self.status:
+            workflow.upsert_search_attributes([search_attributes.RUN_STATUS.value_set(status)])
+        self.status = status
+        self.rev += 1
+        fields = {
+            "status": status,
+            "pending_requirements": [r.model_dump(mode="json") for r in self._gates.open.values()],
+            "resolved_requirements": [r.model_dump(mode="json") for r in self._gates.resolved],
+            "paused_at": self._pause.paused_at,
+            **(changes or {}),
+        }
+        self._outbox.add_run(
+            RunProjection(
+                run_id=self._inp.run_id,
+                workflow_id=self._inp.workflow_id,
+                rev=self.rev,
+                changes=fields,
+                event=run_event(
+                    event,
+                    run_id=self._inp.run_id,
+                    status=status,
+                    timestamp=self._clock.now(),
+                    **details,
+                ),
+            )
+        )
+        if wait:
+            await self._outbox.drain()
+
+    def flush_soon(self) -> None:
+        """Write what is queued beside whatever the run does next (it is about to block)."""
+        self._outbox.request_flush()
+
+    def next_node_run_id(self, node: WorkflowNode) -> str:
+        count = self.node_counts.get(node.node_id, 0) + 1
+        self.node_counts[node.node_id] = count
+        return node_run_id(self._inp.run_id, node.node_id, count)
+
+    def node(
+        self,
+        node_run_id: str,
+        node: WorkflowNode,
+        status: NodeRunStatus,
+        *,
+        event: str | None,
+        events: list[dict[str, Any]] | None = None,
+        rev: int | None = None,
+        **fields: Any,
+    ) -> None:
+        """Queue node-run fields with their events (`event` names the one usual event)."""
+        if events is None:
+            events = [] if event is None else [self.node_event(event, node_run_id, node, status)]
+        if rev is None:
+            rev = OPEN_REV if status in ("running", "awaiting_approval") else FINAL_REV
+        record = node_record(
+            run_id=self._inp.run_id,
+            node_run_id=node_run_id,
+            node_id=node.node_id,
+            node_name=node.name,
+            node_type=node.node_type,
+            status=status,
+            rev=rev,
+            **fields,
+        )
+        self._outbox.add_node(
+            NodeRunProjection(
+                run_id=self._inp.run_id,
+                workflow_id=self._inp.workflow_id,
+                record=record,
+                events=events,
+            )
+        )
+
+    def cancelled(self, node_run_id: str, node: WorkflowNode, error: str = "cancelled") -> None:
+        self.node(
+            node_run_id,
+            node,
+            "cancelled",
+            event="node_cancelled",
+            finished_at=self._clock.stamp(),
+            error=error,
+        )
+
+    def skipped(self, node_run_id: str, node: WorkflowNode, skipped: NodeSkipped) -> None:
+        self.node(
+            node_run_id,
+            node,
+            "skipped",
+            event="node_skipped",
+            finished_at=self._clock.stamp(),
+            error=skipped.error,
+            **skipped.fields,
+        )
+
+    def node_event(
+        self,
+        event: str,
+        node_run_id: str,
+        node: WorkflowNode,
+        status: str,
+        timestamp: str | None = None,
+    ) -> dict[str, Any]:
+        return node_event(
+            event,
+            run_id=self._inp.run_id,
+            node_run_id=node_run_id,
+            node_id=node.node_id,
+            node_name=node.name,
+            status=status,
+            timestamp=timestamp or self._clock.now(),
+        )

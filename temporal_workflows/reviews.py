@@ -1,0 +1,134 @@
+"""Human review: open a gate, hold until a decision (or its timer), apply the reject policy.
+
+`ask` is the one gate loop: every place a gate opens (before a step, a step's or a
+router's output, a container's confirmation, a route selection, a loop iteration) goes
+through it. See docs/hitl.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from temporal_workflows.clock import RunClock
+    from temporal_workflows.contracts import RunInput
+    from temporal_workflows.definition import HumanReview, WorkflowNode
+    from temporal_workflows.gate_policy import after_rejection, takes_else_branch
+    from temporal_workflows.gates import Decision, Requirement
+    from temporal_workflows.open_gates import OpenGates
+    from temporal_workflows.outcomes import NodeSkipped
+    from temporal_workflows.read_model import BEFORE_RUN_REV
+    from temporal_workflows.recorder import RunRecorder
+    from temporal_workflows.run_status import Activity, Pause
+
+# Builds the gate for the n-th time it opens (n = rejections retried so far).
+RequirementFor = Callable[[int], Requirement]
+# Runs the node again after a rejection the policy retries (a step, a loop iteration).
+Redo = Callable[[Decision], Awaitable[None]]
+
+
+def review_of(node: WorkflowNode) -> HumanReview | None:
+    """The node's human review, when it asks for any."""
+    review = node.human_review
+    return review if review is not None and review.is_active() else None
+
+
+class Reviews:
+    def __init__(
+        self,
+        inp: RunInput,
+        gates: OpenGates,
+        recorder: RunRecorder,
+        pause: Pause,
+        activity: Activity,
+        clock: RunClock,
+    ) -> None:
+        self._inp = inp
+        self._gates = gates
+        self._recorder = recorder
+        self._pause = pause
+        self._activity = activity
+        self._clock = clock
+
+    async def ask(
+        self,
+        node: WorkflowNode,
+        review: HumanReview,
+        requirement: RequirementFor,
+        *,
+        node_run_id: Callable[[], str],
+        rev: int,
+        redo: Redo | None = None,
+    ) -> Decision:
+        """Open the gate until a decision the node goes on with; return it.
+
+        A rejection is applied by the node's policy: `skip` raises NodeSkipped, `cancel`
+        and exhausted retries raise; `retry` runs `redo` (when given) and opens the gate
+        again. A condition's else_branch rejection is returned for the node to follow.
+        """
+        retry_count = 0
+        while True:
+            req = requirement(retry_count)
+            req.retry_count = retry_count
+            decision = await self.open(req, review, node, node_run_id(), rev)
+            if node.node_type != "step":
+                # A container's node run stays open after its gate; a step's activity
+                # writes its own.
+                self._recorder.node(node_run_id(), node, "running", event=None)
+            if decision.resolution != "reject" or takes_else_branch(review, decision):
+                return decision
+            if after_rejection(review, decision, retry_count, node) == "skip":
+                raise NodeSkipped()
+            retry_count += 1
+            if redo is not None:
+                await redo(decision)
+
+    async def open(
+        self,
+        req: Requirement,
+        review: HumanReview,
+        node: WorkflowNode,
+        node_run_id: str,
+        rev: int,
+    ) -> Decision:
+        """Hold at a gate until a decision arrives or its durable timer expires."""
+        timeout = review.timeout_seconds or self._inp.default_gate_timeout_seconds
+        req.node_run_id = node_run_id
+        req.created_at = self._clock.now()
+        if timeout:
+            deadline = workflow.now() + timedelta(seconds=timeout)
+            req.timeout_at = deadline.isoformat().replace("+00:00", "Z")
+        self._gates.add(req, review.user_input_schema)
+        self._activity.show()
+        shown: dict[str, Any] = {}
+        if rev == BEFORE_RUN_REV:
+            shown["started_at"] = self._clock.stamp()
+        if req.is_post_execution:
+            shown["output_snapshot"] = req.step_output
+        self._recorder.node(
+            node_run_id, node, "awaiting_approval", event="node_awaiting_approval", rev=rev, **shown
+        )
+        await self._recorder.publish(
+            "awaiting_approval", stepId=req.step_id, stepName=req.step_name
+        )
+        self._recorder.flush_soon()  # written while the gate waits
+        try:
+            decision = await self._gates.wait(req, timeout)
+        except asyncio.CancelledError:
+            self._recorder.cancelled(node_run_id, node, "cancelled while awaiting approval")
+            raise
+        self._gates.record(req, decision, self._clock.now())
+        self._activity.show()
+        await self._recorder.publish(
+            "requirement_resolved",
+            stepId=req.step_id,
+            resolution=decision.resolution,
+            decidedBy=decision.decided_by,
+        )
+        await self._pause.hold()
+        return decision

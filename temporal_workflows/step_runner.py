@@ -1,0 +1,280 @@
+"""One step node, top to bottom: cached output, the gate before it, its execution (inline
+or one activity for all attempts), the review of its output, and how it ends.
+
+Semantics: docs/semantics.md (steps, retries, onError) and docs/hitl.md (gates).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, NoReturn
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, CancelledError, FailureError
+
+with workflow.unsafe.imports_passed_through():
+    from temporal_workflows import expressions
+    from temporal_workflows.builtins import PURE_BUILTINS, BuiltinError, run_pure
+    from temporal_workflows.clock import RunClock
+    from temporal_workflows.contracts import (
+        EXECUTE_STEP,
+        PLAN_STEP,
+        RunInput,
+        StepInput,
+        StepOutput,
+        StepPlan,
+    )
+    from temporal_workflows.definition import HumanReview, StepConfig, WorkflowNode
+    from temporal_workflows.gates import Decision, before_gate, collect_input, review_gate
+    from temporal_workflows.history import ACTIVITY_EVENTS, LOCAL_ACTIVITY_EVENTS, HistoryBudget
+    from temporal_workflows.outcomes import NodeFailed, NodeSkipped
+    from temporal_workflows.read_model import BEFORE_RUN_REV, INLINE_DONE_REV, REVIEW_REV
+    from temporal_workflows.recorder import RunRecorder
+    from temporal_workflows.retry import failure_message, retry_policy
+    from temporal_workflows.reviews import Reviews, review_of
+    from temporal_workflows.run_status import Activity
+    from temporal_workflows.scope import Scope
+
+STEP_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+PLAN_TIMEOUT = timedelta(seconds=30)
+
+
+@dataclass
+class _Step:
+    """One step node being run: the node run it is on and what its templates see."""
+
+    node: WorkflowNode
+    scope: Scope
+    config: StepConfig
+    node_run_id: str
+    # Variables a gate added: the form's values, a reviewer's feedback on a retry.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class StepRunner:
+    def __init__(
+        self,
+        inp: RunInput,
+        recorder: RunRecorder,
+        reviews: Reviews,
+        activity: Activity,
+        clock: RunClock,
+        history: HistoryBudget,
+    ) -> None:
+        self._inp = inp
+        self._recorder = recorder
+        self._reviews = reviews
+        self._activity = activity
+        self._clock = clock
+        self._history = history
+
+    async def run(self, node: WorkflowNode, scope: Scope) -> Any:
+        """Run a step node; its output, or None when it was skipped."""
+        step = _Step(
+            node=node,
+            scope=scope,
+            config=node.step_config or StepConfig(),
+            node_run_id=self._recorder.next_node_run_id(node),
+        )
+        cached = self._inp.cached_outputs.get(node.node_id)
+        if cached is not None:
+            self._recorder.node(
+                step.node_run_id,
+                node,
+                "completed",
+                event="node_completed",
+                started_at=self._clock.stamp(),
+                finished_at=self._clock.stamp(),
+                output_snapshot=cached.output,
+                reused_from_node_run_id=cached.source_node_run_id,
+                attempt=0,
+            )
+            scope.record(node.name, cached.output)
+            return cached.output
+        try:
+            output = await self._run(step, review_of(node))
+        except NodeSkipped as skipped:
+            self._recorder.skipped(step.node_run_id, node, skipped)
+            scope.previous_step_outputs[node.name] = None
+            return None
+        if isinstance(output, dict) and isinstance(node.config.get("saveAs"), str):
+            scope.session_state[node.config["saveAs"]] = output
+        scope.record(node.name, output)
+        return output
+
+    async def _run(self, step: _Step, review: HumanReview | None) -> Any:
+        node = step.node
+        if review and (review.requires_confirmation or review.requires_user_input):
+            decision = await self._reviews.ask(
+                node,
+                review,
+                lambda _: before_gate(node, review, None),
+                node_run_id=lambda: step.node_run_id,
+                rev=BEFORE_RUN_REV,
+            )
+            if review.requires_user_input:
+                step.extra["user_input"] = _form_values(review, decision)
+        output = await self._execute(step)
+        if review is None or not review.requires_output_review:
+            return output
+
+        async def run_again(rejected: Decision) -> None:
+            nonlocal output
+            step.extra["rejection_feedback"] = rejected.feedback
+            step.node_run_id = self._recorder.next_node_run_id(node)
+            output = await self._execute(step)
+
+        decision = await self._reviews.ask(
+            node,
+            review,
+            lambda _: review_gate(node, review, output),
+            node_run_id=lambda: step.node_run_id,
+            rev=REVIEW_REV,
+            redo=run_again,
+        )
+        if decision.resolution == "edit":
+            output = decision.edited_output
+        # Completion is queued before the review; record the verdict over it.
+        self._recorder.node(step.node_run_id, node, "completed", event=None, output_snapshot=output)
+        return output
+
+    async def _execute(self, step: _Step) -> Any:
+        """One execution of the step: evaluated inline, or one activity for all attempts."""
+        node = step.node
+        variables = {**step.scope.variables(), **step.extra}
+        try:
+            rendered = expressions.render(node.config, variables)
+        except expressions.ExpressionError as exc:
+            self._failed(step, str(exc), attempt=0)
+        if node.executor_key in PURE_BUILTINS:
+            return self._inline(step, rendered, variables)
+        request = StepInput(
+            run_id=self._inp.run_id,
+            workflow_id=self._inp.workflow_id,
+            node_run_id=step.node_run_id,
+            node_id=node.node_id,
+            node_name=node.name,
+            executor_key=node.executor_key,
+            a2a_pool=node.a2a_pool,
+            config=rendered,
+            # Every variable but the outputs of all earlier steps, which would make each
+            # step's payload grow with the run (Temporal refuses payloads over 2 MB).
+            context={k: v for k, v in variables.items() if k != "previous_step_outputs"},
+        )
+        self._activity.enter(step.node_run_id, node.name)
+        try:
+            result = await self._call(request, step.config, node)
+        except FailureError as exc:
+            # Remote activities fail with ActivityError (cause inside); local ones with
+            # the cause itself.
+            cause = exc.cause if isinstance(exc, ActivityError) else exc
+            if not isinstance(cause, CancelledError):
+                self._failed(step, failure_message(exc), attempt=None)
+            self._recorder.cancelled(step.node_run_id, node)
+            raise asyncio.CancelledError() from None
+        except asyncio.CancelledError:
+            self._recorder.cancelled(step.node_run_id, node)
+            raise
+        finally:
+            self._activity.leave(step.node_run_id)
+        self._clock.observe(result.started_at)
+        self._clock.observe(result.finished_at)
+        return result.output
+
+    def _inline(self, step: _Step, rendered: dict[str, Any], variables: dict[str, Any]) -> Any:
+        """A pure built-in, evaluated right here: no activity, no retries, one record."""
+        node, node_run_id = step.node, step.node_run_id
+        started = self._clock.stamp()
+        key = node.executor_key or ""
+        try:
+            output = run_pure(key, rendered, variables)
+        except BuiltinError as exc:
+            self._failed(step, str(exc), attempt=1)
+        finished = self._clock.stamp()
+        self._recorder.node(
+            node_run_id,
+            node,
+            "completed",
+            event=None,
+            events=[
+                self._recorder.node_event(
+                    "node_started", step.node_run_id, node, "running", started
+                ),
+                self._recorder.node_event(
+                    "node_completed", step.node_run_id, node, "completed", finished
+                ),
+            ],
+            rev=INLINE_DONE_REV,
+            attempt=1,
+            started_at=started,
+            finished_at=finished,
+            input_snapshot=rendered,
+            output_snapshot=output,
+            resolved_executor={"kind": "builtin", "key": key, "inline": True},
+            error=None,
+        )
+        return output
+
+    async def _call(self, request: StepInput, config: StepConfig, node: WorkflowNode) -> StepOutput:
+        """The step's activity: Temporal retries it per stepConfig."""
+        timeout = timedelta(seconds=config.timeout_seconds)
+        # The activity writes its own node run; what the workflow queued is written
+        # meanwhile (a local write, so it lands well before the remote step reports).
+        self._recorder.flush_soon()
+        self._history.add(ACTIVITY_EVENTS)
+        result: StepOutput = await workflow.execute_activity(
+            EXECUTE_STEP,
+            request,
+            result_type=StepOutput,
+            start_to_close_timeout=timeout,
+            heartbeat_timeout=STEP_HEARTBEAT_TIMEOUT,
+            retry_policy=retry_policy(config),
+            activity_id=request.node_run_id,
+            summary=await self._summary(request, node),
+        )
+        return result
+
+    async def _summary(self, request: StepInput, node: WorkflowNode) -> str:
+        """The activity's summary: the node name, and for pools the agent picked and why."""
+        if not node.a2a_pool:
+            return node.name
+        self._history.add(LOCAL_ACTIVITY_EVENTS)
+        plan: StepPlan = await workflow.execute_local_activity(
+            PLAN_STEP, request, result_type=StepPlan, start_to_close_timeout=PLAN_TIMEOUT
+        )
+        chosen = plan.resolved_executor
+        if not chosen:
+            return node.name
+        return f"{node.name} → {chosen.get('key')} ({chosen.get('reason')})"
+
+    def _failed(self, step: _Step, error: str, attempt: int | None) -> NoReturn:
+        """The step's last attempt failed: skip it (onError=skip) or fail the run.
+
+        attempt None: an activity ran and recorded its attempts; otherwise the step
+        failed in the workflow (a template, an inline built-in) and starts and ends here.
+        """
+        fields: dict[str, Any] = (
+            {} if attempt is None else {"attempt": attempt, "started_at": self._clock.stamp()}
+        )
+        if step.config.on_error == "skip":
+            raise NodeSkipped(error, **fields)
+        self._recorder.node(
+            step.node_run_id,
+            step.node,
+            "failed",
+            event="node_failed",
+            finished_at=self._clock.stamp(),
+            error=error,
+            **fields,
+        )
+        raise NodeFailed(step.node.name, error)
+
+
+def _form_values(review: HumanReview, decision: Decision) -> dict[str, Any]:
+    """The form's values; a timeout's "approve" with an incomplete form skips the step."""
+    try:
+        return collect_input(review.user_input_schema, decision.user_input or {})
+    except Exception:
+        raise NodeSkipped() from None
