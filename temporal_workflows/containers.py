@@ -7,6 +7,7 @@ Each body runs inside the node run the dispatcher records around it and returns
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -33,24 +34,17 @@ if TYPE_CHECKING:
     from temporal_workflows.dispatcher import Dispatcher
 
 
+@dataclass
 class Containers:
-    def __init__(
-        self,
-        inp: RunInput,
-        dispatcher: Dispatcher,
-        recorder: RunRecorder,
-        reviews: Reviews,
-        continuation: Continuation,
-    ) -> None:
-        self._inp = inp
-        self._dispatcher = dispatcher
-        self._recorder = recorder
-        self._reviews = reviews
-        self._continuation = continuation
+    inp: RunInput
+    dispatcher: Dispatcher
+    recorder: RunRecorder
+    reviews: Reviews
+    continuation: Continuation
 
     async def parallel(self, node: WorkflowNode, scope: Scope, _: str) -> tuple[Any, Any]:
         """Every child at once (at most maxConcurrency); the first failure stops the rest."""
-        limit = asyncio.Semaphore(self._inp.definition.max_concurrency)
+        limit = asyncio.Semaphore(self.inp.definition.max_concurrency)
         scopes = [scope.fork() for _ in node.children]
         stops: list[RunStopped] = []
         tasks: list[asyncio.Task[Any]] = []
@@ -60,9 +54,9 @@ class Containers:
                 if stops:
                     return None  # a sibling failed: start nothing new
                 try:
-                    result = await self._dispatcher.run_node(node.children[index], scopes[index])
+                    result = await self.dispatcher.run_node(node.children[index], scopes[index])
                     # Siblings may hold the block for long: show this branch's records now.
-                    self._recorder.flush_soon()
+                    self.recorder.flush_soon()
                     return result
                 except RunStopped as stop:
                     if not stops:
@@ -97,7 +91,7 @@ class Containers:
         source = node.condition_cel or ""
         decision = await self._confirm(node, node_run_id)
         if decision is not None and decision.resolution == "reject":  # else_branch
-            output = await self._dispatcher.run_sequence(node.false_steps, scope)
+            output = await self.dispatcher.run_sequence(node.false_steps, scope)
             return {
                 "conditionCel": source,
                 "result": None,
@@ -112,7 +106,7 @@ class Containers:
             )
         branch = "trueSteps" if value else "falseSteps"
         steps = node.true_steps if value else node.false_steps
-        output = await self._dispatcher.run_sequence(steps, scope)
+        output = await self.dispatcher.run_sequence(steps, scope)
         return {"conditionCel": source, "result": value, "branch": branch}, output
 
     async def router(self, node: WorkflowNode, scope: Scope, node_run_id: str) -> tuple[Any, Any]:
@@ -128,10 +122,10 @@ class Containers:
         outputs: dict[str, Any] = {}
         for choice in node.choices:
             if choice.name in selected:
-                outputs[choice.name] = await self._dispatcher.run_sequence(choice.steps, scope)
+                outputs[choice.name] = await self.dispatcher.run_sequence(choice.steps, scope)
         output = outputs[selected[0]] if len(selected) == 1 else outputs
         if review is not None and review.requires_output_review:
-            decision = await self._reviews.ask(
+            decision = await self.reviews.ask(
                 node,
                 review,
                 lambda _: review_gate(node, review, output),
@@ -151,7 +145,7 @@ class Containers:
         outer = {k: scope.extra.get(k) for k in ("iteration", "loop_outputs")}
         outputs: list[Any] = []
         iteration = 0
-        resumed = self._continuation.resumed_loop(node_run_id)
+        resumed = self.continuation.resumed_loop(node_run_id)
         if resumed is not None:
             iteration, outputs = resumed.iteration, list(resumed.outputs)
         ended_by = "maxIterations"
@@ -164,7 +158,7 @@ class Containers:
             scope.extra["loop_outputs"] = outputs
             iteration_outputs, last = {}, None
             for child in node.children:
-                last = await self._dispatcher.run_node(child, scope)
+                last = await self.dispatcher.run_node(child, scope)
                 iteration_outputs[child.name] = last
 
         def gate(_: int) -> Requirement:
@@ -175,7 +169,7 @@ class Containers:
             await run_iteration()
             if review is not None and review.requires_iteration_review:
                 try:
-                    await self._reviews.ask(
+                    await self.reviews.ask(
                         node,
                         review,
                         gate,
@@ -197,9 +191,9 @@ class Containers:
                 if done:
                     ended_by = "endConditionCel"
                     break
-            if self._continuation.is_top(node) and iteration < node.loop_config.max_iterations:
-                await self._continuation.continue_if_due(
-                    self._continuation.top_index,
+            if self.continuation.is_top(node) and iteration < node.loop_config.max_iterations:
+                await self.continuation.continue_if_due(
+                    self.continuation.top_index,
                     scope,
                     LoopResume(node_run_id=node_run_id, iteration=iteration, outputs=outputs),
                 )
@@ -215,7 +209,7 @@ class Containers:
         review = review_of(node)
         if review is None or not review.requires_confirmation:
             return None
-        return await self._reviews.ask(
+        return await self.reviews.ask(
             node,
             review,
             lambda _: before_gate(node, review, None),
@@ -242,7 +236,7 @@ class Containers:
             req.suggested_choices = suggestion
             return req
 
-        decision = await self._reviews.ask(
+        decision = await self.reviews.ask(
             node, review, requirement, node_run_id=lambda: node_run_id, rev=OPEN_REV
         )
         if decision.resolution == "route_select" and decision.selected_choices:

@@ -7,6 +7,8 @@ top-level loop, where the position is one number; docs/semantics.md says why.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -21,32 +23,24 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.scope import Scope
 
 
+@dataclass
 class Continuation:
-    def __init__(
-        self,
-        inp: RunInput,
-        history: HistoryBudget,
-        outbox: Outbox,
-        recorder: RunRecorder,
-        gates: OpenGates,
-        pause: Pause,
-    ) -> None:
-        self._inp = inp
-        self._history = history
-        self._outbox = outbox
-        self._recorder = recorder
-        self._gates = gates
-        self._pause = pause
-        # The top-level node running now.
-        self.top_index = 0
-        self.top_node_id: str | None = None
-        # A top-level loop carried over from the previous execution, until it resumes.
-        self.loop: LoopResume | None = None
+    inp: RunInput
+    history: HistoryBudget
+    outbox: Outbox
+    recorder: RunRecorder
+    gates: OpenGates
+    pause: Pause
+    # The top-level node running now.
+    top_index: int = 0
+    top_node_id: str | None = None
+    # A top-level loop carried over from the previous execution, until it resumes.
+    loop: LoopResume | None = None
 
     @property
     def start_index(self) -> int:
         """The top-level node this execution starts at."""
-        return self._inp.resume.next_index if self._inp.resume else 0
+        return self.inp.resume.next_index if self.inp.resume else 0
 
     def at_top(self, index: int, node: WorkflowNode) -> None:
         self.top_index, self.top_node_id = index, node.id
@@ -70,35 +64,35 @@ class Continuation:
         Only with no gate open and not paused; the position, the data, node-run
         counters and the audit trail are carried in the new input.
         """
-        if not self._history.should_continue_as_new():
+        if not self.history.should_continue_as_new():
             return
-        if self._gates.open or self._pause.paused:
+        if self.gates.open or self.pause.paused:
             return
         await workflow.wait_condition(workflow.all_handlers_finished)
-        await self._outbox.close()
-        previous = self._inp.resume.generation if self._inp.resume else 0
+        await self.outbox.close()
+        previous = self.inp.resume.generation if self.inp.resume else 0
         point = ResumePoint(
             next_index=index,
             loop=loop,
             session_state=scope.session_state,
             previous_step_content=scope.previous_step_content,
             previous_step_outputs=scope.previous_step_outputs,
-            node_counts=self._recorder.node_counts,
-            resolved_requirements=[r.model_dump(mode="json") for r in self._gates.resolved],
-            rev=self._recorder.rev,
+            node_counts=self.recorder.node_counts,
+            resolved_requirements=[r.model_dump(mode="json") for r in self.gates.resolved],
+            rev=self.recorder.rev,
             generation=previous + 1,
         )
-        workflow.continue_as_new(self._inp.model_copy(update={"resume": point}))
+        workflow.continue_as_new(self.inp.model_copy(update={"resume": point}))
 
     def restore(self, scope: Scope) -> None:
         """Take over the state an earlier execution of this run carried across."""
-        point = self._inp.resume
+        point = self.inp.resume
         if point is None:
             return
-        self._recorder.rev = point.rev
-        self._recorder.status = "running"
-        self._recorder.node_counts = dict(point.node_counts)
-        self._gates.resolved = [Requirement.model_validate(r) for r in point.resolved_requirements]
+        self.recorder.rev = point.rev
+        self.recorder.status = "running"
+        self.recorder.node_counts = dict(point.node_counts)
+        self.gates.resolved = [Requirement.model_validate(r) for r in point.resolved_requirements]
         self.loop = point.loop
         scope.session_state.update(point.session_state)
         scope.previous_step_content = point.previous_step_content

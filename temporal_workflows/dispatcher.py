@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import workflow
@@ -28,29 +29,22 @@ with workflow.unsafe.imports_passed_through():
 Body = Callable[[WorkflowNode, Scope, str], Awaitable[tuple[Any, Any]]]
 
 
+@dataclass
 class Dispatcher:
-    def __init__(
-        self,
-        inp: RunInput,
-        recorder: RunRecorder,
-        reviews: Reviews,
-        steps: StepRunner,
-        continuation: Continuation,
-        pause: Pause,
-        activity: Activity,
-        clock: RunClock,
-        history: HistoryBudget,
-    ) -> None:
-        self._inp = inp
-        self._recorder = recorder
-        self._steps = steps
-        self._continuation = continuation
-        self._pause = pause
-        self._activity = activity
-        self._clock = clock
-        self._history = history
-        containers = Containers(inp, self, recorder, reviews, continuation)
-        self._bodies: dict[str, Body] = {
+    inp: RunInput
+    recorder: RunRecorder
+    reviews: Reviews
+    steps: StepRunner
+    continuation: Continuation
+    pause: Pause
+    activity: Activity
+    clock: RunClock
+    history: HistoryBudget
+    _bodies: dict[str, Body] = field(init=False)
+
+    def __post_init__(self) -> None:
+        containers = Containers(self.inp, self, self.recorder, self.reviews, self.continuation)
+        self._bodies = {
             "parallel": containers.parallel,
             "condition": containers.condition,
             "router": containers.router,
@@ -60,15 +54,15 @@ class Dispatcher:
     async def run_top_level(self, nodes: list[WorkflowNode], scope: Scope) -> Any:
         """The definition's top-level sequence, where the run may continue as new."""
         output: Any = None
-        resume = self._inp.resume
+        resume = self.inp.resume
         if resume is not None:
             output = resume.previous_step_content
-        for index in range(self._continuation.start_index, len(nodes)):
+        for index in range(self.continuation.start_index, len(nodes)):
             node = nodes[index]
-            await self._continuation.continue_if_due(index, scope)
-            self._continuation.at_top(index, node)
+            await self.continuation.continue_if_due(index, scope)
+            self.continuation.at_top(index, node)
             output = await self.run_node(node, scope)
-            if node.id == self._inp.stop_after_node_id:
+            if node.id == self.inp.stop_after_node_id:
                 break
         return output
 
@@ -80,32 +74,32 @@ class Dispatcher:
         return output
 
     async def run_node(self, node: WorkflowNode, scope: Scope) -> Any:
-        await self._pause.hold()
-        self._history.check(node.name)
+        await self.pause.hold()
+        self.history.check(node.name)
         if node.node_type == "step":
-            return await self._steps.run(node, scope)
+            return await self.steps.run(node, scope)
         return await self._run_container(node, scope, self._bodies[node.node_type])
 
     async def _run_container(self, node: WorkflowNode, scope: Scope, body: Body) -> Any:
         """Record a container's node run around its body; failures name the container."""
-        resumed = self._continuation.loop
-        if resumed is not None and self._continuation.is_top(node):
+        resumed = self.continuation.loop
+        if resumed is not None and self.continuation.is_top(node):
             node_run_id = resumed.node_run_id  # a loop carried over continue-as-new
         else:
-            node_run_id = self._recorder.next_node_run_id(node)
-            self._recorder.node(
+            node_run_id = self.recorder.next_node_run_id(node)
+            self.recorder.node(
                 node_run_id,
                 node,
                 "running",
                 event="node_started",
-                started_at=self._clock.stamp(),
+                started_at=self.clock.stamp(),
                 attempt=1,
             )
-        self._activity.enter(node_run_id, node.name)
+        self.activity.enter(node_run_id, node.name)
         try:
             snapshot, output = await body(node, scope, node_run_id)
         except NodeSkipped as skipped:
-            self._recorder.skipped(node_run_id, node, skipped)
+            self.recorder.skipped(node_run_id, node, skipped)
             scope.previous_step_outputs[node.name] = None
             return None
         except NodeFailed as failed:
@@ -114,26 +108,26 @@ class Dispatcher:
                 if failed.node_name == node.name
                 else f"child '{failed.node_name}' failed: {failed.error}"
             )
-            self._recorder.node(
+            self.recorder.node(
                 node_run_id,
                 node,
                 "failed",
                 event="node_failed",
-                finished_at=self._clock.stamp(),
+                finished_at=self.clock.stamp(),
                 error=error,
             )
             raise
         except (asyncio.CancelledError, RunCancelled):
-            self._recorder.cancelled(node_run_id, node)
+            self.recorder.cancelled(node_run_id, node)
             raise
         finally:
-            self._activity.leave(node_run_id)
-        self._recorder.node(
+            self.activity.leave(node_run_id)
+        self.recorder.node(
             node_run_id,
             node,
             "completed",
             event="node_completed",
-            finished_at=self._clock.stamp(),
+            finished_at=self.clock.stamp(),
             input_snapshot=snapshot,
             output_snapshot=output,
         )

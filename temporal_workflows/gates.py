@@ -106,10 +106,9 @@ def before_gate(node: WorkflowNode, review: HumanReview, choices: list[str] | No
     """The gate before a node runs: confirmation, a form, or (routers) route selection."""
     route = node.node_type == "router" and review.requires_user_input
     form = review.requires_user_input and not route
-    return Requirement(
-        step_id=node.node_id,
-        step_name=node.name,
-        step_type=node.node_type,
+    return _gate(
+        node,
+        review,
         requires_confirmation=review.requires_confirmation,
         requires_user_input=form,
         requires_route_selection=route,
@@ -118,26 +117,19 @@ def before_gate(node: WorkflowNode, review: HumanReview, choices: list[str] | No
         user_input_schema=[pending_field(f) for f in review.user_input_schema] if form else None,
         available_choices=choices if route else None,
         allow_multiple_selections=review.allow_multiple_selections if route else False,
-        max_retries=review.max_retries,
-        on_timeout=review.on_timeout,
-        on_reject=review.on_reject,
         kind="route_selection" if route else "before",
     )
 
 
 def review_gate(node: WorkflowNode, review: HumanReview, output: Any) -> Requirement:
     """The gate after a step or router ran: review, edit or reject its output."""
-    return Requirement(
-        step_id=node.node_id,
-        step_name=node.name,
-        step_type=node.node_type,
+    return _gate(
+        node,
+        review,
         requires_output_review=True,
         output_review_message=review.output_review_message,
         step_output=output,
         is_post_execution=True,
-        max_retries=review.max_retries,
-        on_timeout=review.on_timeout,
-        on_reject=review.on_reject,
         kind="output_review",
     )
 
@@ -146,20 +138,29 @@ def iteration_gate(
     node: WorkflowNode, review: HumanReview, iteration: int, output: Any
 ) -> Requirement:
     """The gate after each loop iteration: continue (confirm) or end the loop (reject)."""
-    return Requirement(
-        step_id=node.node_id,
-        step_name=node.name,
-        step_type="loop",
+    return _gate(
+        node,
+        review,
         requires_confirmation=True,
         confirmation_message=review.iteration_review_message,
         iteration_review_message=review.iteration_review_message,
         step_output=output,
         is_post_execution=True,
         iteration=iteration,
+        kind="iteration_review",
+    )
+
+
+def _gate(node: WorkflowNode, review: HumanReview, **fields: Any) -> Requirement:
+    """A gate of `node`: what every gate says about its node and policies, plus `fields`."""
+    return Requirement(
+        step_id=node.node_id,
+        step_name=node.name,
+        step_type=node.node_type,
         max_retries=review.max_retries,
         on_timeout=review.on_timeout,
         on_reject=review.on_reject,
-        kind="iteration_review",
+        **fields,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -38,22 +39,14 @@ def review_of(node: WorkflowNode) -> HumanReview | None:
     return review if review is not None and review.is_active() else None
 
 
+@dataclass
 class Reviews:
-    def __init__(
-        self,
-        inp: RunInput,
-        gates: OpenGates,
-        recorder: RunRecorder,
-        pause: Pause,
-        activity: Activity,
-        clock: RunClock,
-    ) -> None:
-        self._inp = inp
-        self._gates = gates
-        self._recorder = recorder
-        self._pause = pause
-        self._activity = activity
-        self._clock = clock
+    inp: RunInput
+    gates: OpenGates
+    recorder: RunRecorder
+    pause: Pause
+    activity: Activity
+    clock: RunClock
 
     async def ask(
         self,
@@ -79,7 +72,7 @@ class Reviews:
             if node.node_type != "step":
                 # A container's node run stays open after its gate; a step's activity
                 # writes its own.
-                self._recorder.node(node_run_id(), node, "running", event=None)
+                self.recorder.node(node_run_id(), node, "running", event=None)
             if decision.resolution != "reject" or takes_else_branch(review, decision):
                 return decision
             if after_rejection(review, decision, retry_count, node) == "skip":
@@ -97,38 +90,36 @@ class Reviews:
         rev: int,
     ) -> Decision:
         """Hold at a gate until a decision arrives or its durable timer expires."""
-        timeout = review.timeout_seconds or self._inp.default_gate_timeout_seconds
+        timeout = review.timeout_seconds or self.inp.default_gate_timeout_seconds
         req.node_run_id = node_run_id
-        req.created_at = self._clock.now()
+        req.created_at = self.clock.now()
         if timeout:
             deadline = workflow.now() + timedelta(seconds=timeout)
             req.timeout_at = deadline.isoformat().replace("+00:00", "Z")
-        self._gates.add(req, review.user_input_schema)
-        self._activity.show()
+        self.gates.add(req, review.user_input_schema)
+        self.activity.show()
         shown: dict[str, Any] = {}
         if rev == BEFORE_RUN_REV:
-            shown["started_at"] = self._clock.stamp()
+            shown["started_at"] = self.clock.stamp()
         if req.is_post_execution:
             shown["output_snapshot"] = req.step_output
-        self._recorder.node(
+        self.recorder.node(
             node_run_id, node, "awaiting_approval", event="node_awaiting_approval", rev=rev, **shown
         )
-        await self._recorder.publish(
-            "awaiting_approval", stepId=req.step_id, stepName=req.step_name
-        )
-        self._recorder.flush_soon()  # written while the gate waits
+        await self.recorder.publish("awaiting_approval", stepId=req.step_id, stepName=req.step_name)
+        self.recorder.flush_soon()  # written while the gate waits
         try:
-            decision = await self._gates.wait(req, timeout)
+            decision = await self.gates.wait(req, timeout)
         except asyncio.CancelledError:
-            self._recorder.cancelled(node_run_id, node, "cancelled while awaiting approval")
+            self.recorder.cancelled(node_run_id, node, "cancelled while awaiting approval")
             raise
-        self._gates.record(req, decision, self._clock.now())
-        self._activity.show()
-        await self._recorder.publish(
+        self.gates.record(req, decision, self.clock.now())
+        self.activity.show()
+        await self.recorder.publish(
             "requirement_resolved",
             stepId=req.step_id,
             resolution=decision.resolution,
             decidedBy=decision.decided_by,
         )
-        await self._pause.hold()
+        await self.pause.hold()
         return decision

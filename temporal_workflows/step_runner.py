@@ -53,22 +53,14 @@ class _Step:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
 class StepRunner:
-    def __init__(
-        self,
-        inp: RunInput,
-        recorder: RunRecorder,
-        reviews: Reviews,
-        activity: Activity,
-        clock: RunClock,
-        history: HistoryBudget,
-    ) -> None:
-        self._inp = inp
-        self._recorder = recorder
-        self._reviews = reviews
-        self._activity = activity
-        self._clock = clock
-        self._history = history
+    inp: RunInput
+    recorder: RunRecorder
+    reviews: Reviews
+    activity: Activity
+    clock: RunClock
+    history: HistoryBudget
 
     async def run(self, node: WorkflowNode, scope: Scope) -> Any:
         """Run a step node; its output, or None when it was skipped."""
@@ -76,17 +68,17 @@ class StepRunner:
             node=node,
             scope=scope,
             config=node.step_config or StepConfig(),
-            node_run_id=self._recorder.next_node_run_id(node),
+            node_run_id=self.recorder.next_node_run_id(node),
         )
-        cached = self._inp.cached_outputs.get(node.node_id)
+        cached = self.inp.cached_outputs.get(node.node_id)
         if cached is not None:
-            self._recorder.node(
+            self.recorder.node(
                 step.node_run_id,
                 node,
                 "completed",
                 event="node_completed",
-                started_at=self._clock.stamp(),
-                finished_at=self._clock.stamp(),
+                started_at=self.clock.stamp(),
+                finished_at=self.clock.stamp(),
                 output_snapshot=cached.output,
                 reused_from_node_run_id=cached.source_node_run_id,
                 attempt=0,
@@ -96,7 +88,7 @@ class StepRunner:
         try:
             output = await self._run(step, review_of(node))
         except NodeSkipped as skipped:
-            self._recorder.skipped(step.node_run_id, node, skipped)
+            self.recorder.skipped(step.node_run_id, node, skipped)
             scope.previous_step_outputs[node.name] = None
             return None
         if isinstance(output, dict) and isinstance(node.config.get("saveAs"), str):
@@ -107,7 +99,7 @@ class StepRunner:
     async def _run(self, step: _Step, review: HumanReview | None) -> Any:
         node = step.node
         if review and (review.requires_confirmation or review.requires_user_input):
-            decision = await self._reviews.ask(
+            decision = await self.reviews.ask(
                 node,
                 review,
                 lambda _: before_gate(node, review, None),
@@ -123,10 +115,10 @@ class StepRunner:
         async def run_again(rejected: Decision) -> None:
             nonlocal output
             step.extra["rejection_feedback"] = rejected.feedback
-            step.node_run_id = self._recorder.next_node_run_id(node)
+            step.node_run_id = self.recorder.next_node_run_id(node)
             output = await self._execute(step)
 
-        decision = await self._reviews.ask(
+        decision = await self.reviews.ask(
             node,
             review,
             lambda _: review_gate(node, review, output),
@@ -137,7 +129,7 @@ class StepRunner:
         if decision.resolution == "edit":
             output = decision.edited_output
         # Completion is queued before the review; record the verdict over it.
-        self._recorder.node(step.node_run_id, node, "completed", event=None, output_snapshot=output)
+        self.recorder.node(step.node_run_id, node, "completed", event=None, output_snapshot=output)
         return output
 
     async def _execute(self, step: _Step) -> Any:
@@ -151,8 +143,8 @@ class StepRunner:
         if node.executor_key in PURE_BUILTINS:
             return self._inline(step, rendered, variables)
         request = StepInput(
-            run_id=self._inp.run_id,
-            workflow_id=self._inp.workflow_id,
+            run_id=self.inp.run_id,
+            workflow_id=self.inp.workflow_id,
             node_run_id=step.node_run_id,
             node_id=node.node_id,
             node_name=node.name,
@@ -163,7 +155,7 @@ class StepRunner:
             # step's payload grow with the run (Temporal refuses payloads over 2 MB).
             context={k: v for k, v in variables.items() if k != "previous_step_outputs"},
         )
-        self._activity.enter(step.node_run_id, node.name)
+        self.activity.enter(step.node_run_id, node.name)
         try:
             result = await self._call(request, step.config, node)
         except FailureError as exc:
@@ -172,37 +164,37 @@ class StepRunner:
             cause = exc.cause if isinstance(exc, ActivityError) else exc
             if not isinstance(cause, CancelledError):
                 self._failed(step, failure_message(exc), attempt=None)
-            self._recorder.cancelled(step.node_run_id, node)
+            self.recorder.cancelled(step.node_run_id, node)
             raise asyncio.CancelledError() from None
         except asyncio.CancelledError:
-            self._recorder.cancelled(step.node_run_id, node)
+            self.recorder.cancelled(step.node_run_id, node)
             raise
         finally:
-            self._activity.leave(step.node_run_id)
-        self._clock.observe(result.started_at)
-        self._clock.observe(result.finished_at)
+            self.activity.leave(step.node_run_id)
+        self.clock.observe(result.started_at)
+        self.clock.observe(result.finished_at)
         return result.output
 
     def _inline(self, step: _Step, rendered: dict[str, Any], variables: dict[str, Any]) -> Any:
         """A pure built-in, evaluated right here: no activity, no retries, one record."""
         node, node_run_id = step.node, step.node_run_id
-        started = self._clock.stamp()
+        started = self.clock.stamp()
         key = node.executor_key or ""
         try:
             output = run_pure(key, rendered, variables)
         except BuiltinError as exc:
             self._failed(step, str(exc), attempt=1)
-        finished = self._clock.stamp()
-        self._recorder.node(
+        finished = self.clock.stamp()
+        self.recorder.node(
             node_run_id,
             node,
             "completed",
             event=None,
             events=[
-                self._recorder.node_event(
+                self.recorder.node_event(
                     "node_started", step.node_run_id, node, "running", started
                 ),
-                self._recorder.node_event(
+                self.recorder.node_event(
                     "node_completed", step.node_run_id, node, "completed", finished
                 ),
             ],
@@ -222,8 +214,8 @@ class StepRunner:
         timeout = timedelta(seconds=config.timeout_seconds)
         # The activity writes its own node run; what the workflow queued is written
         # meanwhile (a local write, so it lands well before the remote step reports).
-        self._recorder.flush_soon()
-        self._history.add(ACTIVITY_EVENTS)
+        self.recorder.flush_soon()
+        self.history.add(ACTIVITY_EVENTS)
         result: StepOutput = await workflow.execute_activity(
             EXECUTE_STEP,
             request,
@@ -240,7 +232,7 @@ class StepRunner:
         """The activity's summary: the node name, and for pools the agent picked and why."""
         if not node.a2a_pool:
             return node.name
-        self._history.add(LOCAL_ACTIVITY_EVENTS)
+        self.history.add(LOCAL_ACTIVITY_EVENTS)
         plan: StepPlan = await workflow.execute_local_activity(
             PLAN_STEP, request, result_type=StepPlan, start_to_close_timeout=PLAN_TIMEOUT
         )
@@ -256,16 +248,16 @@ class StepRunner:
         failed in the workflow (a template, an inline built-in) and starts and ends here.
         """
         fields: dict[str, Any] = (
-            {} if attempt is None else {"attempt": attempt, "started_at": self._clock.stamp()}
+            {} if attempt is None else {"attempt": attempt, "started_at": self.clock.stamp()}
         )
         if step.config.on_error == "skip":
             raise NodeSkipped(error, **fields)
-        self._recorder.node(
+        self.recorder.node(
             step.node_run_id,
             step.node,
             "failed",
             event="node_failed",
-            finished_at=self._clock.stamp(),
+            finished_at=self.clock.stamp(),
             error=error,
             **fields,
         )
