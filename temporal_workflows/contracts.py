@@ -18,6 +18,20 @@ RECORD_BATCH = "record_batch"
 NOW = "$now"
 
 
+class Identity(CamelModel):
+    """Who triggered a run or made a decision: a verified caller, never a token.
+
+    The contract's triggering identity (`triggering_user_id`, `triggering_username`,
+    `triggering_scopes`); steps carry it so executors can mint a short-lived service
+    token for the calls they make on the caller's behalf.
+    """
+
+    user_id: str
+    username: str | None = None
+    scopes: list[str] = Field(default_factory=list)
+    roles: list[str] = Field(default_factory=list)
+
+
 class CachedOutput(CamelModel):
     """A node output carried over from a parent run (retry, node rerun)."""
 
@@ -69,6 +83,8 @@ class RunInput(CamelModel):
     continue_as_new_after_events: int = 10_000
     # Set when this execution continues an earlier one of the same run.
     resume: ResumePoint | None = None
+    # Who triggered the run (None: a schedule, or no identity was given).
+    triggered_by: Identity | None = None
 
 
 class RunResult(CamelModel):
@@ -120,6 +136,8 @@ class StepInput(CamelModel):
     config: dict[str, Any] = Field(default_factory=dict)
     # The run context the step sees (input, previous_step_content, ...).
     context: dict[str, Any] = Field(default_factory=dict)
+    # Who triggered the run, for the service token of downstream calls (None: send none).
+    triggered_by: Identity | None = None
 
 
 class StepPlan(CamelModel):

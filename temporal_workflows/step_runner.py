@@ -154,6 +154,7 @@ class StepRunner:
             # Every variable but the outputs of all earlier steps, which would make each
             # step's payload grow with the run (Temporal refuses payloads over 2 MB).
             context={k: v for k, v in variables.items() if k != "previous_step_outputs"},
+            triggered_by=self.inp.triggered_by,
         )
         self.activity.enter(step.node_run_id, node.name)
         try:
