@@ -2,21 +2,27 @@
 
 Shape: `{"error": {"code": "...", "message": "...", "details": [{"path", "message"}]}}`.
 Every exception is mapped to it here, in one place; routes and services only raise.
+Temporal's errors are mapped here too: a service lets them through, or (where the same
+RPC status means different things) wraps them in `RunRefused` / `ScheduleRefused`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.run_start import RunStartFailed, WorkflowDisabled
 from activities.store.base import DuplicateNameError, StoreError
+from temporal_workflows.contracts import CONFLICT_ERROR, INVALID_ERROR, NOT_FOUND_ERROR
 from temporal_workflows.validation import DefinitionError
 
 log = logging.getLogger(__name__)
@@ -59,6 +65,32 @@ class DuplicateEntry(ApiError):
 class ServiceUnavailable(ApiError):
     status_code = 503
     code = "service_unavailable"
+
+
+class DatabaseFailure(ApiError):
+    status_code = 500
+    code = "database_error"
+
+
+class RunRefused(Exception):
+    """Temporal refused a call on a run's workflow (an update, a cancellation)."""
+
+    def __init__(self, run_id: str, error: RPCError) -> None:
+        super().__init__(error.message)
+        self.run_id = run_id
+        self.error = error
+
+
+class ScheduleRefused(Exception):
+    """Temporal refused a call on a schedule."""
+
+    def __init__(self, error: RPCError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class UpdateNotTaken(Exception):
+    """No worker took a run's update before the API stopped waiting."""
 
 
 # Codes for HTTP errors raised by the framework itself (routing, body limit).
@@ -142,30 +174,73 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _duplicate_name(_: Request, exc: Exception) -> JSONResponse:
-    return error_response(409, "duplicate_entry", str(exc) or "A workflow with this name exists")
+UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED})
+# The workflow's own error types (raised by its update handlers and validators).
+WORKFLOW_ERRORS: dict[str, type[ApiError]] = {
+    NOT_FOUND_ERROR: NotFound,
+    INVALID_ERROR: InvalidRequest,
+    CONFLICT_ERROR: Conflict,
+}
+INTERNAL = "Internal server error"
 
 
-async def _store_error(_: Request, exc: Exception) -> JSONResponse:
-    log.exception("store operation failed", exc_info=exc)
-    return error_response(500, "database_error", "Database operation failed")
+def _from_rpc(exc: RPCError) -> ApiError:
+    if exc.status in UNREACHABLE:
+        return ServiceUnavailable(f"Temporal is unreachable: {exc.message}")
+    return ApiError(INTERNAL)
 
 
-async def _workflow_disabled(_: Request, exc: Exception) -> JSONResponse:
-    return error_response(400, "invalid_request", str(exc))
+def _from_run_refused(exc: RunRefused) -> ApiError:
+    # The run's workflow is gone from Temporal: closed (and perhaps past retention).
+    if exc.error.status == RPCStatusCode.NOT_FOUND:
+        return Conflict(f"Run {exc.run_id} is no longer running ({exc.error.message})")
+    if exc.error.status in UNREACHABLE:
+        return _from_rpc(exc.error)
+    return ApiError(f"Temporal refused the request: {exc.error.message}")
 
 
-async def _run_start_failed(_: Request, exc: Exception) -> JSONResponse:
-    # The run is marked failed; a 503 tells the client Temporal, not its request, was at fault.
-    return error_response(503, "service_unavailable", str(exc))
+def _from_schedule_refused(exc: ScheduleRefused) -> ApiError:
+    if exc.error.status == RPCStatusCode.NOT_FOUND:
+        return NotFound(f"Schedule not found: {exc.error.message}")
+    if exc.error.status == RPCStatusCode.INVALID_ARGUMENT:
+        return InvalidRequest(f"Invalid schedule: {exc.error.message}")
+    return _from_rpc(exc.error)
 
 
-async def _rpc_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RPCError)
-    if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
-        return error_response(503, "service_unavailable", f"Temporal is unreachable: {exc}")
-    log.exception("Temporal call failed", exc_info=exc)
-    return error_response(500, "internal_error", "Internal server error")
+def _from_update_failed(exc: WorkflowUpdateFailedError) -> ApiError:
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type in WORKFLOW_ERRORS:
+        return WORKFLOW_ERRORS[cause.type](cause.message)
+    return ApiError(INTERNAL)
+
+
+# Each domain or Temporal error type and the API error it becomes.
+_MAPPED: dict[type[Exception], Callable[[Any], ApiError]] = {
+    DuplicateNameError: lambda e: DuplicateEntry(str(e) or "A workflow with this name exists"),
+    StoreError: lambda e: DatabaseFailure("Database operation failed"),
+    WorkflowDisabled: lambda e: InvalidRequest(str(e)),
+    # The run is marked failed; 503 says Temporal, not the request, was at fault.
+    RunStartFailed: lambda e: ServiceUnavailable(str(e)),
+    RunRefused: _from_run_refused,
+    ScheduleRefused: _from_schedule_refused,
+    WorkflowUpdateFailedError: _from_update_failed,
+    UpdateNotTaken: lambda e: ServiceUnavailable(
+        "No worker took the request in time; it may still be applied when one does"
+    ),
+    RPCError: _from_rpc,
+}
+
+
+def _mapped(
+    convert: Callable[[Any], ApiError],
+) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def handler(_: Request, exc: Exception) -> JSONResponse:
+        error = convert(exc)
+        if error.status_code == 500:
+            log.exception("request failed: %s", error.message, exc_info=exc)
+        return error_response(error.status_code, error.code, error.message, error.details)
+
+    return handler
 
 
 async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
@@ -180,9 +255,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _request_validation)
     app.add_exception_handler(DefinitionError, _definition_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(DuplicateNameError, _duplicate_name)
-    app.add_exception_handler(StoreError, _store_error)
-    app.add_exception_handler(WorkflowDisabled, _workflow_disabled)
-    app.add_exception_handler(RunStartFailed, _run_start_failed)
-    app.add_exception_handler(RPCError, _rpc_error)
+    for exc_type, convert in _MAPPED.items():
+        app.add_exception_handler(exc_type, _mapped(convert))
     app.add_exception_handler(Exception, _unexpected)

@@ -1,6 +1,7 @@
 """Steering runs: decisions, pause, resume and cancel go to the workflow as Temporal Updates.
 
-The workflow's validators decide; their error types map to HTTP statuses here.
+The workflow's validators decide; their errors (`WorkflowUpdateFailedError`) pass through
+to `app/errors.py`, and Temporal's refusals are wrapped with the run they concern.
 """
 
 from __future__ import annotations
@@ -10,18 +11,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import Client, WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.client import Client, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError
 
 from activities.store.records import RunRecord
-from app.errors import ApiError, Conflict, InvalidRequest, NotFound, ServiceUnavailable
+from app.errors import Conflict, RunRefused, UpdateNotTaken
 from app.schemas.control import ApproveRequest
 from temporal_workflows.contracts import (
-    CONFLICT_ERROR,
     DECIDE,
-    INVALID_ERROR,
-    NOT_FOUND_ERROR,
     PAUSE,
     PENDING_REQUIREMENTS,
     RESUME,
@@ -33,11 +30,6 @@ from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 # How long the API waits for the worker to take an update before answering 503.
 UPDATE_TIMEOUT_SECONDS = 15.0
-_ERRORS: dict[str, type[ApiError]] = {
-    NOT_FOUND_ERROR: NotFound,
-    INVALID_ERROR: InvalidRequest,
-    CONFLICT_ERROR: Conflict,
-}
 
 
 @dataclass
@@ -84,7 +76,7 @@ class ControlService:
         try:
             await self.temporal.get_workflow_handle(run.id).cancel()
         except RPCError as exc:
-            raise _rpc_error(run, exc) from exc
+            raise RunRefused(run.id, exc) from exc
 
     async def live_requirements(self, run: RunRecord) -> list[dict[str, Any]] | None:
         """The open gates read through a query, or None when the workflow cannot answer."""
@@ -106,22 +98,8 @@ class ControlService:
                 ),
                 UPDATE_TIMEOUT_SECONDS,
             )
-        except WorkflowUpdateFailedError as exc:
-            cause = exc.cause
-            if isinstance(cause, ApplicationError) and cause.type in _ERRORS:
-                raise _ERRORS[cause.type](cause.message) from None
-            raise
         except RPCError as exc:
-            raise _rpc_error(run, exc) from exc
-        except TimeoutError:
-            raise ServiceUnavailable(
-                "No worker took the request in time; it may still be applied when one does"
-            ) from None
-
-
-def _rpc_error(run: RunRecord, exc: RPCError) -> ApiError:
-    if exc.status == RPCStatusCode.NOT_FOUND:
-        return Conflict(f"Run {run.id} is no longer running ({exc.message})")
-    if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
-        return ServiceUnavailable(f"Temporal is unreachable: {exc.message}")
-    return ApiError(f"Temporal refused the request: {exc.message}")
+            raise RunRefused(run.id, exc) from exc
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+            # wait_for cancels the update call, which the SDK reports as its own error.
+            raise UpdateNotTaken(run.id) from None

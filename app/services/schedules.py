@@ -33,7 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.scheduling import skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
-from app.errors import InvalidRequest, NotFound
+from app.errors import NotFound, ScheduleRefused
 from app.schemas.schedule import (
     OverlapPolicy,
     ScheduleActionPublic,
@@ -89,8 +89,10 @@ class ScheduleService:
         for schedule_id in ids:
             try:
                 found.append(await self.get(workflow, schedule_id))
-            except NotFound:
-                continue  # deleted, still listed for a moment
+            except ScheduleRefused as exc:
+                if exc.error.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                # Deleted, still listed for a moment.
         return sorted(found, key=lambda s: (s.created_at, s.id))
 
     async def get(self, workflow: WorkflowRecord, schedule_id: str) -> SchedulePublic:
@@ -213,12 +215,8 @@ class ScheduleService:
 
 
 async def _temporal(call: Awaitable[T]) -> T:
-    """Await a Temporal call; unknown schedules are 404, rejected specs 400."""
+    """Await a Temporal call on a schedule; what Temporal refuses is about the schedule."""
     try:
         return await call
     except RPCError as exc:
-        if exc.status == RPCStatusCode.NOT_FOUND:
-            raise NotFound(f"Schedule not found: {exc.message}") from None
-        if exc.status == RPCStatusCode.INVALID_ARGUMENT:
-            raise InvalidRequest(f"Invalid schedule: {exc.message}") from None
-        raise
+        raise ScheduleRefused(exc) from exc

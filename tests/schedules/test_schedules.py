@@ -177,3 +177,24 @@ class TestValidation:
         )
         assert response.status_code == 400
         assert "unknown IANA time zone" in response.json()["error"]["message"]
+
+
+class TestTemporalAnswers:
+    async def test_an_unknown_schedule_of_the_workflow_is_404_schedule_not_found(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(url(wf, f"sched-{wf}-nothere") + "/pause")
+        assert response.status_code == 404
+        error = response.json()["error"]
+        assert error["code"] == "resource_not_found"
+        assert error["message"].startswith("Schedule not found: ")
+
+    async def test_a_cron_temporal_rejects_is_400_invalid_schedule(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(url(wf), json={"cron": "61 * * * *"})
+        assert response.status_code == 400
+        assert response.json()["error"]["message"].startswith("Invalid schedule: ")
+        assert (await platform.api.get(url(wf))).json()["schedules"] == []

@@ -1,0 +1,76 @@
+"""What Temporal answers to a control becomes the documented error, and changes nothing."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from activities.run_start import start_run_workflow
+from activities.store.records import RunRecord
+from app.services import controls
+from tests.hitl.helpers import approve, start, wait_for_gate
+from tests.hitl.test_gates import step
+from tests.support.platform import Platform
+
+GATE = {"requiresConfirmation": True}
+
+
+def control(p: Platform, wf: str, run_id: str, action: str) -> Any:
+    return p.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/{action}")
+
+
+async def closed_behind_the_store(platform: Platform) -> tuple[str, str]:
+    """A run the store shows waiting while Temporal has already terminated its workflow."""
+    wf, run_id = await start(platform, [step("gate", GATE)])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    await platform.client.get_workflow_handle(run_id).terminate("gone behind the API's back")
+    return wf, run_id
+
+
+async def test_a_pause_of_a_run_whose_workflow_is_gone_is_409_no_longer_running(
+    platform: Platform,
+) -> None:
+    wf, run_id = await closed_behind_the_store(platform)
+    response = await control(platform, wf, run_id, "pause")
+    assert response.status_code == 409, response.text
+    error = response.json()["error"]
+    assert error["code"] == "conflict"
+    assert error["message"].startswith(f"Run {run_id} is no longer running (")
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert run["status"] == "awaiting_approval"
+
+
+async def test_a_decision_on_a_run_whose_workflow_is_gone_is_409(platform: Platform) -> None:
+    wf, run_id = await closed_behind_the_store(platform)
+    response = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    assert response.status_code == 409, response.text
+    assert "is no longer running" in response.json()["error"]["message"]
+
+
+async def test_an_update_no_worker_takes_in_time_is_503(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(controls, "UPDATE_TIMEOUT_SECONDS", 0.5)
+    wf = await platform.create({"nodes": [step("a")]})
+    workflow = await platform.store.get_workflow(wf)
+    assert workflow is not None
+    record = RunRecord(
+        id=f"run-{uuid.uuid4()}",
+        workflow_definition_id=wf,
+        workflow_version=workflow.version,
+        definition_snapshot=workflow.spec(),
+        status="running",
+    )
+    await platform.store.insert_run(record)
+    # Started on a task queue no worker polls: the update waits for a worker forever.
+    await start_run_workflow(platform.client, record, task_queue=f"nobody-{uuid.uuid4()}")
+    try:
+        response = await control(platform, wf, record.id, "pause")
+        assert response.status_code == 503, response.text
+        error = response.json()["error"]
+        assert error["code"] == "service_unavailable"
+        assert error["message"].startswith("No worker took the request in time")
+    finally:
+        await platform.client.get_workflow_handle(record.id).terminate("test over")
