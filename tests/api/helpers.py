@@ -15,14 +15,6 @@ NODE_FIELDS = {
 CONTAINERS = ("children", "trueSteps", "falseSteps")
 
 
-def step(name: str, key: str = "tool-a", **fields: Any) -> dict[str, Any]:
-    return {"name": name, "nodeType": "step", "executorKey": key, **fields}
-
-
-def workflow(name: str = "wf", *nodes: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    return {"name": name, "nodes": list(nodes) or [step("only")], **fields}
-
-
 def assert_error(response: httpx.Response, status: int, code: str, *fragments: str) -> None:
     """The one error shape, with each fragment somewhere in the message."""
     assert response.status_code == status, response.text

@@ -20,9 +20,8 @@ from tests.api.helpers import (
     assert_error,
     assert_every_node_complete,
     assert_sent_fields_kept,
-    step,
-    workflow,
 )
+from tests.builders import step, workflow
 
 
 class TestCreateWorkflow:

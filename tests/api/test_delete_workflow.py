@@ -10,7 +10,8 @@ import httpx
 from activities.store.base import Store
 from activities.store.records import RunRecord
 from temporal_workflows.definition import WorkflowSpec
-from tests.api.helpers import API, assert_error, workflow
+from tests.api.helpers import API, assert_error
+from tests.builders import workflow
 
 
 class TestDeleteWorkflow:

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 import httpx
 
 from activities.store.base import Store
-from tests.api.helpers import API, assert_error, step, workflow
+from tests.api.helpers import API, assert_error
+from tests.builders import step, workflow
 
 LIMIT = 64_000  # the tests' settings.max_body_bytes
 

@@ -13,7 +13,8 @@ from activities.store.base import Store
 from app.main import create_app
 from app.settings import Settings
 from tests.api.conftest import api_client
-from tests.api.helpers import API, assert_error, workflow
+from tests.api.helpers import API, assert_error
+from tests.builders import workflow
 from tests.support.server import free_port, serving
 
 

@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 from tests.api.examples import CREATE_EXAMPLE
-from tests.api.helpers import API, assert_error, workflow
+from tests.api.helpers import API, assert_error
+from tests.builders import workflow
 
 
 class TestListWorkflows:

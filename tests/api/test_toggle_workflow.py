@@ -8,7 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.helpers import API, assert_error, workflow
+from tests.api.helpers import API, assert_error
+from tests.builders import workflow
 
 
 class TestToggleWorkflow:

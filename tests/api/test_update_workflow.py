@@ -9,14 +9,8 @@ import httpx
 import pytest
 
 from tests.api.examples import CREATE_EXAMPLE, UPDATE_EXAMPLE
-from tests.api.helpers import (
-    API,
-    assert_error,
-    assert_every_node_complete,
-    assert_sent_fields_kept,
-    step,
-    workflow,
-)
+from tests.api.helpers import API, assert_error, assert_every_node_complete, assert_sent_fields_kept
+from tests.builders import step, workflow
 
 Create = Callable[..., Any]
 

@@ -11,15 +11,12 @@ from uuid import uuid4
 import httpx
 import pytest
 
-from tests.api.helpers import API, assert_error, step, workflow
+from tests.api.helpers import API, assert_error
+from tests.builders import node, step, workflow
 
 TWO = [step("B"), step("C")]
 CHOICES = [{"name": "x", "steps": [step("B")]}, {"name": "y", "steps": [step("C")]}]
 LOOP = {"maxIterations": 3}
-
-
-def node(name: str, node_type: str, **fields: Any) -> dict[str, Any]:
-    return {"name": name, "nodeType": node_type, **fields}
 
 
 def parallel(name: str = "P", **fields: Any) -> dict[str, Any]:

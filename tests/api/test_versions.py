@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 from tests.api.examples import CREATE_EXAMPLE, UPDATE_EXAMPLE
-from tests.api.helpers import API, assert_error, assert_every_node_complete, workflow
+from tests.api.helpers import API, assert_error, assert_every_node_complete
+from tests.builders import workflow
 
 Create = Callable[..., Any]
 DEFINITION_FIELDS = ("name", "description", "canvas", "nodes", "maxConcurrency")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.e2e.helpers import node_runs, retries, step
+from tests.builders import retries, step
+from tests.e2e.helpers import node_runs
 from tests.support.platform import Platform
 
 

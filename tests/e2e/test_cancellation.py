@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.e2e.helpers import node_runs, step
+from tests.builders import step
+from tests.e2e.helpers import node_runs
 from tests.peers.catalog import Peers
 from tests.support.platform import Platform
 from tests.support.polling import eventually

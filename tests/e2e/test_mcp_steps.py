@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from tests.e2e.helpers import node_runs, retries, step
+from tests.builders import retries, step
+from tests.e2e.helpers import node_runs
 from tests.peers.catalog import Peers
 from tests.support.platform import Platform
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.e2e.helpers import pool_step
+from tests.builders import pool_step
 from tests.support.platform import Platform
 
 

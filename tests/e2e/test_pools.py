@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from tests.e2e.helpers import node_runs, pool_step, retries
+from tests.builders import pool_step, retries
+from tests.e2e.helpers import node_runs
 from tests.support.platform import Platform
 
 ACCOUNT_MANAGERS = ["account-manager-v1", "account-manager-v2", "account-manager-fallback"]

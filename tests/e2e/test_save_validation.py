@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.helpers import pool_step, step
+from tests.builders import pool_step, step
 from tests.support.platform import Platform
 
 WORKFLOWS = "/api/v1/workflows"

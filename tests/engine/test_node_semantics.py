@@ -2,20 +2,8 @@
 
 from typing import Any
 
+from tests.builders import echo, transform
 from tests.support.platform import Platform
-
-
-def echo(name: str, **config: Any) -> dict[str, Any]:
-    return {"name": name, "nodeType": "step", "executorKey": "builtin:echo", "config": config}
-
-
-def transform(name: str, **mapping: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "nodeType": "step",
-        "executorKey": "builtin:transform",
-        "config": {"map": mapping},
-    }
 
 
 def names(run: dict[str, Any]) -> list[str]:

@@ -10,7 +10,6 @@ import asyncio
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 from temporalio.client import WorkflowHistory
@@ -18,33 +17,11 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from temporal_workflows.interpreter import TrellisRun
+from tests.builders import delay, echo
 from tests.hitl.helpers import approve, wait_for_gate
 from tests.support.platform import Platform
 
 HISTORIES = Path(__file__).parent.parent / "histories"
-
-
-def echo(node_id: str, review: dict[str, Any] | None = None, **config: Any) -> dict[str, Any]:
-    node: dict[str, Any] = {
-        "id": node_id,
-        "name": node_id,
-        "nodeType": "step",
-        "executorKey": "builtin:echo",
-        "config": config,
-    }
-    if review:
-        node["humanReview"] = review
-    return node
-
-
-def delay(node_id: str, seconds: float) -> dict[str, Any]:
-    return {
-        "id": node_id,
-        "name": node_id,
-        "nodeType": "step",
-        "executorKey": "builtin:delay",
-        "config": {"seconds": seconds},
-    }
 
 
 TREE = [

@@ -1,28 +1,12 @@
 """stepConfig: retries with backoff, onError, permanent errors, per-attempt timeouts."""
 
-from typing import Any
-
+from tests.builders import http_step, retries
 from tests.support.platform import Platform
-
-
-def http_step(name: str, url: str, **step_config: Any) -> dict[str, Any]:
-    node: dict[str, Any] = {
-        "name": name,
-        "nodeType": "step",
-        "executorKey": "builtin:http",
-        "config": {"url": url, "method": "POST", "json": {"n": 1}},
-    }
-    if step_config:
-        node["stepConfig"] = step_config
-    return node
-
-
-FAST = {"backoffBaseSeconds": 0.05, "backoffMaxSeconds": 0.1}
 
 
 async def test_retries_until_the_step_succeeds(platform: Platform) -> None:
     url = f"{platform.peer_url}/flaky/r1?failures=2"
-    run = await platform.run({"nodes": [http_step("flaky", url, maxRetries=2, **FAST)]})
+    run = await platform.run({"nodes": [http_step("flaky", url, stepConfig=retries(2))]})
     assert run["status"] == "completed", run
     node = run["nodeRuns"][0]
     assert node["attempt"] == 3 and node["error"] is None
@@ -34,7 +18,7 @@ async def test_the_run_fails_after_the_last_attempt(platform: Platform) -> None:
     run = await platform.run(
         {
             "nodes": [
-                http_step("flaky", url, maxRetries=1, **FAST),
+                http_step("flaky", url, stepConfig=retries(1)),
                 http_step("after", f"{platform.peer_url}/echo/a2"),
             ]
         }
@@ -52,7 +36,7 @@ async def test_on_error_skip_marks_the_node_skipped_and_goes_on(platform: Platfo
     run = await platform.run(
         {
             "nodes": [
-                http_step("optional", url, onError="skip", **FAST),
+                http_step("optional", url, stepConfig=retries(0, "skip")),
                 http_step("after", f"{platform.peer_url}/echo/a3"),
             ]
         }
@@ -67,14 +51,14 @@ async def test_on_error_retry_retries_three_times_when_max_retries_is_unset(
     platform: Platform,
 ) -> None:
     url = f"{platform.peer_url}/flaky/r4?failures=3"
-    run = await platform.run({"nodes": [http_step("flaky", url, onError="retry", **FAST)]})
+    run = await platform.run({"nodes": [http_step("flaky", url, stepConfig=retries(0, "retry"))]})
     assert run["status"] == "completed"
     assert platform.peer.calls["r4"] == 4
 
 
 async def test_a_permanent_error_is_not_retried(platform: Platform) -> None:
     run = await platform.run(
-        {"nodes": [http_step("bad", f"{platform.peer_url}/status/422", maxRetries=3, **FAST)]}
+        {"nodes": [http_step("bad", f"{platform.peer_url}/status/422", stepConfig=retries(3))]}
     )
     assert run["status"] == "failed"
     assert run["nodeRuns"][0]["attempt"] == 1

@@ -4,24 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.builders import echo
 from tests.support.platform import Platform
-
-
-def step(node_id: str, key: str = "builtin:echo", **extra: Any) -> dict[str, Any]:
-    return {"id": node_id, "name": node_id, "nodeType": "step", "executorKey": key, **extra}
-
 
 TREE = {
     "nodes": [
-        step("a", position={"x": 10, "y": 20}),
-        {"id": "par", "name": "par", "nodeType": "parallel", "children": [step("p1"), step("p2")]},
+        echo("a") | {"position": {"x": 10, "y": 20}},
+        {"id": "par", "name": "par", "nodeType": "parallel", "children": [echo("p1"), echo("p2")]},
         {
             "id": "cond",
             "name": "cond",
             "nodeType": "condition",
             "conditionCel": "input.go == true",
-            "trueSteps": [step("t1"), step("t2")],
-            "falseSteps": [step("f1")],
+            "trueSteps": [echo("t1"), echo("t2")],
+            "falseSteps": [echo("f1")],
         },
         {
             "id": "route",
@@ -29,8 +25,8 @@ TREE = {
             "nodeType": "router",
             "conditionCel": "'left'",
             "choices": [
-                {"name": "left", "steps": [step("l1")]},
-                {"name": "right", "steps": [step("r1")]},
+                {"name": "left", "steps": [echo("l1")]},
+                {"name": "right", "steps": [echo("r1")]},
             ],
         },
         {
@@ -38,7 +34,7 @@ TREE = {
             "name": "loop",
             "nodeType": "loop",
             "loopConfig": {"maxIterations": 2},
-            "children": [step("i1"), step("i2")],
+            "children": [echo("i1"), echo("i2")],
         },
     ]
 }
@@ -113,9 +109,9 @@ class TestRunGraph:
     async def test_a_run_graph_is_the_runs_version_not_the_live_one(
         self, platform: Platform
     ) -> None:
-        wf = await platform.create({"nodes": [step("old")]})
+        wf = await platform.create({"nodes": [echo("old")]})
         run = await platform.wait(wf, await platform.trigger(wf))
-        await platform.api.put(f"/api/v1/workflows/{wf}", json={"nodes": [step("new")]})
+        await platform.api.put(f"/api/v1/workflows/{wf}", json={"nodes": [echo("new")]})
         url = f"/api/v1/workflows/{wf}/runs/{run['id']}/graph"
         graph = (await platform.api.get(url)).json()
         assert [n["id"] for n in graph["nodes"]] == ["old"] and graph["version"] == 1

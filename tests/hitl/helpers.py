@@ -1,4 +1,4 @@
-"""Gate helpers shared by the HITL tests (and the replay recordings): start, wait, decide."""
+"""Helpers shared by the HITL tests (and the replay recordings): start, wait, decide, control."""
 
 from __future__ import annotations
 
@@ -36,3 +36,8 @@ async def wait_for_gate(
 
 async def approve(p: Platform, workflow_id: str, run_id: str, **body: Any) -> Any:
     return await p.api.post(f"/api/v1/workflows/{workflow_id}/runs/{run_id}/approve", json=body)
+
+
+async def control(p: Platform, workflow_id: str, run_id: str, action: str) -> Any:
+    """POST a control action (`pause`, `resume`, `cancel`) to a run."""
+    return await p.api.post(f"/api/v1/workflows/{workflow_id}/runs/{run_id}/{action}")

@@ -3,8 +3,8 @@
 import asyncio
 from typing import Any
 
+from tests.builders import echo
 from tests.hitl.helpers import approve, start, wait_for_gate
-from tests.hitl.test_gates import step
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -12,7 +12,7 @@ from tests.support.polling import eventually
 async def test_concurrent_decisions_on_one_gate_yield_exactly_one_200(
     platform: Platform,
 ) -> None:
-    wf, run_id = await start(platform, [step("gate", {"requiresConfirmation": True})])
+    wf, run_id = await start(platform, [echo("gate", {"requiresConfirmation": True})])
     await wait_for_gate(platform, wf, run_id, "gate")
     responses = await asyncio.gather(
         *[approve(platform, wf, run_id, stepId="gate", resolution="confirm") for _ in range(10)]
@@ -32,8 +32,8 @@ async def test_parallel_branches_hold_on_their_own_gates(platform: Platform) -> 
                 "name": "fan",
                 "nodeType": "parallel",
                 "children": [
-                    step("left", {"requiresConfirmation": True}),
-                    step("right", {"requiresConfirmation": True}),
+                    echo("left", {"requiresConfirmation": True}),
+                    echo("right", {"requiresConfirmation": True}),
                     {
                         "id": "free",
                         "name": "free",
@@ -76,10 +76,10 @@ async def timed_out(platform: Platform, on_timeout: str) -> dict[str, Any]:
     wf, run_id = await start(
         platform,
         [
-            step(
+            echo(
                 "gate", {"requiresConfirmation": True, "timeoutSeconds": 1, "onTimeout": on_timeout}
             ),
-            step("after"),
+            echo("after"),
         ],
     )
     run = await wait_for_gate(platform, wf, run_id, "gate")
@@ -111,10 +111,10 @@ async def test_the_approvals_inbox_lists_pending_gates_oldest_first(
     platform: Platform,
 ) -> None:
     first_wf, first = await start(
-        platform, [step("g1", {"requiresConfirmation": True, "confirmationMessage": "first?"})]
+        platform, [echo("g1", {"requiresConfirmation": True, "confirmationMessage": "first?"})]
     )
     await wait_for_gate(platform, first_wf, first, "g1")
-    second_wf, second = await start(platform, [step("g2", {"requiresConfirmation": True})])
+    second_wf, second = await start(platform, [echo("g2", {"requiresConfirmation": True})])
     await wait_for_gate(platform, second_wf, second, "g2")
     inbox = (await platform.api.get("/api/v1/approvals")).json()
     mine = [a for a in inbox["approvals"] if a["runId"] in (first, second)]
@@ -124,7 +124,7 @@ async def test_the_approvals_inbox_lists_pending_gates_oldest_first(
 
 
 async def test_live_requirements_come_from_the_workflow_query(platform: Platform) -> None:
-    wf, run_id = await start(platform, [step("gate", {"requiresConfirmation": True})])
+    wf, run_id = await start(platform, [echo("gate", {"requiresConfirmation": True})])
     await wait_for_gate(platform, wf, run_id, "gate")
     live = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}/requirements")).json()
     assert live["source"] == "workflow"

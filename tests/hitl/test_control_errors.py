@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 
 from activities.run_start import start_run_workflow
 from activities.store.records import RunRecord
 from app.services import controls
-from tests.hitl.helpers import approve, start, wait_for_gate
-from tests.hitl.test_gates import step
+from tests.builders import echo
+from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
 
 GATE = {"requiresConfirmation": True}
 
 
-def control(p: Platform, wf: str, run_id: str, action: str) -> Any:
-    return p.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/{action}")
-
-
 async def closed_behind_the_store(platform: Platform) -> tuple[str, str]:
     """A run the store shows waiting while Temporal has already terminated its workflow."""
-    wf, run_id = await start(platform, [step("gate", GATE)])
+    wf, run_id = await start(platform, [echo("gate", GATE)])
     await wait_for_gate(platform, wf, run_id, "gate")
     await platform.client.get_workflow_handle(run_id).terminate("gone behind the API's back")
     return wf, run_id
@@ -53,7 +48,7 @@ async def test_an_update_no_worker_takes_in_time_is_503(
     platform: Platform, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(controls, "UPDATE_TIMEOUT_SECONDS", 0.5)
-    wf = await platform.create({"nodes": [step("a")]})
+    wf = await platform.create({"nodes": [echo("a")]})
     workflow = await platform.store.get_workflow(wf)
     assert workflow is not None
     record = RunRecord(

@@ -2,31 +2,16 @@
 
 import asyncio
 import time
-from typing import Any
 
-from tests.hitl.helpers import approve, start, wait_for_gate
-from tests.hitl.test_gates import step
+from tests.builders import delay, echo
+from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
-
-
-def delay(node_id: str, seconds: float) -> dict[str, Any]:
-    return {
-        "id": node_id,
-        "name": node_id,
-        "nodeType": "step",
-        "executorKey": "builtin:delay",
-        "config": {"seconds": seconds},
-    }
-
-
-def control(p: Platform, wf: str, run_id: str, action: str) -> Any:
-    return p.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/{action}")
 
 
 async def test_pause_lets_the_running_step_finish_and_starts_nothing_new(
     platform: Platform,
 ) -> None:
-    wf, run_id = await start(platform, [delay("slow", 0.6), step("next")])
+    wf, run_id = await start(platform, [delay("slow", 0.6), echo("next")])
     await platform.wait(wf, run_id, {"running"})
     response = await control(platform, wf, run_id, "pause")
     assert response.status_code == 200 and response.json()["status"] == "paused"
@@ -91,7 +76,7 @@ async def test_a_gate_decided_while_paused_continues_only_after_resume(
     platform: Platform,
 ) -> None:
     wf, run_id = await start(
-        platform, [step("gate", {"requiresConfirmation": True}), step("after")]
+        platform, [echo("gate", {"requiresConfirmation": True}), echo("after")]
     )
     await wait_for_gate(platform, wf, run_id, "gate")
     assert (await control(platform, wf, run_id, "pause")).status_code == 200
@@ -106,7 +91,7 @@ async def test_a_gate_decided_while_paused_continues_only_after_resume(
 
 
 async def test_cancel_stops_a_long_step_and_starts_nothing_after(platform: Platform) -> None:
-    wf, run_id = await start(platform, [delay("long", 30), step("never")])
+    wf, run_id = await start(platform, [delay("long", 30), echo("never")])
     run = await platform.wait(wf, run_id, {"running"})
     while not run["nodeRuns"]:
         run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
@@ -121,13 +106,13 @@ async def test_cancel_stops_a_long_step_and_starts_nothing_after(platform: Platf
 
 
 async def test_cancel_works_on_paused_and_waiting_runs(platform: Platform) -> None:
-    wf, waiting = await start(platform, [step("gate", {"requiresConfirmation": True})])
+    wf, waiting = await start(platform, [echo("gate", {"requiresConfirmation": True})])
     await wait_for_gate(platform, wf, waiting, "gate")
     assert (await control(platform, wf, waiting, "cancel")).status_code == 200
     run = await platform.wait(wf, waiting)
     assert run["status"] == "cancelled" and run["pendingRequirements"] == []
     assert run["nodeRuns"][0]["status"] == "cancelled"
-    wf2, paused = await start(platform, [delay("slow", 0.3), step("after")])
+    wf2, paused = await start(platform, [delay("slow", 0.3), echo("after")])
     await platform.wait(wf2, paused, {"running"})
     await control(platform, wf2, paused, "pause")
     await platform.wait(wf2, paused, {"paused"})

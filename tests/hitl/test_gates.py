@@ -1,22 +1,8 @@
 """Gates before and after steps, routers, conditions and loops, decided over HTTP."""
 
-from typing import Any
-
+from tests.builders import echo
 from tests.hitl.helpers import approve, start, wait_for_gate
 from tests.support.platform import Platform
-
-
-def step(node_id: str, review: dict[str, Any] | None = None, **config: Any) -> dict[str, Any]:
-    node: dict[str, Any] = {
-        "id": node_id,
-        "name": node_id,
-        "nodeType": "step",
-        "executorKey": "builtin:echo",
-        "config": config,
-    }
-    if review is not None:
-        node["humanReview"] = review
-    return node
 
 
 class TestConfirmation:
@@ -26,7 +12,7 @@ class TestConfirmation:
         wf, run_id = await start(
             platform,
             [
-                step(
+                echo(
                     "send",
                     {
                         "requiresConfirmation": True,
@@ -51,7 +37,7 @@ class TestConfirmation:
         assert run["nodeRuns"][0]["status"] == "awaiting_approval"
 
     async def test_confirm_runs_the_step_and_records_the_decision(self, platform: Platform) -> None:
-        wf, run_id = await start(platform, [step("send", {"requiresConfirmation": True})])
+        wf, run_id = await start(platform, [echo("send", {"requiresConfirmation": True})])
         await wait_for_gate(platform, wf, run_id, "send")
         response = await approve(platform, wf, run_id, stepId="send", resolution="confirm")
         assert response.status_code == 200, response.text
@@ -71,7 +57,7 @@ class TestConfirmation:
     async def test_reject_with_skip_skips_the_node(self, platform: Platform) -> None:
         wf, run_id = await start(
             platform,
-            [step("send", {"requiresConfirmation": True, "onReject": "skip"}), step("after")],
+            [echo("send", {"requiresConfirmation": True, "onReject": "skip"}), echo("after")],
         )
         await wait_for_gate(platform, wf, run_id, "send")
         await approve(
@@ -85,7 +71,7 @@ class TestConfirmation:
     async def test_reject_with_cancel_cancels_the_run(self, platform: Platform) -> None:
         wf, run_id = await start(
             platform,
-            [step("send", {"requiresConfirmation": True, "onReject": "cancel"}), step("after")],
+            [echo("send", {"requiresConfirmation": True, "onReject": "cancel"}), echo("after")],
         )
         await wait_for_gate(platform, wf, run_id, "send")
         await approve(platform, wf, run_id, stepId="send", resolution="reject")
@@ -111,7 +97,7 @@ class TestUserInput:
     }
 
     async def test_the_form_is_shown_in_the_runtime_shape(self, platform: Platform) -> None:
-        wf, run_id = await start(platform, [step("form", self.REVIEW)])
+        wf, run_id = await start(platform, [echo("form", self.REVIEW)])
         run = await wait_for_gate(platform, wf, run_id, "form")
         schema = run["pendingRequirements"][0]["userInputSchema"]
         assert schema[0] == {
@@ -129,7 +115,7 @@ class TestUserInput:
         wf, run_id = await start(
             platform,
             [
-                step(
+                echo(
                     "form",
                     self.REVIEW,
                     who="{{ user_input.approver }}",
@@ -153,7 +139,7 @@ class TestUserInput:
     async def test_input_that_breaks_the_schema_is_400_and_changes_nothing(
         self, platform: Platform
     ) -> None:
-        wf, run_id = await start(platform, [step("form", self.REVIEW)])
+        wf, run_id = await start(platform, [echo("form", self.REVIEW)])
         await wait_for_gate(platform, wf, run_id, "form")
         bad_inputs = [
             ({"amount": 3}, "userInput.approver is required"),
@@ -183,7 +169,7 @@ class TestOutputReview:
     }
 
     async def test_the_output_is_shown_after_execution(self, platform: Platform) -> None:
-        wf, run_id = await start(platform, [step("draft", self.REVIEW, text="v1")])
+        wf, run_id = await start(platform, [echo("draft", self.REVIEW, text="v1")])
         run = await wait_for_gate(platform, wf, run_id, "draft")
         req = run["pendingRequirements"][0]
         assert req["isPostExecution"] is True and req["requiresOutputReview"] is True
@@ -194,8 +180,8 @@ class TestOutputReview:
         wf, run_id = await start(
             platform,
             [
-                step("draft", self.REVIEW, text="v1"),
-                step("publish", None, got="{{ previous_step_content.text }}"),
+                echo("draft", self.REVIEW, text="v1"),
+                echo("publish", None, got="{{ previous_step_content.text }}"),
             ],
         )
         await wait_for_gate(platform, wf, run_id, "draft")
@@ -208,7 +194,7 @@ class TestOutputReview:
         assert run["nodeRuns"][0]["outputSnapshot"] == {"text": "edited"}
 
     async def test_edit_needs_edited_output(self, platform: Platform) -> None:
-        wf, run_id = await start(platform, [step("draft", self.REVIEW)])
+        wf, run_id = await start(platform, [echo("draft", self.REVIEW)])
         await wait_for_gate(platform, wf, run_id, "draft")
         response = await approve(platform, wf, run_id, stepId="draft", resolution="edit")
         assert response.status_code == 400
@@ -219,7 +205,7 @@ class TestOutputReview:
     ) -> None:
         wf, run_id = await start(
             platform,
-            [step("draft", self.REVIEW, note="{{ has(rejection_feedback) ? 'x' : 'first' }}")],
+            [echo("draft", self.REVIEW, note="{{ has(rejection_feedback) ? 'x' : 'first' }}")],
         )
         await wait_for_gate(platform, wf, run_id, "draft")
         await approve(
@@ -239,7 +225,7 @@ class TestCompatibility:
     """The contract's resolution x requirement table, the invalid half."""
 
     async def test_mismatched_resolutions_are_400(self, platform: Platform) -> None:
-        wf, run_id = await start(platform, [step("plain", {"requiresConfirmation": True})])
+        wf, run_id = await start(platform, [echo("plain", {"requiresConfirmation": True})])
         await wait_for_gate(platform, wf, run_id, "plain")
         for body in (
             {"resolution": "edit", "editedOutput": {"x": 1}},
@@ -253,7 +239,7 @@ class TestCompatibility:
         assert bad.status_code == 400
 
     async def test_unknown_step_is_404_and_a_finished_run_is_409(self, platform: Platform) -> None:
-        wf, run_id = await start(platform, [step("plain", {"requiresConfirmation": True})])
+        wf, run_id = await start(platform, [echo("plain", {"requiresConfirmation": True})])
         await wait_for_gate(platform, wf, run_id, "plain")
         unknown = await approve(platform, wf, run_id, stepId="nope", resolution="confirm")
         assert unknown.status_code == 404
@@ -273,7 +259,7 @@ class TestRouterCondititionLoop:
         "nodeType": "router",
         "conditionCel": "input.kind",
         "humanReview": {"requiresUserInput": True},
-        "choices": [{"name": "a", "steps": [step("in-a")]}, {"name": "b", "steps": [step("in-b")]}],
+        "choices": [{"name": "a", "steps": [echo("in-a")]}, {"name": "b", "steps": [echo("in-b")]}],
     }
 
     async def test_a_person_picks_the_route_with_the_cel_result_suggested(
@@ -322,8 +308,8 @@ class TestRouterCondititionLoop:
                     "nodeType": "condition",
                     "conditionCel": "true",
                     "humanReview": {"requiresConfirmation": True, "onReject": "else_branch"},
-                    "trueSteps": [step("yes")],
-                    "falseSteps": [step("no")],
+                    "trueSteps": [echo("yes")],
+                    "falseSteps": [echo("no")],
                 }
             ],
         )

@@ -4,22 +4,22 @@ from typing import Any
 
 import pytest
 
+from tests.builders import echo
 from tests.hitl.helpers import approve, start, wait_for_gate
-from tests.hitl.test_gates import step
 from tests.support.platform import Platform
 
 FORM = [{"name": "who", "fieldType": "string", "required": False, "defaultValue": "ada"}]
 GATES: dict[str, dict[str, Any]] = {
-    "confirmation": step("g", {"requiresConfirmation": True}),
-    "user_input": step("g", {"requiresUserInput": True, "userInputSchema": FORM}),
-    "output_review": step("g", {"requiresOutputReview": True}),
+    "confirmation": echo("g", {"requiresConfirmation": True}),
+    "user_input": echo("g", {"requiresUserInput": True, "userInputSchema": FORM}),
+    "output_review": echo("g", {"requiresOutputReview": True}),
     "route_selection": {
         "id": "g",
         "name": "g",
         "nodeType": "router",
         "conditionCel": "'a'",
         "humanReview": {"requiresUserInput": True},
-        "choices": [{"name": "a", "steps": [step("in-a")]}, {"name": "b", "steps": [step("in-b")]}],
+        "choices": [{"name": "a", "steps": [echo("in-a")]}, {"name": "b", "steps": [echo("in-b")]}],
     },
     "iteration_review": {
         "id": "g",
@@ -27,7 +27,7 @@ GATES: dict[str, dict[str, Any]] = {
         "nodeType": "loop",
         "loopConfig": {"maxIterations": 1},
         "humanReview": {"requiresIterationReview": True},
-        "children": [step("tick")],
+        "children": [echo("tick")],
     },
 }
 BODIES: dict[str, dict[str, Any]] = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.builders import http_step
 from tests.support.platform import Platform
 
 
@@ -11,23 +12,12 @@ def runs_url(workflow_id: str, run_id: str = "") -> str:
     return f"/api/v1/workflows/{workflow_id}/runs" + (f"/{run_id}" if run_id else "")
 
 
-def http_step(platform: Platform, name: str, key: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": name,
-        "name": name,
-        "nodeType": "step",
-        "executorKey": "builtin:http",
-        "config": {"url": f"{platform.peer_url}/echo/{key}", "method": "POST"},
-        **extra,
-    }
-
-
 def failing_then(platform: Platform, key: str) -> dict[str, Any]:
     """A flow: two counted calls, a step that fails on its first run only, a counted call."""
     return {
         "nodes": [
-            http_step(platform, "first", f"{key}-first"),
-            http_step(platform, "second", f"{key}-second"),
+            http_step("first", f"{platform.peer_url}/echo/{key}-first"),
+            http_step("second", f"{platform.peer_url}/echo/{key}-second"),
             {
                 "id": "flaky",
                 "name": "flaky",
@@ -35,7 +25,7 @@ def failing_then(platform: Platform, key: str) -> dict[str, Any]:
                 "executorKey": "builtin:http",
                 "config": {"url": f"{platform.peer_url}/flaky/{key}-flaky?failures=1"},
             },
-            http_step(platform, "last", f"{key}-last"),
+            http_step("last", f"{platform.peer_url}/echo/{key}-last"),
         ]
     }
 
@@ -117,7 +107,7 @@ class TestRetry:
         assert child["initialInput"] == {"who": "ada"}
 
     async def test_a_completed_run_cannot_be_retried(self, platform: Platform) -> None:
-        wf = await platform.create({"nodes": [http_step(platform, "a", "done")]})
+        wf = await platform.create({"nodes": [http_step("a", f"{platform.peer_url}/echo/done")]})
         run = await platform.wait(wf, await platform.trigger(wf))
         response = await platform.api.post(runs_url(wf, run["id"]) + "/retry")
         assert response.status_code == 400
@@ -152,7 +142,11 @@ class TestNodeRerun:
         self, platform: Platform
     ) -> None:
         wf = await platform.create(
-            {"nodes": [http_step(platform, s, f"rerun-{s}") for s in ("a", "b", "c")]}
+            {
+                "nodes": [
+                    http_step(s, f"{platform.peer_url}/echo/rerun-{s}") for s in ("a", "b", "c")
+                ]
+            }
         )
         source = await platform.wait(wf, await platform.trigger(wf))
         response = await platform.api.post(runs_url(wf, source["id"]) + "/nodes/b/rerun")
@@ -202,7 +196,7 @@ class TestNodeRerun:
         assert response.json()["error"]["message"] == "Nested node rerun is not supported."
 
     async def test_an_unknown_node_is_404(self, platform: Platform) -> None:
-        wf = await platform.create({"nodes": [http_step(platform, "a", "unknown")]})
+        wf = await platform.create({"nodes": [http_step("a", f"{platform.peer_url}/echo/unknown")]})
         source = await platform.wait(wf, await platform.trigger(wf))
         response = await platform.api.post(runs_url(wf, source["id"]) + "/nodes/nope/rerun")
         assert response.status_code == 404
@@ -232,14 +226,16 @@ class TestReplay:
     async def test_runs_the_live_definition_fresh_with_the_same_input(
         self, platform: Platform
     ) -> None:
-        wf = await platform.create({"nodes": [http_step(platform, "a", "replay-a")]})
+        wf = await platform.create(
+            {"nodes": [http_step("a", f"{platform.peer_url}/echo/replay-a")]}
+        )
         source = await platform.wait(wf, await platform.trigger(wf, {"n": 7}))
         await platform.api.put(
             f"/api/v1/workflows/{wf}",
             json={
                 "nodes": [
-                    http_step(platform, "a", "replay-a"),
-                    http_step(platform, "b", "replay-b"),
+                    http_step("a", f"{platform.peer_url}/echo/replay-a"),
+                    http_step("b", f"{platform.peer_url}/echo/replay-b"),
                 ]
             },
         )
@@ -253,7 +249,9 @@ class TestReplay:
         assert all(n["reusedFromNodeRunId"] is None for n in child["nodeRuns"])
 
     async def test_a_disabled_workflow_cannot_be_replayed(self, platform: Platform) -> None:
-        wf = await platform.create({"nodes": [http_step(platform, "a", "disabled")]})
+        wf = await platform.create(
+            {"nodes": [http_step("a", f"{platform.peer_url}/echo/disabled")]}
+        )
         source = await platform.wait(wf, await platform.trigger(wf))
         await platform.api.post(f"/api/v1/workflows/{wf}/toggle", json={"enabled": False})
         response = await platform.api.post(runs_url(wf, source["id"]) + "/replay")
