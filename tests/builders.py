@@ -1,8 +1,9 @@
 """Definition builders shared by the tests: nodes and workflows as the API takes them.
 
-`node`, `step` and `pool_step` leave the id to the API, which assigns one. `echo`,
-`delay`, `transform` and `http_step` give their node its name as id, so a test can
-address it (a gate's `stepId`, a graph node) by the name it wrote.
+`node`, `step`, `pool_step` and the containers leave the id to the API, which assigns one.
+`echo`, `delay`, `transform` and `http_step` give their node its name as id, so a test can
+address it (a gate's `stepId`, a graph node) by the name it wrote. Keyword `fields` are
+further node fields, camelCase as on the wire; they override what the builder sets.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ FAST_RETRIES = {"backoffBaseSeconds": 0.05, "backoffMaxSeconds": 0.1}
 
 
 def node(name: str, node_type: str, **fields: Any) -> dict[str, Any]:
-    """Any node; `fields` are its other fields, camelCase as on the wire."""
+    """Any node."""
     return {"name": name, "nodeType": node_type, **fields}
 
 
@@ -54,6 +55,34 @@ def transform(name: str, **mapping: str) -> dict[str, Any]:
 def http_step(name: str, url: str, **fields: Any) -> dict[str, Any]:
     """A `builtin:http` step with id `name` that POSTs to `url`."""
     return step(name, "builtin:http", {"url": url, "method": "POST"}, id=name, **fields)
+
+
+def parallel(name: str, *children: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A parallel node running `children` concurrently."""
+    return node(name, "parallel", **({"children": list(children)} | fields))
+
+
+def condition(name: str, cel: str, *true_steps: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A condition node running `true_steps` when `cel` holds (`falseSteps=[…]` otherwise)."""
+    return node(
+        name, "condition", **({"conditionCel": cel, "trueSteps": list(true_steps)} | fields)
+    )
+
+
+def loop(
+    name: str, *children: dict[str, Any], max_iterations: int = 2, **fields: Any
+) -> dict[str, Any]:
+    """A loop node running `children` up to `max_iterations` times."""
+    config = {"maxIterations": max_iterations}
+    return node(name, "loop", **({"loopConfig": config, "children": list(children)} | fields))
+
+
+def router(
+    name: str, cel: str, choices: dict[str, list[dict[str, Any]]], **fields: Any
+) -> dict[str, Any]:
+    """A router node: `cel` names the choice (of `choices`, steps by name) to run."""
+    listed = [{"name": choice, "steps": steps} for choice, steps in choices.items()]
+    return node(name, "router", **({"conditionCel": cel, "choices": listed} | fields))
 
 
 def retries(max_retries: int, on_error: str = "fail") -> dict[str, Any]:

@@ -12,38 +12,30 @@ import httpx
 import pytest
 
 from tests.api.helpers import API, assert_error
-from tests.builders import node, step, workflow
+from tests.builders import condition, loop, node, parallel, router, step, workflow
 
 TWO = [step("B"), step("C")]
 CHOICES = [{"name": "x", "steps": [step("B")]}, {"name": "y", "steps": [step("C")]}]
 LOOP = {"maxIterations": 3}
 
-
-def parallel(name: str = "P", **fields: Any) -> dict[str, Any]:
-    return node(name, "parallel", **({"children": TWO} | fields))
-
-
-def condition(name: str = "Q", **fields: Any) -> dict[str, Any]:
-    return node(name, "condition", **({"conditionCel": "true", "trueSteps": [step("T")]} | fields))
-
-
-def loop(name: str = "L", **fields: Any) -> dict[str, Any]:
-    return node(name, "loop", **({"loopConfig": LOOP, "children": [step("B")]} | fields))
+# A valid node of each container type; each rule below overrides the fields it breaks.
+VALID = {
+    "parallel": parallel("P", *TWO),
+    "condition": condition("Q", "true", step("T")),
+    "loop": loop("L", step("B"), max_iterations=3),
+    "router": router("R", "'x'", {"x": [step("B")], "y": [step("C")]}),
+}
 
 
-def router(name: str = "R", **fields: Any) -> dict[str, Any]:
-    return node(name, "router", **({"conditionCel": "'x'", "choices": CHOICES} | fields))
-
-
-def bare_step(name: str = "A", **fields: Any) -> dict[str, Any]:
-    return node(name, "step", **fields)
+def valid(node_type: str, **fields: Any) -> dict[str, Any]:
+    return VALID[node_type] | fields
 
 
 def nested(depth: int) -> dict[str, Any]:
     """`depth` levels of loops around one step (the step sits at level depth + 1)."""
     inner: dict[str, Any] = step("deepest")
     for level in range(depth, 0, -1):
-        inner = loop(f"level-{level}", children=[inner])
+        inner = loop(f"level-{level}", inner, max_iterations=3)
     return inner
 
 
@@ -54,7 +46,7 @@ def review(**fields: Any) -> dict[str, Any]:
 # fmt: off
 # (rule, the one node sent, fragments the message must contain)
 SHAPE_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
-    ("step_needs_an_executor", bare_step(), ["nodes[0] ('A')", "exactly one of executorKey or a2aPool"]),
+    ("step_needs_an_executor", node("A", "step"), ["nodes[0] ('A')", "exactly one of executorKey or a2aPool"]),
     ("step_rejects_executor_and_pool", step("A", a2aPool=["web-agent"]), ["('A')", "exactly one of executorKey or a2aPool"]),
     ("step_rejects_children", step("A", children=TWO), ["('A')", "step nodes must not define children"]),
     ("step_rejects_true_steps", step("A", trueSteps=TWO), ["('A')", "must not define trueSteps"]),
@@ -63,65 +55,65 @@ SHAPE_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("step_rejects_loop_config", step("A", loopConfig=LOOP), ["('A')", "must not define loopConfig"]),
     ("step_rejects_condition_cel", step("A", conditionCel="true"), ["('A')", "must not define conditionCel"]),
     ("step_rejects_blank_executor_key", step("A", key="  "), ["('A')", "executorKey must not be empty"]),
-    ("a2a_pool_holds_at_most_five", bare_step(a2aPool=["a1", "a2", "a3", "a4", "a5", "a6"]), ["('A')", "at most 5"]),
-    ("a2a_pool_lists_each_agent_once", bare_step(a2aPool=["web-agent", "web-agent"]), ["('A')", "agent twice"]),
+    ("a2a_pool_holds_at_most_five", node("A", "step", a2aPool=["a1", "a2", "a3", "a4", "a5", "a6"]), ["('A')", "at most 5"]),
+    ("a2a_pool_lists_each_agent_once", node("A", "step", a2aPool=["web-agent", "web-agent"]), ["('A')", "agent twice"]),
     ("backoff_max_not_below_base", step("A", stepConfig={"backoffBaseSeconds": 10, "backoffMaxSeconds": 5}), ["('A')", "backoffMaxSeconds must be >= backoffBaseSeconds"]),
-    ("parallel_needs_two_children", parallel(children=[step("B")]), ["('P')", "at least 2 children"]),
-    ("parallel_rejects_executor_key", parallel(executorKey="tool-a"), ["('P')", "parallel nodes must not define executorKey"]),
-    ("parallel_rejects_a2a_pool", parallel(a2aPool=["web-agent"]), ["('P')", "must not define a2aPool"]),
-    ("parallel_rejects_true_steps", parallel(trueSteps=TWO), ["('P')", "must not define trueSteps"]),
-    ("parallel_rejects_false_steps", parallel(falseSteps=TWO), ["('P')", "must not define falseSteps"]),
-    ("parallel_rejects_choices", parallel(choices=CHOICES), ["('P')", "must not define choices"]),
-    ("parallel_rejects_step_config", parallel(stepConfig={}), ["('P')", "must not define stepConfig"]),
-    ("condition_needs_true_steps", condition(trueSteps=[]), ["('Q')", "at least one step in trueSteps"]),
-    ("condition_needs_condition_cel", condition(conditionCel=None), ["('Q')", "condition nodes need conditionCel"]),
-    ("condition_rejects_children", condition(children=TWO), ["('Q')", "condition nodes must not define children"]),
-    ("condition_rejects_choices", condition(choices=CHOICES), ["('Q')", "must not define choices"]),
-    ("condition_rejects_step_config", condition(stepConfig={}), ["('Q')", "must not define stepConfig"]),
-    ("condition_rejects_executor_key", condition(executorKey="tool-a"), ["('Q')", "must not define executorKey"]),
-    ("loop_needs_loop_config", loop(loopConfig=None), ["('L')", "loop nodes need loopConfig"]),
-    ("loop_needs_a_child", loop(children=[]), ["('L')", "at least 1 child"]),
-    ("loop_rejects_true_steps", loop(trueSteps=TWO), ["('L')", "loop nodes must not define trueSteps"]),
-    ("loop_rejects_false_steps", loop(falseSteps=TWO), ["('L')", "must not define falseSteps"]),
-    ("loop_rejects_choices", loop(choices=CHOICES), ["('L')", "must not define choices"]),
-    ("loop_rejects_step_config", loop(stepConfig={}), ["('L')", "must not define stepConfig"]),
-    ("router_needs_two_choices", router(choices=CHOICES[:1]), ["('R')", "at least 2 choices"]),
-    ("router_choice_names_unique", router(choices=[CHOICES[0], CHOICES[0]]), ["('R')", "must be unique; repeated: x"]),
-    ("router_choice_names_not_empty", router(choices=[CHOICES[0], {"name": " ", "steps": [step("C")]}]), ["('R')", "choice names must not be empty"]),
-    ("router_choice_needs_steps", router(choices=[CHOICES[0], {"name": "y", "steps": []}]), ["('R')", "router choice 'y' needs at least one step"]),
-    ("router_needs_condition_cel", router(conditionCel=None), ["('R')", "router nodes need conditionCel"]),
-    ("router_rejects_children", router(children=TWO), ["('R')", "router nodes must not define children"]),
-    ("router_rejects_true_steps", router(trueSteps=TWO), ["('R')", "must not define trueSteps"]),
-    ("router_rejects_false_steps", router(falseSteps=TWO), ["('R')", "must not define falseSteps"]),
-    ("router_rejects_step_config", router(stepConfig={}), ["('R')", "must not define stepConfig"]),
-    ("nested_problem_names_its_path", condition(trueSteps=[parallel("Inner", children=[step("B")])]), ["nodes[0].trueSteps[0] ('Inner')", "at least 2 children"]),
-    ("node_ids_unique_across_the_tree", parallel(children=[step("B", id="same"), step("C", id="same")]), ["children[1] ('C')", "node id 'same' is also used by"]),
+    ("parallel_needs_two_children", valid("parallel", children=[step("B")]), ["('P')", "at least 2 children"]),
+    ("parallel_rejects_executor_key", valid("parallel", executorKey="tool-a"), ["('P')", "parallel nodes must not define executorKey"]),
+    ("parallel_rejects_a2a_pool", valid("parallel", a2aPool=["web-agent"]), ["('P')", "must not define a2aPool"]),
+    ("parallel_rejects_true_steps", valid("parallel", trueSteps=TWO), ["('P')", "must not define trueSteps"]),
+    ("parallel_rejects_false_steps", valid("parallel", falseSteps=TWO), ["('P')", "must not define falseSteps"]),
+    ("parallel_rejects_choices", valid("parallel", choices=CHOICES), ["('P')", "must not define choices"]),
+    ("parallel_rejects_step_config", valid("parallel", stepConfig={}), ["('P')", "must not define stepConfig"]),
+    ("condition_needs_true_steps", valid("condition", trueSteps=[]), ["('Q')", "at least one step in trueSteps"]),
+    ("condition_needs_condition_cel", valid("condition", conditionCel=None), ["('Q')", "condition nodes need conditionCel"]),
+    ("condition_rejects_children", valid("condition", children=TWO), ["('Q')", "condition nodes must not define children"]),
+    ("condition_rejects_choices", valid("condition", choices=CHOICES), ["('Q')", "must not define choices"]),
+    ("condition_rejects_step_config", valid("condition", stepConfig={}), ["('Q')", "must not define stepConfig"]),
+    ("condition_rejects_executor_key", valid("condition", executorKey="tool-a"), ["('Q')", "must not define executorKey"]),
+    ("loop_needs_loop_config", valid("loop", loopConfig=None), ["('L')", "loop nodes need loopConfig"]),
+    ("loop_needs_a_child", valid("loop", children=[]), ["('L')", "at least 1 child"]),
+    ("loop_rejects_true_steps", valid("loop", trueSteps=TWO), ["('L')", "loop nodes must not define trueSteps"]),
+    ("loop_rejects_false_steps", valid("loop", falseSteps=TWO), ["('L')", "must not define falseSteps"]),
+    ("loop_rejects_choices", valid("loop", choices=CHOICES), ["('L')", "must not define choices"]),
+    ("loop_rejects_step_config", valid("loop", stepConfig={}), ["('L')", "must not define stepConfig"]),
+    ("router_needs_two_choices", valid("router", choices=CHOICES[:1]), ["('R')", "at least 2 choices"]),
+    ("router_choice_names_unique", valid("router", choices=[CHOICES[0], CHOICES[0]]), ["('R')", "must be unique; repeated: x"]),
+    ("router_choice_names_not_empty", valid("router", choices=[CHOICES[0], {"name": " ", "steps": [step("C")]}]), ["('R')", "choice names must not be empty"]),
+    ("router_choice_needs_steps", valid("router", choices=[CHOICES[0], {"name": "y", "steps": []}]), ["('R')", "router choice 'y' needs at least one step"]),
+    ("router_needs_condition_cel", valid("router", conditionCel=None), ["('R')", "router nodes need conditionCel"]),
+    ("router_rejects_children", valid("router", children=TWO), ["('R')", "router nodes must not define children"]),
+    ("router_rejects_true_steps", valid("router", trueSteps=TWO), ["('R')", "must not define trueSteps"]),
+    ("router_rejects_false_steps", valid("router", falseSteps=TWO), ["('R')", "must not define falseSteps"]),
+    ("router_rejects_step_config", valid("router", stepConfig={}), ["('R')", "must not define stepConfig"]),
+    ("nested_problem_names_its_path", valid("condition", trueSteps=[parallel("Inner", step("B"))]), ["nodes[0].trueSteps[0] ('Inner')", "at least 2 children"]),
+    ("node_ids_unique_across_the_tree", valid("parallel", children=[step("B", id="same"), step("C", id="same")]), ["children[1] ('C')", "node id 'same' is also used by"]),
     ("node_ids_well_formed", step("A", id="bad id!"), ["('A')", "node id 'bad id!' is malformed"]),
     ("tree_depth_limited", nested(12), ["('deepest')", "deeper than 12 levels"]),
 ]
 
 HUMAN_REVIEW_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
-    ("parallel_rejects_any_review", parallel(**review(requiresConfirmation=True)), ["('P')", "parallel nodes must not define humanReview"]),
-    ("parallel_rejects_even_an_empty_review", parallel(**review()), ["('P')", "must not define humanReview"]),
-    ("condition_rejects_user_input", condition(**review(requiresUserInput=True)), ["('Q')", "requiresUserInput is not supported on condition"]),
-    ("condition_rejects_output_review", condition(**review(requiresOutputReview=True)), ["('Q')", "requiresOutputReview is not supported on condition"]),
-    ("condition_rejects_iteration_review", condition(**review(requiresIterationReview=True)), ["('Q')", "requiresIterationReview is not supported on condition"]),
-    ("loop_rejects_user_input", loop(**review(requiresUserInput=True)), ["('L')", "requiresUserInput is not supported on loop"]),
-    ("loop_rejects_output_review", loop(**review(requiresOutputReview=True)), ["('L')", "requiresOutputReview is not supported on loop"]),
+    ("parallel_rejects_any_review", valid("parallel", **review(requiresConfirmation=True)), ["('P')", "parallel nodes must not define humanReview"]),
+    ("parallel_rejects_even_an_empty_review", valid("parallel", **review()), ["('P')", "must not define humanReview"]),
+    ("condition_rejects_user_input", valid("condition", **review(requiresUserInput=True)), ["('Q')", "requiresUserInput is not supported on condition"]),
+    ("condition_rejects_output_review", valid("condition", **review(requiresOutputReview=True)), ["('Q')", "requiresOutputReview is not supported on condition"]),
+    ("condition_rejects_iteration_review", valid("condition", **review(requiresIterationReview=True)), ["('Q')", "requiresIterationReview is not supported on condition"]),
+    ("loop_rejects_user_input", valid("loop", **review(requiresUserInput=True)), ["('L')", "requiresUserInput is not supported on loop"]),
+    ("loop_rejects_output_review", valid("loop", **review(requiresOutputReview=True)), ["('L')", "requiresOutputReview is not supported on loop"]),
     ("step_rejects_iteration_review", step("A", **review(requiresIterationReview=True)), ["('A')", "requiresIterationReview is not supported on step"]),
-    ("router_rejects_iteration_review", router(**review(requiresIterationReview=True)), ["('R')", "requiresIterationReview is not supported on router"]),
+    ("router_rejects_iteration_review", valid("router", **review(requiresIterationReview=True)), ["('R')", "requiresIterationReview is not supported on router"]),
     ("else_branch_not_on_step", step("A", **review(requiresConfirmation=True, onReject="else_branch")), ["('A')", "'else_branch' is only valid on condition"]),
-    ("else_branch_not_on_loop", loop(**review(requiresConfirmation=True, onReject="else_branch")), ["('L')", "'else_branch' is only valid on condition"]),
-    ("else_branch_not_on_router", router(**review(requiresConfirmation=True, onReject="else_branch")), ["('R')", "'else_branch' is only valid on condition"]),
+    ("else_branch_not_on_loop", valid("loop", **review(requiresConfirmation=True, onReject="else_branch")), ["('L')", "'else_branch' is only valid on condition"]),
+    ("else_branch_not_on_router", valid("router", **review(requiresConfirmation=True, onReject="else_branch")), ["('R')", "'else_branch' is only valid on condition"]),
     ("user_input_schema_needs_requires_user_input", step("A", **review(userInputSchema=[{"name": "f"}])), ["('A')", "userInputSchema needs requiresUserInput"]),
     ("user_input_field_names_unique", step("A", **review(requiresUserInput=True, userInputSchema=[{"name": "f"}, {"name": "f"}])), ["('A')", "field names must be unique"]),
 ]
 
 CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
-    ("condition_cel_syntax", condition(conditionCel="input.x ==="), ["('Q')", "conditionCel: CEL syntax error at line 1, column"]),
-    ("router_cel_syntax", router(conditionCel="input.(strategy"), ["('R')", "conditionCel: CEL syntax error"]),
-    ("loop_end_condition_syntax", loop(loopConfig={"maxIterations": 2, "endConditionCel": "iteration >"}), ["('L')", "loopConfig.endConditionCel: CEL syntax error"]),
-    ("blank_condition_cel", condition(conditionCel="   "), ["('Q')", "conditionCel: CEL expression is empty"]),
+    ("condition_cel_syntax", valid("condition", conditionCel="input.x ==="), ["('Q')", "conditionCel: CEL syntax error at line 1, column"]),
+    ("router_cel_syntax", valid("router", conditionCel="input.(strategy"), ["('R')", "conditionCel: CEL syntax error"]),
+    ("loop_end_condition_syntax", valid("loop", loopConfig={"maxIterations": 2, "endConditionCel": "iteration >"}), ["('L')", "loopConfig.endConditionCel: CEL syntax error"]),
+    ("blank_condition_cel", valid("condition", conditionCel="   "), ["('Q')", "conditionCel: CEL expression is empty"]),
     ("config_template_syntax", step("A", config={"message": "Hello {{ input. }}"}), ["('A')", "config.message: CEL syntax error"]),
     ("nested_config_template_syntax", step("A", config={"to": [{"name": "{{ 1 + }}"}]}), ["('A')", "config.to[0].name: CEL syntax error"]),
     ("each_of_several_templates_checked", step("A", config={"name": "{{ input.first }} {{ input. }}"}), ["('A')", "config.name: CEL syntax error", "'input.'"]),
@@ -131,8 +123,8 @@ CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
 CATALOG_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("executor_key_known", step("A", key="no-such-tool"), ["('A')", "unknown executorKey", "'no-such-tool'"]),
     ("builtin_key_known", step("A", key="builtin:nope"), ["('A')", "unknown executorKey", "not a built-in"]),
-    ("a2a_pool_agents_known", bare_step(a2aPool=["web-agent", "ghost-agent"]), ["('A')", "unresolvable a2aPool", "'ghost-agent'"]),
-    ("nested_executor_key_known", condition(trueSteps=[step("Deep", key="nope")]), ["('Deep')", "unknown executorKey"]),
+    ("a2a_pool_agents_known", node("A", "step", a2aPool=["web-agent", "ghost-agent"]), ["('A')", "unresolvable a2aPool", "'ghost-agent'"]),
+    ("nested_executor_key_known", valid("condition", trueSteps=[step("Deep", key="nope")]), ["('Deep')", "unknown executorKey"]),
 ]
 
 # Field types and bounds, checked by the model: the message carries the field path.
@@ -146,15 +138,15 @@ FIELD_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("on_error_known", step("A", stepConfig={"onError": "explode"}), ["nodes[0].stepConfig.onError"]),
     ("backoff_base_positive", step("A", stepConfig={"backoffBaseSeconds": 0}), ["nodes[0].stepConfig.backoffBaseSeconds", "greater than 0"]),
     ("backoff_max_positive", step("A", stepConfig={"backoffMaxSeconds": -1}), ["nodes[0].stepConfig.backoffMaxSeconds", "greater than 0"]),
-    ("max_iterations_at_least_one", loop(loopConfig={"maxIterations": 0}), ["nodes[0].loopConfig.maxIterations", "greater than or equal to 1"]),
-    ("max_iterations_required", loop(loopConfig={}), ["nodes[0].loopConfig.maxIterations: Field required"]),
+    ("max_iterations_at_least_one", valid("loop", loopConfig={"maxIterations": 0}), ["nodes[0].loopConfig.maxIterations", "greater than or equal to 1"]),
+    ("max_iterations_required", valid("loop", loopConfig={}), ["nodes[0].loopConfig.maxIterations: Field required"]),
     ("on_reject_known", step("A", **review(onReject="ignore")), ["nodes[0].humanReview.onReject"]),
     ("on_timeout_known", step("A", **review(onTimeout="forever")), ["nodes[0].humanReview.onTimeout"]),
-    ("choice_name_required", router(choices=[CHOICES[0], {"steps": [step("C")]}]), ["nodes[0].choices[1].name: Field required"]),
+    ("choice_name_required", valid("router", choices=[CHOICES[0], {"steps": [step("C")]}]), ["nodes[0].choices[1].name: Field required"]),
     ("position_is_numeric", step("A", position={"x": "left"}), ["nodes[0].position.x"]),
     ("config_is_an_object", step("A", config=["a"]), ["nodes[0].config"]),
-    ("a2a_pool_is_a_list", bare_step(a2aPool="web-agent"), ["nodes[0].a2aPool"]),
-    ("condition_cel_length", condition(conditionCel="true && " * 600 + "true"), ["nodes[0].conditionCel", "at most 4000"]),
+    ("a2a_pool_is_a_list", node("A", "step", a2aPool="web-agent"), ["nodes[0].a2aPool"]),
+    ("condition_cel_length", valid("condition", conditionCel="true && " * 600 + "true"), ["nodes[0].conditionCel", "at most 4000"]),
 ]
 # fmt: on
 
@@ -208,11 +200,11 @@ class TestHumanReviewRules:
         [
             pytest.param(step("A", **review(requiresConfirmation=True, requiresUserInput=True,
                                              requiresOutputReview=True)), id="step"),
-            pytest.param(condition(**review(requiresConfirmation=True, onReject="else_branch")),
+            pytest.param(valid("condition", **review(requiresConfirmation=True, onReject="else_branch")),
                          id="condition"),
-            pytest.param(loop(**review(requiresConfirmation=True, requiresIterationReview=True)),
+            pytest.param(valid("loop", **review(requiresConfirmation=True, requiresIterationReview=True)),
                          id="loop"),
-            pytest.param(router(**review(requiresConfirmation=True, requiresUserInput=True,
+            pytest.param(valid("router", **review(requiresConfirmation=True, requiresUserInput=True,
                                          requiresOutputReview=True)), id="router"),
         ],
     )  # fmt: skip
@@ -289,6 +281,6 @@ class TestWorkflowLevelRules:
         await _assert_rejected_and_nothing_stored(client, [step("A")], ["body"])
 
     async def test_every_problem_is_reported_at_once(self, client: httpx.AsyncClient) -> None:
-        body = workflow("w", bare_step("A"), parallel(children=[step("B")]))
+        body = workflow("w", node("A", "step"), valid("parallel", children=[step("B")]))
         error = await _assert_rejected_and_nothing_stored(client, body, ["('A')", "('P')"])
         assert [d["path"] for d in error["details"]] == ["nodes[0] ('A')", "nodes[1] ('P')"]
