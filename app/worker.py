@@ -22,6 +22,12 @@ from temporal_workflows.schedule_trigger import ScheduleTrigger
 
 log = logging.getLogger("trellis.worker")
 
+# Concurrency limits of the worker (the benchmark gives its hand-written worker the same).
+WORKER_LIMITS: dict[str, Any] = {
+    "max_concurrent_activities": 200,
+    "max_concurrent_local_activities": 200,
+}
+
 
 def build_worker(
     client: Client,
@@ -40,8 +46,7 @@ def build_worker(
         task_queue=task_queue,
         workflows=[TrellisRun, ScheduleTrigger],
         activities=[*steps.all(), *projections.all(), *scheduling.all(), *extra_activities],
-        max_concurrent_activities=200,
-        max_concurrent_local_activities=200,
+        **WORKER_LIMITS,
         # Heartbeats carry cancellation to a running step: send them often enough that a
         # cancelled run stops its executors within about a second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),

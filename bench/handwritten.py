@@ -1,54 +1,112 @@
-"""The baselines: hand-written Temporal workflows doing the benchmark's trivial work.
+"""The baselines: hand-written Temporal workflows doing the same work as our steps.
 
-What a Temporal user would write without Trellis: a loop of activity calls, or an
-`asyncio.gather` of them. The activity echoes its config and input, like `builtin:echo`.
+What a Temporal user would write without Trellis: a loop of activity calls, an
+`asyncio.gather` of them, or an update that releases a wait. The activities make the
+same calls our executors make: the MCP `echo` tool through the official `mcp` SDK over
+one session shared by the worker, the A2A echo agent through `a2a-sdk`, a plain
+activity that returns at once (`builtin:delay` 0 s), or an echo as a local activity.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import activity, workflow
 
-ECHO_ACTIVITY = "bench_echo"
+with workflow.unsafe.imports_passed_through():
+    from a2a.client import Client as A2AClient
+    from a2a.helpers import new_data_part
+    from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, TaskState
+    from google.protobuf.json_format import MessageToDict
+    from mcp import Client as McpClient
+
 TIMEOUT = timedelta(seconds=30)
+Kind = Literal["mcp", "a2a", "plain", "local"]
+ACTIVITY = {"mcp": "hand_mcp_echo", "a2a": "hand_a2a_echo", "plain": "hand_plain"}
+LOCAL_ECHO = "hand_local_echo"
+APPROVE = "approve"
 
 
 @dataclass
 class EchoInput:
-    config: dict[str, Any]
+    text: str
     input: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class BatchInput:
-    """`steps` echo calls, as regular or local activities."""
+    """`steps` calls of one kind, one after another or all at once."""
 
     steps: int
-    local: bool = False
+    kind: Kind = "mcp"
     input: dict[str, Any] = field(default_factory=dict)
 
 
-@activity.defn(name=ECHO_ACTIVITY)
-async def bench_echo(inp: EchoInput) -> dict[str, Any]:
+@dataclass
+class ApproveInput:
+    step_id: str
+
+
+class HandActivities:
+    """Holds the worker's one MCP session and A2A client, as a Temporal user would."""
+
+    def __init__(self, mcp: McpClient, a2a: A2AClient) -> None:
+        self._mcp = mcp
+        self._a2a = a2a
+
+    @activity.defn(name=ACTIVITY["mcp"])
+    async def mcp_echo(self, inp: EchoInput) -> Any:
+        result = await self._mcp.call_tool("echo", {"text": inp.text})
+        if result.is_error:
+            raise RuntimeError("the echo tool failed")
+        if result.structured_content is not None:
+            return result.structured_content
+        return [getattr(c, "text", None) for c in result.content]
+
+    @activity.defn(name=ACTIVITY["a2a"])
+    async def a2a_echo(self, inp: EchoInput) -> Any:
+        message = Message(
+            role=Role.ROLE_USER,
+            message_id=str(uuid.uuid4()),
+            parts=[new_data_part({"config": {"text": inp.text}, "context": inp.input})],
+        )
+        async for event in self._a2a.send_message(SendMessageRequest(message=message)):
+            if event.HasField("task") and event.task.status.state == TaskState.TASK_STATE_COMPLETED:
+                return [MessageToDict(p.data) for a in event.task.artifacts for p in a.parts]
+            if event.HasField("status_update"):
+                state = event.status_update.status.state
+                if state == TaskState.TASK_STATE_COMPLETED:
+                    return {"state": "completed"}
+                if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED):
+                    raise RuntimeError("the agent failed")
+        raise RuntimeError("the agent's stream ended early")
+
+    @activity.defn(name=ACTIVITY["plain"])
+    async def plain(self, inp: EchoInput) -> Any:
+        await asyncio.sleep(0)
+        return {"slept": 0}
+
+    def all(self) -> list[Any]:
+        return [self.mcp_echo, self.a2a_echo, self.plain, local_echo]
+
+
+@activity.defn(name=LOCAL_ECHO)
+async def local_echo(inp: EchoInput) -> dict[str, Any]:
     """Return what it received, as `builtin:echo` does."""
-    return {"config": inp.config, "input": inp.input}
+    return {"text": inp.text, "input": inp.input}
 
 
-async def _echo(index: int, inp: BatchInput) -> dict[str, Any]:
-    arg = EchoInput(config={"text": f"step {index}"}, input=inp.input)
-    if inp.local:
-        result: dict[str, Any] = await workflow.execute_local_activity(
-            ECHO_ACTIVITY, arg, result_type=dict, start_to_close_timeout=TIMEOUT
+async def _call(index: int, inp: BatchInput) -> Any:
+    arg = EchoInput(text=f"step {index}", input=inp.input)
+    if inp.kind == "local":
+        return await workflow.execute_local_activity(
+            LOCAL_ECHO, arg, start_to_close_timeout=TIMEOUT
         )
-    else:
-        result = await workflow.execute_activity(
-            ECHO_ACTIVITY, arg, result_type=dict, start_to_close_timeout=TIMEOUT
-        )
-    return result
+    return await workflow.execute_activity(ACTIVITY[inp.kind], arg, start_to_close_timeout=TIMEOUT)
 
 
 @workflow.defn(name="BenchSequence")
@@ -57,7 +115,7 @@ class BenchSequence:
     async def run(self, inp: BatchInput) -> Any:
         output: Any = None
         for i in range(inp.steps):
-            output = await _echo(i, inp)
+            output = await _call(i, inp)
         return output
 
 
@@ -65,8 +123,30 @@ class BenchSequence:
 class BenchParallel:
     @workflow.run
     async def run(self, inp: BatchInput) -> list[Any]:
-        return list(await asyncio.gather(*(_echo(i, inp) for i in range(inp.steps))))
+        return list(await asyncio.gather(*(_call(i, inp) for i in range(inp.steps))))
 
 
-WORKFLOWS = [BenchSequence, BenchParallel]
-ACTIVITIES = [bench_echo]
+@workflow.defn(name="BenchGate")
+class BenchGate:
+    """Waits for an approval Update, then does its one (pure) step and ends."""
+
+    def __init__(self) -> None:
+        self._approved = False
+
+    @workflow.run
+    async def run(self, inp: BatchInput) -> Any:
+        await workflow.wait_condition(lambda: self._approved)
+        return {"text": "approved", "input": inp.input}
+
+    @workflow.update(name=APPROVE)
+    async def approve(self, inp: ApproveInput) -> str:
+        self._approved = True
+        return inp.step_id
+
+    @approve.validator
+    def _check(self, inp: ApproveInput) -> None:
+        if self._approved:
+            raise ValueError("already approved")
+
+
+WORKFLOWS = [BenchSequence, BenchParallel, BenchGate]

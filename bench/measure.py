@@ -24,8 +24,13 @@ class Series:
 
     @property
     def p90(self) -> float:
-        ordered = sorted(self.samples)
-        return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+        return percentile(self.samples, 0.9)
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def interleaved(workloads: dict[str, Timed], reps: int, warmup: int) -> dict[str, Series]:

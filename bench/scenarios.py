@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.handwritten import BatchInput
+from bench.a2a_peer import AGENT
+from bench.handwritten import BatchInput, Kind
 
-ECHO, DELAY, MCP_ECHO = "builtin:echo", "builtin:delay", "echo"
-# What each executor key runs as in the interpreter (see INLINE_EXECUTORS there).
-KINDS = {ECHO: "inline", DELAY: "activities, 0 s delay", MCP_ECHO: "MCP echo tool"}
+ECHO, DELAY, MCP_ECHO, A2A_ECHO = "builtin:echo", "builtin:delay", "echo", AGENT
+# The hand-written activity that makes the same call as each of our executor keys.
+HAND_KIND: dict[str, Kind] = {MCP_ECHO: "mcp", A2A_ECHO: "a2a", DELAY: "plain", ECHO: "local"}
+LABEL = {
+    MCP_ECHO: "MCP echo",
+    A2A_ECHO: "A2A echo",
+    DELAY: "builtin:delay 0s",
+    ECHO: "builtin:echo",
+}
 
 
 def _step(index: int, key: str) -> dict[str, Any]:
@@ -32,6 +39,19 @@ def parallel(branches: int, key: str) -> dict[str, Any]:
     }
 
 
-def hand(steps: int, local: bool) -> BatchInput:
-    """The hand-written equivalent's input (same step count and input as ours)."""
-    return BatchInput(steps=steps, local=local, input={"n": 1})
+GATED = {
+    "nodes": [
+        {
+            "name": "gate",
+            "nodeType": "step",
+            "executorKey": ECHO,
+            "config": {"text": "approved"},
+            "humanReview": {"requiresConfirmation": True},
+        }
+    ]
+}
+
+
+def hand(steps: int, key: str) -> BatchInput:
+    """The hand-written equivalent's input (same step count, same call, same input)."""
+    return BatchInput(steps=steps, kind=HAND_KIND[key], input={"n": 1})

@@ -1,0 +1,223 @@
+"""The benchmark's platform: every part in its own process, as a user runs them.
+
+One tuned Temporal dev server (`TUNING_ARGS`, the same flags `trellis dev` uses); the
+product's API (`trellis api`) and worker (`trellis worker`) as two processes; the
+hand-written baseline's worker as a third; one MCP server (`tests.peers.mcp_server`)
+and one A2A echo agent (`bench.a2a_peer`) shared by both sides. This process only
+drives: HTTP to the API, gRPC to Temporal for the hand-written workflows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from app.devserver_flags import TUNING_ARGS
+from bench.a2a_peer import AGENT
+from temporal_workflows import search_attributes
+from tests.conftest import temporal_binary
+from tests.support.server import free_port
+
+STARTUP_SECONDS = 60.0
+MCP_SERVER_ID = "bench-mcp"
+
+
+@dataclass
+class Stack:
+    api: httpx.AsyncClient
+    api_url: str
+    client: Client
+    hand_queue: str
+    # Process ids of the product's processes, for the profiler.
+    pids: dict[str, int] = field(default_factory=dict)
+
+    async def create(self, definition: dict[str, Any]) -> str:
+        """Save and enable a definition through the API; return its id."""
+        body = {"name": f"bench-{uuid.uuid4().hex[:8]}", **definition}
+        created = await self.api.post("/api/v1/workflows", json=body)
+        _require(created, 201)
+        workflow_id: str = created.json()["id"]
+        toggled = await self.api.post(
+            f"/api/v1/workflows/{workflow_id}/toggle", json={"enabled": True}
+        )
+        _require(toggled, 200)
+        return workflow_id
+
+    async def trigger(self, workflow_id: str) -> str:
+        """POST a run; its id."""
+        response = await self.api.post(
+            f"/api/v1/workflows/{workflow_id}/runs", json={"initialInput": {"n": 1}}
+        )
+        _require(response, 202)
+        run_id: str = response.json()["runId"]
+        return run_id
+
+    async def detail(self, workflow_id: str, run_id: str) -> dict[str, Any]:
+        response = await self.api.get(f"/api/v1/workflows/{workflow_id}/runs/{run_id}")
+        _require(response, 200)
+        detail: dict[str, Any] = response.json()
+        return detail
+
+    async def start_hand(self, workflow: str, arg: Any) -> WorkflowHandle[Any, Any]:
+        return await self.client.start_workflow(
+            workflow, arg, id=f"hand-{uuid.uuid4()}", task_queue=self.hand_queue
+        )
+
+
+def _require(response: httpx.Response, status: int) -> None:
+    if response.status_code != status:
+        raise RuntimeError(
+            f"{response.request.method} {response.request.url.path} -> "
+            f"{response.status_code}, expected {status}: {response.text[:500]}"
+        )
+
+
+@contextlib.asynccontextmanager
+async def bench_stack(data_dir: Path, store_url: str | None = None) -> AsyncIterator[Stack]:
+    """Start every part; stop them all when the block exits."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(),
+        search_attributes=search_attributes.ALL,
+        dev_server_extra_args=list(TUNING_ARGS),
+    )
+    temporal = env.client.service_client.config.target_host
+    processes = _Processes(data_dir)
+    try:
+        mcp_port, agent_port, api_port = free_port(), free_port(), free_port()
+        processes.start("mcp", "-m", "tests.peers.mcp_server", "--port", str(mcp_port))
+        processes.start("a2a", "-m", "bench.a2a_peer", "--port", str(agent_port))
+        mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
+        agent_url = f"http://127.0.0.1:{agent_port}/agents/{AGENT}/"
+        await processes.wait_http(
+            f"http://127.0.0.1:{agent_port}/agents/{AGENT}/.well-known/agent-card.json"
+        )
+        await processes.wait_port(mcp_port)
+        catalog = data_dir / "executors.json"
+        catalog.write_text(
+            json.dumps(
+                {
+                    "mcpServers": [{"id": MCP_SERVER_ID, "url": mcp_url, "tools": ["echo"]}],
+                    "a2aAgents": [{"name": AGENT, "url": agent_url}],
+                }
+            )
+        )
+        task_queue, hand_queue = f"bench-{uuid.uuid4()}", f"bench-hand-{uuid.uuid4()}"
+        common = [
+            "--data-dir", str(data_dir),
+            "--temporal-address", temporal,
+            "--task-queue", task_queue,
+            "--executors-file", str(catalog),
+        ]  # fmt: skip
+        if store_url:
+            common += ["--store-url", store_url]
+        ready = {name: data_dir / f"{name}.ready" for name in ("worker", "hand")}
+        processes.start(
+            "worker", "-m", "app.cli", "worker", *common, "--ready-file", str(ready["worker"])
+        )
+        processes.start("api", "-m", "app.cli", "api", *common, "--api-port", str(api_port))
+        processes.start(
+            "hand", "-m", "bench.hand_worker", "--temporal", temporal, "--task-queue", hand_queue,
+            "--mcp-url", mcp_url, "--agent-url", agent_url, "--ready-file", str(ready["hand"]),
+        )  # fmt: skip
+        api_url = f"http://127.0.0.1:{api_port}"
+        await processes.wait_http(f"{api_url}/healthz")
+        for name, path in ready.items():
+            await processes.wait_file(name, path)
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+        async with httpx.AsyncClient(base_url=api_url, timeout=60, limits=limits) as api:
+            yield Stack(
+                api=api,
+                api_url=api_url,
+                client=env.client,
+                hand_queue=hand_queue,
+                pids={n: processes.pid(n) for n in ("api", "worker", "hand")},
+            )
+    finally:
+        processes.stop()
+        await env.shutdown()
+
+
+class _Processes:
+    """Child processes started with this Python, logs in the data dir; stopped together."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._dir = data_dir
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, *args: str) -> None:
+        log = (self._dir / f"{name}.log").open("wb")
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self._procs[name] = subprocess.Popen(
+            [sys.executable, *args], stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+
+    def pid(self, name: str) -> int:
+        return self._procs[name].pid
+
+    def _check_alive(self) -> None:
+        for name, proc in self._procs.items():
+            if proc.poll() is not None:
+                tail = (self._dir / f"{name}.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"bench process {name!r} exited at start:\n{tail}")
+
+    async def _until(self, what: str, ok: Any) -> None:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not await ok():
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} not ready after {STARTUP_SECONDS:.0f} s")
+            await asyncio.sleep(0.05)
+
+    async def wait_port(self, port: int) -> None:
+        async def ok() -> bool:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                return False
+            writer.close()
+            return True
+
+        await self._until(f"port {port}", ok)
+
+    async def wait_http(self, url: str) -> None:
+        async with httpx.AsyncClient(timeout=2) as http:
+
+            async def ok() -> bool:
+                try:
+                    return (await http.get(url)).status_code == 200
+                except httpx.HTTPError:
+                    return False
+
+            await self._until(url, ok)
+
+    async def wait_file(self, name: str, path: Path) -> None:
+        async def ok() -> bool:
+            return await asyncio.to_thread(path.exists)
+
+        await self._until(name, ok)
+
+    def stop(self) -> None:
+        for proc in self._procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self._procs.values():
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
