@@ -27,6 +27,7 @@ from app.routes import (
     workflows,
 )
 from app.routes import catalog as catalog_routes
+from app.services.event_hub import EventHub
 from app.settings import Settings, get_settings
 from app.temporal_link import TemporalLink
 
@@ -58,6 +59,8 @@ def create_app(
                 except Exception as exc:
                     log.warning("Temporal not reachable at start-up: %s", exc)
             app.state.temporal = link.client
+            app.state.event_hub = EventHub(app.state.store)
+            stack.push_async_callback(app.state.event_hub.close)
             yield
 
     app = FastAPI(

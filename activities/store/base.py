@@ -5,7 +5,7 @@ SQLite (embedded default) and MongoDB implement it; one contract test suite chec
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -113,3 +113,12 @@ class Store(Protocol):
 
     async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:
         """Events of a run with id > after_id, in order; each carries its `id`."""
+
+    def watch_event_runs(self) -> AsyncIterator[set[str]]:
+        """The ids of runs that got events, as events are written by any process.
+
+        Yields an empty set first, once it is listening. A doorbell for live streams
+        (they read the events themselves), so it may ring for nothing; it raises
+        StoreError when the store cannot be followed.
+        """
+        ...

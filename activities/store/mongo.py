@@ -8,7 +8,7 @@ date (milliseconds), round-trips microseconds. Writes that race are guarded by `
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -329,6 +329,36 @@ class MongoStore:
             )
             docs = await cursor.to_list()
         return [{**d["event"], "id": d["_id"]} for d in docs]
+
+    async def watch_event_runs(self) -> AsyncIterator[set[str]]:
+        # One change stream on the events collection (MongoDB needs a replica set for
+        # change streams; a standalone server raises, and live streams poll instead).
+        try:
+            stream = await self._db().events.watch(EVENT_INSERTS)
+            try:
+                yield set()
+                async for change in stream:
+                    run_id = event_run_id(change)
+                    if run_id is not None:
+                        yield {run_id}
+            finally:
+                await stream.close()
+        except (PyMongoError, BSONError) as exc:
+            raise StoreError(f"MongoDB change stream failed: {exc}") from exc
+
+
+# The change stream's pipeline: inserted events, only the run id of each (and `_id`, the
+# resume token, which a change stream must keep).
+EVENT_INSERTS: list[Doc] = [
+    {"$match": {"operationType": "insert"}},
+    {"$project": {"operationType": 1, "fullDocument.run_id": 1}},
+]
+
+
+def event_run_id(change: Doc) -> str | None:
+    """The run id of an event insert in a change stream document."""
+    run_id = (change.get("fullDocument") or {}).get("run_id")
+    return run_id if isinstance(run_id, str) else None
 
 
 @contextmanager

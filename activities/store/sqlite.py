@@ -42,6 +42,9 @@ from activities.store.sqlite_schema import migrate
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 T = TypeVar("T")
+# How often the live feed looks for new events (watch_event_runs).
+TAIL_SECONDS = 0.005
+TAIL_PAGE = 1000
 
 
 class SqliteStore:
@@ -375,6 +378,34 @@ class SqliteStore:
                 (run_id, after_id, limit),
             )
         return [{**json.loads(doc), "id": event_id} for event_id, doc in rows]
+
+    async def watch_event_runs(self) -> AsyncIterator[set[str]]:
+        # Its own connection, so following the events never waits on request reads.
+        # Ids are taken under SQLite's one write lock, so they become visible in order:
+        # a high-water mark misses nothing.
+        try:
+            db = await aiosqlite.connect(self.path, timeout=self._busy_timeout_ms / 1000)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot follow SQLite store {self.path}: {exc}") from exc
+        try:
+            row = await _one(db, "SELECT COALESCE(MAX(id), 0) FROM events", ())
+            last = int(row[0])
+            yield set()
+            while True:
+                await asyncio.sleep(TAIL_SECONDS)
+                rows = list(
+                    await db.execute_fetchall(
+                        "SELECT id, run_id FROM events WHERE id > ? ORDER BY id LIMIT ?",
+                        (last, TAIL_PAGE),
+                    )
+                )
+                if rows:
+                    last = int(rows[-1][0])
+                    yield {str(r[1]) for r in rows}
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store error: {exc}") from exc
+        finally:
+            await db.close()
 
 
 _UPSERT_NODE_RUN = (

@@ -1,7 +1,9 @@
 """Follow a run's event log in the store, for the live stream (SSE).
 
-Polling the store (not an in-process queue) is what lets the worker and the API
-run in different processes and the API run as several replicas.
+Events are always read from the store (not from an in-process queue): that is what
+lets the worker and the API run in different processes and the API run as several
+replicas. The hub's doorbell (`event_hub.py`) says when to read; without it, or while
+its feed is down, the follower polls.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from activities.store.base import Store
+from app.services.event_hub import Wakeup
 from temporal_workflows.read_model import TERMINAL_EVENTS, TERMINAL_RUN_STATUSES
 
 PAGE = 500
@@ -23,6 +26,8 @@ PAGE = 500
 SETTLE_SECONDS = 2.0
 # How long a terminal run is still followed for its terminal event.
 GRACE = timedelta(seconds=1)
+# With a live feed, read anyway after this long without a ring (a safety net).
+IDLE_SECONDS = 1.0
 
 
 @dataclass
@@ -33,12 +38,15 @@ class RunEventFollower:
     run_id: str
     after_id: int = 0
     poll_seconds: float = 0.15
+    wakeup: Wakeup | None = None
     _recent: dict[int, float] = field(default_factory=dict)
     _terminal_seen_at: float | None = None
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         """Each new event once; stops after a terminal event, or when the run is over."""
         while True:
+            if self.wakeup is not None:
+                self.wakeup.clear()
             batch = await self.store.list_events(self.run_id, self.after_id, PAGE)
             fresh = [e for e in batch if e["id"] not in self._recent]
             now = time.monotonic()
@@ -52,7 +60,13 @@ class RunEventFollower:
                 continue  # more waiting: read on without sleeping
             if not fresh and await self._run_over(now):
                 return
+            await self._wait()
+
+    async def _wait(self) -> None:
+        if self.wakeup is None:
             await asyncio.sleep(self.poll_seconds)
+        else:
+            await self.wakeup.wait(self.poll_seconds, IDLE_SECONDS)
 
     def _settle(self, now: float) -> None:
         """Move the watermark past the ids seen long enough ago that no smaller id can appear."""
