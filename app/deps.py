@@ -1,25 +1,43 @@
-"""FastAPI dependencies: the app's parts, and path lookups (400 malformed id, 404 unknown)."""
+"""FastAPI dependencies: the app's parts, the caller, the services, and the lookups of path
+parameters (400 for a malformed id, 404 for an unknown one), so routes only call a service.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Header, Path, Query, Request
 from temporalio.client import Client
 
 from activities.executors.catalog import Catalog
 from activities.run_start import RunStarter
 from activities.store.base import Store
-from activities.store.records import WorkflowRecord, WorkflowVersionRecord
+from activities.store.records import (
+    NodeRunRecord,
+    RunRecord,
+    WorkflowRecord,
+    WorkflowVersionRecord,
+)
 from app.errors import InvalidRequest, NotFound
+from app.services.approvals import ApprovalService
+from app.services.controls import ControlService
 from app.services.definitions import DefinitionService
+from app.services.event_hub import EventHub
+from app.services.graph import GraphService
+from app.services.lineage import LineageService
+from app.services.readiness import ReadinessProbe
 from app.services.run_cancel import RunCanceller
+from app.services.run_listing import RunListing
+from app.services.runs import RunService
+from app.services.schedules import ScheduleService, schedule_prefix
 from app.settings import Settings
 from app.temporal_link import TemporalLink
 from temporal_workflows.validation import NODE_ID_PATTERN
 
 # The one id rule for path parameters (workflow, run, node-run ids) and node ids alike.
 ID_PATTERN = NODE_ID_PATTERN
+# Who calls: one name for every request until authentication resolves a real caller here.
+ANONYMOUS = "anonymous"
 
 
 def check_id(value: str, what: str) -> str:
@@ -32,6 +50,9 @@ def check_id(value: str, what: str) -> str:
     return value
 
 
+# -- the app's parts ---------------------------------------------------------
+
+
 def get_settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
@@ -42,6 +63,10 @@ def get_store(request: Request) -> Store:
 
 def get_catalog(request: Request) -> Catalog:
     return request.app.state.catalog  # type: ignore[no-any-return]
+
+
+def get_event_hub(request: Request) -> EventHub:
+    return request.app.state.event_hub  # type: ignore[no-any-return]
 
 
 def get_temporal_link(request: Request) -> TemporalLink:
@@ -58,10 +83,20 @@ async def get_temporal(request: Request, link: TemporalLinkDep) -> Client:
     return client
 
 
+def get_caller() -> str:
+    """Who is calling (recorded with decisions and controls)."""
+    return ANONYMOUS
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[Store, Depends(get_store)]
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]
+EventHubDep = Annotated[EventHub, Depends(get_event_hub)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
+CallerDep = Annotated[str, Depends(get_caller)]
+
+
+# -- services ------------------------------------------------------------------
 
 
 def get_run_starter(store: StoreDep, temporal: TemporalDep, settings: SettingsDep) -> RunStarter:
@@ -84,7 +119,55 @@ def get_definitions(
     return DefinitionService(store=store, catalog=catalog, run_canceller=RunCanceller(store, link))
 
 
+def get_runs(store: StoreDep, starter: RunStarterDep) -> RunService:
+    return RunService(store=store, starter=starter)
+
+
+def get_lineage(store: StoreDep, starter: RunStarterDep) -> LineageService:
+    return LineageService(store=store, starter=starter)
+
+
+def get_controls(temporal: TemporalDep) -> ControlService:
+    return ControlService(temporal=temporal)
+
+
+def get_schedules(temporal: TemporalDep, store: StoreDep, settings: SettingsDep) -> ScheduleService:
+    return ScheduleService(
+        client=temporal,
+        store=store,
+        task_queue=settings.task_queue,
+        default_gate_timeout_seconds=settings.default_gate_timeout_seconds,
+    )
+
+
+def get_readiness(store: StoreDep, link: TemporalLinkDep) -> ReadinessProbe:
+    return ReadinessProbe(store=store, temporal=link)
+
+
+def get_run_listing(store: StoreDep) -> RunListing:
+    return RunListing(store=store)
+
+
+def get_approvals(store: StoreDep) -> ApprovalService:
+    return ApprovalService(store=store)
+
+
+def get_graphs(store: StoreDep) -> GraphService:
+    return GraphService(store=store)
+
+
 DefinitionsDep = Annotated[DefinitionService, Depends(get_definitions)]
+RunServiceDep = Annotated[RunService, Depends(get_runs)]
+RunListingDep = Annotated[RunListing, Depends(get_run_listing)]
+LineageDep = Annotated[LineageService, Depends(get_lineage)]
+ControlsDep = Annotated[ControlService, Depends(get_controls)]
+SchedulesDep = Annotated[ScheduleService, Depends(get_schedules)]
+ApprovalsDep = Annotated[ApprovalService, Depends(get_approvals)]
+GraphDep = Annotated[GraphService, Depends(get_graphs)]
+ReadinessDep = Annotated[ReadinessProbe, Depends(get_readiness)]
+
+
+# -- lookups of path parameters ------------------------------------------------
 
 
 async def get_workflow_or_404(workflow_id: str, store: StoreDep) -> WorkflowRecord:
@@ -108,4 +191,53 @@ async def get_version_or_404(
     return record
 
 
+async def get_run_or_404(run_id: str, workflow: WorkflowDep, store: StoreDep) -> RunRecord:
+    """The run named in the path, which must belong to the workflow in the path."""
+    run = await store.get_run(check_id(run_id, "run id"))
+    if run is None or run.workflow_definition_id != workflow.id:
+        raise NotFound(f"Run {run_id!r} not found for workflow {workflow.id!r}")
+    return run
+
+
+RunDep = Annotated[RunRecord, Depends(get_run_or_404)]
+
+
+async def get_node_run_or_404(node_run_id: str, run: RunDep, store: StoreDep) -> NodeRunRecord:
+    """The node run named in the path, which must belong to the run in the path."""
+    record = await store.get_node_run(check_id(node_run_id, "node run id"))
+    if record is None or record.workflow_run_id != run.id:
+        raise NotFound(f"Node run {node_run_id!r} not found in run {run.id!r}")
+    return record
+
+
+def get_node_id(node_id: str) -> str:
+    """A node id from the path (whether the run has it is the service's question)."""
+    return check_id(node_id, "node id")
+
+
+def get_schedule_id(schedule_id: str, workflow: WorkflowDep) -> str:
+    """A schedule id of the workflow in the path (Temporal says whether it exists)."""
+    check_id(schedule_id, "schedule id")
+    if not schedule_id.startswith(schedule_prefix(workflow.id)):
+        raise NotFound(f"Schedule {schedule_id!r} not found for workflow {workflow.id!r}")
+    return schedule_id
+
+
+def get_last_event_id(
+    header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    query: Annotated[str | None, Query(alias="lastEventId")] = None,
+) -> int:
+    """Where a resumed event stream continues (`Last-Event-ID`, or `?lastEventId=`); 0 if new."""
+    value = header or query
+    if value is None or value == "":
+        return 0
+    if not value.isdigit():
+        raise InvalidRequest(f"Invalid Last-Event-ID {value[:40]!r}: event ids are integers")
+    return int(value)
+
+
 WorkflowVersionDep = Annotated[WorkflowVersionRecord, Depends(get_version_or_404)]
+NodeRunDep = Annotated[NodeRunRecord, Depends(get_node_run_or_404)]
+NodeIdDep = Annotated[str, Depends(get_node_id)]
+ScheduleIdDep = Annotated[str, Depends(get_schedule_id)]
+LastEventIdDep = Annotated[int, Depends(get_last_event_id)]

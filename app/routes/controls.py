@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Depends
-
-from app.deps import TemporalDep
-from app.routes.runs import RunDep
+from app.deps import CallerDep, ControlsDep, RunDep
 from app.schemas.control import (
     ApproveRequest,
     ApproveResponse,
     ControlResponse,
     LiveRequirements,
 )
-from app.services.controls import ControlService
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["controls"])
-# Who decided: the auth identity once authentication exists.
-ANONYMOUS = "anonymous"
-
-
-def get_controls(temporal: TemporalDep) -> ControlService:
-    return ControlService(temporal=temporal)
-
-
-ControlsDep = Annotated[ControlService, Depends(get_controls)]
 
 
 @router.post("/approve")
-async def approve(run: RunDep, body: ApproveRequest, controls: ControlsDep) -> ApproveResponse:
+async def approve(
+    run: RunDep, body: ApproveRequest, controls: ControlsDep, caller: CallerDep
+) -> ApproveResponse:
     """Resolve one pending HITL requirement (exactly once)."""
-    result = await controls.decide(run, body, ANONYMOUS)
+    result = await controls.decide(run, body, caller)
     return ApproveResponse(
         run_id=result.run_id,
         status=result.status,
@@ -41,16 +30,16 @@ async def approve(run: RunDep, body: ApproveRequest, controls: ControlsDep) -> A
 
 
 @router.post("/pause")
-async def pause(run: RunDep, controls: ControlsDep) -> ControlResponse:
+async def pause(run: RunDep, controls: ControlsDep, caller: CallerDep) -> ControlResponse:
     """Pause at the next node boundary; in-flight steps finish."""
-    result = await controls.pause(run, ANONYMOUS)
+    result = await controls.pause(run, caller)
     return ControlResponse(run_id=run.id, status=result.status, message="Run paused")
 
 
 @router.post("/resume")
-async def resume(run: RunDep, controls: ControlsDep) -> ControlResponse:
+async def resume(run: RunDep, controls: ControlsDep, caller: CallerDep) -> ControlResponse:
     """Continue a paused run."""
-    result = await controls.resume(run, ANONYMOUS)
+    result = await controls.resume(run, caller)
     return ControlResponse(run_id=run.id, status=result.status, message="Run resumed")
 
 

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, status
+from fastapi import APIRouter, status
 
 from activities.store.records import RunRecord
-from app.deps import RunStarterDep, StoreDep, WorkflowDep, check_id
-from app.routes.runs import RunDep
+from app.deps import LineageDep, NodeIdDep, RunDep, WorkflowDep
 from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
-from app.services.lineage import LineageService
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
-
-
-def get_lineage(store: StoreDep, starter: RunStarterDep) -> LineageService:
-    return LineageService(store=store, starter=starter)
-
-
-LineageDep = Annotated[LineageService, Depends(get_lineage)]
 
 
 @router.post("/retry", status_code=status.HTTP_202_ACCEPTED)
@@ -31,10 +20,10 @@ async def retry_run(workflow: WorkflowDep, run: RunDep, lineage: LineageDep) -> 
 
 @router.post("/nodes/{node_id}/rerun", status_code=status.HTTP_202_ACCEPTED)
 async def rerun_node(
-    workflow: WorkflowDep, run: RunDep, node_id: str, lineage: LineageDep
+    workflow: WorkflowDep, run: RunDep, node_id: NodeIdDep, lineage: LineageDep
 ) -> NodeRerunAccepted:
     """Rerun one top-level step; the nodes before it are replayed from cached outputs."""
-    child = await lineage.rerun_node(workflow, run, check_id(node_id, "node id"))
+    child = await lineage.rerun_node(workflow, run, node_id)
     return NodeRerunAccepted(
         run_id=child.id,
         status=child.status,

@@ -4,32 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response, status
+from fastapi import APIRouter, Query, Response, status
 
-from app.deps import SettingsDep, StoreDep, TemporalDep, WorkflowDep, check_id
+from app.deps import ScheduleIdDep, SchedulesDep, WorkflowDep
 from app.schemas.schedule import ScheduleCreate, ScheduleList, SchedulePublic, ScheduleSkipList
-from app.services.schedules import ScheduleService
 
 router = APIRouter(prefix="/workflows/{workflow_id}/schedules", tags=["schedules"])
-
-
-def get_schedules(temporal: TemporalDep, store: StoreDep, settings: SettingsDep) -> ScheduleService:
-    return ScheduleService(
-        client=temporal,
-        store=store,
-        task_queue=settings.task_queue,
-        default_gate_timeout_seconds=settings.default_gate_timeout_seconds,
-    )
-
-
-SchedulesDep = Annotated[ScheduleService, Depends(get_schedules)]
-
-
-def schedule_id_of(schedule_id: str) -> str:
-    return check_id(schedule_id, "schedule id")
-
-
-ScheduleIdDep = Annotated[str, Depends(schedule_id_of)]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
@@ -43,15 +23,13 @@ async def create_schedule(
 @router.get("")
 async def list_schedules(workflow: WorkflowDep, schedules: SchedulesDep) -> ScheduleList:
     """The workflow's schedules, oldest first."""
-    return ScheduleList(schedules=await schedules.list_all(workflow))
+    return await schedules.list_all(workflow)
 
 
 @router.get("/{schedule_id}")
-async def get_schedule(
-    workflow: WorkflowDep, schedule_id: ScheduleIdDep, schedules: SchedulesDep
-) -> SchedulePublic:
+async def get_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> SchedulePublic:
     """One schedule with its next and recent firings."""
-    return await schedules.get(workflow, schedule_id)
+    return await schedules.get(schedule_id)
 
 
 @router.put("/{schedule_id}")
@@ -63,48 +41,37 @@ async def replace_schedule(
 
 
 @router.delete("/{schedule_id}", status_code=status.HTTP_204_NO_CONTENT)
-async def delete_schedule(
-    workflow: WorkflowDep, schedule_id: ScheduleIdDep, schedules: SchedulesDep
-) -> Response:
+async def delete_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> Response:
     """Delete the schedule; runs it started carry on."""
-    await schedules.delete(workflow, schedule_id)
+    await schedules.delete(schedule_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/{schedule_id}/pause")
-async def pause_schedule(
-    workflow: WorkflowDep, schedule_id: ScheduleIdDep, schedules: SchedulesDep
-) -> SchedulePublic:
+async def pause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> SchedulePublic:
     """Stop firing until unpaused."""
-    await schedules.set_paused(workflow, schedule_id, True)
-    return await schedules.get(workflow, schedule_id)
+    return await schedules.set_paused(schedule_id, True)
 
 
 @router.post("/{schedule_id}/unpause")
-async def unpause_schedule(
-    workflow: WorkflowDep, schedule_id: ScheduleIdDep, schedules: SchedulesDep
-) -> SchedulePublic:
+async def unpause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> SchedulePublic:
     """Fire again on the schedule's timing."""
-    await schedules.set_paused(workflow, schedule_id, False)
-    return await schedules.get(workflow, schedule_id)
+    return await schedules.set_paused(schedule_id, False)
 
 
 @router.post("/{schedule_id}/trigger", status_code=status.HTTP_202_ACCEPTED)
-async def trigger_schedule(
-    workflow: WorkflowDep, schedule_id: ScheduleIdDep, schedules: SchedulesDep
-) -> Response:
+async def trigger_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> Response:
     """Fire once now, as if the schedule's time had come."""
-    await schedules.trigger(workflow, schedule_id)
+    await schedules.trigger(schedule_id)
     return Response(status_code=status.HTTP_202_ACCEPTED)
 
 
 @router.get("/{schedule_id}/skips")
 async def list_skips(
-    workflow: WorkflowDep,
     schedule_id: ScheduleIdDep,
     schedules: SchedulesDep,
     after_id: Annotated[int, Query(alias="afterId", ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> ScheduleSkipList:
     """Firings that started no run (e.g. the workflow was disabled), oldest first."""
-    return ScheduleSkipList(skips=await schedules.skips(workflow, schedule_id, after_id, limit))
+    return await schedules.skips(schedule_id, after_id, limit)

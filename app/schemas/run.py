@@ -88,7 +88,7 @@ class RunSummary(CamelModel):
     node_runs: list[NodeRunPublic] = Field(default_factory=list)
 
     @classmethod
-    def from_record(cls, record: RunRecord, node_runs: list[NodeRunRecord]) -> RunSummary:
+    def from_record(cls, record: RunRecord, node_runs: list[NodeRunRecord]) -> Self:
         fields = record.model_dump(include=set(cls.model_fields) - {"node_runs"})
         return cls(**fields, node_runs=[NodeRunPublic.from_record(n) for n in node_runs])
 
@@ -112,3 +112,12 @@ class NodeRunList(CamelModel):
     run_id: str
     workflow_id: str
     node_runs: list[NodeRunPublic]
+
+    @classmethod
+    def of(cls, run: RunRecord, node_runs: list[NodeRunRecord]) -> NodeRunList:
+        """Every node run of the run, in the store's order."""
+        return cls(
+            run_id=run.id,
+            workflow_id=run.workflow_definition_id,
+            node_runs=[NodeRunPublic.from_record(n) for n in node_runs],
+        )

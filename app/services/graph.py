@@ -2,11 +2,39 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from activities.store.records import NodeRunRecord
+from activities.store.base import Store
+from activities.store.records import NodeRunRecord, RunRecord, WorkflowRecord
+from app.schemas.graph import RunGraph, WorkflowGraph
 from temporal_workflows.definition import WorkflowNode, WorkflowSpec
 from temporal_workflows.read_model import node_run_counter
+
+
+@dataclass
+class GraphService:
+    store: Store
+
+    def of_workflow(self, workflow: WorkflowRecord) -> WorkflowGraph:
+        """The current version's nodes and edges."""
+        graph = build_graph(workflow.spec())
+        return WorkflowGraph.model_validate(
+            {"workflow_id": workflow.id, "version": workflow.version, **graph}
+        )
+
+    async def of_run(self, run: RunRecord) -> RunGraph:
+        """The run's pinned version, each node with its latest node run."""
+        graph = build_graph(run.definition_snapshot, await self.store.list_node_runs([run.id]))
+        return RunGraph.model_validate(
+            {
+                "workflow_id": run.workflow_definition_id,
+                "version": run.workflow_version,
+                "run_id": run.id,
+                "status": run.status,
+                **graph,
+            }
+        )
 
 
 def build_graph(spec: WorkflowSpec, node_runs: list[NodeRunRecord] | None = None) -> dict[str, Any]:

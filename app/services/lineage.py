@@ -18,9 +18,9 @@ from activities.store.records import (
     WorkflowRecord,
 )
 from app.errors import InvalidRequest, NotFound
+from app.services.graph import latest_node_runs
 from temporal_workflows.contracts import CachedOutput
 from temporal_workflows.definition import WorkflowNode, iter_nodes
-from temporal_workflows.read_model import node_run_counter
 
 RETRYABLE = frozenset({"failed", "cancelled"})
 RERUNNABLE = frozenset({"completed", "failed"})
@@ -119,14 +119,7 @@ def reusable_steps(nodes: list[WorkflowNode]) -> list[WorkflowNode]:
 
 def latest_completed(node_runs: list[NodeRunRecord]) -> dict[str, NodeRunRecord]:
     """Per node id, its completed node run with the highest counter."""
-    best: dict[str, NodeRunRecord] = {}
-    for node_run in node_runs:
-        if node_run.status != "completed":
-            continue
-        current = best.get(node_run.node_id)
-        if current is None or node_run_counter(node_run.id) > node_run_counter(current.id):
-            best[node_run.node_id] = node_run
-    return best
+    return latest_node_runs([n for n in node_runs if n.status == "completed"])
 
 
 def child_record(

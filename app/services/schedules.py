@@ -33,13 +33,15 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.scheduling import skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
-from app.errors import NotFound, ScheduleRefused
+from app.errors import ScheduleRefused
 from app.schemas.schedule import (
     OverlapPolicy,
     ScheduleActionPublic,
     ScheduleCreate,
+    ScheduleList,
     SchedulePublic,
     ScheduleSkip,
+    ScheduleSkipList,
 )
 from temporal_workflows import search_attributes
 from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE, ScheduleTriggerInput
@@ -79,32 +81,32 @@ class ScheduleService:
                 ),
             )
         )
-        return await self.get(workflow, schedule_id)
+        return await self.get(schedule_id)
 
-    async def list_all(self, workflow: WorkflowRecord) -> list[SchedulePublic]:
+    async def list_all(self, workflow: WorkflowRecord) -> ScheduleList:
         """The workflow's schedules, oldest first (visibility is eventually consistent)."""
         query = f"{search_attributes.DEFINITION_ID.name} = '{workflow.id}'"
         ids = [s.id async for s in await self.client.list_schedules(query=query)]
         found: list[SchedulePublic] = []
         for schedule_id in ids:
             try:
-                found.append(await self.get(workflow, schedule_id))
+                found.append(await self.get(schedule_id))
             except ScheduleRefused as exc:
                 if exc.error.status != RPCStatusCode.NOT_FOUND:
                     raise
                 # Deleted, still listed for a moment.
-        return sorted(found, key=lambda s: (s.created_at, s.id))
+        return ScheduleList(schedules=sorted(found, key=lambda s: (s.created_at, s.id)))
 
-    async def get(self, workflow: WorkflowRecord, schedule_id: str) -> SchedulePublic:
-        """One schedule of the workflow, described by Temporal."""
-        desc = await _temporal(self._handle(workflow, schedule_id).describe())
+    async def get(self, schedule_id: str) -> SchedulePublic:
+        """One schedule, described by Temporal."""
+        desc = await _temporal(self._handle(schedule_id).describe())
         return await self._public(desc)
 
     async def replace(
         self, workflow: WorkflowRecord, schedule_id: str, body: ScheduleCreate
     ) -> SchedulePublic:
         """Replace timing, input and overlap policy; pause or unpause when that changed."""
-        handle = self._handle(workflow, schedule_id)
+        handle = self._handle(schedule_id)
         new = self._schedule(workflow, schedule_id, body)
 
         def updater(current: ScheduleUpdateInput) -> ScheduleUpdate:
@@ -113,39 +115,35 @@ class ScheduleService:
             return ScheduleUpdate(schedule=new)
 
         await _temporal(handle.update(updater))
-        await self.set_paused(workflow, schedule_id, body.paused)
-        return await self.get(workflow, schedule_id)
+        return await self.set_paused(schedule_id, body.paused)
 
-    async def set_paused(self, workflow: WorkflowRecord, schedule_id: str, paused: bool) -> None:
-        """Pause or unpause (a no-op when already so)."""
-        handle = self._handle(workflow, schedule_id)
+    async def set_paused(self, schedule_id: str, paused: bool) -> SchedulePublic:
+        """Pause or unpause (a no-op when already so); returns the schedule."""
+        handle = self._handle(schedule_id)
         desc = await _temporal(handle.describe())
         if desc.schedule.state.paused == paused:
-            return
+            return await self._public(desc)
         if paused:
             await _temporal(handle.pause(note="Paused through the Trellis API"))
         else:
             await _temporal(handle.unpause(note="Unpaused through the Trellis API"))
+        return await self.get(schedule_id)
 
-    async def trigger(self, workflow: WorkflowRecord, schedule_id: str) -> None:
+    async def trigger(self, schedule_id: str) -> None:
         """Fire the schedule once now (its overlap policy applies)."""
-        await _temporal(self._handle(workflow, schedule_id).trigger())
+        await _temporal(self._handle(schedule_id).trigger())
 
-    async def delete(self, workflow: WorkflowRecord, schedule_id: str) -> None:
+    async def delete(self, schedule_id: str) -> None:
         """Delete the schedule; runs it started are not affected."""
-        await _temporal(self._handle(workflow, schedule_id).delete())
+        await _temporal(self._handle(schedule_id).delete())
 
-    async def skips(
-        self, workflow: WorkflowRecord, schedule_id: str, after_id: int, limit: int
-    ) -> list[ScheduleSkip]:
+    async def skips(self, schedule_id: str, after_id: int, limit: int) -> ScheduleSkipList:
         """Firings that started no run, oldest first, after the given skip id."""
-        self._handle(workflow, schedule_id)
         events = await self.store.list_events(skip_log_key(schedule_id), after_id, limit)
-        return [ScheduleSkip.model_validate(e) for e in events]
+        return ScheduleSkipList(skips=[ScheduleSkip.model_validate(e) for e in events])
 
-    def _handle(self, workflow: WorkflowRecord, schedule_id: str) -> ScheduleHandle:
-        if not schedule_id.startswith(schedule_prefix(workflow.id)):
-            raise NotFound(f"Schedule {schedule_id!r} not found for workflow {workflow.id!r}")
+    def _handle(self, schedule_id: str) -> ScheduleHandle:
+        # Which workflow a schedule id may belong to is checked by the route's dependency.
         return self.client.get_schedule_handle(schedule_id)
 
     def _schedule(

@@ -1,0 +1,42 @@
+"""Readiness: the store answers a ping and Temporal's health check passes, each in time."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from activities.store.base import Store
+from app.errors import ServiceUnavailable
+from app.schemas.health import Readiness
+from app.temporal_link import TemporalLink
+
+STORE_PING_TIMEOUT_SECONDS = 2.0
+
+
+@dataclass
+class ReadinessProbe:
+    store: Store
+    temporal: TemporalLink
+
+    async def check(self) -> Readiness:
+        """Ready, or ServiceUnavailable (503) naming each part that is not, and why."""
+        store_problem, temporal_problem = await asyncio.gather(
+            self._store_problem(), self.temporal.problem()
+        )
+        failing = {k: v for k, v in (("store", store_problem), ("temporal", temporal_problem)) if v}
+        if failing:
+            raise ServiceUnavailable(
+                "Not ready: " + "; ".join(f"{part}: {why}" for part, why in failing.items()),
+                [{"path": part, "message": why} for part, why in failing.items()],
+            )
+        return Readiness(checks={"store": "ok", "temporal": "ok"})
+
+    async def _store_problem(self) -> str | None:
+        try:
+            async with asyncio.timeout(STORE_PING_TIMEOUT_SECONDS):
+                await self.store.ping()
+        except TimeoutError:
+            return f"no answer within {STORE_PING_TIMEOUT_SECONDS:g}s"
+        except Exception as exc:  # any failure means "not ready", and says why
+            return str(exc) or type(exc).__name__
+        return None

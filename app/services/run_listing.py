@@ -1,0 +1,42 @@
+"""Pages of runs (a workflow's, or a run's children), each with its node runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from activities.store.base import Store
+from activities.store.records import NodeRunRecord, RunRecord
+from app.schemas.run import RunPage, RunSummary
+from app.schemas.workflow import Pagination
+from temporal_workflows.read_model import RunStatus
+
+
+@dataclass
+class RunListing:
+    store: Store
+
+    async def of_workflow(
+        self, workflow_id: str, status: RunStatus | None, page: int, per_page: int
+    ) -> RunPage:
+        """Runs of the workflow, newest first, optionally in one status."""
+        runs, total = await self.store.list_runs(
+            workflow_id, status=status, page=page, per_page=per_page
+        )
+        return await self._page(runs, total, page, per_page)
+
+    async def children(self, run: RunRecord, page: int, per_page: int) -> RunPage:
+        """Runs spawned from this run (retry, node rerun, replay), newest first."""
+        runs, total = await self.store.list_runs(
+            run.workflow_definition_id, parent_run_id=run.id, page=page, per_page=per_page
+        )
+        return await self._page(runs, total, page, per_page)
+
+    async def _page(self, runs: list[RunRecord], total: int, page: int, per_page: int) -> RunPage:
+        # One query for the node runs of the whole page.
+        by_run: dict[str, list[NodeRunRecord]] = {r.id: [] for r in runs}
+        for node_run in await self.store.list_node_runs(list(by_run)):
+            by_run[node_run.workflow_run_id].append(node_run)
+        return RunPage(
+            runs=[RunSummary.from_record(r, by_run[r.id]) for r in runs],
+            pagination=Pagination.of(total, page, per_page),
+        )
