@@ -108,16 +108,16 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def _dispatch(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.command == "dev":
-        from app.dev import run_dev
+        from app.platform.dev import run_dev
 
         return asyncio.run(run_dev(settings, startup_timeout=args.startup_timeout))
     if args.command == "api":
-        from app.serve import run_api
+        from app.platform.serve import run_api
 
         run_api(settings)
         return 0
     if args.command == "worker":
-        from app.serve import run_worker_process
+        from app.platform.serve import run_worker_process
 
         run_worker_process(settings, ready_file=args.ready_file)
         return 0
@@ -131,8 +131,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `trellis` console script."""
-    from app.devserver import DevServerError
-    from app.preflight import PreflightError
+    from app.platform.devserver import DevServerError
+    from app.platform.preflight import PreflightError
     from app.setup import SetupError
 
     args = build_parser().parse_args(argv)

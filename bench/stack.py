@@ -27,7 +27,7 @@ import httpx
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from app.devserver_flags import TUNING_ARGS
+from app.platform.devserver_flags import TUNING_ARGS
 from bench.a2a_peer import AGENT
 from temporal_workflows import search_attributes
 from tests.conftest import temporal_binary

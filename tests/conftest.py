@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import load_catalog
 from activities.executors.registry import ExecutorRegistry
-from app.devserver_flags import TUNING_ARGS
+from app.platform.devserver_flags import TUNING_ARGS
 from temporal_workflows import search_attributes
 from tests.peers.fixtures import peers  # noqa: F401  (one set of real peers per session)
 from tests.support.platform import Platform, running_platform

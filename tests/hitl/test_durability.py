@@ -20,7 +20,7 @@ from activities.executors.registry import ExecutorRegistry
 from activities.run_start import RunStarter
 from activities.store.factory import open_store
 from activities.store.records import RunRecord, WorkflowRecord
-from app.devserver_flags import TUNING_ARGS
+from app.platform.devserver_flags import TUNING_ARGS
 from app.worker import build_worker
 from temporal_workflows import search_attributes
 from temporal_workflows.definition import WorkflowSpec

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.child_env import settings_env
+from app.platform.child_env import settings_env
 from app.settings import Settings
 
 

@@ -9,7 +9,7 @@ import pytest
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
-from app.devserver import temporal_binary
+from app.platform.devserver import temporal_binary
 from app.settings import Settings
 from app.setup import run_setup
 from temporal_workflows import search_attributes

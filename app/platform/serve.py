@@ -10,7 +10,7 @@ from typing import Any
 
 import uvicorn
 
-from app.preflight import ensure_port_free, load_executor_catalog
+from app.platform.preflight import ensure_port_free, load_executor_catalog
 from app.settings import Settings
 
 SHUTDOWN_GRACE_SECONDS = 8.0

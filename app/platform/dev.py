@@ -14,11 +14,11 @@ from typing import TypeVar
 
 import httpx
 
-from app.child_env import settings_env
-from app.devserver import DevServerError, dev_server_child, wait_for_temporal
-from app.preflight import PreflightError, ensure_port_free, load_executor_catalog
+from app.platform.child_env import settings_env
+from app.platform.devserver import DevServerError, dev_server_child, wait_for_temporal
+from app.platform.preflight import PreflightError, ensure_port_free, load_executor_catalog
+from app.platform.supervisor import Child, first_exit, stop_all
 from app.settings import Settings
-from app.supervisor import Child, first_exit, stop_all
 
 T = TypeVar("T")
 

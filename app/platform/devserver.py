@@ -11,9 +11,9 @@ from pathlib import Path
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
-from app.devserver_flags import dev_server_command
+from app.platform.devserver_flags import dev_server_command
+from app.platform.supervisor import Child
 from app.settings import Settings
-from app.supervisor import Child
 
 
 class DevServerError(Exception):
