@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from temporal_workflows.cel_budget import Budget
 from temporal_workflows.expressions import ExpressionError, evaluate
 
 ECHO = "builtin:echo"
@@ -29,12 +30,14 @@ def echo(config: dict[str, Any], run_input: Any) -> dict[str, Any]:
 
 
 def transform(config: dict[str, Any], variables: dict[str, Any]) -> dict[str, Any]:
-    """`config.map` (name -> CEL expression), each evaluated over the step's variables."""
+    """`config.map` (name -> CEL expression), each evaluated over the step's variables
+    (all of them under one budget)."""
     mapping = config.get("map")
     if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
         raise BuiltinError("builtin:transform needs config.map: an object of CEL expressions")
     try:
-        return {name: evaluate(source, variables) for name, source in mapping.items()}
+        budget = Budget()
+        return {name: evaluate(source, variables, budget) for name, source in mapping.items()}
     except ExpressionError as exc:
         raise BuiltinError(str(exc)) from None
 

@@ -4,7 +4,8 @@ Compiled programs are cached by source text; compiling is deterministic, so the 
 only saves time. Nothing here runs at import time beyond building the environment.
 `template_parts` is the one place a string is cut into text and expressions: `render`
 (run time) and `template_expressions` (save time) both use it, so a definition that saves
-evaluates exactly the expressions that were checked. The rules are in docs/semantics.md.
+evaluates exactly the expressions that were checked. Every evaluation runs under a step
+budget (`cel_budget`); a whole config renders under one. The rules are in docs/semantics.md.
 """
 
 from __future__ import annotations
@@ -19,6 +20,17 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
+
+from temporal_workflows.cel_budget import (
+    FUNCTIONS,
+    MAX_STEPS,
+    Budget,
+    BudgetedRunner,
+    BudgetExceeded,
+    charging,
+    release,
+    static_problem,
+)
 
 # The names a CEL expression or template may read (documented in docs/semantics.md).
 SCOPE_VARIABLES = frozenset(
@@ -38,23 +50,32 @@ SCOPE_VARIABLES = frozenset(
 )
 
 _BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ENV = celpy.Environment()
-_PROGRAMS: dict[str, Any] = {}
+_ENV = celpy.Environment(runner_class=BudgetedRunner)
+_PROGRAMS: dict[str, tuple[Any, frozenset[str]]] = {}
 
 
 class ExpressionError(ValueError):
     """A CEL expression that does not parse, or fails or mistypes when evaluated."""
 
 
-def _program(source: str) -> Any:
-    program = _PROGRAMS.get(source)
-    if program is None:
+def _program(source: str) -> tuple[Any, frozenset[str]]:
+    """The compiled program and the names it reads; ExpressionError if it cannot run."""
+    found = _PROGRAMS.get(source)
+    if found is None:
         try:
-            program = _ENV.program(_ENV.compile(source))
+            ast = _ENV.compile(source)
         except CELParseError as exc:
             raise ExpressionError(_parse_message(source, exc)) from None
-        _PROGRAMS[source] = program
-    return program
+        problem = static_problem(ast)
+        if problem is not None:
+            raise ExpressionError(f"CEL expression {_brief(source)} is too costly: {problem}")
+        names = frozenset(str(t) for t in ast.scan_values(lambda v: isinstance(v, str)))
+        found = _PROGRAMS[source] = (_ENV.program(ast, functions=FUNCTIONS), names)
+    return found
+
+
+def _brief(source: str) -> str:
+    return repr(source if len(source) <= 200 else source[:200] + "…")
 
 
 def _parse_message(source: str, exc: Exception) -> str:
@@ -66,7 +87,8 @@ def _parse_message(source: str, exc: Exception) -> str:
 
 
 def check_expression(source: str) -> None:
-    """Parse a CEL expression; raise ExpressionError naming the position when it is invalid."""
+    """Parse a CEL expression; raise ExpressionError naming the position when it is invalid,
+    or saying why it cannot fit its budget."""
     if not source or not source.strip():
         raise ExpressionError("CEL expression is empty")
     _program(source)
@@ -181,45 +203,62 @@ def from_cel(value: Any) -> Any:
     return value
 
 
-def evaluate(source: str, scope: dict[str, Any]) -> Any:
-    """Evaluate a CEL expression over a scope of JSON-like values; return plain Python."""
-    activation = {name: to_cel(value) for name, value in scope.items()}
+def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -> Any:
+    """Evaluate a CEL expression over a scope of JSON-like values; return plain Python.
+
+    It spends `budget` (a fresh one of MAX_STEPS when None); running out is an ExpressionError.
+    """
+    program, names = _program(source)
+    # Only the variables the expression names: converting every step's outputs is costly.
+    activation = {name: to_cel(scope[name]) for name in names if name in scope}
+    token = charging(budget or Budget())
     try:
-        result = _program(source).evaluate(activation)
+        result = program.evaluate(activation)
+    except BudgetExceeded as exc:
+        raise ExpressionError(
+            f"CEL evaluation of {_brief(source)} stopped: {exc} (each evaluation may take "
+            f"{MAX_STEPS}; see 'What an expression may cost' in docs/semantics.md)"
+        ) from None
     except CELEvalError as exc:
         detail = str(exc.args[0] if exc.args else exc).split(" (in activation")[0]
         raise ExpressionError(f"CEL evaluation of {source!r} failed: {detail}") from None
+    except RecursionError:
+        raise ExpressionError(f"CEL evaluation of {_brief(source)} nests too deeply") from None
     except Exception as exc:  # cel-python raises plain errors for some type mismatches
         detail = str(exc)[:500]
         raise ExpressionError(f"CEL evaluation of {source!r} failed: {detail}") from None
+    finally:
+        release(token)
     return from_cel(result)
 
 
-def render(value: Any, scope: dict[str, Any]) -> Any:
-    """Render `{{ … }}` templates inside a config value, recursively.
+def render(value: Any, scope: dict[str, Any], budget: Budget | None = None) -> Any:
+    """Render `{{ … }}` templates inside a config value, recursively, all under one budget.
 
     A string that is exactly one template keeps the expression's type; any other string
     with templates renders as text (JSON-like values as compact JSON).
     """
+    budget = budget or Budget()
     if isinstance(value, str):
-        return _render_string(value, scope)
+        return _render_string(value, scope, budget)
     if isinstance(value, dict):
-        return {k: render(v, scope) for k, v in value.items()}
+        return {k: render(v, scope, budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [render(v, scope) for v in value]
+        return [render(v, scope, budget) for v in value]
     return value
 
 
-def _render_string(text: str, scope: dict[str, Any]) -> Any:
+def _render_string(text: str, scope: dict[str, Any], budget: Budget) -> Any:
     if "{{" not in text:
         return text
     parts = template_parts(text)
     # Exactly one placeholder (whitespace around it aside) keeps the expression's type.
     core = [part for part in parts if not (isinstance(part, str) and not part.strip())]
     if len(core) == 1 and isinstance(core[0], Placeholder):
-        return evaluate(core[0].source, scope)
+        return evaluate(core[0].source, scope, budget)
     return "".join(
-        part if isinstance(part, str) else _as_text(evaluate(part.source, scope)) for part in parts
+        part if isinstance(part, str) else _as_text(evaluate(part.source, scope, budget))
+        for part in parts
     )
 
 

@@ -109,6 +109,11 @@ HUMAN_REVIEW_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("user_input_field_names_unique", step("A", **review(requiresUserInput=True, userInputSchema=[{"name": "f"}, {"name": "f"}])), ["('A')", "field names must be unique"]),
 ]
 
+# Ten nested `exists` over ten-element lists: 10^10 evaluations, unbounded, hung its run.
+NESTED_EXISTS = "input.l" + "".join(f".exists(v{i}, input.l" for i in range(10)) + ".size() > 0" + ")" * 10
+LITERAL_BOMB = "[" + ",".join("1" * 40) + "]"
+LITERAL_BOMB = f"{LITERAL_BOMB}.exists(a, {LITERAL_BOMB}.exists(b, {LITERAL_BOMB}.exists(c, false)))"
+
 CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("condition_cel_syntax", valid("condition", conditionCel="input.x ==="), ["('Q')", "conditionCel: CEL syntax error at line 1, column"]),
     ("router_cel_syntax", valid("router", conditionCel="input.(strategy"), ["('R')", "conditionCel: CEL syntax error"]),
@@ -118,6 +123,9 @@ CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("nested_config_template_syntax", step("A", config={"to": [{"name": "{{ 1 + }}"}]}), ["('A')", "config.to[0].name: CEL syntax error"]),
     ("each_of_several_templates_checked", step("A", config={"name": "{{ input.first }} {{ input. }}"}), ["('A')", "config.name: CEL syntax error", "'input.'"]),
     ("config_template_unclosed", step("A", config={"greeting": "Hello {{ input.name"}), ["('A')", "config.greeting: template at character 6", "has no closing }}"]),
+    ("condition_comprehensions_nest_at_most_3", condition(conditionCel=NESTED_EXISTS), ["('Q')", "conditionCel: CEL expression", "is too costly", "nest 10 deep; at most 3 may"]),
+    ("template_comprehensions_over_literals_fit_the_budget", step("A", config={"x": "{{ " + LITERAL_BOMB + " }}"}), ["('A')", "config.x: CEL expression", "takes at least", "the budget is 50000"]),
+    ("end_condition_not_too_deep", loop(loopConfig={"maxIterations": 2, "endConditionCel": "(" * 30 + "true" + ")" * 30}), ["('L')", "loopConfig.endConditionCel", "nests too deeply"]),
 ]
 
 CATALOG_RULES: list[tuple[str, dict[str, Any], list[str]]] = [

@@ -1,0 +1,264 @@
+"""What one CEL evaluation may cost: a step budget, deterministic, so it is safe inside the
+workflow sandbox (a wall-clock timeout would not replay the same way).
+
+Cost model (docs/semantics.md, "What an expression may cost"): a step for every syntax-tree
+node each time it is evaluated, `ITERATION_STEPS` more for each element a comprehension
+visits, and a step for every `ELEMENTS_PER_STEP` list or map elements and every
+`CHARS_PER_STEP` characters of each value an operator or function reads (counted deep).
+Save time refuses what cannot fit (`static_problem`).
+
+cel-python's `||`, `&&`, `all` and `exists` describe two failed operands by their text,
+which holds the text of the errors before them: the message doubles with each one, and
+thirty of them fill memory. Ours keep the first error instead (and stop early, as CEL may).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import celpy
+import lark
+from celpy import celtypes
+from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
+
+# One evaluation (a condition, an end condition, one step's whole config, one transform
+# map) stops here: 1.5-7 microseconds a step in cel-python (measured), so at most about
+# 0.35 s on one idle core, well within the 2 s a workflow task may run before Temporal
+# reports it deadlocked.
+MAX_STEPS = 50_000
+ITERATION_STEPS = 10
+ELEMENTS_PER_STEP = 4
+CHARS_PER_STEP = 1_024
+# Nested comprehensions cost the product of their lists' sizes; refused past this at save.
+MAX_COMPREHENSION_NESTING = 3
+# Deeper syntax trees would exhaust Python's stack while evaluating (refused at save).
+MAX_TREE_DEPTH = 250
+COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter", "reduce", "min"})
+# Constant-time functions: a big operand costs them nothing.
+_FREE = frozenset({"size", "_[_]", "_?_:_", "!_"})
+
+
+class BudgetExceeded(Exception):
+    """An evaluation spent its budget (not a CEL error, so no CEL operator absorbs it)."""
+
+
+class Budget:
+    """The steps left to one evaluation, which may span several expressions."""
+
+    def __init__(self, steps: int = MAX_STEPS) -> None:
+        self.limit = steps
+        self.left = steps
+
+    def spend(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise BudgetExceeded(f"it needs more than {self.limit} steps")
+
+
+_CURRENT: contextvars.ContextVar[Budget] = contextvars.ContextVar("cel_budget")
+
+
+def charging(budget: Budget) -> contextvars.Token[Budget]:
+    """Make `budget` the one evaluations in this context spend; undo with `release`."""
+    return _CURRENT.set(budget)
+
+
+def release(token: contextvars.Token[Budget]) -> None:
+    _CURRENT.reset(token)
+
+
+def _spend(steps: int) -> None:
+    budget = _CURRENT.get(None)
+    if budget is not None:
+        budget.spend(steps)
+
+
+def _spend_reading(values: Any) -> None:
+    budget = _CURRENT.get(None)
+    if budget is not None:
+        budget.spend(sum(operand_steps(v, max(budget.left, 0) + 1) for v in values))
+
+
+def operand_steps(value: Any, cap: int) -> int:
+    """What reading `value` costs, counting no further than about `cap` steps."""
+    elements = chars = 0
+    stack = [value]
+    limit = cap * ELEMENTS_PER_STEP
+    while stack and elements < limit:
+        item = stack.pop()
+        if isinstance(item, (str, bytes)):
+            chars += len(item)
+        elif isinstance(item, dict):
+            elements += len(item)
+            stack += item.values()
+        elif isinstance(item, list):
+            elements += len(item)
+            stack += item
+    return elements // ELEMENTS_PER_STEP + chars // CHARS_PER_STEP
+
+
+def _either(x: Any, y: Any, keep: bool) -> Any:
+    """`x || y` (keep=True) or `x && y` (keep=False): a bool that decides wins; else the
+    first error; never a message made of both operands."""
+    for value in (x, y):
+        if isinstance(value, celtypes.BoolType) and bool(value) == keep:
+            return value
+    for value in (x, y):
+        if isinstance(value, CELEvalError):
+            return value
+    if isinstance(x, celtypes.BoolType) and isinstance(y, celtypes.BoolType):
+        return celtypes.BoolType(not keep)
+    raise TypeError("no such overload")
+
+
+def _charged(function: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        _spend_reading(args)
+        return function(*args)
+
+    call.__name__ = getattr(function, "__name__", "function")
+    return call
+
+
+# Every operator and function reads its operands through these (types stay types, so
+# `type(x) == int` still holds; `BudgetedEvaluator.function_eval` charges conversions).
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    name: function if name in _FREE or isinstance(function, type) else _charged(function)
+    for name, function in base_functions.items()
+} | {
+    "_||_": lambda x, y: _either(x, y, keep=True),
+    "_&&_": lambda x, y: _either(x, y, keep=False),
+}
+
+
+class BudgetedEvaluator(Evaluator):
+    """cel-python's evaluator, charging the budget for what it evaluates."""
+
+    def _visit_tree(self, tree: lark.Tree[Any]) -> Any:
+        # lark's Interpreter routes every node, the root and each child, through here.
+        _spend(1)
+        return super()._visit_tree(tree)
+
+    def sub_evaluator(self, ast: lark.Tree[Any]) -> Evaluator:
+        return BudgetedEvaluator(ast, activation=self.activation)
+
+    def evaluate(self, context: Any = None) -> celtypes.Value:
+        # Each comprehension element builds a fresh activation: far dearer than a node.
+        _spend(ITERATION_STEPS)
+        return super().evaluate(context)
+
+    def function_eval(self, name_token: lark.Token, exprlist: Any = None) -> Any:
+        if isinstance(base_functions.get(name_token.value), type) and isinstance(exprlist, list):
+            _spend_reading(exprlist)  # a conversion such as string(list) reads its operand
+        return super().function_eval(name_token, exprlist)
+
+    def member_dot_arg(self, tree: lark.Tree[Any]) -> Any:
+        name = tree.children[1]
+        if name in ("all", "exists", "exists_one"):
+            return self._quantifier(tree, str(name))
+        if name == "min":  # walks its list without evaluating a node per element
+            _spend_reading([self.visit(tree.children[0])])
+        return super().member_dot_arg(tree)
+
+    def _quantifier(self, tree: lark.Tree[Any], name: str) -> Any:
+        """`all`, `exists` (stopping at the first element that decides) and `exists_one`."""
+        items = self.visit(tree.children[0])
+        if isinstance(items, CELEvalError):
+            return items
+        predicate = self.build_ss_macro_eval(tree)
+        error: CELEvalError | None = None
+        matches = 0
+        for item in items:
+            value = predicate(item)
+            if not isinstance(value, celtypes.BoolType):
+                if error is None:
+                    error = (
+                        value
+                        if isinstance(value, CELEvalError)
+                        else CELEvalError(f"{name}() needs a bool predicate", TypeError, ())
+                    )
+                if name == "exists_one":
+                    return error
+                continue
+            if name == "exists" and value:
+                return celtypes.BoolType(True)
+            if name == "all" and not value:
+                return celtypes.BoolType(False)
+            matches += bool(value)
+        if error is not None:
+            return error
+        if name == "exists_one":
+            return celtypes.BoolType(matches == 1)
+        return celtypes.BoolType(name == "all")
+
+
+class BudgetedRunner(celpy.InterpretedRunner):
+    def evaluate(self, context: Any) -> celtypes.Value:
+        activation: Activation = self.new_activation()
+        return BudgetedEvaluator(ast=self.ast, activation=activation).evaluate(context)
+
+
+def static_problem(ast: lark.Tree[Any]) -> str | None:
+    """Why an expression cannot fit its budget whatever the data, or None."""
+    depth = _depth(ast)
+    if depth > MAX_TREE_DEPTH:
+        return f"it nests too deeply ({depth} levels; at most {MAX_TREE_DEPTH})"
+    nesting = _nesting(ast)
+    if nesting > MAX_COMPREHENSION_NESTING:
+        return (
+            f"its comprehensions (all, exists, exists_one, map, filter) nest {nesting} deep; "
+            f"at most {MAX_COMPREHENSION_NESTING} may"
+        )
+    steps = _least_steps(ast)
+    if steps > MAX_STEPS:
+        return f"evaluating it takes at least {steps} steps; the budget is {MAX_STEPS}"
+    return None
+
+
+def _macro(tree: lark.Tree[Any]) -> bool:
+    return tree.data == "member_dot_arg" and tree.children[1] in COMPREHENSIONS
+
+
+def _subtrees(tree: lark.Tree[Any]) -> Iterator[lark.Tree[Any]]:
+    return (c for c in tree.children if isinstance(c, lark.Tree))
+
+
+def _depth(tree: lark.Tree[Any]) -> int:
+    # Iterative: the tree being measured may be deeper than Python's stack.
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack += [(c, depth + 1) for c in _subtrees(node)]
+    return deepest
+
+
+def _nesting(tree: lark.Tree[Any]) -> int:
+    """How deep comprehensions nest inside each other's bodies."""
+    if not _macro(tree):
+        return max((_nesting(c) for c in _subtrees(tree)), default=0)
+    target, *rest = _subtrees(tree)
+    return max(_nesting(target), 1 + max((_nesting(c) for c in rest), default=0))
+
+
+def _least_steps(tree: lark.Tree[Any]) -> int:
+    """Steps evaluation surely takes: each node once, and a comprehension's body once per
+    element of a list literal it walks (lists known only at run time may be empty)."""
+    if not _macro(tree):
+        return 1 + sum(_least_steps(c) for c in _subtrees(tree))
+    target, *rest = _subtrees(tree)
+    body = ITERATION_STEPS + sum(_least_steps(c) for c in rest)
+    return 1 + _least_steps(target) + _literal_length(target) * body
+
+
+def _literal_length(tree: lark.Tree[Any]) -> int:
+    """How many elements a list literal has (0 when the list is not a literal)."""
+    while tree.data != "list_lit":
+        children = list(_subtrees(tree))
+        if len(children) != 1 or len(tree.children) != 1:
+            return 0
+        tree = children[0]
+    items = list(_subtrees(tree))
+    return len(list(_subtrees(items[0]))) if items else 0

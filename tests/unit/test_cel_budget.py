@@ -1,0 +1,193 @@
+"""What a CEL expression may cost: refused at save when it cannot fit, stopped by a
+deterministic step budget at run time, and never a memory bomb through error messages."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from temporal_workflows.builtins import BuiltinError, transform
+from temporal_workflows.cel_budget import (
+    MAX_COMPREHENSION_NESTING,
+    MAX_STEPS,
+    MAX_TREE_DEPTH,
+    Budget,
+)
+from temporal_workflows.expressions import ExpressionError, check_expression, evaluate, render
+
+
+def nested_exists(depth: int, over: str = "input.items") -> str:
+    source = "false"
+    for level in range(depth):
+        source = f"{over}.exists(v{level}, {source})"
+    return source
+
+
+def literal(n: int) -> str:
+    return "[" + ", ".join(str(i) for i in range(n)) + "]"
+
+
+def spent(source: str, scope: dict[str, Any]) -> int:
+    budget = Budget()
+    evaluate(source, scope, budget)
+    return budget.limit - budget.left
+
+
+class TestRefusedAtSave:
+    def test_ten_nested_exists_are_refused_naming_the_nesting(self) -> None:
+        with pytest.raises(ExpressionError) as info:
+            check_expression(nested_exists(10))
+        assert "is too costly: its comprehensions" in str(info.value)
+        assert f"nest 10 deep; at most {MAX_COMPREHENSION_NESTING} may" in str(info.value)
+
+    def test_nesting_up_to_the_limit_is_accepted(self) -> None:
+        check_expression(nested_exists(MAX_COMPREHENSION_NESTING))
+        check_expression("input.a.map(x, x + 1).filter(y, y > 2).exists(z, z == 3)")
+
+    def test_comprehensions_over_literal_lists_that_surely_overspend_are_refused(self) -> None:
+        with pytest.raises(ExpressionError) as info:
+            check_expression(nested_exists(3, over=literal(40)))
+        assert "evaluating it takes at least" in str(info.value)
+        assert f"the budget is {MAX_STEPS}" in str(info.value)
+
+    def test_a_tree_deeper_than_the_stack_allows_is_refused(self) -> None:
+        with pytest.raises(ExpressionError, match=f"nests too deeply .*at most {MAX_TREE_DEPTH}"):
+            check_expression("(" * 60 + "1" + ")" * 60)
+
+    def test_a_long_chain_of_conditions_is_refused_as_too_deep(self) -> None:
+        with pytest.raises(ExpressionError, match="nests too deeply"):
+            check_expression(" || ".join(["input.a == 1"] * 300))
+
+    def test_the_message_shortens_a_long_source(self) -> None:
+        with pytest.raises(ExpressionError) as info:
+            check_expression(nested_exists(10))
+        assert len(str(info.value)) < 400
+
+
+class TestStoppedAtRunTime:
+    def test_nested_exists_over_big_input_lists_stop_within_a_second(self) -> None:
+        scope = {"input": {"items": list(range(100))}}  # 10^6 iterations unbounded
+        started = time.perf_counter()
+        with pytest.raises(ExpressionError) as info:
+            evaluate(nested_exists(3), scope)
+        assert time.perf_counter() - started < 5  # about 0.1 s on an idle core
+        message = str(info.value)
+        assert message.startswith("CEL evaluation of 'input.items.exists(v2, ")
+        assert f"stopped: it needs more than {MAX_STEPS} steps" in message
+        assert "docs/semantics.md" in message
+
+    def test_operators_pay_for_the_size_of_what_they_read(self) -> None:
+        # 1,000 membership tests over 100,000 elements: few nodes, 10^8 comparisons.
+        scope = {"input": {"few": list(range(1_000)), "many": list(range(100_000))}}
+        with pytest.raises(ExpressionError, match="stopped"):
+            evaluate("input.few.map(x, x in input.many)", scope)
+
+    def test_conversions_pay_for_what_they_read(self) -> None:
+        scope = {"input": {"few": list(range(1_000)), "many": list(range(100_000))}}
+        with pytest.raises(ExpressionError, match="stopped"):
+            evaluate("input.few.map(x, string(input.many))", scope)
+
+    def test_min_pays_for_its_list(self) -> None:
+        scope = {"input": {"few": list(range(1_000)), "many": list(range(100_000))}}
+        with pytest.raises(ExpressionError, match="stopped"):
+            evaluate("input.few.map(x, input.many.min())", scope)
+
+    def test_reading_one_element_of_a_big_list_is_cheap(self) -> None:
+        scope = {"input": {"items": list(range(100_000))}}
+        assert evaluate("input.items[99999] == 99999 && size(input.items) > 0", scope) is True
+
+    def test_an_ordinary_filter_over_a_thousand_items_fits(self) -> None:
+        items = [{"price": i, "name": f"n{i}"} for i in range(1_000)]
+        value = evaluate(
+            "input.items.filter(i, i.price > 990).map(i, i.name)", {"input": {"items": items}}
+        )
+        assert value == [f"n{i}" for i in range(991, 1_000)]
+
+    def test_the_cost_is_the_same_every_time(self) -> None:
+        scope = {"input": {"items": list(range(50))}}
+        source = "input.items.filter(x, x % 3 == 0).map(x, x * 2)"
+        assert spent(source, scope) == spent(source, scope)
+
+    def test_a_rendered_config_shares_one_budget(self) -> None:
+        scope = {"input": {"items": list(range(1_000))}}
+        one = "{{ input.items.filter(x, x > 1) }}"
+        render({"a": one}, scope)  # one fits
+        with pytest.raises(ExpressionError, match="stopped"):
+            render({"a": one, "b": [one, one], "c": f"{one} {one}"}, scope)
+
+    def test_a_transform_map_shares_one_budget(self) -> None:
+        variables = {"input": {"items": list(range(1_000))}}
+        source = "input.items.filter(x, x > 1)"
+        transform({"map": {"a": source}}, variables)
+        with pytest.raises(BuiltinError, match="stopped"):
+            transform({"map": {k: source for k in "abcdef"}}, variables)
+
+
+class TestErrorsStaySmall:
+    """cel-python's `||`, `&&`, `exists` and `all` put both failed operands' text in their
+    message: it doubled per operand (40 operands: far more memory than a machine has)."""
+
+    @pytest.mark.parametrize("operator", ["||", "&&"])
+    def test_a_chain_of_failing_operands_reports_the_first_error(self, operator: str) -> None:
+        started = time.perf_counter()
+        with pytest.raises(ExpressionError) as info:
+            evaluate(f" {operator} ".join(["input.nope"] * 40), {"input": {}})
+        assert time.perf_counter() - started < 2
+        assert len(str(info.value)) < 1_000
+        assert "no such member in mapping: 'nope'" in str(info.value)
+
+    @pytest.mark.parametrize("macro", ["exists", "all"])
+    def test_a_predicate_failing_on_every_element_reports_one_error(self, macro: str) -> None:
+        with pytest.raises(ExpressionError) as info:
+            evaluate(f"input.items.{macro}(x, x.nope)", {"input": {"items": [{}] * 60}})
+        assert len(str(info.value)) < 1_000
+
+    def test_a_predicate_that_is_not_a_bool_is_an_error(self) -> None:
+        with pytest.raises(ExpressionError, match=r"exists\(\) needs a bool predicate"):
+            evaluate("input.items.exists(x, x)", {"input": {"items": list(range(60))}})
+
+
+class TestSemanticsKept:
+    @pytest.mark.parametrize(
+        ("source", "expected"),
+        [
+            ("[1, 2, 3].exists(x, x == 2)", True),
+            ("[1, 2, 3].exists(x, x == 5)", False),
+            ("[1, 2, 3].all(x, x > 0)", True),
+            ("[1, 2, 3].all(x, x > 1)", False),
+            ("[1, 2, 3].exists_one(x, x > 2)", True),
+            ("[1, 2, 3].exists_one(x, x > 1)", False),
+            ("[].exists(x, x)", False),
+            ("[].all(x, x)", True),
+            # An element that decides wins over another's error, in either order.
+            ("[0, 1].exists(x, 1 / x == 1)", True),
+            ("[1, 0].all(x, 1 / x == 2)", False),
+            ("{'a': 1, 'b': 2}.exists(k, k == 'b')", True),
+            ("input.nope || true", True),
+            ("false && input.nope", False),
+            ("true || false", True),
+            ("true && false", False),
+            ("type(1) == int", True),
+            ("int('3') + 1", 4),
+        ],
+    )
+    def test_results(self, source: str, expected: Any) -> None:
+        assert evaluate(source, {"input": {}}) == expected
+
+    @pytest.mark.parametrize(
+        "source",
+        [
+            "[0, 1].all(x, 1 / x == 1)",
+            "[0, 2].exists(x, 1 / x == 1)",
+            "[0].exists_one(x, 1 / x == 1)",
+        ],
+    )
+    def test_an_error_nothing_outweighs_is_the_result(self, source: str) -> None:
+        with pytest.raises(ExpressionError, match="divide by zero"):
+            evaluate(source, {})
+
+    def test_a_non_bool_operand_of_or_is_an_error(self) -> None:
+        with pytest.raises(ExpressionError, match="no matching overload"):
+            evaluate("1 || 2", {})
