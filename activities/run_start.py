@@ -8,8 +8,10 @@ Starting is idempotent by run id, end to end. Writing the record again returns t
 stored one; the workflow is started only while that record is still `pending` (its
 workflow never wrote), with `USE_EXISTING` (a running workflow is attached to) and
 `REJECT_DUPLICATE` (a closed one is never run a second time). So calling `start` again
-for a record whose workflow never started starts it, and for any other record does
-nothing but return it.
+for a record whose workflow never started (still `pending`) starts it, and for any other
+record does nothing but return it. A run marked failed because Temporal refused its start
+stays failed: the mark is written at `START_FAILED_REV`, above every write of a workflow,
+so starting that run later would need the mark moved below the workflow's first write.
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ class RunService:
         run_id = new_run_id(workflow.id, idempotency_key)
         existing = await self.store.get_run(run_id)
         if existing is not None:
-            # A repeat. `starter.start` would start this run were its workflow never
-            # started; returning it untouched is today's (contract) behaviour.
+            # A repeat gets the same run, untouched. To have it start a run whose workflow
+            # never started, return `self.starter.start(workflow, existing, cached=...)`
+            # here: it starts only a still-pending run and returns any other unchanged.
             return existing
         cached = await self._cached_outputs(workflow, body)
         record = new_run_record(
