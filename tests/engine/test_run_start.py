@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 
 import httpx
@@ -10,8 +9,8 @@ import pytest
 from temporalio.client import Client
 
 from activities.executors.catalog import load_catalog
-from activities.run_start import RunStarter, start_run_workflow
-from activities.store.records import RunRecord, WorkflowRecord
+from activities.run_start import RunStarter, new_run_record, start_run_workflow
+from activities.store.records import WorkflowRecord
 from app.main import create_app
 from app.settings import Settings
 from tests.support.platform import Platform
@@ -78,12 +77,7 @@ class TestRefusedStart:
     ) -> None:
         workflow = await workflow_of(platform, await platform.create(ECHO))
         starter = RunStarter(platform.store, refusing_client, platform.task_queue)
-        record = RunRecord(
-            id=f"run-{uuid.uuid4()}",
-            workflow_definition_id=workflow.id,
-            workflow_version=workflow.version,
-            definition_snapshot=workflow.spec(),
-        )
+        record = new_run_record(workflow, "manual", {})
         with pytest.raises(Exception, match="Temporal did not accept the run"):
             await starter.start(workflow, record, mark_failed=False)
         stored = await platform.store.get_run(record.id)
@@ -95,12 +89,7 @@ class TestStartingAgain:
         self, platform: Platform
     ) -> None:
         workflow = await workflow_of(platform, await platform.create(ECHO))
-        record = RunRecord(
-            id=f"run-{uuid.uuid4()}",
-            workflow_definition_id=workflow.id,
-            workflow_version=workflow.version,
-            definition_snapshot=workflow.spec(),
-        )
+        record = new_run_record(workflow, "manual", {})
         await platform.store.insert_run(record)  # as if the API died before starting it
         starter = RunStarter(platform.store, platform.client, platform.task_queue)
         await starter.start(workflow, record)
@@ -122,12 +111,7 @@ class TestStartingAgain:
         self, platform: Platform
     ) -> None:
         workflow = await workflow_of(platform, await platform.create(ECHO))
-        record = RunRecord(
-            id=f"run-{uuid.uuid4()}",
-            workflow_definition_id=workflow.id,
-            workflow_version=workflow.version,
-            definition_snapshot=workflow.spec(),
-        )
+        record = new_run_record(workflow, "manual", {})
         # Its workflow ran and closed before any record existed (its writes found none).
         await start_run_workflow(platform.client, record, task_queue=platform.task_queue)
         await platform.client.get_workflow_handle(record.id).result()
