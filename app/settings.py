@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from activities.executors.http_guard import DEFAULT_MAX_RESPONSE_BYTES, parse_networks
 
 
 class Settings(BaseSettings):
@@ -34,6 +38,16 @@ class Settings(BaseSettings):
     default_gate_timeout_seconds: float | None = None
     # How often MCP servers are asked for their tools and A2A cards fetched, in seconds.
     catalog_refresh_seconds: float = Field(default=60.0, gt=0)
+
+    # builtin:http reaches public addresses only; these CIDR networks too (comma-separated).
+    http_allowed_networks: Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode] = ()
+    # The most of an answer builtin:http reads (decoded), in bytes.
+    http_max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, gt=0)
+
+    @field_validator("http_allowed_networks", mode="before")
+    @classmethod
+    def _networks(cls, value: Any) -> Any:
+        return parse_networks(value) if isinstance(value, (str, list, tuple)) else value
 
     @property
     def resolved_temporal_address(self) -> str:

@@ -15,6 +15,7 @@ from activities.executors.registry import ExecutorRegistry
 from app.platform.devserver_flags import TUNING_ARGS
 from temporal_workflows import search_attributes
 from tests.peers.fixtures import peers  # noqa: F401  (one set of real peers per session)
+from tests.support.loopback import LOOPBACK_ALLOWED
 from tests.support.platform import Platform, running_platform
 from tests.support.refusing import refusing_client  # noqa: F401  (a Temporal that refuses starts)
 
@@ -46,7 +47,7 @@ async def platform(temporal_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIt
     """A whole platform with the built-in executors only (tests/e2e adds the peers)."""
     catalog = load_catalog(None)
     await catalog.start()
-    registry = ExecutorRegistry(catalog)
+    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED)
     try:
         async with running_platform(temporal_env.client, tmp_path, registry) as platform:
             yield platform

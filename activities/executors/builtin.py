@@ -3,7 +3,9 @@
 - `builtin:echo` and `builtin:transform` are pure: the interpreter evaluates them inline;
   here they serve direct calls, through the one implementation in
   `temporal_workflows/builtins.py`.
-- `builtin:http` sends one HTTP request; non-2xx fails the attempt, 4xx permanently.
+- `builtin:http` sends one HTTP request (following up to 5 redirects); non-2xx fails the
+  attempt, 4xx permanently. It reaches public addresses only unless the operator allows
+  more, and reads at most `max_response_bytes` of the answer (`http_guard.py`).
 - `builtin:delay` sleeps `config.seconds`, heartbeating, and stops promptly when cancelled.
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 import httpx
 
 from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
+from activities.executors.http_guard import AddressRefused, HttpPolicy, guarded_client
 from temporal_workflows.builtins import ECHO, TRANSFORM, BuiltinError, echo, transform
 
 HTTP, DELAY = "builtin:http", "builtin:delay"
@@ -26,10 +29,14 @@ MAX_DELAY_SECONDS = 7 * 86_400
 
 
 class BuiltinExecutor:
-    """Runs the built-ins; holds the HTTP client `builtin:http` reuses."""
+    """Runs the built-ins; holds the guarded HTTP client `builtin:http` reuses."""
 
-    def __init__(self, http: httpx.AsyncClient) -> None:
-        self._http = http
+    def __init__(self, policy: HttpPolicy | None = None) -> None:
+        self.policy = policy or HttpPolicy()
+        self._http = guarded_client(self.policy)
+
+    async def close(self) -> None:
+        await self._http.aclose()
 
     async def execute(self, call: StepCall) -> StepOutcome:
         key = call.executor_key
@@ -56,10 +63,23 @@ class BuiltinExecutor:
         if "json" in cfg:
             kwargs["json"] = cfg["json"]
         try:
-            response = await self._http.request(method, url, timeout=timeout, **kwargs)
+            request = self._http.build_request(method, url, timeout=timeout, **kwargs)
+        except httpx.InvalidURL as exc:
+            raise PermanentError(f"builtin:http config.url {url!r} is invalid: {exc}") from None
+        try:
+            response = await self._http.send(request, stream=True)
+            try:
+                content = await _read_capped(response, self.policy.max_response_bytes)
+            finally:
+                await response.aclose()
+        except AddressRefused as exc:
+            raise PermanentError(str(exc)) from None
+        except httpx.TooManyRedirects:
+            limit = self.policy.max_redirects
+            raise PermanentError(f"{method} {url} redirected more than {limit} times") from None
         except httpx.HTTPError as exc:
             raise TransientError(f"{method} {url} failed: {type(exc).__name__}: {exc}") from exc
-        body = _body(response)
+        body = _body(response, content)
         if response.is_success:
             return {"status": response.status_code, "headers": dict(response.headers), "body": body}
         message = f"{method} {url} returned {response.status_code}: {str(body)[:500]}"
@@ -98,8 +118,30 @@ def _number(value: Any, name: str) -> float:
     return float(value)
 
 
-def _body(response: httpx.Response) -> Any:
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The (decoded) body, refused once it grows past `limit` bytes."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit and "content-encoding" not in response.headers:
+        raise PermanentError(_too_big(response, limit))
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise PermanentError(_too_big(response, limit))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_big(response: httpx.Response, limit: int) -> str:
+    request = response.request
+    return (
+        f"{request.method} {request.url} answered with more than {limit} bytes "
+        "(TRELLIS_HTTP_MAX_RESPONSE_BYTES)"
+    )
+
+
+def _body(response: httpx.Response, content: bytes) -> Any:
     try:
-        return response.json()
+        return json.loads(content)
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return response.text
+        return content.decode(response.encoding or "utf-8", "replace")

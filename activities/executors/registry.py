@@ -10,6 +10,7 @@ from activities.executors.a2a import A2AExecutor
 from activities.executors.base import PermanentError, StepCall, StepOutcome
 from activities.executors.builtin import BuiltinExecutor
 from activities.executors.catalog import Catalog
+from activities.executors.http_guard import HttpPolicy
 from activities.executors.mcp import McpExecutor
 from activities.executors.pool import PoolExecutor
 
@@ -17,11 +18,12 @@ from activities.executors.pool import PoolExecutor
 class ExecutorRegistry:
     """Dispatches a step to a built-in, an MCP tool, an A2A agent or an agent pool."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, *, http_policy: HttpPolicy | None = None) -> None:
         self.catalog = catalog
         # No read timeout: A2A streams may stay silent for long; each step has its own timeout.
+        # Catalog agents are the operator's choice, so this client is not address-guarded.
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
-        self.builtin = BuiltinExecutor(self._http)
+        self.builtin = BuiltinExecutor(http_policy)
         self.mcp = McpExecutor(catalog.sessions)
         self.a2a = A2AExecutor(catalog, self._http)
         self.pool = PoolExecutor(catalog, self.a2a)
@@ -51,4 +53,5 @@ class ExecutorRegistry:
     async def close(self) -> None:
         """Close the HTTP client and every MCP session (stdio servers exit)."""
         await self._http.aclose()
+        await self.builtin.close()
         await self.catalog.sessions.close()

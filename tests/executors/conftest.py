@@ -12,6 +12,7 @@ from activities.executors.base import StepCall
 from activities.executors.catalog import Catalog, load_catalog
 from activities.executors.registry import ExecutorRegistry
 from tests.peers.catalog import Peers
+from tests.support.loopback import LOOPBACK_ALLOWED
 
 _ids = itertools.count(1)
 
@@ -26,7 +27,7 @@ async def catalog(peers: Peers) -> AsyncIterator[Catalog]:
 
 @pytest.fixture(scope="session")
 async def registry(catalog: Catalog) -> AsyncIterator[ExecutorRegistry]:
-    registry = ExecutorRegistry(catalog)
+    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED)
     yield registry
     await registry.close()
 

@@ -1,4 +1,5 @@
-"""Serve an ASGI app with uvicorn in a background thread on a free 127.0.0.1 port."""
+"""Serve an ASGI app with uvicorn in a background thread on a free 127.0.0.1 port (or another
+loopback address, for tests that tell addresses apart)."""
 
 from __future__ import annotations
 
@@ -17,21 +18,22 @@ def free_port() -> int:
 
 
 class ServedApp:
-    """An app listening on 127.0.0.1:`port` until `stop()`; can be stopped and started again."""
+    """An app listening on `host`:`port` until `stop()`; can be stopped and started again."""
 
-    def __init__(self, app: Any, port: int | None = None) -> None:
+    def __init__(self, app: Any, port: int | None = None, host: str = "127.0.0.1") -> None:
         self.app = app
+        self.host = host
         self.port = port or free_port()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def start(self) -> ServedApp:
         config = uvicorn.Config(
-            self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
+            self.app, host=self.host, port=self.port, log_level="warning", lifespan="on"
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
