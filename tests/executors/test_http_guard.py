@@ -124,7 +124,7 @@ class TestRefusedAddresses:
         self, peer: Peer, make_call: MakeCall
     ) -> None:
         before = peer.calls["hello"]
-        with pytest.raises(PermanentError, match="127.0.0.1: a loopback address"):
+        with pytest.raises(PermanentError, match=r"127\.0\.0\.1: a loopback address"):
             await get(executor(), make_call, f"{peer.url}/hello")
         assert peer.calls["hello"] == before
 
@@ -157,7 +157,7 @@ class TestAllowList:
         assert Settings().http_max_response_bytes == 1_048_576
 
     def test_a_malformed_network_is_named(self) -> None:
-        with pytest.raises(ValueError, match="'10.0.0.300/8' is not a CIDR network"):
+        with pytest.raises(ValueError, match=r"'10\.0\.0\.300/8' is not a CIDR network"):
             Settings(http_allowed_networks="10.0.0.300/8")  # type: ignore[arg-type]
 
 
@@ -173,7 +173,7 @@ class TestRedirects:
         self, peer: Peer, make_call: MakeCall
     ) -> None:
         url = f"{peer.url}/redirect?to=http://169.254.169.254/latest/meta-data"
-        with pytest.raises(PermanentError, match="169.254.169.254: a link-local address"):
+        with pytest.raises(PermanentError, match=r"169\.254\.169\.254: a link-local address"):
             await get(executor("127.0.0.0/8"), make_call, url)
 
     async def test_a_redirect_to_a_name_resolving_to_a_refused_address_is_refused(
