@@ -121,11 +121,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         run_worker_process(settings, ready_file=args.ready_file)
         return 0
+    from app.redaction import redacted_url
     from app.setup import run_setup
 
     added = asyncio.run(run_setup(settings, wait_seconds=args.wait))
     print(f"search attributes added: {', '.join(added) or 'none (all present)'}")
-    print(f"store ready: {settings.resolved_store_url}")
+    print(f"store ready: {redacted_url(settings.resolved_store_url)}")
     return 0
 
 

@@ -140,8 +140,8 @@ def get_schedules(temporal: TemporalDep, store: StoreDep, settings: SettingsDep)
     )
 
 
-def get_readiness(store: StoreDep, link: TemporalLinkDep) -> ReadinessProbe:
-    return ReadinessProbe(store=store, temporal=link)
+def get_readiness(store: StoreDep, link: TemporalLinkDep, settings: SettingsDep) -> ReadinessProbe:
+    return ReadinessProbe(store=store, temporal=link, store_url=settings.resolved_store_url)
 
 
 def get_run_listing(store: StoreDep) -> RunListing:

@@ -7,7 +7,7 @@ from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from activities.executors.http_guard import DEFAULT_MAX_RESPONSE_BYTES, parse_networks
@@ -25,10 +25,10 @@ class Settings(BaseSettings):
     temporal_address: str | None = None
     temporal_namespace: str = "default"
     temporal_tls: bool = False
-    temporal_api_key: str | None = None
+    temporal_api_key: SecretStr | None = None
     task_queue: str = "trellis"
     # Default: the SQLite file in the data dir; `mongodb://…` selects MongoDB.
-    store_url: str | None = None
+    store_url: str | None = Field(default=None, repr=False)  # may hold a password
     executors_file: Path | None = None
     # Largest accepted request body, in bytes.
     max_body_bytes: int = 1_048_576
@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     @classmethod
     def _networks(cls, value: Any) -> Any:
         return parse_networks(value) if isinstance(value, (str, list, tuple)) else value
+
+    @property
+    def temporal_api_key_value(self) -> str | None:
+        return self.temporal_api_key.get_secret_value() if self.temporal_api_key else None
 
     @property
     def resolved_temporal_address(self) -> str:

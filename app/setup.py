@@ -13,6 +13,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from app.redaction import redacted_url, scrub
 from app.settings import Settings
 from app.temporal import connect_temporal
 from temporal_workflows import search_attributes
@@ -75,10 +76,12 @@ async def run_setup(settings: Settings, wait_seconds: float = 60.0) -> list[str]
         added = await register_search_attributes(client, settings.temporal_namespace)
     except RPCError as exc:
         raise SetupError(f"registering search attributes failed: {exc.message}") from None
+    url = settings.resolved_store_url
     try:
-        await create_store_indexes(settings.resolved_store_url)
+        await create_store_indexes(url)
     except Exception as exc:
+        # Neither the URL nor a driver's message that quotes it may show its password.
         raise SetupError(
-            f"preparing the store {settings.resolved_store_url} failed: {exc}"
+            f"preparing the store {redacted_url(url)} failed: {scrub(str(exc), url)}"
         ) from None
     return added

@@ -14,7 +14,7 @@ async def connect_temporal(settings: Settings) -> Client:
         settings.resolved_temporal_address,
         namespace=settings.temporal_namespace,
         tls=settings.temporal_tls,
-        api_key=settings.temporal_api_key,
+        api_key=settings.temporal_api_key_value,
         data_converter=pydantic_data_converter,
     )
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import timedelta
 
 from temporalio.client import Client
 
 from app.errors import ServiceUnavailable
+from app.redaction import describe
 from app.settings import Settings
 from app.temporal import connect_temporal
 
+log = logging.getLogger("trellis.temporal")
 HEALTH_TIMEOUT = timedelta(seconds=2)
 # After a failed attempt, wait this long before dialling again, so a burst of requests
 # during an outage does not become a burst of connection attempts.
@@ -39,11 +42,12 @@ class TemporalLink:
                     self.last_error = None
                 except Exception as exc:  # the SDK reports a refused dial as RuntimeError
                     self.last_error = str(exc)
+                    log.warning("Temporal unreachable: %s", describe(exc))
                     self._next_attempt = time.monotonic() + RETRY_AFTER_SECONDS
         if self.client is None:
+            # The SDK's message stays in the log: callers learn what is down, not its internals.
             raise ServiceUnavailable(
-                f"Temporal at {self.settings.resolved_temporal_address} is unreachable: "
-                f"{self.last_error}"
+                f"Temporal at {self.settings.resolved_temporal_address} is unreachable"
             )
         return self.client
 
@@ -55,5 +59,6 @@ class TemporalLink:
         except ServiceUnavailable as exc:
             return exc.message
         except Exception as exc:
-            return f"health check failed: {exc}"
+            log.warning("Temporal health check failed: %s", describe(exc))
+            return "health check failed (the API's log says why)"
         return None if healthy else "the workflow service reports not serving"

@@ -11,6 +11,7 @@ the second time). TLS still verifies the certificate against the host name.
 from __future__ import annotations
 
 import ipaddress
+import json
 import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -69,7 +70,10 @@ def address_kind(address: IPAddress) -> str:
 
 
 def parse_networks(value: str | Iterable[str]) -> tuple[IPNetwork, ...]:
-    """CIDR networks from a comma-separated string or a list; ValueError naming a bad one."""
+    """CIDR networks from a comma-separated string, a JSON array or a list; ValueError
+    naming a bad one."""
+    if isinstance(value, str) and value.strip().startswith("["):
+        value = [str(item) for item in json.loads(value)]
     items = value.split(",") if isinstance(value, str) else value
     networks = []
     for item in (i.strip() for i in items):

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from app.settings import Settings
 
 
@@ -13,18 +15,22 @@ def settings_env(settings: Settings, base: dict[str, str] | None = None) -> dict
     """`base` (default: our environment) with every setting replaced by its resolved value."""
     env = dict(os.environ if base is None else base)
     prefix = str(settings.model_config.get("env_prefix", "TRELLIS_"))
-    for name, value in settings.model_dump().items():
+    as_json = settings.model_dump(mode="json")
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
         key = f"{prefix}{name.upper()}"
         env.pop(key, None)
         if value is None:
             continue
-        if isinstance(value, Path):
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()  # the child needs the secret, not its mask
+        elif isinstance(value, Path):
             # Children may run elsewhere; relative paths would silently point somewhere new.
             value = value.resolve()
-        if isinstance(value, bool):
+        elif isinstance(value, bool):
             value = "true" if value else "false"
-        if isinstance(value, dict | list):
-            value = json.dumps(value)  # how pydantic-settings reads complex values
+        elif isinstance(value, dict | list | tuple):
+            value = json.dumps(as_json[name])  # how pydantic-settings reads complex values
         env[key] = str(value)
     # The store default depends on the data dir; pin it so every process opens the same file.
     env[f"{prefix}STORE_URL"] = settings.resolved_store_url

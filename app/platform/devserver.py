@@ -62,7 +62,7 @@ async def wait_for_temporal(settings: Settings, within: float, child: Child | No
                 address,
                 namespace=settings.temporal_namespace,
                 tls=settings.temporal_tls,
-                api_key=settings.temporal_api_key,
+                api_key=settings.temporal_api_key_value,
             )
             await client.workflow_service.describe_namespace(
                 DescribeNamespaceRequest(namespace=settings.temporal_namespace)

@@ -1,15 +1,21 @@
-"""Readiness: the store answers a ping and Temporal's health check passes, each in time."""
+"""Readiness: the store answers a ping and Temporal's health check passes, each in time.
+
+A 503 names the part that failed and how, never a driver's own message (the log has it).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 
 from activities.store.base import Store
 from app.errors import ServiceUnavailable
+from app.redaction import describe, scrub
 from app.schemas.health import Readiness
 from app.temporal_link import TemporalLink
 
+log = logging.getLogger("trellis.readiness")
 STORE_PING_TIMEOUT_SECONDS = 2.0
 
 
@@ -17,6 +23,7 @@ STORE_PING_TIMEOUT_SECONDS = 2.0
 class ReadinessProbe:
     store: Store
     temporal: TemporalLink
+    store_url: str = ""
 
     async def check(self) -> Readiness:
         """Ready, or ServiceUnavailable (503) naming each part that is not, and why."""
@@ -37,6 +44,8 @@ class ReadinessProbe:
                 await self.store.ping()
         except TimeoutError:
             return f"no answer within {STORE_PING_TIMEOUT_SECONDS:g}s"
-        except Exception as exc:  # any failure means "not ready", and says why
-            return str(exc) or type(exc).__name__
+        except Exception as exc:  # any failure means "not ready"
+            # A driver's message may name hosts or quote a URL: it goes to the log only.
+            log.warning("store not ready: %s", scrub(describe(exc), self.store_url))
+            return "not reachable (the API's log says why)"
         return None

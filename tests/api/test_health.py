@@ -41,7 +41,9 @@ class TestReadyz:
         await store.close()
         response = await client.get("/readyz")
         assert_error(response, 503, "service_unavailable", "store")
-        assert [d["path"] for d in response.json()["error"]["details"]] == ["store"]
+        assert response.json()["error"]["details"] == [
+            {"path": "store", "message": "not reachable (the API's log says why)"}
+        ]
 
     async def test_unreachable_temporal_is_503_naming_temporal(
         self, settings: Settings, store: Store, catalog: Catalog
@@ -49,7 +51,10 @@ class TestReadyz:
         async with api_client(settings, store, catalog, await _dead_temporal()) as http:
             response = await http.get("/readyz")
         assert_error(response, 503, "service_unavailable", "temporal")
-        assert [d["path"] for d in response.json()["error"]["details"]] == ["temporal"]
+        # What is down, not the SDK's own words about the failed dial.
+        assert response.json()["error"]["details"] == [
+            {"path": "temporal", "message": "health check failed (the API's log says why)"}
+        ]
 
     async def test_both_down_names_both(
         self, settings: Settings, store: Store, catalog: Catalog
@@ -80,6 +85,7 @@ class TestStartWithoutTemporal:
             assert (await http.get(f"{API}/workflows")).json()["pagination"]["total"] == 1
             ready = await http.get("/readyz")
         assert_error(ready, 503, "service_unavailable", "temporal: Temporal at", "unreachable")
+        assert ready.json()["error"]["message"].endswith("is unreachable")
 
     async def test_a_route_that_needs_temporal_is_503_while_it_is_down(
         self, settings: Settings, store: Store, catalog: Catalog

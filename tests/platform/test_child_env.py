@@ -23,12 +23,19 @@ def test_children_get_the_store_url_pinned_to_the_data_dir(tmp_path: Path) -> No
 def test_children_read_back_the_same_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    given = Settings(data_dir=tmp_path, api_port=9123, temporal_tls=True, task_queue="q")
+    given = Settings(
+        data_dir=tmp_path,
+        api_port=9123,
+        temporal_tls=True,
+        task_queue="q",
+        http_allowed_networks="10.0.0.0/8,fd00::/8",  # type: ignore[arg-type]
+    )
     for key, value in settings_env(given, base={}).items():
         monkeypatch.setenv(key, value)
     read = Settings()
     assert read.resolved_store_url == given.resolved_store_url
     assert (read.api_port, read.temporal_tls, read.task_queue) == (9123, True, "q")
+    assert read.http_allowed_networks == given.http_allowed_networks
 
 
 def test_unset_settings_in_our_environment_do_not_leak_to_children(tmp_path: Path) -> None:

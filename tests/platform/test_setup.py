@@ -68,3 +68,15 @@ def test_setup_command_reports_an_unreachable_cluster(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "cannot reach Temporal at 127.0.0.1:1" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_setup_never_prints_the_store_password(
+    bare_cluster: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    address = bare_cluster.client.service_client.config.target_host
+    url = "mongodb://admin:s3cr3t-Pa55@127.0.0.1:9/trellis"  # nothing listens on port 9
+    env = trellis_env(tmp_path, TRELLIS_TEMPORAL_ADDRESS=address, TRELLIS_STORE_URL=url)
+    result = run_trellis(["setup", "--wait", "5"], env, timeout=60)
+    assert result.returncode != 0
+    assert "preparing the store mongodb://admin:***@127.0.0.1:9/trellis failed" in result.stderr
+    assert "s3cr3t" not in result.stdout + result.stderr

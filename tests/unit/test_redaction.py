@@ -1,0 +1,34 @@
+"""Passwords in URLs, and in driver messages that quote them, never reach output."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.redaction import redacted_url, scrub
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("mongodb://admin:pw@db:27017/trellis", "mongodb://admin:***@db:27017/trellis"),
+        (
+            "mongodb://u:p%40ss@h1:1,h2:2/db?replicaSet=rs",
+            "mongodb://u:***@h1:1,h2:2/db?replicaSet=rs",
+        ),
+        (
+            "mongodb+srv://u:pw@cluster.example.com/prod",
+            "mongodb+srv://u:***@cluster.example.com/prod",
+        ),
+        ("mongodb://user-only@db/x", "mongodb://user-only@db/x"),
+        ("mongodb://db:27017/trellis", "mongodb://db:27017/trellis"),
+        ("sqlite:////data/trellis.db", "sqlite:////data/trellis.db"),
+    ],
+)
+def test_a_url_shows_everything_but_its_password(url: str, shown: str) -> None:
+    assert redacted_url(url) == shown
+
+
+def test_a_message_quoting_the_password_is_scrubbed() -> None:
+    url = "mongodb://u:p%40ss@db/x"
+    message = "auth failed for u with p@ss at mongodb://u:p%40ss@db/x"
+    assert scrub(message, url) == "auth failed for u with *** at mongodb://u:***@db/x"
