@@ -59,10 +59,20 @@ class Stack:
         return workflow_id
 
     async def trigger(self, workflow_id: str) -> str:
-        """POST a run; its id."""
-        response = await self.api.post(
-            f"/api/v1/workflows/{workflow_id}/runs", json={"initialInput": {"n": 1}}
-        )
+        """POST a run; its id. Retried on a dropped connection, under one Idempotency-Key
+        (a keep-alive connection the server closed just as it was reused)."""
+        key = uuid.uuid4().hex
+        for attempt in range(3):
+            try:
+                response = await self.api.post(
+                    f"/api/v1/workflows/{workflow_id}/runs",
+                    json={"initialInput": {"n": 1}},
+                    headers={"Idempotency-Key": key},
+                )
+                break
+            except (httpx.ReadError, httpx.RemoteProtocolError, httpx.ConnectError):
+                if attempt == 2:
+                    raise
         _require(response, 202)
         run_id: str = response.json()["runId"]
         return run_id

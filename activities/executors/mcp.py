@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
 import mcp_types
+from jsonschema.protocols import Validator
 
 from activities.executors.base import (
     PermanentError,
@@ -42,7 +42,7 @@ class McpExecutor:
         tool = tools.get(tool_name)
         if tool is None:
             raise PermanentError(f"MCP server {server_id!r} no longer offers tool {tool_name!r}")
-        check_arguments(tool_name, dict(tool.input_schema), arguments)
+        check_arguments(tool_name, session.validator(tool), arguments)
         try:
             result = await session.call_tool(tool_name, arguments)
         except Exception as exc:
@@ -63,11 +63,10 @@ class McpExecutor:
         )
 
 
-def check_arguments(tool_name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+def check_arguments(tool_name: str, validator: Validator, arguments: dict[str, Any]) -> None:
     """Raise PermanentError naming every field that does not match the tool's input schema."""
-    validator_cls = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
     problems: list[str] = []
-    for error in validator_cls(schema).iter_errors(arguments):
+    for error in validator.iter_errors(arguments):
         if error.validator == "required" and isinstance(error.instance, dict):
             path = ".".join(str(p) for p in error.absolute_path)
             missing = [r for r in error.validator_value if r not in error.instance]

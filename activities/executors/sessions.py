@@ -13,7 +13,9 @@ import contextlib
 import os
 from typing import Any
 
+import jsonschema
 import mcp_types
+from jsonschema.protocols import Validator
 from mcp import Client, StdioServerParameters
 
 from activities.executors.catalog_file import McpServerSpec
@@ -40,6 +42,8 @@ class McpSession:
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
         self._tools: dict[str, mcp_types.Tool] | None = None
+        # Argument validators by tool name, built once per listing (not once per call).
+        self._validators: dict[str, Validator] = {}
 
     def _target(self) -> str | StdioServerParameters:
         if self.spec.url:
@@ -93,7 +97,17 @@ class McpSession:
                 if not cursor:
                     break
             self._tools = {t.name: t for t in listed}
+            self._validators = {}
         return self._tools
+
+    def validator(self, tool: mcp_types.Tool) -> Validator:
+        """The input-schema validator of a tool from the current listing."""
+        found = self._validators.get(tool.name)
+        if found is None:
+            schema = dict(tool.input_schema)
+            cls = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+            found = self._validators[tool.name] = cls(schema)
+        return found
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         client = await self.client()
@@ -107,6 +121,7 @@ class McpSession:
     async def _drop(self) -> None:
         self._client = None
         self._tools = None
+        self._validators = {}
         owner, self._owner = self._owner, None
         if owner is None:
             return

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from activities.store.documents import apply_run_changes, event_document, from_s
 from activities.store.records import (
     NodeRunRecord,
     RunRecord,
+    StoredModel,
     WorkflowRecord,
     WorkflowVersionRecord,
 )
@@ -42,6 +43,7 @@ from activities.store.sqlite_schema import migrate
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 T = TypeVar("T")
+M = TypeVar("M", bound=StoredModel)
 # How often the live feed looks for new events (watch_event_runs).
 TAIL_SECONDS = 0.005
 TAIL_PAGE = 1000
@@ -58,7 +60,7 @@ class SqliteStore:
         # statements from landing inside another's open transaction.
         self._lock = asyncio.Lock()
         # Writes waiting for the next group commit, and the task committing them.
-        self._pending: list[tuple[Callable[[aiosqlite.Connection], Awaitable[Any]], Any]] = []
+        self._pending: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
     # -- lifecycle -----------------------------------------------------------
@@ -149,7 +151,7 @@ class SqliteStore:
     async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None:
         async with self._read() as db:
             row = await _one(db, "SELECT doc FROM workflows WHERE id = ?", (workflow_id,))
-        return None if row is None else from_stored(WorkflowRecord, json.loads(row[0]))
+        return None if row is None else _load(WorkflowRecord, row[0])
 
     async def list_workflows(
         self, query: str | None, page: int, per_page: int
@@ -167,7 +169,7 @@ class SqliteStore:
                 " LIMIT ? OFFSET ?",
                 (*params, per_page, (page - 1) * per_page),
             )
-        items = [from_stored(WorkflowRecord, json.loads(r[0])) for r in rows]
+        items = [_load(WorkflowRecord, r[0]) for r in rows]
         return items, total[0] if total else 0
 
     async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
@@ -201,7 +203,7 @@ class SqliteStore:
                 "SELECT doc FROM workflow_versions WHERE workflow_id = ? AND version = ?",
                 (workflow_id, version),
             )
-        return None if row is None else from_stored(WorkflowVersionRecord, json.loads(row[0]))
+        return None if row is None else _load(WorkflowVersionRecord, row[0])
 
     async def list_workflow_versions(self, workflow_id: str) -> list[WorkflowVersionRecord]:
         async with self._read() as db:
@@ -209,36 +211,34 @@ class SqliteStore:
                 "SELECT doc FROM workflow_versions WHERE workflow_id = ? ORDER BY version",
                 (workflow_id,),
             )
-        return [from_stored(WorkflowVersionRecord, json.loads(r[0])) for r in rows]
+        return [_load(WorkflowVersionRecord, r[0]) for r in rows]
 
     # -- runs ----------------------------------------------------------------
     async def insert_run(self, record: RunRecord) -> RunRecord:
-        async with self._write() as db:
-            await db.execute(
-                f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})",
-                run_row(record),
+        row = run_row(record)
+
+        def op(conn: sqlite3.Connection) -> str:
+            conn.execute(f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})", row)
+            return str(
+                conn.execute("SELECT doc FROM runs WHERE id = ?", (record.id,)).fetchone()[0]
             )
-            row = await _one(db, "SELECT doc FROM runs WHERE id = ?", (record.id,))
-        assert row is not None
-        return from_stored(RunRecord, json.loads(row[0]))
+
+        return _load(RunRecord, await self._tx(op))
 
     async def update_run(
         self, run_id: str, rev: int, changes: dict[str, Any], event: dict[str, Any] | None = None
     ) -> bool:
-        async def op(db: aiosqlite.Connection) -> bool:
-            row = await _one(db, "SELECT doc FROM runs WHERE id = ?", (run_id,))
+        def op(conn: sqlite3.Connection) -> bool:
+            row = conn.execute("SELECT doc FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 return False
-            current = from_stored(RunRecord, json.loads(row[0]))
+            current = _load(RunRecord, row[0])
             if rev < current.rev:
                 return False
             updated = apply_run_changes(current, rev, changes)
-            await db.execute(
-                f"REPLACE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})",
-                run_row(updated),
-            )
+            conn.execute(f"REPLACE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})", run_row(updated))
             if event is not None:
-                await _insert_event(db, run_id, event)
+                _insert_event(conn, run_id, event)
             return True
 
         return await self._batched(op)
@@ -246,7 +246,7 @@ class SqliteStore:
     async def get_run(self, run_id: str) -> RunRecord | None:
         async with self._read() as db:
             row = await _one(db, "SELECT doc FROM runs WHERE id = ?", (run_id,))
-        return None if row is None else from_stored(RunRecord, json.loads(row[0]))
+        return None if row is None else _load(RunRecord, row[0])
 
     async def list_runs(
         self,
@@ -294,28 +294,30 @@ class SqliteStore:
 
     # -- node runs -----------------------------------------------------------
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:
-        async with self._write() as db:
+        row = node_run_row(record)
+
+        def op(conn: sqlite3.Connection) -> bool:
             # One statement: the rev comparison and the write cannot be split by another writer.
-            cursor = await db.execute(_UPSERT_NODE_RUN, node_run_row(record))
-            return cursor.rowcount > 0
+            return conn.execute(_UPSERT_NODE_RUN, row).rowcount > 0
+
+        return await self._tx(op)
 
     async def merge_node_run(
         self, fields: dict[str, Any], events: Sequence[dict[str, Any]] = ()
     ) -> bool:
-        async def op(db: aiosqlite.Connection) -> bool:
-            row = await _one(db, "SELECT doc FROM node_runs WHERE id = ?", (fields["id"],))
+        def op(conn: sqlite3.Connection) -> bool:
+            row = conn.execute("SELECT doc FROM node_runs WHERE id = ?", (fields["id"],)).fetchone()
             merged = {**json.loads(row[0]), **fields} if row else fields
             record = from_stored(NodeRunRecord, merged)
-            cursor = await db.execute(_UPSERT_NODE_RUN, node_run_row(record))
-            if cursor.rowcount == 0:
+            if conn.execute(_UPSERT_NODE_RUN, node_run_row(record)).rowcount == 0:
                 return False
             for event in events:
-                await _insert_event(db, record.workflow_run_id, event)
+                _insert_event(conn, record.workflow_run_id, event)
             return True
 
         return await self._batched(op)
 
-    async def _batched(self, op: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+    async def _batched(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """Run `op` in a transaction shared with the writes queued meanwhile (group commit).
 
         Concurrent steps (parallel blocks, many runs) then pay one BEGIN/COMMIT together
@@ -332,23 +334,38 @@ class SqliteStore:
         while self._pending:
             batch, self._pending = self._pending, []
             try:
-                async with self._write() as db:
-                    results = [await op(db) for op, _ in batch]
-            except Exception:
-                # Something in the batch failed: run each alone so only its caller sees it.
-                for op, future in batch:
-                    try:
-                        async with self._write() as db:
-                            _settle(future, result=await op(db))
-                    except Exception as exc:
-                        _settle(future, error=exc)
-                continue
+                outcomes = await self._in_thread(run_batch, [op for op, _ in batch])
             except BaseException as exc:
                 for _, future in batch:
-                    _settle(future, error=exc)
-                raise
-            for (_, future), result in zip(batch, results, strict=True):
-                _settle(future, result=result)
+                    _settle(future, error=_store_error(exc))
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+                if ok:
+                    _settle(future, result=value)
+                else:
+                    _settle(future, error=_store_error(value))
+
+    async def _tx(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `op` in one write transaction (BEGIN IMMEDIATE … COMMIT)."""
+        try:
+            result: T = await self._in_thread(run_transaction, op)
+        except Exception as exc:
+            raise _store_error(exc) from exc
+        return result
+
+    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """Call `fn(sqlite3_connection, *args)` on the connection's thread: one trip in all.
+
+        A transaction made of several awaited statements costs one thread hop each, under
+        the lock; run whole, it costs one. (aiosqlite's `_execute` and `_conn` are its
+        own way of running a call on that thread; no public API does this.)
+        """
+        async with self._lock:
+            db = self._conn()
+            result: T = await db._execute(fn, db._conn, *args)  # type: ignore[no-untyped-call]
+        return result
 
     async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
         if not run_ids:
@@ -359,17 +376,16 @@ class SqliteStore:
                 " ORDER BY started_at IS NULL, started_at, id",
                 tuple(run_ids),
             )
-        return [from_stored(NodeRunRecord, json.loads(r[0])) for r in rows]
+        return [_load(NodeRunRecord, r[0]) for r in rows]
 
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None:
         async with self._read() as db:
             row = await _one(db, "SELECT doc FROM node_runs WHERE id = ?", (node_run_id,))
-        return None if row is None else from_stored(NodeRunRecord, json.loads(row[0]))
+        return None if row is None else _load(NodeRunRecord, row[0])
 
     # -- run events ----------------------------------------------------------
     async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
-        async with self._write() as db:
-            return await _insert_event(db, run_id, event)
+        return await self._tx(lambda conn: _insert_event(conn, run_id, event))
 
     async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:
         async with self._read() as db:
@@ -416,11 +432,54 @@ _UPSERT_NODE_RUN = (
 )
 
 
-async def _insert_event(db: aiosqlite.Connection, run_id: str, event: dict[str, Any]) -> int:
+def _insert_event(conn: sqlite3.Connection, run_id: str, event: dict[str, Any]) -> int:
     doc = to_json(event_document(event))
-    cursor = await db.execute("INSERT INTO events (run_id, doc) VALUES (?, ?)", (run_id, doc))
+    cursor = conn.execute("INSERT INTO events (run_id, doc) VALUES (?, ?)", (run_id, doc))
     assert cursor.lastrowid is not None
     return cursor.lastrowid
+
+
+def run_transaction(conn: sqlite3.Connection, op: Callable[[sqlite3.Connection], T]) -> T:
+    """`op` inside BEGIN IMMEDIATE … COMMIT; rolled back if it raises (on the db thread)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = op(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.rollback()
+        raise
+    return result
+
+
+def run_batch(
+    conn: sqlite3.Connection, ops: list[Callable[[sqlite3.Connection], Any]]
+) -> list[tuple[bool, Any]]:
+    """Every op in one transaction; if one fails, each alone, so only its caller sees it."""
+    try:
+        return [(True, result) for result in run_transaction(conn, lambda c: [op(c) for op in ops])]
+    except Exception:
+        pass
+    outcomes: list[tuple[bool, Any]] = []
+    for op in ops:
+        try:
+            outcomes.append((True, run_transaction(conn, op)))
+        except Exception as exc:
+            outcomes.append((False, exc))
+    return outcomes
+
+
+def _store_error(exc: BaseException) -> BaseException:
+    """sqlite3 errors as the store's errors; others (a bug, cancellation) unchanged."""
+    if isinstance(exc, sqlite3.IntegrityError) and "workflows.name" in str(exc):
+        return DuplicateNameError("a workflow with this name already exists")
+    if isinstance(exc, sqlite3.Error):
+        return StoreError(f"SQLite store error: {exc}")
+    return exc
+
+
+def _load(model: type[M], doc: str) -> M:
+    """A record from its stored JSON (pydantic parses the text itself: no dict in between)."""
+    return model.model_validate_json(doc)
 
 
 def _settle(
@@ -435,8 +494,8 @@ def _settle(
 
 
 async def _one(db: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> Any:
-    async with db.execute(sql, params) as cursor:
-        return await cursor.fetchone()
+    rows = await db.execute_fetchall(sql, params)  # one trip to the db thread
+    return next(iter(rows), None)
 
 
 async def _put_version(db: aiosqlite.Connection, record: WorkflowRecord) -> None:
@@ -447,4 +506,4 @@ async def _put_version(db: aiosqlite.Connection, record: WorkflowRecord) -> None
 
 
 def _runs(rows: Any) -> list[RunRecord]:
-    return [from_stored(RunRecord, json.loads(r[0])) for r in rows]
+    return [_load(RunRecord, r[0]) for r in rows]

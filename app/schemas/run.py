@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from pydantic import Field, model_validator
 
@@ -72,7 +72,11 @@ class NodeRunPublic(CamelModel):
 
     @classmethod
     def from_record(cls, record: NodeRunRecord) -> NodeRunPublic:
-        return cls.model_validate(record.model_dump(include=set(cls.model_fields)))
+        # The record is validated already and its fields have these types: no second pass.
+        return cls.model_construct(**{name: getattr(record, name) for name in _NODE_RUN_FIELDS})
+
+
+_NODE_RUN_FIELDS = tuple(NodeRunPublic.model_fields)
 
 
 class RunSummary(CamelModel):
@@ -89,8 +93,13 @@ class RunSummary(CamelModel):
 
     @classmethod
     def from_record(cls, record: RunRecord, node_runs: list[NodeRunRecord]) -> Self:
-        fields = record.model_dump(include=set(cls.model_fields) - {"node_runs"})
-        return cls(**fields, node_runs=[NodeRunPublic.from_record(n) for n in node_runs])
+        # Built from validated records of the same field types: constructed, not re-validated
+        # (a run detail's definition snapshot and node runs would otherwise be validated twice).
+        fields = {name: getattr(record, name) for name in cls.model_fields if name != "node_runs"}
+        built = cls.model_construct(
+            **fields, node_runs=[NodeRunPublic.from_record(n) for n in node_runs]
+        )
+        return cast(Self, built)
 
 
 class RunPublic(RunSummary):

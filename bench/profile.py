@@ -1,0 +1,140 @@
+"""Where the time goes: py-spy on the API and the worker processes while a workload runs.
+
+Run: `python -m bench.profile [--workload mcp|echo|reads] [--seconds 20] [--top 25]`.
+Needs `py-spy` (PyPI) and permission to trace (root, or ptrace_scope 0). Prints, per
+process, the functions with the most samples on the CPU: own ("self") and inclusive
+("total"), in percent of that process's samples; `--out DIR` keeps the raw stacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench import scenarios as sc
+from bench.live import run_over_sse, run_via_temporal
+from bench.measure import throughput
+from bench.reads import wrk
+from bench.stack import Stack, bench_stack
+
+RATE = 250
+PROCS = ("api", "worker")
+
+
+def py_spy() -> str | None:
+    """py-spy on PATH, or beside this Python (a venv's bin)."""
+    beside = Path(sys.executable).parent / "py-spy"
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+
+
+async def _workload(stack: Stack, name: str, seconds: float) -> str:
+    """Keep the platform busy for `seconds`; a line saying what ran."""
+    deadline = time.monotonic() + seconds
+    if name == "reads":
+        wf = await stack.create(sc.sequence(20, sc.MCP_ECHO))
+        _, run_id = await run_over_sse(stack, wf)
+        url = f"{stack.api_url}/api/v1/workflows/{wf}/runs/{run_id}"
+        result = await wrk(url, seconds)
+        return f"wrk, 50 clients, run detail of 20 MCP steps: {result.rps:,.0f} req/s"
+    if name == "echo":
+        wf = await stack.create(sc.sequence(5, sc.ECHO))
+        runs = 0
+        while time.monotonic() < deadline:
+            await throughput(lambda: run_via_temporal(stack, wf), 100, 50)
+            runs += 100
+        return f"{runs} runs x 5 builtin:echo steps, 50 in flight"
+    wf = await stack.create(sc.sequence(20, sc.MCP_ECHO))
+    runs = 0
+    while time.monotonic() < deadline:
+        await run_over_sse(stack, wf)
+        runs += 1
+    return f"{runs} runs x 20 sequential MCP echo steps, one at a time, completion over SSE"
+
+
+async def profile(name: str, seconds: float, out: Path) -> str:
+    spy = py_spy()
+    assert spy is not None
+    async with bench_stack(out) as stack:
+        wf = await stack.create(sc.sequence(5, sc.MCP_ECHO))
+        for _ in range(3):  # warm up both processes
+            await run_over_sse(stack, wf)
+        spies = [await _spy(spy, stack.pids[proc], seconds, out / f"{proc}.txt") for proc in PROCS]
+        what = await _workload(stack, name, seconds)
+        for spy in spies:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(spy.wait(), seconds + 30)
+    return what
+
+
+async def _spy(spy: str, pid: int, seconds: float, output: Path) -> asyncio.subprocess.Process:
+    args = ["record", "--pid", str(pid), "--rate", str(RATE), "--duration", str(round(seconds))]
+    args += ["--format", "raw", "--nonblocking", "--output", str(output)]
+    return await asyncio.create_subprocess_exec(
+        spy, *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+    )
+
+
+def summarize(path: Path, top: int) -> list[str]:
+    """The functions with the most own and inclusive samples in py-spy's raw output."""
+    own: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    samples = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        samples += n
+        frames = [_frame(f) for f in stack.split(";")]
+        own[frames[-1]] += n
+        for frame in set(frames):
+            total[frame] += n
+    if not samples:
+        return ["  (no samples)"]
+    lines = [f"  {samples} samples at {RATE}/s ({samples / RATE:.1f} s on CPU)", "  self:"]
+    lines += [f"    {n * 100 / samples:5.1f}%  {f}" for f, n in own.most_common(top)]
+    lines.append("  total (ours and the libraries' entry points):")
+    lines += [f"    {n * 100 / samples:5.1f}%  {f}" for f, n in total.most_common(top * 2)][:top]
+    return lines
+
+
+def _frame(frame: str) -> str:
+    """`function (path/to/file.py:123)` without the line number and the site-packages prefix."""
+    name, _, where = frame.partition(" (")
+    where = where.rstrip(")").rsplit(":", 1)[0]
+    for marker in ("site-packages/", "/lib/python3"):
+        if marker in where:
+            where = where.split(marker, 1)[1]
+    return f"{name} ({where})" if where else name
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", choices=("mcp", "echo", "reads"), default="mcp")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--out", type=Path, help="keep the raw py-spy stacks here")
+    args = parser.parse_args(argv)
+    if py_spy() is None:
+        raise SystemExit("py-spy is not installed: pip install py-spy")
+    logging.basicConfig(level=logging.ERROR)
+    with tempfile.TemporaryDirectory(prefix="trellis-profile-") as tmp:
+        out = args.out or Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
+        what = asyncio.run(profile(args.workload, args.seconds, out))
+        print(f"workload: {what}; {args.seconds:.0f} s")
+        for proc in PROCS:
+            print(f"\n{proc} process:")
+            print("\n".join(summarize(out / f"{proc}.txt", args.top)))
+
+
+if __name__ == "__main__":
+    main()
