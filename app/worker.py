@@ -17,6 +17,7 @@ from activities.projections import ProjectionActivities
 from activities.scheduling import SchedulingActivities
 from activities.steps import StepActivities
 from activities.store.base import Store
+from app.sandbox import CompiledSandboxRunner
 from app.settings import Settings
 from temporal_workflows.interpreter import TrellisRun
 from temporal_workflows.schedule_trigger import ScheduleTrigger
@@ -48,6 +49,7 @@ def build_worker(
         workflows=[TrellisRun, ScheduleTrigger],
         activities=[*steps.all(), *projections.all(), *scheduling.all(), *extra_activities],
         **WORKER_LIMITS,
+        workflow_runner=CompiledSandboxRunner(),
         # Heartbeats carry cancellation to a running step: send them often enough that a
         # cancelled run stops its executors within about a second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),

@@ -1,6 +1,6 @@
 """Where the time goes: py-spy on the API and the worker processes while a workload runs.
 
-Run: `python -m bench.profile [--workload mcp|echo|reads] [--seconds 20] [--top 25]`.
+Run: `python -m bench.profile [--workload mcp|fanout|echo|reads] [--seconds 20] [--top 25]`.
 Needs `py-spy` (PyPI) and permission to trace (root, or ptrace_scope 0). Prints, per
 process, the functions with the most samples on the CPU: own ("self") and inclusive
 ("total"), in percent of that process's samples; `--out DIR` keeps the raw stacks.
@@ -44,6 +44,13 @@ async def _workload(stack: Stack, name: str, seconds: float) -> str:
         url = f"{stack.api_url}/api/v1/workflows/{wf}/runs/{run_id}"
         result = await wrk(url, seconds)
         return f"wrk, 50 clients, run detail of 20 MCP steps: {result.rps:,.0f} req/s"
+    if name == "fanout":
+        wf = await stack.create(sc.parallel(50, sc.MCP_ECHO))
+        runs = 0
+        while time.monotonic() < deadline:
+            await run_over_sse(stack, wf)
+            runs += 1
+        return f"{runs} runs of one 50-way parallel block of MCP echo steps, one at a time"
     if name == "echo":
         wf = await stack.create(sc.sequence(5, sc.ECHO))
         runs = 0
@@ -76,7 +83,8 @@ async def profile(name: str, seconds: float, out: Path) -> str:
 
 async def _spy(spy: str, pid: int, seconds: float, output: Path) -> asyncio.subprocess.Process:
     args = ["record", "--pid", str(pid), "--rate", str(RATE), "--duration", str(round(seconds))]
-    args += ["--format", "raw", "--nonblocking", "--output", str(output)]
+    # --gil: only samples that hold the GIL, i.e. Python actually running (not waiting).
+    args += ["--format", "raw", "--gil", "--nonblocking", "--output", str(output)]
     return await asyncio.create_subprocess_exec(
         spy, *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
     )
@@ -101,9 +109,27 @@ def summarize(path: Path, top: int) -> list[str]:
         return ["  (no samples)"]
     lines = [f"  {samples} samples at {RATE}/s ({samples / RATE:.1f} s on CPU)", "  self:"]
     lines += [f"    {n * 100 / samples:5.1f}%  {f}" for f, n in own.most_common(top)]
-    lines.append("  total (ours and the libraries' entry points):")
-    lines += [f"    {n * 100 / samples:5.1f}%  {f}" for f, n in total.most_common(top * 2)][:top]
+    lines.append("  total, our code (inclusive):")
+    ours = [(f, n) for f, n in total.most_common() if _is_ours(f)]
+    lines += [f"    {n * 100 / samples:5.1f}%  {f}" for f, n in ours[:top]]
+    lines.append("  total, libraries (inclusive):")
+    libs = [(f, n) for f, n in total.most_common() if any(lib in f for lib in LIBRARIES)]
+    lines += [f"    {n * 100 / samples:5.1f}%  {f}" for f, n in libs[:top]]
     return lines
+
+
+OURS = ("(activities/", "(app/", "(temporal_workflows/")
+# Library entry points worth seeing inclusive (what our code spends its time under).
+LIBRARIES = (
+    "(temporalio/worker/_workflow.py", "(temporalio/worker/_activity.py",
+    "(temporalio/worker/workflow_sandbox/", "(temporalio/converter", "(temporalio/contrib/",
+    "(temporalio/bridge/", "(mcp/", "(a2a/", "(aiosqlite/", "(pydantic/", "(fastapi/",
+    "(starlette/", "(uvicorn/", "(sse_starlette/", "(httpx", "(json/", "(importlib",
+)  # fmt: skip
+
+
+def _is_ours(frame: str) -> bool:
+    return any(marker in frame for marker in OURS)
 
 
 def _frame(frame: str) -> str:
@@ -118,7 +144,7 @@ def _frame(frame: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", choices=("mcp", "echo", "reads"), default="mcp")
+    parser.add_argument("--workload", choices=("mcp", "fanout", "echo", "reads"), default="mcp")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", type=Path, help="keep the raw py-spy stacks here")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -71,4 +72,14 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
 def run_worker_process(settings: Settings, ready_file: Path | None = None) -> None:
     """Run the worker until SIGTERM/SIGINT; touch `ready_file` once it polls."""
     load_executor_catalog(settings)
-    asyncio.run(_worker(settings, ready_file))
+    run_fast(_worker(settings, ready_file))
+
+
+def run_fast(main: Coroutine[Any, Any, None]) -> None:
+    """`asyncio.run` on uvloop where it is installed (the worker's event loop is its hot path)."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    uvloop.run(main)
