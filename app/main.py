@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -97,7 +98,9 @@ async def _open_store(settings: Settings, stack: AsyncExitStack) -> Store:
 
 
 async def _open_catalog(settings: Settings, stack: AsyncExitStack) -> Catalog:
-    catalog = load_catalog(settings.executors_file, settings.catalog_refresh_seconds)
+    catalog = load_catalog(
+        settings.executors_file, settings.catalog_refresh_seconds, environ=os.environ
+    )
     await catalog.start()
     stack.push_async_callback(catalog.close)
     return catalog

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -73,7 +74,7 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
     from app.reconciler import Reconciler
     from app.temporal import connect_temporal
 
-    catalog = load_catalog(settings.executors_file)
+    catalog = load_catalog(settings.executors_file, environ=os.environ)
     store = open_store(settings.resolved_store_url)
     await store.connect()
     await catalog.start()

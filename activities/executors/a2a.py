@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, Iterator
 from typing import Any, cast
 
 import httpx
-from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.helpers import get_message_text, new_data_part, new_text_part
 from a2a.types.a2a_pb2 import (
     AgentCard,
@@ -40,7 +40,7 @@ from activities.executors.base import (
     TransientError,
     payload_config,
 )
-from activities.executors.catalog import Catalog
+from activities.executors.catalog import Catalog, agent_http_kwargs
 from activities.executors.heartbeat import heartbeating
 from activities.executors.sessions import describe_error
 
@@ -70,7 +70,7 @@ class A2AExecutor:
         card = self._catalog.card(name)
         if card is None:
             resolver = A2ACardResolver(self._http, self._catalog.agent_url(name))
-            card = await resolver.get_agent_card()
+            card = await resolver.get_agent_card(http_kwargs=agent_http_kwargs(self._catalog, name))
             self._catalog.remember_card(name, card)
         return card
 
@@ -93,7 +93,7 @@ class A2AExecutor:
         request.configuration.return_immediately = not card.capabilities.streaming
         try:
             async with heartbeating(call, f"waiting for A2A agent {name}"):
-                task = await self._follow(client, request)
+                task = await self._follow(client, request, name)
         except (TransientError, PermanentError):
             raise
         except Exception as exc:
@@ -101,11 +101,20 @@ class A2AExecutor:
             raise TransientError(f"A2A agent {name!r} call failed: {describe_error(exc)}") from None
         return _outcome(name, task)
 
-    async def _follow(self, client: Client, request: SendMessageRequest) -> Task | Message:
+    def _context(self, name: str) -> ClientCallContext:
+        """What one request to the agent carries: its catalog headers."""
+        return ClientCallContext(service_parameters=self._catalog.agent_headers(name))
+
+    async def _follow(
+        self, client: Client, request: SendMessageRequest, name: str
+    ) -> Task | Message:
         task_id = ""
         state = TaskState.TASK_STATE_UNSPECIFIED
         try:
-            stream = cast(AsyncGenerator[StreamResponse, None], client.send_message(request))
+            stream = cast(
+                AsyncGenerator[StreamResponse, None],
+                client.send_message(request, context=self._context(name)),
+            )
             async with contextlib.aclosing(stream) as events:
                 async for event in events:
                     if event.HasField("message"):
@@ -122,13 +131,15 @@ class A2AExecutor:
             if not task_id:
                 raise TransientError("the agent answered with neither a task nor a message")
             for delay in _poll_delays():
-                task = await client.get_task(GetTaskRequest(id=task_id))
+                task = await client.get_task(
+                    GetTaskRequest(id=task_id), context=self._context(name)
+                )
                 if task.status.state in TERMINAL | INTERRUPTED:
                     return task
                 await asyncio.sleep(delay)
         except asyncio.CancelledError:
             if task_id and state not in TERMINAL:
-                await _cancel_remote(client, task_id)
+                await _cancel_remote(client, task_id, self._context(name))
             raise
         raise AssertionError("unreachable")
 
@@ -139,10 +150,10 @@ def _poll_delays() -> Iterator[float]:
         yield POLL_SECONDS[-1]
 
 
-async def _cancel_remote(client: Client, task_id: str) -> None:
+async def _cancel_remote(client: Client, task_id: str, context: ClientCallContext) -> None:
     try:
         async with asyncio.timeout(CANCEL_TIMEOUT_SECONDS):
-            await client.cancel_task(CancelTaskRequest(id=task_id))
+            await client.cancel_task(CancelTaskRequest(id=task_id), context=context)
     except Exception as exc:  # best effort: the step is cancelled either way
         log.warning("could not cancel A2A task %s: %s", task_id, describe_error(exc))
 

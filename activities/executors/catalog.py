@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,23 +48,35 @@ class ExecutorRef:
     agent_name: str | None = None
 
 
-def load_catalog(path: Path | None, refresh_seconds: float = 60.0) -> Catalog:
-    """The catalog named by a file (None: built-ins only); raise CatalogError when it is bad."""
-    file = read_catalog_file(path) if path is not None else CatalogFile()
-    return Catalog(file, refresh_seconds=refresh_seconds)
+def load_catalog(
+    path: Path | None, refresh_seconds: float = 60.0, environ: Mapping[str, str] | None = None
+) -> Catalog:
+    """The catalog named by a file (None: built-ins only), its `${VAR}`s resolved from
+    `environ` (the entry point passes the process environment); CatalogError when bad."""
+    file = read_catalog_file(path, environ) if path is not None else CatalogFile()
+    return Catalog(file, refresh_seconds=refresh_seconds, environ=environ)
 
 
 class Catalog:
     """Resolves executor keys and keeps the servers' tools and the agents' cards current."""
 
-    def __init__(self, file: CatalogFile, refresh_seconds: float = 60.0) -> None:
+    def __init__(
+        self,
+        file: CatalogFile,
+        refresh_seconds: float = 60.0,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.file = file
         self.refresh_seconds = refresh_seconds
-        self.sessions = McpSessions(list(file.servers))
+        # A stdio server's environment is its entry's env plus this PATH, nothing else.
+        search_path = (environ or {}).get("PATH", os.defpath)
+        self.sessions = McpSessions(list(file.servers), search_path=search_path)
         self._server_specs = {s.id: s for s in file.servers}
         self._agent_specs = {a.name: a for a in file.agents}
-        self._servers = {s.id: _initial_server(s) for s in file.servers}
-        self._agents = {a.name: AgentInfo(name=a.name, url=a.url) for a in file.agents}
+        self._servers = {s.id: _initial_server(s, file) for s in file.servers}
+        self._agents = {
+            a.name: AgentInfo(name=a.name, url=shown_url(file.written(a.url))) for a in file.agents
+        }
         self._cards: dict[str, AgentCard] = {}
         self._http: httpx.AsyncClient | None = None
         self._loop: asyncio.Task[None] | None = None
@@ -129,6 +143,10 @@ class Catalog:
 
     def agent_url(self, name: str) -> str:
         return self._agent_specs[name].url
+
+    def agent_headers(self, name: str) -> dict[str, str]:
+        """The headers the catalog gives this agent (sent on every request to it)."""
+        return dict(self._agent_specs[name].headers)
 
     def agent(self, name: str) -> AgentInfo:
         return self._agents[name]
@@ -211,7 +229,8 @@ class Catalog:
             self._http = httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT_SECONDS)
         now = datetime.now(UTC)
         try:
-            card = await A2ACardResolver(self._http, self.agent_url(name)).get_agent_card()
+            resolver = A2ACardResolver(self._http, self.agent_url(name))
+            card = await resolver.get_agent_card(http_kwargs=agent_http_kwargs(self, name))
         except Exception as exc:
             self._agents[name] = self._agents[name].model_copy(
                 update={"status": "down", "error": describe_error(exc), "checked_at": now}
@@ -223,12 +242,12 @@ class Catalog:
         )
 
 
-def _initial_server(spec: McpServerSpec) -> ServerInfo:
+def _initial_server(spec: McpServerSpec, file: CatalogFile) -> ServerInfo:
     return ServerInfo(
         id=spec.id,
         transport="streamable-http" if spec.url else "stdio",
-        url=spec.url,
-        command=list(spec.command) if spec.command else None,
+        url=shown_url(file.written(spec.url)) if spec.url else None,
+        command=[file.written(arg) for arg in spec.command] if spec.command else None,
         tools_source="static" if spec.tools is not None else "discovered",
         tools=[ToolInfo(name=n) for n in spec.tools or ()],
     )
@@ -256,3 +275,19 @@ def _agent_info(info: AgentInfo, card: AgentCard) -> AgentInfo:
             "skills": skills,
         }
     )
+
+
+def agent_http_kwargs(catalog: Catalog, name: str) -> dict[str, object] | None:
+    """httpx arguments carrying an agent's catalog headers (None when it has none)."""
+    headers = catalog.agent_headers(name)
+    return {"headers": headers} if headers else None
+
+
+def shown_url(url: str) -> str:
+    """A URL as the catalog routes show it: a password written into it is masked."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, tail = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{slash}{tail}"

@@ -1,7 +1,8 @@
 """The executor catalog file (`TRELLIS_EXECUTORS_FILE`, YAML or JSON; see docs/executors.md).
 
 These models describe the file only. `/servers` and `/agents` show `catalog_models.py`,
-built from them field by field, so a value kept here (an `env` entry) is never echoed back.
+built from them field by field, so a value kept here (`headers`, `env`) is never echoed
+back; values are shown as the file wrote them (`${VAR}` unresolved, `CatalogFile.written`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 import re
 import shlex
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,13 +22,18 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     StringConstraints,
     ValidationError,
     model_validator,
 )
 
+from activities.executors.catalog_env import InterpolationError, interpolate
+
 # Server ids prefix tool names (`serverId/toolName`), so they must not contain a slash.
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+# An HTTP header name (RFC 9110 token).
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 
 
 class CatalogError(ValueError):
@@ -53,6 +59,14 @@ Word = Annotated[str, StringConstraints(min_length=1)]
 Url = Annotated[
     Text, _check(lambda u: u.startswith(("http://", "https://")), "must be an http(s) URL")
 ]
+# A number is written as its digits.
+Value = Annotated[str, Field(coerce_numbers_to_str=True)]
+HeaderName = Annotated[str, _check(_HEADER_NAME.match, "is not an HTTP header name")]
+HeaderValue = Annotated[
+    Value, _check(lambda v: "\n" not in v and "\r" not in v, "must be one line")
+]
+# Sent on every request to the server or agent (an API key, a static Authorization).
+Headers = Annotated[dict[HeaderName, HeaderValue], _none_is({})]
 
 
 class _FileModel(BaseModel):
@@ -72,13 +86,18 @@ class McpServerSpec(_FileModel):
     ] = None
     # Tools declared in the file; None means "whatever the server lists".
     tools: list[Word] | None = None
-    # Added to a stdio server's environment; a number is written as its digits.
-    env: Annotated[dict[str, Annotated[str, Field(coerce_numbers_to_str=True)]], _none_is({})] = {}
+    # A stdio server's whole environment, with PATH; a number is written as its digits.
+    env: Annotated[dict[str, Value], _none_is({})] = Field(default={}, repr=False)
+    headers: Headers = Field(default={}, repr=False)
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:
         if (self.url is None) == (self.command is None):
             raise ValueError("needs exactly one of url (streamable HTTP) or command (stdio)")
+        if self.headers and self.url is None:
+            raise ValueError("headers are for url servers; a stdio server takes env")
+        if self.env and self.command is None:
+            raise ValueError("env is for command (stdio) servers; a url server takes headers")
         return self
 
     @property
@@ -89,6 +108,7 @@ class McpServerSpec(_FileModel):
 class A2AAgentSpec(_FileModel):
     name: Text
     url: Url
+    headers: Headers = Field(default={}, repr=False)
 
 
 def _unique(key: str) -> AfterValidator:
@@ -108,10 +128,17 @@ class CatalogFile(_FileModel):
     agents: Annotated[list[A2AAgentSpec], _none_is([]), _unique("name")] = Field(
         [], alias="a2aAgents"
     )
+    # Resolved value -> as the file wrote it, for every value that held a `${VAR}`.
+    _written: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def written(self, value: str) -> str:
+        """How the file wrote a value (`${VAR}` unresolved): what the API may show."""
+        return self._written.get(value, value)
 
 
-def read_catalog_file(path: Path) -> CatalogFile:
-    """Parse and check a catalog file; raise CatalogError naming the file and the problem."""
+def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> CatalogFile:
+    """Parse, resolve `${VAR}` from `environ` and check a catalog file; raise CatalogError
+    naming the file and every problem."""
 
     def fail(problem: str) -> CatalogError:
         return CatalogError(f"executor catalog {path}: {problem}")
@@ -130,9 +157,15 @@ def read_catalog_file(path: Path) -> CatalogFile:
     if not isinstance(data, dict | None):
         raise fail("the top level must be a mapping with mcpServers and/or a2aAgents")
     try:
-        return CatalogFile.model_validate(data or {}, by_name=False)
+        data, written = interpolate(data or {}, environ or {})
+    except InterpolationError as exc:
+        raise fail(str(exc)) from None
+    try:
+        file = CatalogFile.model_validate(data, by_name=False)
     except ValidationError as exc:
         raise fail(_one_line(exc)) from None
+    file._written.update(written)
+    return file
 
 
 _SECTIONS: dict[Any, type[_FileModel]] = {"mcpServers": McpServerSpec, "a2aAgents": A2AAgentSpec}

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
+import shutil
 from typing import Any
 
+import httpx2
 import jsonschema
 import mcp_types
 from jsonschema.protocols import Validator
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
+from mcp.client.streamable_http import streamable_http_client
 
 from activities.executors.catalog_file import McpServerSpec
 
 CONNECT_TIMEOUT_SECONDS = 15.0
+# The SDK's own defaults for its HTTP client: a server may hold a response stream open.
+HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -31,11 +36,25 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _isolated(spec: McpServerSpec, search_path: str) -> StdioServerParameters:
+    """Spawn parameters giving a stdio server only its entry's env and PATH.
+
+    The SDK adds a few variables of ours to whatever env it is given (HOME, USER, ...);
+    `env -u` takes them away again, so a server sees exactly what its entry declares.
+    """
+    assert spec.command is not None
+    env = {"PATH": search_path, **spec.env}
+    unset = [arg for name in DEFAULT_INHERITED_ENV_VARS if name not in env for arg in ("-u", name)]
+    program = shutil.which("env", path=search_path) or "/usr/bin/env"
+    return StdioServerParameters(command=program, args=[*unset, "--", *spec.command], env=env)
+
+
 class McpSession:
     """One connection to one MCP server; connects lazily, reconnects after `reset`."""
 
-    def __init__(self, spec: McpServerSpec) -> None:
+    def __init__(self, spec: McpServerSpec, search_path: str = "/usr/bin:/bin") -> None:
         self.spec = spec
+        self.search_path = search_path
         self.connects = 0
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -45,14 +64,17 @@ class McpSession:
         # Argument validators by tool name, built once per listing (not once per call).
         self._validators: dict[str, Validator] = {}
 
-    def _target(self) -> str | StdioServerParameters:
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
+        """A connected client; what it holds closes with `stack`."""
         if self.spec.url:
-            return self.spec.url
-        assert self.spec.command is not None
-        env = {**os.environ, **self.spec.env} if self.spec.env else None
-        return StdioServerParameters(
-            command=self.spec.command[0], args=list(self.spec.command[1:]), env=env
-        )
+            # The catalog's headers go on every request of this server's session.
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=dict(self.spec.headers), timeout=HTTP_TIMEOUT)
+            )
+            target: Any = streamable_http_client(self.spec.url, http_client=http)
+        else:
+            target = _isolated(self.spec, self.search_path)
+        return await stack.enter_async_context(Client(target, cache=None))
 
     async def client(self) -> Client:
         """The connected client, connecting first when needed."""
@@ -75,8 +97,8 @@ class McpSession:
 
     async def _own(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         try:
-            async with Client(self._target(), cache=None) as client:
-                ready.set_result(client)
+            async with contextlib.AsyncExitStack() as stack:
+                ready.set_result(await self._connect(stack))
                 await stop.wait()
         except BaseException as exc:  # the owner must never leak an error into the loop
             if not ready.done():
@@ -138,8 +160,8 @@ class McpSession:
 class McpSessions:
     """The sessions of every catalog server, keyed by server id."""
 
-    def __init__(self, specs: list[McpServerSpec]) -> None:
-        self._sessions = {s.id: McpSession(s) for s in specs}
+    def __init__(self, specs: list[McpServerSpec], search_path: str = "/usr/bin:/bin") -> None:
+        self._sessions = {s.id: McpSession(s, search_path) for s in specs}
 
     def get(self, server_id: str) -> McpSession:
         return self._sessions[server_id]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,9 @@ def load_executor_catalog(settings: Settings) -> Any:
 
     path: Path | None = settings.executors_file
     try:
-        return load_catalog(path, refresh_seconds=settings.catalog_refresh_seconds)
+        return load_catalog(
+            path, refresh_seconds=settings.catalog_refresh_seconds, environ=os.environ
+        )
     except CatalogError as exc:
         message = str(exc)
         if str(path) not in message:

@@ -37,7 +37,7 @@ async def test_a_stdio_server_lists_only_its_declared_tools(platform: Platform) 
     stdio = servers["peer-stdio"]
     assert (stdio["transport"], stdio["status"], stdio["toolsSource"]) == ("stdio", "up", "static")
     assert stdio["command"][-2:] == ["tests.peers.mcp_server", "--stdio"]
-    assert sorted(t["name"] for t in stdio["tools"]) == ["add", "echo"]
+    assert sorted(t["name"] for t in stdio["tools"]) == ["add", "echo", "environment"]
 
 
 async def test_agents_show_cards_skills_and_status(platform: Platform) -> None:

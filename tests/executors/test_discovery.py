@@ -18,7 +18,7 @@ async def test_discovery_lists_tools_with_input_schemas(catalog: Catalog) -> Non
 async def test_static_tools_limit_a_server(catalog: Catalog) -> None:
     server = next(s for s in catalog.servers() if s.id == "peer-stdio")
     assert (server.status, server.tools_source) == ("up", "static")
-    assert sorted(t.name for t in server.tools) == ["add", "echo"]
+    assert sorted(t.name for t in server.tools) == ["add", "echo", "environment"]
 
 
 async def test_agent_cards_give_skills(catalog: Catalog) -> None:

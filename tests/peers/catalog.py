@@ -12,12 +12,16 @@ or, in a conftest, `from tests.peers.fixtures import peers` (session-scoped fixt
 The catalog lists:
 - MCP server `peer-http` (streamable HTTP, every tool of `tests.peers.mcp_server`:
   echo, add, flaky, broken, sleepy and the contract's tool names, which echo their
-  arguments) and `peer-stdio` (the same server over stdio, tools `echo`, `add` declared
-  statically: write `peer-stdio/echo`, since `echo` alone is offered twice);
+  arguments) and `peer-stdio` (the same server over stdio, tools `echo`, `add`,
+  `environment` declared statically: write `peer-stdio/echo`, since `echo` alone is
+  offered twice);
 - A2A agents: the contract's names (echo agents with different skills),
   `failing-agent`, `slow-agent`, `input-agent`, `rejecting-agent`, and `dead-agent`
   (a URL where nothing listens, for failover).
-`peers.mcp_stats` and `peers.agent_stats` count what the peers saw.
+`peers.mcp_stats` and `peers.agent_stats` count what the peers saw; `peers.mcp_requests`
+and `peers.agent_requests` keep every HTTP request's headers. The catalog gives `peer-http`
+and every agent an `X-Api-Key` header (`PEER_API_KEY`) and `peer-stdio` one env variable,
+`PEER_MODE` (its `environment` tool shows what the process got).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import yaml
 
 from tests.peers.a2a_agents import AgentSpec, AgentStats, agents_app
 from tests.peers.mcp_server import McpStats, build_mcp_server
+from tests.peers.recording import RequestLog
 from tests.peers.serving import ServedApp, free_port
 
 
@@ -75,6 +80,10 @@ AGENTS = [
 ]
 
 
+# What the catalog sends as each HTTP peer's X-Api-Key (a catalog header, not a token).
+PEER_API_KEY = "peer-api-key-7f3a"
+
+
 @dataclass
 class Peers:
     catalog_path: Path
@@ -85,6 +94,8 @@ class Peers:
     agent_stats: AgentStats
     mcp_app: ServedApp
     agents_app: ServedApp
+    mcp_requests: RequestLog
+    agent_requests: RequestLog
 
     def agent_url(self, name: str) -> str:
         return f"{self.agents_base_url}/agents/{name}/"
@@ -94,14 +105,18 @@ def write_catalog(path: Path, peers: Peers) -> Path:
     """Write the catalog YAML naming every peer to `path`."""
     data = {
         "mcpServers": [
-            {"id": "peer-http", "url": peers.mcp_url},
+            {"id": "peer-http", "url": peers.mcp_url, "headers": {"X-Api-Key": PEER_API_KEY}},
             {
                 "id": "peer-stdio",
                 "command": [sys.executable, "-m", "tests.peers.mcp_server", "--stdio"],
-                "tools": ["echo", "add"],
+                "tools": ["echo", "add", "environment"],
+                "env": {"PEER_MODE": "isolated"},
             },
         ],
-        "a2aAgents": [{"name": a.name, "url": peers.agent_url(a.name)} for a in AGENTS]
+        "a2aAgents": [
+            {"name": a.name, "url": peers.agent_url(a.name), "headers": {"X-Api-Key": PEER_API_KEY}}
+            for a in AGENTS
+        ]
         + [{"name": "dead-agent", "url": peers.dead_agent_url}],
     }
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -115,11 +130,13 @@ async def running_peers(directory: Path | None = None) -> AsyncIterator[Peers]:
         if directory is None:
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         mcp_stats, agent_stats = McpStats(), AgentStats()
-        mcp = ServedApp(build_mcp_server(mcp_stats).streamable_http_app()).start()
+        mcp_requests = RequestLog(build_mcp_server(mcp_stats).streamable_http_app())
+        mcp = ServedApp(mcp_requests).start()
         stack.callback(mcp.stop)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        agents = ServedApp(agents_app(AGENTS, base, agent_stats), port=port).start()
+        agent_requests = RequestLog(agents_app(AGENTS, base, agent_stats))
+        agents = ServedApp(agent_requests, port=port).start()
         stack.callback(agents.stop)
         peers = Peers(
             catalog_path=directory / "executors.yaml",
@@ -130,6 +147,8 @@ async def running_peers(directory: Path | None = None) -> AsyncIterator[Peers]:
             agent_stats=agent_stats,
             mcp_app=mcp,
             agents_app=agents,
+            mcp_requests=mcp_requests,
+            agent_requests=agent_requests,
         )
         write_catalog(peers.catalog_path, peers)
         yield peers

@@ -1,4 +1,5 @@
-"""The test MCP server: `echo`, `add` (structured), `flaky`, `broken`, the contract's tool names.
+"""The test MCP server: `echo`, `add` (structured), `flaky`, `broken`, `environment`, the
+contract's tool names.
 
 Served over streamable HTTP by `tests.peers.catalog`, or over stdio with
 `python -m tests.peers.mcp_server --stdio`. `McpStats` counts requests by method on the
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -80,6 +82,10 @@ def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
     @server.tool(description="Always reports an error.")
     def broken() -> str:
         raise ToolError("broken tool always fails")
+
+    @server.tool(description="The environment variables this server's process has.")
+    def environment() -> dict[str, str]:
+        return dict(os.environ)
 
     @server.tool(description="Sleep, then answer.")
     async def sleepy(seconds: float = 1.0) -> str:

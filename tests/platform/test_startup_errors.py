@@ -88,3 +88,19 @@ def test_help_documents_every_command_and_setting(tmp_path: Path) -> None:
     assert result.returncode == 0
     for word in ("dev", "api", "worker", "setup", "TRELLIS_DATA_DIR", "TRELLIS_STORE_URL"):
         assert word in result.stdout
+
+
+@pytest.mark.parametrize("command", ["dev", "api", "worker"])
+def test_a_catalog_variable_that_is_not_set_stops_start_up_naming_it(
+    tmp_path: Path, command: str
+) -> None:
+    catalog = tmp_path / "executors.yaml"
+    catalog.write_text(
+        "a2aAgents:\n  - {name: a, url: 'https://a.example.com/', headers: {X-Key: '${A_KEY}'}}\n"
+    )
+    env = trellis_env(tmp_path / "data", TRELLIS_EXECUTORS_FILE=str(catalog))
+    env.pop("A_KEY", None)
+    result = run_trellis([command], env)
+    assert result.returncode != 0
+    assert "a2aAgents[0].headers.X-Key: environment variable A_KEY is not set" in result.stderr
+    assert "Traceback" not in result.stderr
