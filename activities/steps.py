@@ -48,23 +48,23 @@ class StepActivities:
         record = _Attempt(self._store, step, attempt)
         # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
         # (well within "about a second"); how it ended is written once, at the end.
-        announce = asyncio.create_task(record.running_after(RUNNING_AFTER_SECONDS))
+        record.announce_after(RUNNING_AFTER_SECONDS)
         call = _call(step, attempt, activity.heartbeat)
         try:
             outcome = await self._with_heartbeats(call)
             _check_size(outcome.output)
         except asyncio.CancelledError:
-            await record.finish(announce, "cancelled", "node_cancelled", error="cancelled")
+            await record.finish("cancelled", "node_cancelled", error="cancelled")
             raise
         except PermanentError as exc:
-            await record.finish(announce, "running", None, error=str(exc))
+            await record.finish("running", None, error=str(exc))
             raise ApplicationError(
                 str(exc), type=PERMANENT_ERROR_TYPE, non_retryable=True
             ) from None
         except Exception as exc:
             message = str(exc) or type(exc).__name__
             # The attempt's error is visible at once; the workflow writes the final status.
-            await record.finish(announce, "running", None, error=message)
+            await record.finish("running", None, error=message)
             raise ApplicationError(message, type=type(exc).__name__) from None
         result = StepOutput(
             output=outcome.output,
@@ -76,7 +76,6 @@ class StepActivities:
         # The step writes its own end: leaving it to the workflow's outbox would flush a
         # local activity before the next step, holding that step's workflow task open.
         await record.finish(
-            announce,
             "completed",
             "node_completed",
             output_snapshot=outcome.output,
@@ -86,14 +85,13 @@ class StepActivities:
 
     async def _with_heartbeats(self, call: StepCall) -> Any:
         # A background heartbeat lets Temporal deliver cancellation to any executor
-        # and notice a dead worker within the heartbeat timeout.
-        beat = asyncio.create_task(_heartbeat_forever())
+        # and notice a dead worker within the heartbeat timeout. A timer, not a task:
+        # nothing to create, cancel and await on every (usually short) step.
+        beat = _Heartbeat()
         try:
             return await self._executor.execute(call)
         finally:
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
+            beat.stop()
 
     @activity.defn(name=PLAN_STEP)
     async def plan_step(self, step: StepInput) -> StepPlan:
@@ -120,6 +118,8 @@ class _Attempt:
         self._attempt = attempt
         self.started_at = _now()
         self._announced = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._announcing: asyncio.Task[None] | None = None
 
     def _record(self, status: NodeRunStatus, rev: int, **fields: Any) -> dict[str, Any]:
         return node_record(
@@ -148,26 +148,29 @@ class _Attempt:
             attempt=self._attempt,
         )
 
-    async def running_after(self, delay: float) -> None:
-        await asyncio.sleep(delay)
+    def announce_after(self, delay: float) -> None:
+        """Write "running" if the attempt is still going after `delay` seconds."""
+
+        def announce() -> None:
+            self._announcing = asyncio.create_task(self._running())
+
+        self._timer = asyncio.get_running_loop().call_later(delay, announce)
+
+    async def _running(self) -> None:
         fields = self._record(
             "running", attempt_rev(self._attempt, "running"), finished_at=None, error=None
         )
         await self._store.merge_node_run(fields, [self._event("node_started", "running")])
         self._announced = True
 
-    async def finish(
-        self,
-        announce: asyncio.Task[None],
-        status: NodeRunStatus,
-        event: str | None,
-        **fields: Any,
-    ) -> None:
+    async def finish(self, status: NodeRunStatus, event: str | None, **fields: Any) -> None:
         """The attempt's last write; carries node_started too when "running" was never sent."""
-        if not announce.done():
-            announce.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await announce
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._announcing is not None:
+            # Begun: let it land first, so node_started precedes the end in the log.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._announcing)
         events = [] if self._announced else [self._event("node_started", "running")]
         if event is not None:
             events.append(self._event(event, status))
@@ -197,11 +200,23 @@ def _call(step: StepInput, attempt: int, heartbeat: Any) -> StepCall:
     )
 
 
-async def _heartbeat_forever() -> None:
-    # Not at once: a step that ends within the first interval never pays for a heartbeat.
-    while True:
-        await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
+class _Heartbeat:
+    """Heartbeats every HEARTBEAT_EVERY_SECONDS from a timer, until stopped.
+
+    Not at once: a step that ends within the first interval never pays for a heartbeat.
+    The timer's callback runs in the activity's context (call_later copies it).
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_later(HEARTBEAT_EVERY_SECONDS, self._beat)
+
+    def _beat(self) -> None:
         activity.heartbeat()
+        self._handle = self._loop.call_later(HEARTBEAT_EVERY_SECONDS, self._beat)
+
+    def stop(self) -> None:
+        self._handle.cancel()
 
 
 def _check_size(output: Any) -> None:
