@@ -197,6 +197,7 @@ def _call(step: StepInput, attempt: int, heartbeat: Any) -> StepCall:
         context=step.context,
         attempt=attempt,
         heartbeat=heartbeat,
+        triggered_by=step.triggered_by,
     )
 
 

@@ -44,6 +44,19 @@ class Settings(BaseSettings):
     # The most of an answer builtin:http reads (decoded), in bytes.
     http_max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, gt=0)
 
+    # Downstream identity: with a key, MCP (HTTP) and A2A requests of a run that has a
+    # triggering identity carry a fresh JWT for it (docs/security.md). An HMAC secret, or
+    # a PEM private key for RS*/PS*/ES*/EdDSA; or the file holding either.
+    service_token_key: SecretStr | None = None
+    service_token_key_file: Path | None = None
+    service_token_algorithm: str = "HS256"
+    service_token_issuer: str = "trellis"
+    service_token_audience: str | None = None
+    service_token_ttl_seconds: int = Field(default=300, ge=10, le=3600)
+    # `Authorization` carries `Bearer <token>`; any other header carries the bare token.
+    service_token_header: str = Field(default="Authorization", pattern=r"^[A-Za-z0-9-]+$")
+    service_token_key_id: str | None = None
+
     @field_validator("http_allowed_networks", mode="before")
     @classmethod
     def _networks(cls, value: Any) -> Any:

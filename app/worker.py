@@ -13,7 +13,6 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.executors.base import Executor
-from activities.executors.http_guard import HttpPolicy
 from activities.projections import ProjectionActivities
 from activities.scheduling import SchedulingActivities
 from activities.steps import StepActivities
@@ -58,19 +57,12 @@ def build_worker(
     )
 
 
-def http_policy(settings: Settings) -> HttpPolicy:
-    """Where builtin:http may connect and how much it reads, from settings."""
-    return HttpPolicy(
-        allowed_networks=settings.http_allowed_networks,
-        max_response_bytes=settings.http_max_response_bytes,
-    )
-
-
 async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
     """Connect everything from settings and poll until cancelled."""
     from activities.executors.catalog import load_catalog
     from activities.executors.registry import ExecutorRegistry
     from activities.store.factory import open_store
+    from app.outbound import http_policy, service_token_signer
     from app.reconciler import Reconciler
     from app.temporal import connect_temporal
 
@@ -78,7 +70,11 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
     store = open_store(settings.resolved_store_url)
     await store.connect()
     await catalog.start()
-    registry = ExecutorRegistry(catalog, http_policy=http_policy(settings))
+    registry = ExecutorRegistry(
+        catalog,
+        http_policy=http_policy(settings),
+        service_tokens=service_token_signer(settings),
+    )
     client = await connect_temporal(settings)
     worker = build_worker(client, task_queue=settings.task_queue, store=store, executor=registry)
     reconciler = Reconciler(client, store, interval=settings.reconcile_interval_seconds)

@@ -30,6 +30,9 @@ class Identity(CamelModel):
     username: str | None = None
     scopes: list[str] = Field(default_factory=list)
     roles: list[str] = Field(default_factory=list)
+    # When the caller proved who they are (their token's `iat`, Unix seconds): service
+    # tokens carry it as `auth_time`, so a downstream can tell how old the identity is.
+    authenticated_at: int | None = None
 
 
 class CachedOutput(CamelModel):

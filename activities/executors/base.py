@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from temporal_workflows.contracts import Identity
+
 BUILTIN_PREFIX = "builtin:"
 # Config keys Trellis itself reads; never sent to a tool or an agent.
 RESERVED_CONFIG_KEYS = frozenset({"poolStrategy"})
@@ -41,6 +43,8 @@ class StepCall:
     attempt: int = 1
     # Executors that wait long call this periodically (Temporal activity heartbeat).
     heartbeat: Callable[..., None] = field(default=lambda *details: None)
+    # Who triggered the run: MCP and A2A requests carry a service token for them.
+    triggered_by: Identity | None = None
 
 
 @dataclass

@@ -13,16 +13,30 @@ from activities.executors.catalog import Catalog
 from activities.executors.http_guard import HttpPolicy
 from activities.executors.mcp import McpExecutor
 from activities.executors.pool import PoolExecutor
+from activities.executors.service_token import (
+    Caller,
+    ServiceTokenSigner,
+    acting_for,
+    service_token_auth,
+)
 
 
 class ExecutorRegistry:
     """Dispatches a step to a built-in, an MCP tool, an A2A agent or an agent pool."""
 
-    def __init__(self, catalog: Catalog, *, http_policy: HttpPolicy | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        http_policy: HttpPolicy | None = None,
+        service_tokens: ServiceTokenSigner | None = None,
+    ) -> None:
         self.catalog = catalog
+        auth = service_token_auth(service_tokens)
         # No read timeout: A2A streams may stay silent for long; each step has its own timeout.
         # Catalog agents are the operator's choice, so this client is not address-guarded.
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), auth=auth)
+        catalog.sessions.use_auth(auth)
         self.builtin = BuiltinExecutor(http_policy)
         self.mcp = McpExecutor(catalog.sessions)
         self.a2a = A2AExecutor(catalog, self._http)
@@ -30,6 +44,10 @@ class ExecutorRegistry:
 
     async def execute(self, call: StepCall) -> StepOutcome:
         """Run one step attempt; PermanentError is non-retryable, anything else retryable."""
+        with acting_for(_caller(call)):
+            return await self._execute(call)
+
+    async def _execute(self, call: StepCall) -> StepOutcome:
         if call.a2a_pool:
             return await self.pool.execute(call)
         key = call.executor_key
@@ -55,3 +73,16 @@ class ExecutorRegistry:
         await self._http.aclose()
         await self.builtin.close()
         await self.catalog.sessions.close()
+
+
+def _caller(call: StepCall) -> Caller | None:
+    if call.triggered_by is None:
+        return None
+    return Caller(
+        identity=call.triggered_by,
+        run_id=call.run_id,
+        workflow_id=call.workflow_id,
+        node_id=call.node_id,
+        node_run_id=call.node_run_id,
+        attempt=call.attempt,
+    )

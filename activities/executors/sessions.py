@@ -22,6 +22,7 @@ from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 from mcp.client.streamable_http import streamable_http_client
 
 from activities.executors.catalog_file import McpServerSpec
+from activities.executors.service_token import acting_for
 
 CONNECT_TIMEOUT_SECONDS = 15.0
 # The SDK's own defaults for its HTTP client: a server may hold a response stream open.
@@ -55,6 +56,8 @@ class McpSession:
     def __init__(self, spec: McpServerSpec, search_path: str = "/usr/bin:/bin") -> None:
         self.spec = spec
         self.search_path = search_path
+        # Adds a service token to each request sent while a step acts for a caller.
+        self.auth: Any = None
         self.connects = 0
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -69,12 +72,18 @@ class McpSession:
         if self.spec.url:
             # The catalog's headers go on every request of this server's session.
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=dict(self.spec.headers), timeout=HTTP_TIMEOUT)
+                httpx2.AsyncClient(
+                    headers=dict(self.spec.headers), timeout=HTTP_TIMEOUT, auth=self._authenticate
+                )
             )
             target: Any = streamable_http_client(self.spec.url, http_client=http)
         else:
             target = _isolated(self.spec, self.search_path)
         return await stack.enter_async_context(Client(target, cache=None))
+
+    def _authenticate(self, request: httpx2.Request) -> httpx2.Request:
+        # Looked up per request, so a session opened before `auth` was set still uses it.
+        return self.auth(request) if self.auth is not None else request
 
     async def client(self) -> Client:
         """The connected client, connecting first when needed."""
@@ -96,15 +105,21 @@ class McpSession:
             return self._client
 
     async def _own(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        # This task outlives the call that started it and serves every run: it must not act
+        # for that call's caller (the handshake and the GET stream send no service token).
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                ready.set_result(await self._connect(stack))
-                await stop.wait()
+            with acting_for(None):
+                await self._serve(ready, stop)
         except BaseException as exc:  # the owner must never leak an error into the loop
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
             if isinstance(exc, asyncio.CancelledError):
                 raise
+
+    async def _serve(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            ready.set_result(await self._connect(stack))
+            await stop.wait()
 
     async def tools(self, refresh: bool = False) -> dict[str, mcp_types.Tool]:
         """The server's tools by name (listed once per connection unless refreshed)."""
@@ -165,6 +180,11 @@ class McpSessions:
 
     def get(self, server_id: str) -> McpSession:
         return self._sessions[server_id]
+
+    def use_auth(self, auth: Any) -> None:
+        """Give every HTTP session's requests this `auth` (open sessions too)."""
+        for session in self._sessions.values():
+            session.auth = auth
 
     async def close(self) -> None:
         """Close every connection (stdio servers exit); sessions reconnect if used again."""

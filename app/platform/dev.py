@@ -16,7 +16,12 @@ import httpx
 
 from app.platform.child_env import settings_env
 from app.platform.devserver import DevServerError, dev_server_child, wait_for_temporal
-from app.platform.preflight import PreflightError, ensure_port_free, load_executor_catalog
+from app.platform.preflight import (
+    PreflightError,
+    check_service_tokens,
+    ensure_port_free,
+    load_executor_catalog,
+)
 from app.platform.supervisor import Child, first_exit, stop_all
 from app.settings import Settings
 
@@ -67,6 +72,7 @@ def preflight(settings: Settings) -> None:
             "127.0.0.1", settings.ui_port, "Temporal Web UI", "--ui-port / TRELLIS_UI_PORT"
         )
     load_executor_catalog(settings)
+    check_service_tokens(settings)
 
 
 def app_child(name: str, args: Sequence[str], env: dict[str, str], grace: float) -> Child:

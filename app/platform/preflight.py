@@ -43,3 +43,14 @@ def load_executor_catalog(settings: Settings) -> Any:
         if str(path) not in message:
             message = f"executor catalog {path}: {message}"
         raise PreflightError(message) from None
+
+
+def check_service_tokens(settings: Settings) -> None:
+    """Service-token settings that cannot sign stop start-up naming the setting."""
+    from activities.executors.service_token import ServiceTokenError
+    from app.outbound import service_token_signer
+
+    try:
+        service_token_signer(settings)
+    except ServiceTokenError as exc:
+        raise PreflightError(str(exc)) from None

@@ -11,7 +11,11 @@ from typing import Any
 
 import uvicorn
 
-from app.platform.preflight import ensure_port_free, load_executor_catalog
+from app.platform.preflight import (
+    check_service_tokens,
+    ensure_port_free,
+    load_executor_catalog,
+)
 from app.settings import Settings
 
 SHUTDOWN_GRACE_SECONDS = 8.0
@@ -72,6 +76,7 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
 def run_worker_process(settings: Settings, ready_file: Path | None = None) -> None:
     """Run the worker until SIGTERM/SIGINT; touch `ready_file` once it polls."""
     load_executor_catalog(settings)
+    check_service_tokens(settings)
     run_fast(_worker(settings, ready_file))
 
 

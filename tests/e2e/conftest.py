@@ -18,6 +18,7 @@ from activities.executors.catalog import Catalog, load_catalog
 from activities.executors.registry import ExecutorRegistry
 from tests.peers.catalog import Peers
 from tests.support.platform import Platform, running_platform
+from tests.support.service_tokens import SIGNER
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +32,7 @@ async def peer_catalog(peers: Peers) -> AsyncIterator[Catalog]:
 
 @pytest.fixture(scope="session")
 async def peer_registry(peer_catalog: Catalog) -> AsyncIterator[ExecutorRegistry]:
-    registry = ExecutorRegistry(peer_catalog)
+    registry = ExecutorRegistry(peer_catalog, service_tokens=SIGNER)
     yield registry
     await registry.close()
 

@@ -13,6 +13,7 @@ from activities.executors.catalog import Catalog, load_catalog
 from activities.executors.registry import ExecutorRegistry
 from tests.peers.catalog import Peers
 from tests.support.loopback import LOOPBACK_ALLOWED
+from tests.support.service_tokens import SIGNER
 
 _ids = itertools.count(1)
 
@@ -27,7 +28,7 @@ async def catalog(peers: Peers) -> AsyncIterator[Catalog]:
 
 @pytest.fixture(scope="session")
 async def registry(catalog: Catalog) -> AsyncIterator[ExecutorRegistry]:
-    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED)
+    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED, service_tokens=SIGNER)
     yield registry
     await registry.close()
 

@@ -104,3 +104,12 @@ def test_a_catalog_variable_that_is_not_set_stops_start_up_naming_it(
     assert result.returncode != 0
     assert "a2aAgents[0].headers.X-Key: environment variable A_KEY is not set" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_service_token_key_that_cannot_sign_stops_the_worker_naming_it(tmp_path: Path) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_SERVICE_TOKEN_KEY="too-short")
+    result = run_trellis(["worker"], env)
+    assert result.returncode != 0
+    assert "TRELLIS_SERVICE_TOKEN_KEY must be at least 32 bytes for HS256" in result.stderr
+    assert "too-short" not in result.stderr
+    assert "Traceback" not in result.stderr

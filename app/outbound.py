@@ -1,0 +1,47 @@
+"""How the worker's executors reach other systems, from settings: where builtin:http may
+connect, and the signer of the service tokens MCP and A2A calls carry."""
+
+from __future__ import annotations
+
+from activities.executors.http_guard import HttpPolicy
+from activities.executors.service_token import ServiceTokenError, ServiceTokenSigner
+from app.settings import Settings
+
+
+def http_policy(settings: Settings) -> HttpPolicy:
+    """Where builtin:http may connect and how much it reads."""
+    return HttpPolicy(
+        allowed_networks=settings.http_allowed_networks,
+        max_response_bytes=settings.http_max_response_bytes,
+    )
+
+
+def service_token_signer(settings: Settings) -> ServiceTokenSigner | None:
+    """The signer, or None when no key is set (then no call carries a token).
+
+    ServiceTokenError names the setting that is wrong.
+    """
+    key = settings.service_token_key.get_secret_value() if settings.service_token_key else None
+    path = settings.service_token_key_file
+    if path is not None:
+        if key is not None:
+            raise ServiceTokenError(
+                "set TRELLIS_SERVICE_TOKEN_KEY or TRELLIS_SERVICE_TOKEN_KEY_FILE, not both"
+            )
+        try:
+            key = path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ServiceTokenError(
+                f"TRELLIS_SERVICE_TOKEN_KEY_FILE {path} cannot be read ({exc.strerror or exc})"
+            ) from None
+    if not key:
+        return None
+    return ServiceTokenSigner(
+        key=key,
+        algorithm=settings.service_token_algorithm,
+        issuer=settings.service_token_issuer,
+        audience=settings.service_token_audience,
+        ttl_seconds=settings.service_token_ttl_seconds,
+        header=settings.service_token_header,
+        key_id=settings.service_token_key_id,
+    )
