@@ -1,12 +1,12 @@
-"""What each container does with the nodes it holds: parallel, condition, router, loop.
+"""What the sequential containers do with the nodes they hold: condition, router, loop.
 
 Each body runs inside the node run the dispatcher records around it and returns
-(input snapshot, output). Semantics: docs/semantics.md, and docs/hitl.md for the gates.
+(input snapshot, output); when the run continued as new inside it, it carries on from
+its frame. Semantics: docs/semantics.md, and docs/hitl.md for the gates.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +14,10 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows import expressions
-    from temporal_workflows.continuation import Continuation
-    from temporal_workflows.contracts import LoopResume, RunInput
+    from temporal_workflows.continuation import Continuation, Suspended
+    from temporal_workflows.contracts import RunInput
     from temporal_workflows.definition import HumanReview, WorkflowNode
+    from temporal_workflows.frames import ConditionFrame, LoopFrame, RouterFrame, SequenceFrame
     from temporal_workflows.gates import (
         Decision,
         Requirement,
@@ -24,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
         iteration_gate,
         review_gate,
     )
-    from temporal_workflows.outcomes import NodeFailed, NodeSkipped, RunStopped
+    from temporal_workflows.outcomes import NodeFailed, NodeSkipped
     from temporal_workflows.read_model import OPEN_REV
     from temporal_workflows.recorder import RunRecorder
     from temporal_workflows.reviews import Reviews, review_of
@@ -32,6 +33,8 @@ with workflow.unsafe.imports_passed_through():
 
 if TYPE_CHECKING:
     from temporal_workflows.dispatcher import Dispatcher
+
+LOOP_VARIABLES = ("iteration", "loop_outputs")
 
 
 @dataclass
@@ -42,62 +45,37 @@ class Containers:
     reviews: Reviews
     continuation: Continuation
 
-    async def parallel(self, node: WorkflowNode, scope: Scope, _: str) -> tuple[Any, Any]:
-        """Every child at once (at most maxConcurrency); the first failure stops the rest."""
-        limit = asyncio.Semaphore(self.inp.definition.max_concurrency)
-        scopes = [scope.fork() for _ in node.children]
-        stops: list[RunStopped] = []
-        tasks: list[asyncio.Task[Any]] = []
-
-        async def branch(index: int) -> Any:
-            async with limit:
-                if stops:
-                    return None  # a sibling failed: start nothing new
-                try:
-                    result = await self.dispatcher.run_node(node.children[index], scopes[index])
-                    # Siblings may hold the block for long: show this branch's records now.
-                    self.recorder.flush_soon()
-                    return result
-                except RunStopped as stop:
-                    if not stops:
-                        stops.append(stop)
-                        for i, task in enumerate(tasks):
-                            if i != index and not task.done():
-                                task.cancel()
-                    raise
-
-        tasks.extend(asyncio.create_task(branch(i)) for i in range(len(node.children)))
-        try:
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-        except asyncio.CancelledError:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-        if stops:
-            raise stops[0]
-        output: dict[str, Any] = {}
-        for child, child_scope, result in zip(node.children, scopes, results, strict=True):
-            if isinstance(result, BaseException):
-                raise result
-            output[child.name] = result
-            scope.previous_step_outputs.update(child_scope.previous_step_outputs)
-        return {"children": [c.name for c in node.children]}, output
-
     async def condition(
-        self, node: WorkflowNode, scope: Scope, node_run_id: str
+        self, node: WorkflowNode, scope: Scope, node_run_id: str, frame: ConditionFrame | None
     ) -> tuple[Any, Any]:
         """trueSteps or falseSteps by conditionCel (or falseSteps on an else_branch reject)."""
+        if frame is not None:
+            snapshot, at = frame.snapshot, frame.at
+        else:
+            snapshot, at = await self._choose_branch(node, scope, node_run_id), None
+        steps = node.true_steps if snapshot["branch"] == "trueSteps" else node.false_steps
+        try:
+            output = await self.dispatcher.run_sequence(steps, scope, at=at)
+        except Suspended as suspended:
+            suspended.frame = ConditionFrame(
+                node_run_id=node_run_id, snapshot=snapshot, at=suspended.frame
+            )
+            raise
+        return snapshot, output
+
+    async def _choose_branch(
+        self, node: WorkflowNode, scope: Scope, node_run_id: str
+    ) -> dict[str, Any]:
+        """The branch to run and why (the node run's input snapshot)."""
         source = node.condition_cel or ""
         decision = await self._confirm(node, node_run_id)
         if decision is not None and decision.resolution == "reject":  # else_branch
-            output = await self.dispatcher.run_sequence(node.false_steps, scope)
             return {
                 "conditionCel": source,
                 "result": None,
                 "branch": "falseSteps",
                 "reason": "rejected: else_branch",
-            }, output
+            }
         value = _evaluate(node, source, scope.variables())
         if not isinstance(value, bool):
             raise NodeFailed(
@@ -105,24 +83,35 @@ class Containers:
                 f"conditionCel must yield a bool, got {type(value).__name__} {value!r}",
             )
         branch = "trueSteps" if value else "falseSteps"
-        steps = node.true_steps if value else node.false_steps
-        output = await self.dispatcher.run_sequence(steps, scope)
-        return {"conditionCel": source, "result": value, "branch": branch}, output
+        return {"conditionCel": source, "result": value, "branch": branch}
 
-    async def router(self, node: WorkflowNode, scope: Scope, node_run_id: str) -> tuple[Any, Any]:
+    async def router(
+        self, node: WorkflowNode, scope: Scope, node_run_id: str, frame: RouterFrame | None
+    ) -> tuple[Any, Any]:
         """The choices conditionCel (or a person) selects, each run in turn."""
-        names = [c.name for c in node.choices]
         source = node.condition_cel or ""
         review = review_of(node)
-        if review is not None and review.requires_user_input:
-            selected = await self._select_route(node, review, scope, names, node_run_id)
+        if frame is not None:
+            selected, outputs = frame.selected, dict(frame.outputs)
         else:
-            await self._confirm(node, node_run_id)
-            selected = _route(node, source, scope, names)
-        outputs: dict[str, Any] = {}
+            selected, outputs = await self._select(node, review, scope, node_run_id), {}
         for choice in node.choices:
-            if choice.name in selected:
-                outputs[choice.name] = await self.dispatcher.run_sequence(choice.steps, scope)
+            if choice.name not in selected or choice.name in outputs:
+                continue
+            at = frame.at if frame is not None and frame.choice == choice.name else None
+            try:
+                outputs[choice.name] = await self.dispatcher.run_sequence(
+                    choice.steps, scope, at=at
+                )
+            except Suspended as suspended:
+                suspended.frame = RouterFrame(
+                    node_run_id=node_run_id,
+                    selected=selected,
+                    outputs=outputs,
+                    choice=choice.name,
+                    at=suspended.frame,
+                )
+                raise
         output = outputs[selected[0]] if len(selected) == 1 else outputs
         if review is not None and review.requires_output_review:
             decision = await self.reviews.ask(
@@ -136,37 +125,66 @@ class Containers:
                 output = decision.edited_output
         return {"conditionCel": source, "selected": selected}, output
 
-    async def loop(self, node: WorkflowNode, scope: Scope, node_run_id: str) -> tuple[Any, Any]:
+    async def _select(
+        self, node: WorkflowNode, review: HumanReview | None, scope: Scope, node_run_id: str
+    ) -> list[str]:
+        names = [c.name for c in node.choices]
+        if review is not None and review.requires_user_input:
+            return await self._select_route(node, review, scope, names, node_run_id)
+        await self._confirm(node, node_run_id)
+        return _route(node, node.condition_cel or "", scope, names)
+
+    async def loop(
+        self, node: WorkflowNode, scope: Scope, node_run_id: str, frame: LoopFrame | None
+    ) -> tuple[Any, Any]:
         """The children, iteration after iteration, until maxIterations or endConditionCel."""
         assert node.loop_config is not None
-        await self._confirm(node, node_run_id)
+        if frame is None:
+            await self._confirm(node, node_run_id)
+            outer = {k: scope.extra.get(k) for k in LOOP_VARIABLES}
+            iteration, outputs, iteration_outputs, at = 0, [], {}, None
+        else:
+            outer, iteration, outputs = frame.outer, frame.iteration, list(frame.outputs)
+            iteration_outputs, at = dict(frame.iteration_outputs), frame.at
         review = review_of(node)
         end = node.loop_config.end_condition_cel
-        outer = {k: scope.extra.get(k) for k in ("iteration", "loop_outputs")}
-        outputs: list[Any] = []
-        iteration = 0
-        resumed = self.continuation.resumed_loop(node_run_id)
-        if resumed is not None:
-            iteration, outputs = resumed.iteration, list(resumed.outputs)
         ended_by = "maxIterations"
-        iteration_outputs: dict[str, Any] = {}
         last: Any = None
 
-        async def run_iteration(_: Decision | None = None) -> None:
-            nonlocal iteration_outputs, last
+        async def run_iteration(resume: SequenceFrame | None = None) -> None:
+            nonlocal last
             scope.extra["iteration"] = iteration
             scope.extra["loop_outputs"] = outputs
-            iteration_outputs, last = {}, None
-            for child in node.children:
-                last = await self.dispatcher.run_node(child, scope)
-                iteration_outputs[child.name] = last
+            if resume is None:
+                iteration_outputs.clear()
+            # Between iterations of a top-level loop runs have always continued as new.
+            top_first = self.continuation.is_top(node) and iteration > 0
+            last = await self.dispatcher.run_sequence(
+                node.children, scope, at=resume, top_first=top_first, outputs=iteration_outputs
+            )
+
+        async def run_again(_: Decision) -> None:
+            async with self.continuation.held():
+                await run_iteration()
 
         def gate(_: int) -> Requirement:
             assert review is not None
             return iteration_gate(node, review, iteration, last)
 
         while iteration < node.loop_config.max_iterations:
-            await run_iteration()
+            try:
+                await run_iteration(at)
+            except Suspended as suspended:
+                suspended.frame = LoopFrame(
+                    node_run_id=node_run_id,
+                    iteration=iteration,
+                    outputs=outputs,
+                    outer=outer,
+                    iteration_outputs=iteration_outputs,
+                    at=suspended.frame,
+                )
+                raise
+            at = None
             if review is not None and review.requires_iteration_review:
                 try:
                     await self.reviews.ask(
@@ -175,7 +193,7 @@ class Containers:
                         gate,
                         node_run_id=lambda: node_run_id,
                         rev=OPEN_REV,
-                        redo=run_iteration,
+                        redo=run_again,
                     )
                 except NodeSkipped:
                     ended_by = "rejected"
@@ -191,13 +209,8 @@ class Containers:
                 if done:
                     ended_by = "endConditionCel"
                     break
-            if self.continuation.is_top(node) and iteration < node.loop_config.max_iterations:
-                await self.continuation.continue_if_due(
-                    self.continuation.top_index,
-                    scope,
-                    LoopResume(node_run_id=node_run_id, iteration=iteration, outputs=outputs),
-                )
-        for key, value in outer.items():  # restore an enclosing loop's variables
+        for key in LOOP_VARIABLES:  # restore an enclosing loop's variables
+            value = outer.get(key)
             if value is None:
                 scope.extra.pop(key, None)
             else:

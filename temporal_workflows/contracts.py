@@ -8,6 +8,7 @@ from pydantic import Field
 
 from temporal_workflows.base import CamelModel
 from temporal_workflows.definition import WorkflowSpec
+from temporal_workflows.frames import SequenceFrame
 
 WORKFLOW_TYPE = "TrellisRun"
 # Activity names: the workflow refers to activities by these, never by import.
@@ -43,7 +44,7 @@ class CachedOutput(CamelModel):
 
 
 class LoopResume(CamelModel):
-    """Where a top-level loop stood when its run continued as new."""
+    """Where a top-level loop stood when its run continued as new (before `position`)."""
 
     node_run_id: str
     iteration: int
@@ -53,11 +54,16 @@ class LoopResume(CamelModel):
 class ResumePoint(CamelModel):
     """Everything a run carries across continue-as-new (its history starts afresh)."""
 
-    next_index: int
+    # Where the run stands (frames.py); runs continued before frames existed carry
+    # `next_index` and `loop` instead.
+    position: SequenceFrame | None = None
+    next_index: int = 0
     loop: LoopResume | None = None
     session_state: dict[str, Any] = Field(default_factory=dict)
+    # The top-level scope's own data.
     previous_step_content: Any = None
     previous_step_outputs: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, Any] = Field(default_factory=dict)
     node_counts: dict[str, int] = Field(default_factory=dict)
     # The audit trail, which also tells a late decision on an old gate it is too late.
     resolved_requirements: list[dict[str, Any]] = Field(default_factory=list)
@@ -80,10 +86,12 @@ class RunInput(CamelModel):
     stop_after_node_id: str | None = None
     # Gate timeout for nodes whose humanReview sets none (None: wait indefinitely).
     default_gate_timeout_seconds: float | None = None
-    # Stop starting nodes past this many history events (Temporal's hard limit: 51,200).
+    # Stop starting nodes past this many history events or bytes (Temporal's hard limits:
+    # 51,200 events, 50 MB); continue as new at a boundary past these (a fresh history).
     history_event_budget: int = 45_000
-    # Continue as new at a top-level boundary past this many events (a fresh history).
+    history_byte_budget: int = 45_000_000
     continue_as_new_after_events: int = 10_000
+    continue_as_new_after_bytes: int = 8_000_000
     # Set when this execution continues an earlier one of the same run.
     resume: ResumePoint | None = None
     # Who triggered the run (None: a schedule, or no identity was given).

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from temporal_workflows.base import CamelModel
 
-NodeType = Literal["step", "parallel", "loop", "condition", "router"]
+NodeType = Literal["step", "parallel", "loop", "condition", "router", "map"]
 OnError = Literal["fail", "skip", "retry"]
 OnReject = Literal["skip", "cancel", "retry", "else_branch"]
 OnTimeout = Literal["approve", "skip", "cancel"]
@@ -22,6 +22,8 @@ MAX_NAME_LENGTH = 200
 MAX_DESCRIPTION_LENGTH = 5_000
 MAX_EXPRESSION_LENGTH = 4_000
 MAX_MESSAGE_LENGTH = 4_000
+# Temporal refuses more than 2,000 pending activities per workflow; stay well below.
+MAX_CONCURRENCY = 500
 
 
 class Position(CamelModel):
@@ -117,6 +119,11 @@ class WorkflowNode(CamelModel):
     condition_cel: str | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
     loop_config: LoopConfig | None = None
     human_review: HumanReview | None = None
+    # map nodes (an extension): the CEL list whose items each run the children.
+    items_cel: str | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
+    # parallel and map nodes (an extension): at most this many branches at a time
+    # (default: the workflow's maxConcurrency).
+    max_concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
 
     @property
     def node_id(self) -> str:
@@ -142,8 +149,8 @@ class WorkflowSpec(CamelModel):
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
     canvas: Canvas = Field(default_factory=Canvas)
     nodes: list[WorkflowNode]
-    # Bound on concurrently running children of any parallel block (an extension).
-    max_concurrency: int = Field(default=8, ge=1, le=500)
+    # Bound on concurrently running branches of a parallel or map node (an extension).
+    max_concurrency: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)
 
 
 def iter_nodes(nodes: list[WorkflowNode]) -> list[WorkflowNode]:

@@ -14,9 +14,11 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows.clock import RunClock
     from temporal_workflows.containers import Containers
-    from temporal_workflows.continuation import Continuation
+    from temporal_workflows.continuation import Continuation, Suspended
     from temporal_workflows.contracts import RunInput
     from temporal_workflows.definition import WorkflowNode
+    from temporal_workflows.fanout import FanOut
+    from temporal_workflows.frames import NodeFrame, SequenceFrame
     from temporal_workflows.history import HistoryBudget
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped, RunCancelled
     from temporal_workflows.recorder import RunRecorder
@@ -25,8 +27,9 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.scope import Scope
     from temporal_workflows.step_runner import StepRunner
 
-# A container's body: runs what it holds; returns (input snapshot, output).
-Body = Callable[[WorkflowNode, Scope, str], Awaitable[tuple[Any, Any]]]
+# A container's body: runs what it holds, from its frame when the run continued as new
+# inside it; returns (input snapshot, output).
+Body = Callable[[WorkflowNode, Scope, str, Any], Awaitable[tuple[Any, Any]]]
 
 
 @dataclass
@@ -44,47 +47,80 @@ class Dispatcher:
 
     def __post_init__(self) -> None:
         containers = Containers(self.inp, self, self.recorder, self.reviews, self.continuation)
+        fanout = FanOut(self.inp, self, self.recorder, self.continuation)
         self._bodies = {
-            "parallel": containers.parallel,
+            "parallel": fanout.parallel,
+            "map": fanout.map,
             "condition": containers.condition,
             "router": containers.router,
             "loop": containers.loop,
         }
 
-    async def run_top_level(self, nodes: list[WorkflowNode], scope: Scope) -> Any:
-        """The definition's top-level sequence, where the run may continue as new."""
+    async def run_top_level(
+        self, nodes: list[WorkflowNode], scope: Scope, at: SequenceFrame | None
+    ) -> Any:
+        """The definition's top-level sequence; continues as new when a strand says so."""
+        try:
+            return await self.run_sequence(nodes, scope, at=at, top=True)
+        except Suspended as suspended:
+            await self.continuation.continue_as_new(suspended.frame, scope)
+            raise AssertionError("continue_as_new returns only by raising") from None
+
+    async def run_sequence(
+        self,
+        nodes: list[WorkflowNode],
+        scope: Scope,
+        *,
+        at: SequenceFrame | None = None,
+        top: bool = False,
+        top_first: bool = False,
+        outputs: dict[str, Any] | None = None,
+    ) -> Any:
+        """Nodes one after another, from `at` when resuming; the output of the last.
+
+        `top`: the definition's top level; `top_first`: the boundary before the first
+        node is one where runs have always continued as new (a top-level loop's next
+        iteration). `outputs` collects each node's output by name.
+        """
         output: Any = None
-        resume = self.inp.resume
-        if resume is not None:
-            output = resume.previous_step_content
-        for index in range(self.continuation.start_index, len(nodes)):
+        start, inside = (at.index, at.inside) if at is not None else (0, None)
+        for index in range(start, len(nodes)):
             node = nodes[index]
-            await self.continuation.continue_if_due(index, scope)
-            self.continuation.at_top(index, node)
-            output = await self.run_node(node, scope)
-            if node.id == self.inp.stop_after_node_id:
+            if inside is None:
+                try:
+                    await self.continuation.boundary(top=top or (top_first and index == 0))
+                except Suspended as suspended:
+                    suspended.frame = SequenceFrame(index=index)
+                    raise
+            if top:
+                self.continuation.at_top(node)
+            try:
+                output = await self.run_node(node, scope, inside)
+            except Suspended as suspended:
+                suspended.frame = SequenceFrame(index=index, inside=suspended.frame)
+                raise
+            inside = None
+            if outputs is not None:
+                outputs[node.name] = output
+            if top and node.id == self.inp.stop_after_node_id:
                 break
         return output
 
-    async def run_sequence(self, nodes: list[WorkflowNode], scope: Scope) -> Any:
-        """Nodes one after another; the output of the last."""
-        output: Any = None
-        for node in nodes:
-            output = await self.run_node(node, scope)
-        return output
-
-    async def run_node(self, node: WorkflowNode, scope: Scope) -> Any:
+    async def run_node(
+        self, node: WorkflowNode, scope: Scope, frame: NodeFrame | None = None
+    ) -> Any:
         await self.pause.hold()
         self.history.check(node.name)
         if node.node_type == "step":
             return await self.steps.run(node, scope)
-        return await self._run_container(node, scope, self._bodies[node.node_type])
+        return await self._run_container(node, scope, self._bodies[node.node_type], frame)
 
-    async def _run_container(self, node: WorkflowNode, scope: Scope, body: Body) -> Any:
+    async def _run_container(
+        self, node: WorkflowNode, scope: Scope, body: Body, frame: NodeFrame | None
+    ) -> Any:
         """Record a container's node run around its body; failures name the container."""
-        resumed = self.continuation.loop
-        if resumed is not None and self.continuation.is_top(node):
-            node_run_id = resumed.node_run_id  # a loop carried over continue-as-new
+        if frame is not None:
+            node_run_id = frame.node_run_id  # carried over continue-as-new
         else:
             node_run_id = self.recorder.next_node_run_id(node)
             self.recorder.node(
@@ -97,7 +133,7 @@ class Dispatcher:
             )
         self.activity.enter(node_run_id, node.name)
         try:
-            snapshot, output = await body(node, scope, node_run_id)
+            snapshot, output = await body(node, scope, node_run_id, frame)
         except NodeSkipped as skipped:
             self.recorder.skipped(node_run_id, node, skipped)
             scope.previous_step_outputs[node.name] = None

@@ -46,6 +46,8 @@ SCOPE_VARIABLES = frozenset(
         "iteration",
         "iteration_outputs",
         "loop_outputs",
+        "item",
+        "index",
     }
 )
 

@@ -24,16 +24,30 @@ class HistoryBudget:
         self.events += events
 
     def check(self, node_name: str) -> None:
-        """Fail clearly before Temporal's hard history limit would terminate the run."""
-        length = max(workflow.info().get_current_history_length(), self.events)
+        """Fail clearly before Temporal's hard history limits would terminate the run.
+
+        Reached only when the run could not continue as new in time (a gate or a
+        step held it past every boundary).
+        """
+        info = workflow.info()
+        length = max(info.get_current_history_length(), self.events)
         if length > self._inp.history_event_budget:
             raise NodeFailed(
                 node_name,
-                f"the run's history has about {length} events, near Temporal's limit of 51,200; "
-                "split long loops into separate runs",
+                f"the run's history has about {length} events, near Temporal's limit of 51,200",
+            )
+        size = info.get_current_history_size()
+        if size > self._inp.history_byte_budget:
+            raise NodeFailed(
+                node_name,
+                f"the run's history is {size / 1e6:.1f} MB, near Temporal's limit of 50 MB",
             )
 
     def should_continue_as_new(self) -> bool:
         """True once this execution's history has grown long enough to start afresh."""
-        grown = self.events >= self._inp.continue_as_new_after_events
-        return grown or workflow.info().is_continue_as_new_suggested()
+        info = workflow.info()
+        return (
+            self.events >= self._inp.continue_as_new_after_events
+            or info.is_continue_as_new_suggested()
+            or info.get_current_history_size() >= self._inp.continue_as_new_after_bytes
+        )

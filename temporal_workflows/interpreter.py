@@ -85,10 +85,9 @@ class TrellisRun:
         self._outbox.start()
         if inp.resume is None:
             await self._recorder.publish("run_started", status="running")
-        else:
-            self._continuation.restore(scope)
+        position = self._continuation.restore(scope)
         try:
-            output = await self._dispatcher.run_top_level(inp.definition.nodes, scope)
+            output = await self._dispatcher.run_top_level(inp.definition.nodes, scope, position)
         except NodeFailed as failed:
             await self._finish("failed", {"error_summary": str(failed)}, "run_failed")
             raise ApplicationError(str(failed), type=RUN_FAILED_ERROR, non_retryable=True) from None

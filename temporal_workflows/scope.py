@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from temporal_workflows.frames import ScopeState
+
 
 @dataclass
 class Scope:
@@ -45,6 +47,20 @@ class Scope:
             previous_step_outputs=dict(self.previous_step_outputs),
             extra=dict(self.extra),
         )
+
+    def state(self) -> ScopeState:
+        """This scope's own data, to carry across continue-as-new."""
+        return ScopeState(
+            previous_step_content=self.previous_step_content,
+            previous_step_outputs=self.previous_step_outputs,
+            extra=self.extra,
+        )
+
+    def restore(self, state: ScopeState) -> None:
+        """Take back data carried across continue-as-new."""
+        self.previous_step_content = state.previous_step_content
+        self.previous_step_outputs.update(state.previous_step_outputs)
+        self.extra.update(state.extra)
 
     def record(self, name: str, output: Any) -> None:
         """Make a finished node's output visible to the nodes after it."""

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.scope import Scope
 
 STEP_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+_GROWING_VARIABLES = frozenset({"previous_step_outputs", "loop_outputs"})
 PLAN_TIMEOUT = timedelta(seconds=30)
 
 
@@ -151,9 +152,9 @@ class StepRunner:
             executor_key=node.executor_key,
             a2a_pool=node.a2a_pool,
             config=rendered,
-            # Every variable but the outputs of all earlier steps, which would make each
-            # step's payload grow with the run (Temporal refuses payloads over 2 MB).
-            context={k: v for k, v in variables.items() if k != "previous_step_outputs"},
+            # Every variable but the outputs of all earlier steps and iterations, which would
+            # make each step's payload (and the history) grow with the run.
+            context={k: v for k, v in variables.items() if k not in _GROWING_VARIABLES},
             triggered_by=self.inp.triggered_by,
         )
         self.activity.enter(step.node_run_id, node.name)

@@ -14,7 +14,7 @@ from temporal_workflows.definition import WorkflowNode, WorkflowSpec, iter_nodes
 from temporal_workflows.expressions import ExpressionError, check_expression, template_expressions
 
 MAX_DEPTH = 12
-MAX_NODES = 500
+MAX_NODES = 5_000
 MAX_POOL = 5
 NODE_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
@@ -83,7 +83,18 @@ def check(spec: WorkflowSpec) -> list[Problem]:
     return problems
 
 
-def _forbidden(node: WorkflowNode, fields: list[str]) -> list[str]:
+# The type-specific fields each node type may define; the others it must not.
+_OWN_FIELDS: dict[str, frozenset[str]] = {
+    "step": frozenset({"executorKey", "a2aPool", "stepConfig"}),
+    "parallel": frozenset({"children", "maxConcurrency"}),
+    "map": frozenset({"children", "itemsCel", "maxConcurrency"}),
+    "condition": frozenset({"trueSteps", "falseSteps", "conditionCel"}),
+    "loop": frozenset({"children", "loopConfig"}),
+    "router": frozenset({"choices", "conditionCel"}),
+}
+
+
+def _forbidden(node: WorkflowNode) -> list[str]:
     present = {
         "executorKey": node.executor_key is not None,
         "a2aPool": bool(node.a2a_pool),
@@ -94,87 +105,64 @@ def _forbidden(node: WorkflowNode, fields: list[str]) -> list[str]:
         "stepConfig": node.step_config is not None,
         "loopConfig": node.loop_config is not None,
         "conditionCel": node.condition_cel is not None,
+        "itemsCel": node.items_cel is not None,
+        "maxConcurrency": node.max_concurrency is not None,
     }
-    return [f"{node.node_type} nodes must not define {f}" for f in fields if present[f]]
+    allowed = _OWN_FIELDS[node.node_type]
+    return [
+        f"{node.node_type} nodes must not define {field}"
+        for field, defined in present.items()
+        if defined and field not in allowed
+    ]
 
 
 def _shape(node: WorkflowNode) -> list[str]:
-    t = node.node_type
-    if t == "step":
-        out = _forbidden(
-            node, ["children", "trueSteps", "falseSteps", "choices", "loopConfig", "conditionCel"]
-        )
-        if (node.executor_key is None) == (not node.a2a_pool):
-            out.append("step nodes need exactly one of executorKey or a2aPool")
-        if len(node.a2a_pool) > MAX_POOL:
-            out.append(f"a2aPool has {len(node.a2a_pool)} agents; at most {MAX_POOL} are allowed")
-        if len(set(node.a2a_pool)) != len(node.a2a_pool):
-            out.append("a2aPool lists an agent twice")
-        if node.executor_key is not None and not node.executor_key.strip():
-            out.append("executorKey must not be empty")
-        sc = node.step_config
-        if sc and sc.backoff_max_seconds < sc.backoff_base_seconds:
-            out.append("stepConfig.backoffMaxSeconds must be >= backoffBaseSeconds")
-        return out
-    if t == "parallel":
-        out = _forbidden(
-            node,
-            [
-                "executorKey",
-                "a2aPool",
-                "trueSteps",
-                "falseSteps",
-                "choices",
-                "stepConfig",
-                "loopConfig",
-                "conditionCel",
-            ],
-        )
-        if len(node.children) < 2:
-            out.append("parallel nodes need at least 2 children")
-        return out
-    if t == "condition":
-        out = _forbidden(
-            node, ["executorKey", "a2aPool", "children", "choices", "stepConfig", "loopConfig"]
-        )
-        if not node.true_steps:
-            out.append("condition nodes need at least one step in trueSteps")
-        if not node.condition_cel:
-            out.append("condition nodes need conditionCel")
-        return out
-    if t == "loop":
-        out = _forbidden(
-            node,
-            [
-                "executorKey",
-                "a2aPool",
-                "trueSteps",
-                "falseSteps",
-                "choices",
-                "stepConfig",
-                "conditionCel",
-            ],
-        )
-        if node.loop_config is None:
-            out.append("loop nodes need loopConfig")
-        if not node.children:
-            out.append("loop nodes need at least 1 child")
-        return out
-    # router
-    out = _forbidden(
-        node,
-        [
-            "executorKey",
-            "a2aPool",
-            "children",
-            "trueSteps",
-            "falseSteps",
-            "stepConfig",
-            "loopConfig",
-        ],
-    )
-    if len(node.choices) < 2:
-        out.append("router nodes need at least 2 choices")
+    return _forbidden(node) + _SHAPES[node.node_type](node)
+
+
+def _step(node: WorkflowNode) -> list[str]:
+    out: list[str] = []
+    if (node.executor_key is None) == (not node.a2a_pool):
+        out.append("step nodes need exactly one of executorKey or a2aPool")
+    if len(node.a2a_pool) > MAX_POOL:
+        out.append(f"a2aPool has {len(node.a2a_pool)} agents; at most {MAX_POOL} are allowed")
+    if len(set(node.a2a_pool)) != len(node.a2a_pool):
+        out.append("a2aPool lists an agent twice")
+    if node.executor_key is not None and not node.executor_key.strip():
+        out.append("executorKey must not be empty")
+    sc = node.step_config
+    if sc and sc.backoff_max_seconds < sc.backoff_base_seconds:
+        out.append("stepConfig.backoffMaxSeconds must be >= backoffBaseSeconds")
+    return out
+
+
+def _parallel(node: WorkflowNode) -> list[str]:
+    return [] if len(node.children) >= 2 else ["parallel nodes need at least 2 children"]
+
+
+def _map(node: WorkflowNode) -> list[str]:
+    out = [] if node.children else ["map nodes need at least 1 child"]
+    if not node.items_cel:
+        out.append("map nodes need itemsCel")
+    return out
+
+
+def _condition(node: WorkflowNode) -> list[str]:
+    out = [] if node.true_steps else ["condition nodes need at least one step in trueSteps"]
+    if not node.condition_cel:
+        out.append("condition nodes need conditionCel")
+    return out
+
+
+def _loop(node: WorkflowNode) -> list[str]:
+    out = [] if node.loop_config is not None else ["loop nodes need loopConfig"]
+    if not node.children:
+        out.append("loop nodes need at least 1 child")
+    return out
+
+
+def _router(node: WorkflowNode) -> list[str]:
+    out = [] if len(node.choices) >= 2 else ["router nodes need at least 2 choices"]
     names = [c.name for c in node.choices]
     if any(not n.strip() for n in names):
         out.append("router choice names must not be empty")
@@ -189,6 +177,16 @@ def _shape(node: WorkflowNode) -> list[str]:
     return out
 
 
+_SHAPES = {
+    "step": _step,
+    "parallel": _parallel,
+    "map": _map,
+    "condition": _condition,
+    "loop": _loop,
+    "router": _router,
+}
+
+
 # Which HITL fields each node type accepts (the contract's compatibility matrix).
 _HITL_ALLOWED: dict[str, set[str]] = {
     "step": {"requiresConfirmation", "requiresUserInput", "requiresOutputReview"},
@@ -196,6 +194,7 @@ _HITL_ALLOWED: dict[str, set[str]] = {
     "loop": {"requiresConfirmation", "requiresIterationReview"},
     "router": {"requiresConfirmation", "requiresUserInput", "requiresOutputReview"},
     "parallel": set(),
+    "map": set(),
 }
 
 
@@ -203,8 +202,8 @@ def _human_review(node: WorkflowNode) -> list[str]:
     hr = node.human_review
     if hr is None:
         return []
-    if node.node_type == "parallel":
-        return ["parallel nodes must not define humanReview (branches run concurrently)"]
+    if node.node_type in ("parallel", "map"):
+        return [f"{node.node_type} nodes must not define humanReview (branches run concurrently)"]
     flags = {
         "requiresConfirmation": hr.requires_confirmation,
         "requiresUserInput": hr.requires_user_input,
@@ -234,6 +233,8 @@ def _expressions(node: WorkflowNode) -> list[str]:
         sources.append(("conditionCel", node.condition_cel))
     if node.loop_config and node.loop_config.end_condition_cel is not None:
         sources.append(("loopConfig.endConditionCel", node.loop_config.end_condition_cel))
+    if node.items_cel is not None:
+        sources.append(("itemsCel", node.items_cel))
     for key, text in _config_strings(node.config, "config"):
         try:
             sources += [(key, expr) for expr in template_expressions(text)]

@@ -9,7 +9,15 @@ from temporal_workflows.base import CamelModel
 from temporal_workflows.definition import NodeType, Position
 
 EdgeKind = Literal[
-    "sequence", "branch_true", "branch_false", "choice", "parallel", "loop", "loop_back"
+    "sequence",
+    "branch_true",
+    "branch_false",
+    "choice",
+    "parallel",
+    "loop",
+    "loop_back",
+    "map",
+    "map_back",
 ]
 
 

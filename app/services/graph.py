@@ -80,10 +80,12 @@ def _inner(node: WorkflowNode, nodes: list[dict[str, Any]], edges: list[dict[str
             nodes.append(_node(child, node))
             edges.append(_edge(node, child, "parallel"))
             _inner(child, nodes, edges)
-    elif node.node_type == "loop" and node.children:
+    elif node.node_type in ("loop", "map") and node.children:
+        # A map runs its children once per item: drawn like a loop over the items.
+        kind = node.node_type
         _sequence(node.children, node, nodes, edges)
-        edges.append(_edge(node, node.children[0], "loop"))
-        edges.append(_edge(node.children[-1], node, "loop_back"))
+        edges.append(_edge(node, node.children[0], kind))
+        edges.append(_edge(node.children[-1], node, f"{kind}_back"))
     elif node.node_type == "condition":
         for steps, kind in ((node.true_steps, "branch_true"), (node.false_steps, "branch_false")):
             if steps:

@@ -103,3 +103,100 @@ async def test_a_long_sequence_carries_earlier_outputs_across(platform: Platform
     assert run["finalOutput"] == {"first": 0.0}
     assert len(run["nodeRuns"]) == 41
     assert await _executions(platform, "run-can-seq-1") > 1
+
+
+def _delay(node_id: str, **config: Any) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "name": node_id,
+        "nodeType": "step",
+        "executorKey": "builtin:delay",
+        "config": {"seconds": 0, **config},
+    }
+
+
+def _loop(node_id: str, iterations: int, children: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "name": node_id,
+        "nodeType": "loop",
+        "loopConfig": {"maxIterations": iterations},
+        "children": children,
+    }
+
+
+def _steps_of(run: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [n for n in run["nodeRuns"] if n["nodeName"] == name]
+
+
+async def test_a_loop_inside_a_parallel_branch_continues_as_new_and_completes(
+    platform: Platform,
+) -> None:
+    inner = _loop("L", 40, [_delay("a", i="{{ iteration }}"), _delay("b")])
+    fan = {
+        "id": "P",
+        "name": "P",
+        "nodeType": "parallel",
+        "children": [inner, _delay("side")],
+    }
+    after = {
+        "id": "after",
+        "name": "after",
+        "nodeType": "step",
+        "executorKey": "builtin:transform",
+        "config": {
+            "map": {"n": "size(previous_step_outputs.L)", "side": "previous_step_outputs.side"}
+        },
+    }
+    wf = await _start(platform, "run-can-nested-parallel", [fan, after])
+    run = await platform.wait(wf, "run-can-nested-parallel", within=90)
+    assert run["status"] == "completed", run["errorSummary"]
+    assert run["finalOutput"] == {"n": 40, "side": {"sleptSeconds": 0.0}}
+    a_runs = _steps_of(run, "a")
+    assert [n["inputSnapshot"]["i"] for n in a_runs] == list(range(40))
+    assert len(_steps_of(run, "b")) == 40
+    assert all(n["status"] == "completed" for n in run["nodeRuns"])
+    assert len({n["id"] for n in run["nodeRuns"]}) == len(run["nodeRuns"])
+    assert [len(_steps_of(run, name)) for name in ("P", "L", "side")] == [1, 1, 1]
+    assert await _executions(platform, "run-can-nested-parallel") > 2
+
+
+async def test_loops_in_a_condition_and_in_a_loop_continue_as_new(platform: Platform) -> None:
+    nested = _loop("outer", 3, [_loop("inner", 15, [_delay("t", o="{{ iteration }}")])])
+    cond = {
+        "id": "C",
+        "name": "C",
+        "nodeType": "condition",
+        "conditionCel": "input.seed == 7",
+        "trueSteps": [nested, _delay("tail")],
+        "falseSteps": [_delay("never")],
+    }
+    wf = await _start(platform, "run-can-nested-condition", [cond])
+    run = await platform.wait(wf, "run-can-nested-condition", within=90)
+    assert run["status"] == "completed", run["errorSummary"]
+    ticks = _steps_of(run, "t")
+    assert len(ticks) == 45
+    # Each tick saw the inner loop's iteration: 0..14, three times.
+    assert [n["inputSnapshot"]["o"] for n in ticks] == list(range(15)) * 3
+    outer = _steps_of(run, "outer")
+    assert len(outer) == 1 and outer[0]["outputSnapshot"] is not None
+    assert len(outer[0]["outputSnapshot"]) == 3
+    assert [len(_steps_of(run, name)) for name in ("C", "inner", "tail", "never")] == [1, 3, 1, 0]
+    assert await _executions(platform, "run-can-nested-condition") > 1
+
+
+async def test_two_long_branches_both_park_and_continue_as_new_together(
+    platform: Platform,
+) -> None:
+    fan = {
+        "id": "P",
+        "name": "P",
+        "nodeType": "parallel",
+        "children": [_loop("L1", 30, [_delay("x")]), _loop("L2", 30, [_delay("y")])],
+    }
+    wf = await _start(platform, "run-can-two-branches", [fan])
+    run = await platform.wait(wf, "run-can-two-branches", within=90)
+    assert run["status"] == "completed", run["errorSummary"]
+    assert len(_steps_of(run, "x")) == 30 and len(_steps_of(run, "y")) == 30
+    assert run["finalOutput"]["L1"] == [{"sleptSeconds": 0.0}] * 30
+    assert await _executions(platform, "run-can-two-branches") > 1

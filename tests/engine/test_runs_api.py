@@ -48,7 +48,14 @@ class TestTrigger:
         wf = await platform.create(ECHO)
         run_id = await platform.trigger(wf)
         await platform.wait(wf, run_id)
-        description = await platform.client.get_workflow_handle(run_id).describe()
+        handle = platform.client.get_workflow_handle(run_id)
+
+        async def closed() -> Any:
+            # The read model says completed a moment before the workflow task closes it.
+            description = await handle.describe()
+            return description if description.status != WorkflowExecutionStatus.RUNNING else None
+
+        description = await eventually(closed)
         assert description.status == WorkflowExecutionStatus.COMPLETED
         attrs = {
             k.name: v for k, v in ((p.key, p.value) for p in description.typed_search_attributes)

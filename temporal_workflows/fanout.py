@@ -1,0 +1,184 @@
+"""The containers that run branches at once: parallel (one branch per child) and map (one
+branch per item of a list, running the node's children in turn).
+
+Branches share a bound on how many run at a time; the first failure stops the rest. When
+the run continues as new, every branch says where it stood (`BranchFrame`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from temporal_workflows import expressions
+    from temporal_workflows.continuation import Continuation, Suspended
+    from temporal_workflows.contracts import RunInput
+    from temporal_workflows.definition import WorkflowNode
+    from temporal_workflows.frames import BranchFrame, MapFrame, ParallelFrame, SequenceFrame
+    from temporal_workflows.outcomes import NodeFailed, RunStopped
+    from temporal_workflows.recorder import RunRecorder
+    from temporal_workflows.scope import Scope
+
+if TYPE_CHECKING:
+    from temporal_workflows.dispatcher import Dispatcher
+
+# One branch: runs in its own scope, from its frame when resuming; returns its output.
+Branch = Callable[[Scope, BranchFrame | None], Awaitable[Any]]
+
+
+@dataclass
+class FanOut:
+    inp: RunInput
+    dispatcher: Dispatcher
+    recorder: RunRecorder
+    continuation: Continuation
+
+    async def parallel(
+        self, node: WorkflowNode, scope: Scope, node_run_id: str, frame: ParallelFrame | None
+    ) -> tuple[Any, Any]:
+        """Every child at once (at most maxConcurrency); the first failure stops the rest."""
+
+        def branch(child: WorkflowNode) -> Branch:
+            async def run(branch_scope: Scope, at: BranchFrame | None) -> Any:
+                inside = at.inside if at is not None else None
+                return await self.dispatcher.run_node(child, branch_scope, inside)
+
+            return run
+
+        scopes, results = await self._branches(
+            node,
+            scope,
+            [branch(child) for child in node.children],
+            frame.branches if frame is not None else None,
+            lambda branches: ParallelFrame(node_run_id=node_run_id, branches=branches),
+        )
+        output: dict[str, Any] = {}
+        for child, child_scope, result in zip(node.children, scopes, results, strict=True):
+            output[child.name] = result
+            scope.previous_step_outputs.update(child_scope.previous_step_outputs)
+        return {"children": [c.name for c in node.children]}, output
+
+    async def map(
+        self, node: WorkflowNode, scope: Scope, node_run_id: str, frame: MapFrame | None
+    ) -> tuple[Any, Any]:
+        """The children once per item of itemsCel's list, `item` and `index` in scope."""
+        source = node.items_cel or ""
+        items = frame.items if frame is not None else _items(node, source, scope)
+
+        def branch(index: int, item: Any) -> Branch:
+            async def run(item_scope: Scope, at: BranchFrame | None) -> Any:
+                item_scope.extra.update(item=item, index=index)
+                sequence = at.sequence if at is not None else None
+                return await self.dispatcher.run_sequence(node.children, item_scope, at=sequence)
+
+            return run
+
+        _, results = await self._branches(
+            node,
+            scope,
+            [branch(i, item) for i, item in enumerate(items)],
+            frame.branches if frame is not None else None,
+            lambda branches: MapFrame(node_run_id=node_run_id, items=items, branches=branches),
+        )
+        return {"itemsCel": source, "items": len(items)}, results
+
+    async def _branches(
+        self,
+        node: WorkflowNode,
+        scope: Scope,
+        branches: list[Branch],
+        resumed: list[BranchFrame] | None,
+        suspended_as: Callable[[list[BranchFrame]], Any],
+    ) -> tuple[list[Scope], list[Any]]:
+        """Run the branches, bounded; their scopes and outputs, in branch order."""
+        limit = asyncio.Semaphore(node.max_concurrency or self.inp.definition.max_concurrency)
+        frames: list[BranchFrame | None] = list(resumed) if resumed else [None] * len(branches)
+        scopes = [scope.fork() for _ in branches]
+        for branch_scope, at in zip(scopes, frames, strict=True):
+            if at is not None and at.scope is not None:
+                branch_scope.restore(at.scope)
+        stops: list[RunStopped] = []
+        tasks: list[asyncio.Task[Any]] = []
+        continuation = self.continuation
+
+        async def run(index: int) -> Any:
+            at = frames[index]
+            if at is not None and at.state == "done":
+                return at.output
+            async with limit:
+                if stops:
+                    return None  # a sibling failed: start nothing new
+                if continuation.releasing:
+                    raise Suspended(BranchFrame(state="waiting"))
+                continuation.strands += 1
+                try:
+                    result = await branches[index](scopes[index], at)
+                    # Siblings may hold the block for long: show this branch's records now.
+                    self.recorder.flush_soon()
+                    return result
+                except Suspended as suspended:
+                    suspended.frame = _suspended_branch(suspended.frame, scopes[index])
+                    raise
+                except RunStopped as stop:
+                    if not stops:
+                        stops.append(stop)
+                        for i, task in enumerate(tasks):
+                            if i != index and not task.done():
+                                task.cancel()
+                    raise
+                finally:
+                    continuation.strands -= 1
+
+        continuation.started_waiting()
+        try:
+            tasks.extend(asyncio.create_task(run(i)) for i in range(len(branches)))
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        finally:
+            continuation.stopped_waiting()
+        if stops:
+            raise stops[0]
+        if any(isinstance(r, Suspended) for r in results):
+            raise Suspended(suspended_as(_branch_frames(results, scopes)))
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return scopes, results
+
+
+def _suspended_branch(inside: Any, branch_scope: Scope) -> BranchFrame:
+    """A branch's frame from what it unwound with (a node's frame, or a sequence's)."""
+    if isinstance(inside, SequenceFrame):
+        return BranchFrame(state="suspended", scope=branch_scope.state(), sequence=inside)
+    return BranchFrame(state="suspended", scope=branch_scope.state(), inside=inside)
+
+
+def _branch_frames(results: list[Any], scopes: list[Scope]) -> list[BranchFrame]:
+    frames: list[BranchFrame] = []
+    for result, branch_scope in zip(results, scopes, strict=True):
+        if isinstance(result, Suspended):
+            frames.append(result.frame)
+        elif isinstance(result, BaseException):
+            raise result
+        else:
+            frames.append(BranchFrame(state="done", output=result, scope=branch_scope.state()))
+    return frames
+
+
+def _items(node: WorkflowNode, source: str, scope: Scope) -> list[Any]:
+    try:
+        value = expressions.evaluate(source, scope.variables())
+    except expressions.ExpressionError as exc:
+        raise NodeFailed(node.name, str(exc)) from None
+    if not isinstance(value, list):
+        raise NodeFailed(node.name, f"itemsCel must yield a list, got {type(value).__name__}")
+    return value

@@ -1,0 +1,173 @@
+"""The map node: its children run once per item of a CEL list, bounded, results in item order."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from tests.support.platform import Platform
+
+
+def _map(children: list[dict[str, Any]], items_cel: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "M",
+        "name": "M",
+        "nodeType": "map",
+        "itemsCel": items_cel,
+        "children": children,
+        **extra,
+    }
+
+
+def _echo(node_id: str, **config: Any) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "name": node_id,
+        "nodeType": "step",
+        "executorKey": "builtin:echo",
+        "config": config,
+    }
+
+
+def _delay(node_id: str, seconds: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "name": node_id,
+        "nodeType": "step",
+        "executorKey": "builtin:delay",
+        "config": {"seconds": seconds},
+        **extra,
+    }
+
+
+def _at(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+async def test_each_item_runs_the_children_with_item_and_index(platform: Platform) -> None:
+    node = _map(
+        [
+            _echo("double", value="{{ item * 2 }}", at="{{ index }}"),
+            {
+                "id": "sum",
+                "name": "sum",
+                "nodeType": "step",
+                "executorKey": "builtin:transform",
+                "config": {"map": {"v": "previous_step_content.config.value + 1", "i": "index"}},
+            },
+        ],
+        "input.numbers",
+    )
+    run = await platform.run({"nodes": [node]}, {"numbers": [3, 1, 2]})
+    assert run["status"] == "completed", run["errorSummary"]
+    # The map's output: each item's result (its last child's output), in item order.
+    assert run["finalOutput"] == [{"v": 7, "i": 0}, {"v": 3, "i": 1}, {"v": 5, "i": 2}]
+    [m] = [n for n in run["nodeRuns"] if n["nodeName"] == "M"]
+    assert m["inputSnapshot"] == {"itemsCel": "input.numbers", "items": 3}
+    assert len([n for n in run["nodeRuns"] if n["nodeName"] == "double"]) == 3
+
+
+async def test_a_thousand_items_complete_in_order(platform: Platform) -> None:
+    step = {
+        "id": "e",
+        "name": "e",
+        "nodeType": "step",
+        "executorKey": "builtin:transform",
+        "config": {"map": {"n": "item * 10 + index"}},
+    }
+    node = _map([step], "input.items", maxConcurrency=50)
+    run = await platform.run({"nodes": [node]}, {"items": list(range(1000))})
+    assert run["status"] == "completed", run["errorSummary"]
+    assert [r["n"] for r in run["finalOutput"]] == [i * 11 for i in range(1000)]
+    steps = [n for n in run["nodeRuns"] if n["nodeName"] == "e"]
+    assert len(steps) == 1000 and len({n["id"] for n in steps}) == 1000
+
+
+async def test_at_most_max_concurrency_items_run_at_once(platform: Platform) -> None:
+    node = _map([_delay("d", 0.3)], "input.items", maxConcurrency=3)
+    run = await platform.run({"nodes": [node]}, {"items": list(range(9))})
+    assert run["status"] == "completed", run["errorSummary"]
+    spans = [
+        (_at(n["startedAt"]), _at(n["finishedAt"])) for n in run["nodeRuns"] if n["nodeName"] == "d"
+    ]
+    most = max(sum(1 for s, f in spans if s <= start < f) for start, _ in spans)
+    assert most == 3
+
+
+async def test_an_item_whose_step_skips_on_error_yields_none(platform: Platform) -> None:
+    failing = {
+        "id": "get",
+        "name": "get",
+        "nodeType": "step",
+        "executorKey": "builtin:transform",
+        "stepConfig": {"onError": "skip"},
+        "config": {"map": {"v": "10 / item"}},
+    }
+    run = await platform.run({"nodes": [_map([failing], "input.items")]}, {"items": [2, 0, 5]})
+    assert run["status"] == "completed", run["errorSummary"]
+    assert run["finalOutput"] == [{"v": 5.0}, None, {"v": 2.0}]
+    statuses = [n["status"] for n in run["nodeRuns"] if n["nodeName"] == "get"]
+    assert sorted(statuses) == ["completed", "completed", "skipped"]
+
+
+async def test_an_item_that_fails_fails_the_map_and_the_run(platform: Platform) -> None:
+    failing = {
+        "id": "get",
+        "name": "get",
+        "nodeType": "step",
+        "executorKey": "builtin:transform",
+        "config": {"map": {"v": "10 / item"}},
+    }
+    run = await platform.run({"nodes": [_map([failing], "input.items")]}, {"items": [2, 0]})
+    assert run["status"] == "failed"
+    [m] = [n for n in run["nodeRuns"] if n["nodeName"] == "M"]
+    assert m["status"] == "failed" and m["error"].startswith("child 'get' failed")
+
+
+async def test_items_cel_must_yield_a_list(platform: Platform) -> None:
+    run = await platform.run({"nodes": [_map([_echo("e")], "input.n")]}, {"n": 3})
+    assert run["status"] == "failed"
+    assert "itemsCel must yield a list, got int" in run["errorSummary"]
+
+
+async def test_an_empty_list_maps_to_an_empty_output(platform: Platform) -> None:
+    run = await platform.run({"nodes": [_map([_echo("e")], "[]")]})
+    assert run["status"] == "completed" and run["finalOutput"] == []
+
+
+async def test_a_map_continues_as_new_inside_an_item(platform: Platform) -> None:
+    from activities.run_start import start_run_workflow
+    from activities.store.records import RunRecord
+    from temporal_workflows.definition import WorkflowSpec
+
+    spec = WorkflowSpec.model_validate(
+        {
+            "name": "map-can",
+            "nodes": [_map([_delay("a", 0), _delay("b", 0)], "input.items", maxConcurrency=4)],
+        }
+    )
+    wf = await platform.create({"nodes": [_echo("x")]})
+    record = RunRecord(
+        id="run-map-can",
+        workflow_definition_id=wf,
+        workflow_version=1,
+        definition_snapshot=spec,
+        initial_input={"items": list(range(24))},
+    )
+    await platform.store.insert_run(record)
+    await start_run_workflow(
+        platform.client, record, task_queue=platform.task_queue, continue_as_new_after_events=40
+    )
+    run = await platform.wait(wf, "run-map-can", within=90)
+    assert run["status"] == "completed", run["errorSummary"]
+    assert run["finalOutput"] == [{"sleptSeconds": 0.0}] * 24
+    assert len([n for n in run["nodeRuns"] if n["nodeName"] == "a"]) == 24
+    executions = [e async for e in platform.client.list_workflows("WorkflowId = 'run-map-can'")]
+    assert len(executions) > 1
+
+
+async def test_the_graph_draws_a_map_around_its_children(platform: Platform) -> None:
+    wf = await platform.create({"nodes": [_map([_echo("e1"), _echo("e2")], "[1]")]})
+    graph = (await platform.api.get(f"/api/v1/workflows/{wf}/graph")).json()
+    kinds = {(e["source"], e["target"], e["kind"]) for e in graph["edges"]}
+    assert {("M", "e1", "map"), ("e1", "e2", "sequence"), ("e2", "M", "map_back")} <= kinds
