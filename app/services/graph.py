@@ -82,10 +82,10 @@ def _inner(node: WorkflowNode, nodes: list[dict[str, Any]], edges: list[dict[str
             _inner(child, nodes, edges)
     elif node.node_type in ("loop", "map") and node.children:
         # A map runs its children once per item: drawn like a loop over the items.
-        kind = node.node_type
+        into, back = ("map", "map_back") if node.node_type == "map" else ("loop", "loop_back")
         _sequence(node.children, node, nodes, edges)
-        edges.append(_edge(node, node.children[0], kind))
-        edges.append(_edge(node.children[-1], node, f"{kind}_back"))
+        edges.append(_edge(node, node.children[0], into))
+        edges.append(_edge(node.children[-1], node, back))
     elif node.node_type == "condition":
         for steps, kind in ((node.true_steps, "branch_true"), (node.false_steps, "branch_false")):
             if steps:

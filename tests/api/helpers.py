@@ -11,6 +11,8 @@ NODE_FIELDS = {
     "id", "name", "nodeType", "position", "executorKey", "a2aPool", "stepConfig", "config",
     "children", "trueSteps", "falseSteps", "choices", "conditionCel", "loopConfig",
     "humanReview",
+    # Extensions: map nodes' list and the per-node bound of parallel and map nodes.
+    "itemsCel", "maxConcurrency",
 }  # fmt: skip
 CONTAINERS = ("children", "trueSteps", "falseSteps")
 

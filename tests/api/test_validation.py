@@ -277,7 +277,6 @@ class TestWorkflowLevelRules:
             pytest.param(workflow("w", maxConcurrency=0), ["maxConcurrency"], id="max_concurrency_positive"),
             pytest.param({"name": "w", "nodes": "A"}, ["nodes: Input should be a valid list"], id="nodes_is_a_list"),
             pytest.param({"name": 5, "nodes": [step("A")]}, ["name: Input should be a valid string"], id="name_is_a_string"),
-            pytest.param({"name": "w", "nodes": [step(f"s{i}") for i in range(501)]}, ["501 nodes exceed the limit of 500"], id="node_count_limited"),
         ],
     )  # fmt: skip
     async def test_rejected(

@@ -1,0 +1,62 @@
+"""Wide definitions: thousands of nodes save and read back; past the node limit is a 400."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from activities.executors.catalog import Catalog
+from app.settings import Settings
+from temporal_workflows.validation import MAX_NODES
+from tests.api.conftest import api_client, connected_store
+from tests.api.helpers import assert_error
+
+API = "/api/v1"
+
+
+@pytest.fixture
+async def wide_client(
+    tmp_path: Path, catalog: Catalog, temporal_env: WorkflowEnvironment
+) -> AsyncIterator[httpx.AsyncClient]:
+    # Room for the body of a wide definition (the default limit is 1 MiB).
+    settings = Settings(data_dir=tmp_path, max_body_bytes=8 * 1024 * 1024)
+    async with connected_store(settings) as store:
+        async with api_client(settings, store, catalog, temporal_env.client) as http:
+            yield http
+
+
+def _steps(count: int) -> list[dict[str, Any]]:
+    return [
+        {"name": f"s{i}", "nodeType": "step", "executorKey": "builtin:echo"} for i in range(count)
+    ]
+
+
+async def test_a_definition_of_two_thousand_nodes_saves_and_reads_back(
+    wide_client: httpx.AsyncClient,
+) -> None:
+    fan = {"name": "fan", "nodeType": "parallel", "children": _steps(1999)}
+    created = await wide_client.post(f"{API}/workflows", json={"name": "wide", "nodes": [fan]})
+    assert created.status_code == 201, created.text
+    workflow = (await wide_client.get(f"{API}/workflows/{created.json()['id']}")).json()
+    assert len(workflow["nodes"][0]["children"]) == 1999
+    listed = (await wide_client.get(f"{API}/workflows")).json()
+    assert listed["workflows"][0]["numNodes"] == 2000
+
+
+async def test_more_nodes_than_the_limit_are_refused_and_nothing_is_stored(
+    wide_client: httpx.AsyncClient,
+) -> None:
+    body = {"name": "too-wide", "nodes": _steps(MAX_NODES + 1)}
+    response = await wide_client.post(f"{API}/workflows", json=body)
+    assert_error(
+        response,
+        400,
+        "invalid_request",
+        f"{MAX_NODES + 1} nodes exceed the limit of {MAX_NODES}",
+    )
+    assert (await wide_client.get(f"{API}/workflows")).json()["pagination"]["total"] == 0
