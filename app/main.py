@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from activities.executors.catalog import Catalog, load_catalog
+from activities.executors.catalog import Catalog
 from activities.store.base import Store
 from activities.store.factory import open_store
 from app.body_limit import BodyLimitMiddleware
 from app.errors import install_error_handlers
+from app.outbound import executor_catalog
 from app.routes import (
     approvals,
     controls,
@@ -98,9 +98,7 @@ async def _open_store(settings: Settings, stack: AsyncExitStack) -> Store:
 
 
 async def _open_catalog(settings: Settings, stack: AsyncExitStack) -> Catalog:
-    catalog = load_catalog(
-        settings.executors_file, settings.catalog_refresh_seconds, environ=os.environ
-    )
+    catalog = executor_catalog(settings)
     await catalog.start()
     stack.push_async_callback(catalog.close)
     return catalog

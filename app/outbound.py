@@ -1,11 +1,26 @@
-"""How the worker's executors reach other systems, from settings: where builtin:http may
-connect, and the signer of the service tokens MCP and A2A calls carry."""
+"""How executors reach other systems, from settings: the catalog of MCP servers and A2A
+agents, where builtin:http may connect, and the signer of the service tokens calls carry."""
 
 from __future__ import annotations
 
+import os
+
+from activities.executors.catalog import Catalog, load_catalog
 from activities.executors.http_guard import HttpPolicy
 from activities.executors.service_token import ServiceTokenError, ServiceTokenSigner
 from app.settings import Settings
+
+
+def executor_catalog(settings: Settings) -> Catalog:
+    """The executor catalog from settings (file, refresh period, `${VAR}`s from our env).
+
+    CatalogError names the file and its fault.
+    """
+    return load_catalog(
+        settings.executors_file,
+        refresh_seconds=settings.catalog_refresh_seconds,
+        environ=os.environ,
+    )
 
 
 def http_policy(settings: Settings) -> HttpPolicy:

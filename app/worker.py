@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -59,14 +58,13 @@ def build_worker(
 
 async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
     """Connect everything from settings and poll until cancelled."""
-    from activities.executors.catalog import load_catalog
     from activities.executors.registry import ExecutorRegistry
     from activities.store.factory import open_store
-    from app.outbound import http_policy, service_token_signer
+    from app.outbound import executor_catalog, http_policy, service_token_signer
     from app.reconciler import Reconciler
     from app.temporal import connect_temporal
 
-    catalog = load_catalog(settings.executors_file, environ=os.environ)
+    catalog = executor_catalog(settings)
     store = open_store(settings.resolved_store_url)
     await store.connect()
     await catalog.start()

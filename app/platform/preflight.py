@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -31,13 +30,12 @@ def ensure_port_free(host: str, port: int, what: str, setting: str) -> None:
 
 def load_executor_catalog(settings: Settings) -> Any:
     """The executor catalog (built-ins only without a file); a bad file names itself."""
-    from activities.executors.catalog import CatalogError, load_catalog
+    from activities.executors.catalog import CatalogError
+    from app.outbound import executor_catalog
 
     path: Path | None = settings.executors_file
     try:
-        return load_catalog(
-            path, refresh_seconds=settings.catalog_refresh_seconds, environ=os.environ
-        )
+        return executor_catalog(settings)
     except CatalogError as exc:
         message = str(exc)
         if str(path) not in message:

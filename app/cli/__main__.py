@@ -1,0 +1,7 @@
+"""`python -m app.cli …` (how `trellis dev` starts its children)."""
+
+import sys
+
+from app.cli.main import main
+
+sys.exit(main())

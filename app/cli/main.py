@@ -1,0 +1,66 @@
+"""The root `trellis` group and the entry point: exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from app.cli.platform_commands import COMMANDS
+from app.cli.settings_options import settings_overview
+
+HELP = """Trellis: durable workflows on Temporal, driven by a REST API.
+
+\b
+Run the platform:
+  trellis dev      the whole platform on this machine (Temporal dev server,
+                   worker, API); prints each part as it is ready; Ctrl-C stops all
+  trellis api      only the REST API (uvicorn)
+  trellis worker   only the Temporal worker
+  trellis setup    register search attributes and create store indexes (repeatable)
+
+Flags override TRELLIS_* environment variables, which override the defaults;
+`trellis COMMAND --help` lists the settings of one command.
+"""
+
+
+@click.group(
+    help=HELP,
+    epilog=settings_overview(),
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+def cli() -> None:
+    pass
+
+
+for _command in COMMANDS:
+    cli.add_command(_command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `trellis` console script; returns the exit code."""
+    from pydantic import ValidationError
+
+    from app.platform.devserver import DevServerError
+    from app.platform.preflight import PreflightError
+    from app.setup import SetupError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args if not a.startswith("-")), "")
+    try:
+        result = cli.main(args=args, prog_name="trellis", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        return 130
+    except ValidationError as exc:
+        click.echo(f"trellis: invalid settings:\n{exc}", err=True)
+        return 1
+    except (PreflightError, DevServerError, SetupError) as exc:
+        click.echo(f"trellis {command}: {exc}", err=True)
+        return 1
+    return result if isinstance(result, int) else 0

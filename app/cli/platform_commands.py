@@ -1,0 +1,73 @@
+"""`trellis dev | api | worker | setup`: the platform's processes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import click
+
+from app.cli.settings_options import settings_flags, settings_from, settings_help
+
+WIDE = {"max_content_width": 100}
+
+
+@click.command(epilog=settings_help("dev"), context_settings=WIDE)
+@settings_flags("dev")
+@click.option(
+    "--startup-timeout", type=float, default=60.0, show_default=True,
+    help="seconds to wait for every part to be ready",
+)  # fmt: skip
+def dev(startup_timeout: float, **params: Any) -> int:
+    """Run the whole platform here: a Temporal dev server (SQLite in the data dir, Web UI
+    on), the worker and the API; print each part as it is ready; Ctrl-C stops all."""
+    from app.platform.dev import run_dev
+
+    return asyncio.run(run_dev(settings_from(params), startup_timeout=startup_timeout))
+
+
+@click.command(epilog=settings_help("api"), context_settings=WIDE)
+@settings_flags("api")
+def api(**params: Any) -> int:
+    """Run only the REST API (uvicorn)."""
+    from app.platform.serve import run_api
+
+    run_api(settings_from(params))
+    return 0
+
+
+@click.command(epilog=settings_help("worker"), context_settings=WIDE)
+@settings_flags("worker")
+@click.option(
+    "--ready-file", type=click.Path(path_type=Path), default=None,
+    help="file to create once the worker polls (removed when it stops)",
+)  # fmt: skip
+def worker(ready_file: Path | None, **params: Any) -> int:
+    """Run only the Temporal worker (interpreter, steps, projections, reconciler)."""
+    from app.platform.serve import run_worker_process
+
+    run_worker_process(settings_from(params), ready_file=ready_file)
+    return 0
+
+
+@click.command(epilog=settings_help("setup"), context_settings=WIDE)
+@settings_flags("setup")
+@click.option(
+    "--wait", type=float, default=60.0, show_default=True,
+    help="seconds to keep retrying an unreachable cluster",
+)  # fmt: skip
+def setup(wait: float, **params: Any) -> int:
+    """Register Trellis's search attributes on a cluster and create the store's schema and
+    indexes (safe to repeat)."""
+    from app.redaction import redacted_url
+    from app.setup import run_setup
+
+    settings = settings_from(params)
+    added = asyncio.run(run_setup(settings, wait_seconds=wait))
+    click.echo(f"search attributes added: {', '.join(added) or 'none (all present)'}")
+    click.echo(f"store ready: {redacted_url(settings.resolved_store_url)}")
+    return 0
+
+
+COMMANDS = (dev, api, worker, setup)

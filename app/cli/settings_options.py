@@ -1,0 +1,184 @@
+"""Every setting as a flag of the commands that read it, and the help that lists them.
+
+A flag overrides its `TRELLIS_*` variable, which overrides the default. Secrets
+(`SecretStr` settings) have no flag, so they never show in a process list: they are
+read from the environment only.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+import click
+from pydantic import SecretStr
+from pydantic.fields import FieldInfo
+
+from app.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+PLATFORM_COMMANDS = ("dev", "api", "worker", "setup")
+_CONNECT = frozenset({"dev", "api", "worker", "setup"})
+_SERVE = frozenset({"dev", "api", "worker"})
+_API = frozenset({"dev", "api"})
+_WORKER = frozenset({"dev", "worker"})
+
+# Which commands read a setting (`trellis dev` hands every setting to its children).
+# A setting missing here is offered by every platform command.
+SCOPES: dict[str, frozenset[str]] = {
+    "data_dir": _CONNECT,
+    "store_url": _CONNECT,
+    "temporal_address": _CONNECT,
+    "temporal_namespace": _CONNECT,
+    "temporal_tls": _CONNECT,
+    "temporal_port": _CONNECT,
+    "ui_port": frozenset({"dev"}),
+    "api_host": _API,
+    "api_port": _API,
+    "max_body_bytes": _API,
+    "default_gate_timeout_seconds": _API,
+    "task_queue": _SERVE,
+    "executors_file": _SERVE,
+    "catalog_refresh_seconds": _SERVE,
+    "reconcile_interval_seconds": _WORKER,
+    "http_allowed_networks": _WORKER,
+    "http_max_response_bytes": _WORKER,
+}
+for _name in Settings.model_fields:
+    if _name.startswith("service_token_"):
+        SCOPES.setdefault(_name, _WORKER)
+
+# One line of help per setting (the README's table says more).
+HELP: dict[str, str] = {
+    "data_dir": "data directory (SQLite store, Temporal database)",
+    "store_url": "document store: sqlite:///abs/file.db or mongodb://host/db",
+    "temporal_address": "use this Temporal cluster (host:port) and start no dev server",
+    "temporal_namespace": "Temporal namespace",
+    "temporal_tls": "TLS to the Temporal cluster",
+    "temporal_port": "embedded Temporal dev server's gRPC port",
+    "ui_port": "embedded Temporal Web UI port",
+    "api_host": "address the API binds to",
+    "api_port": "API port",
+    "max_body_bytes": "largest accepted request body (413 above)",
+    "default_gate_timeout_seconds": "gate timeout when a node sets none",
+    "task_queue": "Temporal task queue",
+    "executors_file": "executor catalog (YAML or JSON)",
+    "catalog_refresh_seconds": "how often MCP tool lists and A2A cards are refreshed",
+    "reconcile_interval_seconds": "how often open runs are compared with Temporal",
+    "http_allowed_networks": "CIDR networks builtin:http may reach besides public ones",
+    "http_max_response_bytes": "the most of an answer builtin:http reads",
+    "service_token_key_file": "file holding the service-token signing key",
+    "service_token_algorithm": "service-token signing algorithm",
+    "service_token_issuer": "service-token issuer (iss)",
+    "service_token_audience": "service-token audience (aud)",
+    "service_token_ttl_seconds": "service-token lifetime",
+    "service_token_header": "header carrying the service token",
+    "service_token_key_id": "service-token key id (kid)",
+}
+
+# Flags kept from before they were named after their setting.
+ALIASES: dict[str, tuple[str, ...]] = {"temporal_namespace": ("--namespace",)}
+
+
+def env_name(name: str) -> str:
+    return f"TRELLIS_{name.upper()}"
+
+
+def flag_name(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def is_secret(info: FieldInfo) -> bool:
+    return SecretStr in _members(info.annotation)
+
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    if get_origin(annotation) in (Union, types.UnionType):
+        return get_args(annotation)
+    return (annotation,)
+
+
+def scope(name: str) -> frozenset[str]:
+    return SCOPES.get(name, frozenset(PLATFORM_COMMANDS))
+
+
+def settings_of(command: str) -> Iterator[tuple[str, FieldInfo]]:
+    """The settings `command` reads, in the order Settings declares them."""
+    for name, info in Settings.model_fields.items():
+        if command in scope(name):
+            yield name, info
+
+
+def _default_text(info: FieldInfo) -> str:
+    default = info.default
+    if default is None or default == ():
+        return "unset"
+    return str(default)
+
+
+def _click_type(info: FieldInfo) -> Any:
+    kinds = [k for k in _members(info.annotation) if k is not type(None)]
+    kind = kinds[0] if len(kinds) == 1 else str
+    if get_origin(kind) is Literal:
+        return click.Choice([str(v) for v in get_args(kind)])
+    if kind is int:
+        return click.INT
+    if kind is float:
+        return click.FLOAT
+    if kind is Path:
+        return click.Path(path_type=Path)
+    return click.STRING
+
+
+def settings_flags(command: str) -> Callable[[F], F]:
+    """Decorate a command with a flag for each (non-secret) setting it reads."""
+
+    def decorate(func: F) -> F:
+        for name, info in reversed(list(settings_of(command))):
+            if is_secret(info):
+                continue
+            text = f"[env {env_name(name)}; default {_default_text(info)}]"
+            if name in HELP or info.description:
+                text = f"{HELP.get(name) or info.description} {text}"
+            if _members(info.annotation)[0] is bool:
+                flag = flag_name(name)
+                decls = [f"{flag}/--no-{flag[2:]}"]
+                func = click.option(*decls, name, default=None, help=text)(func)
+                continue
+            decls = [flag_name(name), *ALIASES.get(name, ())]
+            func = click.option(*decls, name, type=_click_type(info), default=None, help=text)(func)
+        return func
+
+    return decorate
+
+
+def settings_from(params: dict[str, Any]) -> Settings:
+    """Settings from the environment, overridden by the flags given on the command line."""
+    overrides = {
+        name: value
+        for name, value in params.items()
+        if name in Settings.model_fields and value is not None
+    }
+    return Settings(**overrides)
+
+
+def settings_help(command: str) -> str:
+    """For `command --help`: precedence, and the secrets it reads from the environment only."""
+    secrets = [env_name(n) for n, info in settings_of(command) if is_secret(info)]
+    lines = ["\b", "Each flag overrides its TRELLIS_* variable, which overrides the default."]
+    if secrets:
+        lines.append("Secrets have no flag (they would show in a process list); environment only:")
+        lines += [f"  {name}" for name in secrets]
+    return "\n".join(lines)
+
+
+def settings_overview() -> str:
+    """Which platform command reads which setting, for `trellis --help`."""
+    lines = ["\b", "Settings per command (environment variables; flags of the same name):"]
+    for name in Settings.model_fields:
+        commands = ", ".join(c for c in PLATFORM_COMMANDS if c in scope(name))
+        lines.append(f"  {env_name(name):<40} {commands}")
+    return "\n".join(lines)

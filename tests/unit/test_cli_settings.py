@@ -1,0 +1,90 @@
+"""Every setting has a flag on the commands that read it (secrets: environment only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+
+from app.cli.main import cli
+from app.cli.settings_options import (
+    PLATFORM_COMMANDS,
+    env_name,
+    flag_name,
+    is_secret,
+    scope,
+    settings_from,
+)
+from app.outbound import executor_catalog
+from app.settings import Settings
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+SETTINGS = list(Settings.model_fields.items())
+
+
+def _flags(command: str) -> set[str]:
+    found = cli.commands[command]
+    return {opt for param in found.params for opt in getattr(param, "opts", [])}
+
+
+@pytest.mark.parametrize(("name", "info"), SETTINGS, ids=[n for n, _ in SETTINGS])
+def test_every_setting_but_a_secret_is_a_flag_of_each_command_that_reads_it(
+    name: str, info: Any
+) -> None:
+    for command in PLATFORM_COMMANDS:
+        has_flag = flag_name(name) in _flags(command)
+        assert has_flag == (command in scope(name) and not is_secret(info)), (name, command)
+
+
+@pytest.mark.parametrize("name", list(Settings.model_fields))
+def test_the_readme_documents_every_setting(name: str) -> None:
+    assert f"| `{env_name(name)}` |" in README.read_text()
+
+
+def test_trellis_dev_reads_every_setting_it_hands_to_its_children() -> None:
+    assert all("dev" in scope(name) for name in Settings.model_fields)
+
+
+def test_a_flag_overrides_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRELLIS_API_PORT", "9001")
+    context = cli.commands["api"].make_context("api", ["--api-port", "9002"])
+    assert settings_from(context.params).api_port == 9002
+
+
+def test_the_environment_applies_when_no_flag_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRELLIS_API_PORT", "9001")
+    context = cli.commands["api"].make_context("api", [])
+    assert settings_from(context.params).api_port == 9001
+
+
+def test_a_boolean_setting_has_a_flag_and_its_negation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRELLIS_TEMPORAL_TLS", "true")
+    context = cli.commands["worker"].make_context("worker", ["--no-temporal-tls"])
+    assert settings_from(context.params).temporal_tls is False
+
+
+def test_the_old_namespace_flag_still_works() -> None:
+    context = cli.commands["setup"].make_context("setup", ["--namespace", "prod"])
+    assert settings_from(context.params).temporal_namespace == "prod"
+
+
+def test_a_list_setting_takes_its_comma_separated_form() -> None:
+    context = cli.commands["worker"].make_context(
+        "worker", ["--http-allowed-networks", "10.0.0.0/8,fd00::/8"]
+    )
+    assert [str(n) for n in settings_from(context.params).http_allowed_networks] == [
+        "10.0.0.0/8",
+        "fd00::/8",
+    ]
+
+
+def test_a_secret_has_no_flag() -> None:
+    with pytest.raises(click.NoSuchOption):
+        cli.commands["worker"].make_context("worker", ["--temporal-api-key", "k"])
+
+
+def test_the_catalog_honours_its_refresh_setting() -> None:
+    catalog = executor_catalog(Settings(catalog_refresh_seconds=7.5))
+    assert catalog.refresh_seconds == 7.5
