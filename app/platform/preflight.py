@@ -15,8 +15,14 @@ class PreflightError(Exception):
 
 
 def ensure_port_free(host: str, port: int, what: str, setting: str) -> None:
-    """Fail with a clear message when `host:port` is already taken."""
+    """Fail with a clear message when `host:port` is already taken.
+
+    The probe binds as the servers do, with `SO_REUSEADDR` (uvicorn and Go's listeners
+    set it): connections of a process just stopped or killed linger in TIME_WAIT for up to
+    a minute, and they must not keep its successor off the port.
+    """
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:
