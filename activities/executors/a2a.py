@@ -177,6 +177,8 @@ def _message(call: StepCall, name: str) -> Message:
         role=Role.ROLE_USER,
         message_id=f"{call.node_run_id}:{call.attempt}:{name}",
         parts=parts,
+        # The message id changes per attempt and agent; the idempotency key does not.
+        metadata=call.request_meta(),
     )
 
 

@@ -15,6 +15,9 @@ from typing import Any, Protocol
 from temporal_workflows.contracts import Identity
 
 BUILTIN_PREFIX = "builtin:"
+# Where a step's idempotency key travels: MCP `_meta`, A2A message metadata, HTTP header.
+IDEMPOTENCY_META_KEY = "trellis/idempotencyKey"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 # Config keys Trellis itself reads; never sent to a tool or an agent.
 RESERVED_CONFIG_KEYS = frozenset({"poolStrategy"})
 
@@ -45,6 +48,25 @@ class StepCall:
     heartbeat: Callable[..., None] = field(default=lambda *details: None)
     # Who triggered the run: MCP and A2A requests carry a service token for them.
     triggered_by: Identity | None = None
+
+    @property
+    def idempotency_key(self) -> str:
+        """The same for every attempt of this node run, on any worker: its node-run id.
+
+        `{runId}.{nodeId}.{count}` is fixed by the workflow (replayed identically after a
+        worker restart) and Temporal's retries reuse it; a loop iteration, a map item or
+        a node retried from the API is a new node run and so a new key.
+        """
+        return self.node_run_id
+
+    def request_meta(self) -> dict[str, Any]:
+        """What a tool or an agent may read to deduplicate and to trace a request."""
+        return {
+            IDEMPOTENCY_META_KEY: self.idempotency_key,
+            "trellis/runId": self.run_id,
+            "trellis/nodeRunId": self.node_run_id,
+            "trellis/attempt": self.attempt,
+        }
 
 
 @dataclass

@@ -17,7 +17,13 @@ from typing import Any
 
 import httpx
 
-from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
+from activities.executors.base import (
+    IDEMPOTENCY_HEADER,
+    PermanentError,
+    StepCall,
+    StepOutcome,
+    TransientError,
+)
 from activities.executors.http_guard import AddressRefused, HttpPolicy, guarded_client
 from temporal_workflows.builtins import ECHO, TRANSFORM, BuiltinError, echo, transform
 
@@ -59,7 +65,11 @@ class BuiltinExecutor:
         if not isinstance(headers, dict):
             raise PermanentError("builtin:http config.headers must be an object")
         timeout = _number(cfg.get("timeout", 30), "timeout")
-        kwargs: dict[str, Any] = {"headers": {str(k): str(v) for k, v in headers.items()}}
+        sent = {str(k): str(v) for k, v in headers.items()}
+        # The step's key, unless the config sets its own (any capitalisation).
+        if not any(k.lower() == IDEMPOTENCY_HEADER.lower() for k in sent):
+            sent[IDEMPOTENCY_HEADER] = call.idempotency_key
+        kwargs: dict[str, Any] = {"headers": sent}
         if "json" in cfg:
             kwargs["json"] = cfg["json"]
         try:

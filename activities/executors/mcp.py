@@ -44,7 +44,7 @@ class McpExecutor:
             raise PermanentError(f"MCP server {server_id!r} no longer offers tool {tool_name!r}")
         check_arguments(tool_name, session.validator(tool), arguments)
         try:
-            result = await session.call_tool(tool_name, arguments)
+            result = await session.call_tool(tool_name, arguments, meta=call.request_meta())
         except Exception as exc:
             await session.reset()
             raise TransientError(

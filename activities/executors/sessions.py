@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+from importlib.metadata import version as package_version
 from typing import Any
 
 import httpx2
@@ -25,6 +26,8 @@ from activities.executors.catalog_file import McpServerSpec
 from activities.executors.service_token import acting_for
 
 CONNECT_TIMEOUT_SECONDS = 15.0
+# How Trellis introduces itself in the handshake (the SDK's default says `mcp 0.1.0`).
+CLIENT_INFO = mcp_types.Implementation(name="trellis", version=package_version("trellis"))
 # The SDK's own defaults for its HTTP client: a server may hold a response stream open.
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
@@ -79,7 +82,7 @@ class McpSession:
             target: Any = streamable_http_client(self.spec.url, http_client=http)
         else:
             target = _isolated(self.spec, self.search_path)
-        return await stack.enter_async_context(Client(target, cache=None))
+        return await stack.enter_async_context(Client(target, cache=None, client_info=CLIENT_INFO))
 
     def _authenticate(self, request: httpx2.Request) -> httpx2.Request:
         # Looked up per request, so a session opened before `auth` was set still uses it.
@@ -146,9 +149,13 @@ class McpSession:
             found = self._validators[tool.name] = cls(schema)
         return found
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None
+    ) -> mcp_types.CallToolResult:
+        """Call a tool; `meta` joins the request's `_meta` (the step's idempotency key)."""
         client = await self.client()
-        return await client.call_tool(name, arguments)
+        request_meta = mcp_types.RequestParamsMeta(**meta) if meta else None  # type: ignore[typeddict-item]
+        return await client.call_tool(name, arguments, meta=request_meta)
 
     async def reset(self) -> None:
         """Forget a connection that failed; the next use reconnects."""

@@ -24,6 +24,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
@@ -79,6 +80,7 @@ class PeerAgent(AgentExecutor):
                 "text": context.get_user_input(),
                 "config": received.get("config"),
                 "run": received.get("run"),
+                "metadata": MessageToDict(context.message.metadata),
             }
             await updater.add_artifact([new_data_part(output)], name="result")
             await updater.complete()

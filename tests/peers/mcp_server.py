@@ -20,6 +20,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
+from activities.executors.base import IDEMPOTENCY_META_KEY
+
 # Tools that return the arguments they were called with (object, as JSON text content).
 ECHO_TOOLS = (
     "mcp-email-validator",
@@ -40,6 +42,9 @@ HANDSHAKE_METHODS = ("server/discover", "initialize")
 class McpStats:
     methods: Counter[str] = field(default_factory=Counter)
     flaky_attempts: Counter[str] = field(default_factory=Counter)
+    # `apply_effect`: calls received and side effects performed, by idempotency key.
+    effect_calls: Counter[str] = field(default_factory=Counter)
+    effects: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -94,6 +99,33 @@ def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
 
     def echo_arguments(ctx: Context) -> dict[str, Any]:
         return dict((ctx.request_context.params or {}).get("arguments") or {})
+
+    @server.tool(description="The `_meta` of this request, as the server received it.")
+    def request_meta(ctx: Context) -> dict[str, Any]:
+        return dict((ctx.request_context.params or {}).get("_meta") or {})
+
+    @server.tool(
+        description="Perform a side effect once per idempotency key, after `seconds`; "
+        "the first `failures` calls of a key fail."
+    )
+    async def apply_effect(
+        ctx: Context, target: str, seconds: float = 0.0, failures: int = 0
+    ) -> dict[str, Any]:
+        meta = (ctx.request_context.params or {}).get("_meta") or {}
+        key = str(meta.get(IDEMPOTENCY_META_KEY) or "")
+        if not key:
+            raise ToolError("apply_effect needs an idempotency key in _meta")
+        with stats.lock:
+            stats.effect_calls[key] += 1
+            calls = stats.effect_calls[key]
+        if calls <= failures:
+            raise ToolError(f"apply_effect failure {calls} of {failures} for {key}")
+        await asyncio.sleep(seconds)
+        with stats.lock:
+            # Like a payment API: the first completed call performs it; repeats answer alike.
+            if not stats.effects[key]:
+                stats.effects[key] += 1
+        return {"target": target, "key": key}
 
     for name in ECHO_TOOLS:
         server.add_tool(echo_arguments, name=name, description=f"{name}: echoes its arguments")

@@ -35,7 +35,12 @@ class HttpPeer:
         key = request.path_params["key"]
         self.calls[key] += 1
         return JSONResponse(
-            {"key": key, "calls": self.calls[key], "body": await self._body(request)}
+            {
+                "key": key,
+                "calls": self.calls[key],
+                "body": await self._body(request),
+                "idempotencyKey": request.headers.get("idempotency-key"),
+            }
         )
 
     async def _flaky(self, request: Request) -> JSONResponse:
