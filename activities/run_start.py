@@ -9,9 +9,14 @@ stored one; the workflow is started only while that record is still `pending` (i
 workflow never wrote), with `USE_EXISTING` (a running workflow is attached to) and
 `REJECT_DUPLICATE` (a closed one is never run a second time). So calling `start` again
 for a record whose workflow never started (still `pending`) starts it, and for any other
-record does nothing but return it. A run marked failed because Temporal refused its start
-stays failed: the mark is written at `START_FAILED_REV`, above every write of a workflow,
-so starting that run later would need the mark moved below the workflow's first write.
+record does nothing but return it. Three callers rely on that: a trigger repeated with
+the same `Idempotency-Key`, a schedule's next attempt, and the reconciler.
+
+A run marked failed because Temporal refused its start (the caller got a 503) reads
+failed, but the mark is written at `START_FAILED_REV`, the record's own rev: the
+workflow's first write outranks it (a start reported as failed may have been accepted),
+and `start(..., restart_refused=True)` (a repeated trigger: the 503 asked for one)
+reopens and starts it.
 """
 
 from __future__ import annotations
@@ -115,24 +120,33 @@ class RunStarter:
         cached: dict[str, CachedOutput] | None = None,
         stop_after_node_id: str | None = None,
         mark_failed: bool = True,
+        restart_refused: bool = False,
     ) -> RunRecord:
         """Record the run and start its workflow; returns the stored record.
 
         A refused start raises RunStartFailed; with `mark_failed` the run is marked
-        failed first, without it the record stays pending for a retry to start.
+        failed first, without it the record stays pending for a retry to start. With
+        `restart_refused`, a run an earlier refused start marked failed is started too.
         """
         require_enabled(workflow)
+        if record.rev == 0 and record.status == "pending":
+            record.stop_after_node_id = stop_after_node_id
+            record.default_gate_timeout_seconds = self.default_gate_timeout_seconds
         stored = await self.store.insert_run(record)
+        if restart_refused and start_was_refused(stored):
+            stored = await self._reopen(stored)
         if stored.status != "pending":
             return stored  # its workflow started already (or a start was given up on)
+        if cached is None:
+            cached = await cached_outputs_of(self.store, stored)
         try:
             await start_run_workflow(
                 self.client,
                 stored,
                 task_queue=self.task_queue,
                 cached=cached,
-                stop_after_node_id=stop_after_node_id,
-                default_gate_timeout_seconds=self.default_gate_timeout_seconds,
+                stop_after_node_id=stored.stop_after_node_id,
+                default_gate_timeout_seconds=stored.default_gate_timeout_seconds,
             )
         except WorkflowAlreadyStartedError:
             return stored  # it ran and closed before its first write landed; not again
@@ -141,6 +155,15 @@ class RunStarter:
                 await self._mark_start_failed(stored.id, str(exc))
             raise RunStartFailed(stored.id, str(exc)) from exc
         return stored
+
+    async def _reopen(self, run: RunRecord) -> RunRecord:
+        """Put a run whose start was refused back to `pending` (unless its workflow wrote)."""
+        await self.store.update_run(
+            run.id,
+            START_FAILED_REV,
+            {"status": "pending", "finished_at": None, "error_summary": None},
+        )
+        return await self.store.get_run(run.id) or run
 
     async def _mark_start_failed(self, run_id: str, reason: str) -> None:
         await self.store.update_run(
@@ -152,6 +175,25 @@ class RunStarter:
                 "error_summary": f"Run could not be started: {reason}",
             },
         )
+
+
+def start_was_refused(run: RunRecord) -> bool:
+    """A run marked failed by a refused start, whose workflow never wrote since."""
+    return run.status == "failed" and run.rev == START_FAILED_REV
+
+
+async def cached_outputs_of(store: Store, run: RunRecord) -> dict[str, CachedOutput]:
+    """The parent's outputs a run reuses, read back from its resolved dependencies."""
+    cached: dict[str, CachedOutput] = {}
+    for dep in run.resolved_dependencies:
+        if dep.resolution != "reuse_previous_output" or dep.source_node_run_id is None:
+            continue
+        source = await store.get_node_run(dep.source_node_run_id)
+        if source is not None:
+            cached[dep.node_id] = CachedOutput(
+                source_node_run_id=source.id, output=source.output_snapshot
+            )
+    return cached
 
 
 async def start_run_workflow(

@@ -3,7 +3,7 @@
 Temporal retries this activity with the same run id (the trigger workflow fixed it), so
 a start Temporal refuses leaves the run `pending` for the next attempt to start; only
 the last attempt marks it failed. An attempt cut off by its timeout marks nothing;
-the reconciler fails a run whose workflow never started once it is two minutes old.
+the next attempt or the reconciler (after 30 s) starts the run, whichever is first.
 """
 
 from __future__ import annotations

@@ -1,9 +1,15 @@
-"""Corrects the read model for runs Temporal closed without the workflow recording its end.
+"""Corrects the read model for runs Temporal closed without the workflow recording its end,
+and starts runs whose workflow never started.
 
 Terminated or reset from the Web UI, timed out, or failed by a bug: the workflow never
 got to write its final status, so its search attribute still says it is open. One
-visibility query finds exactly those runs; a store sweep catches runs whose workflow
-never started at all.
+visibility query finds exactly those runs. A store sweep finds runs recorded but never
+started (the API died between the record and the start) and starts them: the run id is
+the workflow id, so a start racing another is harmless.
+
+Every worker runs one; several never correct a run twice: a correction is written
+`newer_only` at `RECONCILED_REV`, so exactly one of them applies it (and only that one
+closes the node runs and logs the event).
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from datetime import UTC, datetime, timedelta
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
+from activities.store.records import RunRecord
 from temporal_workflows.read_model import (
     OPEN_NODE_STATUSES,
     OPEN_RUN_STATUSES,
@@ -39,13 +47,16 @@ class Reconciler:
         self,
         client: Client,
         store: Store,
+        *,
+        task_queue: str,
         interval: float = 5.0,
-        never_started_after: timedelta = timedelta(minutes=2),
+        never_started_after: timedelta = timedelta(seconds=30),
     ) -> None:
         self._client = client
         self._store = store
         self._interval = interval
         self._never_started_after = never_started_after
+        self._starter = RunStarter(store, client, task_queue)
 
     async def run_forever(self) -> None:
         """Reconcile every `interval` seconds until cancelled; errors are logged, not fatal."""
@@ -89,6 +100,7 @@ class Reconciler:
                 "error_summary": reason,
                 "pending_requirements": [],
             },
+            newer_only=True,
         )
         if not applied:
             return False
@@ -116,8 +128,11 @@ class Reconciler:
         self, run_id: str, status: WorkflowExecutionStatus | None
     ) -> tuple[str, str]:
         if status == WorkflowExecutionStatus.TERMINATED:
+            # Temporal terminates a run that outgrew its history, and operators terminate
+            # what is stuck: either way the run did not finish its work, and it was not a
+            # cancel anyone asked Trellis for.
             reason = await self._terminate_reason(run_id)
-            return "cancelled", f"Terminated in Temporal{': ' + reason if reason else ''}"
+            return "failed", f"Terminated in Temporal{': ' + reason if reason else ''}"
         if status == WorkflowExecutionStatus.TIMED_OUT:
             return "failed", "Timed out in Temporal"
         if status == WorkflowExecutionStatus.CANCELED:
@@ -139,7 +154,7 @@ class Reconciler:
         return ""
 
     async def _sweep_never_started(self) -> list[str]:
-        """Pending runs whose workflow Temporal does not know (the API died mid-start)."""
+        """Start pending runs whose workflow Temporal does not know (the API died mid-start)."""
         corrected: list[str] = []
         cutoff = datetime.now(UTC) - self._never_started_after
         for run in await self._store.list_active_runs(cutoff):
@@ -147,18 +162,44 @@ class Reconciler:
                 continue
             try:
                 await self._client.get_workflow_handle(run.id).describe()
+                continue
             except RPCError as exc:
                 if exc.status != RPCStatusCode.NOT_FOUND:
                     raise
-                applied = await self._store.update_run(
-                    run.id,
-                    RECONCILED_REV,
-                    {
-                        "status": "failed",
-                        "finished_at": datetime.now(UTC).isoformat(),
-                        "error_summary": "The run's workflow was never started in Temporal",
-                    },
-                )
-                if applied:
-                    corrected.append(run.id)
+            if await self._start(run):
+                corrected.append(run.id)
         return corrected
+
+    async def _start(self, run: RunRecord) -> bool:
+        """Start a never-started run; fail it only when it can no longer run at all."""
+        workflow = await self._store.get_workflow(run.workflow_definition_id)
+        if workflow is None:
+            return await self._fail_unstarted(run, "its workflow was deleted before it started")
+        try:
+            await self._starter.start(workflow, run, mark_failed=False)
+        except WorkflowDisabled:
+            return await self._fail_unstarted(run, "its workflow was disabled before it started")
+        except RunStartFailed as exc:
+            log.warning("could not start never-started run %s: %s", run.id, exc.reason)
+            return False
+        log.warning("started run %s, recorded but never started", run.id)
+        return True
+
+    async def _fail_unstarted(self, run: RunRecord, why: str) -> bool:
+        return await self._store.update_run(
+            run.id,
+            RECONCILED_REV,
+            {
+                "status": "failed",
+                "finished_at": datetime.now(UTC).isoformat(),
+                "error_summary": f"The run could not be started: {why}",
+            },
+            event={
+                "type": "run_failed",
+                "runId": run.id,
+                "status": "failed",
+                "reason": why,
+                "timestamp": datetime.now(UTC).isoformat(),
+            },
+            newer_only=True,
+        )

@@ -75,7 +75,12 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
     )
     client = await connect_temporal(settings)
     worker = build_worker(client, task_queue=settings.task_queue, store=store, executor=registry)
-    reconciler = Reconciler(client, store, interval=settings.reconcile_interval_seconds)
+    reconciler = Reconciler(
+        client,
+        store,
+        task_queue=settings.task_queue,
+        interval=settings.reconcile_interval_seconds,
+    )
     try:
         async with worker:
             reconcile = asyncio.create_task(reconciler.run_forever())

@@ -10,7 +10,10 @@ the stored one, so retries and out-of-order writes are harmless. The bands, lowe
 - `attempt_rev(n, phase)`: the step activity's writes for attempt n (10n+1 .. 10n+9).
 - `REVIEW_REV` < `OPEN_REV` < `FINAL_REV`: the workflow's own writes (an output review
   after the step wrote its end, a node still open, a node's final status).
-- `START_FAILED_REV`: the API marking a run whose workflow Temporal refused to start.
+- `START_FAILED_REV` (0): the starter marking a run whose workflow Temporal refused to
+  start. It is the record's own rev, below the workflow's first run write (rev 1): a
+  start that reported an error but was accepted after all (a deadline exceeded) still
+  shows its run, and a repeat of the trigger may start the run again.
 - `RECONCILED_REV`: the reconciler correcting a run Temporal closed without its end.
 """
 
@@ -51,7 +54,8 @@ BEFORE_RUN_REV = 0
 FINAL_REV = 1_000_000_000
 OPEN_REV = FINAL_REV - 1
 REVIEW_REV = FINAL_REV - 2
-START_FAILED_REV = FINAL_REV
+# Run records: written at 0, then 1, 2, … by the workflow (one per published change).
+START_FAILED_REV = 0
 RECONCILED_REV = 2 * FINAL_REV
 
 

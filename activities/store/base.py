@@ -63,11 +63,19 @@ class Store(Protocol):
         """Insert a run; when one with this id exists, return it unchanged (idempotent)."""
 
     async def update_run(
-        self, run_id: str, rev: int, changes: dict[str, Any], event: dict[str, Any] | None = None
+        self,
+        run_id: str,
+        rev: int,
+        changes: dict[str, Any],
+        event: dict[str, Any] | None = None,
+        *,
+        newer_only: bool = False,
     ) -> bool:
         """Apply snake_case field changes when `rev` >= the stored rev; False otherwise.
 
-        When applied, `event` is appended to the run's log in the same write.
+        When applied, `event` is appended to the run's log in the same write. With
+        `newer_only`, only when `rev` > the stored rev: of writers racing to make the
+        same correction (two reconcilers), exactly one applies.
         """
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...

@@ -178,9 +178,15 @@ class MongoStore:
         return from_stored(RunRecord, doc)
 
     async def update_run(
-        self, run_id: str, rev: int, changes: dict[str, Any], event: dict[str, Any] | None = None
+        self,
+        run_id: str,
+        rev: int,
+        changes: dict[str, Any],
+        event: dict[str, Any] | None = None,
+        *,
+        newer_only: bool = False,
     ) -> bool:
-        applied = await self._update_run(run_id, rev, changes)
+        applied = await self._update_run(run_id, rev, changes, newer_only)
         if applied and event is not None:
             await self.append_event(run_id, event)
         return applied
@@ -201,20 +207,22 @@ class MongoStore:
             await self.append_event(record.workflow_run_id, event)
         return True
 
-    async def _update_run(self, run_id: str, rev: int, changes: dict[str, Any]) -> bool:
+    async def _update_run(
+        self, run_id: str, rev: int, changes: dict[str, Any], newer_only: bool
+    ) -> bool:
         with _errors():
             doc = await self._db().runs.find_one({"_id": run_id})
             if doc is None:
                 return False
             current = from_stored(RunRecord, doc)
-            if rev < current.rev:
+            if rev < current.rev or (newer_only and rev == current.rev):
                 return False
             stored = to_stored(apply_run_changes(current, rev, changes))
             # $set only the changed fields, guarded by rev: a concurrent writer's other
             # fields survive, and a newer revision written meanwhile is never overwritten.
             fields = {key: stored[key] for key in [*changes, "rev", "updated_at"]}
             result = await self._db().runs.update_one(
-                {"_id": run_id, "rev": {"$lte": rev}}, {"$set": fields}
+                {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}}, {"$set": fields}
             )
         return result.matched_count == 1
 

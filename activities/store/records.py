@@ -67,6 +67,10 @@ class RunRecord(StoredModel):
     resolved_requirements: list[dict[str, Any]] = Field(default_factory=list)
     paused_at: datetime | None = None
     idempotency_key: str | None = None
+    # How its workflow is started, kept so that whoever starts a never-started run (a
+    # repeated trigger, the reconciler) starts it as the first caller would have.
+    stop_after_node_id: str | None = None
+    default_gate_timeout_seconds: float | None = None
     # Writes carry a revision from the workflow; an older revision never overwrites a newer one.
     rev: int = 0
     updated_at: datetime = Field(default_factory=utcnow)

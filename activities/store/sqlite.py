@@ -226,14 +226,20 @@ class SqliteStore:
         return _load(RunRecord, await self._tx(op))
 
     async def update_run(
-        self, run_id: str, rev: int, changes: dict[str, Any], event: dict[str, Any] | None = None
+        self,
+        run_id: str,
+        rev: int,
+        changes: dict[str, Any],
+        event: dict[str, Any] | None = None,
+        *,
+        newer_only: bool = False,
     ) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
             row = conn.execute("SELECT doc FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 return False
             current = _load(RunRecord, row[0])
-            if rev < current.rev:
+            if rev < current.rev or (newer_only and rev == current.rev):
                 return False
             updated = apply_run_changes(current, rev, changes)
             conn.execute(f"REPLACE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})", run_row(updated))

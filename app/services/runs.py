@@ -25,10 +25,10 @@ class RunService:
         run_id = new_run_id(workflow.id, idempotency_key)
         existing = await self.store.get_run(run_id)
         if existing is not None:
-            # A repeat gets the same run, untouched. To have it start a run whose workflow
-            # never started, return `self.starter.start(workflow, existing, cached=...)`
-            # here: it starts only a still-pending run and returns any other unchanged.
-            return existing
+            # A repeat gets the same run. One whose workflow never started (the API died
+            # between record and start, or Temporal refused it with a 503) is started now;
+            # any other is returned unchanged.
+            return await self.starter.start(workflow, existing, restart_refused=True)
         cached = await self._cached_outputs(workflow, body)
         record = new_run_record(
             workflow,

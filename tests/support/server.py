@@ -18,10 +18,22 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def serving(app: Any, port: int | None = None) -> AsyncIterator[str]:
-    """Run `app` under uvicorn until the block exits; yield its base URL."""
+async def serving(
+    app: Any, port: int | None = None, graceful_seconds: float | None = None
+) -> AsyncIterator[str]:
+    """Run `app` under uvicorn until the block exits; yield its base URL.
+
+    `graceful_seconds` bounds the shutdown: requests still open then are cancelled.
+    """
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=graceful_seconds,
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
