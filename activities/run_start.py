@@ -21,6 +21,7 @@ reopens and starts it.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -34,12 +35,14 @@ from temporalio.common import (
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from activities.run_log import run_fields
 from activities.store.base import Store
 from activities.store.records import ResolvedDependency, RunRecord, WorkflowRecord, utcnow
 from temporal_workflows import search_attributes
 from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, RunInput
 from temporal_workflows.read_model import START_FAILED_REV
 
+log = logging.getLogger("trellis.runs")
 DISABLED_MESSAGE = "Workflow is disabled. Please enable the workflow before triggering a run."
 
 
@@ -151,9 +154,18 @@ class RunStarter:
         except WorkflowAlreadyStartedError:
             return stored  # it ran and closed before its first write landed; not again
         except Exception as exc:
+            log.warning(
+                "run start refused by Temporal: %s", exc, extra=run_fields(stored.id, workflow.id)
+            )
             if mark_failed:
                 await self._mark_start_failed(stored.id, str(exc))
             raise RunStartFailed(stored.id, str(exc)) from exc
+        log.info(
+            "run started (%s, version %s)",
+            stored.trigger_source,
+            stored.workflow_version,
+            extra=run_fields(stored.id, workflow.id),
+        )
         return stored
 
     async def _reopen(self, run: RunRecord) -> RunRecord:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,6 +13,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.executors.base import Executor, PermanentError, StepCall
+from activities.run_log import about_run
 from activities.store.base import Store
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
 from temporal_workflows.read_model import (
@@ -23,6 +25,7 @@ from temporal_workflows.read_model import (
 )
 from temporal_workflows.retry import PERMANENT_ERROR_TYPE
 
+log = logging.getLogger("trellis.steps")
 # Step outputs travel in workflow history; keep well under Temporal's 2 MB payload limit.
 MAX_OUTPUT_BYTES = 1_000_000
 HEARTBEAT_EVERY_SECONDS = 1.0
@@ -43,6 +46,11 @@ class StepActivities:
     @activity.defn(name=EXECUTE_STEP)
     async def execute_step(self, step: StepInput) -> StepOutput:
         """Call the step's executor once (one Temporal attempt) and record the attempt."""
+        # Every line logged while the step runs (executors included) names its run and node.
+        with about_run(step.run_id, step.workflow_id, step.node_id):
+            return await self._execute_step(step)
+
+    async def _execute_step(self, step: StepInput) -> StepOutput:
         info = activity.info()
         attempt = info.attempt
         record = _Attempt(self._store, step, attempt)
@@ -57,12 +65,14 @@ class StepActivities:
             await record.finish("cancelled", "node_cancelled", error="cancelled")
             raise
         except PermanentError as exc:
+            log.warning("step %r failed for good: %s", step.node_name, exc)
             await record.finish("running", None, error=str(exc))
             raise ApplicationError(
                 str(exc), type=PERMANENT_ERROR_TYPE, non_retryable=True
             ) from None
         except Exception as exc:
             message = str(exc) or type(exc).__name__
+            log.warning("step %r attempt %d failed: %s", step.node_name, attempt, message)
             # The attempt's error is visible at once; the workflow writes the final status.
             await record.finish("running", None, error=message)
             raise ApplicationError(message, type=type(exc).__name__) from None

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.run_log import run_fields
 from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
 from activities.store.records import RunRecord
@@ -121,7 +122,13 @@ class Reconciler:
                 "timestamp": finished,
             },
         )
-        log.warning("reconciled run %s: %s (%s)", run_id, new_status, reason)
+        log.warning(
+            "reconciled run %s: %s (%s)",
+            run_id,
+            new_status,
+            reason,
+            extra=run_fields(run_id, run.workflow_definition_id),
+        )
         return True
 
     async def _verdict(
@@ -180,9 +187,18 @@ class Reconciler:
         except WorkflowDisabled:
             return await self._fail_unstarted(run, "its workflow was disabled before it started")
         except RunStartFailed as exc:
-            log.warning("could not start never-started run %s: %s", run.id, exc.reason)
+            log.warning(
+                "could not start never-started run %s: %s",
+                run.id,
+                exc.reason,
+                extra=run_fields(run.id, run.workflow_definition_id),
+            )
             return False
-        log.warning("started run %s, recorded but never started", run.id)
+        log.warning(
+            "started run %s, recorded but never started",
+            run.id,
+            extra=run_fields(run.id, run.workflow_definition_id),
+        )
         return True
 
     async def _fail_unstarted(self, run: RunRecord, why: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -56,6 +56,15 @@ class Settings(BaseSettings):
     # `Authorization` carries `Bearer <token>`; any other header carries the bare token.
     service_token_header: str = Field(default="Authorization", pattern=r"^[A-Za-z0-9-]+$")
     service_token_key_id: str | None = None
+
+    # Logs of every process: the least level written, and text (a terminal) or JSON lines.
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
 
     @field_validator("http_allowed_networks", mode="before")
     @classmethod

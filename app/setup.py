@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 from temporalio.api.enums.v1 import IndexedValueType
@@ -18,6 +19,10 @@ from app.settings import Settings
 from app.temporal import connect_temporal
 from temporal_workflows import search_attributes
 
+log = logging.getLogger("trellis.setup")
+# While waiting for a cluster, say so again this often.
+WAIT_REPORT_SECONDS = 10.0
+
 
 class SetupError(Exception):
     """Setup could not finish; the message says which part failed."""
@@ -25,16 +30,31 @@ class SetupError(Exception):
 
 async def _connect(settings: Settings, wait_seconds: float) -> Client:
     """Connect, retrying while the cluster is still starting (compose starts us beside it)."""
-    deadline = time.monotonic() + wait_seconds
+    address = settings.resolved_temporal_address
+    started = time.monotonic()
+    deadline = started + wait_seconds
+    next_report = started
     while True:
         try:
-            return await connect_temporal(settings)
+            client = await connect_temporal(settings)
         except Exception as exc:
-            if time.monotonic() >= deadline:
-                raise SetupError(
-                    f"cannot reach Temporal at {settings.resolved_temporal_address}: {exc}"
-                ) from None
+            now = time.monotonic()
+            if now >= deadline:
+                raise SetupError(f"cannot reach Temporal at {address}: {exc}") from None
+            if now >= next_report:
+                log.info(
+                    "waiting for Temporal at %s (namespace %s): %.0f of %.0f s, last error: %s",
+                    address,
+                    settings.temporal_namespace,
+                    now - started,
+                    wait_seconds,
+                    " ".join(str(exc).split())[:200],
+                )
+                next_report = now + WAIT_REPORT_SECONDS
             await asyncio.sleep(1.0)
+            continue
+        log.info("Temporal reachable at %s (%.1f s)", address, time.monotonic() - started)
+        return client
 
 
 async def register_search_attributes(client: Client, namespace: str) -> list[str]:
@@ -77,6 +97,7 @@ async def run_setup(settings: Settings, wait_seconds: float = 60.0) -> list[str]
     except RPCError as exc:
         raise SetupError(f"registering search attributes failed: {exc.message}") from None
     url = settings.resolved_store_url
+    log.info("preparing the store %s", redacted_url(url))
     try:
         await create_store_indexes(url)
     except Exception as exc:

@@ -9,8 +9,18 @@ from typing import Any
 import click
 
 from app.cli.settings_options import settings_flags, settings_from, settings_help
+from app.settings import Settings
 
 WIDE = {"max_content_width": 100}
+
+
+def configured(params: dict[str, Any]) -> Settings:
+    """The command's settings, with logging set up from them (once, before anything runs)."""
+    from app.logs import configure_logging
+
+    settings = settings_from(params)
+    configure_logging(settings.log_level, settings.log_format)
+    return settings
 
 
 @click.command(epilog=settings_help("dev"), context_settings=WIDE)
@@ -24,7 +34,7 @@ def dev(startup_timeout: float, **params: Any) -> int:
     on), the worker and the API; print each part as it is ready; Ctrl-C stops all."""
     from app.platform.dev import run_dev
 
-    return asyncio.run(run_dev(settings_from(params), startup_timeout=startup_timeout))
+    return asyncio.run(run_dev(configured(params), startup_timeout=startup_timeout))
 
 
 @click.command(epilog=settings_help("api"), context_settings=WIDE)
@@ -33,7 +43,7 @@ def api(**params: Any) -> int:
     """Run only the REST API (uvicorn)."""
     from app.platform.serve import run_api
 
-    run_api(settings_from(params))
+    run_api(configured(params))
     return 0
 
 
@@ -47,7 +57,7 @@ def worker(ready_file: Path | None, **params: Any) -> int:
     """Run only the Temporal worker (interpreter, steps, projections, reconciler)."""
     from app.platform.serve import run_worker_process
 
-    run_worker_process(settings_from(params), ready_file=ready_file)
+    run_worker_process(configured(params), ready_file=ready_file)
     return 0
 
 
@@ -63,7 +73,7 @@ def setup(wait: float, **params: Any) -> int:
     from app.redaction import redacted_url
     from app.setup import run_setup
 
-    settings = settings_from(params)
+    settings = configured(params)
     added = asyncio.run(run_setup(settings, wait_seconds=wait))
     click.echo(f"search attributes added: {', '.join(added) or 'none (all present)'}")
     click.echo(f"store ready: {redacted_url(settings.resolved_store_url)}")

@@ -77,6 +77,8 @@ HELP: dict[str, str] = {
     "service_token_ttl_seconds": "service-token lifetime",
     "service_token_header": "header carrying the service token",
     "service_token_key_id": "service-token key id (kid)",
+    "log_level": "the least level logged",
+    "log_format": "log lines as text or JSON",
 }
 
 # Flags kept from before they were named after their setting.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import logging
 import signal
 import sys
 import time
@@ -26,6 +27,7 @@ from app.platform.supervisor import Child, first_exit, stop_all
 from app.settings import Settings
 
 T = TypeVar("T")
+log = logging.getLogger("trellis.dev")
 
 
 class _Stopped(Exception):
@@ -141,28 +143,49 @@ def _banner(settings: Settings, api_url: str) -> str:
     )
 
 
+async def _announced(work: Awaitable[None], started: float, message: str) -> None:
+    """Await `work`, then say that it is ready and how long it took."""
+    await work
+    log.info("%s (%.1f s)", message, time.monotonic() - started)
+
+
 async def _start(
     settings: Settings, children: list[Child], stop: asyncio.Event, within: float
 ) -> str:
     """Start Temporal (embedded), then the worker and the API; return the API's base URL."""
     data_dir = settings.data_dir.resolve()
     env = settings_env(settings)
+    address = settings.resolved_temporal_address
+    started = time.monotonic()
     if settings.embedded_temporal:
+        log.info("starting the Temporal dev server on %s (state in %s)", address, data_dir)
         temporal = dev_server_child(settings)
         await temporal.start()
         children.append(temporal)
-    await _until(wait_for_temporal(settings, within), stop, children)
+    else:
+        log.info("using the Temporal cluster at %s", address)
+    ready = _announced(wait_for_temporal(settings, within), started, f"Temporal ready at {address}")
+    await _until(ready, stop, children)
 
     ready_file = data_dir / "worker.ready"
     ready_file.unlink(missing_ok=True)
     worker = app_child("worker", ["worker", "--ready-file", str(ready_file)], env, grace=10.0)
     api = app_child("api", ["api"], env, grace=5.0)
+    log.info("starting the worker and the API")
+    started = time.monotonic()
     for child in (worker, api):
         await child.start()
         children.append(child)
 
     api_url = f"http://{local_host(settings.api_host)}:{settings.api_port}"
-    both = asyncio.gather(wait_for_file(ready_file, within), wait_for_ready(api_url, within))
+    both = asyncio.gather(
+        _announced(
+            wait_for_file(ready_file, within),
+            started,
+            f"worker ready: polling task queue {settings.task_queue!r}",
+        ),
+        _announced(wait_for_ready(api_url, within), started, f"API ready at {api_url}"),
+    )
     await _until(both, stop, children)
     return api_url
 

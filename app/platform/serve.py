@@ -33,8 +33,14 @@ def run_api(settings: Settings) -> None:
 
         return create_app(settings)
 
+    # log_config=None: uvicorn's loggers (access log included) go through ours (app/logs.py).
     config = uvicorn.Config(
-        factory, factory=True, host=settings.api_host, port=settings.api_port, lifespan="on"
+        factory,
+        factory=True,
+        host=settings.api_host,
+        port=settings.api_port,
+        lifespan="on",
+        log_config=None,
     )
     uvicorn.Server(config).run()
 
@@ -59,7 +65,6 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
         await ready.wait()
         if ready_file is not None:
             await asyncio.to_thread(ready_file.write_text, "ready\n")
-        print(f"worker ready: polling task queue {settings.task_queue!r}", flush=True)
 
     announcer = asyncio.ensure_future(announce())
     try:

@@ -1,0 +1,127 @@
+"""One logging setup for every process (API, worker, `trellis dev`, setup): level, text or
+JSON lines, the run a line is about, uvicorn's access log in the same format, and no
+secret in any line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from activities.run_log import FIELDS, current_run_fields
+
+# What may carry a secret in a line, masked whatever logged it (a driver, a library, us).
+_SECRETS = (
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 ***"),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"), "***"),
+    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1***@"),
+    (
+        re.compile(
+            r"(?i)((?:access_?token|token|api_?key|apikey|secret|password|passwd|"
+            r"authorization|client_secret)[\"']?\s*[=:]\s*[\"']?)[^\s&\"',;}]+"
+        ),
+        r"\1***",
+    ),
+)
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
+def scrub_secrets(text: str) -> str:
+    """`text` with tokens, keys and URL passwords masked."""
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def run_context(record: logging.LogRecord) -> dict[str, str]:
+    """The run, workflow definition and node a record is about, where known."""
+    found = current_run_fields()
+    # Temporal's activity and workflow loggers: their workflow id is our run id.
+    temporal = getattr(record, "temporal_activity", None) or getattr(
+        record, "temporal_workflow", None
+    )
+    if isinstance(temporal, dict) and temporal.get("workflow_id"):
+        found.setdefault("run_id", str(temporal["workflow_id"]))
+    for name in FIELDS:
+        value = getattr(record, name, None)
+        if value:
+            found[name] = str(value)
+    return found
+
+
+def _access(record: logging.LogRecord) -> dict[str, Any]:
+    """uvicorn's access-log arguments as fields: client, method, path, status."""
+    args = record.args
+    if record.name != "uvicorn.access" or not isinstance(args, tuple) or len(args) != 5:
+        return {}
+    client, method, path, _version, status = args
+    return {"client": client, "method": method, "path": scrub_secrets(str(path)), "status": status}
+
+
+class TextFormatter(logging.Formatter):
+    """`time LEVEL logger: message key=value…` — for a terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+        line = f"{stamp}Z {record.levelname:<7} {record.name}: {record.getMessage()}"
+        context = run_context(record)
+        if context:
+            line += " " + " ".join(f"{k}={v}" for k, v in context.items())
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return scrub_secrets(line)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, the run fields, extras."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat().replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            **run_context(record),
+            **_access(record),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD and key not in entry and not key.startswith("temporal_"):
+                entry[key] = value
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        # Masked before encoding, where quotes are still quotes.
+        clean = {k: scrub_secrets(v) if isinstance(v, str) else v for k, v in entry.items()}
+        return scrub_secrets(json.dumps(clean, default=str, separators=(",", ":")))
+
+
+def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | None = None) -> None:
+    """Install one handler on the root logger; every library logger goes through it."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    # uvicorn's loggers keep no handlers of their own: their lines reach ours.
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logger = logging.getLogger(name)
+        logger.handlers.clear()
+        logger.propagate = True
+    # Chatty at INFO, and not about runs.
+    for name in ("httpx", "httpcore", "mcp.client.streamable_http", "aiosqlite"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+    _temporal_fields_on_extra()
+
+
+def _temporal_fields_on_extra() -> None:
+    """Temporal's loggers: workflow and activity details as fields, not appended text."""
+    from temporalio import activity, workflow
+
+    activity.logger.activity_info_on_message = False
+    activity.logger.activity_info_on_extra = True
+    workflow.logger.workflow_info_on_message = False
+    workflow.logger.workflow_info_on_extra = True

@@ -1,0 +1,128 @@
+"""Log lines: text or JSON, the run they are about, uvicorn's access log, no secrets."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from activities.run_log import about_run, run_fields
+from app.logs import configure_logging
+
+
+@pytest.fixture
+def logged() -> Iterator[tuple[io.StringIO, Any]]:
+    """Configure logging into a buffer; give back the buffer and a configurer."""
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    buffer = io.StringIO()
+
+    def configure(fmt: str, level: str = "INFO") -> None:
+        configure_logging(level, fmt, stream=buffer)
+
+    yield buffer, configure
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+
+
+def _json_lines(buffer: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in buffer.getvalue().splitlines()]
+
+
+def test_json_lines_carry_time_level_logger_and_message(logged: Any) -> None:
+    buffer, configure = logged
+    configure("json")
+    logging.getLogger("trellis.test").info("hello %s", "there")
+    (line,) = _json_lines(buffer)
+    assert (line["level"], line["logger"], line["message"]) == (
+        "INFO",
+        "trellis.test",
+        "hello there",
+    )
+    assert line["time"].endswith("Z")
+
+
+def test_a_line_about_a_run_names_the_run_workflow_and_node(logged: Any) -> None:
+    buffer, configure = logged
+    configure("json")
+    logging.getLogger("trellis.test").info("x", extra=run_fields("run-1", "wf-1", "n1"))
+    (line,) = _json_lines(buffer)
+    assert (line["run_id"], line["workflow_id"], line["node_id"]) == ("run-1", "wf-1", "n1")
+
+
+def test_lines_inside_a_step_carry_its_run_without_being_told(logged: Any) -> None:
+    buffer, configure = logged
+    configure("text")
+    with about_run("run-2", "wf-2", "node-2"):
+        logging.getLogger("activities.executors.a2a").warning("could not cancel")
+    logging.getLogger("trellis.test").warning("outside")
+    inside, outside = buffer.getvalue().splitlines()
+    assert inside.endswith("could not cancel run_id=run-2 workflow_id=wf-2 node_id=node-2")
+    assert "run_id" not in outside
+
+
+def test_temporal_activity_lines_name_the_run_by_its_workflow_id(logged: Any) -> None:
+    buffer, configure = logged
+    configure("json")
+    details = {"workflow_id": "run-3", "activity_type": "execute_step"}
+    logging.getLogger("temporalio.activity").info("x", extra={"temporal_activity": details})
+    (line,) = _json_lines(buffer)
+    assert line["run_id"] == "run-3"
+
+
+def test_the_access_log_is_a_json_line_with_method_path_and_status(logged: Any) -> None:
+    buffer, configure = logged
+    configure("json")
+    access = logging.getLogger("uvicorn.access")
+    access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", "/healthz", "1.1", 200)
+    (line,) = _json_lines(buffer)
+    assert (line["logger"], line["method"], line["path"], line["status"]) == (
+        "uvicorn.access",
+        "GET",
+        "/healthz",
+        200,
+    )
+
+
+def test_the_level_setting_drops_lower_lines(logged: Any) -> None:
+    buffer, configure = logged
+    configure("text", "warning")
+    logging.getLogger("trellis.test").info("dropped")
+    logging.getLogger("trellis.test").warning("kept")
+    assert "dropped" not in buffer.getvalue()
+    assert "kept" in buffer.getvalue()
+
+
+SECRETS = [
+    ("Authorization: Bearer abc.def-123", "abc.def-123"),
+    ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl sent", "c2lnbmF0dXJl"),
+    ("connecting to mongodb://admin:s3cr3t@db:27017/x", "s3cr3t"),
+    ("GET /api/v1/runs?access_token=t0ps3cret&x=1", "t0ps3cret"),
+    ('{"api_key": "k3y-value"}', "k3y-value"),
+    ("password=hunter2 rejected", "hunter2"),
+]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize(("message", "secret"), SECRETS)
+def test_no_token_key_or_password_reaches_a_line(
+    logged: Any, fmt: str, message: str, secret: str
+) -> None:
+    buffer, configure = logged
+    configure(fmt)
+    logging.getLogger("trellis.test").warning(message)
+    assert secret not in buffer.getvalue()
+    assert "***" in buffer.getvalue()
+
+
+def test_a_secret_in_an_access_log_query_is_masked(logged: Any) -> None:
+    buffer, configure = logged
+    configure("json")
+    logging.getLogger("uvicorn.access").info(
+        '%s - "%s %s HTTP/%s" %d', "c", "GET", "/x?token=s3cr3t", "1.1", 200
+    )
+    assert "s3cr3t" not in buffer.getvalue()
