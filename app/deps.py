@@ -36,8 +36,6 @@ from temporal_workflows.validation import NODE_ID_PATTERN
 
 # The one id rule for path parameters (workflow, run, node-run ids) and node ids alike.
 ID_PATTERN = NODE_ID_PATTERN
-# Who calls: one name for every request until authentication resolves a real caller here.
-ANONYMOUS = "anonymous"
 
 
 def check_id(value: str, what: str) -> str:
@@ -83,17 +81,11 @@ async def get_temporal(request: Request, link: TemporalLinkDep) -> Client:
     return client
 
 
-def get_caller() -> str:
-    """Who is calling (recorded with decisions and controls)."""
-    return ANONYMOUS
-
-
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[Store, Depends(get_store)]
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 EventHubDep = Annotated[EventHub, Depends(get_event_hub)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
-CallerDep = Annotated[str, Depends(get_caller)]
 
 
 # -- services ------------------------------------------------------------------

@@ -36,10 +36,32 @@ class ApiError(Exception):
     status_code = 500
     code = "internal_error"
 
-    def __init__(self, message: str, details: list[Detail] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        details: list[Detail] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.details = details or []
+        self.headers = headers
+
+
+class NotAuthenticated(ApiError):
+    """No valid bearer token; the message says what was wrong with it (never the token)."""
+
+    status_code = 401
+    code = "authentication_required"
+
+    def __init__(self, message: str) -> None:
+        # RFC 6750: a 401 names the scheme the client should use.
+        super().__init__(message, headers={"WWW-Authenticate": 'Bearer realm="trellis"'})
+
+
+class Forbidden(ApiError):
+    status_code = 403
+    code = "forbidden"
 
 
 class InvalidRequest(ApiError):
@@ -96,6 +118,8 @@ class UpdateNotTaken(Exception):
 # Codes for HTTP errors raised by the framework itself (routing, body limit).
 _HTTP_CODES = {
     400: "invalid_request",
+    401: "authentication_required",
+    403: "forbidden",
     404: "resource_not_found",
     405: "method_not_allowed",
     409: "conflict",
@@ -144,7 +168,9 @@ def _validation_details(exc: RequestValidationError) -> tuple[str, list[Detail]]
 
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status_code, exc.code, exc.message, exc.details)
+    response = error_response(exc.status_code, exc.code, exc.message, exc.details)
+    response.headers.update(exc.headers or {})
+    return response
 
 
 async def _request_validation(_: Request, exc: Exception) -> JSONResponse:

@@ -12,6 +12,7 @@ from temporalio.client import Client
 from activities.executors.catalog import Catalog
 from activities.store.base import Store
 from activities.store.factory import open_store
+from app.auth.guard import Authenticator, check_routes
 from app.body_limit import BodyLimitMiddleware
 from app.errors import install_error_handlers
 from app.outbound import executor_catalog
@@ -71,6 +72,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.authenticator = Authenticator.from_settings(settings)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.include_router(health.router)
@@ -87,6 +89,7 @@ def create_app(
         schedules,
     ):
         app.include_router(module.router, prefix=API_PREFIX)
+    check_routes(app)
     return app
 
 

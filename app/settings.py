@@ -39,6 +39,21 @@ class Settings(BaseSettings):
     # How often MCP servers are asked for their tools and A2A cards fetched, in seconds.
     catalog_refresh_seconds: float = Field(default=60.0, gt=0)
 
+    # Who calls (docs/security.md): `dev` (no token; every caller is the local admin `dev`,
+    # loopback only) or `jwt` (a verified bearer token on every request but the probes).
+    auth_mode: Literal["dev", "jwt"] = "dev"
+    # HS256 tokens are checked with this secret; RS256/ES256 tokens against this key set.
+    jwt_secret: SecretStr | None = None
+    jwt_jwks_url: str | None = None
+    # Checked when set.
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    # Where a token keeps scopes (a space-separated string or a list), roles and the
+    # display name; a dotted path reaches into an object (`realm_access.roles`).
+    jwt_scopes_claim: str = "scope"
+    jwt_roles_claim: str = "roles"
+    jwt_name_claim: str = "name"
+
     # builtin:http reaches public addresses only; these CIDR networks too (comma-separated).
     http_allowed_networks: Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode] = ()
     # The most of an answer builtin:http reads (decoded), in bytes.
@@ -65,6 +80,12 @@ class Settings(BaseSettings):
     @classmethod
     def _level(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("jwt_secret", "jwt_jwks_url", "jwt_issuer", "jwt_audience", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        # docker compose passes `${VAR:-}` as an empty string: that means "not set".
+        return None if value == "" else value
 
     @field_validator("http_allowed_networks", mode="before")
     @classmethod

@@ -9,6 +9,7 @@ import click
 
 from app.cli.platform_commands import COMMANDS
 from app.cli.settings_options import settings_overview
+from app.cli.token_command import token
 
 HELP = """Trellis: durable workflows on Temporal, driven by a REST API.
 
@@ -19,6 +20,10 @@ Run the platform:
   trellis api      only the REST API (uvicorn)
   trellis worker   only the Temporal worker
   trellis setup    register search attributes and create store indexes (repeatable)
+
+\b
+Try authentication:
+  trellis token    print a token signed with TRELLIS_JWT_SECRET (TRELLIS_AUTH_MODE=jwt)
 
 Flags override TRELLIS_* environment variables, which override the defaults;
 `trellis COMMAND --help` lists the settings of one command.
@@ -34,7 +39,7 @@ def cli() -> None:
     pass
 
 
-for _command in COMMANDS:
+for _command in (*COMMANDS, token):
     cli.add_command(_command)
 
 
@@ -42,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `trellis` console script; returns the exit code."""
     from pydantic import ValidationError
 
+    from app.auth.tokens import TokenSettingsError
     from app.platform.devserver import DevServerError
     from app.platform.preflight import PreflightError
     from app.setup import SetupError
@@ -60,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         click.echo(f"trellis: invalid settings:\n{exc}", err=True)
         return 1
-    except (PreflightError, DevServerError, SetupError) as exc:
+    except (PreflightError, DevServerError, SetupError, TokenSettingsError) as exc:
         click.echo(f"trellis {command}: {exc}", err=True)
         return 1
     return result if isinstance(result, int) else 0

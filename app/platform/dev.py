@@ -19,6 +19,7 @@ from app.platform.child_env import settings_env
 from app.platform.devserver import DevServerError, dev_server_child, wait_for_temporal
 from app.platform.preflight import (
     PreflightError,
+    check_auth,
     check_service_tokens,
     ensure_port_free,
     load_executor_catalog,
@@ -62,6 +63,7 @@ def data_dir_lock(data_dir: Path) -> Iterator[None]:
 
 def preflight(settings: Settings) -> None:
     """Refuse to start on a taken port or a bad catalog, before any process is spawned."""
+    check_auth(settings)
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
     if settings.embedded_temporal:
         ensure_port_free(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket
 from pathlib import Path
 from typing import Any
@@ -57,4 +58,31 @@ def check_service_tokens(settings: Settings) -> None:
     try:
         service_token_signer(settings)
     except ServiceTokenError as exc:
+        raise PreflightError(str(exc)) from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` serves this machine only (wildcards and names do not)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_auth(settings: Settings) -> None:
+    """Dev mode (no authentication) only on loopback; jwt mode needs a way to verify."""
+    from app.auth.guard import Authenticator
+    from app.auth.tokens import TokenSettingsError
+
+    if settings.auth_mode == "dev" and not is_loopback(settings.api_host):
+        raise PreflightError(
+            f"refusing to serve on {settings.api_host}: TRELLIS_AUTH_MODE=dev has no "
+            "authentication (every caller is the admin); set TRELLIS_AUTH_MODE=jwt with "
+            "TRELLIS_JWT_SECRET or TRELLIS_JWT_JWKS_URL, or bind to 127.0.0.1"
+        )
+    try:
+        Authenticator.from_settings(settings)
+    except TokenSettingsError as exc:
         raise PreflightError(str(exc)) from None

@@ -12,6 +12,7 @@ from typing import Any
 import uvicorn
 
 from app.platform.preflight import (
+    check_auth,
     check_service_tokens,
     ensure_port_free,
     load_executor_catalog,
@@ -23,6 +24,7 @@ SHUTDOWN_GRACE_SECONDS = 8.0
 
 def run_api(settings: Settings) -> None:
     """Serve the API on uvicorn until SIGTERM/SIGINT (uvicorn handles both gracefully)."""
+    check_auth(settings)
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
     # Checked here for a one-line error; the app loads (and starts, and closes) its own copy.
     load_executor_catalog(settings)

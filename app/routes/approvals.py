@@ -6,13 +6,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from app.auth.caller import READ
+from app.auth.guard import needs
 from app.deps import ApprovalsDep
 from app.schemas.control import ApprovalPage
 
 router = APIRouter(prefix="/approvals", tags=["approvals"])
 
 
-@router.get("")
+@router.get("", dependencies=[needs(READ)])
 async def list_approvals(
     approvals: ApprovalsDep,
     page: Annotated[int, Query(ge=1)] = 1,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import CallerDep, ControlsDep, RunDep
+from app.auth.caller import CONTROL, READ
+from app.auth.guard import CallerDep, needs
+from app.deps import ControlsDep, RunDep
 from app.schemas.control import (
     ApproveRequest,
     ApproveResponse,
@@ -15,12 +17,12 @@ from app.schemas.control import (
 router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["controls"])
 
 
-@router.post("/approve")
+@router.post("/approve", dependencies=[needs(CONTROL)])
 async def approve(
     run: RunDep, body: ApproveRequest, controls: ControlsDep, caller: CallerDep
 ) -> ApproveResponse:
     """Resolve one pending HITL requirement (exactly once)."""
-    result = await controls.decide(run, body, caller)
+    result = await controls.decide(run, body, caller.sub)
     return ApproveResponse(
         run_id=result.run_id,
         status=result.status,
@@ -29,21 +31,21 @@ async def approve(
     )
 
 
-@router.post("/pause")
+@router.post("/pause", dependencies=[needs(CONTROL)])
 async def pause(run: RunDep, controls: ControlsDep, caller: CallerDep) -> ControlResponse:
     """Pause at the next node boundary; in-flight steps finish."""
-    result = await controls.pause(run, caller)
+    result = await controls.pause(run, caller.sub)
     return ControlResponse(run_id=run.id, status=result.status, message="Run paused")
 
 
-@router.post("/resume")
+@router.post("/resume", dependencies=[needs(CONTROL)])
 async def resume(run: RunDep, controls: ControlsDep, caller: CallerDep) -> ControlResponse:
     """Continue a paused run."""
-    result = await controls.resume(run, caller)
+    result = await controls.resume(run, caller.sub)
     return ControlResponse(run_id=run.id, status=result.status, message="Run resumed")
 
 
-@router.post("/cancel")
+@router.post("/cancel", dependencies=[needs(CONTROL)])
 async def cancel(run: RunDep, controls: ControlsDep) -> ControlResponse:
     """Cancel the run: in-flight steps are cancelled, no new step starts."""
     await controls.cancel(run)
@@ -52,7 +54,7 @@ async def cancel(run: RunDep, controls: ControlsDep) -> ControlResponse:
     )
 
 
-@router.get("/requirements")
+@router.get("/requirements", dependencies=[needs(READ)])
 async def live_requirements(run: RunDep, controls: ControlsDep) -> LiveRequirements:
     """The open gates, read live from the workflow (from the store when it cannot answer)."""
     live = await controls.live_requirements(run)

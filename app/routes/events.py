@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from app.auth.caller import READ
+from app.auth.guard import needs
 from app.deps import EventHubDep, LastEventIdDep, RunDep, StoreDep
 from app.services.event_hub import EventHub
 from app.services.event_stream import RunEventFollower
@@ -20,7 +22,7 @@ KEEP_ALIVE_SECONDS = 15.0
 POLL_SECONDS = 0.15
 
 
-@router.get("/events", response_class=EventSourceResponse)
+@router.get("/events", response_class=EventSourceResponse, dependencies=[needs(READ)])
 async def stream_events(
     run: RunDep, store: StoreDep, hub: EventHubDep, after: LastEventIdDep
 ) -> EventSourceResponse:

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from app.auth.caller import READ
+from app.auth.guard import needs
 from app.deps import GraphDep, RunDep, WorkflowDep
 from app.schemas.graph import RunGraph, WorkflowGraph
 
 router = APIRouter(prefix="/workflows/{workflow_id}", tags=["graph"])
 
 
-@router.get("/graph")
+@router.get("/graph", dependencies=[needs(READ)])
 async def workflow_graph(workflow: WorkflowDep, graphs: GraphDep) -> WorkflowGraph:
     """The current version's nodes and edges (sequence, branch, choice, parallel, loop)."""
     return graphs.of_workflow(workflow)
 
 
-@router.get("/runs/{run_id}/graph")
+@router.get("/runs/{run_id}/graph", dependencies=[needs(READ)])
 async def run_graph(run: RunDep, graphs: GraphDep) -> RunGraph:
     """The run's pinned version, each node with its latest status, attempt and timing."""
     return await graphs.of_run(run)

@@ -5,20 +5,24 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 
 from activities.store.records import RunRecord
+from app.auth.caller import CONTROL
+from app.auth.guard import needs
 from app.deps import LineageDep, NodeIdDep, RunDep, WorkflowDep
 from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
 
 
-@router.post("/retry", status_code=status.HTTP_202_ACCEPTED)
+@router.post("/retry", status_code=status.HTTP_202_ACCEPTED, dependencies=[needs(CONTROL)])
 async def retry_run(workflow: WorkflowDep, run: RunDep, lineage: LineageDep) -> ChildRunAccepted:
     """Retry a failed or cancelled run, reusing the outputs of the steps that completed."""
     child = await lineage.retry(workflow, run)
     return _accepted(child, f"Retry of run {run.id} queued as run {child.id}")
 
 
-@router.post("/nodes/{node_id}/rerun", status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/nodes/{node_id}/rerun", status_code=status.HTTP_202_ACCEPTED, dependencies=[needs(CONTROL)]
+)
 async def rerun_node(
     workflow: WorkflowDep, run: RunDep, node_id: NodeIdDep, lineage: LineageDep
 ) -> NodeRerunAccepted:
@@ -31,7 +35,7 @@ async def rerun_node(
     )
 
 
-@router.post("/replay", status_code=status.HTTP_202_ACCEPTED)
+@router.post("/replay", status_code=status.HTTP_202_ACCEPTED, dependencies=[needs(CONTROL)])
 async def replay_run(workflow: WorkflowDep, run: RunDep, lineage: LineageDep) -> ChildRunAccepted:
     """Run the live definition again from scratch with the source run's initial input."""
     child = await lineage.replay(workflow, run)

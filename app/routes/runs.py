@@ -6,6 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, status
 
+from app.auth.caller import CONTROL, READ
+from app.auth.guard import needs
 from app.deps import NodeRunDep, RunDep, RunListingDep, RunServiceDep, StoreDep, WorkflowDep
 from app.schemas.run import (
     NodeRunList,
@@ -23,7 +25,7 @@ Page = Annotated[int, Query(ge=1)]
 PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100)]
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED)
+@router.post("", status_code=status.HTTP_202_ACCEPTED, dependencies=[needs(CONTROL)])
 async def trigger_run(
     workflow: WorkflowDep,
     runs: RunServiceDep,
@@ -37,7 +39,7 @@ async def trigger_run(
     return RunAccepted.of(run, "Workflow run queued successfully")
 
 
-@router.get("")
+@router.get("", dependencies=[needs(READ)])
 async def list_runs(
     workflow: WorkflowDep,
     listing: RunListingDep,
@@ -49,13 +51,13 @@ async def list_runs(
     return await listing.of_workflow(workflow.id, status, page, per_page)
 
 
-@router.get("/{run_id}")
+@router.get("/{run_id}", dependencies=[needs(READ)])
 async def get_run(run: RunDep, store: StoreDep) -> RunPublic:
     """One run with its snapshot, node runs and pending requirements."""
     return RunPublic.from_record(run, await store.list_node_runs([run.id]))
 
 
-@router.get("/{run_id}/children")
+@router.get("/{run_id}/children", dependencies=[needs(READ)])
 async def list_child_runs(
     run: RunDep, listing: RunListingDep, page: Page = 1, per_page: PerPage = 20
 ) -> RunPage:
@@ -63,13 +65,13 @@ async def list_child_runs(
     return await listing.children(run, page, per_page)
 
 
-@router.get("/{run_id}/nodes")
+@router.get("/{run_id}/nodes", dependencies=[needs(READ)])
 async def list_node_runs(run: RunDep, store: StoreDep) -> NodeRunList:
     """Every node run of the run, ordered by startedAt."""
     return NodeRunList.of(run, await store.list_node_runs([run.id]))
 
 
-@router.get("/{run_id}/nodes/{node_run_id}")
+@router.get("/{run_id}/nodes/{node_run_id}", dependencies=[needs(READ)])
 async def get_node_run(node_run: NodeRunDep) -> NodeRunPublic:
     """One node run with its input and output snapshots."""
     return NodeRunPublic.from_record(node_run)

@@ -6,13 +6,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
+from app.auth.caller import READ, WRITE
+from app.auth.guard import needs
 from app.deps import ScheduleIdDep, SchedulesDep, WorkflowDep
 from app.schemas.schedule import ScheduleCreate, ScheduleList, SchedulePublic, ScheduleSkipList
 
 router = APIRouter(prefix="/workflows/{workflow_id}/schedules", tags=["schedules"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post("", status_code=status.HTTP_201_CREATED, dependencies=[needs(WRITE, "EDIT")])
 async def create_schedule(
     workflow: WorkflowDep, body: ScheduleCreate, schedules: SchedulesDep
 ) -> SchedulePublic:
@@ -20,19 +22,19 @@ async def create_schedule(
     return await schedules.create(workflow, body)
 
 
-@router.get("")
+@router.get("", dependencies=[needs(READ)])
 async def list_schedules(workflow: WorkflowDep, schedules: SchedulesDep) -> ScheduleList:
     """The workflow's schedules, oldest first."""
     return await schedules.list_all(workflow)
 
 
-@router.get("/{schedule_id}")
+@router.get("/{schedule_id}", dependencies=[needs(READ)])
 async def get_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> SchedulePublic:
     """One schedule with its next and recent firings."""
     return await schedules.get(schedule_id)
 
 
-@router.put("/{schedule_id}")
+@router.put("/{schedule_id}", dependencies=[needs(WRITE, "EDIT")])
 async def replace_schedule(
     workflow: WorkflowDep, schedule_id: ScheduleIdDep, body: ScheduleCreate, schedules: SchedulesDep
 ) -> SchedulePublic:
@@ -40,33 +42,39 @@ async def replace_schedule(
     return await schedules.replace(workflow, schedule_id, body)
 
 
-@router.delete("/{schedule_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/{schedule_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[needs(WRITE, "EDIT")]
+)
 async def delete_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> Response:
     """Delete the schedule; runs it started carry on."""
     await schedules.delete(schedule_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/{schedule_id}/pause")
+@router.post("/{schedule_id}/pause", dependencies=[needs(WRITE, "EDIT")])
 async def pause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> SchedulePublic:
     """Stop firing until unpaused."""
     return await schedules.set_paused(schedule_id, True)
 
 
-@router.post("/{schedule_id}/unpause")
+@router.post("/{schedule_id}/unpause", dependencies=[needs(WRITE, "EDIT")])
 async def unpause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> SchedulePublic:
     """Fire again on the schedule's timing."""
     return await schedules.set_paused(schedule_id, False)
 
 
-@router.post("/{schedule_id}/trigger", status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/{schedule_id}/trigger",
+    status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[needs(WRITE, "EDIT")],
+)
 async def trigger_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> Response:
     """Fire once now, as if the schedule's time had come."""
     await schedules.trigger(schedule_id)
     return Response(status_code=status.HTTP_202_ACCEPTED)
 
 
-@router.get("/{schedule_id}/skips")
+@router.get("/{schedule_id}/skips", dependencies=[needs(READ)])
 async def list_skips(
     schedule_id: ScheduleIdDep,
     schedules: SchedulesDep,

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from app.auth.caller import READ
+from app.auth.guard import needs
 from app.deps import StoreDep, WorkflowDep, WorkflowVersionDep
 from app.schemas.version import WorkflowVersionList, WorkflowVersionPublic, WorkflowVersionSummary
 
 router = APIRouter(prefix="/workflows/{workflow_id}/versions", tags=["workflows"])
 
 
-@router.get("")
+@router.get("", dependencies=[needs(READ)])
 async def list_versions(workflow: WorkflowDep, store: StoreDep) -> WorkflowVersionList:
     """Every version of a definition, oldest first."""
     records = await store.list_workflow_versions(workflow.id)
     return WorkflowVersionList(versions=[WorkflowVersionSummary.from_record(r) for r in records])
 
 
-@router.get("/{version}")
+@router.get("/{version}", dependencies=[needs(READ)])
 async def get_version(version: WorkflowVersionDep) -> WorkflowVersionPublic:
     """One version's full definition."""
     return WorkflowVersionPublic.from_record(version)

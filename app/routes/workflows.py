@@ -6,6 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
+from app.auth.caller import READ, WRITE
+from app.auth.guard import needs
 from app.deps import DefinitionsDep, StoreDep, WorkflowDep
 from app.schemas.workflow import (
     Pagination,
@@ -20,7 +22,7 @@ from app.schemas.workflow import (
 router = APIRouter(prefix="/workflows", tags=["workflows"])
 
 
-@router.get("")
+@router.get("", dependencies=[needs(READ)])
 async def list_workflows(
     store: StoreDep,
     query: Annotated[str | None, Query(max_length=200)] = None,
@@ -35,19 +37,19 @@ async def list_workflows(
     )
 
 
-@router.get("/{workflow_id}")
+@router.get("/{workflow_id}", dependencies=[needs(READ)])
 async def get_workflow(workflow: WorkflowDep) -> WorkflowPublic:
     """One definition with its whole node tree."""
     return WorkflowPublic.from_record(workflow)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post("", status_code=status.HTTP_201_CREATED, dependencies=[needs(WRITE)])
 async def create_workflow(body: WorkflowCreate, definitions: DefinitionsDep) -> WorkflowPublic:
     """Validate and store a new definition (version 1, disabled)."""
     return WorkflowPublic.from_record(await definitions.create(body))
 
 
-@router.put("/{workflow_id}")
+@router.put("/{workflow_id}", dependencies=[needs(WRITE, "EDIT")])
 async def update_workflow(
     workflow: WorkflowDep, body: WorkflowUpdate, definitions: DefinitionsDep
 ) -> WorkflowPublic:
@@ -55,14 +57,16 @@ async def update_workflow(
     return WorkflowPublic.from_record(await definitions.update(workflow, body))
 
 
-@router.delete("/{workflow_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/{workflow_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[needs(WRITE, "DELETE")]
+)
 async def delete_workflow(workflow: WorkflowDep, definitions: DefinitionsDep) -> Response:
     """Delete a definition with its versions and runs."""
     await definitions.delete(workflow)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/{workflow_id}/toggle")
+@router.post("/{workflow_id}/toggle", dependencies=[needs(WRITE, "EDIT")])
 async def toggle_workflow(
     workflow: WorkflowDep, body: ToggleRequest, definitions: DefinitionsDep
 ) -> WorkflowPublic:

@@ -127,3 +127,9 @@ def test_dockerfile_installs_the_package_and_runs_trellis() -> None:
     text = Path(REPO / "Dockerfile").read_text()
     assert "pip install ." in text
     assert 'CMD ["trellis", "api"]' in text
+
+
+def test_the_api_serves_jwt_mode_on_its_public_address(compose: dict[str, Any]) -> None:
+    env = compose["services"]["api"]["environment"]
+    assert env["TRELLIS_API_HOST"] == "0.0.0.0"
+    assert env["TRELLIS_AUTH_MODE"] == "jwt"

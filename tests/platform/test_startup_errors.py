@@ -113,3 +113,30 @@ def test_a_service_token_key_that_cannot_sign_stops_the_worker_naming_it(tmp_pat
     assert "TRELLIS_SERVICE_TOKEN_KEY must be at least 32 bytes for HS256" in result.stderr
     assert "too-short" not in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_dev_mode_on_a_public_address_refuses_to_start(tmp_path: Path) -> None:
+    for command in ("api", "dev"):
+        env = trellis_env(tmp_path / command, TRELLIS_API_HOST="0.0.0.0")
+        result = run_trellis([command], env)
+        assert result.returncode != 0
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert "TRELLIS_AUTH_MODE=dev" in lines[0] and "TRELLIS_AUTH_MODE=jwt" in lines[0]
+        assert "0.0.0.0" in lines[0]
+
+
+def test_jwt_mode_without_a_secret_or_key_set_refuses_to_start(tmp_path: Path) -> None:
+    env = trellis_env(tmp_path, TRELLIS_AUTH_MODE="jwt", TRELLIS_API_HOST="0.0.0.0")
+    result = run_trellis(["api"], env)
+    assert result.returncode != 0
+    assert "TRELLIS_JWT_SECRET" in result.stderr and "TRELLIS_JWT_JWKS_URL" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_jwt_mode_never_prints_its_secret(tmp_path: Path) -> None:
+    secret = "short-secret-value"
+    env = trellis_env(tmp_path, TRELLIS_AUTH_MODE="jwt", TRELLIS_JWT_SECRET=secret)
+    result = run_trellis(["api"], env)
+    assert result.returncode != 0 and "at least 32 bytes" in result.stderr
+    assert secret not in result.stderr + result.stdout

@@ -1,0 +1,45 @@
+"""Who may do what with a workflow: its owner (every permission) and its grants.
+
+Stored with the workflow; runs, node runs, events, versions, schedules and approvals
+inherit it. The store filters lists by `viewer_principals`, so a list and its total count
+only what a caller may see.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from temporal_workflows.base import CamelModel
+
+Permission = Literal["VIEW", "EDIT", "DELETE", "SHARE"]
+PERMISSIONS: tuple[Permission, ...] = ("VIEW", "EDIT", "DELETE", "SHARE")
+# `user:<sub>` or `role:<role>`: no spaces, at most 200 characters after the prefix.
+PRINCIPAL_PATTERN = r"^(user|role):[^\s]{1,200}$"
+# Who owns a workflow created before workflows had owners: the dev-mode caller, the only
+# caller there was.
+LEGACY_OWNER = "dev"
+
+
+class Grant(CamelModel):
+    """Permissions of one principal on one workflow; VIEW comes with any of them."""
+
+    principal: str = Field(pattern=PRINCIPAL_PATTERN)
+    permissions: list[Permission] = Field(min_length=1, max_length=len(PERMISSIONS))
+
+    @field_validator("permissions")
+    @classmethod
+    def _with_view_in_order(cls, value: list[Permission]) -> list[Permission]:
+        # Editing or sharing what one cannot see makes no sense: every grant can VIEW.
+        held = {*value, "VIEW"}
+        return [p for p in PERMISSIONS if p in held]
+
+
+def owner_principal(owner: str) -> str:
+    return f"user:{owner}"
+
+
+def viewer_principals(owner: str, grants: list[Grant]) -> list[str]:
+    """Every principal that may VIEW: the owner and each grant (sorted, no duplicates)."""
+    return sorted({owner_principal(owner), *(g.principal for g in grants)})

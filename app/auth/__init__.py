@@ -1,0 +1,1 @@
+"""Who calls and what they may do: bearer tokens, scopes per route, ACLs per workflow."""

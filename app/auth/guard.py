@@ -1,0 +1,152 @@
+"""The one dependency every route goes through: who calls, and the scope the route needs.
+
+Each route declares its rule with `needs(scope, permission)`; `check_routes` refuses to
+build an app with a route that declares none (besides the probes), so a new route cannot
+be left open by forgetting. The permission is what the caller must hold on the workflow
+in the path (`app/deps.py` checks it where it looks the workflow up).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request, Security
+from fastapi.routing import APIRoute, iter_route_contexts
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from activities.store.access import Permission
+from app.auth.caller import ALL_SCOPES, DEV_CALLER, Caller
+from app.auth.tokens import ClaimNames, TokenVerifier
+from app.errors import Forbidden, NotAuthenticated
+from app.settings import Settings
+
+# Open to anyone: the probes (and /docs, /openapi.json, which are not API routes).
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+
+bearer = HTTPBearer(
+    scheme_name="bearerAuth",
+    bearerFormat="JWT",
+    description="A JWT from your identity provider, or from `trellis token` (HS256).",
+    auto_error=False,
+)
+
+
+class Authenticator:
+    """Resolves the caller of a request: the dev admin, or a verified bearer token."""
+
+    def __init__(self, verifier: TokenVerifier | None) -> None:
+        self.verifier = verifier
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Authenticator:
+        """`dev` mode needs nothing; `jwt` mode a secret or a key set (TokenSettingsError)."""
+        if settings.auth_mode == "dev":
+            return cls(None)
+        secret = settings.jwt_secret.get_secret_value() if settings.jwt_secret else None
+        return cls(
+            TokenVerifier(
+                secret=secret,
+                jwks_url=settings.jwt_jwks_url,
+                issuer=settings.jwt_issuer,
+                audience=settings.jwt_audience,
+                claims=ClaimNames(
+                    scopes=settings.jwt_scopes_claim,
+                    roles=settings.jwt_roles_claim,
+                    name=settings.jwt_name_claim,
+                ),
+            )
+        )
+
+    async def caller(self, credentials: HTTPAuthorizationCredentials | None) -> Caller:
+        if self.verifier is None:
+            return DEV_CALLER
+        if credentials is None:
+            raise NotAuthenticated("Authentication required: send 'Authorization: Bearer <token>'")
+        return await self.verifier.caller(credentials.credentials)
+
+
+async def authenticate(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Caller:
+    """The caller of this request (verified once per request)."""
+    known: Caller | None = getattr(request.state, "caller", None)
+    if known is None:
+        authenticator: Authenticator = request.app.state.authenticator
+        known = await authenticator.caller(credentials)
+        request.state.caller = known
+    return known
+
+
+CallerDep = Annotated[Caller, Depends(authenticate)]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a route needs: a scope, and a permission on the workflow in its path (if any)."""
+
+    scope: str
+    permission: Permission = "VIEW"
+
+
+class Guard:
+    """The declared rule of one route, checked on every request to it."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+
+    async def __call__(self, request: Request, caller: CallerDep) -> None:
+        # Route-level dependencies are solved before the endpoint's parameters, so the
+        # workflow lookup (app/deps.py) finds the permission this route needs here.
+        request.state.rule = self.rule
+        if not caller.has_scope(self.rule.scope):
+            raise Forbidden(
+                f"This request needs the scope {self.rule.scope!r}; the token grants "
+                f"{', '.join(sorted(caller.scopes)) or 'no scopes'}"
+            )
+
+
+def needs(scope: str, permission: Permission = "VIEW") -> Any:
+    """Declare a route's rule (`dependencies=[needs(READ)]`); OpenAPI shows the scope."""
+    if scope not in ALL_SCOPES:
+        raise ValueError(f"unknown scope {scope!r}")
+    return Security(Guard(Rule(scope, permission)), scopes=[scope])
+
+
+def request_rule(request: Request) -> Rule | None:
+    """The rule of the route serving `request` (set by its guard)."""
+    return getattr(request.state, "rule", None)
+
+
+def rule_of(route: Any) -> Rule | None:
+    """The rule a route declared with `needs`, if any."""
+    for dependency in getattr(route, "dependencies", None) or []:
+        if isinstance(dependency.dependency, Guard):
+            return dependency.dependency.rule
+    return None
+
+
+def api_routes(app: FastAPI) -> list[Any]:
+    """Every API route of the app as served (with the prefixes of its routers)."""
+    return [
+        context
+        for context in iter_route_contexts(app.routes)
+        if isinstance(context.original_route, APIRoute)
+    ]
+
+
+def undeclared_routes(app: FastAPI) -> list[str]:
+    """`METHOD path` of every API route that declares no rule and is not a probe."""
+    return [
+        f"{','.join(sorted(route.methods or ()))} {route.path}"
+        for route in api_routes(app)
+        if route.path not in PUBLIC_PATHS and rule_of(route) is None
+    ]
+
+
+def check_routes(app: FastAPI) -> None:
+    """Refuse an app with a route nobody declared a scope for (it would be open to all)."""
+    missing = undeclared_routes(app)
+    if missing:
+        raise RuntimeError(f"routes without a declared scope: {'; '.join(missing)}")

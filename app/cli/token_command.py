@@ -1,0 +1,35 @@
+"""`trellis token`: print an HS256 token signed with TRELLIS_JWT_SECRET (for `jwt` mode)."""
+
+from __future__ import annotations
+
+import click
+
+WIDE = {"max_content_width": 100}
+
+
+@click.command(context_settings=WIDE)
+@click.option("--sub", required=True, help="the user id (the token's subject)")
+@click.option(
+    "--scopes", required=True, help="comma-separated, e.g. workflows-read,workflows-write"
+)
+@click.option("--roles", default=None, help="comma-separated, e.g. ops,finance")
+@click.option("--name", default=None, help="display name")
+@click.option("--ttl", type=int, default=3600, show_default=True, help="lifetime in seconds")
+def token(sub: str, scopes: str, roles: str | None, name: str | None, ttl: int) -> int:
+    """Print one token signed with TRELLIS_JWT_SECRET (HS256), for trying
+    TRELLIS_AUTH_MODE=jwt and for scripts. Issuer, audience and claim names follow the
+    TRELLIS_JWT_* settings, so the API accepts it."""
+    from app.auth.minting import mint_token, split_list
+    from app.settings import Settings
+
+    click.echo(
+        mint_token(
+            Settings(),
+            sub=sub,
+            scopes=split_list(scopes),
+            roles=split_list(roles),
+            name=name,
+            ttl_seconds=ttl,
+        )
+    )
+    return 0

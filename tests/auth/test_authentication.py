@@ -1,0 +1,187 @@
+"""`jwt` mode: a verified bearer token on every API request; 401 saying what was wrong."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from activities.executors.catalog import Catalog
+from activities.store.base import Store
+from app.auth.caller import READ
+from app.settings import Settings
+from tests.api.helpers import API, assert_error
+from tests.support.identity import (
+    AUDIENCE,
+    ISSUER,
+    OTHER_SECRET,
+    KeySet,
+    as_user,
+    bearer,
+    jwt_settings,
+    serve_api,
+    token,
+)
+
+WORKFLOWS = f"{API}/workflows"
+KeysAndApi = tuple[KeySet, httpx.AsyncClient]
+
+
+class TestRefused:
+    async def test_no_token_is_401_authentication_required(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS)
+        assert_error(response, 401, "authentication_required", "Bearer")
+        assert response.headers["www-authenticate"].startswith("Bearer")
+
+    async def test_another_scheme_is_401(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers={"Authorization": "Basic YWxpY2U6cHc="})
+        assert_error(response, 401, "authentication_required")
+
+    async def test_malformed_token_is_401(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=bearer("not-a-jwt"))
+        assert_error(response, 401, "authentication_required", "Malformed")
+
+    async def test_expired_token_is_401_saying_expired(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=as_user("alice", expires_in=-120))
+        assert_error(response, 401, "authentication_required", "expired")
+
+    async def test_expiry_within_the_leeway_is_accepted(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=as_user("alice", expires_in=-10))
+        assert response.status_code == 200, response.text
+
+    async def test_token_signed_with_another_secret_is_401(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=as_user("alice", key=OTHER_SECRET))
+        assert_error(response, 401, "authentication_required", "signature")
+
+    async def test_unsigned_token_is_401(self, api: httpx.AsyncClient) -> None:
+        unsigned = token("alice", key=None, algorithm="none")
+        response = await api.get(WORKFLOWS, headers=bearer(unsigned))
+        assert_error(response, 401, "authentication_required", "'none' is not accepted")
+
+    async def test_token_without_exp_is_401(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=bearer(token("alice", exp=None)))
+        assert_error(response, 401, "authentication_required", "'exp'")
+
+    async def test_token_without_sub_is_401(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=bearer(token("alice", sub=None)))
+        assert_error(response, 401, "authentication_required", "'sub'")
+
+    async def test_rs256_token_without_a_key_set_is_401(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=bearer(KeySet().rs256("alice")))
+        assert_error(response, 401, "authentication_required", "'RS256' is not accepted")
+
+    async def test_the_token_is_in_no_answer_and_no_log_line(
+        self, api: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        caplog.set_level(logging.DEBUG)
+        tokens = [
+            token("alice", expires_in=-120),
+            token("alice", key=OTHER_SECRET),
+            token("alice"),
+        ]
+        for value in tokens:
+            response = await api.get(WORKFLOWS, headers=bearer(value))
+            signature = value.rsplit(".", 1)[1]
+            assert signature not in response.text
+            assert signature not in caplog.text
+
+
+class TestAccepted:
+    async def test_valid_token_reads(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=as_user("alice", [READ]))
+        assert response.status_code == 200, response.text
+
+    async def test_probes_and_docs_stay_open(self, api: httpx.AsyncClient) -> None:
+        for path in ("/healthz", "/readyz", "/docs", "/openapi.json"):
+            response = await api.get(path)
+            assert response.status_code == 200, (path, response.text)
+
+    async def test_openapi_declares_the_bearer_scheme_and_each_scope(
+        self, api: httpx.AsyncClient
+    ) -> None:
+        doc = (await api.get("/openapi.json")).json()
+        scheme = doc["components"]["securitySchemes"]["bearerAuth"]
+        assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+        assert doc["paths"][WORKFLOWS]["get"]["security"] == [{"bearerAuth": [READ]}]
+        assert "security" not in doc["paths"]["/healthz"]["get"]
+
+
+class TestAudienceAndIssuer:
+    @pytest.fixture
+    def settings(self, tmp_path: Path) -> Settings:
+        return jwt_settings(tmp_path, jwt_audience=AUDIENCE, jwt_issuer=ISSUER)
+
+    async def test_matching_audience_and_issuer_are_accepted(self, api: httpx.AsyncClient) -> None:
+        headers = as_user("alice", aud=AUDIENCE, iss=ISSUER)
+        assert (await api.get(WORKFLOWS, headers=headers)).status_code == 200
+
+    async def test_wrong_audience_is_401(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=as_user("alice", aud="other", iss=ISSUER))
+        assert_error(response, 401, "authentication_required", "audience")
+
+    async def test_missing_audience_is_401(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=as_user("alice", iss=ISSUER))
+        assert_error(response, 401, "authentication_required", "'aud'")
+
+    async def test_wrong_issuer_is_401(self, api: httpx.AsyncClient) -> None:
+        response = await api.get(WORKFLOWS, headers=as_user("alice", aud=AUDIENCE, iss="x"))
+        assert_error(response, 401, "authentication_required", "issuer")
+
+
+class TestKeySet:
+    """RS256 and ES256 tokens verified against a JWKS served by a real local HTTP server."""
+
+    @pytest.fixture
+    async def keys_and_api(
+        self,
+        tmp_path: Path,
+        store: Store,
+        builtins_catalog: Catalog,
+        temporal_env: WorkflowEnvironment,
+    ) -> AsyncIterator[KeysAndApi]:
+        keys = KeySet()
+        async with keys.served_at() as url:
+            settings = jwt_settings(tmp_path, jwt_secret=None, jwt_jwks_url=url)
+            async with serve_api(settings, store, builtins_catalog, temporal_env.client) as http:
+                yield keys, http
+
+    async def test_rs256_and_es256_tokens_are_verified(self, keys_and_api: KeysAndApi) -> None:
+        keys, api = keys_and_api
+        for signed in (keys.rs256("alice"), keys.es256("alice")):
+            response = await api.get(WORKFLOWS, headers=bearer(signed))
+            assert response.status_code == 200, response.text
+        assert keys.served >= 1
+
+    async def test_a_key_the_set_does_not_have_is_401(self, keys_and_api: KeysAndApi) -> None:
+        keys, api = keys_and_api
+        stranger = KeySet()  # same kids, other keys: the signature does not verify
+        response = await api.get(WORKFLOWS, headers=bearer(stranger.rs256("alice")))
+        assert_error(response, 401, "authentication_required", "signature")
+        unknown_kid = token("alice", key=keys.rsa, algorithm="RS256", headers={"kid": "nope"})
+        response = await api.get(WORKFLOWS, headers=bearer(unknown_kid))
+        assert_error(response, 401, "authentication_required", "key set")
+
+    async def test_expired_rs256_token_is_401_saying_expired(
+        self, keys_and_api: KeysAndApi
+    ) -> None:
+        keys, api = keys_and_api
+        response = await api.get(WORKFLOWS, headers=bearer(keys.rs256("alice", expires_in=-99)))
+        assert_error(response, 401, "authentication_required", "expired")
+
+    async def test_hs256_token_is_refused_without_a_secret(self, keys_and_api: KeysAndApi) -> None:
+        # Nobody can mint an HS256 token with the public key as the secret (alg confusion).
+        _, api = keys_and_api
+        response = await api.get(WORKFLOWS, headers=as_user("alice"))
+        assert_error(response, 401, "authentication_required", "'HS256' is not accepted")
+
+
+class TestDevMode:
+    async def test_dev_mode_needs_no_token_and_ignores_one(
+        self, dev_api: httpx.AsyncClient
+    ) -> None:
+        assert (await dev_api.get(WORKFLOWS)).status_code == 200
+        assert (await dev_api.get(WORKFLOWS, headers=bearer("garbage"))).status_code == 200

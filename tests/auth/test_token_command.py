@@ -1,0 +1,63 @@
+"""`trellis token` prints a token the API in `jwt` mode accepts; without a secret it says so."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import jwt
+
+from tests.api.helpers import API
+from tests.support.identity import SECRET, bearer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def trellis_token(*args: str, secret: str | None = SECRET) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRELLIS_")}
+    if secret is not None:
+        env["TRELLIS_JWT_SECRET"] = secret
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "token", *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_prints_one_token_with_the_given_claims() -> None:
+    result = trellis_token(
+        "--sub", "alice", "--scopes", "workflows-read,workflows-write",
+        "--roles", "ops,finance", "--name", "Alice", "--ttl", "120",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    printed = result.stdout.strip()
+    assert "\n" not in printed
+    claims = jwt.decode(printed, SECRET, algorithms=["HS256"])
+    assert claims["sub"] == "alice" and claims["name"] == "Alice"
+    assert claims["scope"] == "workflows-read workflows-write"
+    assert claims["roles"] == ["ops", "finance"]
+    assert claims["exp"] - claims["iat"] == 120
+
+
+def test_without_a_secret_it_exits_non_zero_saying_so() -> None:
+    result = trellis_token("--sub", "alice", "--scopes", "workflows-read", secret=None)
+    assert result.returncode != 0
+    assert "TRELLIS_JWT_SECRET" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_a_short_secret_is_refused() -> None:
+    result = trellis_token("--sub", "alice", "--scopes", "workflows-read", secret="short")
+    assert result.returncode != 0 and "at least 32 bytes" in result.stderr
+
+
+async def test_the_api_accepts_the_printed_token(api: httpx.AsyncClient) -> None:
+    printed = trellis_token("--sub", "alice", "--scopes", "workflows-read").stdout.strip()
+    response = await api.get(f"{API}/workflows", headers=bearer(printed))
+    assert response.status_code == 200, response.text
