@@ -32,6 +32,12 @@ class Settings(BaseSettings):
     executors_file: Path | None = None
     # Largest accepted request body, in bytes.
     max_body_bytes: int = 1_048_576
+    # On SIGTERM the worker stops polling and gives in-flight steps this long to finish
+    # before it cancels them (Temporal's worker graceful shutdown), in seconds.
+    worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0)
+    # On SIGTERM the API stops accepting, ends live event streams at once and gives open
+    # requests this long to finish before it cancels them, in seconds.
+    api_shutdown_grace_seconds: int = Field(default=10, ge=0)
     # How often the reconciler compares open runs with Temporal, in seconds.
     reconcile_interval_seconds: float = Field(default=5.0, gt=0)
     # Gate timeout for nodes whose humanReview sets none (null: wait indefinitely).

@@ -37,6 +37,7 @@ def build_worker(
     store: Store,
     executor: Executor,
     extra_activities: Sequence[Any] = (),
+    shutdown_grace: timedelta = timedelta(0),
 ) -> Worker:
     """A worker running the interpreter workflow and every activity it names."""
     steps = StepActivities(store, executor)
@@ -53,6 +54,9 @@ def build_worker(
         # cancelled run stops its executors within about a second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),
         default_heartbeat_throttle_interval=timedelta(seconds=1),
+        # On shutdown, in-flight activities get this long to finish before they are
+        # cancelled (and retried by another worker): a deploy need not redo tool calls.
+        graceful_shutdown_timeout=shutdown_grace,
     )
 
 
@@ -74,7 +78,13 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         service_tokens=service_token_signer(settings),
     )
     client = await connect_temporal(settings)
-    worker = build_worker(client, task_queue=settings.task_queue, store=store, executor=registry)
+    worker = build_worker(
+        client,
+        task_queue=settings.task_queue,
+        store=store,
+        executor=registry,
+        shutdown_grace=timedelta(seconds=settings.worker_shutdown_grace_seconds),
+    )
     reconciler = Reconciler(
         client,
         store,

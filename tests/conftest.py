@@ -17,6 +17,7 @@ from temporal_workflows import search_attributes
 from tests.peers.fixtures import peers  # noqa: F401  (one set of real peers per session)
 from tests.support.loopback import LOOPBACK_ALLOWED
 from tests.support.platform import Platform, running_platform
+from tests.support.processes import processes  # noqa: F401  (API/worker subprocesses)
 from tests.support.refusing import refusing_client  # noqa: F401  (a Temporal that refuses starts)
 
 

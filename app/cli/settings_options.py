@@ -51,6 +51,8 @@ SCOPES: dict[str, frozenset[str]] = {
     "executors_file": _SERVE,
     "catalog_refresh_seconds": _SERVE,
     "reconcile_interval_seconds": _WORKER,
+    "worker_shutdown_grace_seconds": _WORKER,
+    "api_shutdown_grace_seconds": _API,
     "http_allowed_networks": _WORKER,
     "http_max_response_bytes": _WORKER,
 }
@@ -82,6 +84,8 @@ HELP: dict[str, str] = {
     "executors_file": "executor catalog (YAML or JSON)",
     "catalog_refresh_seconds": "how often MCP tool lists and A2A cards are refreshed",
     "reconcile_interval_seconds": "how often open runs are compared with Temporal",
+    "worker_shutdown_grace_seconds": "on SIGTERM, how long in-flight steps may finish",
+    "api_shutdown_grace_seconds": "on SIGTERM, how long open requests may finish",
     "http_allowed_networks": "CIDR networks builtin:http may reach besides public ones",
     "http_max_response_bytes": "the most of an answer builtin:http reads",
     "service_token_key_file": "file holding the service-token signing key",

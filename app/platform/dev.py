@@ -24,6 +24,7 @@ from app.platform.preflight import (
     ensure_port_free,
     load_executor_catalog,
 )
+from app.platform.serve import SHUTDOWN_MARGIN_SECONDS
 from app.platform.supervisor import Child, first_exit, stop_all
 from app.settings import Settings
 
@@ -171,8 +172,13 @@ async def _start(
 
     ready_file = data_dir / "worker.ready"
     ready_file.unlink(missing_ok=True)
-    worker = app_child("worker", ["worker", "--ready-file", str(ready_file)], env, grace=10.0)
-    api = app_child("api", ["api"], env, grace=5.0)
+    # SIGKILL only once a child's own graceful shutdown had its time.
+    worker_grace = settings.worker_shutdown_grace_seconds + SHUTDOWN_MARGIN_SECONDS
+    api_grace = settings.api_shutdown_grace_seconds + 5.0
+    worker = app_child(
+        "worker", ["worker", "--ready-file", str(ready_file)], env, grace=worker_grace
+    )
+    api = app_child("api", ["api"], env, grace=api_grace)
     log.info("starting the worker and the API")
     started = time.monotonic()
     for child in (worker, api):

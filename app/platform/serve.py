@@ -19,7 +19,8 @@ from app.platform.preflight import (
 )
 from app.settings import Settings
 
-SHUTDOWN_GRACE_SECONDS = 8.0
+# Beyond the worker's graceful shutdown: time to report what finished and close up.
+SHUTDOWN_MARGIN_SECONDS = 8.0
 
 
 def run_api(settings: Settings) -> None:
@@ -36,6 +37,9 @@ def run_api(settings: Settings) -> None:
         return create_app(settings)
 
     # log_config=None: uvicorn's loggers (access log included) go through ours (app/logs.py).
+    # On SIGTERM uvicorn stops accepting and closes idle keep-alive connections;
+    # sse-starlette ends live event streams at once (clients resume with Last-Event-ID
+    # elsewhere); other open requests get the grace period, then are cancelled.
     config = uvicorn.Config(
         factory,
         factory=True,
@@ -43,6 +47,7 @@ def run_api(settings: Settings) -> None:
         port=settings.api_port,
         lifespan="on",
         log_config=None,
+        timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,
     )
     uvicorn.Server(config).run()
 
@@ -55,10 +60,13 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
     loop = asyncio.get_running_loop()
 
     def stop() -> None:
+        if main.done() or main.cancelling():
+            return
         main.cancel()
         # A worker whose Temporal server died with it can hang in shutdown RPCs; its
         # in-flight activities are retried elsewhere anyway, so do not outlive the grace.
-        loop.call_later(SHUTDOWN_GRACE_SECONDS, os._exit, 0)
+        grace = settings.worker_shutdown_grace_seconds + SHUTDOWN_MARGIN_SECONDS
+        loop.call_later(grace, os._exit, 0)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop)

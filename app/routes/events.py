@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 
+import anyio
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
@@ -20,6 +21,9 @@ router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["event
 KEEP_ALIVE_SECONDS = 15.0
 # How often a stream reads the store while the hub has no live feed (see event_hub.py).
 POLL_SECONDS = 0.15
+# How long a stream may take to end by itself once the server shuts down (it ends after
+# its next read: within IDLE_SECONDS of event_stream.py).
+SHUTDOWN_GRACE_SECONDS = 3.0
 
 
 @router.get("/events", response_class=EventSourceResponse, dependencies=[needs(READ)])
@@ -28,10 +32,16 @@ async def stream_events(
 ) -> EventSourceResponse:
     """The run's events as they happen; resumes after `Last-Event-ID`, ends after the run."""
     follower = RunEventFollower(store, run.id, after_id=after, poll_seconds=POLL_SECONDS)
+    # Set by sse-starlette when the server shuts down: the stream ends after its next
+    # read with a complete body, instead of being cut off mid-chunk.
+    shutting_down = anyio.Event()
+    follower.should_stop = shutting_down.is_set
     return EventSourceResponse(
         _sse(follower, hub),
         ping=KEEP_ALIVE_SECONDS,
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        shutdown_event=shutting_down,
+        shutdown_grace_period=SHUTDOWN_GRACE_SECONDS,
     )
 
 

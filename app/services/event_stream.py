@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -39,6 +39,8 @@ class RunEventFollower:
     after_id: int = 0
     poll_seconds: float = 0.15
     wakeup: Wakeup | None = None
+    # Checked after every wait: the server is shutting down, so end the stream cleanly.
+    should_stop: Callable[[], bool] = field(default=lambda: False)
     _recent: dict[int, float] = field(default_factory=dict)
     _terminal_seen_at: float | None = None
 
@@ -61,6 +63,8 @@ class RunEventFollower:
             if not fresh and await self._run_over(now):
                 return
             await self._wait()
+            if self.should_stop():
+                return  # the client resumes with Last-Event-ID (on another replica)
 
     async def _wait(self) -> None:
         if self.wakeup is None:

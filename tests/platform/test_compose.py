@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from app.platform.serve import SHUTDOWN_MARGIN_SECONDS
 from tests.platform.conftest import REPO
 
 COMPOSE = REPO / "docker-compose.yml"
@@ -133,3 +134,23 @@ def test_the_api_serves_jwt_mode_on_its_public_address(compose: dict[str, Any]) 
     env = compose["services"]["api"]["environment"]
     assert env["TRELLIS_API_HOST"] == "0.0.0.0"
     assert env["TRELLIS_AUTH_MODE"] == "jwt"
+
+
+def _seconds(duration: str) -> float:
+    assert duration.endswith("s"), duration
+    return float(duration[:-1])
+
+
+@pytest.mark.parametrize(
+    ("name", "setting", "margin"),
+    [
+        ("worker", "TRELLIS_WORKER_SHUTDOWN_GRACE_SECONDS", SHUTDOWN_MARGIN_SECONDS),
+        ("api", "TRELLIS_API_SHUTDOWN_GRACE_SECONDS", 5.0),
+    ],
+)
+def test_stop_grace_period_outlasts_the_process_own_graceful_shutdown(
+    compose: dict[str, Any], name: str, setting: str, margin: float
+) -> None:
+    service = compose["services"][name]
+    grace = float(service["environment"][setting])
+    assert _seconds(service["stop_grace_period"]) >= grace + margin

@@ -1,0 +1,124 @@
+"""SIGTERM is a deploy, not a crash: in-flight steps finish within the worker's grace period
+(then are cancelled and retried elsewhere); the API ends live event streams at once and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.testing import WorkflowEnvironment
+
+from tests.builders import retries, step
+from tests.support.processes import Processes, process_env
+
+TERMINAL = {"completed", "failed", "cancelled"}
+
+
+def env_for(temporal_env: WorkflowEnvironment, data_dir: Path, **extra: str) -> dict[str, str]:
+    return process_env(data_dir, temporal_env.client.service_client.config.target_host, **extra)
+
+
+async def create_and_trigger(api: httpx.AsyncClient, definition: dict[str, Any]) -> tuple[str, str]:
+    created = await api.post("/api/v1/workflows", json={"name": "graceful", **definition})
+    assert created.status_code == 201, created.text
+    wf = created.json()["id"]
+    assert (await api.post(f"/api/v1/workflows/{wf}/toggle", json={"enabled": True})).is_success
+    triggered = await api.post(f"/api/v1/workflows/{wf}/runs", json={"initialInput": {}})
+    assert triggered.status_code == 202, triggered.text
+    return wf, triggered.json()["runId"]
+
+
+async def wait_for(
+    api: httpx.AsyncClient, wf: str, run_id: str, done: Any, within: float = 60.0
+) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while True:
+        run: dict[str, Any] = (await api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+        if done(run):
+            return run
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached in {within}s: {run}")
+        await asyncio.sleep(0.1)
+
+
+def step_running(run: dict[str, Any]) -> bool:
+    return any(n["status"] == "running" for n in run["nodeRuns"])
+
+
+async def test_sigterm_lets_an_in_flight_step_finish_once(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    env = env_for(temporal_env, tmp_path)
+    api_process = processes.api(env)
+    first = processes.worker(env)
+    delay = step("Wait", "builtin:delay", {"seconds": 4}, stepConfig=retries(2))
+    async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
+        wf, run_id = await create_and_trigger(api, {"nodes": [delay]})
+        await wait_for(api, wf, run_id, step_running)
+
+        code, seconds = await asyncio.to_thread(first.stop)
+        processes.worker(env)  # the next worker takes the run on from there
+        run = await wait_for(api, wf, run_id, lambda r: r["status"] in TERMINAL)
+
+    assert code == 0, first.output()
+    assert 1 < seconds < 30  # it waited for the step, not for the whole grace period
+    assert run["status"] == "completed", run
+    [waited] = run["nodeRuns"]
+    assert waited["attempt"] == 1  # finished by the stopping worker, not run again
+
+
+async def test_a_step_outlasting_the_grace_period_is_cancelled_and_retried_elsewhere(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    env = env_for(temporal_env, tmp_path, TRELLIS_WORKER_SHUTDOWN_GRACE_SECONDS="1")
+    api_process = processes.api(env)
+    first = processes.worker(env)
+    delay = step("Wait", "builtin:delay", {"seconds": 6}, stepConfig=retries(2))
+    async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
+        wf, run_id = await create_and_trigger(api, {"nodes": [delay]})
+        await wait_for(api, wf, run_id, step_running)
+
+        code, seconds = await asyncio.to_thread(first.stop)
+        processes.worker(env)
+        run = await wait_for(api, wf, run_id, lambda r: r["status"] in TERMINAL)
+
+    assert code == 0, first.output()
+    assert seconds < 6  # the grace (1 s) ran out before the step would have
+    assert run["status"] == "completed", run
+    assert run["nodeRuns"][0]["attempt"] == 2
+
+
+async def test_sigterm_ends_live_event_streams_and_the_api_exits_promptly(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    env = env_for(temporal_env, tmp_path)
+    api_process = processes.api(env)
+    processes.worker(env)
+    gate = step("Approve", "builtin:echo", humanReview={"requiresConfirmation": True})
+    async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
+        wf, run_id = await create_and_trigger(api, {"nodes": [gate]})
+        await wait_for(api, wf, run_id, lambda r: r["status"] == "awaiting_approval")
+
+        streaming = asyncio.Event()
+
+        async def follow() -> None:
+            url = f"/api/v1/workflows/{wf}/runs/{run_id}/events"
+            async with api.stream("GET", url, timeout=None) as stream:
+                async for line in stream.aiter_lines():
+                    if line.startswith("data:"):
+                        streaming.set()
+
+        follower = asyncio.create_task(follow())
+        await asyncio.wait_for(streaming.wait(), 10)
+        code, seconds = await asyncio.to_thread(api_process.process.stop)
+        await asyncio.wait_for(follower, 5)  # the stream ended; it did not hang
+
+    # uvicorn shuts down, then re-raises the SIGTERM it caught (exit status -15).
+    assert code in (0, -signal.SIGTERM), api_process.process.output()
+    assert "Application shutdown complete" in api_process.process.output()
+    assert seconds < 5
