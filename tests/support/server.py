@@ -30,7 +30,9 @@ async def serving(
         app,
         host="127.0.0.1",
         port=port,
-        log_level="warning",
+        # Neither uvicorn's log config nor a level: either would change its loggers for
+        # the rest of the session (tests/unit/test_logs.py reads uvicorn.access).
+        log_config=None,
         lifespan="on",
         timeout_graceful_shutdown=graceful_seconds,
     )
