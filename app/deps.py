@@ -194,6 +194,22 @@ async def get_run_or_404(run_id: str, workflow: WorkflowDep, store: StoreDep) ->
 RunDep = Annotated[RunRecord, Depends(get_run_or_404)]
 
 
+async def get_any_run_or_404(run_id: str, store: StoreDep) -> RunRecord:
+    """A run named by its id alone; 404 unless its workflow is found as the workflow
+    lookup finds it (so whatever hides a workflow hides its runs here too)."""
+    run = await store.get_run(check_id(run_id, "run id"))
+    if run is None:
+        raise NotFound(f"Run {run_id!r} not found")
+    try:
+        await get_workflow_or_404(run.workflow_definition_id, store)
+    except NotFound:
+        raise NotFound(f"Run {run_id!r} not found") from None
+    return run
+
+
+AnyRunDep = Annotated[RunRecord, Depends(get_any_run_or_404)]
+
+
 async def get_node_run_or_404(node_run_id: str, run: RunDep, store: StoreDep) -> NodeRunRecord:
     """The node run named in the path, which must belong to the run in the path."""
     record = await store.get_node_run(check_id(node_run_id, "node run id"))

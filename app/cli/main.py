@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import click
 
+from app.cli import run_commands, workflow_commands
 from app.cli.platform_commands import COMMANDS
 from app.cli.settings_options import settings_overview
 from app.cli.token_command import token
@@ -20,6 +21,16 @@ Run the platform:
   trellis api      only the REST API (uvicorn)
   trellis worker   only the Temporal worker
   trellis setup    register search attributes and create store indexes (repeatable)
+
+\b
+Use it (over the REST API at TRELLIS_URL, default http://127.0.0.1:8000; a token
+from TRELLIS_TOKEN or --token when the API requires one; --json prints the API's answer):
+  trellis workflows list | show ID | apply -f def.yaml | enable ID | disable ID
+  trellis runs start WORKFLOW_ID [--input k=v …]
+  trellis runs list WORKFLOW_ID [--status S] | show RUN_ID | watch RUN_ID
+  trellis runs pause | resume | cancel | retry RUN_ID
+  trellis approvals                      the inbox of gates waiting for a person
+  trellis approve RUN_ID STEP_ID [--reject] [--feedback TEXT] [--input k=v …]
 
 \b
 Try authentication:
@@ -39,7 +50,7 @@ def cli() -> None:
     pass
 
 
-for _command in (*COMMANDS, token):
+for _command in (*COMMANDS, token, workflow_commands.workflows, *run_commands.COMMANDS):
     cli.add_command(_command)
 
 

@@ -1,0 +1,144 @@
+"""The REST API as the `trellis` CLI sees it: one HTTP client, errors as one line, the
+answer kept exactly as the API sent it, and a run's live events over SSE."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+API = "/api/v1"
+# The stream ends after one of these (temporal_workflows/read_model.py's TERMINAL_EVENTS).
+TERMINAL_EVENTS = frozenset({"run_completed", "run_failed", "run_cancelled"})
+
+
+class ApiError(Exception):
+    """The API answered with an error, or could not be reached; the message is one line."""
+
+    def __init__(self, message: str, body: str = "") -> None:
+        super().__init__(message)
+        self.body = body
+
+
+@dataclass
+class Answer:
+    """A successful answer: its parsed JSON, and its text exactly as the API sent it."""
+
+    data: Any
+    text: str
+
+
+@dataclass
+class SseEvent:
+    id: str | None
+    event: str
+    data: str
+
+    @property
+    def json(self) -> dict[str, Any]:
+        parsed = json.loads(self.data)
+        return parsed if isinstance(parsed, dict) else {"data": parsed}
+
+
+class TrellisApi:
+    """A client of one Trellis API (`TRELLIS_URL`), with a bearer token when given."""
+
+    def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(
+        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None
+    ) -> Answer:
+        """Send one request to `/api/v1{path}`; ApiError unless it succeeded."""
+        try:
+            response = self._http.request(method, f"{API}{path}", json=json, params=params)
+        except httpx.HTTPError as exc:
+            raise ApiError(
+                f"cannot reach the Trellis API at {self.url} ({type(exc).__name__}); "
+                "set TRELLIS_URL or --url"
+            ) from None
+        if response.is_error:
+            raise ApiError(_error_line(response), response.text)
+        data = response.json() if response.content else None
+        return Answer(data, response.text)
+
+    def get(self, path: str, **params: Any) -> Answer:
+        return self.request("GET", path, params={k: v for k, v in params.items() if v is not None})
+
+    def post(self, path: str, body: Any = None) -> Answer:
+        return self.request("POST", path, json=body)
+
+    def run_path(self, run_id: str) -> str:
+        """`/workflows/{workflow}/runs/{run}` for a bare run id (the API says whose it is)."""
+        run = self.get(f"/runs/{run_id}").data
+        return f"/workflows/{run['workflowDefinitionId']}/runs/{run_id}"
+
+    def events(self, run_path: str, after: str | None = None) -> Iterator[SseEvent]:
+        """The run's events as they happen, resuming after a dropped connection, until the
+        run has ended (or the stream ends with it)."""
+        last = after
+        for _ in range(100):  # reconnects, each after a dropped stream
+            headers = {"Accept": "text/event-stream"}
+            if last is not None:
+                headers["Last-Event-ID"] = last
+            try:
+                with self._http.stream(
+                    "GET", f"{API}{run_path}/events", headers=headers, timeout=None
+                ) as response:
+                    if response.is_error:
+                        response.read()
+                        raise ApiError(_error_line(response), response.text)
+                    for event in _parse_sse(response.iter_lines()):
+                        last = event.id or last
+                        yield event
+                        if event.event in TERMINAL_EVENTS:
+                            return
+                return  # the server ended the stream: the run had already ended
+            except httpx.TransportError:
+                continue
+        raise ApiError(f"the event stream of {run_path} kept dropping")
+
+
+def _parse_sse(lines: Iterator[str]) -> Iterator[SseEvent]:
+    """Server-Sent Events from text lines (comments and keep-alives skipped)."""
+    event_id: str | None = None
+    kind = "message"
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield SseEvent(event_id, kind, "\n".join(data))
+            event_id, kind, data = None, "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            kind = value
+        elif field == "id":
+            event_id = value
+
+
+def _error_line(response: httpx.Response) -> str:
+    """`404 resource_not_found: Run 'x' not found` from the API's one error shape."""
+    try:
+        body = response.json()
+    except ValueError:
+        return f"{response.status_code} {response.text[:200]}"
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return f"{response.status_code} {json.dumps(body)[:300]}"
+    line = f"{response.status_code} {error.get('code', '')}: {error.get('message', '')}"
+    details = [f"{d.get('path')}: {d.get('message')}" for d in error.get("details") or []]
+    return "; ".join([line, *details[:5]])

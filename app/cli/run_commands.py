@@ -1,0 +1,244 @@
+"""`trellis runs list | show | watch | pause | resume | cancel | retry`, `trellis approvals`
+and `trellis approve`. A bare run id is enough: the API says which workflow it belongs to."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.console import Group
+from rich.text import Text
+
+from app.cli.output import Session, api_options, compact, styled, table, when
+from app.cli.run_watch import watch_run
+
+RUN_STATUSES = ("pending", "running", "paused", "awaiting_approval", "completed", "failed",
+                "cancelled")  # fmt: skip
+
+
+@click.group()
+def runs() -> None:
+    """Runs: list, inspect, watch live, and steer them."""
+
+
+@runs.command("list")
+@click.argument("workflow_id")
+@click.option("--status", type=click.Choice(RUN_STATUSES), default=None, help="only runs in it")
+@click.option("--page", type=int, default=1, show_default=True)
+@click.option("--per-page", type=int, default=20, show_default=True)
+@api_options
+def list_runs(
+    session: Session, workflow_id: str, status: str | None, page: int, per_page: int
+) -> None:
+    """Runs of a workflow, newest first."""
+    answer = session.api.get(
+        f"/workflows/{workflow_id}/runs", status=status, page=page, perPage=per_page
+    )
+    session.emit(answer, _run_table)
+
+
+def _run_table(data: dict[str, Any]) -> Any:
+    rows = [
+        [r["id"], styled(r["status"]), r["triggerSource"], r["workflowVersion"],
+         when(r["startedAt"]), when(r.get("finishedAt")), r.get("errorSummary")]
+        for r in data["runs"]
+    ]  # fmt: skip
+    pages = data["pagination"]
+    title = f"runs ({pages['total']}; page {pages['page']} of {pages['totalPages']})"
+    columns = ["RUN", "STATUS", "TRIGGER", "VERSION", "STARTED", "FINISHED", "ERROR"]
+    return table(title, columns, rows)
+
+
+@runs.command("start")
+@click.argument("workflow_id")
+@click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE",
+              help="the run's initial input (repeatable; JSON values allowed)")  # fmt: skip
+@click.option("--input-json", default=None, metavar="JSON", help="the whole initial input")
+@api_options
+def start(
+    session: Session, workflow_id: str, inputs: tuple[str, ...], input_json: str | None
+) -> None:
+    """Trigger a run of a workflow's current version (it runs asynchronously)."""
+    initial = json.loads(input_json) if input_json else {}
+    initial.update(_pairs(inputs, "--input"))
+    body = {"triggerSource": "manual", "initialInput": initial}
+    answer = session.api.post(f"/workflows/{workflow_id}/runs", body)
+    session.emit(answer, lambda r: f"run {r['runId']} {styled(r['status'])}")
+
+
+@runs.command("show")
+@click.argument("run_id")
+@api_options
+def show_run(session: Session, run_id: str) -> None:
+    """One run: status, node runs, pending approvals, final output."""
+    session.emit(session.api.get(f"/runs/{run_id}"), run_detail)
+
+
+def run_detail(run: dict[str, Any]) -> Any:
+    head = Text.from_markup(
+        f"[bold]run {run['id']}[/bold]  {styled(run['status'])}\n"
+        f"workflow {run['workflowDefinitionId']} (version {run['workflowVersion']}), "
+        f"{run['triggerSource']}, started {when(run['startedAt'])}, "
+        f"finished {when(run.get('finishedAt'))}"
+    )
+    parts: list[Any] = [head]
+    if run.get("errorSummary"):
+        parts.append(Text(f"error: {run['errorSummary']}", style="red"))
+    nodes = [
+        [n["nodeName"], n["nodeType"], styled(n["status"]), n["attempt"],
+         when(n.get("startedAt")), when(n.get("finishedAt")), n.get("error")]
+        for n in run.get("nodeRuns") or []
+    ]  # fmt: skip
+    columns = ["NODE", "TYPE", "STATUS", "ATTEMPT", "STARTED", "FINISHED", "ERROR"]
+    parts.append(table("node runs", columns, nodes))
+    pending = run.get("pendingRequirements") or []
+    if pending:
+        parts.append(approval_rows(run["id"], pending))
+    if run.get("finalOutput") is not None:
+        parts.append(Text(f"output: {compact(run['finalOutput'], 2000)}"))
+    return Group(*parts)
+
+
+def approval_rows(run_id: str, pending: list[dict[str, Any]]) -> Any:
+    rows = [[r.get("stepId"), r.get("stepName"), _kind(r), _message(r)] for r in pending]
+    hint = Text(f"decide with: trellis approve {run_id} STEP_ID [--reject]", style="magenta")
+    return Group(table("waiting for approval", ["STEP_ID", "STEP", "NEEDS", "MESSAGE"], rows), hint)
+
+
+def _message(requirement: dict[str, Any]) -> str:
+    found = [v for k, v in requirement.items() if k.lower().endswith("message") and v]
+    return str(found[0]) if found else "-"
+
+
+def _kind(requirement: dict[str, Any]) -> str:
+    flags = [k.removeprefix("requires") for k, v in requirement.items()
+             if k.startswith("requires") and v is True]  # fmt: skip
+    return ", ".join(flags) or "confirmation"
+
+
+@runs.command("watch")
+@click.argument("run_id")
+@api_options
+def watch(session: Session, run_id: str) -> int:
+    """Follow a run live (its event stream) until it ends; exit 0 if it completed."""
+    return watch_run(session, run_id)
+
+
+def _control(session: Session, run_id: str, action: str) -> None:
+    answer = session.api.post(f"{session.api.run_path(run_id)}/{action}")
+    session.emit(answer, lambda r: f"run {r['runId']}: {r['message']} (now {styled(r['status'])})")
+
+
+@runs.command("pause")
+@click.argument("run_id")
+@api_options
+def pause(session: Session, run_id: str) -> None:
+    """Pause at the next node boundary (steps in flight finish)."""
+    _control(session, run_id, "pause")
+
+
+@runs.command("resume")
+@click.argument("run_id")
+@api_options
+def resume(session: Session, run_id: str) -> None:
+    """Continue a paused run."""
+    _control(session, run_id, "resume")
+
+
+@runs.command("cancel")
+@click.argument("run_id")
+@api_options
+def cancel(session: Session, run_id: str) -> None:
+    """Cancel a run (steps in flight are cancelled)."""
+    _control(session, run_id, "cancel")
+
+
+@runs.command("retry")
+@click.argument("run_id")
+@api_options
+def retry(session: Session, run_id: str) -> None:
+    """Start a new run of a finished one, reusing what completed (a child run)."""
+    answer = session.api.post(f"{session.api.run_path(run_id)}/retry")
+    session.emit(answer, lambda r: f"retry started: run {r.get('runId') or r.get('id')}")
+
+
+@click.command()
+@click.option("--page", type=int, default=1, show_default=True)
+@click.option("--per-page", type=int, default=50, show_default=True)
+@api_options
+def approvals(session: Session, page: int, per_page: int) -> None:
+    """The approvals inbox: every gate waiting for a person, oldest first."""
+    session.emit(session.api.get("/approvals", page=page, perPage=per_page), _inbox)
+
+
+def _inbox(data: dict[str, Any]) -> Any:
+    rows = [
+        [a["runId"], a["stepId"], a.get("stepName"), a["workflowName"], a.get("kind"),
+         _age(a.get("ageSeconds")), a.get("message")]
+        for a in data["approvals"]
+    ]  # fmt: skip
+    columns = ["RUN", "STEP_ID", "STEP", "WORKFLOW", "KIND", "WAITING", "MESSAGE"]
+    return table(f"approvals ({data['pagination']['total']})", columns, rows)
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def _value(text: str) -> Any:
+    """`--input` values: JSON when they parse (numbers, true, lists), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _pairs(items: tuple[str, ...], option: str) -> dict[str, Any]:
+    pairs = [item.partition("=") for item in items]
+    if any(not sep or not key for key, sep, _ in pairs):
+        raise click.BadParameter("use KEY=VALUE", param_hint=option)
+    return {key: _value(value) for key, _, value in pairs}
+
+
+@click.command()
+@click.argument("run_id")
+@click.argument("step_id")
+@click.option("--reject", is_flag=True, help="reject instead of confirming")
+@click.option("--feedback", default=None, help="a note recorded with the decision")
+@click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE",
+              help="answer a user-input gate (repeatable; JSON values allowed)")  # fmt: skip
+@click.option("--choice", "choices", multiple=True, help="route(s) to select at a router gate")
+@click.option("--edited-output", default=None, metavar="JSON", help="replace the step's output")
+@api_options
+def approve(
+    session: Session,
+    run_id: str,
+    step_id: str,
+    reject: bool,
+    feedback: str | None,
+    inputs: tuple[str, ...],
+    choices: tuple[str, ...],
+    edited_output: str | None,
+) -> None:
+    """Decide a gate: confirm (default), --reject, --input k=v, --choice, --edited-output."""
+    body: dict[str, Any] = {"stepId": step_id, "resolution": "confirm"}
+    if inputs:
+        body.update(resolution="user_input", userInput=_pairs(inputs, "--input"))
+    if choices:
+        body.update(resolution="route_select", selectedChoices=list(choices))
+    if edited_output is not None:
+        body.update(resolution="edit", editedOutput=_value(edited_output))
+    if reject:
+        body["resolution"] = "reject"
+    if feedback is not None:
+        body["feedback"] = feedback
+    answer = session.api.post(f"{session.api.run_path(run_id)}/approve", body)
+    session.emit(answer, lambda r: f"run {r['runId']}: {r['message']} ({styled(r['status'])})")
+
+
+COMMANDS = (runs, approvals, approve)

@@ -1,0 +1,121 @@
+"""`trellis runs watch`: a run's event stream as a live view of its node runs (a terminal),
+a line per event (piped), or the events' JSON (--json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+from rich.console import Group
+from rich.live import Live
+from rich.text import Text
+
+from app.cli.api_client import SseEvent
+from app.cli.output import Session, styled, table, when
+
+
+@dataclass
+class RunView:
+    """What the watcher knows: the run's status and each node run's latest state."""
+
+    run_id: str
+    status: str
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    waiting: dict[str, str] = field(default_factory=dict)  # step id -> step name
+
+    @classmethod
+    def of(cls, run: dict[str, Any]) -> RunView:
+        view = cls(run["id"], run["status"])
+        for node in run.get("nodeRuns") or []:
+            view.nodes[node["id"]] = node
+        for requirement in run.get("pendingRequirements") or []:
+            view.waiting[str(requirement.get("stepId"))] = str(requirement.get("stepName") or "")
+        return view
+
+    def apply(self, event: dict[str, Any]) -> None:
+        kind = str(event.get("type", ""))
+        if kind.startswith("run_") and event.get("status"):
+            self.status = str(event["status"])
+        node_run_id = event.get("nodeRunId")
+        if node_run_id:
+            node = self.nodes.setdefault(
+                str(node_run_id),
+                {"nodeName": event.get("nodeName"), "nodeId": event.get("nodeId"), "attempt": 1},
+            )
+            node["status"] = event.get("status") or node.get("status")
+            node["attempt"] = event.get("attempt") or node.get("attempt")
+            stamp = event.get("timestamp")
+            if kind == "node_started":
+                node.setdefault("startedAt", stamp)
+            elif kind in ("node_completed", "node_failed", "node_cancelled", "node_skipped"):
+                node["finishedAt"] = stamp
+                node["error"] = event.get("error") or node.get("error")
+            if kind == "node_awaiting_approval":
+                self.waiting[str(event.get("nodeId"))] = str(event.get("nodeName") or "")
+        if kind == "requirement_resolved":
+            self.waiting.pop(str(event.get("stepId") or event.get("nodeId")), None)
+
+    def render(self) -> Any:
+        done = sum(1 for n in self.nodes.values() if n.get("status") in _ENDED)
+        head = Text.from_markup(
+            f"[bold]run {self.run_id}[/bold]  {styled(self.status)}  "
+            f"{done}/{len(self.nodes)} node runs ended"
+        )
+        rows = [
+            [n.get("nodeName"), styled(n.get("status")), n.get("attempt"),
+             when(n.get("startedAt")), when(n.get("finishedAt")), n.get("error")]
+            for n in self.nodes.values()
+        ]  # fmt: skip
+        columns = ["NODE", "STATUS", "ATTEMPT", "STARTED", "FINISHED", "ERROR"]
+        parts: list[Any] = [head, table(None, columns, rows)]
+        for step_id, name in self.waiting.items():
+            parts.append(
+                Text.from_markup(
+                    f"[magenta]waiting at {name or step_id}[/magenta]: "
+                    f"trellis approve {self.run_id} {step_id}"
+                )
+            )
+        return Group(*parts)
+
+
+_ENDED = {"completed", "failed", "cancelled", "skipped"}
+
+
+def _line(event: dict[str, Any]) -> str:
+    """One event as one line, for a log or a pipe."""
+    what = event.get("nodeName") or ""
+    extra = f" ({event['error']})" if event.get("error") else ""
+    kind, status = event.get("type", ""), event.get("status", "")
+    return f"{when(event.get('timestamp'))}  {kind:<24} {what} {status}{extra}".rstrip()
+
+
+def watch_run(session: Session, run_id: str) -> int:
+    """Follow the run until it ends; 0 when it completed, 1 when it failed or was cancelled."""
+    run = session.api.get(f"/runs/{run_id}").data
+    path = f"/workflows/{run['workflowDefinitionId']}/runs/{run_id}"
+    view = RunView.of(run)
+    events = session.api.events(path)
+    if session.as_json:
+        for raw in events:
+            click.echo(raw.data)
+            view.apply(raw.json)
+    elif session.console.is_terminal:
+        with Live(view.render(), console=session.console, refresh_per_second=8) as live:
+            for raw in events:
+                view.apply(_event(raw))
+                live.update(view.render())
+    else:
+        for raw in events:
+            event = _event(raw)
+            view.apply(event)
+            session.console.print(_line(event), markup=False)
+    if view.status not in ("completed", "failed", "cancelled"):
+        view.status = session.api.get(f"/runs/{run_id}").data["status"]
+    if not session.as_json:
+        session.console.print(Text.from_markup(f"run {run_id} {styled(view.status)}"))
+    return 0 if view.status == "completed" else 1
+
+
+def _event(raw: SseEvent) -> dict[str, Any]:
+    return raw.json

@@ -1,0 +1,139 @@
+"""`trellis workflows list | show | apply | enable | disable`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+from rich.console import Group
+from rich.text import Text
+
+from app.cli.output import Session, api_options, table, when
+
+
+@click.group()
+def workflows() -> None:
+    """Workflow definitions."""
+
+
+@workflows.command("list")
+@click.option("--query", default=None, help="only names or descriptions containing this")
+@click.option("--page", type=int, default=1, show_default=True)
+@click.option("--per-page", type=int, default=50, show_default=True)
+@api_options
+def list_workflows(session: Session, query: str | None, page: int, per_page: int) -> None:
+    """Workflow definitions, newest-updated first."""
+    answer = session.api.get("/workflows", query=query, page=page, perPage=per_page)
+    session.emit(answer, _workflow_table)
+
+
+def _workflow_table(data: dict[str, Any]) -> Any:
+    rows = [
+        [w["id"], w["name"], "yes" if w["enabled"] else "no", w["version"], w["numNodes"],
+         when(w["updatedAt"])]
+        for w in data["workflows"]
+    ]  # fmt: skip
+    pages = data["pagination"]
+    title = f"workflows ({pages['total']}; page {pages['page']} of {pages['totalPages']})"
+    return table(title, ["ID", "NAME", "ENABLED", "VERSION", "NODES", "UPDATED"], rows)
+
+
+@workflows.command("show")
+@click.argument("workflow_id")
+@api_options
+def show_workflow(session: Session, workflow_id: str) -> None:
+    """One definition with its node tree."""
+    session.emit(session.api.get(f"/workflows/{workflow_id}"), _workflow_detail)
+
+
+def _workflow_detail(data: dict[str, Any]) -> Any:
+    head = Text.from_markup(
+        f"[bold]{data['name']}[/bold]  {data['id']}\n"
+        f"version {data['version']}, {'enabled' if data['enabled'] else 'disabled'}, "
+        f"updated {when(data['updatedAt'])}"
+    )
+    rows = [[depth * "  " + n.get("name", ""), n.get("nodeType"), n.get("id"), _what(n)]
+            for depth, n in _walk(data.get("nodes") or [])]  # fmt: skip
+    return Group(head, table(None, ["NODE", "TYPE", "ID", "RUNS"], rows))
+
+
+def _walk(nodes: list[dict[str, Any]], depth: int = 0) -> Any:
+    """Every node, depth first, with its depth (children, true/false steps, router choices)."""
+    for node in nodes:
+        yield depth, node
+        for key in ("children", "trueSteps", "falseSteps"):
+            yield from _walk(node.get(key) or [], depth + 1)
+        for choice in node.get("choices") or []:
+            yield from _walk(choice.get("steps") or [], depth + 1)
+
+
+def _what(node: dict[str, Any]) -> str:
+    return str(node.get("executorKey") or node.get("a2aPool") or "")
+
+
+@workflows.command("apply")
+@click.option(
+    "-f", "--file", "path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True, help="the definition, YAML or JSON",
+)  # fmt: skip
+@api_options
+def apply_workflow(session: Session, path: Path) -> None:
+    """Create the definition, or update the one with its `id` (or, without one, its name)."""
+    definition = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(definition, dict):
+        raise click.ClickException(f"{path}: a definition is a mapping (name, nodes, …)")
+    existing = _existing_id(session, definition)
+    body = {k: v for k, v in definition.items() if k != "id"}
+    if existing is None:
+        answer = session.api.post("/workflows", body)
+        verb = "created"
+    else:
+        answer = session.api.request("PUT", f"/workflows/{existing}", json=body)
+        verb = "updated"
+    session.emit(answer, lambda w: f"{verb} workflow {w['id']} (version {w['version']})")
+
+
+def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:
+    """The id of the definition to update: the file's `id`, else the one of the same name."""
+    from app.cli.api_client import ApiError
+
+    if definition.get("id"):
+        try:
+            return str(session.api.get(f"/workflows/{definition['id']}").data["id"])
+        except ApiError as exc:
+            if not str(exc).startswith("404"):
+                raise
+            return None
+    name = definition.get("name")
+    if not name:
+        return None
+    found = session.api.get("/workflows", query=name, perPage=100).data["workflows"]
+    same = [w["id"] for w in found if w["name"] == name]
+    if len(same) > 1:
+        raise click.ClickException(f"{len(same)} workflows are named {name!r}; give the file an id")
+    return same[0] if same else None
+
+
+def _toggle(session: Session, workflow_id: str, enabled: bool) -> None:
+    answer = session.api.post(f"/workflows/{workflow_id}/toggle", {"enabled": enabled})
+    session.emit(
+        answer, lambda w: f"workflow {w['id']} {'enabled' if w['enabled'] else 'disabled'}"
+    )
+
+
+@workflows.command("enable")
+@click.argument("workflow_id")
+@api_options
+def enable_workflow(session: Session, workflow_id: str) -> None:
+    """Enable a definition (runs may start)."""
+    _toggle(session, workflow_id, True)
+
+
+@workflows.command("disable")
+@click.argument("workflow_id")
+@api_options
+def disable_workflow(session: Session, workflow_id: str) -> None:
+    """Disable a definition (no new runs start)."""
+    _toggle(session, workflow_id, False)

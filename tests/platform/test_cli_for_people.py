@@ -1,0 +1,236 @@
+"""The people's CLI against a real `trellis dev`: apply a workflow, start a run, watch it
+live, approve its gate from the CLI and see it complete; --json prints the API's answer."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.platform.conftest import REPO, DevProcess, trellis_env
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
+    """One `trellis dev` for the module (JSON logs, so the log tests can read them)."""
+    process = DevProcess.start(
+        trellis_env(tmp_path_factory.mktemp("cli") / "data", TRELLIS_LOG_FORMAT="json")
+    )
+    try:
+        process.wait_ready(90)
+        yield process
+    finally:
+        process.stop()
+        process.kill_everything()
+
+
+def trellis(dev: DevProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**dev.env, "TRELLIS_URL": dev.api_url}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr + result.stdout
+    return result.stdout
+
+
+def gated_definition(path: Path, name: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "nodes": [
+                    {"name": "Ask", "nodeType": "step", "executorKey": "builtin:echo",
+                     "config": {"q": "ship?"},
+                     "humanReview": {"requiresConfirmation": True,
+                                     "confirmationMessage": "Ship it?"}},
+                    {"name": "Greet", "nodeType": "step", "executorKey": "builtin:echo",
+                     "config": {"greeting": "Hello, {{ input.who }}!"}},
+                ],
+            }
+        )
+    )  # fmt: skip
+    return path
+
+
+def applied_workflow(dev: DevProcess, tmp_path: Path) -> str:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    created = json.loads(
+        ok(
+            trellis(
+                dev,
+                "workflows",
+                "apply",
+                "-f",
+                str(gated_definition(tmp_path / "wf.yaml", name)),
+                "--json",
+            )
+        )
+    )
+    ok(trellis(dev, "workflows", "enable", created["id"]))
+    return str(created["id"])
+
+
+def wait_for_gate(dev: DevProcess, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        inbox = httpx.get(f"{dev.api_url}/api/v1/approvals", params={"perPage": 100}).json()
+        mine = [a for a in inbox["approvals"] if a["runId"] == run_id]
+        if mine:
+            return mine[0]
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} never reached its gate")
+
+
+def test_approve_from_the_cli_and_watch_the_run_complete(dev: DevProcess, tmp_path: Path) -> None:
+    workflow_id = applied_workflow(dev, tmp_path)
+    started = json.loads(
+        ok(trellis(dev, "runs", "start", workflow_id, "--input", "who=Ada", "--json"))
+    )
+    run_id = started["runId"]
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "runs", "watch", run_id],
+        env={**dev.env, "TRELLIS_URL": dev.api_url}, cwd=REPO, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        gate = wait_for_gate(dev, run_id)
+        assert gate["workflowId"] == workflow_id
+        approved = ok(trellis(dev, "approve", run_id, gate["stepId"], "--feedback", "go"))
+        assert f"run {run_id}" in approved
+        out, err = watcher.communicate(timeout=30)
+    finally:
+        watcher.kill()
+    assert watcher.returncode == 0, err
+    assert "node_awaiting_approval" in out
+    assert "run_completed" in out
+    assert out.strip().endswith(f"run {run_id} completed")
+    shown = json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))
+    assert shown["status"] == "completed"
+    assert shown["finalOutput"]["config"] == {"greeting": "Hello, Ada!"}
+
+
+def test_json_prints_exactly_what_the_api_returned(dev: DevProcess, tmp_path: Path) -> None:
+    workflow_id = applied_workflow(dev, tmp_path)
+    printed = ok(trellis(dev, "workflows", "show", workflow_id, "--json"))
+    answered = httpx.get(f"{dev.api_url}/api/v1/workflows/{workflow_id}").text
+    assert printed == answered + "\n"
+
+
+def test_a_bare_run_id_finds_its_workflow_for_every_run_command(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied_workflow(dev, tmp_path)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    paused = json.loads(ok(trellis(dev, "runs", "pause", run_id, "--json")))
+    assert paused["status"] == "paused"
+    ok(trellis(dev, "runs", "resume", run_id))
+    ok(trellis(dev, "runs", "cancel", run_id))
+    listed = ok(trellis(dev, "runs", "list", workflow_id))
+    assert run_id in listed
+    deadline = time.monotonic() + 20
+    while json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))["status"] != "cancelled":
+        assert time.monotonic() < deadline, "the run was not cancelled"
+        time.sleep(0.2)
+    retried = json.loads(ok(trellis(dev, "runs", "retry", run_id, "--json")))
+    assert retried["parentRunId"] == run_id
+
+
+def test_tables_list_workflows_runs_and_the_inbox(dev: DevProcess, tmp_path: Path) -> None:
+    workflow_id = applied_workflow(dev, tmp_path)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    assert workflow_id in ok(trellis(dev, "workflows", "list"))
+    assert run_id in ok(trellis(dev, "runs", "list", workflow_id, "--status", "awaiting_approval"))
+    inbox = json.loads(ok(trellis(dev, "approvals", "--json")))
+    assert run_id in [a["runId"] for a in inbox["approvals"]]
+    assert "Ship it?" in ok(trellis(dev, "approvals"))
+    detail = ok(trellis(dev, "runs", "show", run_id))
+    assert "awaiting_approval" in detail and f"trellis approve {run_id}" in detail
+    ok(trellis(dev, "runs", "cancel", run_id))
+
+
+def test_apply_again_updates_the_workflow_of_the_same_name(dev: DevProcess, tmp_path: Path) -> None:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    path = gated_definition(tmp_path / "wf.yaml", name)
+    first = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    again = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
+    assert again.strip() == f"updated workflow {first['id']} (version 2)"
+
+
+def test_an_api_error_is_one_line_and_exit_code_1(dev: DevProcess) -> None:
+    result = trellis(dev, "runs", "show", "no-such-run")
+    assert result.returncode == 1
+    assert "404 resource_not_found: Run 'no-such-run' not found" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_decision_is_refused_with_the_api_message(dev: DevProcess, tmp_path: Path) -> None:
+    workflow_id = applied_workflow(dev, tmp_path)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    result = trellis(dev, "approve", run_id, "no-such-step")
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: 4")
+    ok(trellis(dev, "runs", "cancel", run_id))
+
+
+def test_an_unreachable_api_says_where_it_looked(tmp_path: Path) -> None:
+    env = trellis_env(tmp_path, TRELLIS_URL="http://127.0.0.1:9")
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "workflows", "list"],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "cannot reach the Trellis API at http://127.0.0.1:9" in result.stderr
+
+
+def test_a_token_is_sent_as_a_bearer_header(tmp_path: Path) -> None:
+    seen: list[str | None] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            pages = {"total": 0, "page": 1, "perPage": 50, "totalPages": 0}
+            body = json.dumps({"workflows": [], "pagination": pages}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        env = trellis_env(tmp_path, TRELLIS_TOKEN="from-env")
+        for args, expected in (
+            ([], "Bearer from-env"),
+            (["--token", "from-flag"], "Bearer from-flag"),
+        ):
+            result = subprocess.run(
+                [sys.executable, "-m", "app.cli", "workflows", "list", "--url", url, *args],
+                env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            assert seen[-1] == expected
+    finally:
+        server.shutdown()
