@@ -14,6 +14,7 @@ from activities.store.base import Store
 from activities.store.factory import open_store
 from app.auth.guard import Authenticator, check_routes
 from app.body_limit import BodyLimitMiddleware
+from app.console.routes import console_app
 from app.errors import install_error_handlers
 from app.outbound import executor_catalog
 from app.routes import (
@@ -92,6 +93,8 @@ def create_app(
     ):
         app.include_router(module.router, prefix=API_PREFIX)
     check_routes(app)
+    # The console: static files beside the API (not API routes; see app/console/routes.py).
+    app.mount("/console", console_app(settings, API_PREFIX), name="console")
     return app
 
 

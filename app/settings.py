@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     api_shutdown_grace_seconds: int = Field(default=10, ge=0)
     # How often the reconciler compares open runs with Temporal, in seconds.
     reconcile_interval_seconds: float = Field(default=5.0, gt=0)
+    # The Temporal Web UI the console links runs to; unset: the embedded dev server's UI
+    # (none when a cluster is used and this is not set).
+    temporal_ui_url: str | None = None
     # Gate timeout for nodes whose humanReview sets none (null: wait indefinitely).
     default_gate_timeout_seconds: float | None = None
     # How often MCP servers are asked for their tools and A2A cards fetched, in seconds.
@@ -109,6 +112,12 @@ class Settings(BaseSettings):
     @property
     def resolved_store_url(self) -> str:
         return self.store_url or f"sqlite:///{(self.data_dir / 'trellis.db').resolve()}"
+
+    @property
+    def resolved_temporal_ui_url(self) -> str | None:
+        if self.temporal_ui_url:
+            return self.temporal_ui_url.rstrip("/")
+        return f"http://127.0.0.1:{self.ui_port}" if self.embedded_temporal else None
 
     @property
     def embedded_temporal(self) -> bool:

@@ -139,6 +139,7 @@ def _banner(settings: Settings, api_url: str) -> str:
     )
     return (
         "Trellis is ready.\n"
+        f"  Console:         {api_url}/console/\n"
         f"  API docs:        {api_url}/docs\n"
         f"{temporal}"
         f"  Data dir:        {settings.data_dir.resolve()}\n"

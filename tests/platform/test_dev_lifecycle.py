@@ -89,6 +89,7 @@ def second_run(first_run: FirstRun) -> Iterator[DevProcess]:
 def test_dev_prints_the_api_docs_and_web_ui_urls(first_run: FirstRun) -> None:
     env = first_run.dev.env
     assert f"http://127.0.0.1:{env['TRELLIS_API_PORT']}/docs" in first_run.dev.output
+    assert f"http://127.0.0.1:{env['TRELLIS_API_PORT']}/console/" in first_run.dev.output
     assert f"http://127.0.0.1:{env['TRELLIS_UI_PORT']}" in first_run.dev.output
 
 
@@ -136,3 +137,11 @@ def test_readme_quickstart_runs_a_workflow_to_completion(second_run: DevProcess)
     assert result.returncode == 0, result.stderr
     assert '"status": "completed"' in result.stdout
     assert '"greeting": "Hello, Ada!"' in result.stdout
+
+
+def test_the_api_process_serves_the_console(second_run: DevProcess) -> None:
+    page = httpx.get(f"{second_run.api_url}/console/approvals")
+    assert page.status_code == 200 and "/console/assets/app.js" in page.text
+    script = httpx.get(f"{second_run.api_url}/console/assets/app.js")
+    assert script.status_code == 200
+    assert script.headers["content-type"].startswith("text/javascript")

@@ -1,0 +1,96 @@
+"""The console as a small ASGI app mounted at /console: the page shell for every console path,
+its files, and the platform facts it needs.
+
+It is mounted beside the API, not part of it: it serves static files that hold no data, and
+so stays out of the OpenAPI document and needs no scope. Every datum the console shows comes
+from the REST API, called by the browser with the signed-in user's token, so the API's own
+checks apply to everything a user sees and does.
+"""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from app.console.assets import Asset, load_assets
+from app.errors import error_response
+from app.settings import Settings
+from temporal_workflows.base import CamelModel
+from temporal_workflows.read_model import OPEN_RUN_STATUSES, RUN_STATUSES, TERMINAL_RUN_STATUSES
+
+SHELL = "index.html"
+# Only this origin's files and API; no inline script or style; never framed.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class ConsoleConfig(CamelModel):
+    """What the console needs to know about this platform (nothing secret)."""
+
+    api_base: str
+    temporal_ui_url: str | None
+    temporal_namespace: str
+    run_statuses: list[str]
+    open_run_statuses: list[str]
+    terminal_run_statuses: list[str]
+
+
+def console_app(settings: Settings, api_base: str) -> Starlette:
+    """The console, with its files read once (mount it at /console)."""
+    assets = load_assets()
+    config = ConsoleConfig(
+        api_base=api_base,
+        temporal_ui_url=settings.resolved_temporal_ui_url,
+        temporal_namespace=settings.temporal_namespace,
+        run_statuses=list(RUN_STATUSES),
+        open_run_statuses=list(OPEN_RUN_STATUSES),
+        terminal_run_statuses=sorted(TERMINAL_RUN_STATUSES),
+    )
+    config_body = config.model_dump(mode="json")
+
+    async def console_config(request: Request) -> Response:
+        return JSONResponse(config_body, headers={"Cache-Control": "no-cache"})
+
+    async def console_asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        asset = assets.get(name)
+        if asset is None or name == SHELL:
+            message = f"Console file {name[:100]!r} not found"
+            return error_response(404, "resource_not_found", message)
+        return _serve(asset, request)
+
+    async def console_page(request: Request) -> Response:
+        # Every other path is a page: the console's own router draws what the path names.
+        return _serve(assets[SHELL], request)
+
+    return Starlette(
+        routes=[
+            Route("/config.json", console_config),
+            Route("/assets/{name}", console_asset),
+            Route("/{path:path}", console_page),
+        ]
+    )
+
+
+def _serve(asset: Asset, request: Request) -> Response:
+    # Revalidated on every use (ETag), so a new release is picked up at once.
+    headers = {
+        **SECURITY_HEADERS,
+        "ETag": asset.etag,
+        "Cache-Control": "no-cache",
+        "Vary": "Accept-Encoding",
+    }
+    if request.headers.get("if-none-match") == asset.etag:
+        return Response(status_code=304, headers=headers)
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        headers["Content-Encoding"] = "gzip"
+        return Response(asset.gzipped, media_type=asset.content_type, headers=headers)
+    return Response(asset.body, media_type=asset.content_type, headers=headers)

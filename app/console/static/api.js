@@ -1,0 +1,141 @@
+// The REST API as the console calls it: JSON in and out, the session's token on every request.
+
+const TOKEN_KEY = "trellis.console.token";
+let apiBase = "/api/v1";
+
+export function setApiBase(base) {
+  apiBase = base;
+}
+
+/** The signed-in token: sessionStorage only (gone when the tab closes; never in a URL). */
+export const session = {
+  get token() {
+    return sessionStorage.getItem(TOKEN_KEY);
+  },
+  signIn(token) {
+    sessionStorage.setItem(TOKEN_KEY, token.trim().replace(/^Bearer\s+/i, ""));
+  },
+  signOut() {
+    sessionStorage.removeItem(TOKEN_KEY);
+  },
+  /** Who the token names (read from its payload for display only; the API verifies it). */
+  claims() {
+    const token = this.token;
+    if (!token) return null;
+    try {
+      const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      const text = decodeURIComponent(
+        [...atob(part)].map((c) => "%" + c.charCodeAt(0).toString(16).padStart(2, "0")).join(""));
+      return JSON.parse(text);
+    } catch {
+      return {};
+    }
+  },
+};
+
+/** An error answer of the API: status, its stable code, the message and details. */
+export class ApiError extends Error {
+  constructor(status, body) {
+    const error = (body && body.error) || {};
+    super(error.message || `The API answered ${status}`);
+    this.status = status;
+    this.code = error.code || "unknown";
+    this.details = error.details || [];
+  }
+}
+
+function headers(extra = {}) {
+  const all = { Accept: "application/json", ...extra };
+  const token = session.token;
+  if (token) all.Authorization = `Bearer ${token}`;
+  return all;
+}
+
+/** Call the API; resolves to the JSON body (null for 204), rejects with ApiError. */
+export async function api(path, { method = "GET", body, signal } = {}) {
+  const init = { method, signal, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  let response;
+  try {
+    response = await fetch(apiBase + path, init);
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new ApiError(0, { error: { code: "network", message: "The API could not be reached. Is Trellis running?" } });
+  }
+  if (response.status === 204) return null;
+  const data = await response.json().catch(() => null);
+  if (!response.ok) {
+    const error = new ApiError(response.status, data);
+    if (response.status === 401) window.dispatchEvent(new CustomEvent("trellis:unauthorized", { detail: error }));
+    throw error;
+  }
+  return data;
+}
+
+/**
+ * Follow a Server-Sent Events stream with fetch (EventSource cannot send a token).
+ * Calls onEvent(type, data) per message; resumes after the last id on reconnect.
+ * Resolves when the server ends the stream and `shouldStop()` says so, or on abort.
+ */
+export async function follow(path, { onEvent, shouldStop, signal }) {
+  let lastId = null;
+  let delay = 500;
+  while (!signal.aborted) {
+    try {
+      const extra = { Accept: "text/event-stream" };
+      if (lastId) extra["Last-Event-ID"] = lastId;
+      const response = await fetch(apiBase + path, { headers: headers(extra), signal });
+      if (response.status === 401) {
+        window.dispatchEvent(new CustomEvent("trellis:unauthorized"));
+        return;
+      }
+      if (response.status === 404) return;
+      if (!response.ok) throw new Error(`stream answered ${response.status}`);
+      delay = 500;
+      for await (const message of messages(response.body, signal)) {
+        if (message.id) lastId = message.id;
+        if (message.data !== null) onEvent(message.event || "message", JSON.parse(message.data));
+      }
+      if (await shouldStop()) return;
+    } catch (err) {
+      if (signal.aborted) return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 10_000);
+  }
+}
+
+async function* messages(body, signal) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  const abort = () => reader.cancel().catch(() => {});
+  signal.addEventListener("abort", abort);
+  let buffer = "";
+  let current = { id: null, event: null, data: null };
+  try {
+    while (true) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let newline;
+      while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + (buffer.startsWith("\r\n", newline) ? 2 : 1));
+        if (line === "") {
+          if (current.data !== null) yield current;
+          current = { id: null, event: null, data: null };
+          continue;
+        }
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let value = colon < 0 ? "" : line.slice(colon + 1);
+        if (value.startsWith(" ")) value = value.slice(1);
+        if (field === "data") current.data = current.data === null ? value : `${current.data}\n${value}`;
+        else if (field === "id") current.id = value;
+        else if (field === "event") current.event = value;
+      }
+    }
+  } finally {
+    signal.removeEventListener("abort", abort);
+  }
+}

@@ -1,0 +1,99 @@
+// The console's entry: load the platform's facts, route paths to pages, handle sign-in.
+
+import { session, setApiBase } from "./api.js";
+import { h, fill } from "./dom.js";
+import { renderApprovals } from "./approvals.js";
+import { renderRun } from "./run.js";
+import { renderWorkflows } from "./workflows.js";
+import { renderWorkflow } from "./workflow.js";
+import { renderSignIn } from "./signin.js";
+
+const ROUTES = [
+  [/^\/console\/?$/, "approvals", renderApprovals],
+  [/^\/console\/approvals\/?$/, "approvals", renderApprovals],
+  [/^\/console\/workflows\/?$/, "workflows", renderWorkflows],
+  [/^\/console\/workflows\/([^/]+)\/?$/, "workflows", renderWorkflow],
+  [/^\/console\/workflows\/([^/]+)\/runs\/([^/]+)\/?$/, "workflows", renderRun],
+  [/^\/console\/sign-in\/?$/, null, renderSignIn],
+];
+
+let config = null;
+let cleanup = null;
+
+/** Go to a console path (history entry added unless `replace`). */
+export function navigate(path, { replace = false } = {}) {
+  if (replace) history.replaceState(null, "", path);
+  else history.pushState(null, "", path);
+  show(true);
+}
+
+async function show(moveFocus) {
+  if (cleanup) {
+    cleanup();
+    cleanup = null;
+  }
+  const main = document.getElementById("main");
+  const path = location.pathname;
+  const route = ROUTES.find(([pattern]) => pattern.test(path));
+  for (const link of document.querySelectorAll("[data-nav]")) {
+    if (route && link.dataset.nav === route[1]) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  renderWho();
+  main.setAttribute("aria-busy", "true");
+  if (!route) {
+    fill(main, h("h1", { tabindex: "-1" }, "Page not found"),
+      h("p", {}, "Nothing lives at this address. ", h("a", { href: "/console/" }, "Go to the approvals inbox.")));
+    document.title = "Not found · Trellis";
+  } else {
+    const params = route[0].exec(path).slice(1).map(decodeURIComponent);
+    const ctx = { config, navigate, search: new URLSearchParams(location.search) };
+    fill(main);
+    cleanup = (await route[2](main, params, ctx)) || null;
+  }
+  main.removeAttribute("aria-busy");
+  if (moveFocus) {
+    const heading = main.querySelector("h1");
+    (heading || main).focus();
+  }
+}
+
+function renderWho() {
+  const who = document.getElementById("who");
+  if (!session.token) {
+    fill(who);
+    return;
+  }
+  const claims = session.claims() || {};
+  const name = claims.name || claims.sub || "signed in";
+  fill(who,
+    h("span", {}, "Signed in as ", h("strong", {}, name)),
+    h("button.link", { type: "button", on: { click: () => { session.signOut(); navigate("/console/sign-in"); } } }, "Sign out"));
+}
+
+document.addEventListener("click", (event) => {
+  const link = event.target.closest("a[href]");
+  if (!link || event.defaultPrevented || event.button !== 0) return;
+  if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey || link.target) return;
+  const url = new URL(link.href, location.href);
+  if (url.origin !== location.origin || !url.pathname.startsWith("/console")) return;
+  event.preventDefault();
+  navigate(url.pathname + url.search);
+});
+
+window.addEventListener("popstate", () => show(true));
+
+window.addEventListener("trellis:unauthorized", () => {
+  if (location.pathname.startsWith("/console/sign-in")) return;
+  const next = location.pathname + location.search;
+  navigate(`/console/sign-in?next=${encodeURIComponent(next)}`, { replace: true });
+});
+
+async function start() {
+  const response = await fetch("/console/config.json", { headers: { Accept: "application/json" } });
+  config = await response.json();
+  setApiBase(config.apiBase);
+  await show(false);
+}
+
+start();

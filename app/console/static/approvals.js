@@ -1,0 +1,61 @@
+// The approvals inbox: every gate the caller may decide, oldest first, each with its form.
+
+import { api, ApiError } from "./api.js";
+import { h, fill, notice, query, add } from "./dom.js";
+import { syncGates, tickClocks } from "./gate.js";
+
+const PER_PAGE = 50;
+// New gates appear without a reload; cards being filled in are never replaced.
+const REFRESH_SECONDS = 10;
+
+export async function renderApprovals(main, _params, { search }) {
+  document.title = "Approvals · Trellis";
+  const page = Math.max(1, Number(search.get("page")) || 1);
+  const summary = h("p.summary", { "aria-live": "polite" });
+  const list = h("div.gates");
+  const pager = h("nav.pager", { "aria-label": "Approval pages" });
+  const refresh = h("button.secondary", { type: "button", on: { click: () => load(true) } }, "Refresh");
+  add(main, 
+    h("div.page-head", {}, h("h1", { tabindex: "-1" }, "Approvals"), refresh),
+    h("p.muted", {}, "Gates waiting for a decision you may make, oldest first."),
+    summary, list, pager);
+
+  const clock = setInterval(() => tickClocks(list), 1000);
+  const timer = setInterval(() => load(false), REFRESH_SECONDS * 1000);
+  let loading = false;
+
+  async function load(byUser) {
+    if (loading) return;
+    loading = true;
+    try {
+      const data = await api(`/approvals${query({ page, perPage: PER_PAGE })}`);
+      syncGates(list, data.approvals);
+      const total = data.pagination.total;
+      summary.textContent = total === 0
+        ? "Nothing is waiting for you."
+        : `${total} gate${total === 1 ? "" : "s"} waiting.`;
+      renderPager(data.pagination);
+      if (byUser) summary.textContent += " (refreshed)";
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) return;
+      fill(summary, notice("error", `Could not load the inbox: ${err.message}`));
+    } finally {
+      loading = false;
+    }
+  }
+
+  function renderPager(p) {
+    fill(pager);
+    if (p.totalPages <= 1) return;
+    add(pager, 
+      page > 1 ? h("a", { href: `/console/approvals${query({ page: page - 1 })}` }, "← Older") : null,
+      h("span", {}, `Page ${page} of ${p.totalPages}`),
+      page < p.totalPages ? h("a", { href: `/console/approvals${query({ page: page + 1 })}` }, "Newer →") : null);
+  }
+
+  await load(false);
+  return () => {
+    clearInterval(clock);
+    clearInterval(timer);
+  };
+}

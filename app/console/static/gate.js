@@ -1,0 +1,247 @@
+// One open gate as a card with its decision form, generated from the requirement.
+
+import { api, ApiError } from "./api.js";
+import { h, newId, notice, jsonBlock, duration, announce, add } from "./dom.js";
+import { jsonEditor } from "./jsoneditor.js";
+import { inputFields } from "./inputform.js";
+
+const RESOLUTION_WORDS = {
+  confirm: "Approved",
+  reject: "Rejected",
+  edit: "Approved with edits",
+  user_input: "Submitted",
+  route_select: "Route chosen",
+};
+
+/** What the gate asks for, in words. */
+export function gateKind(req) {
+  if (req.requiresRouteSelection) return "Route selection";
+  if (req.requiresUserInput) return "Input needed";
+  if (req.kind === "iteration_review") return "Iteration review";
+  if (req.requiresOutputReview && req.isPostExecution) return "Output review";
+  return "Confirmation";
+}
+
+/**
+ * A card for one gate. `item` has workflowId, workflowName, runId, stepId, stepName, message,
+ * createdAt, timeoutAt and requirement (the StepRequirementSummary).
+ */
+export function gateCard(item, { onDecided, headingLevel = "h2", showRunLink = true } = {}) {
+  const req = item.requirement;
+  const headingId = newId("gate");
+  const card = h("article.card.gate", {
+    "aria-labelledby": headingId,
+    dataset: { runId: item.runId, stepId: item.stepId, gateKey: `${item.runId}/${item.stepId}` },
+  });
+  const title = item.stepName || item.stepId;
+  const runPath = `/console/workflows/${encodeURIComponent(item.workflowId)}/runs/${encodeURIComponent(item.runId)}`;
+  const meta = h("dl.facts.gate-meta", {},
+    h("div", {}, h("dt", {}, "Workflow"), h("dd", {},
+      h("a", { href: `/console/workflows/${encodeURIComponent(item.workflowId)}` }, item.workflowName || item.workflowId))),
+    showRunLink ? h("div", {}, h("dt", {}, "Run"), h("dd", {}, h("a", { href: runPath }, item.runId))) : null,
+    h("div", {}, h("dt", {}, "Waiting"), h("dd", {}, ageOf(item.createdAt))),
+    h("div", {}, h("dt", {}, "Timeout"), h("dd", {}, countdown(item.timeoutAt, req.onTimeout))));
+
+  add(card, 
+    h("header.gate-head", {},
+      h(headingLevel, { id: headingId }, title),
+      h("span.kind", {}, gateKind(req)),
+      item.runStatus === "paused" ? h("span.badge.status-paused", {}, "run paused") : null),
+    item.message ? h("p.message", {}, item.message) : null,
+    meta,
+    decisionForm(item, card, { onDecided, runPath, showRunLink }));
+  return card;
+}
+
+function ageOf(createdAt) {
+  if (!createdAt) return h("span.muted", {}, "—");
+  return h("span", { dataset: { since: createdAt }, title: createdAt }, duration((Date.now() - Date.parse(createdAt)) / 1000));
+}
+
+function countdown(timeoutAt, onTimeout) {
+  if (!timeoutAt) return h("span", {}, "none (waits until decided)");
+  return h("span", { dataset: { deadline: timeoutAt, onTimeout: onTimeout || "cancel" }, title: timeoutAt },
+    countdownText(timeoutAt, onTimeout));
+}
+
+export function countdownText(timeoutAt, onTimeout) {
+  const left = (Date.parse(timeoutAt) - Date.now()) / 1000;
+  const then = `then ${onTimeout === "approve" ? "approved" : onTimeout === "skip" ? "skipped" : "run cancelled"}`;
+  return left > 0 ? `in ${duration(left)} (${then})` : `expired (${then})`;
+}
+
+/**
+ * Make `list` show one card per item (in order) without touching cards that stay: a form
+ * being filled in is never replaced. Cards whose gate closed leave, unless they say what
+ * was decided or hold the focus.
+ */
+export function syncGates(list, items, options = {}) {
+  const wanted = new Set(items.map((i) => `${i.runId}/${i.stepId}`));
+  for (const card of [...list.children]) {
+    const busy = card.contains(document.activeElement);
+    if (!wanted.has(card.dataset.gateKey) && !card.classList.contains("decided") && !busy) card.remove();
+  }
+  let previous = null;
+  for (const item of items) {
+    const key = `${item.runId}/${item.stepId}`;
+    let card = [...list.children].find((c) => c.dataset.gateKey === key);
+    if (!card) {
+      card = gateCard(item, options);
+      if (previous) previous.after(card);
+      else list.prepend(card);
+    }
+    previous = card;
+  }
+}
+
+/** Refresh every age and countdown on the page (called once a second). */
+export function tickClocks(root = document) {
+  for (const el of root.querySelectorAll("[data-since]")) {
+    el.textContent = duration((Date.now() - Date.parse(el.dataset.since)) / 1000);
+  }
+  for (const el of root.querySelectorAll("[data-deadline]")) {
+    el.textContent = countdownText(el.dataset.deadline, el.dataset.onTimeout);
+  }
+}
+
+function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
+  const req = item.requirement;
+  const errors = h("div.form-errors", { "aria-live": "assertive" });
+  const parts = [];
+  let primary; // [resolution, label, build body]
+  let fields = null;
+
+  if (req.stepOutput !== undefined && req.stepOutput !== null && !(req.requiresOutputReview && req.isPostExecution)) {
+    parts.push(h("div.field", {}, h("p.label", {}, "Output so far"), jsonBlock(req.stepOutput, "Output so far")));
+  }
+
+  if (req.requiresRouteSelection) {
+    const multiple = !!req.allowMultipleSelections;
+    const suggested = new Set(req.suggestedChoices || []);
+    const group = newId("route");
+    const legendId = newId("legend");
+    const boxes = (req.availableChoices || []).map((choice, i) => {
+      const id = `${group}-${i}`;
+      const box = h("input", { type: multiple ? "checkbox" : "radio", name: group, id, value: choice, checked: suggested.has(choice) });
+      return h("span.choice", {}, box,
+        h("label", { for: id }, choice, suggested.has(choice) ? h("span.suggested", {}, " (suggested)") : null));
+    });
+    parts.push(h("fieldset.field", { "aria-labelledby": legendId },
+      h("legend", { id: legendId }, multiple ? "Routes to take (one or more)" : "Route to take"),
+      h("div.choices", {}, boxes)));
+    primary = ["route_select", multiple ? "Take selected routes" : "Take selected route", () => {
+      const selected = [...card.querySelectorAll(`input[name="${group}"]:checked`)].map((b) => b.value);
+      if (!selected.length) return { error: "Choose a route first." };
+      if (selected.length > 1 && !multiple) return { error: "This router takes exactly one route." };
+      return { body: { selectedChoices: selected } };
+    }];
+  } else if (req.requiresUserInput) {
+    fields = inputFields(req.userInputSchema || []);
+    parts.push(fields.element);
+    primary = ["user_input", "Submit", () => {
+      const { values, errors: found } = fields.read();
+      if (found.length) {
+        found[0].control.focus();
+        return { error: found.length === 1 ? "Fix the field marked above." : `Fix the ${found.length} fields marked above.` };
+      }
+      return { body: { userInput: values } };
+    }];
+  } else if (req.requiresOutputReview && req.isPostExecution) {
+    const editor = jsonEditor({
+      label: "Step output (JSON)",
+      name: "editedOutput",
+      value: req.stepOutput,
+      hint: "Approve it as it is, or edit it and approve the edited output: the edit replaces the output for every later step.",
+    });
+    parts.push(editor.element);
+    parts.push(h("div.actions", {},
+      button("confirm", "Approve as is"),
+      button("edit", "Approve edited output")));
+    primary = null;
+    card.editBody = () => {
+      const { value, error } = editor.read();
+      return error ? { error: `The edited output is ${error}` } : { body: { editedOutput: value } };
+    };
+  } else {
+    primary = ["confirm", req.kind === "iteration_review" ? "Continue loop" : "Approve", () => ({ body: {} })];
+  }
+
+  if (primary) parts.push(h("div.actions", {}, button(primary[0], primary[1])));
+  parts.push(errors);
+
+  const feedbackId = newId("feedback");
+  const feedback = h("textarea", { id: feedbackId, name: "feedback", rows: "2", maxlength: "10000" });
+  const rejectWord = req.kind === "iteration_review" ? "End loop" : "Reject";
+  parts.push(h("div.reject", {},
+    h("div.field", {}, h("label", { for: feedbackId }, `Feedback (sent with “${rejectWord}”, optional)`), feedback),
+    h("div.actions", {}, button("reject", rejectWord, "danger"))));
+
+  const form = h("form.decision", { novalidate: true, on: { submit } }, parts);
+  return form;
+
+  function button(resolution, label, style = "primary") {
+    return h(`button.${style}`, { type: "submit", name: "resolution", value: resolution }, label);
+  }
+
+  async function submit(event) {
+    event.preventDefault();
+    const resolution = (event.submitter && event.submitter.value) || (primary && primary[0]) || "confirm";
+    errors.replaceChildren();
+    let built;
+    if (resolution === "reject") built = { body: { feedback: feedback.value.trim() || null } };
+    else if (resolution === "edit") built = card.editBody();
+    else if (primary && resolution === primary[0]) built = primary[2]();
+    else built = { body: {} };
+    if (built.error) {
+      errors.replaceChildren(notice("error", built.error));
+      return;
+    }
+    const buttons = [...form.querySelectorAll("button")];
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      const result = await api(
+        `/workflows/${encodeURIComponent(item.workflowId)}/runs/${encodeURIComponent(item.runId)}/approve`,
+        { method: "POST", body: { stepId: item.stepId, resolution, ...built.body } });
+      decided(result, resolution);
+    } catch (err) {
+      buttons.forEach((b) => { b.disabled = false; });
+      showFailure(err);
+    }
+  }
+
+  function decided(result, resolution) {
+    const heading = h("p.result-title", { tabindex: "-1" }, `${RESOLUTION_WORDS[resolution] || "Decided"}: ${item.stepName || item.stepId}`);
+    const panel = notice("success", heading,
+      h("p", {}, result.message, ". The run is now ", h("strong", { dataset: { runStatus: result.status } }, result.status.replace(/_/g, " ")), "."),
+      showRunLink ? h("p", {}, h("a", { href: runPath }, "Follow the run")) : null);
+    form.replaceWith(panel);
+    card.classList.add("decided");
+    heading.focus();
+    announce(`${RESOLUTION_WORDS[resolution] || "Decided"}. ${result.message}`);
+    if (onDecided) onDecided(item, result);
+  }
+
+  function showFailure(err) {
+    if (!(err instanceof ApiError)) {
+      errors.replaceChildren(notice("error", String(err)));
+      return;
+    }
+    let text;
+    if (err.status === 400) {
+      if (fields) fields.showServerError(err.message);
+      text = `The server refused this decision: ${err.message}`;
+    } else if (err.status === 409) {
+      text = `Already decided, or the run moved on: ${err.message}. Refresh to see the current state.`;
+    } else if (err.status === 404) {
+      text = `This gate is gone: ${err.message}`;
+    } else if (err.status === 403) {
+      text = `You may not decide this gate: ${err.message}`;
+    } else if (err.status === 503) {
+      text = `Not delivered: ${err.message} Try again shortly.`;
+    } else {
+      text = err.message;
+    }
+    errors.replaceChildren(notice("error", h("span", { dataset: { status: String(err.status) } }, text),
+      err.details.length ? h("ul", {}, err.details.map((d) => h("li", {}, d.path ? `${d.path}: ${d.message}` : d.message))) : null));
+  }
+}

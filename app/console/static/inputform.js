@@ -1,0 +1,180 @@
+// A user-input form built from a requirement's userInputSchema, and the checks the server
+// makes (temporal_workflows/gates.py collect_input), run before sending.
+
+import { h, newId } from "./dom.js";
+
+const NUMBER_TYPES = new Set(["float", "int", "number"]);
+const BOOLEAN_TYPES = new Set(["bool", "boolean"]);
+const LIST_TYPES = new Set(["list", "array"]);
+const OBJECT_TYPES = new Set(["dict", "object"]);
+
+function typeOf(field) {
+  const t = field.fieldType || "str";
+  if (NUMBER_TYPES.has(t)) return "number";
+  if (BOOLEAN_TYPES.has(t)) return "boolean";
+  if (LIST_TYPES.has(t)) return "array";
+  if (OBJECT_TYPES.has(t)) return "object";
+  return "string";
+}
+
+const has = (value) => value !== undefined && value !== null;
+
+/** One form control per field; returns {element, read()} where read() gives {values, errors}. */
+export function inputFields(schema) {
+  const controls = schema.map(fieldControl);
+  return {
+    element: h("div.fields", {}, controls.map((c) => c.element)),
+    read() {
+      const values = {};
+      const errors = [];
+      for (const control of controls) {
+        const { value, error } = control.read();
+        control.showError(error);
+        if (error) errors.push({ control, error });
+        else if (value !== undefined) values[control.name] = value;
+      }
+      return { values, errors };
+    },
+    /** Put the server's message under the field it names (`userInput.<name> …`). */
+    showServerError(message) {
+      const match = /userInput\.([^\s]+)/.exec(message || "");
+      const control = match && controls.find((c) => c.name === match[1]);
+      if (control) control.showError(message);
+      return control;
+    },
+    controls,
+  };
+}
+
+function fieldControl(field) {
+  const kind = typeOf(field);
+  const id = newId("field");
+  const errorId = `${id}-error`;
+  const hintId = `${id}-hint`;
+  const label = field.name + (field.required ? "" : " (optional)");
+  const hint = [field.description, kindHint(kind, field)].filter(Boolean).join(" ");
+  const errorEl = h("p.field-error", { id: errorId, hidden: true });
+  const described = [hint ? hintId : null, errorId].filter(Boolean).join(" ");
+  let input;
+  let element;
+  let read;
+
+  if (Array.isArray(field.allowedValues) && field.allowedValues.length && kind !== "boolean") {
+    input = h("select", { id, name: field.name, "aria-describedby": described },
+      h("option", { value: "" }, field.required ? "Choose…" : "(none)"),
+      field.allowedValues.map((v) =>
+        h("option", { value: JSON.stringify(v), selected: has(field.value) && same(v, field.value) }, display(v))));
+    read = () => (input.value === "" ? undefined : JSON.parse(input.value));
+  } else if (kind === "boolean") {
+    const group = newId("bool");
+    const yes = h("input", { type: "radio", name: group, id: `${group}-yes`, value: "true", checked: field.value === true });
+    const no = h("input", { type: "radio", name: group, id: `${group}-no`, value: "false", checked: field.value === false });
+    input = yes;
+    element = h("fieldset.field", { "aria-describedby": described, dataset: { field: field.name } },
+      h("legend", {}, label),
+      hint ? h("p.hint", { id: hintId }, hint) : null,
+      h("div.choices",
+        h("span.choice", {}, yes, h("label", { for: yes.id }, "Yes")),
+        h("span.choice", {}, no, h("label", { for: no.id }, "No"))),
+      errorEl);
+    read = () => (yes.checked ? true : no.checked ? false : undefined);
+  } else if (kind === "array" || kind === "object") {
+    input = h("textarea.code", {
+      id, name: field.name, rows: "3", spellcheck: "false", "aria-describedby": described,
+      value: has(field.value) ? JSON.stringify(field.value) : "",
+    });
+    read = () => (input.value.trim() === "" ? undefined : parseJson(input.value));
+  } else {
+    input = h("input", {
+      // Numbers are typed as text and parsed here, as the server would read them.
+      id, name: field.name, type: "text", inputmode: kind === "number" ? "decimal" : undefined,
+      value: has(field.value) ? String(field.value) : "", "aria-describedby": described,
+    });
+    read = () => {
+      const text = input.value;
+      if (text.trim() === "") return undefined;
+      if (kind === "number") {
+        const n = Number(text.trim());
+        return Number.isFinite(n) ? n : { invalid: true };
+      }
+      return text;
+    };
+  }
+
+  if (!element) {
+    element = h("div.field", { dataset: { field: field.name } },
+      h("label", { for: id }, label),
+      hint ? h("p.hint", { id: hintId }, hint) : null,
+      input,
+      errorEl);
+  }
+  if (field.required) input.setAttribute("aria-required", "true");
+
+  return {
+    name: field.name,
+    element,
+    focus: () => input.focus(),
+    showError(message) {
+      errorEl.hidden = !message;
+      errorEl.textContent = message || "";
+      const target = kind === "boolean" ? element : input;
+      if (message) target.setAttribute("aria-invalid", "true");
+      else target.removeAttribute("aria-invalid");
+    },
+    read() {
+      let value;
+      try {
+        value = read();
+      } catch (err) {
+        return { error: `${field.name}: ${err.message}` };
+      }
+      return check(field, kind, value);
+    },
+  };
+}
+
+// The server's rules, in its order: a value or a default or (if required) an error; then the
+// type; then the allowed values. Messages read like the server's.
+function check(field, kind, value) {
+  const name = field.name;
+  if (value === undefined) {
+    if (has(field.value) || !field.required) return { value: undefined };
+    return { error: `${name} is required` };
+  }
+  if (value && value.invalid) return { error: `${name} must be a number` };
+  const ok = {
+    string: typeof value === "string",
+    number: typeof value === "number",
+    boolean: typeof value === "boolean",
+    array: Array.isArray(value),
+    object: typeof value === "object" && value !== null && !Array.isArray(value),
+  }[kind];
+  if (!ok) return { error: `${name} must be ${kind === "array" ? "an array" : `a ${kind}`}` };
+  if (Array.isArray(field.allowedValues) && !field.allowedValues.some((v) => same(v, value))) {
+    return { error: `${name} must be one of ${field.allowedValues.map(display).join(", ")}` };
+  }
+  return { value };
+}
+
+function kindHint(kind, field) {
+  if (kind === "number") return "A number.";
+  if (kind === "array") return 'A JSON list, e.g. ["a", "b"].';
+  if (kind === "object") return 'A JSON object, e.g. {"key": "value"}.';
+  return "";
+}
+
+function parseJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new Error(`not valid JSON (${err.message})`);
+  }
+}
+
+function same(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function display(value) {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}

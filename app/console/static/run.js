@@ -1,0 +1,309 @@
+// The run page: status, controls, open gates, the definition tree with live node statuses
+// (Server-Sent Events), each node's runs, lineage and a link to the Temporal Web UI.
+
+import { api, follow, ApiError } from "./api.js";
+import { h, fill, badge, facts, when, duration, jsonBlock, notice, announce, add } from "./dom.js";
+import { renderTree } from "./tree.js";
+import { syncGates, tickClocks } from "./gate.js";
+import { confirmDialog } from "./dialog.js";
+
+// What each control may act on (the API answers 409/400 otherwise; the buttons say so first).
+const CONTROLS = [
+  { action: "pause", label: "Pause", when: ["running", "awaiting_approval"],
+    text: "No new node starts until the run is resumed; steps already running finish." },
+  { action: "resume", label: "Resume", when: ["paused"], text: "The run continues where it stopped." },
+  { action: "cancel", label: "Cancel run", when: ["pending", "running", "paused", "awaiting_approval"], danger: true,
+    text: "Running steps are cancelled, open gates close, and the run ends cancelled. This cannot be undone." },
+  { action: "retry", label: "Retry", when: ["failed", "cancelled"], child: true,
+    text: "A new run starts from the same definition and input, reusing every step that completed." },
+  { action: "replay", label: "Replay", when: null, child: true,
+    text: "A new run starts from the workflow's current definition with the same input; nothing is reused." },
+];
+
+export async function renderRun(main, [workflowId, runId], { config }) {
+  document.title = `Run ${runId} · Trellis`;
+  const base = `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}`;
+  const abort = new AbortController();
+  let run;
+  let graph;
+  try {
+    [run, graph] = await Promise.all([api(base), api(`${base}/graph`)]);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return null;
+    add(main, h("h1", { tabindex: "-1" }, "Run"), notice("error", `Could not load the run: ${err.message}`));
+    return null;
+  }
+  let selected = null;
+
+  const statusSlot = h("span", { dataset: { role: "run-status" } }, badge(run.status));
+  const summary = h("div");
+  const controls = h("div.toolbar", { role: "group", "aria-label": "Run controls" });
+  const controlResult = h("div", { "aria-live": "polite" });
+  const gatesSection = h("section", { "aria-labelledby": "gates-h" });
+  const gateList = h("div.gates");
+  const detail = h("section.node-detail", { "aria-labelledby": "node-h", id: "node-detail" });
+  const lineage = h("section", { "aria-labelledby": "lineage-h" });
+  const decisions = h("section", { "aria-labelledby": "decisions-h" });
+  let tree = renderTree(graph, { onSelect: selectNode });
+  const treeSlot = h("div.tree-wrap", {}, tree.element);
+
+  add(main, 
+    h("nav.crumbs", { "aria-label": "Breadcrumb" },
+      h("a", { href: "/console/workflows" }, "Workflows"), " › ",
+      h("a", { href: `/console/workflows/${encodeURIComponent(workflowId)}` }, run.definitionSnapshot.name), " › ",
+      h("span", { "aria-current": "page" }, "Run")),
+    h("div.page-head", {}, h("h1", { tabindex: "-1" }, "Run ", h("code", {}, runId)), statusSlot),
+    summary, controls, controlResult,
+    gatesSection,
+    h("div.split", {},
+      h("section", { "aria-labelledby": "tree-h" },
+        h("h2", { id: "tree-h" }, "Definition"),
+        h("p.muted", {}, "Live: node statuses change as the run goes. Choose a node to see its runs."),
+        treeSlot),
+      detail),
+    decisions, lineage);
+
+  renderSummary();
+  renderControls();
+  renderGates();
+  renderDetail();
+  renderDecisions();
+  renderLineage();
+
+  const clock = setInterval(() => tickClocks(gatesSection), 1000);
+  let refreshTimer = null;
+  const terminal = new Set(config.terminalRunStatuses);
+
+  follow(`${base}/events`, {
+    signal: abort.signal,
+    onEvent(type, event) {
+      if (event.nodeId && event.status) tree.setStatus(event.nodeId, event.status);
+      if (type.startsWith("run_") && event.status) setStatus(event.status);
+      scheduleRefresh();
+    },
+    async shouldStop() {
+      await refresh();
+      return terminal.has(run.status);
+    },
+  });
+
+  return () => {
+    abort.abort();
+    clearInterval(clock);
+    clearTimeout(refreshTimer);
+  };
+
+  function scheduleRefresh() {
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(refresh, 200);
+  }
+
+  async function refresh() {
+    try {
+      const [fresh, freshGraph] = await Promise.all([api(base), api(`${base}/graph`)]);
+      run = fresh;
+      for (const node of freshGraph.nodes) tree.setStatus(node.id, node.status);
+      graph = freshGraph;
+      setStatus(run.status);
+      renderSummary();
+      renderGates();
+      renderDetail();
+      renderDecisions();
+    } catch (err) {
+      // The stream goes on; the next event refreshes again.
+    }
+  }
+
+  function setStatus(status) {
+    const current = statusSlot.firstChild && statusSlot.firstChild.dataset.status;
+    if (current === status) return;
+    fill(statusSlot, badge(status));
+    run.status = status;
+    renderControls();
+    announce(`Run is now ${status.replace(/_/g, " ")}`);
+  }
+
+  function renderSummary() {
+    const started = run.startedAt ? Date.parse(run.startedAt) : null;
+    const finished = run.finishedAt ? Date.parse(run.finishedAt) : null;
+    const ui = config.temporalUiUrl
+      ? h("a", { href: `${config.temporalUiUrl}/namespaces/${encodeURIComponent(config.temporalNamespace)}/workflows/${encodeURIComponent(runId)}`, target: "_blank", rel: "noopener noreferrer" }, "Open in Temporal Web UI")
+      : h("span.muted", {}, "not configured (TRELLIS_TEMPORAL_UI_URL)");
+    fill(summary,
+      facts([
+        ["Workflow", h("a", { href: `/console/workflows/${encodeURIComponent(workflowId)}` }, run.definitionSnapshot.name)],
+        ["Version", String(run.workflowVersion)],
+        ["Triggered by", run.triggerSource],
+        ["Started", when(run.startedAt)],
+        ["Finished", run.finishedAt ? when(run.finishedAt) : null],
+        ["Took", started && finished ? duration((finished - started) / 1000) : null],
+        ["Parent run", run.parentRunId ? runLink(run.parentRunId) : null],
+        ["Temporal", ui],
+      ]),
+      run.errorSummary ? notice("error", h("strong", {}, "Error: "), run.errorSummary) : null,
+      h("details", {}, h("summary", {}, "Input and output"),
+        h("h3", {}, "Initial input"), jsonBlock(run.initialInput, "Initial input"),
+        h("h3", {}, "Final output"), jsonBlock(run.finalOutput, "Final output")));
+  }
+
+  function renderControls() {
+    fill(controls, CONTROLS.map((c) => {
+      const allowed = !c.when || c.when.includes(run.status);
+      return h(`button.${c.danger ? "danger" : "secondary"}`, {
+        type: "button", disabled: !allowed, dataset: { action: c.action },
+        title: allowed ? c.text : `Not while the run is ${run.status.replace(/_/g, " ")}`,
+        on: { click: () => control(c) },
+      }, c.label);
+    }));
+  }
+
+  async function control(c) {
+    const ok = await confirmDialog({
+      title: `${c.label}?`, body: c.text, confirmLabel: c.label, danger: !!c.danger,
+    });
+    if (!ok) return;
+    try {
+      const result = await api(`${base}/${c.action}`, { method: "POST" });
+      if (c.child) {
+        const childId = result.runId;
+        fill(controlResult, notice("success", `${c.label}: started run `, runLink(childId), "."));
+      } else {
+        fill(controlResult, notice("success", `${c.label}: ${result.message}`));
+        if (result.status) setStatus(result.status);
+      }
+      announce(`${c.label} done`);
+      scheduleRefresh();
+      renderLineage();
+    } catch (err) {
+      fill(controlResult, notice("error", `${c.label} refused: ${err.message}`));
+    }
+  }
+
+  function renderGates() {
+    const items = (run.pendingRequirements || []).map((req) => ({
+      workflowId, workflowName: run.definitionSnapshot.name, runId, runStatus: run.status,
+      stepId: req.stepId, stepName: req.stepName, createdAt: req.createdAt, timeoutAt: req.timeoutAt,
+      message: req.confirmationMessage || req.userInputMessage || req.outputReviewMessage || req.iterationReviewMessage,
+      requirement: req,
+    }));
+    if (!items.length && !gateList.querySelector(".decided")) {
+      fill(gatesSection);
+      fill(gateList);
+      return;
+    }
+    if (!gatesSection.firstChild) {
+      add(gatesSection, h("h2", { id: "gates-h" }, "Waiting for a decision"), gateList);
+    }
+    syncGates(gateList, items, { headingLevel: "h3", showRunLink: false, onDecided: scheduleRefresh });
+  }
+
+  function selectNode(nodeId) {
+    selected = nodeId;
+    tree.select(nodeId);
+    renderDetail();
+    const heading = detail.querySelector("h2");
+    if (heading) heading.focus();
+  }
+
+  function renderDetail() {
+    if (!selected) {
+      fill(detail, h("h2", { id: "node-h", tabindex: "-1" }, "Node runs"),
+        h("p.muted", {}, "Choose a node in the definition to see its runs: input, output, attempts, errors and executor."));
+      return;
+    }
+    const node = graph.nodes.find((n) => n.id === selected);
+    const nodeRuns = (run.nodeRuns || []).filter((nr) => nr.nodeId === selected);
+    const rerunnable = node && !node.parentId && node.nodeType === "step";
+    const open = new Set([...detail.querySelectorAll("details[open]")].map((d) => d.dataset.key));
+    fill(detail,
+      h("h2", { id: "node-h", tabindex: "-1" }, node ? node.name : selected),
+      facts([["Type", node && node.nodeType], ["Executor", node && node.executorKey ? h("code", {}, node.executorKey) : null]]),
+      rerunnable ? h("div.toolbar", {}, h("button.secondary", {
+        type: "button", disabled: !["completed", "failed"].includes(run.status), dataset: { action: "rerun" },
+        title: "Runs this step again in a new run, reusing the outputs of the steps before it",
+        on: { click: () => rerun(node) },
+      }, "Rerun from this node")) : null,
+      nodeRuns.length
+        ? h("ol.node-runs", {}, nodeRuns.map((nr) => nodeRunItem(nr, open)))
+        : h("p.muted", {}, "This node has not run (yet) in this run."));
+  }
+
+  async function rerun(node) {
+    const ok = await confirmDialog({
+      title: `Rerun “${node.name}”?`,
+      body: "A new run starts that reuses the outputs of the steps before this one and runs this step again.",
+      confirmLabel: "Rerun",
+    });
+    if (!ok) return;
+    try {
+      const result = await api(`${base}/nodes/${encodeURIComponent(node.id)}/rerun`, { method: "POST" });
+      fill(controlResult, notice("success", "Rerun: started run ", runLink(result.run_id), "."));
+      renderLineage();
+    } catch (err) {
+      fill(controlResult, notice("error", `Rerun refused: ${err.message}`));
+    }
+  }
+
+  function nodeRunItem(nr, open) {
+    const started = nr.startedAt ? Date.parse(nr.startedAt) : null;
+    const finished = nr.finishedAt ? Date.parse(nr.finishedAt) : null;
+    const snapshot = (key, label, value) => h("details", { dataset: { key: `${nr.id}:${key}` }, open: open.has(`${nr.id}:${key}`) },
+      h("summary", {}, label), jsonBlock(value, `${label} of ${nr.id}`));
+    return h("li.card.node-run", { dataset: { nodeRunId: nr.id } },
+      h("h3", {}, h("code", {}, nr.id), " ", badge(nr.status)),
+      facts([
+        ["Attempts", String(nr.attempt)],
+        ["Started", when(nr.startedAt)],
+        ["Finished", nr.finishedAt ? when(nr.finishedAt) : null],
+        ["Took", started && finished ? duration((finished - started) / 1000) : null],
+        ["Executor", nr.resolvedExecutor ? executorText(nr.resolvedExecutor) : null],
+        ["Reused from", nr.reusedFromNodeRunId ? h("code", {}, nr.reusedFromNodeRunId) : null],
+      ]),
+      nr.error ? notice("error", h("strong", {}, "Error: "), nr.error) : null,
+      snapshot("in", "Input snapshot", nr.inputSnapshot),
+      snapshot("out", "Output snapshot", nr.outputSnapshot));
+  }
+
+  function renderDecisions() {
+    const resolved = run.resolvedRequirements || [];
+    if (!resolved.length) {
+      fill(decisions);
+      return;
+    }
+    fill(decisions, h("h2", { id: "decisions-h" }, "Decisions"),
+      h("div.table-wrap", {}, h("table.cards", {},
+        h("thead", {}, h("tr", {}, ["Step", "Decision", "By", "When", "Feedback"].map((t) => h("th", { scope: "col" }, t)))),
+        h("tbody", {}, resolved.map((r) => h("tr", {},
+          h("td", { "data-label": "Step" }, r.stepName || r.stepId),
+          h("td", { "data-label": "Decision" }, (r.resolution || "").replace(/_/g, " ")),
+          h("td", { "data-label": "By" }, r.decidedBy || (r.source ? `(${r.source})` : "—")),
+          h("td", { "data-label": "When" }, when(r.decidedAt)),
+          h("td", { "data-label": "Feedback" }, r.rejectionFeedback || "—")))))));
+  }
+
+  async function renderLineage() {
+    let children = [];
+    try {
+      children = (await api(`${base}/children?perPage=50`)).runs;
+    } catch {
+      // Lineage is secondary: the page stays useful without it.
+    }
+    fill(lineage, h("h2", { id: "lineage-h" }, "Lineage"),
+      facts([["Parent", run.parentRunId ? runLink(run.parentRunId) : "none (an original run)"]]),
+      children.length
+        ? h("div", {}, h("h3", {}, "Runs started from this run"),
+            h("ul.plain", {}, children.map((c) => h("li", {}, runLink(c.id), " ", badge(c.status), " ", c.triggerSource, " · ", when(c.startedAt)))))
+        : h("p.muted", {}, "No run was started from this run."));
+  }
+
+  function runLink(id) {
+    return h("a", { href: `/console/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(id)}` }, h("code", {}, id));
+  }
+}
+
+function executorText(executor) {
+  const parts = Object.entries(executor)
+    .filter(([, v]) => v !== null && v !== undefined && typeof v !== "object")
+    .map(([k, v]) => `${k}: ${v}`);
+  return h("code", {}, parts.join(", ") || JSON.stringify(executor));
+}

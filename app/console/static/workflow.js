@@ -1,0 +1,151 @@
+// One workflow: its state, a trigger form, its runs by status, its versions with a diff,
+// and its definition tree.
+
+import { api, ApiError } from "./api.js";
+import { h, fill, notice, query, when, newId, badge, facts, add } from "./dom.js";
+import { toggleButton } from "./workflows.js";
+import { renderTree } from "./tree.js";
+import { renderDiff } from "./diff.js";
+import { jsonEditor } from "./jsoneditor.js";
+
+const RUNS_PER_PAGE = 20;
+// What a version diff compares: the definition as saved, without bookkeeping.
+const NOT_COMPARED = new Set(["workflowId", "version", "createdAt"]);
+
+export async function renderWorkflow(main, [workflowId], { config, search, navigate }) {
+  const path = `/workflows/${encodeURIComponent(workflowId)}`;
+  const consolePath = `/console/workflows/${encodeURIComponent(workflowId)}`;
+  let wf;
+  let graph;
+  let versions;
+  try {
+    [wf, graph, versions] = await Promise.all([api(path), api(`${path}/graph`), api(`${path}/versions`)]);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return null;
+    add(main, h("h1", { tabindex: "-1" }, "Workflow"), notice("error", `Could not load the workflow: ${err.message}`));
+    return null;
+  }
+  document.title = `${wf.name} · Trellis`;
+  const status = search.get("status") || "";
+  const page = Math.max(1, Number(search.get("page")) || 1);
+
+  const triggerSection = h("section.card", { "aria-labelledby": "trigger-h" });
+  const runsSection = h("section", { "aria-labelledby": "runs-h" });
+  const versionsSection = h("section", { "aria-labelledby": "versions-h" });
+
+  add(main, 
+    h("nav.crumbs", { "aria-label": "Breadcrumb" },
+      h("a", { href: "/console/workflows" }, "Workflows"), " › ", h("span", { "aria-current": "page" }, wf.name)),
+    h("div.page-head", {}, h("h1", { tabindex: "-1" }, wf.name), toggleButton(wf, renderTrigger)),
+    wf.description ? h("p", {}, wf.description) : null,
+    facts([["Id", h("code", {}, wf.id)], ["Version", String(wf.version)], ["Updated", when(wf.updatedAt)]]),
+    triggerSection, runsSection, versionsSection,
+    h("section", { "aria-labelledby": "definition-h" },
+      h("h2", { id: "definition-h" }, "Definition"),
+      h("div.tree-wrap", {}, renderTree(graph, { showStatus: false }).element)));
+
+  renderTrigger();
+  await Promise.all([renderRuns(), renderVersions()]);
+  return null;
+
+  function renderTrigger() {
+    const errors = h("div", { "aria-live": "assertive" });
+    const editor = jsonEditor({
+      label: "Initial input (JSON object)", name: "initialInput", value: {}, rows: 6, expect: "object",
+      hint: "Steps see it as input in their templates and CEL expressions.",
+    });
+    fill(triggerSection,
+      h("h2", { id: "trigger-h" }, "Trigger a run"),
+      wf.enabled ? null : notice("info", "This workflow is disabled: enable it to trigger a run."),
+      h("form", { novalidate: true, on: { submit } },
+        editor.element,
+        errors,
+        h("div.actions", {}, h("button.primary", { type: "submit", disabled: !wf.enabled }, "Trigger run"))));
+
+    async function submit(event) {
+      event.preventDefault();
+      const { value: initialInput, error } = editor.read();
+      if (error) {
+        fill(errors, notice("error", `Not started: the input ${error}`));
+        return;
+      }
+      fill(errors);
+      try {
+        const accepted = await api(`${path}/runs`, { method: "POST", body: { triggerSource: "manual", initialInput } });
+        navigate(`${consolePath}/runs/${encodeURIComponent(accepted.runId)}`);
+      } catch (err) {
+        fill(errors, notice("error", `Not started: ${err.message}`));
+      }
+    }
+  }
+
+  async function renderRuns() {
+    const selectId = newId("status");
+    const select = h("select", { id: selectId, name: "status" },
+      h("option", { value: "" }, "every status"),
+      config.runStatuses.map((s) => h("option", { value: s, selected: s === status }, s.replace(/_/g, " "))));
+    const filter = h("form.inline-form", {
+      on: { submit: (e) => { e.preventDefault(); navigate(`${consolePath}${query({ status: select.value })}`); } },
+    }, h("label", { for: selectId }, "Show runs with"), select, h("button.secondary", { type: "submit" }, "Filter"));
+    let data;
+    try {
+      data = await api(`${path}/runs${query({ status, page, perPage: RUNS_PER_PAGE })}`);
+    } catch (err) {
+      fill(runsSection, h("h2", { id: "runs-h" }, "Runs"), filter, notice("error", `Could not load runs: ${err.message}`));
+      return;
+    }
+    const { runs, pagination } = data;
+    fill(runsSection, h("h2", { id: "runs-h" }, "Runs"), filter,
+      runs.length
+        ? h("div.table-wrap", {}, h("table.cards", {},
+            h("caption.visually-hidden", {}, "Runs"),
+            h("thead", {}, h("tr", {}, ["Run", "Status", "Trigger", "Version", "Started", "Finished"].map((t) => h("th", { scope: "col" }, t)))),
+            h("tbody", {}, runs.map((r) => h("tr", { dataset: { runId: r.id } },
+              h("th", { scope: "row", "data-label": "Run" }, h("a", { href: `${consolePath}/runs/${encodeURIComponent(r.id)}` }, h("code", {}, r.id))),
+              h("td", { "data-label": "Status" }, badge(r.status)),
+              h("td", { "data-label": "Trigger" }, r.triggerSource),
+              h("td", { "data-label": "Version" }, String(r.workflowVersion)),
+              h("td", { "data-label": "Started" }, when(r.startedAt)),
+              h("td", { "data-label": "Finished" }, when(r.finishedAt)))))))
+        : h("p", {}, status ? `No ${status.replace(/_/g, " ")} runs.` : "No runs yet."),
+      pagination.totalPages > 1
+        ? h("nav.pager", { "aria-label": "Run pages" },
+            page > 1 ? h("a", { href: `${consolePath}${query({ status, page: page - 1 })}` }, "← Newer") : null,
+            h("span", {}, `Page ${page} of ${pagination.totalPages}`),
+            page < pagination.totalPages ? h("a", { href: `${consolePath}${query({ status, page: page + 1 })}` }, "Older →") : null)
+        : null);
+  }
+
+  async function renderVersions() {
+    const list = versions.versions;
+    const out = h("div", { "aria-live": "polite" });
+    const fromId = newId("from");
+    const toId = newId("to");
+    const options = (selected) => list.map((v) => h("option", { value: String(v.version), selected: v.version === selected }, `v${v.version} · ${new Date(v.createdAt).toLocaleString()}`));
+    const from = h("select", { id: fromId, name: "from" }, options(Math.max(1, wf.version - 1)));
+    const to = h("select", { id: toId, name: "to" }, options(wf.version));
+    fill(versionsSection, h("h2", { id: "versions-h" }, "Versions"),
+      h("ol.plain.versions", {}, list.map((v) => h("li", {}, h("strong", {}, `v${v.version}`), ` · ${v.name} · ${v.numNodes} nodes · `, when(v.createdAt)))),
+      list.length > 1
+        ? h("form.inline-form", { on: { submit: compare } },
+            h("label", { for: fromId }, "Compare"), from, h("label", { for: toId }, "with"), to,
+            h("button.secondary", { type: "submit" }, "Show differences"))
+        : h("p.muted", {}, "Only one version so far: every save that changes the definition adds one."),
+      out);
+
+    async function compare(event) {
+      event.preventDefault();
+      try {
+        const [a, b] = await Promise.all([api(`${path}/versions/${from.value}`), api(`${path}/versions/${to.value}`)]);
+        fill(out, renderDiff(comparable(a), comparable(b), { from: `v${a.version}`, to: `v${b.version}` }));
+      } catch (err) {
+        fill(out, notice("error", `Could not compare: ${err.message}`));
+      }
+    }
+  }
+}
+
+function comparable(version) {
+  const kept = Object.fromEntries(Object.entries(version).filter(([k]) => !NOT_COMPARED.has(k)));
+  return JSON.stringify(kept, null, 2);
+}

@@ -1,0 +1,49 @@
+"""Fixtures of the console tests: one headless Chromium per session, a console per test."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.console.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, missing_browser
+from tests.console.console import Console
+from tests.support.platform import Platform
+
+_shots: list[Path] = []
+
+
+@pytest.fixture(scope="session")
+async def browser() -> AsyncIterator[Any]:
+    """Debian's Chromium under Playwright (the tests skip, saying why, when it is missing)."""
+    reason = missing_browser()
+    if reason:
+        pytest.skip(reason)
+    from playwright.async_api import async_playwright
+
+    # The directory holds this run's screenshots only.
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    async with async_playwright() as playwright:
+        chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            await chromium.close()
+
+
+@pytest.fixture
+async def console(browser: Any, platform: Platform) -> AsyncIterator[Console]:
+    """A browser tab on a fresh platform's console, at 1280 px; fails on any page error."""
+    async with Console.open_on(browser, platform, _shots) as opened:
+        yield opened
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _shots:
+        terminalreporter.write_line(
+            f"console screenshots ({len(_shots)} files) and page weight: {ARTIFACTS}"
+        )

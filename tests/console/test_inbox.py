@@ -1,0 +1,238 @@
+"""The approvals inbox in a real browser: forms generated from requirements, decisions sent."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from playwright.async_api import expect
+
+from tests.console.console import Console
+from tests.console.definitions import confirm_gate, form_gate, review_gate, route_gate
+from tests.hitl.helpers import start, wait_for_gate
+
+LIVE = 15_000  # ms: how long a live change may take to show
+
+
+def approve_requests(page: Any) -> list[str]:
+    """URLs of the decisions the page sends (to tell client-side checks from the server's)."""
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if r.url.endswith("/approve") else None)
+    return sent
+
+
+class TestUserInputForm:
+    async def test_deciding_a_form_in_the_inbox_shows_the_run_reach_completed_live(
+        self, console: Console
+    ) -> None:
+        p = console.platform
+        wf = await p.create({"name": "Pay a supplier invoice", "nodes": form_gate()})
+        run_id = await p.trigger(wf)
+        await wait_for_gate(p, wf, run_id, "collect")
+        run_tab = await console.new_tab()
+        await console.goto(f"/console/workflows/{wf}/runs/{run_id}", run_tab)
+        await expect(run_tab.locator("[data-role=run-status] .badge")).to_have_text(
+            "awaiting approval"
+        )
+        await run_tab.evaluate("window.sameDocument = true")
+        sent = approve_requests(console.page)
+
+        await console.goto("/console/approvals")
+        card = console.page.locator(f'article[data-run-id="{run_id}"]')
+        await expect(card.get_by_role("heading", name="collect")).to_be_visible()
+        await expect(card).to_contain_text("Enter the payment to make")
+        await expect(card).to_contain_text("then run cancelled")
+        await console.shoot("inbox")
+        await console.check_accessible()
+
+        await card.get_by_role("button", name="Submit").click()
+        await expect(card.get_by_text("amount is required")).to_be_visible()
+        await expect(card.get_by_text("currency is required")).to_be_visible()
+        await expect(card.get_by_label("amount")).to_be_focused()
+        await card.get_by_label("amount").fill("twelve")
+        await card.get_by_role("button", name="Submit").click()
+        await expect(card.get_by_text("amount must be a number")).to_be_visible()
+        assert sent == [], "client-side checks must stop the form before the server"
+        await console.shoot("inbox-form-errors")
+
+        await card.get_by_label("amount").fill("12.5")
+        await card.get_by_label("currency").select_option(label="EUR")
+        await card.get_by_label("Yes").check()
+        await card.get_by_role("button", name="Submit").click()
+        result = card.get_by_role("status")
+        await expect(result).to_contain_text("Submitted: collect")
+        await expect(result).to_contain_text("The run is now")
+        await expect(card.locator(".result-title")).to_be_focused()
+        assert len(sent) == 1
+
+        status = run_tab.locator("[data-role=run-status] .badge")
+        await expect(status).to_have_text("completed", timeout=LIVE)
+        pay = run_tab.locator('button.node[data-node-id="pay"] .badge')
+        await expect(pay).to_have_text("completed", timeout=LIVE)
+        assert await run_tab.evaluate("window.sameDocument") is True, "the run page reloaded"
+        run = await p.wait(wf, run_id)
+        decided = run["resolvedRequirements"][0]
+        assert decided["resolution"] == "user_input"
+        assert decided["userInput"] == {"amount": 12.5, "currency": "EUR", "urgent": True}
+        await run_tab.locator('button.node[data-node-id="collect"]').click()
+        await expect(run_tab.locator(".node-run")).to_have_count(1)
+        await console.shoot("run-completed", run_tab)
+        await console.check_accessible(run_tab)
+
+    async def test_the_servers_400_is_shown_inline_and_the_gate_stays_open(
+        self, console: Console
+    ) -> None:
+        p = console.platform
+        wf, run_id = await start(p, form_gate())
+        await wait_for_gate(p, wf, run_id, "collect")
+        await console.goto("/console/approvals")
+        card = console.page.locator(f'article[data-run-id="{run_id}"]')
+        await card.get_by_label("amount").fill("3")
+        await card.get_by_label("currency").select_option(label="USD")
+
+        # The form's checks pass; on the way the value becomes one the schema does not allow
+        # (as from an outdated page or a hand-edited request). Only the server can refuse it,
+        # and its answer must appear where the user is looking.
+        async def outdated(route: Any) -> None:
+            body = json.loads(route.request.post_data)
+            body["userInput"]["currency"] = "GBP"
+            await route.continue_(post_data=json.dumps(body))
+
+        await console.page.route("**/approve", outdated)
+        await card.get_by_role("button", name="Submit").click()
+        alert = card.get_by_role("alert")
+        await expect(alert).to_contain_text("The server refused this decision")
+        await expect(alert).to_contain_text("userInput.currency must be one of")
+        field_error = card.locator('[data-field="currency"] .field-error')
+        await expect(field_error).to_contain_text("must be one of")
+        await expect(card.get_by_label("currency")).to_have_attribute("aria-invalid", "true")
+        await console.shoot("inbox-server-400")
+        run = await wait_for_gate(p, wf, run_id, "collect")
+        assert run["status"] == "awaiting_approval" and run["resolvedRequirements"] == []
+
+
+class TestConfirmAndReject:
+    async def test_rejecting_with_feedback_records_it_and_the_step_is_skipped(
+        self, console: Console
+    ) -> None:
+        p = console.platform
+        wf, run_id = await start(p, confirm_gate("Ship order 42?"))
+        await wait_for_gate(p, wf, run_id, "ship")
+        await console.goto("/console/approvals")
+        card = console.page.locator(f'article[data-run-id="{run_id}"]')
+        await expect(card).to_contain_text("Ship order 42?")
+        await card.get_by_label("Feedback").fill("Address is incomplete")
+        await card.get_by_role("button", name="Reject").click()
+        await expect(card.get_by_role("status")).to_contain_text("Rejected: ship")
+        run = await p.wait(wf, run_id)
+        assert run["status"] == "completed"
+        decided = run["resolvedRequirements"][0]
+        assert (decided["resolution"], decided["rejectionFeedback"]) == (
+            "reject",
+            "Address is incomplete",
+        )
+        assert {n["nodeName"]: n["status"] for n in run["nodeRuns"]}["ship"] == "skipped"
+
+    async def test_a_gate_can_be_approved_with_the_keyboard_alone(self, console: Console) -> None:
+        p = console.platform
+        wf, run_id = await start(p, confirm_gate())
+        await wait_for_gate(p, wf, run_id, "ship")
+        await console.goto("/console/approvals")
+        page = console.page
+        # Focus order: skip link, brand, navigation, Refresh, the card's links, Approve.
+        await page.keyboard.press("Tab")
+        await expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+        approve = page.locator(f'article[data-run-id="{run_id}"]').get_by_role(
+            "button", name="Approve"
+        )
+        for _ in range(12):
+            await page.keyboard.press("Tab")
+            if await approve.evaluate("el => el === document.activeElement"):
+                break
+        await expect(approve).to_be_focused()
+        await page.keyboard.press("Enter")
+        await expect(page.locator(f'article[data-run-id="{run_id}"] .result-title')).to_be_focused()
+        run = await p.wait(wf, run_id)
+        assert [r["resolution"] for r in run["resolvedRequirements"]] == ["confirm"]
+        assert run["status"] == "completed"
+
+
+class TestRouteSelection:
+    async def test_the_suggested_route_is_preselected_and_another_can_be_taken(
+        self, console: Console
+    ) -> None:
+        p = console.platform
+        wf, run_id = await start(p, route_gate(), {"kind": "express"})
+        await wait_for_gate(p, wf, run_id, "route")
+        await console.goto("/console/approvals")
+        card = console.page.locator(f'article[data-run-id="{run_id}"]')
+        express = card.get_by_role("radio", name="express (suggested)")
+        await expect(express).to_be_checked()
+        await expect(card.get_by_role("checkbox")).to_have_count(0)
+        await console.shoot("inbox-route")
+        await card.get_by_role("radio", name="standard").check()
+        await card.get_by_role("button", name="Take selected route").click()
+        await expect(card.get_by_role("status")).to_contain_text("Route chosen: route")
+        run = await p.wait(wf, run_id)
+        assert run["resolvedRequirements"][0]["selectedChoices"] == ["standard"]
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-standard"]
+
+    async def test_a_router_allowing_several_routes_offers_checkboxes(
+        self, console: Console
+    ) -> None:
+        p = console.platform
+        wf, run_id = await start(p, route_gate(multiple=True), {"kind": "standard"})
+        await wait_for_gate(p, wf, run_id, "route")
+        await console.goto("/console/approvals")
+        card = console.page.locator(f'article[data-run-id="{run_id}"]')
+        await expect(card.get_by_role("checkbox", name="standard (suggested)")).to_be_checked()
+        await card.get_by_role("checkbox", name="standard (suggested)").uncheck()
+        await card.get_by_role("button", name="Take selected routes").click()
+        await expect(card.get_by_role("alert")).to_contain_text("Choose a route first.")
+        await card.get_by_role("checkbox", name="express").check()
+        await card.get_by_role("checkbox", name="standard (suggested)").check()
+        await card.get_by_role("button", name="Take selected routes").click()
+        await expect(card.get_by_role("status")).to_contain_text("Route chosen")
+        run = await p.wait(wf, run_id)
+        assert sorted(run["resolvedRequirements"][0]["selectedChoices"]) == ["express", "standard"]
+        assert sorted(n["nodeName"] for n in run["nodeRuns"]) == [
+            "in-express",
+            "in-standard",
+            "route",
+        ]
+
+
+class TestOutputReview:
+    async def test_an_edited_output_replaces_the_steps_output_downstream(
+        self, console: Console
+    ) -> None:
+        p = console.platform
+        wf, run_id = await start(p, review_gate())
+        await wait_for_gate(p, wf, run_id, "draft")
+        await console.goto("/console/approvals")
+        card = console.page.locator(f'article[data-run-id="{run_id}"]')
+        editor = card.get_by_label("Step output (JSON)")
+        await expect(editor).to_have_value(re.compile(r'"text": "first draft"'))
+        await editor.fill('{"text": "final')
+        await card.get_by_role("button", name="Approve edited output").click()
+        await expect(card.get_by_role("alert")).to_contain_text("not valid JSON")
+        await expect(editor).to_have_attribute("aria-invalid", "true")
+        await editor.fill('{"text": "final copy"}')
+        await console.shoot("inbox-output-review")
+        await card.get_by_role("button", name="Approve edited output").click()
+        await expect(card.get_by_role("status")).to_contain_text("Approved with edits: draft")
+        run = await p.wait(wf, run_id)
+        assert run["resolvedRequirements"][0]["editedOutput"] == {"text": "final copy"}
+        assert run["finalOutput"]["config"] == {"text": "final copy"}
+
+
+async def test_the_inbox_picks_up_new_gates_and_says_when_nothing_waits(console: Console) -> None:
+    p = console.platform
+    await console.goto("/console/approvals")
+    await expect(console.page.locator(".summary")).to_have_text("Nothing is waiting for you.")
+    await console.shoot("inbox-empty")
+    wf, run_id = await start(p, confirm_gate())
+    await wait_for_gate(p, wf, run_id, "ship")
+    await console.page.get_by_role("button", name="Refresh").click()
+    await expect(console.page.locator(f'article[data-run-id="{run_id}"]')).to_be_visible()

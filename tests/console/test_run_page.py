@@ -1,0 +1,110 @@
+"""The run page in a real browser: live statuses, controls with confirmation, node runs, lineage."""
+
+from __future__ import annotations
+
+from playwright.async_api import expect
+
+from tests.builders import echo, step
+from tests.console.console import Console
+from tests.console.definitions import confirm_gate
+from tests.hitl.helpers import start, wait_for_gate
+
+LIVE = 15_000  # ms
+
+
+async def confirm(console: Console, action: str) -> None:
+    """Click a run control and confirm it in the dialog."""
+    page = console.page
+    await page.locator(f"button[data-action={action}]").click()
+    dialog = page.get_by_role("dialog")
+    await expect(dialog).to_be_visible()
+    await dialog.locator("button[value=ok]").click()
+    await expect(dialog).to_have_count(0)
+
+
+async def test_controls_ask_first_and_the_page_follows_the_run_live(console: Console) -> None:
+    p = console.platform
+    wf, run_id = await start(p, confirm_gate())
+    await wait_for_gate(p, wf, run_id, "ship")
+    page = console.page
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    status = page.locator("[data-role=run-status] .badge")
+    await expect(status).to_have_text("awaiting approval")
+    link = page.get_by_role("link", name="Open in Temporal Web UI")
+    await expect(link).to_have_attribute(
+        "href", f"http://127.0.0.1:8233/namespaces/default/workflows/{run_id}"
+    )
+    await expect(page.locator("button[data-action=resume]")).to_be_disabled()
+
+    await page.locator("button[data-action=pause]").click()
+    dialog = page.get_by_role("dialog", name="Pause?")
+    await expect(dialog).to_be_visible()
+    await expect(dialog.get_by_role("button", name="Go back")).to_be_focused()
+    await console.shoot("run-confirm-dialog")
+    await page.keyboard.press("Escape")
+    await expect(dialog).to_have_count(0)
+    await expect(page.locator("button[data-action=pause]")).to_be_focused()
+    assert sent == [], "a dismissed confirmation sends nothing"
+
+    await confirm(console, "pause")
+    await expect(status).to_have_text("paused", timeout=LIVE)
+    await expect(page.locator("button[data-action=pause]")).to_be_disabled()
+    await confirm(console, "resume")
+    await expect(status).to_have_text("awaiting approval", timeout=LIVE)
+    await confirm(console, "cancel")
+    await expect(status).to_have_text("cancelled", timeout=LIVE)
+    await expect(page.locator('button.node[data-node-id="ship"] .badge')).to_have_text("cancelled")
+
+    await confirm(console, "retry")
+    notice = page.get_by_role("status").filter(has_text="Retry: started run")
+    await expect(notice).to_be_visible()
+    child_id = (await notice.get_by_role("link").inner_text()).strip()
+    lineage = page.locator("section[aria-labelledby=lineage-h]")
+    await expect(lineage.get_by_role("link", name=child_id)).to_be_visible()
+    await notice.get_by_role("link").click()
+    await console.drawn()
+    await expect(page.get_by_role("heading", level=1)).to_contain_text(child_id)
+    await expect(page.locator("section[aria-labelledby=lineage-h]")).to_contain_text(run_id)
+    child = await p.wait(wf, child_id, {"awaiting_approval"})
+    assert (child["parentRunId"], child["triggerSource"]) == (run_id, "retry")
+    await expect(status).to_have_text("awaiting approval", timeout=LIVE)
+    await console.check_accessible()
+
+
+async def test_a_failed_node_shows_its_error_and_can_be_rerun(console: Console) -> None:
+    p = console.platform
+    nodes = [
+        echo("prepare", value=1),
+        step("wait", "builtin:delay", {"seconds": "{{ input.seconds }}"}, id="wait"),
+    ]
+    wf, run_id = await start(p, nodes, {"seconds": 10**9})
+    run = await p.wait(wf, run_id)
+    assert run["status"] == "failed"
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await expect(page.locator("[data-role=run-status] .badge")).to_have_text("failed")
+    await expect(page.get_by_role("alert").first).to_contain_text("Error")
+    node = page.locator('button.node[data-node-id="wait"]')
+    await expect(node).to_have_attribute("aria-label", "wait, step, builtin:delay: failed")
+    await node.click()
+    await expect(node).to_have_attribute("aria-pressed", "true")
+    detail = page.locator("#node-detail")
+    await expect(detail.get_by_role("heading", name="wait", level=2)).to_be_focused()
+    await expect(detail.locator(".node-run")).to_have_count(1)
+    await expect(detail.locator(".node-run")).to_contain_text("at most")
+    await detail.get_by_text("Input snapshot").click()
+    await expect(detail.locator("pre.json").first).to_contain_text("1000000000")
+    await console.shoot("run-failed-node")
+    await console.check_accessible()
+
+    await detail.get_by_role("button", name="Rerun from this node").click()
+    await page.get_by_role("dialog").locator("button[value=ok]").click()
+    notice = page.get_by_role("status").filter(has_text="Rerun: started run")
+    await expect(notice).to_be_visible()
+    child_id = (await notice.get_by_role("link").inner_text()).strip()
+    child = await p.wait(wf, child_id)
+    assert child["triggerSource"] == "node_rerun"
+    reused = {n["nodeName"]: n["reusedFromNodeRunId"] for n in child["nodeRuns"]}
+    assert reused["prepare"] is not None

@@ -1,0 +1,121 @@
+"""The workflows pages in a real browser: search, enable, trigger, runs by status, version diff."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from playwright.async_api import expect
+
+from tests.builders import echo
+from tests.console.console import Console
+
+LIVE = 15_000  # ms
+
+
+async def test_search_enable_trigger_and_filter_runs_by_status(console: Console) -> None:
+    p = console.platform
+    tag = uuid.uuid4().hex[:6]
+    wf = await p.create(
+        {
+            "name": f"Invoice approval {tag}",
+            "description": "Pays invoices",
+            "nodes": [echo("hello", who="{{ input.name }}")],
+        },
+        enable=False,
+    )
+    await p.create({"name": f"Onboarding {tag}", "nodes": [echo("hi")]}, enable=False)
+    page = console.page
+
+    await console.goto("/console/workflows")
+    await page.get_by_label("Search by name or description").fill(f"invoice approval {tag}")
+    await page.get_by_role("button", name="Search").click()
+    await console.drawn()
+    await expect(page).to_have_url(re.compile(r"/console/workflows\?q="))
+    rows = page.locator("tbody tr")
+    await expect(rows).to_have_count(1)
+    await expect(rows.first).to_contain_text(f"Invoice approval {tag}")
+    toggle = rows.first.get_by_role("button", name=f"Invoice approval {tag} enabled")
+    await expect(toggle).to_have_attribute("aria-pressed", "false")
+    await console.shoot("workflows")
+    await console.check_accessible()
+    await toggle.click()
+    await expect(toggle).to_have_attribute("aria-pressed", "true")
+    assert (await p.api.get(f"/api/v1/workflows/{wf}")).json()["enabled"] is True
+
+    await rows.first.get_by_role("link", name=f"Invoice approval {tag}").click()
+    await console.drawn()
+    editor = page.get_by_label("Initial input (JSON object)")
+    await editor.fill('{"name": ')
+    await expect(page.locator(".json-status")).to_contain_text("not valid JSON")
+    await page.get_by_role("button", name="Trigger run").click()
+    await expect(page.get_by_role("alert")).to_contain_text("Not started")
+    await editor.fill('{"name": "Ada"}')
+    await expect(page.locator(".json-status")).to_have_text("Valid JSON")
+    await page.get_by_role("button", name="Trigger run").click()
+    await console.drawn()
+    await expect(page).to_have_url(re.compile(r"/runs/run-"))
+    await expect(page.locator("[data-role=run-status] .badge")).to_have_text(
+        "completed", timeout=LIVE
+    )
+    run_id = page.url.rsplit("/", 1)[1]
+    run = await p.wait(wf, run_id)
+    assert run["initialInput"] == {"name": "Ada"}
+
+    await (
+        page.get_by_role("navigation", name="Breadcrumb")
+        .get_by_role("link", name=f"Invoice approval {tag}")
+        .click()
+    )
+    await console.drawn()
+    runs = page.locator("section[aria-labelledby=runs-h]")
+    await expect(runs.locator("tbody tr")).to_have_count(1)
+    await runs.get_by_label("Show runs with").select_option("failed")
+    await runs.get_by_role("button", name="Filter").click()
+    await console.drawn()
+    await expect(page.locator("section[aria-labelledby=runs-h]")).to_contain_text("No failed runs.")
+    await (
+        page.locator("section[aria-labelledby=runs-h]")
+        .get_by_label("Show runs with")
+        .select_option("completed")
+    )
+    await (
+        page.locator("section[aria-labelledby=runs-h]").get_by_role("button", name="Filter").click()
+    )
+    await console.drawn()
+    await expect(page.locator("section[aria-labelledby=runs-h] tbody tr")).to_have_count(1)
+    await expect(page.locator(f'tr[data-run-id="{run_id}"]')).to_be_visible()
+
+
+async def test_two_versions_are_compared_line_by_line(console: Console) -> None:
+    p = console.platform
+    wf = await p.create({"nodes": [echo("greet", text="hello")]})
+    changed = await p.api.put(
+        f"/api/v1/workflows/{wf}", json={"nodes": [echo("greet", text="good morning")]}
+    )
+    assert changed.status_code == 200 and changed.json()["version"] == 2
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}")
+    versions = page.locator("section[aria-labelledby=versions-h]")
+    await expect(versions.get_by_label("Compare")).to_have_value("1")
+    await expect(versions.get_by_label("with")).to_have_value("2")
+    await versions.get_by_role("button", name="Show differences").click()
+    diff = versions.locator("pre.diff")
+    await expect(diff.locator(".diff-del")).to_contain_text('"text": "hello"')
+    await expect(diff.locator(".diff-add")).to_contain_text('"text": "good morning"')
+    await expect(versions).to_contain_text("v1 → v2: 1 line added, 1 removed")
+    await console.shoot("workflow")
+    await console.check_accessible()
+    await versions.get_by_label("with").select_option("1")
+    await versions.get_by_role("button", name="Show differences").click()
+    await expect(versions).to_contain_text("v1 and v1 have the same definition.")
+
+
+async def test_sign_in_and_unknown_pages_explain_themselves(console: Console) -> None:
+    page = console.page
+    await console.goto("/console/sign-in")
+    await expect(page.get_by_label("Access token")).to_be_visible()
+    await console.shoot("sign-in")
+    await console.check_accessible()
+    await console.goto("/console/no/such/page")
+    await expect(page.get_by_role("heading", name="Page not found")).to_be_visible()
