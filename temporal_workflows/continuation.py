@@ -77,15 +77,24 @@ class Continuation:
         if not top and not workflow.patched(NESTED_PATCH):
             return
         self.parked += 1
-        if self.parked >= self.strands:
-            self.releasing = True  # the last strand to arrive lets all go
-        else:
+        if not self._all_parked():
             try:
-                await workflow.wait_condition(lambda: self.releasing or not self._may_park())
-            finally:
+                # Until every running strand is parked (one arriving or one finishing
+                # makes it so), or parking is off (a gate opened, the run paused).
+                await workflow.wait_condition(
+                    lambda: self.releasing or self._all_parked() or not self._may_park()
+                )
+            except BaseException:
                 self.parked -= 1
-        if self.releasing:
-            raise Suspended()
+                raise
+            if not (self.releasing or self._all_parked()):
+                self.parked -= 1
+                return
+        self.releasing = True  # every strand unwinds now, each adding its frame
+        raise Suspended()
+
+    def _all_parked(self) -> bool:
+        return self.parked >= self.strands and self._may_park()
 
     def _may_park(self) -> bool:
         return (

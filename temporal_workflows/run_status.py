@@ -52,6 +52,8 @@ class Activity:
 
     def show(self) -> None:
         """The details line the Temporal Web UI shows for this run."""
+        if not workflow.in_workflow():
+            return  # a branch's `finally` run while an evicted run's tasks are torn down
         names = list(dict.fromkeys(self._running.values()))
         waiting = self._gates.waiting_names()
         parts = []

@@ -1,7 +1,8 @@
 """Replay recorded histories of representative runs: breaking running workflows fails CI.
 
-Record them again (after an intentional, patched change) with
-`TRELLIS_RECORD_HISTORIES=1 pytest tests/engine/test_replay.py -k record`.
+Record the missing ones with `TRELLIS_RECORD_HISTORIES=1 pytest tests/engine/test_replay.py
+-k record`; `TRELLIS_RECORD_HISTORIES=all` records every one again (only after an
+intentional, patched change: the old files are what running workflows look like).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import WorkflowHistory
@@ -120,30 +122,45 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await platform.api.post(f"{base}/cancel")
     await platform.wait(wf, runs["paused_cancelled"])
     runs["continued"] = "run-replay-continued"
-    await _start_continued(platform, runs["continued"])
+    await _start_continued(platform, runs["continued"], [_loop("L", 30, [delay("tick", 0)])])
+    runs["continued_nested"] = "run-replay-continued-nested"
+    nested = {
+        "id": "P",
+        "name": "P",
+        "nodeType": "parallel",
+        "children": [
+            _loop("L", 30, [delay("tick", 0)]),
+            {
+                "id": "M",
+                "name": "M",
+                "nodeType": "map",
+                "itemsCel": "[1, 2, 3, 4, 5, 6]",
+                "maxConcurrency": 2,
+                "children": [delay("each", 0)],
+            },
+        ],
+    }
+    await _start_continued(platform, runs["continued_nested"], [nested, echo("after")])
     return runs
 
 
-async def _start_continued(platform: Platform, run_id: str) -> None:
-    """A top-level loop long enough to continue as new (its first execution is recorded)."""
+def _loop(node_id: str, iterations: int, children: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "name": node_id,
+        "nodeType": "loop",
+        "loopConfig": {"maxIterations": iterations},
+        "children": children,
+    }
+
+
+async def _start_continued(platform: Platform, run_id: str, nodes: list[dict[str, Any]]) -> None:
+    """A run long enough to continue as new (its first two executions are recorded)."""
     from activities.run_start import start_run_workflow
     from activities.store.records import RunRecord
     from temporal_workflows.definition import WorkflowSpec
 
-    spec = WorkflowSpec.model_validate(
-        {
-            "name": run_id,
-            "nodes": [
-                {
-                    "id": "L",
-                    "name": "L",
-                    "nodeType": "loop",
-                    "loopConfig": {"maxIterations": 30},
-                    "children": [delay("tick", 0)],
-                }
-            ],
-        }
-    )
+    spec = WorkflowSpec.model_validate({"name": run_id, "nodes": nodes})
     wf = await platform.create({"nodes": [echo("x")]})
     record = RunRecord(
         id=run_id, workflow_definition_id=wf, workflow_version=1, definition_snapshot=spec
@@ -161,13 +178,19 @@ async def _start_continued(platform: Platform, run_id: str) -> None:
 )
 async def test_record_histories(platform: Platform) -> None:
     HISTORIES.mkdir(exist_ok=True)
+    again = os.environ.get("TRELLIS_RECORD_HISTORIES") == "all"
     for name, run_id in (await _record_all(platform)).items():
-        # The first execution of the run: for "continued", the one that continued as new.
-        first = [e async for e in platform.client.list_workflows(f"WorkflowId = '{run_id}'")]
-        first.sort(key=lambda e: e.start_time)
-        handle = platform.client.get_workflow_handle(run_id, run_id=first[0].run_id)
-        history = await handle.fetch_history()
-        (HISTORIES / f"{name}.json").write_text(history.to_json())
+        executions = [e async for e in platform.client.list_workflows(f"WorkflowId = '{run_id}'")]
+        executions.sort(key=lambda e: e.start_time)
+        # The first execution; for a continued run also the one it continued as (which
+        # starts from the carried position).
+        names = [name, f"{name}_resumed"][: 2 if name.startswith("continued_") else 1]
+        for file_name, execution in zip(names, executions, strict=False):
+            path = HISTORIES / f"{file_name}.json"
+            if path.exists() and not again:
+                continue
+            handle = platform.client.get_workflow_handle(run_id, run_id=execution.run_id)
+            path.write_text((await handle.fetch_history()).to_json())
 
 
 def _load(path: Path) -> WorkflowHistory:
@@ -192,4 +215,6 @@ def test_every_representative_history_is_recorded() -> None:
         "gates",
         "paused_cancelled",
         "continued",
+        "continued_nested",
+        "continued_nested_resumed",
     }
