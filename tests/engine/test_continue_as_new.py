@@ -9,6 +9,7 @@ from activities.run_start import start_run_workflow
 from activities.store.records import RunRecord
 from temporal_workflows.definition import WorkflowSpec
 from tests.support.platform import Platform
+from tests.support.polling import eventually
 
 
 async def _start(platform: Platform, run_id: str, nodes: list[dict[str, Any]]) -> str:
@@ -28,6 +29,11 @@ async def _start(platform: Platform, run_id: str, nodes: list[dict[str, Any]]) -
         platform.client, record, task_queue=platform.task_queue, continue_as_new_after_events=40
     )
     return wf
+
+
+async def _finished(platform: Platform, run_id: str) -> Any:
+    run = await platform.store.get_run(run_id)
+    return run if run is not None and run.status in ("completed", "failed", "cancelled") else None
 
 
 async def _executions(platform: Platform, run_id: str) -> int:
@@ -200,3 +206,44 @@ async def test_two_long_branches_both_park_and_continue_as_new_together(
     assert len(_steps_of(run, "x")) == 30 and len(_steps_of(run, "y")) == 30
     assert run["finalOutput"]["L1"] == [{"sleptSeconds": 0.0}] * 30
     assert await _executions(platform, "run-can-two-branches") > 1
+
+
+async def test_five_thousand_iterations_nested_two_levels_deep_complete_as_one_run(
+    platform: Platform,
+) -> None:
+    """The issue's long run: a loop inside a parallel branch, 5,000 iterations of 2 steps."""
+    # One step is an activity, one is evaluated inline (both are node runs).
+    echo = {
+        "id": "b",
+        "name": "b",
+        "nodeType": "step",
+        "executorKey": "builtin:echo",
+        "config": {"i": "{{ iteration }}"},
+    }
+    loop = _loop("L", 5000, [_delay("a", i="{{ iteration }}"), echo])
+    fan = {"id": "P", "name": "P", "nodeType": "parallel", "children": [loop, _delay("side")]}
+    wf = await platform.create(
+        {"nodes": [{"name": "x", "nodeType": "step", "executorKey": "builtin:echo"}]}
+    )
+    spec = WorkflowSpec.model_validate({"name": "long", "nodes": [fan]})
+    record = RunRecord(
+        id="run-can-five-thousand",
+        workflow_definition_id=wf,
+        workflow_version=1,
+        definition_snapshot=spec,
+    )
+    await platform.store.insert_run(record)
+    # The default thresholds: continue as new past 10,000 events (or when Temporal suggests).
+    await start_run_workflow(platform.client, record, task_queue=platform.task_queue)
+    # Polled cheaply (the run detail of a long run lists thousands of node runs).
+    finished = await eventually(lambda: _finished(platform, record.id), within=900, every=1.0)
+    assert finished.status == "completed", finished.error_summary
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{record.id}")).json()
+    assert len(run["finalOutput"]["L"]) == 5000
+    a_runs = [n for n in run["nodeRuns"] if n["nodeName"] == "a"]
+    assert [n["inputSnapshot"]["i"] for n in a_runs] == list(range(5000))
+    assert len(run["nodeRuns"]) == 2 + 10_000 + 1
+    assert all(n["status"] == "completed" for n in run["nodeRuns"])
+    runs, total = await platform.store.list_runs(wf)
+    assert total == 1 and runs[0].id == record.id
+    assert await _executions(platform, record.id) > 1
