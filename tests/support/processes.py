@@ -81,10 +81,14 @@ class Processes:
     started: list[TrellisProcess] = field(default_factory=list)
 
     def _spawn(self, role: str, args: list[str], env: dict[str, str]) -> TrellisProcess:
+        return self.spawn(role, [sys.executable, "-m", "app.cli", *args], env)
+
+    def spawn(self, role: str, argv: list[str], env: dict[str, str]) -> TrellisProcess:
+        """Any process, in its own session, killed with the others at the end."""
         log = self.directory / f"{role}-{len(self.started)}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", *args],
+                argv,
                 env=env,
                 cwd=REPO,
                 stdout=out,
