@@ -45,10 +45,12 @@ class Tally:
         return json.dumps(data) + (f"  # {'; '.join(notes)}" if notes else "")
 
 
-def effect_step(seconds: float = 0.3, timeout_seconds: float = 4.0) -> dict[str, Any]:
+def effect_step(
+    seconds: float = 0.3, timeout_seconds: float = 4.0, name: str = "Effect"
+) -> dict[str, Any]:
     """One MCP call with a side effect the tool performs once per idempotency key."""
     return step(
-        "Effect",
+        name,
         "peer-http/apply_effect",
         {"target": "{{ input.target }}", "seconds": seconds},
         stepConfig={
@@ -138,9 +140,13 @@ class Load:
         found.lost = self.count - found.completed
         if stats is not None:
             for run_id in self.accepted.values():
-                keys = [k for k in stats.effects if k.startswith(f"{run_id}.")]
-                performed = sum(stats.effects[k] for k in keys)
-                found.duplicated += max(0, performed - 1)
+                keys = [k for k in stats.effect_calls if k.startswith(f"{run_id}.")]
+                # Effects per node of the run ("{runId}.{nodeId}"), whatever key they came with.
+                per_node: dict[str, int] = {}
+                for key in keys:
+                    node = key.rsplit(".", 1)[0]
+                    per_node[node] = per_node.get(node, 0) + stats.effects[key]
+                found.duplicated += sum(max(0, n - 1) for n in per_node.values())
                 found.reexecuted += sum(max(0, stats.effect_calls[k] - 1) for k in keys)
         found.notes.append(f"{self.retries} trigger retries")
         return found
