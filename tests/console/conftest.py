@@ -8,10 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
+from temporalio.testing import WorkflowEnvironment
 
+from activities.executors.catalog import load_catalog
+from activities.executors.registry import ExecutorRegistry
 from tests.console.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, missing_browser
 from tests.console.console import Console
-from tests.support.platform import Platform
+from tests.support.identity import SECRET, as_user
+from tests.support.loopback import LOOPBACK_ALLOWED
+from tests.support.platform import Platform, running_platform
 
 _shots: list[Path] = []
 
@@ -39,6 +45,35 @@ async def browser() -> AsyncIterator[Any]:
 async def console(browser: Any, platform: Platform) -> AsyncIterator[Console]:
     """A browser tab on a fresh platform's console, at 1280 px; fails on any page error."""
     async with Console.open_on(browser, platform, _shots) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def jwt_platform(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> AsyncIterator[Platform]:
+    """A whole platform in `jwt` mode; its `api` client calls as an admin with every scope."""
+    catalog = load_catalog(None)
+    await catalog.start()
+    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED)
+    try:
+        async with running_platform(
+            temporal_env.client,
+            tmp_path,
+            registry,
+            settings={"auth_mode": "jwt", "jwt_secret": SecretStr(SECRET)},
+            api_headers=as_user("admin"),
+        ) as platform:
+            yield platform
+    finally:
+        await registry.close()
+        await catalog.close()
+
+
+@pytest.fixture
+async def jwt_console(browser: Any, jwt_platform: Platform) -> AsyncIterator[Console]:
+    """A browser tab on a `jwt`-mode platform's console (nobody signed in yet)."""
+    async with Console.open_on(browser, jwt_platform, _shots) as opened:
         yield opened
 
 
