@@ -41,6 +41,9 @@ class Console:
     async def goto(self, path: str, page: Any = None) -> Any:
         """Open a console path and wait until its page is drawn."""
         page = page or self.page
+        # The tab in use must be in front: Chromium throttles the timers and animation
+        # frames of background tabs, which slows every action in them to about a second.
+        await page.bring_to_front()
         await page.goto(self.base_url + path)
         await self.drawn(page)
         return page
@@ -57,6 +60,7 @@ class Console:
     async def shoot(self, name: str, page: Any = None) -> None:
         """Full-page screenshots at 1280 and 390 px; at 390 nothing may overflow sideways."""
         page = page or self.page
+        await page.bring_to_front()
         for size, label in ((WIDE, "1280"), (NARROW, "390")):
             await page.set_viewport_size(size)
             await page.wait_for_timeout(50)
@@ -72,6 +76,7 @@ class Console:
 
     async def check_accessible(self, page: Any = None) -> None:
         """Labels and names for every control, one h1, unique ids, AA text contrast."""
+        await (page or self.page).bring_to_front()
         for size in (WIDE, NARROW):
             await (page or self.page).set_viewport_size(size)
             problems = await (page or self.page).evaluate(A11Y_CHECKS)

@@ -38,7 +38,7 @@ class TestUserInputForm:
         await run_tab.evaluate("window.sameDocument = true")
         sent = approve_requests(console.page)
 
-        await console.goto("/console/approvals")
+        await console.goto("/console/approvals")  # in front; the run tab follows in the back
         card = console.page.locator(f'article[data-run-id="{run_id}"]')
         await expect(card.get_by_role("heading", name="collect")).to_be_visible()
         await expect(card).to_contain_text("Enter the payment to make")

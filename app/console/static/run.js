@@ -124,6 +124,11 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   }
 
   function renderSummary() {
+    const shown = [run.status, run.finishedAt, run.errorSummary, run.finalOutput, run.parentRunId];
+    redraw(summary, shown, drawSummary);
+  }
+
+  function drawSummary() {
     const started = run.startedAt ? Date.parse(run.startedAt) : null;
     const finished = run.finishedAt ? Date.parse(run.finishedAt) : null;
     const ui = config.temporalUiUrl
@@ -141,7 +146,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
         ["Temporal", ui],
       ]),
       run.errorSummary ? notice("error", h("strong", {}, "Error: "), run.errorSummary) : null,
-      h("details", {}, h("summary", {}, "Input and output"),
+      h("details", { dataset: { key: "io" } }, h("summary", {}, "Input and output"),
         h("h3", {}, "Initial input"), jsonBlock(run.initialInput, "Initial input"),
         h("h3", {}, "Final output"), jsonBlock(run.finalOutput, "Final output")));
   }
@@ -206,6 +211,11 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   }
 
   function renderDetail() {
+    const shown = [selected, run.status, (run.nodeRuns || []).filter((nr) => nr.nodeId === selected)];
+    redraw(detail, shown, drawDetail);
+  }
+
+  function drawDetail() {
     if (!selected) {
       fill(detail, h("h2", { id: "node-h", tabindex: "-1" }, "Node runs"),
         h("p.muted", {}, "Choose a node in the definition to see its runs: input, output, attempts, errors and executor."));
@@ -214,7 +224,6 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     const node = graph.nodes.find((n) => n.id === selected);
     const nodeRuns = (run.nodeRuns || []).filter((nr) => nr.nodeId === selected);
     const rerunnable = node && !node.parentId && node.nodeType === "step";
-    const open = new Set([...detail.querySelectorAll("details[open]")].map((d) => d.dataset.key));
     fill(detail,
       h("h2", { id: "node-h", tabindex: "-1" }, node ? node.name : selected),
       facts([["Type", node && node.nodeType], ["Executor", node && node.executorKey ? h("code", {}, node.executorKey) : null]]),
@@ -224,7 +233,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
         on: { click: () => rerun(node) },
       }, "Rerun from this node")) : null,
       nodeRuns.length
-        ? h("ol.node-runs", {}, nodeRuns.map((nr) => nodeRunItem(nr, open)))
+        ? h("ol.node-runs", {}, nodeRuns.map(nodeRunItem))
         : h("p.muted", {}, "This node has not run (yet) in this run."));
   }
 
@@ -244,10 +253,10 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     }
   }
 
-  function nodeRunItem(nr, open) {
+  function nodeRunItem(nr) {
     const started = nr.startedAt ? Date.parse(nr.startedAt) : null;
     const finished = nr.finishedAt ? Date.parse(nr.finishedAt) : null;
-    const snapshot = (key, label, value) => h("details", { dataset: { key: `${nr.id}:${key}` }, open: open.has(`${nr.id}:${key}`) },
+    const snapshot = (key, label, value) => h("details", { dataset: { key: `${nr.id}:${key}` } },
       h("summary", {}, label), jsonBlock(value, `${label} of ${nr.id}`));
     return h("li.card.node-run", { dataset: { nodeRunId: nr.id } },
       h("h3", {}, h("code", {}, nr.id), " ", badge(nr.status)),
@@ -299,6 +308,32 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   function runLink(id) {
     return h("a", { href: `/console/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(id)}` }, h("code", {}, id));
   }
+}
+
+/**
+ * Re-draw `section` with `draw` unless what it shows (`shown`) is unchanged; the focused
+ * control and the open <details> (by data-key) are the same after as before.
+ */
+function redraw(section, shown, draw) {
+  const key = JSON.stringify(shown);
+  if (section.dataset.shown === key) return;
+  section.dataset.shown = key;
+  const focused = section.contains(document.activeElement) ? focusKey(document.activeElement) : null;
+  const open = new Set([...section.querySelectorAll("details[open]")].map((d) => d.dataset.key));
+  draw();
+  for (const details of section.querySelectorAll("details[data-key]")) {
+    if (open.has(details.dataset.key)) details.open = true;
+  }
+  const again = focused && section.querySelector(focused);
+  if (again) again.focus();
+}
+
+/** A selector that finds the same control after a re-draw. */
+function focusKey(el) {
+  if (el.id) return `#${CSS.escape(el.id)}`;
+  if (el.dataset.action) return `[data-action="${el.dataset.action}"]`;
+  if (el.tagName === "SUMMARY" && el.parentElement.dataset.key) return `[data-key="${el.parentElement.dataset.key}"] > summary`;
+  return null;
 }
 
 function executorText(executor) {
