@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from playwright.async_api import expect
 
-from tests.builders import echo, step
+from tests.builders import condition, echo, loop, parallel, router, step
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate
 from tests.hitl.helpers import start, wait_for_gate
@@ -108,3 +110,52 @@ async def test_a_failed_node_shows_its_error_and_can_be_rerun(console: Console) 
     assert child["triggerSource"] == "node_rerun"
     reused = {n["nodeName"]: n["reusedFromNodeRunId"] for n in child["nodeRuns"]}
     assert reused["prepare"] is not None
+
+
+async def test_the_tree_shows_branches_routes_and_bodies_with_their_statuses(
+    console: Console,
+) -> None:
+    p = console.platform
+    nodes = [
+        echo("start"),
+        parallel("fan", echo("left"), echo("right")),
+        condition("big?", "input.amount > 100", echo("approve-big"), falseSteps=[echo("auto")]),
+        router("pick", "input.kind", {"a": [echo("in-a")], "b": [echo("in-b"), echo("b-2")]}),
+        loop("repeat", echo("again"), max_iterations=2),
+    ]
+    wf, run_id = await start(p, nodes, {"amount": 5, "kind": "b"})
+    run = await p.wait(wf, run_id)
+    assert run["status"] == "completed"
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    tree = page.locator("ol.tree")
+
+    def lane(container: str, label: str) -> Any:
+        item = tree.locator("li").filter(
+            has=page.locator(f'button.node[aria-label^="{container},"]')
+        )
+        return item.first.locator(".lane").filter(has_text=label)
+
+    await expect(lane("fan", "branch 1").locator("button.node")).to_contain_text(["left"])
+    await expect(lane("fan", "branch 2").locator("button.node")).to_contain_text(["right"])
+    await expect(lane("big?", "if true").locator("button.node")).to_contain_text(["approve-big"])
+    await expect(lane("big?", "if false").locator("button.node")).to_contain_text(["auto"])
+    await expect(lane("pick", "route “b”").locator("button.node")).to_contain_text(["in-b", "b-2"])
+    await expect(lane("repeat", "each iteration").locator("button.node")).to_contain_text(["again"])
+    statuses = {
+        name: await tree.locator(f'button.node[aria-label^="{name},"] .badge').inner_text()
+        for name in ("start", "left", "approve-big", "auto", "in-a", "in-b", "again")
+    }
+    assert statuses == {
+        "start": "completed",
+        "left": "completed",
+        "approve-big": "not run",
+        "auto": "completed",
+        "in-a": "not run",
+        "in-b": "completed",
+        "again": "completed",
+    }
+    top = await tree.locator(":scope > li > button.node .node-name").all_inner_texts()
+    assert top == ["start", "fan", "big?", "pick", "repeat"]
+    await console.shoot("run-tree")
+    await console.check_accessible()

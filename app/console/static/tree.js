@@ -6,7 +6,7 @@ const LANE_LABELS = {
   branch_true: () => "if true",
   branch_false: () => "if false",
   choice: (edge) => `route “${edge.choice}”`,
-  parallel: () => "in parallel",
+  parallel: (_edge, i) => `in parallel: branch ${i + 1}`,
   loop: () => "each iteration",
   map: () => "each item",
 };
@@ -62,8 +62,8 @@ export function renderTree(graph, { onSelect, showStatus = true } = {}) {
         }, content)
       : h("div.node", { dataset: { nodeId: node.id } }, content);
     rows.set(node.id, { row, status, label });
-    const lanes = (entries.get(node.id) || []).map((edge) =>
-      h("div.lane", {}, h("p.lane-label", {}, LANE_LABELS[edge.kind](edge)), lane(edge.target)));
+    const lanes = (entries.get(node.id) || []).map((edge, i) =>
+      h("div.lane", {}, h("p.lane-label", {}, LANE_LABELS[edge.kind](edge, i)), lane(edge.target)));
     return h("li", {}, row, lanes.length ? h("div.lanes", {}, lanes) : null);
   }
 
