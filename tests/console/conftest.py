@@ -61,8 +61,8 @@ async def jwt_platform(
             temporal_env.client,
             tmp_path,
             registry,
-            settings={"auth_mode": "jwt", "jwt_secret": SecretStr(SECRET)},
-            api_headers=as_user("admin"),
+            settings_extra={"auth_mode": "jwt", "jwt_secret": SecretStr(SECRET)},
+            headers=as_user("admin"),
         ) as platform:
             yield platform
     finally:

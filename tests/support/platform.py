@@ -95,28 +95,24 @@ async def running_platform(
     registry: ExecutorRegistry,
     task_queue: str | None = None,
     *,
-    settings: dict[str, Any] | None = None,
-    api_headers: dict[str, str] | None = None,
+    settings_extra: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Platform]:
-    """Store files in `data_dir`, a worker on `task_queue` (a fresh one by default), the API.
-
-    `settings` are further API settings (e.g. `jwt` mode); `api_headers` go on every request
-    of `Platform.api` (e.g. an admin's token).
-    """
+    """Store files in `data_dir`, a worker on `task_queue` (a fresh one by default), the API."""
     client = with_pydantic(temporal)
     store = open_store(f"sqlite:///{data_dir / 'trellis.db'}")
     await store.connect()
     task_queue = task_queue or f"tq-{uuid.uuid4()}"
-    api_settings = Settings(data_dir=data_dir, task_queue=task_queue, **(settings or {}))
+    settings = Settings(data_dir=data_dir, task_queue=task_queue, **(settings_extra or {}))
     peer = HttpPeer()
     worker = build_worker(client, task_queue=task_queue, store=store, executor=registry)
-    app = create_app(api_settings, store=store, temporal=client, catalog=registry.catalog)
+    app = create_app(settings, store=store, temporal=client, catalog=registry.catalog)
     try:
         async with (
             worker,
             serving(peer.app) as peer_url,
             serving(app) as url,
-            httpx.AsyncClient(base_url=url, timeout=10, headers=api_headers) as api,
+            httpx.AsyncClient(base_url=url, timeout=10, headers=headers) as api,
         ):
             yield Platform(api, store, client, task_queue, worker, peer_url, peer)
     finally:
