@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
+
+from activities.store.base import StoreError
 from activities.store.mongo import event_run_id
 from tests.store.conftest import StoreFactory
 
@@ -12,7 +15,12 @@ WAIT = 10.0
 
 
 async def _next(feed: AsyncIterator[set[str]]) -> set[str]:
-    return await asyncio.wait_for(anext(feed), WAIT)
+    try:
+        return await asyncio.wait_for(anext(feed), WAIT)
+    except StoreError as exc:
+        if "replica set" in str(exc).lower() or "$changeStream" in str(exc):
+            pytest.skip("MongoDB change streams need a replica set; this server is standalone")
+        raise
 
 
 async def test_the_feed_names_each_run_that_another_connection_writes_events_for(
