@@ -19,6 +19,9 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".trellis")
     api_host: str = "127.0.0.1"
     api_port: int = 8000
+    # API processes (uvicorn workers) sharing the port; each has its own store connection,
+    # Temporal client and live-event feed. More than one spreads reads over the cores.
+    api_workers: int = Field(default=1, ge=1, le=64)
     temporal_port: int = 7233
     ui_port: int = 8233
     # When set, Trellis uses that Temporal cluster and starts no dev server.

@@ -61,20 +61,38 @@ class Report:
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-async def run_benchmark(sizes: Sizes, data_dir: Path, store_url: str | None = None) -> Report:
+async def run_benchmark(
+    sizes: Sizes,
+    data_dir: Path,
+    store_url: str | None = None,
+    api_workers: int = 1,
+    reads_only: bool = False,
+) -> Report:
     """Measure every workload on one fresh stack; return the rows."""
     report = Report(sizes)
-    report.header.append(f"load average at start: {_load()}")
-    async with bench_stack(data_dir, store_url) as stack:
-        lags = Lags()
-        detail_run = await _sequential(stack, sizes, report, lags)
-        await _parallel(stack, sizes, report, lags)
-        report.rows += _lag_rows(lags)
-        list_workflow = await _throughput(stack, sizes, report)
-        await _reads(stack, sizes, report, detail_run, list_workflow)
-        await _approvals(stack, sizes, report)
+    report.header.append(f"load average at start: {_load()}; API processes: {api_workers}")
+    async with bench_stack(data_dir, store_url, api_workers) as stack:
+        if reads_only:
+            await _reads(stack, sizes, report, *await _read_targets(stack, sizes))
+        else:
+            lags = Lags()
+            detail_run = await _sequential(stack, sizes, report, lags)
+            await _parallel(stack, sizes, report, lags)
+            report.rows += _lag_rows(lags)
+            list_workflow = await _throughput(stack, sizes, report)
+            await _reads(stack, sizes, report, detail_run, list_workflow)
+            await _approvals(stack, sizes, report)
     report.header.append(f"load average at end: {_load()}")
     return report
+
+
+async def _read_targets(stack: Stack, s: Sizes) -> tuple[tuple[str, str], str]:
+    """What the read rows read when nothing else ran: one run of 20 MCP steps, 20 of 5."""
+    detail_workflow = await stack.create(sc.sequence(s.steps, sc.MCP_ECHO))
+    _, run_id = await run_via_temporal(stack, detail_workflow)
+    list_workflow = await stack.create(sc.sequence(s.run_steps, sc.MCP_ECHO))
+    await throughput(_bind(run_via_temporal, stack, list_workflow), 20, 10)
+    return (detail_workflow, run_id), list_workflow
 
 
 def _load() -> str:
@@ -345,11 +363,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and runs")
     parser.add_argument("--store-url", help="run the product on this store (default: SQLite)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--api-workers", type=int, default=1, help="API processes (default 1)")
+    parser.add_argument("--reads-only", action="store_true", help="only the wrk rows (e)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     sizes = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
-        report = asyncio.run(run_benchmark(sizes, Path(tmp), args.store_url))
+        report = asyncio.run(
+            run_benchmark(
+                sizes, Path(tmp), args.store_url, args.api_workers, reads_only=args.reads_only
+            )
+        )
     print_report(report.rows, report.header, report.events)
     if args.json:
         payload = {

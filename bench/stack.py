@@ -98,7 +98,9 @@ def _require(response: httpx.Response, status: int) -> None:
 
 
 @contextlib.asynccontextmanager
-async def bench_stack(data_dir: Path, store_url: str | None = None) -> AsyncIterator[Stack]:
+async def bench_stack(
+    data_dir: Path, store_url: str | None = None, api_workers: int = 1
+) -> AsyncIterator[Stack]:
     """Start every part; stop them all when the block exits."""
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
@@ -139,7 +141,10 @@ async def bench_stack(data_dir: Path, store_url: str | None = None) -> AsyncIter
         processes.start(
             "worker", "-m", "app.cli", "worker", *common, "--ready-file", str(ready["worker"])
         )
-        processes.start("api", "-m", "app.cli", "api", *common, "--api-port", str(api_port))
+        processes.start(
+            "api", "-m", "app.cli", "api", *common, "--api-port", str(api_port),
+            "--api-workers", str(api_workers),
+        )  # fmt: skip
         processes.start(
             "hand", "-m", "bench.hand_worker", "--temporal", temporal, "--task-queue", hand_queue,
             "--mcp-url", mcp_url, "--agent-url", agent_url, "--ready-file", str(ready["hand"]),

@@ -11,6 +11,7 @@ from typing import Any
 
 import uvicorn
 
+from app.platform.child_env import settings_env
 from app.platform.preflight import (
     check_auth,
     check_service_tokens,
@@ -29,6 +30,20 @@ def run_api(settings: Settings) -> None:
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
     # Checked here for a one-line error; the app loads (and starts, and closes) its own copy.
     load_executor_catalog(settings)
+
+    if settings.api_workers > 1:
+        # uvicorn starts its worker processes from an import string; like every child of
+        # `trellis dev`, they read the resolved settings back from the environment.
+        os.environ.update(settings_env(settings))
+        uvicorn.run(
+            "app.main:app_from_env",
+            factory=True,
+            host=settings.api_host,
+            port=settings.api_port,
+            workers=settings.api_workers,
+            lifespan="on",
+        )
+        return
 
     def factory() -> Any:
         # Imported here so `trellis --help` stays fast and free of the app's imports.
