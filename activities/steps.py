@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.executors.base import Executor, PermanentError, StepCall
 from activities.run_log import about_run
-from activities.store.base import Store
+from activities.store.base import Store, StoreUnavailable
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
 from temporal_workflows.read_model import (
     AttemptPhase,
@@ -30,6 +31,9 @@ log = logging.getLogger("trellis.steps")
 MAX_OUTPUT_BYTES = 1_000_000
 HEARTBEAT_EVERY_SECONDS = 1.0
 RUNNING_AFTER_SECONDS = 0.2
+# A step's end written while the store is unavailable is retried at these intervals.
+STORE_RETRY_FIRST_SECONDS = 0.2
+STORE_RETRY_MAX_SECONDS = 2.0
 # An attempt's last write: "running" means the attempt failed and Temporal may retry it.
 _PHASES: dict[str, AttemptPhase] = {"running": "attempt_failed", "completed": "completed"}
 
@@ -191,7 +195,26 @@ class _Attempt:
         )
         if status != "running":
             record["finished_at"] = _now()
-        await self._store.merge_node_run(record, events)
+        await _until_written(lambda: self._store.merge_node_run(record, events))
+
+
+async def _until_written(write: Callable[[], Awaitable[bool]]) -> None:
+    """Retry a write while the store is unavailable, heartbeating meanwhile.
+
+    The executor's work is done (a tool was called); failing the attempt over a store
+    outage would have Temporal run it again. Bounded by the attempt's own timeout.
+    """
+    delay = STORE_RETRY_FIRST_SECONDS
+    while True:
+        try:
+            await write()
+            return
+        except StoreUnavailable as exc:
+            log.warning("store unavailable, retrying the step's write in %.1fs: %s", delay, exc)
+        with contextlib.suppress(RuntimeError):  # outside an activity (tests)
+            activity.heartbeat()
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, STORE_RETRY_MAX_SECONDS)
 
 
 def _call(step: StepInput, attempt: int, heartbeat: Any) -> StepCall:

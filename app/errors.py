@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.run_start import RunStartFailed, WorkflowDisabled
-from activities.store.base import DuplicateNameError, StoreError
+from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable
 from temporal_workflows.contracts import CONFLICT_ERROR, INVALID_ERROR, NOT_FOUND_ERROR
 from temporal_workflows.validation import DefinitionError
 
@@ -91,6 +91,11 @@ class ServiceUnavailable(ApiError):
 
 class DatabaseFailure(ApiError):
     status_code = 500
+    code = "database_error"
+
+
+class DatabaseUnavailable(ApiError):
+    status_code = 503
     code = "database_error"
 
 
@@ -244,6 +249,8 @@ def _from_update_failed(exc: WorkflowUpdateFailedError) -> ApiError:
 _MAPPED: dict[type[Exception], Callable[[Any], ApiError]] = {
     DuplicateNameError: lambda e: DuplicateEntry(str(e) or "A workflow with this name exists"),
     StoreError: lambda e: DatabaseFailure("Database operation failed"),
+    # Unreachable for now: 503, so clients and load balancers retry.
+    StoreUnavailable: lambda e: DatabaseUnavailable("Database unavailable; retry shortly"),
     WorkflowDisabled: lambda e: InvalidRequest(str(e)),
     # The run is marked failed; 503 says Temporal, not the request, was at fault.
     RunStartFailed: lambda e: ServiceUnavailable(str(e)),

@@ -21,6 +21,11 @@ class StoreError(Exception):
     """The store failed (I/O, driver); mapped to 500 `database_error`."""
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot be reached now (connection lost, locked past its timeout); mapped to
+    503 `database_error`: the same request may succeed in a moment."""
+
+
 class DuplicateNameError(StoreError):
     """Another workflow already has this name; mapped to 409 `duplicate_entry`."""
 

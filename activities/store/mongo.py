@@ -16,9 +16,9 @@ from typing import Any
 from bson.errors import BSONError
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError, PyMongoError
+from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 
-from activities.store.base import DuplicateNameError, StoreError
+from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable
 from activities.store.documents import (
     apply_run_changes,
     event_document,
@@ -379,6 +379,8 @@ def _errors() -> Iterator[None]:
         if "name" in key_pattern or "name_unique" in str(exc):
             raise DuplicateNameError("a workflow with this name already exists") from exc
         raise StoreError(f"MongoDB store error: {exc}") from exc
+    except ConnectionFailure as exc:  # no server reachable, a connection lost mid-operation
+        raise StoreUnavailable(f"MongoDB store unavailable: {exc}") from exc
     except (PyMongoError, BSONError, OverflowError) as exc:
         # BSON and OverflowError: a value MongoDB cannot hold (e.g. an integer beyond 64 bits).
         raise StoreError(f"MongoDB store error: {exc}") from exc

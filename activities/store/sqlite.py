@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from activities.store.base import DuplicateNameError, StoreError
+from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable
 from activities.store.documents import apply_run_changes, event_document, from_stored, iso_utc
 from activities.store.records import (
     NodeRunRecord,
@@ -113,7 +114,7 @@ class SqliteStore:
             try:
                 yield self._conn()
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite store error: {exc}") from exc
+                raise _store_error(exc) from exc
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -131,7 +132,7 @@ class SqliteStore:
                 if isinstance(exc, sqlite3.IntegrityError) and "workflows.name" in str(exc):
                     raise DuplicateNameError("a workflow with this name already exists") from exc
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"SQLite store error: {exc}") from exc
+                    raise _store_error(exc) from exc
                 raise
 
     def _conn(self) -> aiosqlite.Connection:
@@ -478,9 +479,15 @@ def _store_error(exc: BaseException) -> BaseException:
     """sqlite3 errors as the store's errors; others (a bug, cancellation) unchanged."""
     if isinstance(exc, sqlite3.IntegrityError) and "workflows.name" in str(exc):
         return DuplicateNameError("a workflow with this name already exists")
+    if isinstance(exc, sqlite3.OperationalError) and _UNAVAILABLE.search(str(exc)):
+        return StoreUnavailable(f"SQLite store unavailable: {exc}")
     if isinstance(exc, sqlite3.Error):
         return StoreError(f"SQLite store error: {exc}")
     return exc
+
+
+# OperationalErrors that pass: a lock held past the busy timeout, a file gone or unreadable.
+_UNAVAILABLE = re.compile(r"locked|busy|unable to open|disk I/O|readonly", re.IGNORECASE)
 
 
 def _load(model: type[M], doc: str) -> M:
