@@ -118,6 +118,14 @@ class Store(Protocol):
     async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
         """Node runs of the given runs, ordered by startedAt ascending (unstarted last)."""
 
+    async def node_run_page(
+        self, run_id: str, offset: int, limit: int
+    ) -> tuple[list[NodeRunRecord], int]:
+        """A slice of a run's node runs in `list_node_runs` order, and how many it has."""
+
+    async def node_run_counts(self, run_id: str) -> dict[str, int]:
+        """How many node runs of a run are in each status (statuses with none left out)."""
+
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None: ...
 
     # -- run events (for the live stream) ----------------------------------

@@ -306,6 +306,41 @@ class MongoStore:
         docs.sort(key=lambda d: (d.get("started_at") is None, d.get("started_at") or "", d["_id"]))
         return [from_stored(NodeRunRecord, d) for d in docs]
 
+    async def node_run_page(
+        self, run_id: str, offset: int, limit: int
+    ) -> tuple[list[NodeRunRecord], int]:
+        with _errors():
+            node_runs = self._db().node_runs
+            total = await node_runs.count_documents({"workflow_run_id": run_id})
+            # Unstarted node runs last, as in list_node_runs (MongoDB sorts nulls first).
+            cursor = await node_runs.aggregate(
+                [
+                    {"$match": {"workflow_run_id": run_id}},
+                    {
+                        "$addFields": {
+                            "_unstarted": {"$eq": [{"$ifNull": ["$started_at", None]}, None]}
+                        }
+                    },
+                    {"$sort": {"_unstarted": 1, "started_at": 1, "_id": 1}},
+                    {"$skip": offset},
+                    {"$limit": limit},
+                    {"$project": {"_unstarted": 0}},
+                ]
+            )
+            docs = await cursor.to_list()
+        return [from_stored(NodeRunRecord, d) for d in docs], total
+
+    async def node_run_counts(self, run_id: str) -> dict[str, int]:
+        with _errors():
+            cursor = await self._db().node_runs.aggregate(
+                [
+                    {"$match": {"workflow_run_id": run_id}},
+                    {"$group": {"_id": "$status", "count": {"$sum": 1}}},
+                ]
+            )
+            groups = await cursor.to_list()
+        return {str(g["_id"]): int(g["count"]) for g in groups}
+
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None:
         with _errors():
             doc = await self._db().node_runs.find_one({"_id": node_run_id})

@@ -385,6 +385,32 @@ class SqliteStore:
             )
         return [_load(NodeRunRecord, r[0]) for r in rows]
 
+    async def node_run_page(
+        self, run_id: str, offset: int, limit: int
+    ) -> tuple[list[NodeRunRecord], int]:
+        async with self._read() as db:
+            counted = await _one(
+                db, "SELECT COUNT(*) FROM node_runs WHERE workflow_run_id = ?", (run_id,)
+            )
+            # Order and slice the ids first, then read only the page's documents.
+            rows = await db.execute_fetchall(
+                "SELECT n.doc FROM (SELECT id FROM node_runs WHERE workflow_run_id = ?"
+                " ORDER BY started_at IS NULL, started_at, id LIMIT ? OFFSET ?) AS page"
+                " JOIN node_runs AS n ON n.id = page.id"
+                " ORDER BY n.started_at IS NULL, n.started_at, n.id",
+                (run_id, limit, offset),
+            )
+        return [_load(NodeRunRecord, r[0]) for r in rows], int(counted[0])
+
+    async def node_run_counts(self, run_id: str) -> dict[str, int]:
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
+                "SELECT json_extract(doc, '$.status'), COUNT(*) FROM node_runs"
+                " WHERE workflow_run_id = ? GROUP BY 1",
+                (run_id,),
+            )
+        return {str(status): int(count) for status, count in rows}
+
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None:
         async with self._read() as db:
             row = await _one(db, "SELECT doc FROM node_runs WHERE id = ?", (node_run_id,))

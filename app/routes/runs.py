@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, status
 
@@ -11,18 +11,25 @@ from app.auth.guard import needs
 from app.deps import NodeRunDep, RunDep, RunListingDep, RunServiceDep, StoreDep, WorkflowDep
 from app.schemas.run import (
     NodeRunList,
+    NodeRunPage,
     NodeRunPublic,
     RunAccepted,
     RunCreate,
     RunPage,
     RunPublic,
+    RunWithSummary,
 )
+from app.schemas.workflow import Pagination
 from temporal_workflows.read_model import RunStatus
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs", tags=["runs"])
 
 Page = Annotated[int, Query(ge=1)]
 PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100)]
+# Opt-in for runs with thousands of node runs; without it, the contract's shapes.
+NodeRunsView = Annotated[Literal["all", "summary"], Query(alias="nodeRuns")]
+NodePage = Annotated[int | None, Query(ge=1)]
+NodePerPage = Annotated[int | None, Query(alias="perPage", ge=1, le=1000)]
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, dependencies=[needs(CONTROL)])
@@ -52,8 +59,12 @@ async def list_runs(
 
 
 @router.get("/{run_id}", dependencies=[needs(READ)])
-async def get_run(run: RunDep, store: StoreDep) -> RunPublic:
-    """One run with its snapshot, node runs and pending requirements."""
+async def get_run(
+    run: RunDep, store: StoreDep, node_runs: NodeRunsView = "all"
+) -> RunPublic | RunWithSummary:
+    """One run with its snapshot, node runs (or with `nodeRuns=summary`, their counts)."""
+    if node_runs == "summary":
+        return RunWithSummary.summarised(run, await store.node_run_counts(run.id))
     return RunPublic.from_record(run, await store.list_node_runs([run.id]))
 
 
@@ -66,9 +77,16 @@ async def list_child_runs(
 
 
 @router.get("/{run_id}/nodes", dependencies=[needs(READ)])
-async def list_node_runs(run: RunDep, store: StoreDep) -> NodeRunList:
-    """Every node run of the run, ordered by startedAt."""
-    return NodeRunList.of(run, await store.list_node_runs([run.id]))
+async def list_node_runs(
+    run: RunDep, store: StoreDep, page: NodePage = None, per_page: NodePerPage = None
+) -> NodeRunList | NodeRunPage:
+    """Every node run of the run, ordered by startedAt; one page with `page`/`perPage`."""
+    if page is None and per_page is None:
+        return NodeRunList.of(run, await store.list_node_runs([run.id]))
+    page, per_page = page or 1, per_page or 100
+    found, total = await store.node_run_page(run.id, (page - 1) * per_page, per_page)
+    listed = NodeRunList.of(run, found)
+    return NodeRunPage(**dict(listed), pagination=Pagination.of(total, page, per_page))
 
 
 @router.get("/{run_id}/nodes/{node_run_id}", dependencies=[needs(READ)])

@@ -130,3 +130,30 @@ class NodeRunList(CamelModel):
             workflow_id=run.workflow_definition_id,
             node_runs=[NodeRunPublic.from_record(n) for n in node_runs],
         )
+
+
+class NodeRunSummary(CamelModel):
+    total: int
+    by_status: dict[str, int]
+
+
+class RunWithSummary(RunPublic):
+    """The run detail with its node runs counted instead of listed (`?nodeRuns=summary`).
+
+    `nodeRuns` is empty; page through them with `GET …/nodes?page=&perPage=`.
+    """
+
+    node_run_summary: NodeRunSummary
+
+    @classmethod
+    def summarised(cls, record: RunRecord, counts: dict[str, int]) -> RunWithSummary:
+        detail = RunPublic.from_record(record, [])
+        summary = NodeRunSummary(total=sum(counts.values()), by_status=counts)
+        built = cls.model_construct(**dict(detail), node_run_summary=summary)
+        return built
+
+
+class NodeRunPage(NodeRunList):
+    """One page of a run's node runs (`GET …/nodes?page=&perPage=`), in the same order."""
+
+    pagination: Pagination

@@ -299,6 +299,29 @@ class TestNodeRuns:
     async def test_list_of_no_runs_is_empty(self, store: Store) -> None:
         assert await store.list_node_runs([]) == []
 
+    async def test_a_page_is_a_slice_of_the_full_order_with_the_total(self, store: Store) -> None:
+        run_id = new_id()
+        records = [node_run(run_id, id=f"{run_id}.n.{i}", started_at=at(i)) for i in range(5)]
+        records.append(node_run(run_id, id=f"{run_id}.unstarted"))
+        for record in reversed(records):
+            await store.upsert_node_run(record)
+        await store.upsert_node_run(node_run(new_id(), started_at=at(0)))  # another run's
+
+        full = [r.id for r in await store.list_node_runs([run_id])]
+        page, total = await store.node_run_page(run_id, offset=2, limit=3)
+        assert [r.id for r in page] == full[2:5]
+        assert total == 6
+        beyond, total = await store.node_run_page(run_id, offset=10, limit=3)
+        assert (beyond, total) == ([], 6)
+
+    async def test_counts_by_status_of_one_run(self, store: Store) -> None:
+        run_id = new_id()
+        for i, status in enumerate(["completed", "completed", "failed", "running"]):
+            await store.upsert_node_run(node_run(run_id, id=f"{run_id}.{i}", status=status))
+        await store.upsert_node_run(node_run(new_id(), status="failed"))
+        assert await store.node_run_counts(run_id) == {"completed": 2, "failed": 1, "running": 1}
+        assert await store.node_run_counts(new_id()) == {}
+
 
 class TestEvents:
     async def test_ids_are_monotonic_across_runs(self, store: Store) -> None:
