@@ -36,6 +36,8 @@ class ConsoleConfig(CamelModel):
     """What the console needs to know about this platform (nothing secret)."""
 
     api_base: str
+    # `dev`: no sign-in; `jwt`: a bearer token on every API call.
+    auth_mode: str
     temporal_ui_url: str | None
     temporal_namespace: str
     run_statuses: list[str]
@@ -48,6 +50,7 @@ def console_app(settings: Settings, api_base: str) -> Starlette:
     assets = load_assets()
     config = ConsoleConfig(
         api_base=api_base,
+        auth_mode=settings.auth_mode,
         temporal_ui_url=settings.resolved_temporal_ui_url,
         temporal_namespace=settings.temporal_namespace,
         run_statuses=list(RUN_STATUSES),

@@ -84,6 +84,7 @@ class TestConfig:
     ) -> None:
         config = (await platform.api.get("/console/config.json")).json()
         assert config["apiBase"] == "/api/v1"
+        assert config["authMode"] == "dev"
         assert config["runStatuses"] == list(RUN_STATUSES)
         assert config["terminalRunStatuses"] == ["cancelled", "completed", "failed"]
         assert config["temporalUiUrl"] == "http://127.0.0.1:8233"

@@ -46,6 +46,7 @@ async def test_a_pasted_token_signs_in_for_this_tab_only_and_never_shows_in_a_ur
     await console.goto("/console/approvals")
     await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     assert unquote(page.url).endswith("/console/sign-in?next=/console/approvals")
+    assert (await console.platform.api.get("/console/config.json")).json()["authMode"] == "jwt"
     await expect(page.get_by_text("needs a token for every request")).to_be_visible()
     await console.shoot("sign-in-jwt")
     await console.check_accessible()

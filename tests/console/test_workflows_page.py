@@ -111,11 +111,12 @@ async def test_two_versions_are_compared_line_by_line(console: Console) -> None:
     await expect(versions).to_contain_text("v1 and v1 have the same definition.")
 
 
-async def test_sign_in_and_unknown_pages_explain_themselves(console: Console) -> None:
+async def test_in_dev_mode_nobody_signs_in_and_unknown_pages_say_so(console: Console) -> None:
     page = console.page
     await console.goto("/console/sign-in")
-    await expect(page.get_by_label("Access token")).to_be_visible()
-    await console.shoot("sign-in")
+    await expect(page.locator("main")).to_contain_text("runs in dev mode")
+    await expect(page.get_by_label("Access token")).to_have_count(0)
+    await expect(page.locator("#who")).to_have_text("Dev mode (no sign-in)")
     await console.check_accessible()
     await console.goto("/console/no/such/page")
     await expect(page.get_by_role("heading", name="Page not found")).to_be_visible()

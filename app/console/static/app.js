@@ -49,7 +49,13 @@ async function show(moveFocus) {
     const params = route[0].exec(path).slice(1).map(decodeURIComponent);
     const ctx = { config, navigate, search: new URLSearchParams(location.search) };
     fill(main);
-    cleanup = (await route[2](main, params, ctx)) || null;
+    try {
+      cleanup = (await route[2](main, params, ctx)) || null;
+    } catch (err) {
+      fill(main, h("h1", { tabindex: "-1" }, "Something went wrong"),
+        h("p", { role: "alert" }, `This page could not be drawn: ${err.message}. Reload to try again.`));
+      console.error(err);
+    }
   }
   main.removeAttribute("aria-busy");
   if (moveFocus) {
@@ -60,8 +66,12 @@ async function show(moveFocus) {
 
 function renderWho() {
   const who = document.getElementById("who");
+  if (config.authMode === "dev") {
+    fill(who, h("span", { title: "TRELLIS_AUTH_MODE=dev: every request acts as the local admin" }, "Dev mode (no sign-in)"));
+    return;
+  }
   if (!session.token) {
-    fill(who);
+    fill(who, location.pathname.startsWith("/console/sign-in") ? null : h("a", { href: "/console/sign-in" }, "Sign in"));
     return;
   }
   const claims = session.claims() || {};

@@ -110,6 +110,7 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
   const parts = [];
   let primary; // [resolution, label, build body]
   let fields = null;
+  let editBody = null;
 
   if (req.stepOutput !== undefined && req.stepOutput !== null && !(req.requiresOutputReview && req.isPostExecution)) {
     parts.push(h("div.field", {}, h("p.label", {}, "Output so far"), jsonBlock(req.stepOutput, "Output so far")));
@@ -158,7 +159,7 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
       button("confirm", "Approve as is"),
       button("edit", "Approve edited output")));
     primary = null;
-    card.editBody = () => {
+    editBody = () => {
       const { value, error } = editor.read();
       return error ? { error: `The edited output is ${error}` } : { body: { editedOutput: value } };
     };
@@ -189,7 +190,7 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     errors.replaceChildren();
     let built;
     if (resolution === "reject") built = { body: { feedback: feedback.value.trim() || null } };
-    else if (resolution === "edit") built = card.editBody();
+    else if (resolution === "edit") built = editBody();
     else if (primary && resolution === primary[0]) built = primary[2]();
     else built = { body: {} };
     if (built.error) {

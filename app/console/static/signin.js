@@ -3,8 +3,14 @@
 import { api, session, ApiError } from "./api.js";
 import { h, newId, notice, add } from "./dom.js";
 
-export async function renderSignIn(main, _params, { navigate, search }) {
+export async function renderSignIn(main, _params, { config, navigate, search }) {
   document.title = "Sign in · Trellis";
+  if (config.authMode === "dev") {
+    add(main, h("h1", { tabindex: "-1" }, "Sign in"),
+      h("p", {}, "This platform runs in dev mode (TRELLIS_AUTH_MODE=dev): there is nothing to sign in to, every request acts as the local admin."),
+      h("p", {}, h("a", { href: "/console/" }, "Go to the approvals inbox")));
+    return;
+  }
   const next = safeNext(search.get("next"));
   const fieldId = newId("token");
   const hintId = newId("hint");
