@@ -27,8 +27,8 @@ from temporal_workflows.read_model import (
 from temporal_workflows.retry import PERMANENT_ERROR_TYPE
 
 log = logging.getLogger("trellis.steps")
-# Step outputs travel in workflow history; keep well under Temporal's 2 MB payload limit.
-MAX_OUTPUT_BYTES = 1_000_000
+# The largest step output (TRELLIS_MAX_PAYLOAD_BYTES); large ones are kept out of history.
+DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 HEARTBEAT_EVERY_SECONDS = 1.0
 RUNNING_AFTER_SECONDS = 0.2
 # A step's end written while the store is unavailable is retried at these intervals.
@@ -43,7 +43,10 @@ def _now() -> str:
 
 
 class StepActivities:
-    def __init__(self, store: Store, executor: Executor) -> None:
+    def __init__(
+        self, store: Store, executor: Executor, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    ) -> None:
+        self._max_output_bytes = max_output_bytes
         self._store = store
         self._executor = executor
 
@@ -64,7 +67,7 @@ class StepActivities:
         call = _call(step, attempt, activity.heartbeat)
         try:
             outcome = await self._with_heartbeats(call)
-            _check_size(outcome.output)
+            _check_size(outcome.output, self._max_output_bytes)
         except asyncio.CancelledError:
             await record.finish("cancelled", "node_cancelled", error="cancelled")
             raise
@@ -253,7 +256,7 @@ class _Heartbeat:
         self._handle.cancel()
 
 
-def _check_size(output: Any) -> None:
+def _check_size(output: Any, limit: int) -> None:
     size = len(json.dumps(output, default=str))
-    if size > MAX_OUTPUT_BYTES:
-        raise PermanentError(f"step output is {size} bytes; the limit is {MAX_OUTPUT_BYTES} bytes")
+    if size > limit:
+        raise PermanentError(f"step output is {size} bytes; the limit is {limit} bytes")

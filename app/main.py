@@ -53,7 +53,7 @@ def create_app(
         async with AsyncExitStack() as stack:
             app.state.store = store or await _open_store(settings, stack)
             app.state.catalog = catalog or await _open_catalog(settings, stack)
-            link = TemporalLink(settings, temporal)
+            link = TemporalLink(settings, temporal, app.state.store)
             app.state.temporal_link = link
             if temporal is None:
                 # Dial once now; when Temporal is down the API still starts and serves
@@ -76,7 +76,7 @@ def create_app(
     app.state.settings = settings
     app.state.authenticator = Authenticator.from_settings(settings)
     install_error_handlers(app)
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.resolved_max_body_bytes)
     app.include_router(health.router)
     for module in (
         workflows,

@@ -33,8 +33,12 @@ class Settings(BaseSettings):
     # Default: the SQLite file in the data dir; `mongodb://…` selects MongoDB.
     store_url: str | None = Field(default=None, repr=False)  # may hold a password
     executors_file: Path | None = None
-    # Largest accepted request body, in bytes.
-    max_body_bytes: int = 1_048_576
+    # Largest run input or step output, in bytes (payloads above the offload size are kept
+    # in the store, not in Temporal history).
+    max_payload_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    payload_offload_bytes: int = Field(default=256 * 1024, gt=0)
+    # Largest accepted request body, in bytes (default: the payload limit plus 1 MiB).
+    max_body_bytes: int | None = Field(default=None, gt=0)
     # On SIGTERM the worker stops polling and gives in-flight steps this long to finish
     # before it cancels them (Temporal's worker graceful shutdown), in seconds.
     worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0)
@@ -107,6 +111,10 @@ class Settings(BaseSettings):
     @property
     def temporal_api_key_value(self) -> str | None:
         return self.temporal_api_key.get_secret_value() if self.temporal_api_key else None
+
+    @property
+    def resolved_max_body_bytes(self) -> int:
+        return self.max_body_bytes or self.max_payload_bytes + 1024 * 1024
 
     @property
     def resolved_temporal_address(self) -> str:

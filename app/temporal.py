@@ -1,26 +1,42 @@
-"""Connecting to Temporal: every client (API, worker, CLI) uses the pydantic data converter."""
+"""Connecting to Temporal: every client (API, worker, reconciler) speaks the same payloads.
+
+Pydantic models on the wire, and payloads above `TRELLIS_PAYLOAD_OFFLOAD_BYTES` kept in
+the document store instead of Temporal history (activities/payloads.py). Given no store
+(`trellis setup`), large payloads are not offloaded.
+"""
 
 from __future__ import annotations
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter
 
+from activities.payloads import data_converter
+from activities.store.base import Store
 from app.settings import Settings
 
 
-async def connect_temporal(settings: Settings) -> Client:
+def converter(settings: Settings, store: Store | None) -> DataConverter:
+    if store is None:
+        return pydantic_data_converter
+    return data_converter(store, settings.payload_offload_bytes)
+
+
+async def connect_temporal(settings: Settings, store: Store | None = None) -> Client:
     """A client for the configured cluster (or the embedded dev server)."""
     return await Client.connect(
         settings.resolved_temporal_address,
         namespace=settings.temporal_namespace,
         tls=settings.temporal_tls,
         api_key=settings.temporal_api_key_value,
-        data_converter=pydantic_data_converter,
+        data_converter=converter(settings, store),
     )
 
 
-def with_pydantic(client: Client) -> Client:
-    """The same connection, speaking our pydantic payloads."""
+def with_pydantic(
+    client: Client, store: Store | None = None, settings: Settings | None = None
+) -> Client:
+    """The same connection, speaking Trellis's payloads (large ones kept in `store`)."""
     config = client.config()
-    config["data_converter"] = pydantic_data_converter
+    config["data_converter"] = converter(settings or Settings(), store)
     return Client(**config)

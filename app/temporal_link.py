@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from temporalio.client import Client
 
+from activities.store.base import Store
 from app.errors import ServiceUnavailable
 from app.redaction import describe
 from app.settings import Settings
@@ -24,9 +25,12 @@ RETRY_AFTER_SECONDS = 1.0
 class TemporalLink:
     """Holds the client once connected; a given client is used as is."""
 
-    def __init__(self, settings: Settings, client: Client | None = None) -> None:
+    def __init__(
+        self, settings: Settings, client: Client | None = None, store: Store | None = None
+    ) -> None:
         self.settings = settings
         self.client = client
+        self._store = store
         self.last_error: str | None = None
         self._lock = asyncio.Lock()
         self._next_attempt = 0.0
@@ -38,7 +42,7 @@ class TemporalLink:
         async with self._lock:
             if self.client is None and time.monotonic() >= self._next_attempt:
                 try:
-                    self.client = await connect_temporal(self.settings)
+                    self.client = await connect_temporal(self.settings, self._store)
                     self.last_error = None
                 except Exception as exc:  # the SDK reports a refused dial as RuntimeError
                     self.last_error = str(exc)

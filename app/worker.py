@@ -14,7 +14,7 @@ from temporalio.worker import Worker
 from activities.executors.base import Executor
 from activities.projections import ProjectionActivities
 from activities.scheduling import SchedulingActivities
-from activities.steps import StepActivities
+from activities.steps import DEFAULT_MAX_OUTPUT_BYTES, StepActivities
 from activities.store.base import Store
 from app.sandbox import CompiledSandboxRunner
 from app.settings import Settings
@@ -38,9 +38,10 @@ def build_worker(
     executor: Executor,
     extra_activities: Sequence[Any] = (),
     shutdown_grace: timedelta = timedelta(0),
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
 ) -> Worker:
     """A worker running the interpreter workflow and every activity it names."""
-    steps = StepActivities(store, executor)
+    steps = StepActivities(store, executor, max_output_bytes=max_output_bytes)
     projections = ProjectionActivities(store)
     scheduling = SchedulingActivities(store, client)
     return Worker(
@@ -77,13 +78,14 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         http_policy=http_policy(settings),
         service_tokens=service_token_signer(settings),
     )
-    client = await connect_temporal(settings)
+    client = await connect_temporal(settings, store)
     worker = build_worker(
         client,
         task_queue=settings.task_queue,
         store=store,
         executor=registry,
         shutdown_grace=timedelta(seconds=settings.worker_shutdown_grace_seconds),
+        max_output_bytes=settings.max_payload_bytes,
     )
     reconciler = Reconciler(
         client,

@@ -30,6 +30,10 @@ CONNECT_TIMEOUT_SECONDS = 15.0
 CLIENT_INFO = mcp_types.Implementation(name="trellis", version=package_version("trellis"))
 # The SDK's own defaults for its HTTP client: a server may hold a response stream open.
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+# A tool's result arrives as one SSE event; the SDK's default cap (1 MiB) would refuse a
+# large result. Bounded all the same, so a misbehaving server cannot exhaust memory; the
+# step output limit (TRELLIS_MAX_PAYLOAD_BYTES) applies after.
+MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024
 
 
 def describe_error(exc: BaseException) -> str:
@@ -79,7 +83,9 @@ class McpSession:
                     headers=dict(self.spec.headers), timeout=HTTP_TIMEOUT, auth=self._authenticate
                 )
             )
-            target: Any = streamable_http_client(self.spec.url, http_client=http)
+            target: Any = streamable_http_client(
+                self.spec.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES
+            )
         else:
             target = _isolated(self.spec, self.search_path)
         return await stack.enter_async_context(Client(target, cache=None, client_info=CLIENT_INFO))

@@ -143,3 +143,10 @@ class Store(Protocol):
         StoreError when the store cannot be followed.
         """
         ...
+
+    # -- large payloads (claim check) ----------------------------------------
+    async def put_payload(self, key: str, data: bytes) -> None:
+        """Keep a Temporal payload too large for history under its content key (idempotent)."""
+
+    async def get_payload(self, key: str) -> bytes | None:
+        """A payload kept by `put_payload`; None when there is none under the key."""

@@ -35,6 +35,8 @@ from activities.store.records import (
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 Doc = dict[str, Any]
+# Large payloads are kept in chunks well below MongoDB's 16 MB document limit.
+PAYLOAD_CHUNK_BYTES = 8 * 1024 * 1024
 
 # (collection, keys, options): one index per query the store makes.
 _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
@@ -47,6 +49,7 @@ _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
     ("runs", [("parent_run_id", ASCENDING), ("started_at", DESCENDING)], {}),
     ("runs", [("idempotency_key", ASCENDING)], {}),
     ("node_runs", [("workflow_run_id", ASCENDING), ("started_at", ASCENDING)], {}),
+    ("payloads", [("key", ASCENDING), ("index", ASCENDING)], {}),
     ("events", [("run_id", ASCENDING), ("_id", ASCENDING)], {}),
 ]
 
@@ -347,6 +350,34 @@ class MongoStore:
         return None if doc is None else from_stored(NodeRunRecord, doc)
 
     # -- run events ----------------------------------------------------------
+    async def put_payload(self, key: str, data: bytes) -> None:
+        # Chunked: a MongoDB document holds at most 16 MB.
+        chunks = [
+            data[i : i + PAYLOAD_CHUNK_BYTES] for i in range(0, len(data), PAYLOAD_CHUNK_BYTES)
+        ]
+        with _errors():
+            for index, chunk in enumerate(chunks or [b""]):
+                await self._db().payloads.update_one(
+                    {"_id": f"{key}:{index}"},
+                    {
+                        "$setOnInsert": {
+                            "key": key,
+                            "index": index,
+                            "count": len(chunks) or 1,
+                            "data": chunk,
+                        }
+                    },
+                    upsert=True,
+                )
+
+    async def get_payload(self, key: str) -> bytes | None:
+        with _errors():
+            cursor = self._db().payloads.find({"key": key}).sort("index", ASCENDING)
+            docs = await cursor.to_list()
+        if not docs or len(docs) != docs[0]["count"]:
+            return None  # absent, or still being written
+        return b"".join(bytes(d["data"]) for d in docs)
+
     async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
         doc = event_document(event)
         with _errors():

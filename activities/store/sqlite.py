@@ -417,6 +417,18 @@ class SqliteStore:
         return None if row is None else _load(NodeRunRecord, row[0])
 
     # -- run events ----------------------------------------------------------
+    async def put_payload(self, key: str, data: bytes) -> None:
+        await self._tx(
+            lambda conn: conn.execute(
+                "INSERT OR IGNORE INTO payloads (key, data) VALUES (?, ?)", (key, data)
+            )
+        )
+
+    async def get_payload(self, key: str) -> bytes | None:
+        async with self._read() as db:
+            row = await _one(db, "SELECT data FROM payloads WHERE key = ?", (key,))
+        return None if row is None else bytes(row[0])
+
     async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
         return await self._tx(lambda conn: _insert_event(conn, run_id, event))
 

@@ -36,6 +36,10 @@ MIGRATIONS: list[list[str]] = [
         " doc TEXT NOT NULL)",
         "CREATE INDEX events_run_id ON events (run_id, id)",
     ],
+    [
+        # Payloads kept out of Temporal history (claim check), by content hash.
+        "CREATE TABLE payloads (key TEXT PRIMARY KEY, data BLOB NOT NULL)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

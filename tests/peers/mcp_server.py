@@ -92,6 +92,10 @@ def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
     def environment() -> dict[str, str]:
         return dict(os.environ)
 
+    @server.tool(description="A text of `size` bytes (a large result).")
+    def large(size: int) -> dict[str, Any]:
+        return {"text": "x" * size, "size": size}
+
     @server.tool(description="Sleep, then answer.")
     async def sleepy(seconds: float = 1.0) -> str:
         await asyncio.sleep(seconds)

@@ -352,6 +352,27 @@ class TestEvents:
         assert event["at"].startswith("2026-03-01T12:00:00.123456")
 
 
+class TestPayloads:
+    async def test_a_payload_reads_back_byte_for_byte(self, store: Store) -> None:
+        data = bytes(range(256)) * 4
+        await store.put_payload("k1", data)
+        assert await store.get_payload("k1") == data
+
+    async def test_an_unknown_key_is_none(self, store: Store) -> None:
+        assert await store.get_payload(new_id()) is None
+
+    async def test_putting_the_same_key_twice_keeps_one_payload(self, store: Store) -> None:
+        await store.put_payload("k2", b"same")
+        await store.put_payload("k2", b"same")
+        assert await store.get_payload("k2") == b"same"
+
+    async def test_a_payload_larger_than_a_document_reads_back_whole(self, store: Store) -> None:
+        # Over MongoDB's 16 MB document limit: kept in chunks there.
+        data = b"abcdefgh" * (2_500_000)
+        await store.put_payload("big", data)
+        assert await store.get_payload("big") == data
+
+
 class TestLifecycle:
     async def test_ping_succeeds_when_connected(self, store: Store) -> None:
         await store.ping()

@@ -99,11 +99,11 @@ async def running_platform(
     headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Platform]:
     """Store files in `data_dir`, a worker on `task_queue` (a fresh one by default), the API."""
-    client = with_pydantic(temporal)
     store = open_store(f"sqlite:///{data_dir / 'trellis.db'}")
     await store.connect()
     task_queue = task_queue or f"tq-{uuid.uuid4()}"
     settings = Settings(data_dir=data_dir, task_queue=task_queue, **(settings_extra or {}))
+    client = with_pydantic(temporal, store, settings)
     peer = HttpPeer()
     worker = build_worker(client, task_queue=task_queue, store=store, executor=registry)
     app = create_app(settings, store=store, temporal=client, catalog=registry.catalog)

@@ -1,0 +1,76 @@
+"""Payloads of 10 MB end to end: kept in the store (a claim check), not in Temporal history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.builders import step
+from tests.e2e.helpers import node_runs
+from tests.support.platform import Platform
+
+TEN_MB = 10_000_000
+# Temporal refuses a payload over 2 MB; a history holding a 10 MB one could not exist.
+SMALL_HISTORY_BYTES = 1_000_000
+
+
+def _transform(name: str, **mapping: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "nodeType": "step",
+        "executorKey": "builtin:transform",
+        "config": {"map": mapping},
+    }
+
+
+async def _history_bytes(platform: Platform, run_id: str) -> int:
+    history = await platform.client.get_workflow_handle(run_id).fetch_history()
+    return len(history.to_json())
+
+
+async def test_a_ten_mb_run_input_reaches_its_steps_and_comes_back(platform: Platform) -> None:
+    blob = "y" * TEN_MB
+    definition = {
+        "nodes": [_transform("measure", n="size(input.blob)", head="input.blob.startsWith('yyy')")]
+    }
+    workflow_id = await platform.create(definition)
+    run_id = await platform.trigger(workflow_id, {"blob": blob})
+    run = await platform.wait(workflow_id, run_id, within=60)
+    assert run["status"] == "completed", run["errorSummary"]
+    assert run["finalOutput"] == {"n": TEN_MB, "head": True}
+    assert run["initialInput"]["blob"] == blob
+    assert await _history_bytes(platform, run_id) < SMALL_HISTORY_BYTES
+
+
+async def test_a_ten_mb_tool_result_feeds_the_next_step_through_a_template(
+    platform: Platform,
+) -> None:
+    definition = {
+        "nodes": [
+            step("Big", "peer-http/large", {"size": TEN_MB}),
+            _transform("Read", n="size(previous_step_content.text)"),
+            {
+                "name": "Quote",
+                "nodeType": "step",
+                "executorKey": "builtin:echo",
+                "config": {"size": "{{ previous_step_outputs.Big.size }}"},
+            },
+        ]
+    }
+    workflow_id = await platform.create(definition)
+    run_id = await platform.trigger(workflow_id)
+    run = await platform.wait(workflow_id, run_id, within=60)
+    assert run["status"] == "completed", run["errorSummary"]
+    big = node_runs(run)["Big"]["outputSnapshot"]
+    assert big["size"] == TEN_MB and len(big["text"]) == TEN_MB
+    assert node_runs(run)["Read"]["outputSnapshot"] == {"n": TEN_MB}
+    assert run["finalOutput"]["config"] == {"size": TEN_MB}
+    assert await _history_bytes(platform, run_id) < SMALL_HISTORY_BYTES
+
+
+async def test_a_step_output_over_the_payload_limit_fails_the_step_clearly(
+    platform: Platform,
+) -> None:
+    # The platform's limit is the default, 16 MiB.
+    run = await platform.run({"nodes": [step("Huge", "peer-http/large", {"size": 17_000_000})]})
+    assert run["status"] == "failed"
+    assert "the limit is 16777216 bytes" in run["errorSummary"]
