@@ -24,6 +24,7 @@ VALID = {
     "condition": condition("Q", "true", step("T")),
     "loop": loop("L", step("B"), max_iterations=3),
     "router": router("R", "'x'", {"x": [step("B")], "y": [step("C")]}),
+    "map": node("M", "map", itemsCel="input.items", children=[step("B")]),
 }
 
 
@@ -86,6 +87,13 @@ SHAPE_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("router_rejects_true_steps", valid("router", trueSteps=TWO), ["('R')", "must not define trueSteps"]),
     ("router_rejects_false_steps", valid("router", falseSteps=TWO), ["('R')", "must not define falseSteps"]),
     ("router_rejects_step_config", valid("router", stepConfig={}), ["('R')", "must not define stepConfig"]),
+    ("map_needs_items_cel", valid("map", itemsCel=None), ["('M')", "map nodes need itemsCel"]),
+    ("map_needs_a_child", valid("map", children=[]), ["('M')", "map nodes need at least 1 child"]),
+    ("map_rejects_executor_key", valid("map", executorKey="tool-a"), ["('M')", "map nodes must not define executorKey"]),
+    ("map_rejects_condition_cel", valid("map", conditionCel="true"), ["('M')", "map nodes must not define conditionCel"]),
+    ("map_rejects_loop_config", valid("map", loopConfig=LOOP), ["('M')", "map nodes must not define loopConfig"]),
+    ("items_cel_only_on_map", step("A", itemsCel="[1]"), ["('A')", "step nodes must not define itemsCel"]),
+    ("max_concurrency_only_on_parallel_and_map", valid("loop", maxConcurrency=2), ["('L')", "loop nodes must not define maxConcurrency"]),
     ("nested_problem_names_its_path", valid("condition", trueSteps=[parallel("Inner", step("B"))]), ["nodes[0].trueSteps[0] ('Inner')", "at least 2 children"]),
     ("node_ids_unique_across_the_tree", valid("parallel", children=[step("B", id="same"), step("C", id="same")]), ["children[1] ('C')", "node id 'same' is also used by"]),
     ("node_ids_well_formed", step("A", id="bad id!"), ["('A')", "node id 'bad id!' is malformed"]),
@@ -95,6 +103,7 @@ SHAPE_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
 HUMAN_REVIEW_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("parallel_rejects_any_review", valid("parallel", **review(requiresConfirmation=True)), ["('P')", "parallel nodes must not define humanReview"]),
     ("parallel_rejects_even_an_empty_review", valid("parallel", **review()), ["('P')", "must not define humanReview"]),
+    ("map_rejects_any_review", valid("map", **review(requiresConfirmation=True)), ["('M')", "map nodes must not define humanReview"]),
     ("condition_rejects_user_input", valid("condition", **review(requiresUserInput=True)), ["('Q')", "requiresUserInput is not supported on condition"]),
     ("condition_rejects_output_review", valid("condition", **review(requiresOutputReview=True)), ["('Q')", "requiresOutputReview is not supported on condition"]),
     ("condition_rejects_iteration_review", valid("condition", **review(requiresIterationReview=True)), ["('Q')", "requiresIterationReview is not supported on condition"]),
@@ -119,6 +128,7 @@ CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("router_cel_syntax", valid("router", conditionCel="input.(strategy"), ["('R')", "conditionCel: CEL syntax error"]),
     ("loop_end_condition_syntax", valid("loop", loopConfig={"maxIterations": 2, "endConditionCel": "iteration >"}), ["('L')", "loopConfig.endConditionCel: CEL syntax error"]),
     ("blank_condition_cel", valid("condition", conditionCel="   "), ["('Q')", "conditionCel: CEL expression is empty"]),
+    ("items_cel_syntax", valid("map", itemsCel="input.items["), ["('M')", "itemsCel: CEL syntax error"]),
     ("config_template_syntax", step("A", config={"message": "Hello {{ input. }}"}), ["('A')", "config.message: CEL syntax error"]),
     ("nested_config_template_syntax", step("A", config={"to": [{"name": "{{ 1 + }}"}]}), ["('A')", "config.to[0].name: CEL syntax error"]),
     ("each_of_several_templates_checked", step("A", config={"name": "{{ input.first }} {{ input. }}"}), ["('A')", "config.name: CEL syntax error", "'input.'"]),
@@ -155,6 +165,7 @@ FIELD_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("config_is_an_object", step("A", config=["a"]), ["nodes[0].config"]),
     ("a2a_pool_is_a_list", node("A", "step", a2aPool="web-agent"), ["nodes[0].a2aPool"]),
     ("condition_cel_length", valid("condition", conditionCel="true && " * 600 + "true"), ["nodes[0].conditionCel", "at most 4000"]),
+    ("node_max_concurrency_at_most_500", valid("map", maxConcurrency=501), ["nodes[0].maxConcurrency", "less than or equal to 500"]),
 ]
 # fmt: on
 
