@@ -159,3 +159,19 @@ async def test_the_tree_shows_branches_routes_and_bodies_with_their_statuses(
     assert top == ["start", "fan", "big?", "pick", "repeat"]
     await console.shoot("run-tree")
     await console.check_accessible()
+
+
+async def test_a_node_that_ran_many_times_shows_its_latest_runs_first(console: Console) -> None:
+    p = console.platform
+    wf, run_id = await start(p, [loop("repeat", echo("again"), max_iterations=25)])
+    assert (await p.wait(wf, run_id))["status"] == "completed"
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await expect(page.locator("dl.facts").first).to_contain_text("26 (26 completed)")
+    await page.locator('button.node[data-node-id="again"]').click()
+    detail = page.locator("#node-detail")
+    await expect(detail).to_contain_text("The latest 20 of 25 node runs, newest first.")
+    runs = detail.locator(".node-run")
+    await expect(runs).to_have_count(20)
+    await expect(runs.first).to_have_attribute("data-node-run-id", f"{run_id}.again.25")
+    await expect(runs.last).to_have_attribute("data-node-run-id", f"{run_id}.again.6")

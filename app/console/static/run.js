@@ -7,6 +7,9 @@ import { renderTree } from "./tree.js";
 import { syncGates, tickClocks } from "./gate.js";
 import { confirmDialog } from "./dialog.js";
 
+// How many of a node's runs (loop iterations, retries) its detail shows.
+const NODE_RUNS_SHOWN = 20;
+
 // What each control may act on (the API answers 409/400 otherwise; the buttons say so first).
 const CONTROLS = [
   { action: "pause", label: "Pause", when: ["running", "awaiting_approval"],
@@ -23,17 +26,23 @@ const CONTROLS = [
 export async function renderRun(main, [workflowId, runId], { config }) {
   document.title = `Run ${runId} · Trellis`;
   const base = `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}`;
+  // Node runs are counted, not listed: a run may have thousands. The chosen node's own
+  // runs are read one by one (see loadNodeRuns).
+  const detailPath = `${base}?nodeRuns=summary`;
   const abort = new AbortController();
   let run;
   let graph;
   try {
-    [run, graph] = await Promise.all([api(base), api(`${base}/graph`)]);
+    [run, graph] = await Promise.all([api(detailPath), api(`${base}/graph`)]);
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return null;
     add(main, h("h1", { tabindex: "-1" }, "Run"), notice("error", `Could not load the run: ${err.message}`));
     return null;
   }
   let selected = null;
+  let nodeRuns = []; // the chosen node's latest node runs, newest first
+  let nodeRunsTotal = 0;
+  const touched = new Set(); // nodes with events since their node runs were read
 
   const statusSlot = h("span", { dataset: { role: "run-status" } }, badge(run.status));
   const summary = h("div");
@@ -78,6 +87,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     signal: abort.signal,
     onEvent(type, event) {
       if (event.nodeId && event.status) tree.setStatus(event.nodeId, event.status);
+      if (event.nodeId) touched.add(event.nodeId);
       if (type.startsWith("run_") && event.status) setStatus(event.status);
       scheduleRefresh();
     },
@@ -100,10 +110,11 @@ export async function renderRun(main, [workflowId, runId], { config }) {
 
   async function refresh() {
     try {
-      const [fresh, freshGraph] = await Promise.all([api(base), api(`${base}/graph`)]);
+      const [fresh, freshGraph] = await Promise.all([api(detailPath), api(`${base}/graph`)]);
       run = fresh;
       for (const node of freshGraph.nodes) tree.setStatus(node.id, node.status);
       graph = freshGraph;
+      if (selected && touched.has(selected)) await loadNodeRuns();
       setStatus(run.status);
       renderSummary();
       renderGates();
@@ -124,7 +135,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   }
 
   function renderSummary() {
-    const shown = [run.status, run.finishedAt, run.errorSummary, run.finalOutput, run.parentRunId];
+    const shown = [run.status, run.finishedAt, run.errorSummary, run.finalOutput, run.nodeRunSummary];
     redraw(summary, shown, drawSummary);
   }
 
@@ -143,6 +154,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
         ["Finished", run.finishedAt ? when(run.finishedAt) : null],
         ["Took", started && finished ? duration((finished - started) / 1000) : null],
         ["Parent run", run.parentRunId ? runLink(run.parentRunId) : null],
+        ["Node runs", countsText(run.nodeRunSummary)],
         ["Temporal", ui],
       ]),
       run.errorSummary ? notice("error", h("strong", {}, "Error: "), run.errorSummary) : null,
@@ -202,17 +214,32 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     syncGates(gateList, items, { headingLevel: "h3", showRunLink: false, onDecided: scheduleRefresh });
   }
 
-  function selectNode(nodeId) {
+  async function selectNode(nodeId) {
     selected = nodeId;
     tree.select(nodeId);
+    await loadNodeRuns();
     renderDetail();
     const heading = detail.querySelector("h2");
     if (heading) heading.focus();
   }
 
+  /** The chosen node's latest node runs, by id: `{runId}.{nodeId}.{n}` for n = latest … 1. */
+  async function loadNodeRuns() {
+    const nodeId = selected;
+    touched.delete(nodeId);
+    const node = graph.nodes.find((n) => n.id === nodeId);
+    const latest = node && node.nodeRunId ? Number(node.nodeRunId.split(".").pop()) || 0 : 0;
+    const counts = [];
+    for (let n = latest; n >= 1 && counts.length < NODE_RUNS_SHOWN; n--) counts.push(n);
+    const found = await Promise.all(counts.map((n) =>
+      api(`${base}/nodes/${encodeURIComponent(`${runId}.${nodeId}.${n}`)}`).catch(() => null)));
+    if (selected !== nodeId) return; // another node was chosen meanwhile
+    nodeRuns = found.filter(Boolean);
+    nodeRunsTotal = latest;
+  }
+
   function renderDetail() {
-    const shown = [selected, run.status, (run.nodeRuns || []).filter((nr) => nr.nodeId === selected)];
-    redraw(detail, shown, drawDetail);
+    redraw(detail, [selected, run.status, nodeRuns, nodeRunsTotal], drawDetail);
   }
 
   function drawDetail() {
@@ -222,7 +249,6 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       return;
     }
     const node = graph.nodes.find((n) => n.id === selected);
-    const nodeRuns = (run.nodeRuns || []).filter((nr) => nr.nodeId === selected);
     const rerunnable = node && !node.parentId && node.nodeType === "step";
     fill(detail,
       h("h2", { id: "node-h", tabindex: "-1" }, node ? node.name : selected),
@@ -232,6 +258,9 @@ export async function renderRun(main, [workflowId, runId], { config }) {
         title: "Runs this step again in a new run, reusing the outputs of the steps before it",
         on: { click: () => rerun(node) },
       }, "Rerun from this node")) : null,
+      nodeRunsTotal > nodeRuns.length
+        ? h("p.muted", {}, `The latest ${nodeRuns.length} of ${nodeRunsTotal} node runs, newest first.`)
+        : null,
       nodeRuns.length
         ? h("ol.node-runs", {}, nodeRuns.map(nodeRunItem))
         : h("p.muted", {}, "This node has not run (yet) in this run."));
@@ -334,6 +363,15 @@ function focusKey(el) {
   if (el.dataset.action) return `[data-action="${el.dataset.action}"]`;
   if (el.tagName === "SUMMARY" && el.parentElement.dataset.key) return `[data-key="${el.parentElement.dataset.key}"] > summary`;
   return null;
+}
+
+/** "12 (10 completed, 2 failed)" from a node-run summary. */
+function countsText(summary) {
+  if (!summary) return null;
+  const parts = Object.entries(summary.byStatus || {})
+    .filter(([, n]) => n > 0)
+    .map(([status, n]) => `${n} ${status.replace(/_/g, " ")}`);
+  return parts.length ? `${summary.total} (${parts.join(", ")})` : String(summary.total);
 }
 
 function executorText(executor) {
