@@ -40,7 +40,10 @@ export function gateCard(item, { onDecided, headingLevel = "h2", showRunLink = t
       h("a", { href: `/console/workflows/${encodeURIComponent(item.workflowId)}` }, item.workflowName || item.workflowId))),
     showRunLink ? h("div", {}, h("dt", {}, "Run"), h("dd", {}, h("a", { href: runPath }, item.runId))) : null,
     h("div", {}, h("dt", {}, "Waiting"), h("dd", {}, ageOf(item.createdAt))),
-    h("div", {}, h("dt", {}, "Timeout"), h("dd", {}, countdown(item.timeoutAt, req.onTimeout))));
+    h("div", {}, h("dt", {}, "Timeout"), h("dd", {}, countdown(item.timeoutAt, req.onTimeout))),
+    item.approvers && item.approvers.length
+      ? h("div", {}, h("dt", {}, "Approvers"), h("dd", { dataset: { role: "approvers" } }, item.approvers.join(", ")))
+      : null);
 
   add(card, 
     h("header.gate-head", {},

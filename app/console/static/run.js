@@ -201,6 +201,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       workflowId, workflowName: run.definitionSnapshot.name, runId, runStatus: run.status,
       stepId: req.stepId, stepName: req.stepName, createdAt: req.createdAt, timeoutAt: req.timeoutAt,
       message: req.confirmationMessage || req.userInputMessage || req.outputReviewMessage || req.iterationReviewMessage,
+      approvers: approversOf(run.definitionSnapshot.nodes, req.stepId),
       requirement: req,
     }));
     if (!items.length && !gateList.querySelector(".decided")) {
@@ -362,6 +363,20 @@ function focusKey(el) {
   if (el.id) return `#${CSS.escape(el.id)}`;
   if (el.dataset.action) return `[data-action="${el.dataset.action}"]`;
   if (el.tagName === "SUMMARY" && el.parentElement.dataset.key) return `[data-key="${el.parentElement.dataset.key}"] > summary`;
+  return null;
+}
+
+/** The `humanReview.approvers` of the node `id` in a definition tree (empty: any controller). */
+function approversOf(nodes, id) {
+  for (const node of nodes || []) {
+    if (node.id === id) return (node.humanReview && node.humanReview.approvers) || [];
+    const inner = [
+      ...(node.children || []), ...(node.trueSteps || []), ...(node.falseSteps || []),
+      ...(node.choices || []).flatMap((c) => c.steps || []),
+    ];
+    const found = inner.length ? approversOf(inner, id) : null;
+    if (found) return found;
+  }
   return null;
 }
 
