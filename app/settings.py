@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     # On SIGTERM the worker stops polling and gives in-flight steps this long to finish
     # before it cancels them (Temporal's worker graceful shutdown), in seconds.
     worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0)
+    # Workflows the worker keeps in memory between their tasks (Temporal's sticky cache);
+    # one evicted is replayed from its history on its next task. 2,000 runs held at gates
+    # measure ~280 MB RSS with the default (docs/benchmarks.md, bench/gate_memory.py).
+    worker_max_cached_workflows: int = Field(default=1000, ge=0)
     # On SIGTERM the API stops accepting, ends live event streams at once and gives open
     # requests this long to finish before it cancels them, in seconds.
     api_shutdown_grace_seconds: int = Field(default=10, ge=0)

@@ -39,6 +39,7 @@ def build_worker(
     extra_activities: Sequence[Any] = (),
     shutdown_grace: timedelta = timedelta(0),
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    max_cached_workflows: int = 1000,
 ) -> Worker:
     """A worker running the interpreter workflow and every activity it names."""
     steps = StepActivities(store, executor, max_output_bytes=max_output_bytes)
@@ -58,6 +59,7 @@ def build_worker(
         # On shutdown, in-flight activities get this long to finish before they are
         # cancelled (and retried by another worker): a deploy need not redo tool calls.
         graceful_shutdown_timeout=shutdown_grace,
+        max_cached_workflows=max_cached_workflows,
     )
 
 
@@ -86,6 +88,7 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         executor=registry,
         shutdown_grace=timedelta(seconds=settings.worker_shutdown_grace_seconds),
         max_output_bytes=settings.max_payload_bytes,
+        max_cached_workflows=settings.worker_max_cached_workflows,
     )
     reconciler = Reconciler(
         client,

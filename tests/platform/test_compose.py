@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from app.platform.serve import SHUTDOWN_MARGIN_SECONDS
 from tests.platform.conftest import REPO
 
 COMPOSE = REPO / "docker-compose.yml"
@@ -167,8 +168,24 @@ def test_the_api_requires_tokens_since_it_listens_beyond_loopback(compose: dict[
     assert env["TRELLIS_AUTH_MODE"] == "jwt"
 
 
-def test_the_worker_gets_time_to_stop(compose: dict[str, Any]) -> None:
-    assert compose["services"]["worker"]["stop_grace_period"]
+def _seconds(duration: str) -> float:
+    assert duration.endswith("s"), duration
+    return float(duration[:-1])
+
+
+@pytest.mark.parametrize(
+    ("name", "setting", "margin"),
+    [
+        ("worker", "TRELLIS_WORKER_SHUTDOWN_GRACE_SECONDS", SHUTDOWN_MARGIN_SECONDS),
+        ("api", "TRELLIS_API_SHUTDOWN_GRACE_SECONDS", 5.0),
+    ],
+)
+def test_stop_grace_period_outlasts_the_process_own_graceful_shutdown(
+    compose: dict[str, Any], name: str, setting: str, margin: float
+) -> None:
+    service = compose["services"][name]
+    grace = float(service["environment"][setting])
+    assert _seconds(service["stop_grace_period"]) >= grace + margin
 
 
 def test_every_dependency_names_a_defined_service(compose: dict[str, Any]) -> None:
