@@ -66,25 +66,30 @@ async def _workload(stack: Stack, name: str, seconds: float) -> str:
     return f"{runs} runs x 20 sequential MCP echo steps, one at a time, completion over SSE"
 
 
-async def profile(name: str, seconds: float, out: Path) -> str:
+async def profile(name: str, seconds: float, out: Path, gil: bool = True) -> str:
     spy = py_spy()
     assert spy is not None
     async with bench_stack(out) as stack:
         wf = await stack.create(sc.sequence(5, sc.MCP_ECHO))
         for _ in range(3):  # warm up both processes
             await run_over_sse(stack, wf)
-        spies = [await _spy(spy, stack.pids[proc], seconds, out / f"{proc}.txt") for proc in PROCS]
+        spies = [
+            await _spy(spy, stack.pids[proc], seconds, out / f"{proc}.txt", gil) for proc in PROCS
+        ]
         what = await _workload(stack, name, seconds)
-        for spy in spies:
+        for recorder in spies:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(spy.wait(), seconds + 30)
+                await asyncio.wait_for(recorder.wait(), seconds + 30)
     return what
 
 
-async def _spy(spy: str, pid: int, seconds: float, output: Path) -> asyncio.subprocess.Process:
+async def _spy(
+    spy: str, pid: int, seconds: float, output: Path, gil: bool
+) -> asyncio.subprocess.Process:
     args = ["record", "--pid", str(pid), "--rate", str(RATE), "--duration", str(round(seconds))]
-    # --gil: only samples that hold the GIL, i.e. Python actually running (not waiting).
-    args += ["--format", "raw", "--gil", "--nonblocking", "--output", str(output)]
+    args += ["--format", "raw", "--nonblocking", "--output", str(output)]
+    if gil:  # only samples that hold the GIL: Python actually running, not threads waiting
+        args.append("--gil")
     return await asyncio.create_subprocess_exec(
         spy, *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
     )
@@ -148,6 +153,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", type=Path, help="keep the raw py-spy stacks here")
+    parser.add_argument(
+        "--all-threads", action="store_true", help="sample every thread, GIL or not (as before)"
+    )
     args = parser.parse_args(argv)
     if py_spy() is None:
         raise SystemExit("py-spy is not installed: pip install py-spy")
@@ -155,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="trellis-profile-") as tmp:
         out = args.out or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
-        what = asyncio.run(profile(args.workload, args.seconds, out))
+        what = asyncio.run(profile(args.workload, args.seconds, out, gil=not args.all_threads))
         print(f"workload: {what}; {args.seconds:.0f} s")
         for proc in PROCS:
             print(f"\n{proc} process:")
