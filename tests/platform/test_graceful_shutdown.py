@@ -66,7 +66,7 @@ async def test_sigterm_lets_an_in_flight_step_finish_once(
         run = await wait_for(api, wf, run_id, lambda r: r["status"] in TERMINAL)
 
     assert code == 0, first.output()
-    assert 1 < seconds < 30  # it waited for the step, not for the whole grace period
+    assert 1 < seconds < 25  # it waited for the step, not for the whole grace period
     assert run["status"] == "completed", run
     [waited] = run["nodeRuns"]
     assert waited["attempt"] == 1  # finished by the stopping worker, not run again
@@ -78,7 +78,7 @@ async def test_a_step_outlasting_the_grace_period_is_cancelled_and_retried_elsew
     env = env_for(temporal_env, tmp_path, TRELLIS_WORKER_SHUTDOWN_GRACE_SECONDS="1")
     api_process = processes.api(env)
     first = processes.worker(env)
-    delay = step("Wait", "builtin:delay", {"seconds": 6}, stepConfig=retries(2))
+    delay = step("Wait", "builtin:delay", {"seconds": 12}, stepConfig=retries(2))
     async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
         wf, run_id = await create_and_trigger(api, {"nodes": [delay]})
         await wait_for(api, wf, run_id, step_running)
@@ -88,7 +88,7 @@ async def test_a_step_outlasting_the_grace_period_is_cancelled_and_retried_elsew
         run = await wait_for(api, wf, run_id, lambda r: r["status"] in TERMINAL)
 
     assert code == 0, first.output()
-    assert seconds < 6  # the grace (1 s) ran out before the step would have
+    assert seconds < 10  # the grace (1 s) ran out well before the 12 s step would have
     assert run["status"] == "completed", run
     assert run["nodeRuns"][0]["attempt"] == 2
 
@@ -121,4 +121,4 @@ async def test_sigterm_ends_live_event_streams_and_the_api_exits_promptly(
     # uvicorn shuts down, then re-raises the SIGTERM it caught (exit status -15).
     assert code in (0, -signal.SIGTERM), api_process.process.output()
     assert "Application shutdown complete" in api_process.process.output()
-    assert seconds < 5
+    assert seconds < 8  # streams ended at once; the 10 s grace was not waited out
