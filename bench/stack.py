@@ -177,8 +177,14 @@ class _Processes:
     def start(self, name: str, *args: str) -> None:
         log = (self._dir / f"{name}.log").open("wb")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # Each in its own process group, so stopping it stops what it started (uvicorn's
+        # worker processes with --api-workers).
         self._procs[name] = subprocess.Popen(
-            [sys.executable, *args], stdout=log, stderr=subprocess.STDOUT, env=env
+            [sys.executable, *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
         )
 
     def pid(self, name: str) -> int:
@@ -236,3 +242,5 @@ class _Processes:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # anything of its group still running

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -27,6 +29,8 @@ def test_two_api_workers_share_the_port_and_the_store_and_stop_on_sigterm(
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # Its own process group: a failing test still takes the uvicorn workers down with it.
+        start_new_session=True,
     )
     try:
         with httpx.Client(base_url=url, timeout=5) as client:
@@ -53,10 +57,24 @@ def test_two_api_workers_share_the_port_and_the_store_and_stop_on_sigterm(
                 assert found.status_code == 200
         api.terminate()
         assert api.wait(timeout=20) == 0
+        time.sleep(0.5)
+        assert not any(_alive(p) for p in workers)  # SIGTERM stops the workers too
     finally:
         if api.poll() is None:
             api.kill()
             api.wait()
+        # Whatever the outcome, no worker process outlives the test.
+        try:
+            os.killpg(api.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _cmd(pid: int) -> str:
