@@ -39,7 +39,7 @@ from activities.run_log import run_fields
 from activities.store.base import Store
 from activities.store.records import ResolvedDependency, RunRecord, WorkflowRecord, utcnow
 from temporal_workflows import search_attributes
-from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, RunInput
+from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, Identity, RunInput
 from temporal_workflows.read_model import START_FAILED_REV
 
 log = logging.getLogger("trellis.runs")
@@ -86,6 +86,7 @@ def new_run_record(
     parent_run_id: str | None = None,
     resolved_dependencies: list[ResolvedDependency] | None = None,
     idempotency_key: str | None = None,
+    triggered_by: Identity | None = None,
 ) -> RunRecord:
     """A pending run of the workflow's live definition, or of the one `pinned_to` ran on."""
     version, snapshot = (
@@ -103,6 +104,7 @@ def new_run_record(
         parent_run_id=parent_run_id,
         resolved_dependencies=resolved_dependencies or [],
         idempotency_key=idempotency_key,
+        triggered_by=triggered_by,
     )
 
 
@@ -231,6 +233,7 @@ async def start_run_workflow(
         cached_outputs=cached or {},
         stop_after_node_id=stop_after_node_id,
         default_gate_timeout_seconds=default_gate_timeout_seconds,
+        triggered_by=record.triggered_by,
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
         **(
             {}

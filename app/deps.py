@@ -18,7 +18,9 @@ from activities.store.records import (
     WorkflowRecord,
     WorkflowVersionRecord,
 )
-from app.errors import InvalidRequest, NotFound
+from app.auth.acl import not_found, require
+from app.auth.guard import CallerDep, request_rule
+from app.errors import Forbidden, InvalidRequest, NotFound
 from app.services.approvals import ApprovalService
 from app.services.controls import ControlService
 from app.services.definitions import DefinitionService
@@ -111,16 +113,16 @@ def get_definitions(
     return DefinitionService(store=store, catalog=catalog, run_canceller=RunCanceller(store, link))
 
 
-def get_runs(store: StoreDep, starter: RunStarterDep) -> RunService:
-    return RunService(store=store, starter=starter)
+def get_runs(store: StoreDep, starter: RunStarterDep, caller: CallerDep) -> RunService:
+    return RunService(store=store, starter=starter, triggered_by=caller.identity())
 
 
-def get_lineage(store: StoreDep, starter: RunStarterDep) -> LineageService:
-    return LineageService(store=store, starter=starter)
+def get_lineage(store: StoreDep, starter: RunStarterDep, caller: CallerDep) -> LineageService:
+    return LineageService(store=store, starter=starter, triggered_by=caller.identity())
 
 
-def get_controls(temporal: TemporalDep) -> ControlService:
-    return ControlService(temporal=temporal)
+def get_controls(temporal: TemporalDep, store: StoreDep, caller: CallerDep) -> ControlService:
+    return ControlService(temporal=temporal, store=store, caller=caller)
 
 
 def get_schedules(temporal: TemporalDep, store: StoreDep, settings: SettingsDep) -> ScheduleService:
@@ -162,11 +164,22 @@ ReadinessDep = Annotated[ReadinessProbe, Depends(get_readiness)]
 # -- lookups of path parameters ------------------------------------------------
 
 
-async def get_workflow_or_404(workflow_id: str, store: StoreDep) -> WorkflowRecord:
-    """The workflow named in the path: 400 when the id is malformed, 404 when unknown."""
+async def get_workflow_or_404(
+    workflow_id: str, store: StoreDep, caller: CallerDep, request: Request
+) -> WorkflowRecord:
+    """The workflow named in the path: 400 when the id is malformed, 404 when unknown or
+    not visible to the caller, 403 when the route's permission is more than they hold.
+
+    Everything under a workflow (runs, node runs, events, graphs, versions, schedules)
+    is looked up through here, so it inherits the workflow's ACL.
+    """
     record = await store.get_workflow(check_id(workflow_id, "workflow id"))
     if record is None:
-        raise NotFound(f"Workflow {workflow_id!r} not found")
+        raise not_found(workflow_id)
+    rule = request_rule(request)
+    if rule is None:  # cannot happen: every route declares one (check_routes)
+        raise Forbidden("This route declares no permission")
+    require(caller, record, rule.permission)
     return record
 
 
@@ -194,14 +207,16 @@ async def get_run_or_404(run_id: str, workflow: WorkflowDep, store: StoreDep) ->
 RunDep = Annotated[RunRecord, Depends(get_run_or_404)]
 
 
-async def get_any_run_or_404(run_id: str, store: StoreDep) -> RunRecord:
+async def get_any_run_or_404(
+    run_id: str, store: StoreDep, caller: CallerDep, request: Request
+) -> RunRecord:
     """A run named by its id alone; 404 unless its workflow is found as the workflow
     lookup finds it (so whatever hides a workflow hides its runs here too)."""
     run = await store.get_run(check_id(run_id, "run id"))
     if run is None:
         raise NotFound(f"Run {run_id!r} not found")
     try:
-        await get_workflow_or_404(run.workflow_definition_id, store)
+        await get_workflow_or_404(run.workflow_definition_id, store, caller, request)
     except NotFound:
         raise NotFound(f"Run {run_id!r} not found") from None
     return run

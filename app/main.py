@@ -24,6 +24,7 @@ from app.routes import (
     graph,
     health,
     lineage,
+    permissions,
     run_lookup,
     runs,
     schedules,
@@ -90,6 +91,7 @@ def create_app(
         events,
         graph,
         schedules,
+        permissions,
     ):
         app.include_router(module.router, prefix=API_PREFIX)
     check_routes(app)

@@ -182,7 +182,8 @@ RUN_FAILED_ERROR = "RunFailed"
 
 
 class ControlRequest(CamelModel):
-    requested_by: str = "anonymous"
+    # The caller's sub (controls recorded before callers were authenticated say "anonymous").
+    requested_by: str | None = None
 
 
 class ControlResult(CamelModel):

@@ -8,18 +8,18 @@ from __future__ import annotations
 from typing import Literal
 
 from temporal_workflows.definition import HumanReview, StepConfig, WorkflowNode
-from temporal_workflows.gates import TIMEOUT, Decision, Requirement
+from temporal_workflows.gates import Decision, Requirement
 from temporal_workflows.outcomes import NodeFailed, RunCancelled
 
 
 def timeout_decision(req: Requirement) -> Decision:
     """What `onTimeout` does, recorded as a decision by the timer."""
     if req.on_timeout == "approve":
-        return Decision(step_id=req.step_id, resolution="confirm", decided_by=TIMEOUT)
+        return Decision(step_id=req.step_id, resolution="confirm", source="timeout")
     return Decision(
         step_id=req.step_id,
         resolution="reject",
-        decided_by=TIMEOUT,
+        source="timeout",
         feedback=f"timed out: {req.on_timeout}",
     )
 
@@ -29,6 +29,7 @@ def resolved(req: Requirement, decision: Decision, now: str) -> Requirement:
     done = req.model_copy()
     done.resolution = decision.resolution
     done.decided_by = decision.decided_by
+    done.source = decision.source
     done.decided_at = now
     done.confirmed = decision.resolution != "reject"
     done.rejection_feedback = decision.feedback if decision.resolution == "reject" else None
@@ -58,7 +59,8 @@ def after_rejection(
     if decision.is_timeout:
         policy = "cancel" if review.on_timeout == "cancel" else "skip"
     if policy == "cancel":
-        raise RunCancelled(f"Cancelled at '{node.name}' ({decision.decided_by} rejected)")
+        why = "timed out" if decision.is_timeout else f"rejected by {decision.decided_by}"
+        raise RunCancelled(f"Cancelled at '{node.name}' ({why})")
     if policy == "retry":
         if retry_count < review.max_retries:
             return "retry"

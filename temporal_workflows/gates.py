@@ -14,8 +14,9 @@ from temporal_workflows.definition import HumanReview, UserInputField, WorkflowN
 
 Resolution = Literal["confirm", "reject", "edit", "user_input", "route_select"]
 GateKind = Literal["before", "output_review", "iteration_review", "route_selection"]
-# Who "decides" when a gate's timer fires.
-TIMEOUT = "timeout"
+# What made a decision: a person (decidedBy is their sub) or the gate's timer (decidedBy
+# is null). A kind, not a name, so a user whose sub is "timeout" is still a person.
+DecisionSource = Literal["user", "timeout"]
 PYTHON_TYPE_NAMES = {"string": "str", "number": "float", "boolean": "bool", "array": "list"}
 
 
@@ -37,12 +38,15 @@ class Decision(CamelModel):
     has_edited_output: bool = False
     user_input: dict[str, Any] | None = None
     selected_choices: list[str] | None = None
-    decided_by: str = "anonymous"
+    # The deciding caller's sub (None for the timer). Decisions recorded before callers
+    # were authenticated say "anonymous".
+    decided_by: str | None = None
+    source: DecisionSource = "user"
 
     @property
     def is_timeout(self) -> bool:
         """Made by the gate's timer (its onTimeout policy), not by a person."""
-        return self.decided_by == TIMEOUT
+        return self.source == "timeout"
 
 
 class DecisionResult(CamelModel):
@@ -99,6 +103,8 @@ class Requirement(CamelModel):
     created_at: str | None = None
     resolution: str | None = None
     decided_by: str | None = None
+    # "user" or "timeout" once decided (audit records from before say neither).
+    source: DecisionSource | None = None
     decided_at: str | None = None
 
 

@@ -120,6 +120,7 @@ class Reviews:
             stepId=req.step_id,
             resolution=decision.resolution,
             decidedBy=decision.decided_by,
+            source=decision.source,
         )
         await self.pause.hold()
         return decision

@@ -9,12 +9,16 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from activities.store.access import Grant
 from activities.store.records import (
     NodeRunRecord,
     RunRecord,
     WorkflowRecord,
     WorkflowVersionRecord,
 )
+
+# The principals a list is filtered for (`user:alice`, `role:ops`); None: everything.
+Viewer = frozenset[str] | None
 
 
 class StoreError(Exception):
@@ -46,12 +50,23 @@ class Store(Protocol):
     async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None: ...
 
     async def list_workflows(
-        self, query: str | None, page: int, per_page: int
+        self, query: str | None, page: int, per_page: int, viewer: Viewer = None
     ) -> tuple[list[WorkflowRecord], int]:
-        """Newest-updated first; `query` matches name or description, case-insensitive."""
+        """Newest-updated first; `query` matches name or description, case-insensitive.
+
+        With a `viewer` (principals), only workflows one of them may VIEW, in the page and
+        in the total alike.
+        """
 
     async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
-        """Replace a definition; when `new_version`, also keep `record.version` as a version."""
+        """Replace a definition; when `new_version`, also keep `record.version` as a version.
+
+        The stored owner and grants are kept whatever `record` says (a save racing a
+        change of grants never undoes it).
+        """
+
+    async def set_workflow_grants(self, workflow_id: str, grants: list[Grant]) -> bool:
+        """Replace a workflow's grants (the owner stays); False when it does not exist."""
 
     async def delete_workflow(self, workflow_id: str) -> bool:
         """Delete a definition with its versions, runs, node runs and events."""
@@ -99,8 +114,11 @@ class Store(Protocol):
     async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
         """Runs not in a terminal status that started before the given time (reconciler)."""
 
-    async def list_runs_with_status(self, status: str, limit: int) -> list[RunRecord]:
-        """Runs in one status, oldest first (the approvals inbox)."""
+    async def list_runs_with_status(
+        self, status: str, limit: int, viewer: Viewer = None
+    ) -> list[RunRecord]:
+        """Runs in one status, oldest first (the approvals inbox); with a `viewer`, only runs
+        of workflows one of its principals may VIEW."""
 
     # -- node runs ---------------------------------------------------------
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:

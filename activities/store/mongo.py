@@ -18,7 +18,8 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 
-from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable
+from activities.store.access import LEGACY_OWNER, Grant, viewer_principals
+from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
 from activities.store.documents import (
     apply_run_changes,
     event_document,
@@ -37,11 +38,14 @@ from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 Doc = dict[str, Any]
 # Large payloads are kept in chunks well below MongoDB's 16 MB document limit.
 PAYLOAD_CHUNK_BYTES = 8 * 1024 * 1024
+# A workflow's ACL, and the principals that may VIEW it (kept beside it for filtered lists).
+_ACL_FIELDS = frozenset({"owner", "grants", "viewers"})
 
 # (collection, keys, options): one index per query the store makes.
 _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
     ("workflows", [("name", ASCENDING)], {"unique": True, "name": "name_unique"}),
     ("workflows", [("updated_at", DESCENDING), ("_id", DESCENDING)], {}),
+    ("workflows", [("viewers", ASCENDING)], {}),
     ("workflow_versions", [("workflow_id", ASCENDING), ("version", ASCENDING)], {"unique": True}),
     ("runs", [("started_at", DESCENDING), ("_id", DESCENDING)], {}),
     ("runs", [("workflow_definition_id", ASCENDING), ("started_at", DESCENDING)], {}),
@@ -73,6 +77,11 @@ class MongoStore:
                 self._client = AsyncMongoClient(self.url, serverSelectionTimeoutMS=self._timeout_ms)
                 for collection, keys, options in _INDEXES:
                     await self._db()[collection].create_index(keys, **options)
+                # Workflows from before ACLs belong to the dev-mode caller, the only one.
+                await self._db().workflows.update_many(
+                    {"owner": {"$exists": False}},
+                    {"$set": {"owner": LEGACY_OWNER, "grants": [], "viewers": ["user:dev"]}},
+                )
         except StoreError:
             await self.close()
             raise
@@ -93,8 +102,11 @@ class MongoStore:
 
     # -- definitions ---------------------------------------------------------
     async def create_workflow(self, record: WorkflowRecord) -> None:
+        viewers = viewer_principals(record.owner, record.grants)
         with _errors():
-            await self._db().workflows.insert_one({"_id": record.id, **to_stored(record)})
+            await self._db().workflows.insert_one(
+                {"_id": record.id, **to_stored(record), "viewers": viewers}
+            )
             await self._put_version(record)
 
     async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None:
@@ -103,12 +115,14 @@ class MongoStore:
         return None if doc is None else from_stored(WorkflowRecord, doc)
 
     async def list_workflows(
-        self, query: str | None, page: int, per_page: int
+        self, query: str | None, page: int, per_page: int, viewer: Viewer = None
     ) -> tuple[list[WorkflowRecord], int]:
         filter_: Doc = {}
         if query:
             pattern = {"$regex": re.escape(query), "$options": "i"}
             filter_ = {"$or": [{"name": pattern}, {"description": pattern}]}
+        if viewer is not None:
+            filter_["viewers"] = {"$in": sorted(viewer)}
         with _errors():
             total = await self._db().workflows.count_documents(filter_)
             cursor = (
@@ -122,12 +136,30 @@ class MongoStore:
         return [from_stored(WorkflowRecord, d) for d in docs], total
 
     async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
+        # $set everything but the ACL: only set_workflow_grants changes owner and grants.
+        fields = {k: v for k, v in to_stored(record).items() if k not in _ACL_FIELDS}
         with _errors():
-            result = await self._db().workflows.replace_one(
-                {"_id": record.id}, {"_id": record.id, **to_stored(record)}
-            )
+            result = await self._db().workflows.update_one({"_id": record.id}, {"$set": fields})
             if result.matched_count and new_version:
                 await self._put_version(record)
+
+    async def set_workflow_grants(self, workflow_id: str, grants: list[Grant]) -> bool:
+        with _errors():
+            doc = await self._db().workflows.find_one({"_id": workflow_id}, {"owner": 1})
+            if doc is None:
+                return False
+            owner = doc.get("owner", LEGACY_OWNER)
+            result = await self._db().workflows.update_one(
+                {"_id": workflow_id},
+                {
+                    "$set": {
+                        "owner": owner,
+                        "grants": [g.model_dump(mode="json", by_alias=False) for g in grants],
+                        "viewers": viewer_principals(owner, grants),
+                    }
+                },
+            )
+        return result.matched_count == 1
 
     async def delete_workflow(self, workflow_id: str) -> bool:
         db = self._db()
@@ -268,10 +300,19 @@ class MongoStore:
         }
         return await self._find_runs(filter_, limit=0)
 
-    async def list_runs_with_status(self, status: str, limit: int) -> list[RunRecord]:
+    async def list_runs_with_status(
+        self, status: str, limit: int, viewer: Viewer = None
+    ) -> list[RunRecord]:
         if limit <= 0:  # as in SQLite; MongoDB would read limit(0) as "no limit"
             return []
-        return await self._find_runs({"status": status}, limit=limit)
+        filter_: Doc = {"status": status}
+        if viewer is not None:
+            with _errors():
+                visible = await self._db().workflows.distinct(
+                    "_id", {"viewers": {"$in": sorted(viewer)}}
+                )
+            filter_["workflow_definition_id"] = {"$in": visible}
+        return await self._find_runs(filter_, limit=limit)
 
     async def _find_runs(self, filter_: Doc, limit: int) -> list[RunRecord]:
         """Runs matching a filter, oldest first; `limit` 0 means all."""

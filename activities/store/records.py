@@ -10,7 +10,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from activities.store.access import LEGACY_OWNER, Grant
 from temporal_workflows.base import CamelModel
+from temporal_workflows.contracts import Identity
 from temporal_workflows.definition import WorkflowSpec
 from temporal_workflows.read_model import NodeRunStatus, RunStatus
 
@@ -31,6 +33,10 @@ class WorkflowRecord(WorkflowSpec, StoredModel):
     version: int = 1
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    # Its ACL (activities/store/access.py): the creator's sub, and what others may do.
+    # Saving the definition keeps both; only `set_workflow_grants` changes the grants.
+    owner: str = LEGACY_OWNER
+    grants: list[Grant] = Field(default_factory=list)
 
     def spec(self) -> WorkflowSpec:
         return WorkflowSpec.model_validate(self.model_dump(include=set(WorkflowSpec.model_fields)))
@@ -71,6 +77,9 @@ class RunRecord(StoredModel):
     # repeated trigger, the reconciler) starts it as the first caller would have.
     stop_after_node_id: str | None = None
     default_gate_timeout_seconds: float | None = None
+    # Who triggered the run: a verified caller's identity, never a token (None: a schedule,
+    # dev mode); its workflow's input carries the same.
+    triggered_by: Identity | None = None
     # Writes carry a revision from the workflow; an older revision never overwrites a newer one.
     rev: int = 0
     updated_at: datetime = Field(default_factory=utcnow)

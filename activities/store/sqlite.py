@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable
+from activities.store.access import LEGACY_OWNER, Grant, viewer_principals
+from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
 from activities.store.documents import apply_run_changes, event_document, from_stored, iso_utc
 from activities.store.records import (
     NodeRunRecord,
@@ -148,6 +149,7 @@ class SqliteStore:
                 workflow_row(record),
             )
             await _put_version(db, record)
+            await _put_viewers(db, record.id, viewer_principals(record.owner, record.grants))
 
     async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None:
         async with self._read() as db:
@@ -155,14 +157,18 @@ class SqliteStore:
         return None if row is None else _load(WorkflowRecord, row[0])
 
     async def list_workflows(
-        self, query: str | None, page: int, per_page: int
+        self, query: str | None, page: int, per_page: int, viewer: Viewer = None
     ) -> tuple[list[WorkflowRecord], int]:
-        where: str = ""
+        clauses: list[str] = []
         params: tuple[str, ...] = ()
         if query:
             pattern = "%" + escape_like(query.casefold()) + "%"
-            where = " WHERE name_fold LIKE ? ESCAPE '\\' OR description_fold LIKE ? ESCAPE '\\'"
+            clauses.append("(name_fold LIKE ? ESCAPE '\\' OR description_fold LIKE ? ESCAPE '\\')")
             params = (pattern, pattern)
+        if viewer is not None:
+            clauses.append(_visible("id", viewer))
+            params = (*params, *sorted(viewer))
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         async with self._read() as db:
             total = await _one(db, "SELECT COUNT(*) FROM workflows" + where, params)
             rows = await db.execute_fetchall(
@@ -175,13 +181,34 @@ class SqliteStore:
 
     async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
         async with self._write() as db:
+            # The stored owner and grants stay: only set_workflow_grants changes them.
             cursor = await db.execute(
                 "UPDATE workflows SET id = ?, name = ?, name_fold = ?, description_fold = ?,"
-                " updated_at = ?, doc = ? WHERE id = ?",
-                (*workflow_row(record), record.id),
+                " updated_at = ?, doc = json_set(?,"
+                " '$.owner', COALESCE(json_extract(doc, '$.owner'), ?),"
+                " '$.grants', json(COALESCE(json_extract(doc, '$.grants'), '[]'))) WHERE id = ?",
+                (*workflow_row(record), LEGACY_OWNER, record.id),
             )
             if cursor.rowcount and new_version:
                 await _put_version(db, record)
+
+    async def set_workflow_grants(self, workflow_id: str, grants: list[Grant]) -> bool:
+        stored = to_json({"grants": [g.model_dump(mode="json", by_alias=False) for g in grants]})
+        async with self._write() as db:
+            row = await _one(
+                db,
+                "SELECT COALESCE(json_extract(doc, '$.owner'), ?) FROM workflows WHERE id = ?",
+                (LEGACY_OWNER, workflow_id),
+            )
+            if row is None:
+                return False
+            await db.execute(
+                "UPDATE workflows SET doc = json_set(doc, '$.owner', ?,"
+                " '$.grants', json_extract(?, '$.grants')) WHERE id = ?",
+                (row[0], stored, workflow_id),
+            )
+            await _put_viewers(db, workflow_id, viewer_principals(row[0], grants))
+        return True
 
     async def delete_workflow(self, workflow_id: str) -> bool:
         runs = "SELECT id FROM runs WHERE workflow_definition_id = ?"
@@ -192,6 +219,7 @@ class SqliteStore:
             )
             await db.execute("DELETE FROM runs WHERE workflow_definition_id = ?", (workflow_id,))
             await db.execute("DELETE FROM workflow_versions WHERE workflow_id = ?", (workflow_id,))
+            await db.execute("DELETE FROM workflow_viewers WHERE workflow_id = ?", (workflow_id,))
             cursor = await db.execute("DELETE FROM workflows WHERE id = ?", (workflow_id,))
             return cursor.rowcount > 0
 
@@ -291,11 +319,14 @@ class SqliteStore:
             )
         return _runs(rows)
 
-    async def list_runs_with_status(self, status: str, limit: int) -> list[RunRecord]:
+    async def list_runs_with_status(
+        self, status: str, limit: int, viewer: Viewer = None
+    ) -> list[RunRecord]:
+        visible = "" if viewer is None else " AND " + _visible("workflow_definition_id", viewer)
         async with self._read() as db:
             rows = await db.execute_fetchall(
-                "SELECT doc FROM runs WHERE status = ? ORDER BY started_at, id LIMIT ?",
-                (status, limit),
+                f"SELECT doc FROM runs WHERE status = ?{visible} ORDER BY started_at, id LIMIT ?",
+                (status, *sorted(viewer or ()), limit),
             )
         return _runs(rows)
 
@@ -553,6 +584,22 @@ async def _put_version(db: aiosqlite.Connection, record: WorkflowRecord) -> None
     await db.execute(
         "INSERT OR REPLACE INTO workflow_versions (workflow_id, version, doc) VALUES (?, ?, ?)",
         version_row(record),
+    )
+
+
+def _visible(column: str, viewer: frozenset[str]) -> str:
+    """A clause: `column` names a workflow one of the viewer's principals may VIEW."""
+    return (
+        f"{column} IN (SELECT workflow_id FROM workflow_viewers"
+        f" WHERE principal IN ({marks(len(viewer))}))"
+    )
+
+
+async def _put_viewers(db: aiosqlite.Connection, workflow_id: str, principals: list[str]) -> None:
+    await db.execute("DELETE FROM workflow_viewers WHERE workflow_id = ?", (workflow_id,))
+    await db.executemany(
+        "INSERT INTO workflow_viewers (principal, workflow_id) VALUES (?, ?)",
+        [(principal, workflow_id) for principal in principals],
     )
 
 

@@ -40,6 +40,15 @@ MIGRATIONS: list[list[str]] = [
         # Payloads kept out of Temporal history (claim check), by content hash.
         "CREATE TABLE payloads (key TEXT PRIMARY KEY, data BLOB NOT NULL)",
     ],
+    [
+        # Who may VIEW each workflow (its owner and every grant), for lists filtered in the
+        # query. Workflows from before ACLs belong to the dev-mode caller, the only one.
+        "CREATE TABLE workflow_viewers (principal TEXT NOT NULL, workflow_id TEXT NOT NULL,"
+        " PRIMARY KEY (principal, workflow_id))",
+        "CREATE INDEX workflow_viewers_workflow ON workflow_viewers (workflow_id)",
+        "INSERT INTO workflow_viewers (principal, workflow_id)"
+        " SELECT 'user:' || COALESCE(json_extract(doc, '$.owner'), 'dev'), id FROM workflows",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,8 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from app.auth.acl import viewer_of
 from app.auth.caller import READ
-from app.auth.guard import needs
+from app.auth.guard import CallerDep, needs
 from app.deps import ApprovalsDep
 from app.schemas.control import ApprovalPage
 
@@ -17,8 +18,9 @@ router = APIRouter(prefix="/approvals", tags=["approvals"])
 @router.get("", dependencies=[needs(READ)])
 async def list_approvals(
     approvals: ApprovalsDep,
+    caller: CallerDep,
     page: Annotated[int, Query(ge=1)] = 1,
     per_page: Annotated[int, Query(alias="perPage", ge=1, le=100)] = 20,
 ) -> ApprovalPage:
     """Pending gates (workflow, run, step, messages, age, deadline), oldest first."""
-    return await approvals.page(page, per_page)
+    return await approvals.page(page, per_page, viewer_of(caller))

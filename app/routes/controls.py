@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.auth.caller import CONTROL, READ
-from app.auth.guard import CallerDep, needs
+from app.auth.guard import needs
 from app.deps import ControlsDep, RunDep
 from app.schemas.control import (
     ApproveRequest,
@@ -18,11 +18,9 @@ router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["contr
 
 
 @router.post("/approve", dependencies=[needs(CONTROL)])
-async def approve(
-    run: RunDep, body: ApproveRequest, controls: ControlsDep, caller: CallerDep
-) -> ApproveResponse:
+async def approve(run: RunDep, body: ApproveRequest, controls: ControlsDep) -> ApproveResponse:
     """Resolve one pending HITL requirement (exactly once)."""
-    result = await controls.decide(run, body, caller.sub)
+    result = await controls.decide(run, body)
     return ApproveResponse(
         run_id=result.run_id,
         status=result.status,
@@ -32,16 +30,16 @@ async def approve(
 
 
 @router.post("/pause", dependencies=[needs(CONTROL)])
-async def pause(run: RunDep, controls: ControlsDep, caller: CallerDep) -> ControlResponse:
+async def pause(run: RunDep, controls: ControlsDep) -> ControlResponse:
     """Pause at the next node boundary; in-flight steps finish."""
-    result = await controls.pause(run, caller.sub)
+    result = await controls.pause(run)
     return ControlResponse(run_id=run.id, status=result.status, message="Run paused")
 
 
 @router.post("/resume", dependencies=[needs(CONTROL)])
-async def resume(run: RunDep, controls: ControlsDep, caller: CallerDep) -> ControlResponse:
+async def resume(run: RunDep, controls: ControlsDep) -> ControlResponse:
     """Continue a paused run."""
-    result = await controls.resume(run, caller.sub)
+    result = await controls.resume(run)
     return ControlResponse(run_id=run.id, status=result.status, message="Run resumed")
 
 

@@ -6,8 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
+from app.auth.acl import viewer_of
 from app.auth.caller import READ, WRITE
-from app.auth.guard import needs
+from app.auth.guard import CallerDep, needs
 from app.deps import DefinitionsDep, StoreDep, WorkflowDep
 from app.schemas.workflow import (
     Pagination,
@@ -25,12 +26,14 @@ router = APIRouter(prefix="/workflows", tags=["workflows"])
 @router.get("", dependencies=[needs(READ)])
 async def list_workflows(
     store: StoreDep,
+    caller: CallerDep,
     query: Annotated[str | None, Query(max_length=200)] = None,
     page: Annotated[int, Query(ge=1)] = 1,
     per_page: Annotated[int, Query(alias="perPage", ge=1, le=100)] = 20,
 ) -> WorkflowPage:
     """Definitions matching `query` (name or description), newest-updated first."""
-    records, total = await store.list_workflows(query or None, page, per_page)
+    viewer = viewer_of(caller)
+    records, total = await store.list_workflows(query or None, page, per_page, viewer)
     return WorkflowPage(
         workflows=[WorkflowSummary.from_record(r) for r in records],
         pagination=Pagination.of(total, page, per_page),
@@ -44,9 +47,11 @@ async def get_workflow(workflow: WorkflowDep) -> WorkflowPublic:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, dependencies=[needs(WRITE)])
-async def create_workflow(body: WorkflowCreate, definitions: DefinitionsDep) -> WorkflowPublic:
-    """Validate and store a new definition (version 1, disabled)."""
-    return WorkflowPublic.from_record(await definitions.create(body))
+async def create_workflow(
+    body: WorkflowCreate, definitions: DefinitionsDep, caller: CallerDep
+) -> WorkflowPublic:
+    """Validate and store a new definition (version 1, disabled), owned by the caller."""
+    return WorkflowPublic.from_record(await definitions.create(body, owner=caller.sub))
 
 
 @router.put("/{workflow_id}", dependencies=[needs(WRITE, "EDIT")])

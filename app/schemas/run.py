@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from activities.store.records import NodeRunRecord, ResolvedDependency, RunRecord
 from app.schemas.workflow import Pagination
 from temporal_workflows.base import CamelModel
+from temporal_workflows.contracts import Identity
 from temporal_workflows.definition import WorkflowSpec
 
 
@@ -79,6 +80,20 @@ class NodeRunPublic(CamelModel):
 _NODE_RUN_FIELDS = tuple(NodeRunPublic.model_fields)
 
 
+class TriggeredBy(CamelModel):
+    """Who triggered a run (the contract's triggering identity): never their token."""
+
+    user_id: str
+    username: str | None = None
+    scopes: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, identity: Identity | None) -> TriggeredBy | None:
+        if identity is None:
+            return None
+        return cls(user_id=identity.user_id, username=identity.username, scopes=identity.scopes)
+
+
 class RunSummary(CamelModel):
     id: str
     workflow_definition_id: str
@@ -89,6 +104,8 @@ class RunSummary(CamelModel):
     finished_at: datetime | None = None
     parent_run_id: str | None = None
     error_summary: str | None = None
+    # null: triggered without an identity (a schedule, dev mode).
+    triggered_by: TriggeredBy | None = None
     node_runs: list[NodeRunPublic] = Field(default_factory=list)
 
     @classmethod
@@ -96,6 +113,7 @@ class RunSummary(CamelModel):
         # Built from validated records of the same field types: constructed, not re-validated
         # (a run detail's definition snapshot and node runs would otherwise be validated twice).
         fields = {name: getattr(record, name) for name in cls.model_fields if name != "node_runs"}
+        fields["triggered_by"] = TriggeredBy.of(record.triggered_by)
         built = cls.model_construct(
             **fields, node_runs=[NodeRunPublic.from_record(n) for n in node_runs]
         )

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.store.base import Store
+from activities.store.base import Store, Viewer
 from activities.store.records import RunRecord
 from app.schemas.control import ApprovalItem, ApprovalPage
 from app.schemas.workflow import Pagination
@@ -20,11 +20,11 @@ NEVER = datetime.max.replace(tzinfo=UTC)
 class ApprovalService:
     store: Store
 
-    async def page(self, page: int, per_page: int) -> ApprovalPage:
+    async def page(self, page: int, per_page: int, viewer: Viewer = None) -> ApprovalPage:
         """Open gates of waiting and paused runs (workflow, run, step, message, age, deadline)."""
         runs = [
-            *await self.store.list_runs_with_status("awaiting_approval", MAX_SCANNED_RUNS),
-            *await self.store.list_runs_with_status("paused", MAX_SCANNED_RUNS),
+            *await self.store.list_runs_with_status("awaiting_approval", MAX_SCANNED_RUNS, viewer),
+            *await self.store.list_runs_with_status("paused", MAX_SCANNED_RUNS, viewer),
         ]
         items = sorted(
             (_item(run, req) for run in runs for req in run.pending_requirements),

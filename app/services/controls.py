@@ -14,7 +14,9 @@ from typing import Any
 from temporalio.client import Client, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
-from activities.store.records import RunRecord
+from activities.store.base import Store
+from activities.store.records import RunRecord, utcnow
+from app.auth.caller import Caller
 from app.errors import Conflict, RunRefused, UpdateNotTaken
 from app.schemas.control import ApproveRequest
 from temporal_workflows.contracts import (
@@ -26,7 +28,7 @@ from temporal_workflows.contracts import (
     ControlResult,
 )
 from temporal_workflows.gates import Decision, DecisionResult
-from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
+from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, run_event
 
 # How long the API waits for the worker to take an update before answering 503.
 UPDATE_TIMEOUT_SECONDS = 15.0
@@ -35,8 +37,15 @@ UPDATE_TIMEOUT_SECONDS = 15.0
 @dataclass
 class ControlService:
     temporal: Client
+    store: Store
+    # Who asks: their sub is recorded as decidedBy / requestedBy.
+    caller: Caller
 
-    async def decide(self, run: RunRecord, body: ApproveRequest, who: str) -> DecisionResult:
+    @property
+    def who(self) -> str:
+        return self.caller.sub
+
+    async def decide(self, run: RunRecord, body: ApproveRequest) -> DecisionResult:
         """Resolve one pending requirement; returns once the workflow accepted it."""
         if run.status in TERMINAL_RUN_STATUSES:
             raise Conflict(f"Run is {run.status}, not awaiting approval")
@@ -48,24 +57,24 @@ class ControlService:
             has_edited_output=body.edited_output is not None,
             user_input=body.user_input,
             selected_choices=body.selected_choices,
-            decided_by=who,
+            decided_by=self.who,
         )
         result: DecisionResult = await self._update(run, DECIDE, decision, DecisionResult)
         return result
 
-    async def pause(self, run: RunRecord, who: str) -> ControlResult:
+    async def pause(self, run: RunRecord) -> ControlResult:
         if run.status not in ("running", "awaiting_approval"):
             raise Conflict(f"Run is {run.status}; only a running or waiting run can be paused")
         result: ControlResult = await self._update(
-            run, PAUSE, ControlRequest(requested_by=who), ControlResult
+            run, PAUSE, ControlRequest(requested_by=self.who), ControlResult
         )
         return result
 
-    async def resume(self, run: RunRecord, who: str) -> ControlResult:
+    async def resume(self, run: RunRecord) -> ControlResult:
         if run.status != "paused":
             raise Conflict(f"Run is {run.status}; only a paused run can be resumed")
         result: ControlResult = await self._update(
-            run, RESUME, ControlRequest(requested_by=who), ControlResult
+            run, RESUME, ControlRequest(requested_by=self.who), ControlResult
         )
         return result
 
@@ -74,9 +83,23 @@ class ControlService:
         if run.status in TERMINAL_RUN_STATUSES:
             raise Conflict(f"Run is already {run.status}")
         try:
-            await self.temporal.get_workflow_handle(run.id).cancel()
+            # The reason is kept in the Temporal history (a cancellation carries no payload
+            # the workflow could record); the run's event log says who asked.
+            await self.temporal.get_workflow_handle(run.id).cancel(
+                reason=f"cancel requested by {self.who}"
+            )
         except RPCError as exc:
             raise RunRefused(run.id, exc) from exc
+        await self.store.append_event(
+            run.id,
+            run_event(
+                "cancel_requested",
+                run_id=run.id,
+                status=run.status,
+                timestamp=utcnow().isoformat().replace("+00:00", "Z"),
+                requestedBy=self.who,
+            ),
+        )
 
     async def live_requirements(self, run: RunRecord) -> list[dict[str, Any]] | None:
         """The open gates read through a query, or None when the workflow cannot answer."""

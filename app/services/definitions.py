@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from uuid import uuid4
 
+from activities.store.access import LEGACY_OWNER
 from activities.store.base import DuplicateNameError, Store
 from activities.store.records import WorkflowRecord, utcnow
 from app.errors import DuplicateEntry, InvalidRequest, NotFound
@@ -54,12 +55,18 @@ class DefinitionService:
                 )
         return spec
 
-    async def create(self, body: WorkflowCreate) -> WorkflowRecord:
-        """Store a new definition as version 1, always disabled."""
+    async def create(self, body: WorkflowCreate, owner: str = LEGACY_OWNER) -> WorkflowRecord:
+        """Store a new definition as version 1, always disabled, owned by `owner`."""
         spec = self._validated(spec_of(body), check_executors=True)
         now = utcnow()
         record = WorkflowRecord(
-            id=new_id(), enabled=False, version=1, created_at=now, updated_at=now, **dict(spec)
+            id=new_id(),
+            enabled=False,
+            version=1,
+            created_at=now,
+            updated_at=now,
+            owner=owner,
+            **dict(spec),
         )
         await self._saving(record.name, self.store.create_workflow(record))
         return record

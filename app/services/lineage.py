@@ -19,7 +19,7 @@ from activities.store.records import (
 )
 from app.errors import InvalidRequest, NotFound
 from app.services.graph import latest_node_runs
-from temporal_workflows.contracts import CachedOutput
+from temporal_workflows.contracts import CachedOutput, Identity
 from temporal_workflows.definition import WorkflowNode, iter_nodes
 
 RETRYABLE = frozenset({"failed", "cancelled"})
@@ -31,6 +31,8 @@ NESTED_MESSAGE = "Nested node rerun is not supported."
 class LineageService:
     store: Store
     starter: RunStarter
+    # Who asks for the child run (recorded with it, carried into its workflow).
+    triggered_by: Identity | None = None
 
     async def retry(self, workflow: WorkflowRecord, source: RunRecord) -> RunRecord:
         """A child on the source's snapshot reusing every completed step, rerunning the rest."""
@@ -42,7 +44,7 @@ class LineageService:
             )
         steps = reusable_steps(source.definition_snapshot.nodes)
         cached, deps = await self._reuse(source, steps)
-        record = child_record(workflow, source, "retry", deps)
+        record = child_record(workflow, source, "retry", deps, triggered_by=self.triggered_by)
         return await self.starter.start(workflow, record, cached=cached)
 
     async def rerun_node(
@@ -68,12 +70,14 @@ class LineageService:
             )
         cached, deps = await self._reuse(source, reusable_steps(top[:index]))
         deps.append(ResolvedDependency(node_id=node_id, resolution="rerun"))
-        record = child_record(workflow, source, "node_rerun", deps)
+        record = child_record(workflow, source, "node_rerun", deps, triggered_by=self.triggered_by)
         return await self.starter.start(workflow, record, cached=cached, stop_after_node_id=node_id)
 
     async def replay(self, workflow: WorkflowRecord, source: RunRecord) -> RunRecord:
         """A fresh child on the live definition with the source's initial input."""
-        record = child_record(workflow, source, "replay", pinned=False)
+        record = child_record(
+            workflow, source, "replay", pinned=False, triggered_by=self.triggered_by
+        )
         return await self.starter.start(workflow, record)
 
     async def _reuse(
@@ -129,6 +133,7 @@ def child_record(
     deps: list[ResolvedDependency] | None = None,
     *,
     pinned: bool = True,
+    triggered_by: Identity | None = None,
 ) -> RunRecord:
     """A child of `source` with its input: on its definition snapshot, or (replay) the live one."""
     return new_run_record(
@@ -138,4 +143,5 @@ def child_record(
         pinned_to=source if pinned else None,
         parent_run_id=source.id,
         resolved_dependencies=deps,
+        triggered_by=triggered_by,
     )

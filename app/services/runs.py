@@ -9,13 +9,15 @@ from activities.store.base import Store
 from activities.store.records import RunRecord, WorkflowRecord
 from app.errors import InvalidRequest, NotFound
 from app.schemas.run import RunCreate
-from temporal_workflows.contracts import CachedOutput
+from temporal_workflows.contracts import CachedOutput, Identity
 
 
 @dataclass
 class RunService:
     store: Store
     starter: RunStarter
+    # Who triggers (recorded with the run, carried into its workflow).
+    triggered_by: Identity | None = None
 
     async def trigger(
         self, workflow: WorkflowRecord, body: RunCreate, idempotency_key: str | None
@@ -38,6 +40,7 @@ class RunService:
             parent_run_id=body.parent_run_id,
             resolved_dependencies=body.resolved_dependencies,
             idempotency_key=idempotency_key,
+            triggered_by=self.triggered_by,
         )
         return await self.starter.start(workflow, record, cached=cached)
 

@@ -7,13 +7,17 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import SecretStr
 from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import Catalog, load_catalog
+from activities.executors.registry import ExecutorRegistry
 from activities.store.base import Store
 from activities.store.factory import open_store
 from app.settings import Settings
-from tests.support.identity import jwt_settings, serve_api
+from tests.support.identity import ALICE_HEADERS, SECRET, jwt_settings, serve_api
+from tests.support.loopback import LOOPBACK_ALLOWED
+from tests.support.platform import Platform, running_platform
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +57,25 @@ async def dev_api(
     settings = Settings(data_dir=tmp_path)
     async with serve_api(settings, store, builtins_catalog, temporal_env.client) as http:
         yield http
+
+
+@pytest.fixture
+async def jwt_platform(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> AsyncIterator[Platform]:
+    """A whole platform (worker included) in `jwt` mode; its client calls as ALICE."""
+    catalog = load_catalog(None)
+    await catalog.start()
+    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED)
+    try:
+        async with running_platform(
+            temporal_env.client,
+            tmp_path,
+            registry,
+            settings_extra={"auth_mode": "jwt", "jwt_secret": SecretStr(SECRET)},
+            headers=ALICE_HEADERS,
+        ) as platform:
+            yield platform
+    finally:
+        await registry.close()
+        await catalog.close()

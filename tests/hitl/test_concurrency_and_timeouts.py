@@ -92,7 +92,8 @@ async def test_a_timeout_with_approve_runs_the_step(platform: Platform) -> None:
     assert run["status"] == "completed"
     assert [n["status"] for n in run["nodeRuns"]] == ["completed", "completed"]
     decided = run["resolvedRequirements"][0]
-    assert decided["decidedBy"] == "timeout" and decided["resolution"] == "timeout:approve"
+    assert decided["decidedBy"] is None and decided["source"] == "timeout"
+    assert decided["resolution"] == "timeout:approve"
 
 
 async def test_a_timeout_with_skip_skips_the_step(platform: Platform) -> None:
@@ -104,7 +105,7 @@ async def test_a_timeout_with_skip_skips_the_step(platform: Platform) -> None:
 async def test_a_timeout_with_cancel_cancels_the_run(platform: Platform) -> None:
     run = await timed_out(platform, "cancel")
     assert run["status"] == "cancelled"
-    assert run["resolvedRequirements"][0]["decidedBy"] == "timeout"
+    assert run["resolvedRequirements"][0]["source"] == "timeout"
 
 
 async def test_the_approvals_inbox_lists_pending_gates_oldest_first(

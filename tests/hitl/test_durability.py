@@ -165,7 +165,8 @@ async def test_a_seven_day_gate_times_out_and_applies_on_timeout(tmp_path: Path)
             await env.sleep(timedelta(days=7, seconds=1))
             run = await _wait_for_status(store, record.id, "completed")
         decided = run.resolved_requirements[0]
-        assert decided["decidedBy"] == "timeout" and decided["resolution"] == "timeout:skip"
+        assert decided["decidedBy"] is None and decided["source"] == "timeout"
+        assert decided["resolution"] == "timeout:skip"
         created = decided["createdAt"]
         timeout_at = decided["timeoutAt"]
         span = datetime.fromisoformat(timeout_at) - datetime.fromisoformat(created)

@@ -52,6 +52,7 @@ class TestConfirmation:
         assert run["status"] == "completed" and run["pendingRequirements"] == []
         decided = run["resolvedRequirements"][0]
         assert decided["resolution"] == "confirm" and decided["decidedBy"] == "dev"
+        assert decided["source"] == "user"
         assert decided["confirmed"] is True and decided["decidedAt"]
 
     async def test_reject_with_skip_skips_the_node(self, platform: Platform) -> None:

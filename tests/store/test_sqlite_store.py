@@ -13,7 +13,7 @@ import pytest
 from activities.store.base import StoreError
 from activities.store.sqlite import SqliteStore
 from activities.store.sqlite_schema import SCHEMA_VERSION
-from tests.store.builders import new_id
+from tests.store.builders import new_id, workflow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,3 +112,29 @@ async def test_several_stores_opening_a_fresh_file_at_once_all_connect(db_path: 
         assert len(set(ids)) == 6
     finally:
         await asyncio.gather(*(store.close() for store in stores))
+
+
+async def test_workflows_from_before_acls_belong_to_the_dev_caller(db_path: Path) -> None:
+    # A file at schema version 1 (before ACLs) holding a workflow without an owner.
+    store = SqliteStore(db_path)
+    await store.connect()
+    record = workflow()
+    await store.create_workflow(record)
+    await store.close()
+    with sqlite3.connect(db_path) as db:
+        db.execute("UPDATE workflows SET doc = json_remove(doc, '$.owner', '$.grants')")
+        db.execute("DROP TABLE workflow_viewers")
+        db.execute("PRAGMA user_version = 1")
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        loaded = await store.get_workflow(record.id)
+        assert loaded is not None and loaded.owner == "dev" and loaded.grants == []
+        _, total = await store.list_workflows(None, 1, 10, frozenset({"user:dev"}))
+        assert total == 1
+        await store.update_workflow(loaded.model_copy(update={"name": "renamed"}), False)
+        assert (await store.get_workflow(record.id)) == loaded.model_copy(
+            update={"name": "renamed"}
+        )
+    finally:
+        await store.close()

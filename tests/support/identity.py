@@ -120,3 +120,8 @@ async def serve_api(
     app = create_app(settings, store=store, temporal=temporal, catalog=catalog)
     async with serving(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
         yield http
+
+
+# Alice with every scope, minted once at import, so it outlives any test session.
+ALICE_TOKEN = token("alice", name="Alice", expires_in=6 * 3600)
+ALICE_HEADERS = bearer(ALICE_TOKEN)

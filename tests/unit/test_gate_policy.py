@@ -13,7 +13,7 @@ from temporal_workflows.gate_policy import (
     takes_else_branch,
     timeout_decision,
 )
-from temporal_workflows.gates import TIMEOUT, Decision, before_gate
+from temporal_workflows.gates import Decision, before_gate
 from temporal_workflows.outcomes import NodeFailed, RunCancelled
 
 
@@ -45,7 +45,26 @@ def test_a_timer_decides_by_the_gates_on_timeout(on_timeout: str, resolution: st
     n = gated(onTimeout=on_timeout)
     decision = timeout_decision(before_gate(n, review_of(n), None))
     assert decision.resolution == resolution
-    assert decision.is_timeout and decision.decided_by == TIMEOUT
+    assert decision.is_timeout and decision.decided_by is None
+    assert decision.source == "timeout"
+
+
+def test_a_user_whose_sub_is_timeout_is_not_the_timer() -> None:
+    n = gated(onReject="cancel", onTimeout="skip")
+    person = Decision(step_id="n1", resolution="reject", decided_by="timeout")
+    assert not person.is_timeout
+    # A person's reject follows onReject (cancel), not onTimeout (skip).
+    with pytest.raises(RunCancelled, match="rejected by timeout"):
+        after_rejection(review_of(n), person, 0, n)
+    done = resolved(before_gate(n, review_of(n), None), person, "t")
+    assert (done.resolution, done.decided_by, done.source) == ("reject", "timeout", "user")
+
+
+def test_decisions_recorded_before_sources_load_as_a_persons() -> None:
+    old = Decision.model_validate(
+        {"stepId": "n1", "resolution": "confirm", "decidedBy": "anonymous"}
+    )
+    assert old.source == "user" and not old.is_timeout
 
 
 def test_the_audit_record_says_what_was_decided_by_whom() -> None:
@@ -58,8 +77,10 @@ def test_the_audit_record_says_what_was_decided_by_whom() -> None:
         "2026-01-01T00:00:00Z",
     )
     assert done.confirmed is False and done.rejection_feedback == "no"
+    assert done.source == "user"
     timed_out = resolved(req, timeout_decision(req), "t")
     assert timed_out.resolution == "timeout:cancel"
+    assert (timed_out.decided_by, timed_out.source) == (None, "timeout")
 
 
 @pytest.mark.parametrize("on_reject", ["skip", "else_branch"])
@@ -70,7 +91,7 @@ def test_a_rejection_skips_under_skip(on_reject: str) -> None:
 
 def test_a_rejection_cancels_the_run_under_cancel() -> None:
     n = gated(onReject="cancel")
-    with pytest.raises(RunCancelled, match="alice rejected"):
+    with pytest.raises(RunCancelled, match="rejected by alice"):
         after_rejection(review_of(n), REJECT, 0, n)
 
 

@@ -1,0 +1,36 @@
+"""Bodies of the permissions endpoints: a workflow's owner and grants."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from activities.store.access import Grant, owner_principal
+from activities.store.records import WorkflowRecord
+from temporal_workflows.base import CamelModel
+
+MAX_GRANTS = 200
+
+
+class PermissionsUpdate(CamelModel):
+    """PUT body: the grants replace the workflow's grants (the owner keeps every permission)."""
+
+    grants: list[Grant] = Field(max_length=MAX_GRANTS)
+
+    @model_validator(mode="after")
+    def _one_grant_per_principal(self) -> PermissionsUpdate:
+        principals = [g.principal for g in self.grants]
+        repeated = sorted({p for p in principals if principals.count(p) > 1})
+        if repeated:
+            raise ValueError(f"each principal may appear once; repeated: {', '.join(repeated)}")
+        return self
+
+
+class WorkflowPermissions(CamelModel):
+    workflow_id: str
+    # `user:<sub>` of the creator, who holds every permission.
+    owner: str
+    grants: list[Grant]
+
+    @classmethod
+    def of(cls, record: WorkflowRecord) -> WorkflowPermissions:
+        return cls(workflow_id=record.id, owner=owner_principal(record.owner), grants=record.grants)

@@ -1,0 +1,130 @@
+"""Who did what is recorded: a run's triggeredBy, each decision's decidedBy and source, each
+control's requestedBy; never a token, in no record, answer or Temporal history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.auth.caller import ALL_SCOPES, CONTROL, READ
+from tests.builders import echo
+from tests.hitl.helpers import approve, control, start, wait_for_gate
+from tests.support.identity import ALICE_TOKEN, as_user
+from tests.support.platform import Platform
+
+GATED = [echo("send", {"requiresConfirmation": True}), echo("after")]
+
+
+async def events_of(p: Platform, wf: str, run_id: str) -> list[dict[str, Any]]:
+    return await p.store.list_events(run_id, 0, 1000)
+
+
+async def share_with(p: Platform, wf: str, principal: str) -> None:
+    body = {"grants": [{"principal": principal, "permissions": ["VIEW"]}]}
+    response = await p.api.put(f"/api/v1/workflows/{wf}/permissions", json=body)
+    assert response.status_code == 200, response.text
+
+
+async def test_a_run_records_who_triggered_it_and_never_the_token(
+    jwt_platform: Platform,
+) -> None:
+    p = jwt_platform
+    wf, run_id = await start(p, [echo("only")])
+    run = await p.wait(wf, run_id)
+    assert run["status"] == "completed"
+    assert run["triggeredBy"] == {
+        "userId": "alice",
+        "username": "Alice",
+        "scopes": sorted(ALL_SCOPES),
+    }
+    listed = (await p.api.get(f"/api/v1/workflows/{wf}/runs")).json()["runs"][0]
+    assert listed["triggeredBy"]["userId"] == "alice"
+    signature = ALICE_TOKEN.rsplit(".", 1)[1]
+    record = await p.store.get_run(run_id)
+    assert record is not None and record.triggered_by is not None
+    assert signature not in record.model_dump_json()
+    assert signature not in json.dumps(run)
+    history = await p.client.get_workflow_handle(run_id).fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    run_input = json.loads(started.input.payloads[0].data)
+    assert run_input["triggeredBy"]["userId"] == "alice"
+    # Every payload of the history, as text (protobuf's text form shows payload bytes).
+    assert signature not in str(history.events) and signature not in history.to_json()
+
+
+async def test_decisions_record_the_deciders_sub_as_a_users(jwt_platform: Platform) -> None:
+    p = jwt_platform
+    wf, run_id = await start(p, GATED)
+    await share_with(p, wf, "user:bob")
+    await wait_for_gate(p, wf, run_id, "send")
+    response = await p.api.post(
+        f"/api/v1/workflows/{wf}/runs/{run_id}/approve",
+        json={"stepId": "send", "resolution": "confirm"},
+        headers=as_user("bob", [READ, CONTROL]),
+    )
+    assert response.status_code == 200, response.text
+    run = await p.wait(wf, run_id)
+    decided = run["resolvedRequirements"][0]
+    assert (decided["decidedBy"], decided["source"]) == ("bob", "user")
+    resolved = [e for e in await events_of(p, wf, run_id) if e["type"] == "requirement_resolved"]
+    assert (resolved[0]["decidedBy"], resolved[0]["source"]) == ("bob", "user")
+
+
+async def test_a_user_named_timeout_decides_as_a_person(jwt_platform: Platform) -> None:
+    p = jwt_platform
+    gate = {"requiresConfirmation": True, "onReject": "cancel", "onTimeout": "skip"}
+    wf, run_id = await start(p, [echo("send", gate), echo("after")])
+    await share_with(p, wf, "user:timeout")
+    await wait_for_gate(p, wf, run_id, "send")
+    response = await p.api.post(
+        f"/api/v1/workflows/{wf}/runs/{run_id}/approve",
+        json={"stepId": "send", "resolution": "reject"},
+        headers=as_user("timeout", [READ, CONTROL]),
+    )
+    assert response.status_code == 200, response.text
+    run = await p.wait(wf, run_id)
+    # A timer's reject would skip (onTimeout); a person's cancels the run (onReject).
+    assert run["status"] == "cancelled", run
+    decided = run["resolvedRequirements"][0]
+    assert (decided["decidedBy"], decided["source"], decided["resolution"]) == (
+        "timeout",
+        "user",
+        "reject",
+    )
+
+
+async def test_controls_record_who_requested_them(jwt_platform: Platform) -> None:
+    p = jwt_platform
+    wf, run_id = await start(p, GATED)
+    await wait_for_gate(p, wf, run_id, "send")
+    for action in ("pause", "resume", "cancel"):
+        response = await control(p, wf, run_id, action)
+        assert response.status_code == 200, (action, response.text)
+    await p.wait(wf, run_id)
+    events = {e["type"]: e for e in await events_of(p, wf, run_id)}
+    for kind in ("run_paused", "run_resumed", "cancel_requested"):
+        assert events[kind]["requestedBy"] == "alice", events[kind]
+    history = await p.client.get_workflow_handle(run_id).fetch_history()
+    assert "cancel requested by alice" in history.to_json()
+
+
+async def test_a_child_run_records_who_asked_for_it(jwt_platform: Platform) -> None:
+    p = jwt_platform
+    wf, run_id = await start(p, [echo("only")])
+    await p.wait(wf, run_id)
+    await share_with(p, wf, "user:bob")
+    response = await p.api.post(
+        f"/api/v1/workflows/{wf}/runs/{run_id}/replay", headers=as_user("bob", [CONTROL])
+    )
+    assert response.status_code == 202, response.text
+    child = await p.wait(wf, response.json()["runId"])
+    assert child["triggeredBy"] == {"userId": "bob", "username": None, "scopes": [CONTROL]}
+
+
+async def test_dev_mode_runs_have_no_triggering_identity(platform: Platform) -> None:
+    wf, run_id = await start(platform, GATED)
+    await wait_for_gate(platform, wf, run_id, "send")
+    assert (await approve(platform, wf, run_id, stepId="send", resolution="confirm")).is_success
+    run = await platform.wait(wf, run_id)
+    assert run["triggeredBy"] is None
+    assert run["resolvedRequirements"][0]["decidedBy"] == "dev"
