@@ -22,6 +22,9 @@ MAX_NAME_LENGTH = 200
 MAX_DESCRIPTION_LENGTH = 5_000
 MAX_EXPRESSION_LENGTH = 4_000
 MAX_MESSAGE_LENGTH = 4_000
+# Who may decide a gate, and who a workflow is shared with: `user:<sub>` or `role:<role>`.
+PRINCIPAL_PATTERN = r"^(user|role):[^\s]{1,200}$"
+MAX_APPROVERS = 50
 # Temporal refuses more than 2,000 pending activities per workflow; stay well below.
 MAX_CONCURRENCY = 500
 
@@ -86,6 +89,9 @@ class HumanReview(CamelModel):
     # How often a rejected review may send the step round again (onReject=retry).
     max_retries: int = Field(default=3, ge=0, le=100)
     allow_multiple_selections: bool = False
+    # Who may decide this node's gates (`user:<sub>`, `role:<role>`); empty: anyone who
+    # may control the workflow's runs.
+    approvers: list[str] = Field(default_factory=list, max_length=MAX_APPROVERS)
 
     def is_active(self) -> bool:
         return (

@@ -10,13 +10,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from temporal_workflows.definition import WorkflowNode, WorkflowSpec, iter_nodes
+from temporal_workflows.definition import (
+    PRINCIPAL_PATTERN,
+    HumanReview,
+    WorkflowNode,
+    WorkflowSpec,
+    iter_nodes,
+)
 from temporal_workflows.expressions import ExpressionError, check_expression, template_expressions
 
 MAX_DEPTH = 12
 MAX_NODES = 5_000
 MAX_POOL = 5
 NODE_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+_PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -223,6 +230,19 @@ def _human_review(node: WorkflowNode) -> list[str]:
         out.append("humanReview.userInputSchema field names must be unique")
     if hr.user_input_schema and not hr.requires_user_input:
         out.append("humanReview.userInputSchema needs requiresUserInput")
+    return out + _approvers(hr)
+
+
+def _approvers(hr: HumanReview) -> list[str]:
+    out = [
+        f"humanReview.approvers[{i}] {who[:210]!r} must be 'user:<sub>' or 'role:<role>'"
+        for i, who in enumerate(hr.approvers)
+        if not _PRINCIPAL.match(who)
+    ]
+    if len(set(hr.approvers)) != len(hr.approvers):
+        out.append("humanReview.approvers lists someone twice")
+    if hr.approvers and not hr.is_active():
+        out.append("humanReview.approvers needs a gate (a requires* flag) to decide")
     return out
 
 

@@ -12,11 +12,10 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from temporal_workflows.base import CamelModel
+from temporal_workflows.definition import PRINCIPAL_PATTERN
 
 Permission = Literal["VIEW", "EDIT", "DELETE", "SHARE"]
 PERMISSIONS: tuple[Permission, ...] = ("VIEW", "EDIT", "DELETE", "SHARE")
-# `user:<sub>` or `role:<role>`: no spaces, at most 200 characters after the prefix.
-PRINCIPAL_PATTERN = r"^(user|role):[^\s]{1,200}$"
 # Who owns a workflow created before workflows had owners: the dev-mode caller, the only
 # caller there was.
 LEGACY_OWNER = "dev"

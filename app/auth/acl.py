@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from activities.store.access import PERMISSIONS, Permission, owner_principal
 from activities.store.base import Viewer
-from activities.store.records import WorkflowRecord
-from app.auth.caller import Caller
+from activities.store.records import RunRecord, WorkflowRecord
+from app.auth.caller import CONTROL, Caller
 from app.errors import Forbidden, NotFound
+from temporal_workflows.definition import iter_nodes
 
 
 def permissions_of(caller: Caller, workflow: WorkflowRecord) -> frozenset[Permission]:
@@ -42,3 +43,29 @@ def require(caller: Caller, workflow: WorkflowRecord, permission: Permission) ->
         raise Forbidden(
             f"This request needs the {permission} permission on workflow {workflow.id!r}"
         )
+
+
+def approvers_of(run: RunRecord, step_id: str) -> list[str]:
+    """Who may decide the gates of node `step_id` in the run's definition (empty: anyone
+    who may control the run)."""
+    for node in iter_nodes(run.definition_snapshot.nodes):
+        if node.id == step_id:
+            return list(node.human_review.approvers) if node.human_review else []
+    return []
+
+
+def is_approver(caller: Caller, approvers: list[str]) -> bool:
+    """Whether the caller is one of `approvers` (everyone is when there are none)."""
+    return caller.admin or not approvers or not caller.principals.isdisjoint(approvers)
+
+
+def may_decide(caller: Caller, approvers: list[str]) -> bool:
+    """Whether the caller may decide a gate of a run they can see."""
+    return caller.has_scope(CONTROL) and is_approver(caller, approvers)
+
+
+def require_approver(caller: Caller, run: RunRecord, step_id: str) -> None:
+    """403 naming who may decide, when the caller is not among the gate's approvers."""
+    approvers = approvers_of(run, step_id)
+    if not is_approver(caller, approvers):
+        raise Forbidden(f"Only {', '.join(approvers)} may decide step {step_id!r}")

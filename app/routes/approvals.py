@@ -6,7 +6,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.auth.acl import viewer_of
 from app.auth.caller import READ
 from app.auth.guard import CallerDep, needs
 from app.deps import ApprovalsDep
@@ -22,5 +21,6 @@ async def list_approvals(
     page: Annotated[int, Query(ge=1)] = 1,
     per_page: Annotated[int, Query(alias="perPage", ge=1, le=100)] = 20,
 ) -> ApprovalPage:
-    """Pending gates (workflow, run, step, messages, age, deadline), oldest first."""
-    return await approvals.page(page, per_page, viewer_of(caller))
+    """The pending gates the caller may decide (workflow, run, step, messages, age,
+    deadline, approvers), oldest first."""
+    return await approvals.page(page, per_page, caller)

@@ -55,6 +55,9 @@ class ApprovalItem(CamelModel):
     created_at: datetime | None = None
     age_seconds: float | None = None
     timeout_at: datetime | None = None
+    # Who may decide it (`user:<sub>`, `role:<role>`); empty: anyone with
+    # workflows-control who may see the workflow.
+    approvers: list[str] = Field(default_factory=list)
     requirement: dict[str, Any]
 
 

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.store.base import Store, Viewer
+from activities.store.base import Store
 from activities.store.records import RunRecord
+from app.auth.acl import approvers_of, may_decide, viewer_of
+from app.auth.caller import Caller
 from app.schemas.control import ApprovalItem, ApprovalPage
 from app.schemas.workflow import Pagination
 
@@ -20,14 +22,21 @@ NEVER = datetime.max.replace(tzinfo=UTC)
 class ApprovalService:
     store: Store
 
-    async def page(self, page: int, per_page: int, viewer: Viewer = None) -> ApprovalPage:
-        """Open gates of waiting and paused runs (workflow, run, step, message, age, deadline)."""
+    async def page(self, page: int, per_page: int, caller: Caller) -> ApprovalPage:
+        """The open gates the caller may decide, in waiting and paused runs of workflows
+        they may see (workflow, run, step, message, age, deadline, approvers)."""
+        viewer = viewer_of(caller)
         runs = [
             *await self.store.list_runs_with_status("awaiting_approval", MAX_SCANNED_RUNS, viewer),
             *await self.store.list_runs_with_status("paused", MAX_SCANNED_RUNS, viewer),
         ]
+        gates = [
+            (run, req, approvers_of(run, req["stepId"]))
+            for run in runs
+            for req in run.pending_requirements
+        ]
         items = sorted(
-            (_item(run, req) for run in runs for req in run.pending_requirements),
+            (_item(run, req, who) for run, req, who in gates if may_decide(caller, who)),
             key=lambda i: (i.created_at or NEVER, i.run_id, i.step_id),
         )
         start = (page - 1) * per_page
@@ -37,7 +46,7 @@ class ApprovalService:
         )
 
 
-def _item(run: RunRecord, req: dict[str, Any]) -> ApprovalItem:
+def _item(run: RunRecord, req: dict[str, Any], approvers: list[str]) -> ApprovalItem:
     created = _parse(req.get("createdAt"))
     message = (
         req.get("confirmationMessage")
@@ -58,6 +67,7 @@ def _item(run: RunRecord, req: dict[str, Any]) -> ApprovalItem:
         created_at=created,
         age_seconds=(datetime.now(UTC) - created).total_seconds() if created else None,
         timeout_at=_parse(req.get("timeoutAt")),
+        approvers=approvers,
         requirement=req,
     )
 

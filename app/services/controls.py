@@ -16,6 +16,7 @@ from temporalio.service import RPCError
 
 from activities.store.base import Store
 from activities.store.records import RunRecord, utcnow
+from app.auth.acl import require_approver
 from app.auth.caller import Caller
 from app.errors import Conflict, RunRefused, UpdateNotTaken
 from app.schemas.control import ApproveRequest
@@ -49,6 +50,7 @@ class ControlService:
         """Resolve one pending requirement; returns once the workflow accepted it."""
         if run.status in TERMINAL_RUN_STATUSES:
             raise Conflict(f"Run is {run.status}, not awaiting approval")
+        require_approver(self.caller, run, body.step_id)
         decision = Decision(
             step_id=body.step_id,
             resolution=body.resolution,
