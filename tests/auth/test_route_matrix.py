@@ -123,6 +123,7 @@ ROWS: list[Row] = [
     Row("GET", f"{API}/servers", 200),
     Row("GET", f"{API}/agents", 200),
     Row("GET", f"{API}/approvals", 200),
+    Row("GET", f"{API}/runs/{{run_id}}", 200),
     Row("POST", f"{WF}/runs", 202, body={}),
     Row("GET", f"{WF}/runs", 200),
     Row("GET", RUN, 200),
@@ -151,6 +152,11 @@ ROWS: list[Row] = [
     Row("GET", f"{SCHED}/skips", 200),
 ]  # fmt: skip
 ROW_IDS = [f"{r.method} {r.path.removeprefix(API)}" for r in ROWS]
+
+
+def under_a_workflow(path: str) -> bool:
+    """Whether the route addresses something of one workflow (a run answers to its ACL)."""
+    return "{workflow_id}" in path or "{run_id}" in path
 
 
 def rule(row: Row) -> tuple[str, str]:
@@ -266,7 +272,7 @@ async def test_the_right_scope_without_the_permission(world: World, row: Row) ->
     scope, permission = rule(row)
     ids = _ids_for(world, row)
     stranger = await call(world, row, ids, as_user(STRANGER, [scope]))
-    if "{workflow_id}" not in row.path:
+    if not under_a_workflow(row.path):
         # No workflow to hold a permission on: served, counting only what they may see.
         assert stranger.status_code == row.ok, stranger.text
         if row.path == f"{API}/workflows" and row.method == "GET":
@@ -295,7 +301,7 @@ def test_the_scopes_are_the_documented_table() -> None:
     text = table.read_text()
     for row in ROWS:
         scope, permission = rule(row)
-        on_workflow = permission if "{workflow_id}" in row.path else "—"
+        on_workflow = permission if under_a_workflow(row.path) else "—"
         line = f"| `{row.method} {row.path.removeprefix(API)}` | `{scope}` | {on_workflow} |"
         assert line in text, line
     assert all(s in text for s in (READ, WRITE, CONTROL, SHARE))

@@ -52,7 +52,8 @@ async def console(browser: Any, platform: Platform) -> AsyncIterator[Console]:
 async def jwt_platform(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> AsyncIterator[Platform]:
-    """A whole platform in `jwt` mode; its `api` client calls as an admin with every scope."""
+    """A whole platform in `jwt` mode; its `api` client calls as alice with every scope, so
+    the workflows it creates are alice's (others see them once shared)."""
     catalog = load_catalog(None)
     await catalog.start()
     registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED)
@@ -62,7 +63,7 @@ async def jwt_platform(
             tmp_path,
             registry,
             settings_extra={"auth_mode": "jwt", "jwt_secret": SecretStr(SECRET)},
-            headers=as_user("admin"),
+            headers=as_user("alice"),
         ) as platform:
             yield platform
     finally:

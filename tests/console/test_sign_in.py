@@ -117,9 +117,17 @@ async def test_a_caller_without_the_control_scope_is_told_and_nothing_changes(
     wf = await p.create({"nodes": confirm_gate()})
     run_id = await p.trigger(wf)
     await wait_for_gate(p, wf, run_id, "ship")
+    grants = {"grants": [{"principal": "user:viewer", "permissions": ["VIEW"]}]}
+    assert (await p.api.put(f"/api/v1/workflows/{wf}/permissions", json=grants)).is_success
     page = console.page
     await console.goto("/console/sign-in")
     await sign_in(console, token("viewer", ("workflows-read",)))
+    # The inbox lists only the gates the caller may decide: none without workflows-control.
+    await expect(page.get_by_role("heading", name="Approvals")).to_be_visible()
+    await expect(page.locator(f'article[data-run-id="{run_id}"]')).to_have_count(0)
+    # The run page still shows the gate; deciding it is refused, and says why.
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await console.drawn()
     card = page.locator(f'article[data-run-id="{run_id}"]')
     await card.get_by_role("button", name="Approve").click()
     await expect(card.get_by_role("alert")).to_contain_text("You may not decide this gate")
