@@ -13,6 +13,7 @@ from fastapi import FastAPI
 
 from activities.executors.catalog import Catalog, CatalogError, load_catalog
 from activities.executors.registry import ExecutorRegistry
+from app.auth.guard import Authenticator
 from app.routes.catalog import router
 from tests.executors.conftest import MakeCall
 from tests.peers.catalog import PEER_API_KEY, Peers
@@ -154,6 +155,7 @@ class TestRoutesShowNoSecret:
         catalog = load_catalog(path, refresh_seconds=3600, environ={"MCP_KEY": "resolved-k3y"})
         app = FastAPI()
         app.state.catalog = catalog
+        app.state.authenticator = Authenticator(None)  # dev mode: the scope checks pass
         app.include_router(router, prefix="/api/v1")
         served = ServedApp(app).start()
         async with httpx.AsyncClient(base_url=served.base_url) as client:

@@ -9,6 +9,7 @@ import pytest
 from fastapi import FastAPI
 
 from activities.executors.catalog import Catalog
+from app.auth.guard import Authenticator
 from app.routes.catalog import router
 from tests.peers.serving import ServedApp
 
@@ -17,6 +18,7 @@ from tests.peers.serving import ServedApp
 async def api(catalog: Catalog) -> AsyncIterator[httpx.AsyncClient]:
     app = FastAPI()
     app.state.catalog = catalog
+    app.state.authenticator = Authenticator(None)  # dev mode: the routes' scope checks pass
     app.include_router(router, prefix="/api/v1")
     served = ServedApp(app).start()
     async with httpx.AsyncClient(base_url=served.base_url) as client:

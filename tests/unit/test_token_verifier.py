@@ -1,0 +1,57 @@
+"""How a verified token becomes a caller: scopes, roles and name from configurable claims."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.auth.tokens import ClaimNames, TokenSettingsError, TokenVerifier
+from app.errors import NotAuthenticated
+from tests.support.identity import SECRET, token
+
+
+async def test_scopes_may_be_a_space_separated_string_or_a_list() -> None:
+    verifier = TokenVerifier(secret=SECRET)
+    as_text = await verifier.caller(token("alice", ["workflows-read", "workflows-write"]))
+    as_list = await verifier.caller(token("alice", scope=["workflows-read", "workflows-write"]))
+    assert as_text.scopes == as_list.scopes == {"workflows-read", "workflows-write"}
+
+
+async def test_claim_names_and_dotted_paths_are_configurable() -> None:
+    verifier = TokenVerifier(
+        secret=SECRET,
+        claims=ClaimNames(scopes="scp", roles="realm_access.roles", name="preferred_username"),
+    )
+    caller = await verifier.caller(
+        token(
+            "alice",
+            scp="workflows-read",
+            realm_access={"roles": ["ops", "finance"]},
+            preferred_username="Alice",
+        )
+    )
+    assert caller.scopes == {"workflows-read"}
+    assert caller.principals == {"user:alice", "role:ops", "role:finance"}
+    assert caller.username == "Alice" and caller.verified and not caller.admin
+    identity = caller.identity()
+    assert identity is not None and identity.roles == ["finance", "ops"]
+
+
+async def test_a_token_without_scopes_has_none() -> None:
+    caller = await TokenVerifier(secret=SECRET).caller(token("alice", scope=None))
+    assert caller.scopes == frozenset()
+
+
+async def test_an_empty_sub_is_refused() -> None:
+    with pytest.raises(NotAuthenticated, match="'sub'"):
+        await TokenVerifier(secret=SECRET).caller(token(" "))
+
+
+def test_jwt_mode_needs_a_secret_or_a_key_set() -> None:
+    with pytest.raises(TokenSettingsError, match="TRELLIS_JWT_SECRET"):
+        TokenVerifier()
+    with pytest.raises(TokenSettingsError, match="at least 32 bytes"):
+        TokenVerifier(secret="short")
+
+
+def test_the_verifier_never_shows_its_secret() -> None:
+    assert SECRET not in repr(TokenVerifier(secret=SECRET))
