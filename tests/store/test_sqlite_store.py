@@ -115,7 +115,7 @@ async def test_several_stores_opening_a_fresh_file_at_once_all_connect(db_path: 
 
 
 async def test_workflows_from_before_acls_belong_to_the_dev_caller(db_path: Path) -> None:
-    # A file at schema version 1 (before ACLs) holding a workflow without an owner.
+    # A file at the schema version before ACLs, holding a workflow without an owner.
     store = SqliteStore(db_path)
     await store.connect()
     record = workflow()
@@ -124,7 +124,7 @@ async def test_workflows_from_before_acls_belong_to_the_dev_caller(db_path: Path
     with sqlite3.connect(db_path) as db:
         db.execute("UPDATE workflows SET doc = json_remove(doc, '$.owner', '$.grants')")
         db.execute("DROP TABLE workflow_viewers")
-        db.execute("PRAGMA user_version = 1")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
     store = SqliteStore(db_path)
     await store.connect()
     try:
