@@ -4,9 +4,10 @@ parameters (400 for a malformed id, 404 for an unknown one), so routes only call
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Query, Request
+from pydantic import WithJsonSchema
 from temporalio.client import Client
 
 from activities.executors.catalog import Catalog
@@ -38,6 +39,21 @@ from temporal_workflows.validation import NODE_ID_PATTERN
 
 # The one id rule for path parameters (workflow, run, node-run ids) and node ids alike.
 ID_PATTERN = NODE_ID_PATTERN
+
+
+def id_path(what: str) -> Any:
+    """A path parameter holding an id: its rule is in the OpenAPI document; `check_id`
+    enforces it (with a message naming the rule)."""
+    return Path(
+        description=f"The {what}.",
+        json_schema_extra={"pattern": ID_PATTERN.pattern, "minLength": 1, "maxLength": 128},
+    )
+
+
+# Pages of every list (a page past the end is empty; past MAX_PAGE is refused).
+MAX_PAGE = 1_000_000
+Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100)]
 
 
 def check_id(value: str, what: str) -> str:
@@ -165,7 +181,10 @@ ReadinessDep = Annotated[ReadinessProbe, Depends(get_readiness)]
 
 
 async def get_workflow_or_404(
-    workflow_id: str, store: StoreDep, caller: CallerDep, request: Request
+    workflow_id: Annotated[str, id_path("workflow id")],
+    store: StoreDep,
+    caller: CallerDep,
+    request: Request,
 ) -> WorkflowRecord:
     """The workflow named in the path: 400 when the id is malformed, 404 when unknown or
     not visible to the caller, 403 when the route's permission is more than they hold.
@@ -187,7 +206,7 @@ WorkflowDep = Annotated[WorkflowRecord, Depends(get_workflow_or_404)]
 
 
 async def get_version_or_404(
-    workflow: WorkflowDep, version: Annotated[int, Path(ge=1)], store: StoreDep
+    workflow: WorkflowDep, version: Annotated[int, Path(ge=1, le=2**31 - 1)], store: StoreDep
 ) -> WorkflowVersionRecord:
     """One kept version of the workflow in the path; 404 when it has no such version."""
     record = await store.get_workflow_version(workflow.id, version)
@@ -196,7 +215,9 @@ async def get_version_or_404(
     return record
 
 
-async def get_run_or_404(run_id: str, workflow: WorkflowDep, store: StoreDep) -> RunRecord:
+async def get_run_or_404(
+    run_id: Annotated[str, id_path("run id")], workflow: WorkflowDep, store: StoreDep
+) -> RunRecord:
     """The run named in the path, which must belong to the workflow in the path."""
     run = await store.get_run(check_id(run_id, "run id"))
     if run is None or run.workflow_definition_id != workflow.id:
@@ -208,7 +229,10 @@ RunDep = Annotated[RunRecord, Depends(get_run_or_404)]
 
 
 async def get_any_run_or_404(
-    run_id: str, store: StoreDep, caller: CallerDep, request: Request
+    run_id: Annotated[str, id_path("run id")],
+    store: StoreDep,
+    caller: CallerDep,
+    request: Request,
 ) -> RunRecord:
     """A run named by its id alone; 404 unless its workflow is found as the workflow
     lookup finds it (so whatever hides a workflow hides its runs here too)."""
@@ -225,7 +249,9 @@ async def get_any_run_or_404(
 AnyRunDep = Annotated[RunRecord, Depends(get_any_run_or_404)]
 
 
-async def get_node_run_or_404(node_run_id: str, run: RunDep, store: StoreDep) -> NodeRunRecord:
+async def get_node_run_or_404(
+    node_run_id: Annotated[str, id_path("node run id")], run: RunDep, store: StoreDep
+) -> NodeRunRecord:
     """The node run named in the path, which must belong to the run in the path."""
     record = await store.get_node_run(check_id(node_run_id, "node run id"))
     if record is None or record.workflow_run_id != run.id:
@@ -233,12 +259,14 @@ async def get_node_run_or_404(node_run_id: str, run: RunDep, store: StoreDep) ->
     return record
 
 
-def get_node_id(node_id: str) -> str:
+def get_node_id(node_id: Annotated[str, id_path("node id")]) -> str:
     """A node id from the path (whether the run has it is the service's question)."""
     return check_id(node_id, "node id")
 
 
-def get_schedule_id(schedule_id: str, workflow: WorkflowDep) -> str:
+def get_schedule_id(
+    schedule_id: Annotated[str, id_path("schedule id")], workflow: WorkflowDep
+) -> str:
     """A schedule id of the workflow in the path (Temporal says whether it exists)."""
     check_id(schedule_id, "schedule id")
     if not schedule_id.startswith(schedule_prefix(workflow.id)):
@@ -246,15 +274,19 @@ def get_schedule_id(schedule_id: str, workflow: WorkflowDep) -> str:
     return schedule_id
 
 
+# An event id: digits (or empty: from the start); left out rather than null.
+_EVENT_ID = WithJsonSchema({"type": "string", "pattern": "^[0-9]{0,18}$"})
+
+
 def get_last_event_id(
-    header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
-    query: Annotated[str | None, Query(alias="lastEventId")] = None,
+    header: Annotated[str | None, Header(alias="Last-Event-ID"), _EVENT_ID] = None,
+    query: Annotated[str | None, Query(alias="lastEventId"), _EVENT_ID] = None,
 ) -> int:
     """Where a resumed event stream continues (`Last-Event-ID`, or `?lastEventId=`); 0 if new."""
     value = header or query
     if value is None or value == "":
         return 0
-    if not value.isdigit():
+    if not (value.isdigit() and value.isascii() and len(value) <= 18):
         raise InvalidRequest(f"Invalid Last-Event-ID {value[:40]!r}: event ids are integers")
     return int(value)
 

@@ -22,6 +22,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.run_start import RunStartFailed, WorkflowDisabled
 from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable
+from app.openapi import allowed_methods
 from temporal_workflows.contracts import CONFLICT_ERROR, INVALID_ERROR, NOT_FOUND_ERROR
 from temporal_workflows.validation import DefinitionError
 
@@ -194,15 +195,17 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     status = exc.status_code
     code = _HTTP_CODES.get(status, "invalid_request" if status < 500 else "internal_error")
+    headers = getattr(exc, "headers", None)
     if status == 404:
         message = f"No resource at {request.url.path}"
     elif status == 405:
         message = f"Method {request.method} is not allowed on {request.url.path}"
+        # Starlette names only the first route matching the path; a path served by
+        # several routes (GET and PUT on one id) allows all of their methods.
+        headers = {"Allow": ", ".join(allowed_methods(request.app, request.url.path))}
     else:
         message = str(exc.detail)
-    return JSONResponse(
-        error_body(code, message), status_code=status, headers=getattr(exc, "headers", None)
-    )
+    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
 UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED})

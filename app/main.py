@@ -15,7 +15,9 @@ from activities.store.factory import open_store
 from app.auth.guard import Authenticator, check_routes
 from app.body_limit import BodyLimitMiddleware
 from app.console.routes import console_app
+from app.deps import get_temporal
 from app.errors import install_error_handlers
+from app.openapi import API_PREFIX, install_openapi
 from app.outbound import executor_catalog
 from app.routes import (
     approvals,
@@ -36,7 +38,6 @@ from app.services.event_hub import EventHub
 from app.settings import Settings, get_settings
 from app.temporal_link import TemporalLink
 
-API_PREFIX = "/api/v1"
 log = logging.getLogger(__name__)
 
 
@@ -76,6 +77,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.authenticator = Authenticator.from_settings(settings)
+    install_openapi(app, needs_temporal=get_temporal, token_optional=settings.auth_mode == "dev")
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.resolved_max_body_bytes)
     app.include_router(health.router)

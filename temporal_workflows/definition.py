@@ -6,11 +6,19 @@ their types and numeric bounds, so it stays importable inside the workflow sandb
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
-from temporal_workflows.base import CamelModel
+from temporal_workflows.base import INTEGRAL, CamelModel
+
+
+class DefinitionModel(CamelModel):
+    """A part of a definition: strict, so `"1"` is no number and `0` no boolean (what the
+    OpenAPI document says is what is accepted); JSON-native input is unaffected."""
+
+    model_config = ConfigDict(strict=True)
+
 
 NodeType = Literal["step", "parallel", "loop", "condition", "router", "map"]
 OnError = Literal["fail", "skip", "retry"]
@@ -29,25 +37,25 @@ MAX_APPROVERS = 50
 MAX_CONCURRENCY = 500
 
 
-class Position(CamelModel):
+class Position(DefinitionModel):
     x: float = 0
     y: float = 0
 
 
-class Viewport(CamelModel):
+class Viewport(DefinitionModel):
     x: float = 0
     y: float = 0
     zoom: float = Field(default=1, gt=0)
 
 
-class Canvas(CamelModel):
+class Canvas(DefinitionModel):
     viewport: Viewport = Field(default_factory=Viewport)
 
 
-class StepConfig(CamelModel):
+class StepConfig(DefinitionModel):
     """Retry and error policy of a step; becomes the activity's Temporal retry policy."""
 
-    max_retries: int = Field(default=0, ge=0, le=100)
+    max_retries: Annotated[int, Field(ge=0, le=100), INTEGRAL] = 0
     on_error: OnError = "fail"
     backoff_base_seconds: float = Field(default=1.0, gt=0, le=86_400)
     backoff_max_seconds: float = Field(default=60.0, gt=0, le=86_400)
@@ -55,12 +63,12 @@ class StepConfig(CamelModel):
     timeout_seconds: float = Field(default=300.0, gt=0, le=7 * 86_400)
 
 
-class LoopConfig(CamelModel):
-    max_iterations: int = Field(ge=1, le=10_000)
+class LoopConfig(DefinitionModel):
+    max_iterations: Annotated[int, Field(ge=1, le=10_000), INTEGRAL]
     end_condition_cel: str | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
 
 
-class UserInputField(CamelModel):
+class UserInputField(DefinitionModel):
     """An authoring-time form field of a `requiresUserInput` gate."""
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
@@ -71,7 +79,7 @@ class UserInputField(CamelModel):
     allowed_values: list[Any] | None = None
 
 
-class HumanReview(CamelModel):
+class HumanReview(DefinitionModel):
     """Per-node human-in-the-loop configuration (HITL v2)."""
 
     requires_confirmation: bool = False
@@ -87,7 +95,7 @@ class HumanReview(CamelModel):
     timeout_seconds: float | None = Field(default=None, gt=0, le=366 * 86_400)
     on_timeout: OnTimeout = "cancel"
     # How often a rejected review may send the step round again (onReject=retry).
-    max_retries: int = Field(default=3, ge=0, le=100)
+    max_retries: Annotated[int, Field(ge=0, le=100), INTEGRAL] = 3
     allow_multiple_selections: bool = False
     # Who may decide this node's gates (`user:<sub>`, `role:<role>`); empty: anyone who
     # may control the workflow's runs.
@@ -102,12 +110,12 @@ class HumanReview(CamelModel):
         )
 
 
-class RouterChoice(CamelModel):
+class RouterChoice(DefinitionModel):
     name: str = Field(max_length=MAX_NAME_LENGTH)
     steps: list[WorkflowNode] = Field(default_factory=list)
 
 
-class WorkflowNode(CamelModel):
+class WorkflowNode(DefinitionModel):
     """One node of the tree. Every container field is always present (empty when unused)."""
 
     id: str | None = Field(default=None, max_length=128)
@@ -129,7 +137,7 @@ class WorkflowNode(CamelModel):
     items_cel: str | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
     # parallel and map nodes (an extension): at most this many branches at a time
     # (default: the workflow's maxConcurrency).
-    max_concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
+    max_concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY), INTEGRAL] | None = None
 
     @property
     def node_id(self) -> str:
@@ -148,15 +156,16 @@ class WorkflowNode(CamelModel):
         return [(label, nodes) for label, nodes in seqs if nodes]
 
 
-class WorkflowSpec(CamelModel):
+class WorkflowSpec(DefinitionModel):
     """The executable part of a definition: what a run is pinned to."""
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
     canvas: Canvas = Field(default_factory=Canvas)
-    nodes: list[WorkflowNode]
+    # Save time refuses an empty tree (with its own message); the schema says so too.
+    nodes: list[WorkflowNode] = Field(json_schema_extra={"minItems": 1})
     # Bound on concurrently running branches of a parallel or map node (an extension).
-    max_concurrency: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)
+    max_concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY), INTEGRAL] = 8
 
 
 def iter_nodes(nodes: list[WorkflowNode]) -> list[WorkflowNode]:

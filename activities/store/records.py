@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from activities.store.access import LEGACY_OWNER, Grant
 from temporal_workflows.base import CamelModel
@@ -50,6 +50,17 @@ class WorkflowVersionRecord(StoredModel):
 
 
 class ResolvedDependency(CamelModel):
+    # Reusing an output needs the node run it comes from (the schema says so too).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"resolution": {"const": "reuse_previous_output"}}},
+            "then": {
+                "required": ["sourceNodeRunId"],
+                "properties": {"sourceNodeRunId": {"type": "string", "minLength": 1}},
+            },
+        }
+    )
+
     node_id: str
     resolution: Literal["reuse_previous_output", "rerun"]
     source_node_run_id: str | None = None

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from app.auth.caller import READ
 from app.auth.guard import CallerDep, needs
-from app.deps import ApprovalsDep
+from app.deps import ApprovalsDep, Page, PerPage
 from app.schemas.control import ApprovalPage
 
 router = APIRouter(prefix="/approvals", tags=["approvals"])
@@ -18,8 +16,8 @@ router = APIRouter(prefix="/approvals", tags=["approvals"])
 async def list_approvals(
     approvals: ApprovalsDep,
     caller: CallerDep,
-    page: Annotated[int, Query(ge=1)] = 1,
-    per_page: Annotated[int, Query(alias="perPage", ge=1, le=100)] = 20,
+    page: Page = 1,
+    per_page: PerPage = 20,
 ) -> ApprovalPage:
     """The pending gates the caller may decide (workflow, run, step, messages, age,
     deadline, approvers), oldest first."""

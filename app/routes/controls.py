@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from app.auth.caller import CONTROL, READ
 from app.auth.guard import needs
 from app.deps import ControlsDep, RunDep
+from app.openapi import errors
 from app.schemas.control import (
     ApproveRequest,
     ApproveResponse,
@@ -16,8 +17,11 @@ from app.schemas.control import (
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["controls"])
 
+DECIDED = "conflict: the gate was decided already, or the run is not waiting at it"
+STATE = "conflict: the run's status does not allow this (or it is no longer running)"
 
-@router.post("/approve", dependencies=[needs(CONTROL)])
+
+@router.post("/approve", dependencies=[needs(CONTROL)], responses=errors(409, s409=DECIDED))
 async def approve(run: RunDep, body: ApproveRequest, controls: ControlsDep) -> ApproveResponse:
     """Resolve one pending HITL requirement (exactly once)."""
     result = await controls.decide(run, body)
@@ -29,21 +33,21 @@ async def approve(run: RunDep, body: ApproveRequest, controls: ControlsDep) -> A
     )
 
 
-@router.post("/pause", dependencies=[needs(CONTROL)])
+@router.post("/pause", dependencies=[needs(CONTROL)], responses=errors(409, s409=STATE))
 async def pause(run: RunDep, controls: ControlsDep) -> ControlResponse:
     """Pause at the next node boundary; in-flight steps finish."""
     result = await controls.pause(run)
     return ControlResponse(run_id=run.id, status=result.status, message="Run paused")
 
 
-@router.post("/resume", dependencies=[needs(CONTROL)])
+@router.post("/resume", dependencies=[needs(CONTROL)], responses=errors(409, s409=STATE))
 async def resume(run: RunDep, controls: ControlsDep) -> ControlResponse:
     """Continue a paused run."""
     result = await controls.resume(run)
     return ControlResponse(run_id=run.id, status=result.status, message="Run resumed")
 
 
-@router.post("/cancel", dependencies=[needs(CONTROL)])
+@router.post("/cancel", dependencies=[needs(CONTROL)], responses=errors(409, s409=STATE))
 async def cancel(run: RunDep, controls: ControlsDep) -> ControlResponse:
     """Cancel the run: in-flight steps are cancelled, no new step starts."""
     await controls.cancel(run)

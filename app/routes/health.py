@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.deps import ReadinessDep
+from app.openapi import errors
 from app.schemas.health import Liveness, Readiness
 
 router = APIRouter(tags=["health"])
@@ -16,7 +17,7 @@ async def healthz() -> Liveness:
     return Liveness()
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses=errors(503))
 async def readyz(probe: ReadinessDep) -> Readiness:
     """200 when the store and Temporal answer; 503 naming each part that does not."""
     return await probe.check()

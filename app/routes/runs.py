@@ -8,7 +8,17 @@ from fastapi import APIRouter, Header, Query, status
 
 from app.auth.caller import CONTROL, READ
 from app.auth.guard import needs
-from app.deps import NodeRunDep, RunDep, RunListingDep, RunServiceDep, StoreDep, WorkflowDep
+from app.deps import (
+    MAX_PAGE,
+    NodeRunDep,
+    Page,
+    PerPage,
+    RunDep,
+    RunListingDep,
+    RunServiceDep,
+    StoreDep,
+    WorkflowDep,
+)
 from app.schemas.run import (
     NodeRunList,
     NodeRunPage,
@@ -24,11 +34,9 @@ from temporal_workflows.read_model import RunStatus
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs", tags=["runs"])
 
-Page = Annotated[int, Query(ge=1)]
-PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100)]
 # Opt-in for runs with thousands of node runs; without it, the contract's shapes.
 NodeRunsView = Annotated[Literal["all", "summary"], Query(alias="nodeRuns")]
-NodePage = Annotated[int | None, Query(ge=1)]
+NodePage = Annotated[int | None, Query(ge=1, le=MAX_PAGE)]
 NodePerPage = Annotated[int | None, Query(alias="perPage", ge=1, le=1000)]
 
 

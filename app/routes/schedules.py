@@ -9,7 +9,13 @@ from fastapi import APIRouter, Query, Response, status
 from app.auth.caller import READ, WRITE
 from app.auth.guard import needs
 from app.deps import ScheduleIdDep, SchedulesDep, WorkflowDep
-from app.schemas.schedule import ScheduleCreate, ScheduleList, SchedulePublic, ScheduleSkipList
+from app.schemas.schedule import (
+    ScheduleCreate,
+    ScheduleFired,
+    ScheduleList,
+    SchedulePublic,
+    ScheduleSkipList,
+)
 
 router = APIRouter(prefix="/workflows/{workflow_id}/schedules", tags=["schedules"])
 
@@ -68,10 +74,10 @@ async def unpause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) 
     status_code=status.HTTP_202_ACCEPTED,
     dependencies=[needs(WRITE, "EDIT")],
 )
-async def trigger_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> Response:
+async def trigger_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> ScheduleFired:
     """Fire once now, as if the schedule's time had come."""
     await schedules.trigger(schedule_id)
-    return Response(status_code=status.HTTP_202_ACCEPTED)
+    return ScheduleFired(schedule_id=schedule_id)
 
 
 @router.get("/{schedule_id}/skips", dependencies=[needs(READ)])

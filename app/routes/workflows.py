@@ -9,7 +9,8 @@ from fastapi import APIRouter, Query, Response, status
 from app.auth.acl import viewer_of
 from app.auth.caller import READ, WRITE
 from app.auth.guard import CallerDep, needs
-from app.deps import DefinitionsDep, StoreDep, WorkflowDep
+from app.deps import DefinitionsDep, Page, PerPage, StoreDep, WorkflowDep
+from app.openapi import errors
 from app.schemas.workflow import (
     Pagination,
     ToggleRequest,
@@ -21,6 +22,7 @@ from app.schemas.workflow import (
 )
 
 router = APIRouter(prefix="/workflows", tags=["workflows"])
+DUPLICATE_NAME = "duplicate_entry: another workflow has this name"
 
 
 @router.get("", dependencies=[needs(READ)])
@@ -28,8 +30,8 @@ async def list_workflows(
     store: StoreDep,
     caller: CallerDep,
     query: Annotated[str | None, Query(max_length=200)] = None,
-    page: Annotated[int, Query(ge=1)] = 1,
-    per_page: Annotated[int, Query(alias="perPage", ge=1, le=100)] = 20,
+    page: Page = 1,
+    per_page: PerPage = 20,
 ) -> WorkflowPage:
     """Definitions matching `query` (name or description), newest-updated first."""
     viewer = viewer_of(caller)
@@ -46,7 +48,12 @@ async def get_workflow(workflow: WorkflowDep) -> WorkflowPublic:
     return WorkflowPublic.from_record(workflow)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, dependencies=[needs(WRITE)])
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    dependencies=[needs(WRITE)],
+    responses=errors(409, s409=DUPLICATE_NAME),
+)
 async def create_workflow(
     body: WorkflowCreate, definitions: DefinitionsDep, caller: CallerDep
 ) -> WorkflowPublic:
@@ -54,7 +61,11 @@ async def create_workflow(
     return WorkflowPublic.from_record(await definitions.create(body, owner=caller.sub))
 
 
-@router.put("/{workflow_id}", dependencies=[needs(WRITE, "EDIT")])
+@router.put(
+    "/{workflow_id}",
+    dependencies=[needs(WRITE, "EDIT")],
+    responses=errors(409, s409=DUPLICATE_NAME),
+)
 async def update_workflow(
     workflow: WorkflowDep, body: WorkflowUpdate, definitions: DefinitionsDep
 ) -> WorkflowPublic:
@@ -63,7 +74,11 @@ async def update_workflow(
 
 
 @router.delete(
-    "/{workflow_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[needs(WRITE, "DELETE")]
+    "/{workflow_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    dependencies=[needs(WRITE, "DELETE")],
+    # Its open runs are cancelled first, which needs Temporal.
+    responses=errors(503),
 )
 async def delete_workflow(workflow: WorkflowDep, definitions: DefinitionsDep) -> Response:
     """Delete a definition with its versions and runs."""

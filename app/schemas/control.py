@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from app.schemas.workflow import Pagination
 from temporal_workflows.base import CamelModel
@@ -13,6 +13,16 @@ from temporal_workflows.gates import Resolution
 
 
 class ApproveRequest(CamelModel):
+    model_config = ConfigDict(
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {"stepId": "welcome", "resolution": "confirm"},
+                {"stepId": "review", "resolution": "reject", "feedback": "Wrong plan"},
+            ]
+        },
+    )
+
     step_id: str = Field(min_length=1, max_length=128)
     resolution: Resolution
     feedback: str | None = Field(default=None, max_length=10_000)

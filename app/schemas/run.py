@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Self, cast
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from activities.store.records import NodeRunRecord, ResolvedDependency, RunRecord
 from app.schemas.workflow import Pagination
@@ -15,6 +15,22 @@ from temporal_workflows.definition import WorkflowSpec
 
 
 class RunCreate(CamelModel):
+    model_config = ConfigDict(
+        strict=True,
+        json_schema_extra={
+            "examples": [{"initialInput": {"customerName": "Ada"}}],
+            # Dependencies name outputs of a parent run: they need its id.
+            "if": {
+                "required": ["resolvedDependencies"],
+                "properties": {"resolvedDependencies": {"minItems": 1}},
+            },
+            "then": {
+                "required": ["parentRunId"],
+                "properties": {"parentRunId": {"type": "string", "minLength": 1}},
+            },
+        },
+    )
+
     trigger_source: str = Field(default="manual", min_length=1, max_length=64)
     initial_input: dict[str, Any] = Field(default_factory=dict)
     parent_run_id: str | None = Field(default=None, max_length=128)

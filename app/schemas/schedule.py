@@ -3,35 +3,78 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Annotated, Any, Literal
+from zoneinfo import available_timezones
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from temporal_workflows.base import CamelModel
+from app.schemas.cron import CRON_PATTERN, is_cron
+from app.schemas.omittable import not_null, omittable
+from temporal_workflows.base import INTEGRAL, CamelModel
 
 OverlapPolicy = Literal[
     "skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"
 ]
 
 
+# The IANA zones this machine knows; the schema lists them.
+TIME_ZONES: list[Any] = sorted(available_timezones() | {"UTC"})
+_ZONES = frozenset(TIME_ZONES)
+
+
 class ScheduleCreate(CamelModel):
     """POST and PUT body (PUT replaces the whole schedule): a cron or an interval, not both."""
 
-    cron: str | None = Field(default=None, min_length=1, max_length=200)
-    interval_seconds: int | None = Field(default=None, ge=1, le=366 * 86_400)
-    time_zone: str = Field(default="UTC", min_length=1, max_length=64)
+    # The schema states exactly one of `cron` and `intervalSeconds` (oneOf), the cron
+    # grammar (a pattern) and the zones; the validators below enforce the same rules.
+    model_config = ConfigDict(
+        strict=True,
+        json_schema_extra=omittable(
+            "cron",
+            "intervalSeconds",
+            extra={
+                "oneOf": [
+                    {"required": ["cron"], "not": {"required": ["intervalSeconds"]}},
+                    {"required": ["intervalSeconds"], "not": {"required": ["cron"]}},
+                ],
+                "examples": [
+                    {"cron": "0 9 * * MON-FRI", "timeZone": "Europe/Berlin"},
+                    {"intervalSeconds": 3600, "initialInput": {"report": "hourly"}},
+                ],
+            },
+        ),
+    )
+
+    cron: str | None = Field(
+        default=None,
+        max_length=200,
+        json_schema_extra={"pattern": CRON_PATTERN},
+        description="Five fields, or @daily and friends; a backwards range wraps.",
+    )
+    interval_seconds: Annotated[int, Field(ge=1, le=366 * 86_400), INTEGRAL] | None = None
+
+    _given = field_validator("cron", "interval_seconds", mode="before")(not_null)
+    time_zone: str = Field(default="UTC", json_schema_extra={"enum": TIME_ZONES})
     initial_input: dict[str, Any] = Field(default_factory=dict)
     overlap_policy: OverlapPolicy = "skip"
     paused: bool = False
 
+    @field_validator("cron")
+    @classmethod
+    def _cron_grammar(cls, value: str | None) -> str | None:
+        if value is not None and not is_cron(value):
+            raise ValueError(
+                f"{value[:200]!r} is not a cron expression this API accepts: five fields "
+                "(minute hour day-of-month month day-of-week) of *, values, ranges and "
+                "/steps, or @yearly, @monthly, @weekly, @daily, @hourly (see docs)"
+            )
+        return value
+
     @field_validator("time_zone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown IANA time zone {value!r}") from None
+        if value not in _ZONES:
+            raise ValueError(f"unknown IANA time zone {value[:64]!r}")
         return value
 
     @model_validator(mode="after")
@@ -76,6 +119,13 @@ class ScheduleSkip(CamelModel):
     id: int
     reason: str
     timestamp: datetime
+
+
+class ScheduleFired(CamelModel):
+    """The 202 of a manual trigger: the schedule fires once; its run shows up in the list."""
+
+    schedule_id: str
+    message: str = "Schedule fired; its run starts shortly"
 
 
 class ScheduleSkipList(CamelModel):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from activities.store.records import WorkflowRecord
-from temporal_workflows.base import CamelModel
+from app.schemas.omittable import not_null, omittable
+from temporal_workflows.base import INTEGRAL, CamelModel
 from temporal_workflows.definition import (
     MAX_DESCRIPTION_LENGTH,
     MAX_NAME_LENGTH,
@@ -23,24 +24,53 @@ from temporal_workflows.definition import (
 class WorkflowCreate(WorkflowSpec):
     """POST body: a definition. An `enabled` field is ignored (new workflows start disabled)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "Customer onboarding",
+                    "description": "Greets a new customer once a person confirms",
+                    "nodes": [
+                        {
+                            "name": "Welcome",
+                            "nodeType": "step",
+                            "executorKey": "builtin:echo",
+                            "config": {"message": "Welcome, {{ customerName }}"},
+                            "humanReview": {"requiresConfirmation": True},
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
 
 class WorkflowUpdate(CamelModel):
     """PUT body: every field optional; omitted fields keep their value."""
+
+    model_config = ConfigDict(
+        strict=True,
+        json_schema_extra=omittable(
+            "name",
+            "canvas",
+            "nodes",
+            "maxConcurrency",
+            "enabled",
+            extra={"examples": [{"description": "Onboards new customers", "enabled": True}]},
+        ),
+    )
 
     name: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_LENGTH)
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
     canvas: Canvas | None = None
     nodes: list[WorkflowNode] | None = None
-    max_concurrency: int | None = Field(default=None, ge=1, le=500)
+    max_concurrency: Annotated[int, Field(ge=1, le=500), INTEGRAL] | None = None
     enabled: bool | None = Field(default=None, strict=True)
 
-    @field_validator("name", "canvas", "nodes", "max_concurrency", "enabled", mode="before")
-    @classmethod
-    def _not_null(cls, value: Any) -> Any:
-        # Omitting a field keeps it; an explicit null for a required field is a mistake.
-        if value is None:
-            raise ValueError("must not be null (omit the field to keep its value)")
-        return value
+    # Omitting a field keeps it; an explicit null for a required field is a mistake.
+    _given = field_validator(
+        "name", "canvas", "nodes", "max_concurrency", "enabled", mode="before"
+    )(not_null)
 
     def spec_changes(self) -> dict[str, Any]:
         """The definition fields this update sets (snake_case), `enabled` excluded."""
@@ -48,6 +78,8 @@ class WorkflowUpdate(CamelModel):
 
 
 class ToggleRequest(CamelModel):
+    model_config = ConfigDict(strict=True, json_schema_extra={"examples": [{"enabled": True}]})
+
     enabled: bool = Field(strict=True)
 
 

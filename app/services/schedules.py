@@ -7,6 +7,7 @@ argument keeps the configuration as given (Temporal keeps a cron only as calenda
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from activities.scheduling import skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
 from app.errors import ScheduleRefused
+from app.schemas.cron import normalized
 from app.schemas.schedule import (
     OverlapPolicy,
     ScheduleActionPublic,
@@ -56,6 +58,8 @@ OVERLAP: dict[OverlapPolicy, ScheduleOverlapPolicy] = {
 }
 OVERLAP_NAMES: dict[ScheduleOverlapPolicy, OverlapPolicy] = {v: k for k, v in OVERLAP.items()}
 T = TypeVar("T")
+
+DESCRIBE_CONCURRENCY = 16
 
 
 def schedule_prefix(workflow_id: str) -> str:
@@ -87,14 +91,19 @@ class ScheduleService:
         """The workflow's schedules, oldest first (visibility is eventually consistent)."""
         query = f"{search_attributes.DEFINITION_ID.name} = '{workflow.id}'"
         ids = [s.id async for s in await self.client.list_schedules(query=query)]
-        found: list[SchedulePublic] = []
-        for schedule_id in ids:
-            try:
-                found.append(await self.get(schedule_id))
-            except ScheduleRefused as exc:
-                if exc.error.status != RPCStatusCode.NOT_FOUND:
-                    raise
-                # Deleted, still listed for a moment.
+        # Described a few at a time: one after another, a hundred schedules took seconds.
+        limit = asyncio.Semaphore(DESCRIBE_CONCURRENCY)
+
+        async def described(schedule_id: str) -> SchedulePublic | None:
+            async with limit:
+                try:
+                    return await self.get(schedule_id)
+                except ScheduleRefused as exc:
+                    if exc.error.status != RPCStatusCode.NOT_FOUND:
+                        raise
+                    return None  # deleted, still listed for a moment
+
+        found = [s for s in await asyncio.gather(*map(described, ids)) if s is not None]
         return ScheduleList(schedules=sorted(found, key=lambda s: (s.created_at, s.id)))
 
     async def get(self, schedule_id: str) -> SchedulePublic:
@@ -159,7 +168,8 @@ class ScheduleService:
             default_gate_timeout_seconds=self.default_gate_timeout_seconds,
         )
         spec = ScheduleSpec(
-            cron_expressions=[body.cron] if body.cron else [],
+            # Backwards ranges (FRI-MON) wrap; Temporal wants them split in two.
+            cron_expressions=[normalized(body.cron)] if body.cron else [],
             intervals=[ScheduleIntervalSpec(every=timedelta(seconds=body.interval_seconds))]
             if body.interval_seconds
             else [],

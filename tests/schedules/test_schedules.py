@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 from tests.support.platform import Platform
@@ -164,11 +165,22 @@ class TestValidation:
             assert response.status_code == 400
             assert "exactly one of cron and intervalSeconds" in response.text
 
-    async def test_an_invalid_cron_is_400(self, platform: Platform) -> None:
+    async def test_an_invalid_cron_is_400_naming_the_grammar_and_creates_nothing(
+        self, platform: Platform
+    ) -> None:
         wf = await platform.create(ECHO)
-        response = await platform.api.post(url(wf), json={"cron": "61 * * * *"})
-        assert response.status_code == 400, response.text
-        assert response.json()["error"]["code"] == "invalid_request"
+        for cron in ("61 * * * *", "0 0 0 * *", "* * * * * *", "*/0 * * * *", "@reboot"):
+            response = await platform.api.post(url(wf), json={"cron": cron})
+            assert response.status_code == 400, response.text
+            assert response.json()["error"]["code"] == "invalid_request"
+            assert "is not a cron expression this API accepts" in response.text
+        assert (await platform.api.get(url(wf))).json()["schedules"] == []
+
+    async def test_an_explicit_null_is_400(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(url(wf), json={"cron": None, "intervalSeconds": 60})
+        assert response.status_code == 400
+        assert "must not be null" in response.text
 
     async def test_an_unknown_time_zone_is_400(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
@@ -190,11 +202,12 @@ class TestTemporalAnswers:
         assert error["code"] == "resource_not_found"
         assert error["message"].startswith("Schedule not found: ")
 
-    async def test_a_cron_temporal_rejects_is_400_invalid_schedule(
-        self, platform: Platform
-    ) -> None:
+    async def test_a_backwards_range_wraps_around(self, platform: Platform) -> None:
+        # Temporal refuses FRI-MON; the API splits it (FRI-SAT,SUN-MON) and keeps it as given.
         wf = await platform.create(ECHO)
-        response = await platform.api.post(url(wf), json={"cron": "61 * * * *"})
-        assert response.status_code == 400
-        assert response.json()["error"]["message"].startswith("Invalid schedule: ")
-        assert (await platform.api.get(url(wf))).json()["schedules"] == []
+        response = await platform.api.post(url(wf), json={"cron": "0 9 * * FRI-MON"})
+        assert response.status_code == 201, response.text
+        created = response.json()
+        assert created["cron"] == "0 9 * * FRI-MON"
+        days = {datetime.fromisoformat(t).strftime("%a") for t in created["nextActionTimes"]}
+        assert days == {"Fri", "Sat", "Sun", "Mon"}

@@ -1,0 +1,81 @@
+"""What /openapi.json promises, checked without Schemathesis (tests/contract runs it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from app.main import create_app
+from app.settings import Settings
+from tests.api.helpers import API, assert_error
+
+
+def document(tmp_path: Path, **settings: Any) -> dict[str, Any]:
+    return create_app(Settings(data_dir=tmp_path, **settings)).openapi()
+
+
+def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(path, method, op) for path, ops in doc["paths"].items() for method, op in ops.items()]
+
+
+def test_no_operation_documents_422_and_every_error_has_the_error_body(tmp_path: Path) -> None:
+    doc = document(tmp_path)
+    assert '"422"' not in json.dumps(doc)
+    for path, method, op in operations(doc):
+        for status, response in op["responses"].items():
+            if int(status) >= 400:
+                schema = response["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (path, method)
+
+
+def test_every_api_operation_documents_its_auth_errors_and_a_stable_id(tmp_path: Path) -> None:
+    ids = []
+    for path, _, op in operations(document(tmp_path)):
+        ids.append(op["operationId"])
+        assert "_" not in op["operationId"]
+        if path.startswith("/api/v1"):
+            assert {"401", "403"} <= set(op["responses"]), path
+    assert len(ids) == len(set(ids))
+
+
+def test_routes_that_need_temporal_document_503_and_lookups_404(tmp_path: Path) -> None:
+    paths = document(tmp_path)["paths"]
+    assert "503" in paths["/api/v1/workflows/{workflow_id}/runs"]["post"]["responses"]
+    assert "503" not in paths["/api/v1/workflows/{workflow_id}/runs"]["get"]["responses"]
+    assert "404" in paths["/api/v1/workflows/{workflow_id}"]["get"]["responses"]
+    assert (
+        "409" in paths["/api/v1/workflows/{workflow_id}/runs/{run_id}/approve"]["post"]["responses"]
+    )
+
+
+def test_a_token_is_optional_in_dev_mode_and_required_in_jwt_mode(tmp_path: Path) -> None:
+    dev = document(tmp_path)["paths"]["/api/v1/workflows"]["get"]["security"]
+    jwt = document(tmp_path, auth_mode="jwt", jwt_secret=SecretStr("x" * 40))["paths"][
+        "/api/v1/workflows"
+    ]["get"]["security"]
+    assert {} in dev and {} not in jwt
+
+
+def test_creating_responses_link_to_what_takes_their_ids(tmp_path: Path) -> None:
+    paths = document(tmp_path)["paths"]
+    links = paths["/api/v1/workflows/{workflow_id}/runs"]["post"]["responses"]["202"]["links"]
+    assert links["approve"]["parameters"] == {
+        "run_id": "$response.body#/runId",
+        "workflow_id": "$request.path.workflow_id",
+    }
+
+
+async def test_405_allows_every_method_of_the_path(client: httpx.AsyncClient) -> None:
+    response = await client.post(f"{API}/workflows/some-id")
+    assert_error(response, 405, "method_not_allowed", "POST")
+    assert response.headers["allow"] == "DELETE, GET, PUT"
+
+
+async def test_a_page_past_the_limit_is_400_not_500(client: httpx.AsyncClient) -> None:
+    for path in ("/workflows", "/approvals"):
+        response = await client.get(f"{API}{path}", params={"page": 2**62})
+        assert_error(response, 400, "invalid_request", "page")
