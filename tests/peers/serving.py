@@ -32,8 +32,10 @@ class ServedApp:
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> ServedApp:
+        # No log config and no level: either would change uvicorn's loggers for the rest of
+        # the session (tests/unit/test_logs.py reads uvicorn.access).
         config = uvicorn.Config(
-            self.app, host=self.host, port=self.port, log_level="warning", lifespan="on"
+            self.app, host=self.host, port=self.port, log_config=None, lifespan="on"
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
