@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporal_workflows.cel_budget import Budget
+from temporal_workflows.cel_budget import fresh_budget
 from temporal_workflows.expressions import ExpressionError, evaluate
 
 ECHO = "builtin:echo"
@@ -36,7 +36,7 @@ def transform(config: dict[str, Any], variables: dict[str, Any]) -> dict[str, An
     if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
         raise BuiltinError("builtin:transform needs config.map: an object of CEL expressions")
     try:
-        budget = Budget()
+        budget = fresh_budget()
         return {name: evaluate(source, variables, budget) for name, source in mapping.items()}
     except ExpressionError as exc:
         raise BuiltinError(str(exc)) from None

@@ -24,9 +24,9 @@ from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
 # One evaluation (a condition, an end condition, one step's whole config, one transform
-# map) stops here: 1.5-7 microseconds a step in cel-python (measured), so at most about
-# 0.35 s on one idle core, well within the 2 s a workflow task may run before Temporal
-# reports it deadlocked.
+# map) stops here: 1.5-16 microseconds a step in cel-python (measured, idle to loaded), so
+# at most 0.35-0.8 s of one core, within the 2 s a workflow task may run before Temporal
+# reports it deadlocked. The evaluations of one workflow task share as much (TaskBudget).
 MAX_STEPS = 50_000
 ITERATION_STEPS = 10
 ELEMENTS_PER_STEP = 4
@@ -45,19 +45,67 @@ class BudgetExceeded(Exception):
 
 
 class Budget:
-    """The steps left to one evaluation, which may span several expressions."""
+    """The steps left to one evaluation, which may span several expressions; each step is
+    charged to `shared` too when the evaluation runs inside a workflow task."""
 
-    def __init__(self, steps: int = MAX_STEPS) -> None:
+    def __init__(self, steps: int = MAX_STEPS, shared: Budget | None = None) -> None:
         self.limit = steps
         self.left = steps
+        self.shared = shared
 
     def spend(self, steps: int) -> None:
         self.left -= steps
         if self.left < 0:
             raise BudgetExceeded(f"it needs more than {self.limit} steps")
+        if self.shared is not None:
+            self.shared.spend(steps)
+
+
+class _TaskShare(Budget):
+    def spend(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise BudgetExceeded(
+                f"the expressions evaluated in one workflow task together need more than "
+                f"{self.limit} steps"
+            )
+
+
+class TaskBudget:
+    """The steps all evaluations of one workflow task share. Temporal takes a task that runs
+    2 s as deadlocked and retries it for ever, so many costly expressions ready at once (the
+    branches of a parallel node) must not add up past what one evaluation may take.
+
+    `task` names the current workflow task deterministically (the history's length when
+    it started), so a replay charges the same evaluations to the same share.
+    """
+
+    def __init__(self, task: Callable[[], int], steps: int = MAX_STEPS) -> None:
+        self._task = task
+        self._steps = steps
+        self._key: int | None = None
+        self._share = _TaskShare(steps)
+
+    def current(self) -> Budget:
+        key = self._task()
+        if key != self._key:
+            self._key, self._share = key, _TaskShare(self._steps)
+        return self._share
 
 
 _CURRENT: contextvars.ContextVar[Budget] = contextvars.ContextVar("cel_budget")
+_TASK: contextvars.ContextVar[TaskBudget] = contextvars.ContextVar("cel_task_budget")
+
+
+def share_per_task(task_budget: TaskBudget) -> None:
+    """Charge evaluations in this context (and the tasks it starts) to `task_budget`."""
+    _TASK.set(task_budget)
+
+
+def fresh_budget() -> Budget:
+    """A budget for one evaluation, drawing on the workflow task's share when there is one."""
+    task_budget = _TASK.get(None)
+    return Budget(shared=task_budget.current() if task_budget is not None else None)
 
 
 def charging(budget: Budget) -> contextvars.Token[Budget]:

@@ -28,6 +28,7 @@ from temporal_workflows.cel_budget import (
     BudgetedRunner,
     BudgetExceeded,
     charging,
+    fresh_budget,
     release,
     static_problem,
 )
@@ -213,7 +214,7 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
     program, names = _program(source)
     # Only the variables the expression names: converting every step's outputs is costly.
     activation = {name: to_cel(scope[name]) for name in names if name in scope}
-    token = charging(budget or Budget())
+    token = charging(budget or fresh_budget())
     try:
         result = program.evaluate(activation)
     except BudgetExceeded as exc:
@@ -240,7 +241,7 @@ def render(value: Any, scope: dict[str, Any], budget: Budget | None = None) -> A
     A string that is exactly one template keeps the expression's type; any other string
     with templates renders as text (JSON-like values as compact JSON).
     """
-    budget = budget or Budget()
+    budget = budget or fresh_budget()
     if isinstance(value, str):
         return _render_string(value, scope, budget)
     if isinstance(value, dict):

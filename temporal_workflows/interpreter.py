@@ -14,6 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from temporal_workflows.cel_budget import TaskBudget, share_per_task
     from temporal_workflows.clock import RunClock
     from temporal_workflows.continuation import Continuation
     from temporal_workflows.contracts import (
@@ -40,6 +41,10 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.run_status import Activity, Pause
     from temporal_workflows.scope import Scope
     from temporal_workflows.step_runner import StepRunner
+
+
+# Runs started before expressions shared a budget per workflow task replay without it.
+TASK_BUDGET_PATCH = "expressions-share-a-task-budget"
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
@@ -83,6 +88,8 @@ class TrellisRun:
             input=inp.initial_input, additional_data=inp.additional_data, session_state={}
         )
         self._outbox.start()
+        if workflow.patched(TASK_BUDGET_PATCH):
+            share_per_task(TaskBudget(lambda: workflow.info().get_current_history_length()))
         if inp.resume is None:
             await self._recorder.publish("run_started", status="running")
         position = self._continuation.restore(scope)

@@ -14,6 +14,8 @@ from temporal_workflows.cel_budget import (
     MAX_STEPS,
     MAX_TREE_DEPTH,
     Budget,
+    BudgetExceeded,
+    TaskBudget,
 )
 from temporal_workflows.expressions import ExpressionError, check_expression, evaluate, render
 
@@ -191,3 +193,22 @@ class TestSemanticsKept:
     def test_a_non_bool_operand_of_or_is_an_error(self) -> None:
         with pytest.raises(ExpressionError, match="no matching overload"):
             evaluate("1 || 2", {})
+
+
+def test_a_task_budget_is_shared_within_a_task_and_fresh_in_the_next() -> None:
+    task = [1]
+    shared = TaskBudget(lambda: task[0], steps=100)
+    first = Budget(steps=80, shared=shared.current())
+    first.spend(60)
+    second = Budget(steps=80, shared=shared.current())
+    with pytest.raises(BudgetExceeded, match="together need more than 100 steps"):
+        second.spend(60)  # fits its own 80, not what the task has left
+    task[0] = 7  # the next workflow task
+    Budget(steps=80, shared=shared.current()).spend(60)
+
+
+def test_an_evaluation_outside_a_workflow_has_only_its_own_budget() -> None:
+    for _ in range(3):  # three evaluations of 30,000 steps each: no task to share with
+        evaluate(
+            "input.l.exists(a, input.l.exists(b, a + b < 0))", {"input": {"l": list(range(30))}}
+        )
