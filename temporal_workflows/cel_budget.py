@@ -26,8 +26,12 @@ from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 # One evaluation (a condition, an end condition, one step's whole config, one transform
 # map) stops here: 1.5-16 microseconds a step in cel-python (measured, idle to loaded), so
 # at most 0.35-0.8 s of one core, within the 2 s a workflow task may run before Temporal
-# reports it deadlocked. The evaluations of one workflow task share as much (TaskBudget).
+# reports it deadlocked.
 MAX_STEPS = 50_000
+# All evaluations of one workflow task together (TaskBudget): twice one evaluation, so a
+# wide parallel node's many cheap expressions fit, and still well under the 2 s on an idle
+# core.
+MAX_TASK_STEPS = 2 * MAX_STEPS
 ITERATION_STEPS = 10
 ELEMENTS_PER_STEP = 4
 CHARS_PER_STEP = 1_024
@@ -80,7 +84,7 @@ class TaskBudget:
     it started), so a replay charges the same evaluations to the same share.
     """
 
-    def __init__(self, task: Callable[[], int], steps: int = MAX_STEPS) -> None:
+    def __init__(self, task: Callable[[], int], steps: int = MAX_TASK_STEPS) -> None:
         self._task = task
         self._steps = steps
         self._key: int | None = None

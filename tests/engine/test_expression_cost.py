@@ -58,27 +58,28 @@ async def test_the_same_condition_over_small_lists_completes(platform: Platform)
     assert run["nodeRuns"][0]["inputSnapshot"]["branch"] == "falseSteps"
 
 
-# About 30,000 steps over a 30-element list: one fits the budget, two do not.
+# About 30,000 steps over a 30-element list: one fits an evaluation's budget (50,000),
+# four do not fit a workflow task's (100,000).
 PAIRS = "input.l.exists(a, input.l.exists(b, a + b < 0))"
 
 
 async def test_costly_conditions_ready_at_once_share_one_workflow_task_budget(
     platform: Platform,
 ) -> None:
-    # Three branches' conditions are evaluated in the same workflow task; were each given
-    # its own budget, the task would run three evaluations' time and could be retried as
+    # Four branches' conditions are evaluated in the same workflow task; were each given
+    # its own budget, the task would run four evaluations' time and could be retried as
     # deadlocked for ever. Together they fail the run instead, clearly.
     branches = [
         condition(f"c{i}", PAIRS, echo(f"t{i}"), id=f"c{i}", falseSteps=[echo(f"f{i}")])
-        for i in range(3)
+        for i in range(4)
     ]
     started = time.monotonic()
     run = await platform.run({"nodes": [parallel("fan", *branches)]}, {"l": list(range(30))})
     assert time.monotonic() - started < 30
     assert run["status"] == "failed"
-    assert "together need more than 50000 steps" in run["errorSummary"], run["errorSummary"]
+    assert "together need more than 100000 steps" in run["errorSummary"], run["errorSummary"]
     statuses = {n["nodeId"]: n["status"] for n in run["nodeRuns"]}
-    assert "failed" in {statuses.get(f"c{i}") for i in range(3)}, statuses
+    assert "failed" in {statuses.get(f"c{i}") for i in range(4)}, statuses
 
 
 async def test_one_such_condition_alone_fits_its_task(platform: Platform) -> None:
