@@ -12,21 +12,28 @@ from typing import Any
 
 from temporalio import activity
 
+from activities.metrics import COUNTED_EVENTS, RunMetrics
 from activities.store.base import Store
 from temporal_workflows.contracts import (
     NOW,
     RECORD_BATCH,
     ProjectionBatch,
+    RunProjection,
 )
 
 
 class ProjectionActivities:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, metrics: RunMetrics | None = None) -> None:
         self._store = store
+        self._metrics = metrics or RunMetrics()
 
     @activity.defn(name=RECORD_BATCH)
     async def record_batch(self, batch: ProjectionBatch) -> None:
         """Apply a batch of writes in order (SQLite commits them in one transaction)."""
+        counted = [p for p in batch.runs if p.event and p.event.get("type") in COUNTED_EVENTS]
+        # A batch runs again when its completion was lost (a worker crash, a failed
+        # workflow task): writes its earlier attempt applied are not counted twice.
+        applied_before = await self._stored_rev(counted[0]) if counted else None
         runs, node_runs = iter(batch.runs), iter(batch.node_runs)
         writes = []
         for kind in batch.order:
@@ -37,7 +44,20 @@ class ProjectionActivities:
                 n = next(node_runs)
                 writes.append(write_node_run(self._store, n.record, n.events))
         # Started in order, so a group-committing store queues them in order.
-        await asyncio.gather(*writes)
+        landed = await asyncio.gather(*writes)
+        now = datetime.now(UTC)
+        self._metrics.batch_landed(_oldest_write(batch), now)
+        if not counted:
+            return
+        run_landed = iter(ok for kind, ok in zip(batch.order, landed, strict=True) if kind == "r")
+        for p, ok in zip(batch.runs, run_landed, strict=True):
+            first_time = applied_before is None or p.rev > applied_before
+            if ok and first_time and p.event and p.event.get("type") in COUNTED_EVENTS:
+                self._metrics.run_written(p.workflow_id, p.event, p.changes)
+
+    async def _stored_rev(self, projection: RunProjection) -> int | None:
+        run = await self._store.get_run(projection.run_id)
+        return None if run is None else run.rev
 
     def all(self) -> list[Any]:
         return [self.record_batch]
@@ -54,3 +74,18 @@ def _stamped(fields: dict[str, Any]) -> dict[str, Any]:
     """Replace NOW placeholders with this activity's clock (see the interpreter)."""
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     return {k: (now if v == NOW else v) for k, v in fields.items()}
+
+
+def _oldest_write(batch: ProjectionBatch) -> str | None:
+    """When the batch's first write was made (workflow time): the first event's timestamp."""
+    runs, node_runs = iter(batch.runs), iter(batch.node_runs)
+    for kind in batch.order:
+        if kind == "r":
+            event = next(runs).event
+            if event and event.get("timestamp"):
+                return str(event["timestamp"])
+        else:
+            for event in next(node_runs).events:
+                if event.get("timestamp"):
+                    return str(event["timestamp"])
+    return None

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +15,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.executors.base import Executor, PermanentError, StepCall
+from activities.metrics import RunMetrics
 from activities.run_log import about_run
 from activities.store.base import Store, StoreUnavailable
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
@@ -44,11 +46,16 @@ def _now() -> str:
 
 class StepActivities:
     def __init__(
-        self, store: Store, executor: Executor, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+        self,
+        store: Store,
+        executor: Executor,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        metrics: RunMetrics | None = None,
     ) -> None:
         self._max_output_bytes = max_output_bytes
         self._store = store
         self._executor = executor
+        self._metrics = metrics or RunMetrics()
 
     @activity.defn(name=EXECUTE_STEP)
     async def execute_step(self, step: StepInput) -> StepOutput:
@@ -66,7 +73,7 @@ class StepActivities:
         record.announce_after(RUNNING_AFTER_SECONDS)
         call = _call(step, attempt, activity.heartbeat)
         try:
-            outcome = await self._with_heartbeats(call)
+            outcome = await self._timed(call)
             _check_size(outcome.output, self._max_output_bytes)
         except asyncio.CancelledError:
             await record.finish("cancelled", "node_cancelled", error="cancelled")
@@ -99,6 +106,21 @@ class StepActivities:
             resolved_executor=outcome.resolved_executor,
         )
         return result
+
+    async def _timed(self, call: StepCall) -> Any:
+        """The executor's call, its duration observed by executor kind and outcome."""
+        started, outcome = time.perf_counter(), "failed"
+        try:
+            result = await self._with_heartbeats(call)
+            outcome = "completed"
+            return result
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            kind_of = getattr(self._executor, "kind_of", None)
+            kind = kind_of(call) if kind_of is not None else "unknown"
+            self._metrics.step_attempt(kind, outcome, time.perf_counter() - started)
 
     async def _with_heartbeats(self, call: StepCall) -> Any:
         # A background heartbeat lets Temporal deliver cancellation to any executor

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -12,6 +13,7 @@ from temporalio.client import Client
 from activities.executors.catalog import Catalog
 from activities.store.base import Store
 from activities.store.factory import open_store
+from app.api_metrics import MULTIPROC_DIR_VARIABLE, ApiMetrics
 from app.auth.guard import Authenticator, check_routes
 from app.body_limit import BodyLimitMiddleware
 from app.console.routes import console_app
@@ -19,6 +21,7 @@ from app.deps import get_temporal
 from app.errors import install_error_handlers
 from app.openapi import API_PREFIX, install_openapi
 from app.outbound import executor_catalog
+from app.request_metrics import RequestMetricsMiddleware
 from app.routes import (
     approvals,
     controls,
@@ -26,6 +29,7 @@ from app.routes import (
     graph,
     health,
     lineage,
+    metrics,
     permissions,
     run_lookup,
     runs,
@@ -47,6 +51,7 @@ def create_app(
     store: Store | None = None,
     temporal: Client | None = None,
     catalog: Catalog | None = None,
+    api_metrics: ApiMetrics | None = None,
 ) -> FastAPI:
     """The API. Parts passed in are used as is (and not closed); missing ones are built."""
 
@@ -78,9 +83,13 @@ def create_app(
     app.state.settings = settings
     app.state.authenticator = Authenticator.from_settings(settings)
     install_openapi(app, needs_temporal=get_temporal, token_optional=settings.auth_mode == "dev")
+    app.state.metrics = api_metrics or ApiMetrics()
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.resolved_max_body_bytes)
+    # Outermost of ours: a request's duration includes every middleware's work.
+    app.add_middleware(RequestMetricsMiddleware, histogram=app.state.metrics.requests, root=app)
     app.include_router(health.router)
+    app.include_router(metrics.router)
     for module in (
         workflows,
         versions,
@@ -117,5 +126,10 @@ async def _open_catalog(settings: Settings, stack: AsyncExitStack) -> Catalog:
 
 
 def app_from_env() -> FastAPI:
-    """The app configured from `TRELLIS_*` variables (`uvicorn --factory app.main:app_from_env`)."""
-    return create_app(get_settings())
+    """The app configured from `TRELLIS_*` variables (`uvicorn --factory app.main:app_from_env`).
+
+    `trellis api --api-workers N` starts its processes this way; they share their metrics
+    through the directory it names in `PROMETHEUS_MULTIPROC_DIR` (app/api_metrics.py).
+    """
+    metrics = ApiMetrics(multiprocess_dir=os.environ.get(MULTIPROC_DIR_VARIABLE) or None)
+    return create_app(get_settings(), api_metrics=metrics)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.metrics import RunMetrics
 from activities.run_log import run_fields
 from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
@@ -52,8 +53,10 @@ class Reconciler:
         task_queue: str,
         interval: float = 5.0,
         never_started_after: timedelta = timedelta(seconds=30),
+        metrics: RunMetrics | None = None,
     ) -> None:
         self._client = client
+        self._metrics = metrics or RunMetrics()
         self._store = store
         self._interval = interval
         self._never_started_after = never_started_after
@@ -105,6 +108,7 @@ class Reconciler:
         )
         if not applied:
             return False
+        self._metrics.run_ended(run.workflow_definition_id, new_status)
         for node_run in await self._store.list_node_runs([run_id]):
             if node_run.status in OPEN_NODE_STATUSES:
                 node_run.status = "cancelled" if new_status == "cancelled" else "failed"
@@ -202,7 +206,7 @@ class Reconciler:
         return True
 
     async def _fail_unstarted(self, run: RunRecord, why: str) -> bool:
-        return await self._store.update_run(
+        applied = await self._store.update_run(
             run.id,
             RECONCILED_REV,
             {
@@ -219,3 +223,6 @@ class Reconciler:
             },
             newer_only=True,
         )
+        if applied:
+            self._metrics.run_ended(run.workflow_definition_id, "failed")
+        return applied

@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     # On SIGTERM the API stops accepting, ends live event streams at once and gives open
     # requests this long to finish before it cancels them, in seconds.
     api_shutdown_grace_seconds: int = Field(default=10, ge=0)
+    # The worker's Prometheus /metrics (Trellis's worker metrics and the Temporal SDK's):
+    # served on this port when set, bound to this address (docs/operations.md, Metrics).
+    worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    worker_metrics_host: str = "127.0.0.1"
     # How often the reconciler compares open runs with Temporal, in seconds.
     reconcile_interval_seconds: float = Field(default=5.0, gt=0)
     # The Temporal Web UI the console links runs to; unset: the embedded dev server's UI

@@ -10,6 +10,7 @@ from __future__ import annotations
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
+from temporalio.runtime import Runtime
 
 from activities.payloads import data_converter
 from activities.store.base import Store
@@ -22,14 +23,20 @@ def converter(settings: Settings, store: Store | None) -> DataConverter:
     return data_converter(store, settings.payload_offload_bytes)
 
 
-async def connect_temporal(settings: Settings, store: Store | None = None) -> Client:
-    """A client for the configured cluster (or the embedded dev server)."""
+async def connect_temporal(
+    settings: Settings, store: Store | None = None, *, runtime: Runtime | None = None
+) -> Client:
+    """A client for the configured cluster (or the embedded dev server).
+
+    `runtime`: the Temporal runtime to use (the worker's exports the SDK's metrics).
+    """
     return await Client.connect(
         settings.resolved_temporal_address,
         namespace=settings.temporal_namespace,
         tls=settings.temporal_tls,
         api_key=settings.temporal_api_key_value,
         data_converter=converter(settings, store),
+        runtime=runtime,
     )
 
 

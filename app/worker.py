@@ -12,6 +12,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.executors.base import Executor
+from activities.metrics import RunMetrics
 from activities.projections import ProjectionActivities
 from activities.scheduling import SchedulingActivities
 from activities.steps import DEFAULT_MAX_OUTPUT_BYTES, StepActivities
@@ -40,10 +41,11 @@ def build_worker(
     shutdown_grace: timedelta = timedelta(0),
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     max_cached_workflows: int = 1000,
+    metrics: RunMetrics | None = None,
 ) -> Worker:
     """A worker running the interpreter workflow and every activity it names."""
-    steps = StepActivities(store, executor, max_output_bytes=max_output_bytes)
-    projections = ProjectionActivities(store)
+    steps = StepActivities(store, executor, max_output_bytes=max_output_bytes, metrics=metrics)
+    projections = ProjectionActivities(store, metrics)
     scheduling = SchedulingActivities(store, client)
     return Worker(
         client,
@@ -70,6 +72,7 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
     from app.outbound import executor_catalog, http_policy, service_token_signer
     from app.reconciler import Reconciler
     from app.temporal import connect_temporal
+    from app.worker_metrics import WorkerMetrics
 
     catalog = executor_catalog(settings)
     store = open_store(settings.resolved_store_url)
@@ -80,7 +83,8 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         http_policy=http_policy(settings),
         service_tokens=service_token_signer(settings),
     )
-    client = await connect_temporal(settings, store)
+    metrics = WorkerMetrics.serve(settings.worker_metrics_host, settings.worker_metrics_port)
+    client = await connect_temporal(settings, store, runtime=metrics.runtime)
     worker = build_worker(
         client,
         task_queue=settings.task_queue,
@@ -89,12 +93,14 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         shutdown_grace=timedelta(seconds=settings.worker_shutdown_grace_seconds),
         max_output_bytes=settings.max_payload_bytes,
         max_cached_workflows=settings.worker_max_cached_workflows,
+        metrics=metrics.run_metrics,
     )
     reconciler = Reconciler(
         client,
         store,
         task_queue=settings.task_queue,
         interval=settings.reconcile_interval_seconds,
+        metrics=metrics.run_metrics,
     )
     try:
         async with worker:
@@ -107,6 +113,7 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
             finally:
                 reconcile.cancel()
     finally:
+        metrics.close()
         await registry.close()
         await catalog.close()
         await store.close()

@@ -64,6 +64,13 @@ class ExecutorRegistry:
         assert ref.agent_name is not None
         return await self.a2a.execute(call, ref.agent_name)
 
+    def kind_of(self, call: StepCall) -> str:
+        """What runs the step, for metrics: `builtin`, `mcp`, `a2a`, `a2a_pool` or `unknown`."""
+        if call.a2a_pool:
+            return "a2a_pool"
+        ref = self.catalog.resolution(call.executor_key) if call.executor_key else None
+        return "unknown" if ref is None or isinstance(ref, str) else ref.kind
+
     async def plan(self, call: StepCall) -> dict[str, Any] | None:
         """For a pool step, the agent it will try first and why; None for other steps."""
         return await self.pool.plan(call) if call.a2a_pool else None

@@ -21,8 +21,9 @@ from app.auth.tokens import ClaimNames, TokenVerifier
 from app.errors import Forbidden, NotAuthenticated
 from app.settings import Settings
 
-# Open to anyone: the probes (and /docs, /openapi.json, which are not API routes).
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+# Open to anyone: the probes and the Prometheus metrics (scrapers carry no user's token;
+# docs/operations.md says what /metrics holds), and /docs, /openapi.json (not API routes).
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 bearer = HTTPBearer(
     scheme_name="bearerAuth",

@@ -21,6 +21,7 @@ from app.platform.preflight import (
     PreflightError,
     check_auth,
     check_service_tokens,
+    check_worker_metrics_port,
     ensure_port_free,
     load_executor_catalog,
 )
@@ -76,6 +77,7 @@ def preflight(settings: Settings) -> None:
         ensure_port_free(
             "127.0.0.1", settings.ui_port, "Temporal Web UI", "--ui-port / TRELLIS_UI_PORT"
         )
+    check_worker_metrics_port(settings)
     load_executor_catalog(settings)
     check_service_tokens(settings)
 
@@ -137,10 +139,15 @@ def _banner(settings: Settings, api_url: str) -> str:
         if settings.embedded_temporal
         else f"  Temporal:        {settings.resolved_temporal_address} (external cluster)\n"
     )
+    metrics = f"  Metrics:         {api_url}/metrics"
+    if settings.worker_metrics_port is not None:
+        host = local_host(settings.worker_metrics_host)
+        metrics += f", http://{host}:{settings.worker_metrics_port}/metrics (worker)"
     return (
         "Trellis is ready.\n"
         f"  Console:         {api_url}/console/\n"
         f"  API docs:        {api_url}/docs\n"
+        f"{metrics}\n"
         f"{temporal}"
         f"  Data dir:        {settings.data_dir.resolve()}\n"
         "Press Ctrl-C to stop."

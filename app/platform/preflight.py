@@ -35,6 +35,17 @@ def ensure_port_free(host: str, port: int, what: str, setting: str) -> None:
             raise PreflightError(f"cannot bind {host}:{port} ({what}): {exc.strerror}") from None
 
 
+def check_worker_metrics_port(settings: Settings) -> None:
+    """The worker's /metrics port, when one is set, must be free."""
+    if settings.worker_metrics_port is not None:
+        ensure_port_free(
+            settings.worker_metrics_host,
+            settings.worker_metrics_port,
+            "worker metrics",
+            "--worker-metrics-port / TRELLIS_WORKER_METRICS_PORT",
+        )
+
+
 def load_executor_catalog(settings: Settings) -> Any:
     """The executor catalog (built-ins only without a file); a bad file names itself."""
     from activities.executors.catalog import CatalogError

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import tempfile
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from app.platform.child_env import settings_env
 from app.platform.preflight import (
     check_auth,
     check_service_tokens,
+    check_worker_metrics_port,
     ensure_port_free,
     load_executor_catalog,
 )
@@ -33,16 +35,22 @@ def run_api(settings: Settings) -> None:
 
     if settings.api_workers > 1:
         # uvicorn starts its worker processes from an import string; like every child of
-        # `trellis dev`, they read the resolved settings back from the environment.
-        os.environ.update(settings_env(settings))
-        uvicorn.run(
-            "app.main:app_from_env",
-            factory=True,
-            host=settings.api_host,
-            port=settings.api_port,
-            workers=settings.api_workers,
-            lifespan="on",
-        )
+        # `trellis dev`, they read the resolved settings back from the environment. A
+        # scrape reaches any one of them: they keep their metrics in one directory, so
+        # each answers for all (app/api_metrics.py).
+        from app.api_metrics import MULTIPROC_DIR_VARIABLE
+
+        with tempfile.TemporaryDirectory(prefix="trellis-metrics-") as metrics_dir:
+            os.environ.update(settings_env(settings))
+            os.environ[MULTIPROC_DIR_VARIABLE] = metrics_dir
+            uvicorn.run(
+                "app.main:app_from_env",
+                factory=True,
+                host=settings.api_host,
+                port=settings.api_port,
+                workers=settings.api_workers,
+                lifespan="on",
+            )
         return
 
     def factory() -> Any:
@@ -107,6 +115,7 @@ def run_worker_process(settings: Settings, ready_file: Path | None = None) -> No
     """Run the worker until SIGTERM/SIGINT; touch `ready_file` once it polls."""
     load_executor_catalog(settings)
     check_service_tokens(settings)
+    check_worker_metrics_port(settings)
     run_fast(_worker(settings, ready_file))
 
 

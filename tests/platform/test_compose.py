@@ -217,3 +217,12 @@ def test_the_image_lock_has_no_dev_server_binary_and_ci_lock_has_it() -> None:
 def test_env_file_is_never_committed() -> None:
     assert ".env" in (REPO / ".gitignore").read_text().split()
     assert not Path(REPO / ".env").exists() or ".env" in (REPO / ".gitignore").read_text()
+
+
+def test_the_worker_serves_metrics_on_the_compose_network_only(compose: dict[str, Any]) -> None:
+    worker = compose["services"]["worker"]
+    env = worker["environment"]
+    assert env["TRELLIS_WORKER_METRICS_HOST"] == "0.0.0.0"
+    assert str(env["TRELLIS_WORKER_METRICS_PORT"]) in worker["expose"]
+    assert "ports" not in worker
+    assert env["TRELLIS_TEMPORAL_ADDRESS"] == "temporal:7233"  # the shared settings stay

@@ -20,6 +20,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.executors.registry import ExecutorRegistry
+from activities.metrics import RunMetrics
 from activities.store.base import Store
 from activities.store.factory import open_store
 from app.main import create_app
@@ -97,15 +98,21 @@ async def running_platform(
     *,
     settings_extra: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
+    run_metrics: RunMetrics | None = None,
 ) -> AsyncIterator[Platform]:
-    """Store files in `data_dir`, a worker on `task_queue` (a fresh one by default), the API."""
+    """Store files in `data_dir`, a worker on `task_queue` (a fresh one by default), the API.
+
+    `run_metrics`: what the worker counts with (a private registry by default).
+    """
     store = open_store(f"sqlite:///{data_dir / 'trellis.db'}")
     await store.connect()
     task_queue = task_queue or f"tq-{uuid.uuid4()}"
     settings = Settings(data_dir=data_dir, task_queue=task_queue, **(settings_extra or {}))
     client = with_pydantic(temporal, store, settings)
     peer = HttpPeer()
-    worker = build_worker(client, task_queue=task_queue, store=store, executor=registry)
+    worker = build_worker(
+        client, task_queue=task_queue, store=store, executor=registry, metrics=run_metrics
+    )
     app = create_app(settings, store=store, temporal=client, catalog=registry.catalog)
     try:
         async with (

@@ -1,0 +1,109 @@
+"""The worker's counts: runs by workflow and end, step attempts by executor kind, gates,
+read-model write lag — each counted once, where the side effect lands."""
+
+from __future__ import annotations
+
+import asyncio
+
+from prometheus_client import CollectorRegistry
+
+from activities.metrics import RunMetrics
+from activities.projections import ProjectionActivities
+from activities.run_start import new_run_record
+from temporal_workflows.contracts import ProjectionBatch, RunProjection
+from temporal_workflows.read_model import run_event
+from tests.builders import delay, echo, http_step
+from tests.hitl.helpers import approve, control, start, wait_for_gate
+from tests.metrics.conftest import Metered
+from tests.support.polling import eventually
+
+STARTED = "trellis_runs_started_total"
+ENDED = "trellis_runs_ended_total"
+STEP = "trellis_step_duration_seconds"
+
+
+async def test_a_completed_run_is_counted_started_and_completed_once(metered: Metered) -> None:
+    p = metered.platform
+    run = await p.run({"nodes": [echo("a"), http_step("call", f"{p.peer_url}/echo/k")]})
+    assert run["status"] == "completed"
+    wf = run["workflowDefinitionId"]
+    await eventually(lambda: metered.value(ENDED, workflow_id=wf, status="completed") == 1)
+    assert metered.value(STARTED, workflow_id=wf) == 1
+    assert metered.value(ENDED, workflow_id=wf, status="failed") == 0
+    # builtin:echo runs inline in the workflow; builtin:http is an attempt of the step activity.
+    assert metered.value(f"{STEP}_count", executor_kind="builtin", outcome="completed") == 1
+
+
+async def test_failed_and_cancelled_runs_are_counted_under_their_end(metered: Metered) -> None:
+    p = metered.platform
+    failing = await p.create({"nodes": [http_step("bad", f"{p.peer_url}/status/404")]})
+    failed = await p.trigger(failing)
+    assert (await p.wait(failing, failed))["status"] == "failed"
+    waiting, cancelled = await start(p, [delay("slow", 30)])
+    await p.wait(waiting, cancelled, {"running"})
+    assert (await control(p, waiting, cancelled, "cancel")).status_code == 200
+    assert (await p.wait(waiting, cancelled))["status"] == "cancelled"
+
+    await eventually(lambda: metered.value(ENDED, workflow_id=waiting, status="cancelled") == 1)
+    await eventually(lambda: metered.value(ENDED, workflow_id=failing, status="failed") == 1)
+    assert metered.value(STARTED, workflow_id=failing) == 1
+    assert metered.value(STARTED, workflow_id=waiting) == 1
+    # A 404 is a permanent error: one attempt, failed; the delay's attempt was cancelled.
+    assert metered.value(f"{STEP}_count", executor_kind="builtin", outcome="failed") == 1
+    await eventually(
+        lambda: metered.value(f"{STEP}_count", executor_kind="builtin", outcome="cancelled") == 1
+    )
+
+
+async def test_a_gate_is_counted_opened_and_its_wait_observed_at_the_decision(
+    metered: Metered,
+) -> None:
+    p = metered.platform
+    wf, run_id = await start(p, [echo("send", {"requiresConfirmation": True})])
+    await wait_for_gate(p, wf, run_id, "send")
+    await eventually(lambda: metered.value("trellis_gates_opened_total", workflow_id=wf) == 1)
+    await asyncio.sleep(0.3)
+    assert (await approve(p, wf, run_id, stepId="send", resolution="confirm")).status_code == 200
+    assert (await p.wait(wf, run_id))["status"] == "completed"
+
+    wait = "trellis_gate_wait_seconds"
+    labels = {"workflow_id": wf, "resolution": "confirm"}
+    await eventually(lambda: metered.value(f"{wait}_count", **labels) == 1)
+    assert 0.3 <= metered.value(f"{wait}_sum", **labels) < 10
+    assert metered.value("trellis_gates_opened_total", workflow_id=wf) == 1
+
+
+async def test_every_read_model_batch_observes_its_write_lag(metered: Metered) -> None:
+    run = await metered.platform.run({"nodes": [echo("a")]})
+    assert run["status"] == "completed"
+    lag = "trellis_read_model_write_lag_seconds"
+    assert metered.value(f"{lag}_count") >= 1
+    # Writes wait in the outbox at most half a second by the run's clock.
+    assert metered.value(f"{lag}_sum") / metered.value(f"{lag}_count") < 2
+
+
+async def test_a_batch_applied_again_after_a_lost_completion_is_not_counted_twice(
+    metered: Metered,
+) -> None:
+    # A local activity runs again when its completion was lost (a crash, a failed task):
+    # the same writes land a second time, and must not count a second run.
+    p = metered.platform
+    wf = await p.create({"nodes": [echo("a")]}, enable=True)
+    workflow = await p.store.get_workflow(wf)
+    assert workflow is not None
+    record = await p.store.insert_run(new_run_record(workflow, "api", {}))
+    registry = CollectorRegistry()
+    metrics = RunMetrics(registry)
+    projections = ProjectionActivities(p.store, metrics)
+    started = RunProjection(
+        run_id=record.id,
+        workflow_id=wf,
+        rev=1,
+        changes={"status": "running"},
+        event=run_event("run_started", run_id=record.id, status="running", timestamp="x"),
+    )
+    batch = ProjectionBatch(runs=[started], order="r")
+    await projections.record_batch(batch)
+    await projections.record_batch(batch)
+    assert registry.get_sample_value(STARTED, {"workflow_id": wf}) == 1
+    assert (await p.store.get_run(record.id)).status == "running"  # type: ignore[union-attr]
