@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from opentelemetry import trace
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -72,6 +73,7 @@ class StepActivities:
         # (well within "about a second"); how it ended is written once, at the end.
         record.announce_after(RUNNING_AFTER_SECONDS)
         call = _call(step, attempt, activity.heartbeat)
+        _describe_span(step, attempt)
         try:
             outcome = await self._timed(call)
             _check_size(outcome.output, self._max_output_bytes)
@@ -240,6 +242,21 @@ async def _until_written(write: Callable[[], Awaitable[bool]]) -> None:
             activity.heartbeat()
         await asyncio.sleep(delay)
         delay = min(delay * 2, STORE_RETRY_MAX_SECONDS)
+
+
+def _describe_span(step: StepInput, attempt: int) -> None:
+    """Name the run and node on the attempt's span (Temporal's `RunActivity`, when tracing)."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attributes(
+            {
+                "trellis.run_id": step.run_id,
+                "trellis.workflow_id": step.workflow_id,
+                "trellis.node_id": step.node_id,
+                "trellis.node_run_id": step.node_run_id,
+                "trellis.attempt": attempt,
+            }
+        )
 
 
 def _call(step: StepInput, attempt: int, heartbeat: Any) -> StepCall:

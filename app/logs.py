@@ -11,6 +11,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from opentelemetry import trace
+
 from activities.run_log import FIELDS, current_run_fields
 
 # What may carry a secret in a line, masked whatever logged it (a driver, a library, us).
@@ -52,6 +54,17 @@ def run_context(record: logging.LogRecord) -> dict[str, str]:
     return found
 
 
+def trace_fields(full: bool = True) -> dict[str, str]:
+    """The current span's trace id (and span id, when `full`), while tracing; else nothing."""
+    span = trace.get_current_span().get_span_context()
+    if not span.is_valid:
+        return {}
+    found = {"trace_id": format(span.trace_id, "032x")}
+    if full:
+        found["span_id"] = format(span.span_id, "016x")
+    return found
+
+
 def _access(record: logging.LogRecord) -> dict[str, Any]:
     """uvicorn's access-log arguments as fields: client, method, path, status."""
     args = record.args
@@ -67,7 +80,7 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         stamp = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
         line = f"{stamp}Z {record.levelname:<7} {record.name}: {record.getMessage()}"
-        context = run_context(record)
+        context = {**run_context(record), **trace_fields(full=False)}
         if context:
             line += " " + " ".join(f"{k}={v}" for k, v in context.items())
         if record.exc_info:
@@ -85,6 +98,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
             **run_context(record),
+            **trace_fields(),
             **_access(record),
         }
         for key, value in vars(record).items():

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
+from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 
 from activities.executors.catalog import Catalog
@@ -41,6 +42,7 @@ from app.routes import catalog as catalog_routes
 from app.services.event_hub import EventHub
 from app.settings import Settings, get_settings
 from app.temporal_link import TemporalLink
+from app.tracing import API_SERVICE, fastapi_telemetry, start_tracing, temporal_interceptors
 
 log = logging.getLogger(__name__)
 
@@ -52,15 +54,22 @@ def create_app(
     temporal: Client | None = None,
     catalog: Catalog | None = None,
     api_metrics: ApiMetrics | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> FastAPI:
-    """The API. Parts passed in are used as is (and not closed); missing ones are built."""
+    """The API. Parts passed in are used as is (and not closed); missing ones are built.
+
+    With a tracer provider (app/tracing.py), requests and the Temporal calls they make
+    are traced (a client passed in brings its own interceptors).
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             app.state.store = store or await _open_store(settings, stack)
             app.state.catalog = catalog or await _open_catalog(settings, stack)
-            link = TemporalLink(settings, temporal, app.state.store)
+            link = TemporalLink(
+                settings, temporal, app.state.store, temporal_interceptors(tracer_provider)
+            )
             app.state.temporal_link = link
             if temporal is None:
                 # Dial once now; when Temporal is down the API still starts and serves
@@ -79,6 +88,7 @@ def create_app(
         summary="Durable workflows on Temporal: definitions, runs, approvals.",
         version="0.1.0",
         lifespan=lifespan,
+        telemetry=fastapi_telemetry(tracer_provider),
     )
     app.state.settings = settings
     app.state.authenticator = Authenticator.from_settings(settings)
@@ -132,4 +142,6 @@ def app_from_env() -> FastAPI:
     through the directory it names in `PROMETHEUS_MULTIPROC_DIR` (app/api_metrics.py).
     """
     metrics = ApiMetrics(multiprocess_dir=os.environ.get(MULTIPROC_DIR_VARIABLE) or None)
-    return create_app(get_settings(), api_metrics=metrics)
+    return create_app(
+        get_settings(), api_metrics=metrics, tracer_provider=start_tracing(API_SERVICE)
+    )

@@ -7,7 +7,9 @@ the document store instead of Temporal history (activities/payloads.py). Given n
 
 from __future__ import annotations
 
-from temporalio.client import Client
+from collections.abc import Sequence
+
+from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
 from temporalio.runtime import Runtime
@@ -24,11 +26,16 @@ def converter(settings: Settings, store: Store | None) -> DataConverter:
 
 
 async def connect_temporal(
-    settings: Settings, store: Store | None = None, *, runtime: Runtime | None = None
+    settings: Settings,
+    store: Store | None = None,
+    *,
+    runtime: Runtime | None = None,
+    interceptors: Sequence[Interceptor] = (),
 ) -> Client:
     """A client for the configured cluster (or the embedded dev server).
 
-    `runtime`: the Temporal runtime to use (the worker's exports the SDK's metrics).
+    `runtime`: the Temporal runtime to use (the worker's exports the SDK's metrics);
+    `interceptors`: Temporal's tracing one when tracing is on (a worker inherits them).
     """
     return await Client.connect(
         settings.resolved_temporal_address,
@@ -37,6 +44,7 @@ async def connect_temporal(
         api_key=settings.temporal_api_key_value,
         data_converter=converter(settings, store),
         runtime=runtime,
+        interceptors=interceptors,
     )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 
-from temporalio.client import Client
+from temporalio.client import Client, Interceptor
 
 from activities.store.base import Store
 from app.errors import ServiceUnavailable
@@ -26,9 +27,14 @@ class TemporalLink:
     """Holds the client once connected; a given client is used as is."""
 
     def __init__(
-        self, settings: Settings, client: Client | None = None, store: Store | None = None
+        self,
+        settings: Settings,
+        client: Client | None = None,
+        store: Store | None = None,
+        interceptors: Sequence[Interceptor] = (),
     ) -> None:
         self.settings = settings
+        self._interceptors = interceptors
         self.client = client
         self._store = store
         self.last_error: str | None = None
@@ -42,7 +48,9 @@ class TemporalLink:
         async with self._lock:
             if self.client is None and time.monotonic() >= self._next_attempt:
                 try:
-                    self.client = await connect_temporal(self.settings, self._store)
+                    self.client = await connect_temporal(
+                        self.settings, self._store, interceptors=self._interceptors
+                    )
                     self.last_error = None
                 except Exception as exc:  # the SDK reports a refused dial as RuntimeError
                     self.last_error = str(exc)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -65,13 +66,20 @@ def build_worker(
     )
 
 
-async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
-    """Connect everything from settings and poll until cancelled."""
+async def run_worker(
+    settings: Settings,
+    *,
+    ready: asyncio.Event | None = None,
+    tracer_provider: TracerProvider | None = None,
+) -> None:
+    """Connect everything from settings and poll until cancelled (traced, given a provider)."""
     from activities.executors.registry import ExecutorRegistry
+    from activities.executors.tracing import TRACER_NAME
     from activities.store.factory import open_store
     from app.outbound import executor_catalog, http_policy, service_token_signer
     from app.reconciler import Reconciler
     from app.temporal import connect_temporal
+    from app.tracing import temporal_interceptors
     from app.worker_metrics import WorkerMetrics
 
     catalog = executor_catalog(settings)
@@ -82,9 +90,15 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         catalog,
         http_policy=http_policy(settings),
         service_tokens=service_token_signer(settings),
+        tracer=tracer_provider.get_tracer(TRACER_NAME) if tracer_provider else None,
     )
     metrics = WorkerMetrics.serve(settings.worker_metrics_host, settings.worker_metrics_port)
-    client = await connect_temporal(settings, store, runtime=metrics.runtime)
+    client = await connect_temporal(
+        settings,
+        store,
+        runtime=metrics.runtime,
+        interceptors=temporal_interceptors(tracer_provider),
+    )
     worker = build_worker(
         client,
         task_queue=settings.task_queue,

@@ -43,6 +43,7 @@ from activities.executors.base import (
 from activities.executors.catalog import Catalog, agent_http_kwargs
 from activities.executors.heartbeat import heartbeating
 from activities.executors.sessions import describe_error
+from activities.executors.tracing import CallTracer
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +61,13 @@ CANCEL_TIMEOUT_SECONDS = 5.0
 class A2AExecutor:
     """Calls catalog agents; keeps one client (and card) per agent for the process."""
 
-    def __init__(self, catalog: Catalog, http: httpx.AsyncClient) -> None:
+    def __init__(
+        self, catalog: Catalog, http: httpx.AsyncClient, calls: CallTracer | None = None
+    ) -> None:
         self._catalog = catalog
         self._http = http
+        # `http` sends the current trace context with every request (the registry's hook).
+        self._calls = calls or CallTracer()
         self._clients: dict[str, Client] = {}
 
     async def card(self, name: str) -> AgentCard:
@@ -80,6 +85,11 @@ class A2AExecutor:
 
     async def call(self, call: StepCall, name: str) -> Any:
         """Run one agent to a terminal state and return its output; raise on failure."""
+        attributes = {"a2a.agent.name": name, "url.full": self._catalog.agent_url(name)}
+        with self._calls.span(f"A2A {name}", attributes):
+            return await self._call(call, name)
+
+    async def _call(self, call: StepCall, name: str) -> Any:
         try:
             card = await self.card(name)
             client = self._clients.get(name)

@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 import httpx
+from opentelemetry import trace
 
 from activities.executors.base import (
     IDEMPOTENCY_HEADER,
@@ -25,6 +26,7 @@ from activities.executors.base import (
     TransientError,
 )
 from activities.executors.http_guard import AddressRefused, HttpPolicy, guarded_client
+from activities.executors.tracing import CallTracer, trace_context, url_attribute
 from temporal_workflows.builtins import ECHO, TRANSFORM, BuiltinError, echo, transform
 
 HTTP, DELAY = "builtin:http", "builtin:delay"
@@ -37,9 +39,10 @@ MAX_DELAY_SECONDS = 7 * 86_400
 class BuiltinExecutor:
     """Runs the built-ins; holds the guarded HTTP client `builtin:http` reuses."""
 
-    def __init__(self, policy: HttpPolicy | None = None) -> None:
+    def __init__(self, policy: HttpPolicy | None = None, calls: CallTracer | None = None) -> None:
         self.policy = policy or HttpPolicy()
         self._http = guarded_client(self.policy)
+        self._calls = calls or CallTracer()
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -72,8 +75,19 @@ class BuiltinExecutor:
         kwargs: dict[str, Any] = {"headers": sent}
         if "json" in cfg:
             kwargs["json"] = cfg["json"]
+        # OpenTelemetry's HTTP client conventions: the method names the span.
+        attributes = {"http.request.method": method, "url.full": url_attribute(url)}
+        with self._calls.span(method, attributes):
+            # The trace context goes on, unless the config sets its own headers for it.
+            given = {k.lower() for k in sent}
+            sent.update({k: v for k, v in trace_context().items() if k not in given})
+            return await self._send(method, url, kwargs, seconds=timeout)
+
+    async def _send(
+        self, method: str, url: str, kwargs: dict[str, Any], *, seconds: float
+    ) -> dict[str, Any]:
         try:
-            request = self._http.build_request(method, url, timeout=timeout, **kwargs)
+            request = self._http.build_request(method, url, timeout=seconds, **kwargs)
         except httpx.InvalidURL as exc:
             raise PermanentError(f"builtin:http config.url {url!r} is invalid: {exc}") from None
         try:
@@ -89,6 +103,7 @@ class BuiltinExecutor:
             raise PermanentError(f"{method} {url} redirected more than {limit} times") from None
         except httpx.HTTPError as exc:
             raise TransientError(f"{method} {url} failed: {type(exc).__name__}: {exc}") from exc
+        trace.get_current_span().set_attribute("http.response.status_code", response.status_code)
         body = _body(response, content)
         if response.is_success:
             return {"status": response.status_code, "headers": dict(response.headers), "body": body}

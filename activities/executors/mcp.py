@@ -20,13 +20,15 @@ from activities.executors.base import (
     payload_config,
 )
 from activities.executors.sessions import McpSessions, describe_error
+from activities.executors.tracing import CallTracer, trace_context
 
 
 class McpExecutor:
     """Calls one tool on one catalog server over that server's shared session."""
 
-    def __init__(self, sessions: McpSessions) -> None:
+    def __init__(self, sessions: McpSessions, calls: CallTracer | None = None) -> None:
         self._sessions = sessions
+        self._calls = calls or CallTracer()
 
     async def call(self, call: StepCall, server_id: str, tool_name: str) -> StepOutcome:
         session = self._sessions.get(server_id)
@@ -43,15 +45,24 @@ class McpExecutor:
         if tool is None:
             raise PermanentError(f"MCP server {server_id!r} no longer offers tool {tool_name!r}")
         check_arguments(tool_name, session.validator(tool), arguments)
-        try:
-            result = await session.call_tool(tool_name, arguments, meta=call.request_meta())
-        except Exception as exc:
-            await session.reset()
-            raise TransientError(
-                f"MCP call {server_id}/{tool_name} failed: {describe_error(exc)}"
-            ) from None
-        if result.is_error:
-            raise TransientError(f"MCP tool {tool_name!r} reported an error: {_text(result)}")
+        # OpenTelemetry's MCP conventions: `{method} {tool}`, the context in `_meta`.
+        attributes = {
+            "mcp.method.name": "tools/call",
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool_name,
+            "trellis.mcp.server": server_id,
+        }
+        with self._calls.span(f"tools/call {tool_name}", attributes):
+            meta = {**call.request_meta(), **trace_context()}
+            try:
+                result = await session.call_tool(tool_name, arguments, meta=meta)
+            except Exception as exc:
+                await session.reset()
+                raise TransientError(
+                    f"MCP call {server_id}/{tool_name} failed: {describe_error(exc)}"
+                ) from None
+            if result.is_error:
+                raise TransientError(f"MCP tool {tool_name!r} reported an error: {_text(result)}")
         return StepOutcome(
             output=result_output(result),
             resolved_executor={

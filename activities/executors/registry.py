@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from opentelemetry.trace import Tracer
 
 from activities.executors.a2a import A2AExecutor
 from activities.executors.base import PermanentError, StepCall, StepOutcome
@@ -19,6 +20,7 @@ from activities.executors.service_token import (
     acting_for,
     service_token_auth,
 )
+from activities.executors.tracing import CallTracer, send_trace_context
 
 
 class ExecutorRegistry:
@@ -30,16 +32,22 @@ class ExecutorRegistry:
         *,
         http_policy: HttpPolicy | None = None,
         service_tokens: ServiceTokenSigner | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.catalog = catalog
         auth = service_token_auth(service_tokens)
+        calls = CallTracer(tracer)
         # No read timeout: A2A streams may stay silent for long; each step has its own timeout.
         # Catalog agents are the operator's choice, so this client is not address-guarded.
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), auth=auth)
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(30.0, read=None),
+            auth=auth,
+            event_hooks={"request": [send_trace_context]},
+        )
         catalog.sessions.use_auth(auth)
-        self.builtin = BuiltinExecutor(http_policy)
-        self.mcp = McpExecutor(catalog.sessions)
-        self.a2a = A2AExecutor(catalog, self._http)
+        self.builtin = BuiltinExecutor(http_policy, calls)
+        self.mcp = McpExecutor(catalog.sessions, calls)
+        self.a2a = A2AExecutor(catalog, self._http, calls)
         self.pool = PoolExecutor(catalog, self.a2a)
 
     async def execute(self, call: StepCall) -> StepOutcome:

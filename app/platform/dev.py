@@ -21,6 +21,7 @@ from app.platform.preflight import (
     PreflightError,
     check_auth,
     check_service_tokens,
+    check_tracing,
     check_worker_metrics_port,
     ensure_port_free,
     load_executor_catalog,
@@ -78,6 +79,7 @@ def preflight(settings: Settings) -> None:
             "127.0.0.1", settings.ui_port, "Temporal Web UI", "--ui-port / TRELLIS_UI_PORT"
         )
     check_worker_metrics_port(settings)
+    check_tracing()
     load_executor_catalog(settings)
     check_service_tokens(settings)
 

@@ -46,6 +46,16 @@ def check_worker_metrics_port(settings: Settings) -> None:
         )
 
 
+def check_tracing() -> None:
+    """OTEL_* variables asking for an exporter or protocol Trellis lacks stop start-up."""
+    from app.tracing import TracingSettingsError, check_tracing_settings
+
+    try:
+        check_tracing_settings()
+    except TracingSettingsError as exc:
+        raise PreflightError(str(exc)) from None
+
+
 def load_executor_catalog(settings: Settings) -> Any:
     """The executor catalog (built-ins only without a file); a bad file names itself."""
     from activities.executors.catalog import CatalogError

@@ -16,6 +16,7 @@ from app.platform.child_env import settings_env
 from app.platform.preflight import (
     check_auth,
     check_service_tokens,
+    check_tracing,
     check_worker_metrics_port,
     ensure_port_free,
     load_executor_catalog,
@@ -29,6 +30,7 @@ SHUTDOWN_MARGIN_SECONDS = 8.0
 def run_api(settings: Settings) -> None:
     """Serve the API on uvicorn until SIGTERM/SIGINT (uvicorn handles both gracefully)."""
     check_auth(settings)
+    check_tracing()
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
     # Checked here for a one-line error; the app loads (and starts, and closes) its own copy.
     load_executor_catalog(settings)
@@ -56,8 +58,9 @@ def run_api(settings: Settings) -> None:
     def factory() -> Any:
         # Imported here so `trellis --help` stays fast and free of the app's imports.
         from app.main import create_app
+        from app.tracing import API_SERVICE, start_tracing
 
-        return create_app(settings)
+        return create_app(settings, tracer_provider=start_tracing(API_SERVICE))
 
     # log_config=None: uvicorn's loggers (access log included) go through ours (app/logs.py).
     # On SIGTERM uvicorn stops accepting and closes idle keep-alive connections;
@@ -76,10 +79,12 @@ def run_api(settings: Settings) -> None:
 
 
 async def _worker(settings: Settings, ready_file: Path | None) -> None:
+    from app.tracing import WORKER_SERVICE, start_tracing
     from app.worker import run_worker
 
     ready = asyncio.Event()
-    main = asyncio.ensure_future(run_worker(settings, ready=ready))
+    tracer_provider = start_tracing(WORKER_SERVICE)
+    main = asyncio.ensure_future(run_worker(settings, ready=ready, tracer_provider=tracer_provider))
     loop = asyncio.get_running_loop()
 
     def stop() -> None:
@@ -109,6 +114,9 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
         announcer.cancel()
         if ready_file is not None:
             await asyncio.to_thread(ready_file.unlink, missing_ok=True)
+        if tracer_provider is not None:
+            # The spans of the last steps, before the process exits.
+            await asyncio.to_thread(tracer_provider.shutdown)
 
 
 def run_worker_process(settings: Settings, ready_file: Path | None = None) -> None:
@@ -116,6 +124,7 @@ def run_worker_process(settings: Settings, ready_file: Path | None = None) -> No
     load_executor_catalog(settings)
     check_service_tokens(settings)
     check_worker_metrics_port(settings)
+    check_tracing()
     run_fast(_worker(settings, ready_file))
 
 

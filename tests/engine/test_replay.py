@@ -14,10 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from app.tracing import temporal_interceptors
 from temporal_workflows.interpreter import TrellisRun
 from tests.builders import delay, echo
 from tests.hitl.helpers import approve, wait_for_gate
@@ -206,6 +210,22 @@ async def test_recorded_history_replays(path: Path) -> None:
     history = _load(path)
     replayer = Replayer(workflows=[TrellisRun], data_converter=pydantic_data_converter)
     await replayer.replay_workflow(history)
+
+
+@pytest.mark.parametrize("path", _history_files(), ids=lambda p: p.stem)
+async def test_recorded_history_replays_with_tracing_on(path: Path) -> None:
+    # A traced worker replays with Temporal's tracing interceptor (app/tracing.py) on.
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    replayer = Replayer(
+        workflows=[TrellisRun],
+        data_converter=pydantic_data_converter,
+        interceptors=temporal_interceptors(provider),
+    )
+    await replayer.replay_workflow(_load(path))
+    # Workflow spans are made once, when the run first executes, never on replay.
+    assert not [s for s in exporter.get_finished_spans() if "Workflow" in s.name]
 
 
 def test_every_representative_history_is_recorded() -> None:

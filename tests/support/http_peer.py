@@ -40,6 +40,7 @@ class HttpPeer:
                 "calls": self.calls[key],
                 "body": await self._body(request),
                 "idempotencyKey": request.headers.get("idempotency-key"),
+                "traceparent": request.headers.get("traceparent"),
             }
         )
 

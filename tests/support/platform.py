@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -99,10 +100,12 @@ async def running_platform(
     settings_extra: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
     run_metrics: RunMetrics | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> AsyncIterator[Platform]:
     """Store files in `data_dir`, a worker on `task_queue` (a fresh one by default), the API.
 
-    `run_metrics`: what the worker counts with (a private registry by default).
+    `run_metrics`: what the worker counts with (a private registry by default);
+    `tracer_provider`: the API traces its requests into it (the client brings Temporal's).
     """
     store = open_store(f"sqlite:///{data_dir / 'trellis.db'}")
     await store.connect()
@@ -113,7 +116,13 @@ async def running_platform(
     worker = build_worker(
         client, task_queue=task_queue, store=store, executor=registry, metrics=run_metrics
     )
-    app = create_app(settings, store=store, temporal=client, catalog=registry.catalog)
+    app = create_app(
+        settings,
+        store=store,
+        temporal=client,
+        catalog=registry.catalog,
+        tracer_provider=tracer_provider,
+    )
     try:
         async with (
             worker,
