@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio.testing import WorkflowEnvironment
 
 from tests.builders import delay, echo, http_step
+from tests.support.api_runs import create_and_trigger, wait_for
 from tests.support.processes import Processes, process_env
 from tests.support.server import free_port
 
@@ -49,29 +48,6 @@ def find(served_names: dict[str, set[str]], name: str) -> set[str] | None:
         if candidate in served_names:
             return served_names[candidate]
     return None
-
-
-async def create_and_trigger(api: httpx.AsyncClient, definition: dict[str, Any]) -> tuple[str, str]:
-    name = f"metrics-{uuid.uuid4().hex[:8]}"
-    created = await api.post("/api/v1/workflows", json={"name": name, **definition})
-    assert created.status_code == 201, created.text
-    wf = created.json()["id"]
-    assert (await api.post(f"/api/v1/workflows/{wf}/toggle", json={"enabled": True})).is_success
-    triggered = await api.post(f"/api/v1/workflows/{wf}/runs", json={"initialInput": {}})
-    assert triggered.status_code == 202, triggered.text
-    return wf, triggered.json()["runId"]
-
-
-async def wait_for(
-    api: httpx.AsyncClient, wf: str, run_id: str, done: Any, within: float = 30.0
-) -> dict[str, Any]:
-    deadline = time.monotonic() + within
-    while True:
-        run: dict[str, Any] = (await api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
-        if done(run):
-            return run
-        assert time.monotonic() < deadline, f"not reached in {within}s: {run}"
-        await asyncio.sleep(0.05)
 
 
 async def run_to_end(api: httpx.AsyncClient, nodes: list[dict[str, Any]]) -> tuple[str, str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import httpx
 from temporalio.testing import WorkflowEnvironment
 
 from tests.builders import retries, step
+from tests.support.api_runs import create_and_trigger, wait_for
 from tests.support.processes import Processes, process_env
 
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -21,29 +21,6 @@ TERMINAL = {"completed", "failed", "cancelled"}
 
 def env_for(temporal_env: WorkflowEnvironment, data_dir: Path, **extra: str) -> dict[str, str]:
     return process_env(data_dir, temporal_env.client.service_client.config.target_host, **extra)
-
-
-async def create_and_trigger(api: httpx.AsyncClient, definition: dict[str, Any]) -> tuple[str, str]:
-    created = await api.post("/api/v1/workflows", json={"name": "graceful", **definition})
-    assert created.status_code == 201, created.text
-    wf = created.json()["id"]
-    assert (await api.post(f"/api/v1/workflows/{wf}/toggle", json={"enabled": True})).is_success
-    triggered = await api.post(f"/api/v1/workflows/{wf}/runs", json={"initialInput": {}})
-    assert triggered.status_code == 202, triggered.text
-    return wf, triggered.json()["runId"]
-
-
-async def wait_for(
-    api: httpx.AsyncClient, wf: str, run_id: str, done: Any, within: float = 60.0
-) -> dict[str, Any]:
-    deadline = time.monotonic() + within
-    while True:
-        run: dict[str, Any] = (await api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
-        if done(run):
-            return run
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached in {within}s: {run}")
-        await asyncio.sleep(0.1)
 
 
 def step_running(run: dict[str, Any]) -> bool:
