@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.platform.conftest import REPO, trellis_env
-from tests.support.server import free_port
+from tests.platform.conftest import api_processes
 
 REQUESTS = 30
-START_SECONDS = 60.0
 
 
 def healthz_count(text: str) -> float:
@@ -30,25 +25,7 @@ def healthz_count(text: str) -> float:
 
 
 def test_every_api_process_reports_the_requests_all_of_them_served(tmp_path: Path) -> None:
-    env = trellis_env(tmp_path, TRELLIS_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}")
-    url = f"http://127.0.0.1:{env['TRELLIS_API_PORT']}"
-    api = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "api", "--api-workers", "2"],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + START_SECONDS
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the API did not answer"
-            time.sleep(0.1)
+    with api_processes(tmp_path, workers=2) as (api, url):
         # A new connection per request: the kernel hands each to either process.
         for _ in range(REQUESTS - 1):
             assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
@@ -56,7 +33,3 @@ def test_every_api_process_reports_the_requests_all_of_them_served(tmp_path: Pat
         assert counts == [REQUESTS] * 8
         api.terminate()
         assert api.wait(timeout=20) == 0
-    finally:
-        if api.poll() is None:
-            api.kill()
-            api.wait()

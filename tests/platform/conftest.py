@@ -9,9 +9,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.server import free_port
@@ -79,6 +81,44 @@ def cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
     except OSError:
         return ""
+
+
+@contextmanager
+def api_processes(
+    data_dir: Path, workers: int, within: float = 60.0
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`trellis api --api-workers N` (no Temporal needed), answering `/healthz`: the
+    process and its URL. It runs in its own process group, killed at the end whatever
+    the outcome, so no uvicorn worker outlives the test."""
+    env = trellis_env(data_dir, TRELLIS_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}")
+    url = f"http://127.0.0.1:{env['TRELLIS_API_PORT']}"
+    api = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "api", "--api-workers", str(workers)],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the API did not answer"
+            time.sleep(0.1)
+        yield api, url
+    finally:
+        if api.poll() is None:
+            api.kill()
+            api.wait()
+        try:
+            os.killpg(api.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @dataclass
