@@ -39,6 +39,7 @@ from activities.run_log import run_fields
 from activities.store.base import Store
 from activities.store.records import ResolvedDependency, RunRecord, WorkflowRecord, utcnow
 from temporal_workflows import search_attributes
+from temporal_workflows.cel_budget import MAX_TASK_STEPS
 from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, Identity, RunInput
 from temporal_workflows.read_model import START_FAILED_REV
 
@@ -234,6 +235,7 @@ async def start_run_workflow(
         stop_after_node_id=stop_after_node_id,
         default_gate_timeout_seconds=default_gate_timeout_seconds,
         triggered_by=record.triggered_by,
+        expression_task_steps=MAX_TASK_STEPS,
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
         **(
             {}

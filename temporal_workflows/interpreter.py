@@ -43,10 +43,6 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.step_runner import StepRunner
 
 
-# Runs started before expressions shared a budget per workflow task replay without it.
-TASK_BUDGET_PATCH = "expressions-share-a-task-budget"
-
-
 @workflow.defn(name=WORKFLOW_TYPE)
 class TrellisRun:
     @workflow.init
@@ -88,8 +84,10 @@ class TrellisRun:
             input=inp.initial_input, additional_data=inp.additional_data, session_state={}
         )
         self._outbox.start()
-        if workflow.patched(TASK_BUDGET_PATCH):
-            share_per_task(TaskBudget(lambda: workflow.info().get_current_history_length()))
+        if inp.expression_task_steps is not None:
+            # The history's length names the workflow task (the same on replay).
+            task = workflow.info().get_current_history_length
+            share_per_task(TaskBudget(task, inp.expression_task_steps))
         if inp.resume is None:
             await self._recorder.publish("run_started", status="running")
         position = self._continuation.restore(scope)
