@@ -6,10 +6,10 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from tests.builders import condition, echo, loop, parallel, router, step
+from tests.builders import condition, delay, echo, loop, parallel, router, step
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate
-from tests.hitl.helpers import start, wait_for_gate
+from tests.hitl.helpers import approve, start, wait_for_gate
 
 LIVE = 15_000  # ms
 
@@ -73,6 +73,31 @@ async def test_controls_ask_first_and_the_page_follows_the_run_live(console: Con
     assert (child["parentRunId"], child["triggerSource"]) == (run_id, "retry")
     await expect(status).to_have_text("awaiting approval", timeout=LIVE)
     await console.check_accessible()
+
+
+async def test_focus_returns_to_the_control_even_when_a_live_update_redrew_it(
+    console: Console,
+) -> None:
+    # The run moves on while the dialog is open, so the page re-draws its controls; on
+    # Escape the focus goes back to the new Pause button, not to the page's body.
+    p = console.platform
+    wf, run_id = await start(p, [*confirm_gate(), delay("wait", 3)])
+    await wait_for_gate(p, wf, run_id, "ship")
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    status = page.locator("[data-role=run-status] .badge")
+    await expect(status).to_have_text("awaiting approval")
+    pause = page.locator("button[data-action=pause]")
+    await pause.click()
+    dialog = page.get_by_role("dialog", name="Pause?")
+    await expect(dialog).to_be_visible()
+    replaced = await pause.element_handle()
+    assert (await approve(p, wf, run_id, stepId="ship", resolution="confirm")).status_code == 200
+    await expect(status).to_have_text("running", timeout=LIVE)
+    assert not await replaced.evaluate("el => el.isConnected"), "the controls were re-drawn"
+    await page.keyboard.press("Escape")
+    await expect(dialog).to_have_count(0)
+    await expect(pause).to_be_focused()
 
 
 async def test_a_failed_node_shows_its_error_and_can_be_rerun(console: Console) -> None:

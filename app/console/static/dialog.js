@@ -18,11 +18,23 @@ export function confirmDialog({ title, body, confirmLabel, danger = false }) {
     back.addEventListener("click", () => dialog.close());
     dialog.addEventListener("close", () => {
       dialog.remove();
-      if (opener && opener.isConnected) opener.focus();
+      const target = again(opener);
+      if (target) target.focus();
       resolve(answer);
     });
     document.body.append(dialog);
     dialog.showModal();
     back.focus();
   });
+}
+
+/**
+ * The control that opened the dialog, or the one that replaced it while the dialog was
+ * open (a live update re-draws the run page's controls), found by its id or action.
+ */
+function again(el) {
+  if (!el || el.isConnected) return el;
+  if (el.id) return document.getElementById(el.id);
+  const action = el.dataset && el.dataset.action;
+  return action ? document.querySelector(`[data-action="${CSS.escape(action)}"]`) : null;
 }
