@@ -39,7 +39,9 @@ def apply_run_changes(current: RunRecord, rev: int, changes: dict[str, Any]) -> 
     unknown = set(changes) - (set(RunRecord.model_fields) - {"id"})
     if unknown:
         raise ValueError(f"unknown or immutable run fields: {sorted(unknown)}")
-    merged = current.model_dump(by_alias=False)
+    # The current fields as they are: nested models (the definition snapshot, the largest
+    # part of a run) pass validation as instances instead of being dumped and re-parsed.
+    merged = {name: getattr(current, name) for name in RunRecord.model_fields}
     merged.update(changes)
     merged["rev"] = rev
     # updated_at follows every applied write unless the writer states it.
