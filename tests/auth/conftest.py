@@ -11,13 +11,11 @@ from pydantic import SecretStr
 from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import Catalog, load_catalog
-from activities.executors.registry import ExecutorRegistry
 from activities.store.base import Store
 from activities.store.factory import open_store
 from app.settings import Settings
 from tests.support.identity import ALICE_HEADERS, SECRET, jwt_settings, serve_api
-from tests.support.loopback import LOOPBACK_ALLOWED
-from tests.support.platform import Platform, running_platform
+from tests.support.platform import Platform, executor_registry, running_platform
 
 
 @pytest.fixture(scope="session")
@@ -64,18 +62,14 @@ async def jwt_platform(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> AsyncIterator[Platform]:
     """A whole platform (worker included) in `jwt` mode; its client calls as ALICE."""
-    catalog = load_catalog(None)
-    await catalog.start()
-    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED)
-    try:
-        async with running_platform(
+    async with (
+        executor_registry() as registry,
+        running_platform(
             temporal_env.client,
             tmp_path,
             registry,
             settings_extra={"auth_mode": "jwt", "jwt_secret": SecretStr(SECRET)},
             headers=ALICE_HEADERS,
-        ) as platform:
-            yield platform
-    finally:
-        await registry.close()
-        await catalog.close()
+        ) as platform,
+    ):
+        yield platform

@@ -11,13 +11,10 @@ import pytest
 from pydantic import SecretStr
 from temporalio.testing import WorkflowEnvironment
 
-from activities.executors.catalog import load_catalog
-from activities.executors.registry import ExecutorRegistry
 from tests.console.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, missing_browser
 from tests.console.console import Console
 from tests.support.identity import SECRET, as_user
-from tests.support.loopback import LOOPBACK_ALLOWED
-from tests.support.platform import Platform, running_platform
+from tests.support.platform import Platform, executor_registry, running_platform
 
 _shots: list[Path] = []
 
@@ -54,21 +51,17 @@ async def jwt_platform(
 ) -> AsyncIterator[Platform]:
     """A whole platform in `jwt` mode; its `api` client calls as alice with every scope, so
     the workflows it creates are alice's (others see them once shared)."""
-    catalog = load_catalog(None)
-    await catalog.start()
-    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED)
-    try:
-        async with running_platform(
+    async with (
+        executor_registry() as registry,
+        running_platform(
             temporal_env.client,
             tmp_path,
             registry,
             settings_extra={"auth_mode": "jwt", "jwt_secret": SecretStr(SECRET)},
             headers=as_user("alice"),
-        ) as platform:
-            yield platform
-    finally:
-        await registry.close()
-        await catalog.close()
+        ) as platform,
+    ):
+        yield platform
 
 
 @pytest.fixture

@@ -10,11 +10,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from temporalio.testing import WorkflowEnvironment
 
-from activities.executors.catalog import load_catalog
-from activities.executors.registry import ExecutorRegistry
 from activities.metrics import RunMetrics
-from tests.support.loopback import LOOPBACK_ALLOWED
-from tests.support.platform import Platform, running_platform
+from tests.support.platform import Platform, executor_registry, running_platform
 
 
 @dataclass
@@ -30,16 +27,10 @@ class Metered:
 
 @pytest.fixture
 async def metered(temporal_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[Metered]:
-    catalog = load_catalog(None)
-    await catalog.start()
-    executors = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED)
     registry = CollectorRegistry()
     metrics = RunMetrics(registry)
-    try:
-        async with running_platform(
-            temporal_env.client, tmp_path, executors, run_metrics=metrics
-        ) as platform:
-            yield Metered(platform, registry, metrics)
-    finally:
-        await executors.close()
-        await catalog.close()
+    async with (
+        executor_registry() as executors,
+        running_platform(temporal_env.client, tmp_path, executors, run_metrics=metrics) as p,
+    ):
+        yield Metered(p, registry, metrics)

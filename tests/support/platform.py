@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.executors.catalog import load_catalog
 from activities.executors.registry import ExecutorRegistry
 from activities.metrics import RunMetrics
 from activities.store.base import Store
@@ -29,6 +30,7 @@ from app.settings import Settings
 from app.temporal import with_pydantic
 from app.worker import build_worker
 from tests.support.http_peer import HttpPeer
+from tests.support.loopback import LOOPBACK_ALLOWED
 from tests.support.server import serving
 
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -133,3 +135,19 @@ async def running_platform(
             yield Platform(api, store, client, task_queue, worker, peer_url, peer)
     finally:
         await store.close()
+
+
+@asynccontextmanager
+async def executor_registry(
+    catalog_path: Path | None = None, **options: Any
+) -> AsyncIterator[ExecutorRegistry]:
+    """A started catalog (built-ins only without a path) and an executor registry on it that
+    may call loopback peers; both closed afterwards. `options` go to the registry."""
+    catalog = load_catalog(catalog_path, refresh_seconds=3600)
+    await catalog.start()
+    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED, **options)
+    try:
+        yield registry
+    finally:
+        await registry.close()
+        await catalog.close()

@@ -16,13 +16,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from activities.executors.catalog import load_catalog
-from activities.executors.registry import ExecutorRegistry
 from activities.executors.tracing import TRACER_NAME
 from app.tracing import temporal_interceptors
 from tests.peers.catalog import Peers
-from tests.support.loopback import LOOPBACK_ALLOWED
-from tests.support.platform import Platform, running_platform
+from tests.support.platform import Platform, executor_registry, running_platform
 
 
 @dataclass
@@ -52,18 +49,12 @@ async def peer_platform(
         config["interceptors"] = temporal_interceptors(provider)
         client = Client(**config)
     # Its own catalog and sessions: the session's registry traces nothing.
-    catalog = load_catalog(peers.catalog_path, refresh_seconds=3600)
-    await catalog.start()
     tracer = provider.get_tracer(TRACER_NAME) if provider is not None else None
-    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED, tracer=tracer)
-    try:
-        async with running_platform(
-            client, tmp_path, registry, tracer_provider=provider
-        ) as platform:
-            yield platform
-    finally:
-        await registry.close()
-        await catalog.close()
+    async with (
+        executor_registry(peers.catalog_path, tracer=tracer) as registry,
+        running_platform(client, tmp_path, registry, tracer_provider=provider) as platform,
+    ):
+        yield platform
 
 
 @pytest.fixture
