@@ -50,29 +50,23 @@ class BudgetExceeded(Exception):
 
 class Budget:
     """The steps left to one evaluation, which may span several expressions; each step is
-    charged to `shared` too when the evaluation runs inside a workflow task."""
+    charged to `shared` too when the evaluation runs inside a workflow task. Running out
+    says "<needs> more than <limit> steps"."""
 
-    def __init__(self, steps: int = MAX_STEPS, shared: Budget | None = None) -> None:
+    def __init__(
+        self, steps: int = MAX_STEPS, shared: Budget | None = None, needs: str = "it needs"
+    ) -> None:
         self.limit = steps
         self.left = steps
         self.shared = shared
+        self._needs = needs
 
     def spend(self, steps: int) -> None:
         self.left -= steps
         if self.left < 0:
-            raise BudgetExceeded(f"it needs more than {self.limit} steps")
+            raise BudgetExceeded(f"{self._needs} more than {self.limit} steps")
         if self.shared is not None:
             self.shared.spend(steps)
-
-
-class _TaskShare(Budget):
-    def spend(self, steps: int) -> None:
-        self.left -= steps
-        if self.left < 0:
-            raise BudgetExceeded(
-                f"the expressions evaluated in one workflow task together need more than "
-                f"{self.limit} steps"
-            )
 
 
 class TaskBudget:
@@ -88,13 +82,18 @@ class TaskBudget:
         self._task = task
         self._steps = steps
         self._key: int | None = None
-        self._share = _TaskShare(steps)
+        self._share = self._fresh()
 
     def current(self) -> Budget:
         key = self._task()
         if key != self._key:
-            self._key, self._share = key, _TaskShare(self._steps)
+            self._key, self._share = key, self._fresh()
         return self._share
+
+    def _fresh(self) -> Budget:
+        return Budget(
+            self._steps, needs="the expressions evaluated in one workflow task together need"
+        )
 
 
 _CURRENT: contextvars.ContextVar[Budget] = contextvars.ContextVar("cel_budget")
