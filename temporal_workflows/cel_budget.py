@@ -72,7 +72,8 @@ class Budget:
 class TaskBudget:
     """The steps all evaluations of one workflow task share. Temporal takes a task that runs
     2 s as deadlocked and retries it for ever, so many costly expressions ready at once (the
-    branches of a parallel node) must not add up past what one evaluation may take.
+    branches of a parallel node) must not add up past a bound (MAX_TASK_STEPS, twice one
+    evaluation's) however many there are.
 
     `task` names the current workflow task deterministically (the history's length when
     it started), so a replay charges the same evaluations to the same share.
