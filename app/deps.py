@@ -4,7 +4,7 @@ parameters (400 for a malformed id, 404 for an unknown one), so routes only call
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Header, Path, Query, Request
 from pydantic import WithJsonSchema
@@ -12,6 +12,7 @@ from temporalio.client import Client
 
 from activities.executors.catalog import Catalog
 from activities.run_start import RunStarter
+from activities.store.access import Guarded, WorkflowAccess
 from activities.store.base import Store
 from activities.store.records import (
     NodeRunRecord,
@@ -20,6 +21,7 @@ from activities.store.records import (
     WorkflowVersionRecord,
 )
 from app.auth.acl import not_found, require
+from app.auth.caller import Caller
 from app.auth.guard import CallerDep, request_rule
 from app.errors import Forbidden, InvalidRequest, NotFound
 from app.services.approvals import ApprovalService
@@ -39,6 +41,7 @@ from temporal_workflows.validation import NODE_ID_PATTERN
 
 # The one id rule for path parameters (workflow, run, node-run ids) and node ids alike.
 ID_PATTERN = NODE_ID_PATTERN
+G = TypeVar("G", bound=Guarded)
 
 
 def id_path(what: str) -> Any:
@@ -69,23 +72,23 @@ def check_id(value: str, what: str) -> str:
 # -- the app's parts ---------------------------------------------------------
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def get_store(request: Request) -> Store:
+async def get_store(request: Request) -> Store:
     return request.app.state.store  # type: ignore[no-any-return]
 
 
-def get_catalog(request: Request) -> Catalog:
+async def get_catalog(request: Request) -> Catalog:
     return request.app.state.catalog  # type: ignore[no-any-return]
 
 
-def get_event_hub(request: Request) -> EventHub:
+async def get_event_hub(request: Request) -> EventHub:
     return request.app.state.event_hub  # type: ignore[no-any-return]
 
 
-def get_temporal_link(request: Request) -> TemporalLink:
+async def get_temporal_link(request: Request) -> TemporalLink:
     return request.app.state.temporal_link  # type: ignore[no-any-return]
 
 
@@ -109,7 +112,9 @@ TemporalDep = Annotated[Client, Depends(get_temporal)]
 # -- services ------------------------------------------------------------------
 
 
-def get_run_starter(store: StoreDep, temporal: TemporalDep, settings: SettingsDep) -> RunStarter:
+async def get_run_starter(
+    store: StoreDep, temporal: TemporalDep, settings: SettingsDep
+) -> RunStarter:
     """The one start path, with the API's task queue and default gate timeout."""
     return RunStarter(
         store,
@@ -122,26 +127,28 @@ def get_run_starter(store: StoreDep, temporal: TemporalDep, settings: SettingsDe
 RunStarterDep = Annotated[RunStarter, Depends(get_run_starter)]
 
 
-def get_definitions(
+async def get_definitions(
     store: StoreDep, catalog: CatalogDep, link: TemporalLinkDep
 ) -> DefinitionService:
     # Deleting a workflow cancels its open runs first (dialling Temporal only if any).
     return DefinitionService(store=store, catalog=catalog, run_canceller=RunCanceller(store, link))
 
 
-def get_runs(store: StoreDep, starter: RunStarterDep, caller: CallerDep) -> RunService:
+async def get_runs(store: StoreDep, starter: RunStarterDep, caller: CallerDep) -> RunService:
     return RunService(store=store, starter=starter, triggered_by=caller.identity())
 
 
-def get_lineage(store: StoreDep, starter: RunStarterDep, caller: CallerDep) -> LineageService:
+async def get_lineage(store: StoreDep, starter: RunStarterDep, caller: CallerDep) -> LineageService:
     return LineageService(store=store, starter=starter, triggered_by=caller.identity())
 
 
-def get_controls(temporal: TemporalDep, store: StoreDep, caller: CallerDep) -> ControlService:
+async def get_controls(temporal: TemporalDep, store: StoreDep, caller: CallerDep) -> ControlService:
     return ControlService(temporal=temporal, store=store, caller=caller)
 
 
-def get_schedules(temporal: TemporalDep, store: StoreDep, settings: SettingsDep) -> ScheduleService:
+async def get_schedules(
+    temporal: TemporalDep, store: StoreDep, settings: SettingsDep
+) -> ScheduleService:
     return ScheduleService(
         client=temporal,
         store=store,
@@ -150,19 +157,21 @@ def get_schedules(temporal: TemporalDep, store: StoreDep, settings: SettingsDep)
     )
 
 
-def get_readiness(store: StoreDep, link: TemporalLinkDep, settings: SettingsDep) -> ReadinessProbe:
+async def get_readiness(
+    store: StoreDep, link: TemporalLinkDep, settings: SettingsDep
+) -> ReadinessProbe:
     return ReadinessProbe(store=store, temporal=link, store_url=settings.resolved_store_url)
 
 
-def get_run_listing(store: StoreDep) -> RunListing:
+async def get_run_listing(store: StoreDep) -> RunListing:
     return RunListing(store=store)
 
 
-def get_approvals(store: StoreDep) -> ApprovalService:
+async def get_approvals(store: StoreDep) -> ApprovalService:
     return ApprovalService(store=store)
 
 
-def get_graphs(store: StoreDep) -> GraphService:
+async def get_graphs(store: StoreDep) -> GraphService:
     return GraphService(store=store)
 
 
@@ -187,22 +196,38 @@ async def get_workflow_or_404(
     request: Request,
 ) -> WorkflowRecord:
     """The workflow named in the path: 400 when the id is malformed, 404 when unknown or
-    not visible to the caller, 403 when the route's permission is more than they hold.
-
-    Everything under a workflow (runs, node runs, events, graphs, versions, schedules)
-    is looked up through here, so it inherits the workflow's ACL.
-    """
+    not visible to the caller, 403 when the route's permission is more than they hold."""
     record = await store.get_workflow(check_id(workflow_id, "workflow id"))
-    if record is None:
+    return _permitted(record, workflow_id, caller, request)
+
+
+async def get_workflow_access_or_404(
+    workflow_id: Annotated[str, id_path("workflow id")],
+    store: StoreDep,
+    caller: CallerDep,
+    request: Request,
+) -> WorkflowAccess:
+    """The workflow in the path as its ACL alone, checked as `get_workflow_or_404` checks it.
+
+    Everything under a workflow (runs, node runs, events) is looked up through here, so it
+    inherits the workflow's ACL without its definition being read.
+    """
+    access = await store.get_workflow_access(check_id(workflow_id, "workflow id"))
+    return _permitted(access, workflow_id, caller, request)
+
+
+def _permitted(found: G | None, workflow_id: str, caller: Caller, request: Request) -> G:
+    if found is None:
         raise not_found(workflow_id)
     rule = request_rule(request)
     if rule is None:  # cannot happen: every route declares one (check_routes)
         raise Forbidden("This route declares no permission")
-    require(caller, record, rule.permission)
-    return record
+    require(caller, found, rule.permission)
+    return found
 
 
 WorkflowDep = Annotated[WorkflowRecord, Depends(get_workflow_or_404)]
+WorkflowAccessDep = Annotated[WorkflowAccess, Depends(get_workflow_access_or_404)]
 
 
 async def get_version_or_404(
@@ -216,7 +241,7 @@ async def get_version_or_404(
 
 
 async def get_run_or_404(
-    run_id: Annotated[str, id_path("run id")], workflow: WorkflowDep, store: StoreDep
+    run_id: Annotated[str, id_path("run id")], workflow: WorkflowAccessDep, store: StoreDep
 ) -> RunRecord:
     """The run named in the path, which must belong to the workflow in the path."""
     run = await store.get_run(check_id(run_id, "run id"))
@@ -240,7 +265,7 @@ async def get_any_run_or_404(
     if run is None:
         raise NotFound(f"Run {run_id!r} not found")
     try:
-        await get_workflow_or_404(run.workflow_definition_id, store, caller, request)
+        await get_workflow_access_or_404(run.workflow_definition_id, store, caller, request)
     except NotFound:
         raise NotFound(f"Run {run_id!r} not found") from None
     return run
@@ -259,12 +284,12 @@ async def get_node_run_or_404(
     return record
 
 
-def get_node_id(node_id: Annotated[str, id_path("node id")]) -> str:
+async def get_node_id(node_id: Annotated[str, id_path("node id")]) -> str:
     """A node id from the path (whether the run has it is the service's question)."""
     return check_id(node_id, "node id")
 
 
-def get_schedule_id(
+async def get_schedule_id(
     schedule_id: Annotated[str, id_path("schedule id")], workflow: WorkflowDep
 ) -> str:
     """A schedule id of the workflow in the path (Temporal says whether it exists)."""
@@ -278,7 +303,7 @@ def get_schedule_id(
 _EVENT_ID = WithJsonSchema({"type": "string", "pattern": "^[0-9]{0,18}$"})
 
 
-def get_last_event_id(
+async def get_last_event_id(
     header: Annotated[str | None, Header(alias="Last-Event-ID"), _EVENT_ID] = None,
     query: Annotated[str | None, Query(alias="lastEventId"), _EVENT_ID] = None,
 ) -> int:

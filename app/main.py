@@ -20,6 +20,7 @@ from app.body_limit import BodyLimitMiddleware
 from app.console.routes import console_app
 from app.deps import get_temporal
 from app.errors import install_error_handlers
+from app.heap import freeze_startup_heap
 from app.openapi import API_PREFIX, install_openapi
 from app.outbound import executor_catalog
 from app.request_metrics import RequestMetricsMiddleware
@@ -55,8 +56,12 @@ def create_app(
     catalog: Catalog | None = None,
     api_metrics: ApiMetrics | None = None,
     tracer_provider: TracerProvider | None = None,
+    own_process: bool = False,
 ) -> FastAPI:
     """The API. Parts passed in are used as is (and not closed); missing ones are built.
+
+    `own_process`: the API is the process (`trellis api`), so once started it freezes the
+    heap it started with (app/heap.py); not for an app inside another program or a test.
 
     With a tracer provider (app/tracing.py), requests and the Temporal calls they make
     are traced (a client passed in brings its own interceptors).
@@ -81,6 +86,8 @@ def create_app(
             app.state.temporal = link.client
             app.state.event_hub = EventHub(app.state.store)
             stack.push_async_callback(app.state.event_hub.close)
+            if own_process:
+                freeze_startup_heap()
             yield
 
     app = FastAPI(
@@ -143,5 +150,8 @@ def app_from_env() -> FastAPI:
     """
     metrics = ApiMetrics(multiprocess_dir=os.environ.get(MULTIPROC_DIR_VARIABLE) or None)
     return create_app(
-        get_settings(), api_metrics=metrics, tracer_provider=start_tracing(API_SERVICE)
+        get_settings(),
+        api_metrics=metrics,
+        tracer_provider=start_tracing(API_SERVICE),
+        own_process=True,
     )

@@ -7,7 +7,7 @@ only what a caller may see.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import Field, field_validator
 
@@ -42,3 +42,23 @@ def owner_principal(owner: str) -> str:
 def viewer_principals(owner: str, grants: list[Grant]) -> list[str]:
     """Every principal that may VIEW: the owner and each grant (sorted, no duplicates)."""
     return sorted({owner_principal(owner), *(g.principal for g in grants)})
+
+
+class Guarded(Protocol):
+    """What an access check reads of a workflow: its id, owner and grants."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def grants(self) -> list[Grant]: ...
+
+
+class WorkflowAccess(CamelModel):
+    """A workflow's id, owner and grants, read without its definition (the lookups of
+    everything under a workflow only check who may see it)."""
+
+    id: str
+    owner: str = LEGACY_OWNER
+    grants: list[Grant] = Field(default_factory=list)

@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from activities.store.access import Grant
+from activities.store.access import Grant, WorkflowAccess
 from activities.store.records import (
     NodeRunRecord,
+    RunHeader,
     RunRecord,
     WorkflowRecord,
     WorkflowVersionRecord,
@@ -48,6 +49,9 @@ class Store(Protocol):
         """Insert a definition and its version 1; DuplicateNameError on a taken name."""
 
     async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None: ...
+
+    async def get_workflow_access(self, workflow_id: str) -> WorkflowAccess | None:
+        """The workflow's id, owner and grants, without parsing its definition."""
 
     async def list_workflows(
         self, query: str | None, page: int, per_page: int, viewer: Viewer = None
@@ -108,8 +112,8 @@ class Store(Protocol):
         parent_run_id: str | None = None,
         page: int = 1,
         per_page: int = 20,
-    ) -> tuple[list[RunRecord], int]:
-        """Newest first (by startedAt)."""
+    ) -> tuple[list[RunHeader], int]:
+        """Newest first (by startedAt), without their definition snapshots."""
 
     async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
         """Runs not in a terminal status that started before the given time (reconciler)."""

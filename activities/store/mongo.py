@@ -18,7 +18,7 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 
-from activities.store.access import LEGACY_OWNER, Grant, viewer_principals
+from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
 from activities.store.documents import (
     apply_run_changes,
@@ -29,6 +29,7 @@ from activities.store.documents import (
 )
 from activities.store.records import (
     NodeRunRecord,
+    RunHeader,
     RunRecord,
     WorkflowRecord,
     WorkflowVersionRecord,
@@ -113,6 +114,13 @@ class MongoStore:
         with _errors():
             doc = await self._db().workflows.find_one({"_id": workflow_id})
         return None if doc is None else from_stored(WorkflowRecord, doc)
+
+    async def get_workflow_access(self, workflow_id: str) -> WorkflowAccess | None:
+        with _errors():
+            doc = await self._db().workflows.find_one(
+                {"_id": workflow_id}, projection={"owner": True, "grants": True}
+            )
+        return None if doc is None else WorkflowAccess.model_validate({**doc, "id": doc["_id"]})
 
     async def list_workflows(
         self, query: str | None, page: int, per_page: int, viewer: Viewer = None
@@ -274,7 +282,7 @@ class MongoStore:
         parent_run_id: str | None = None,
         page: int = 1,
         per_page: int = 20,
-    ) -> tuple[list[RunRecord], int]:
+    ) -> tuple[list[RunHeader], int]:
         wanted = {
             "workflow_definition_id": workflow_id,
             "status": status,
@@ -285,13 +293,13 @@ class MongoStore:
             total = await self._db().runs.count_documents(filter_)
             cursor = (
                 self._db()
-                .runs.find(filter_)
+                .runs.find(filter_, projection={"definition_snapshot": False})
                 .sort([("started_at", DESCENDING), ("_id", DESCENDING)])
                 .skip((page - 1) * per_page)
                 .limit(per_page)
             )
             docs = await cursor.to_list()
-        return [from_stored(RunRecord, d) for d in docs], total
+        return [from_stored(RunHeader, d) for d in docs], total
 
     async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
         filter_ = {

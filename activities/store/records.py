@@ -66,7 +66,10 @@ class ResolvedDependency(CamelModel):
     source_node_run_id: str | None = None
 
 
-class RunRecord(StoredModel):
+class RunHeader(StoredModel):
+    """A run without its definition snapshot: what lists of runs show, read without
+    parsing a definition per run."""
+
     id: str
     workflow_definition_id: str
     workflow_version: int
@@ -77,7 +80,6 @@ class RunRecord(StoredModel):
     initial_input: dict[str, Any] = Field(default_factory=dict)
     final_output: Any = None
     error_summary: str | None = None
-    definition_snapshot: WorkflowSpec
     parent_run_id: str | None = None
     resolved_dependencies: list[ResolvedDependency] = Field(default_factory=list)
     pending_requirements: list[dict[str, Any]] = Field(default_factory=list)
@@ -94,6 +96,11 @@ class RunRecord(StoredModel):
     # Writes carry a revision from the workflow; an older revision never overwrites a newer one.
     rev: int = 0
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class RunRecord(RunHeader):
+    # The definition as the run was started with it (the largest part of a run).
+    definition_snapshot: WorkflowSpec
 
 
 class NodeRunRecord(StoredModel):

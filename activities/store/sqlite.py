@@ -19,16 +19,18 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from activities.store.access import LEGACY_OWNER, Grant, viewer_principals
+from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
 from activities.store.documents import apply_run_changes, event_document, from_stored, iso_utc
 from activities.store.records import (
     NodeRunRecord,
+    RunHeader,
     RunRecord,
     StoredModel,
     WorkflowRecord,
     WorkflowVersionRecord,
 )
+from activities.store.sqlite_reader import SqliteReader
 from activities.store.sqlite_rows import (
     NODE_RUN_COLUMNS,
     RUN_COLUMNS,
@@ -58,6 +60,7 @@ class SqliteStore:
         self.path = path
         self._busy_timeout_ms = busy_timeout_ms
         self._db: aiosqlite.Connection | None = None
+        self._reader: SqliteReader | None = None
         # One connection is shared by concurrent requests: the lock keeps one coroutine's
         # statements from landing inside another's open transaction.
         self._lock = asyncio.Lock()
@@ -79,6 +82,7 @@ class SqliteStore:
             await self._db.execute("PRAGMA synchronous = NORMAL")
             async with self._write() as db:
                 await migrate(db)
+            self._reader = SqliteReader(self.path)
         except (sqlite3.Error, OSError, StoreError) as exc:
             await self.close()
             raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
@@ -101,6 +105,9 @@ class SqliteStore:
             raise StoreError(f"SQLite did not switch {self.path} to WAL mode")
 
     async def close(self) -> None:
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.close()
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()
@@ -110,12 +117,13 @@ class SqliteStore:
             await db.execute("SELECT 1")
 
     @asynccontextmanager
-    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
-        async with self._lock:
-            try:
-                yield self._conn()
-            except sqlite3.Error as exc:
-                raise _store_error(exc) from exc
+    async def _read(self) -> AsyncIterator[SqliteReader]:
+        if self._reader is None:
+            raise StoreError("SQLite store is not connected")
+        try:
+            yield self._reader
+        except sqlite3.Error as exc:
+            raise _store_error(exc) from exc
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -155,6 +163,17 @@ class SqliteStore:
         async with self._read() as db:
             row = await _one(db, "SELECT doc FROM workflows WHERE id = ?", (workflow_id,))
         return None if row is None else _load(WorkflowRecord, row[0])
+
+    async def get_workflow_access(self, workflow_id: str) -> WorkflowAccess | None:
+        async with self._read() as db:
+            row = await _one(
+                db,
+                "SELECT json_object('id', id, 'owner', COALESCE(json_extract(doc, '$.owner'), ?),"
+                " 'grants', json(COALESCE(json_extract(doc, '$.grants'), '[]')))"
+                " FROM workflows WHERE id = ?",
+                (LEGACY_OWNER, workflow_id),
+            )
+        return None if row is None else WorkflowAccess.model_validate_json(row[0])
 
     async def list_workflows(
         self, query: str | None, page: int, per_page: int, viewer: Viewer = None
@@ -291,7 +310,7 @@ class SqliteStore:
         parent_run_id: str | None = None,
         page: int = 1,
         per_page: int = 20,
-    ) -> tuple[list[RunRecord], int]:
+    ) -> tuple[list[RunHeader], int]:
         filters = {
             "workflow_definition_id": workflow_id,
             "status": status,
@@ -303,11 +322,12 @@ class SqliteStore:
         async with self._read() as db:
             total = await _one(db, "SELECT COUNT(*) FROM runs" + where, params)
             rows = await db.execute_fetchall(
-                "SELECT doc FROM runs" + where + " ORDER BY started_at DESC, id DESC"
-                " LIMIT ? OFFSET ?",
+                "SELECT json_remove(doc, '$.definition_snapshot') FROM runs"
+                + where
+                + " ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?",
                 (*params, per_page, (page - 1) * per_page),
             )
-        return _runs(rows), total[0] if total else 0
+        return [_load(RunHeader, r[0]) for r in rows], total[0] if total else 0
 
     async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
         terminal = sorted(TERMINAL_RUN_STATUSES)
@@ -575,7 +595,7 @@ def _settle(
         future.set_result(result)
 
 
-async def _one(db: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> Any:
+async def _one(db: aiosqlite.Connection | SqliteReader, sql: str, params: Sequence[Any]) -> Any:
     rows = await db.execute_fetchall(sql, params)  # one trip to the db thread
     return next(iter(rows), None)
 

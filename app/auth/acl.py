@@ -5,15 +5,15 @@ workflow they can see is 403."""
 
 from __future__ import annotations
 
-from activities.store.access import PERMISSIONS, Permission, owner_principal
+from activities.store.access import PERMISSIONS, Guarded, Permission, owner_principal
 from activities.store.base import Viewer
-from activities.store.records import RunRecord, WorkflowRecord
+from activities.store.records import RunRecord
 from app.auth.caller import CONTROL, Caller
 from app.errors import Forbidden, NotFound
 from temporal_workflows.definition import iter_nodes
 
 
-def permissions_of(caller: Caller, workflow: WorkflowRecord) -> frozenset[Permission]:
+def permissions_of(caller: Caller, workflow: Guarded) -> frozenset[Permission]:
     """Every permission the caller holds on the workflow."""
     if caller.admin or owner_principal(workflow.owner) in caller.principals:
         return frozenset(PERMISSIONS)
@@ -34,7 +34,7 @@ def not_found(workflow_id: str) -> NotFound:
     return NotFound(f"Workflow {workflow_id!r} not found")
 
 
-def require(caller: Caller, workflow: WorkflowRecord, permission: Permission) -> None:
+def require(caller: Caller, workflow: Guarded, permission: Permission) -> None:
     """404 without VIEW; 403 naming the permission when VIEW is not enough."""
     held = permissions_of(caller, workflow)
     if "VIEW" not in held:

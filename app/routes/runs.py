@@ -17,6 +17,7 @@ from app.deps import (
     RunListingDep,
     RunServiceDep,
     StoreDep,
+    WorkflowAccessDep,
     WorkflowDep,
 )
 from app.schemas.run import (
@@ -56,7 +57,7 @@ async def trigger_run(
 
 @router.get("", dependencies=[needs(READ)])
 async def list_runs(
-    workflow: WorkflowDep,
+    workflow: WorkflowAccessDep,
     listing: RunListingDep,
     status: RunStatus | None = None,
     page: Page = 1,

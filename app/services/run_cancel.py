@@ -10,7 +10,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.store.base import Store
-from activities.store.records import RunRecord
+from activities.store.records import RunHeader
 from app.temporal_link import TemporalLink
 from temporal_workflows.read_model import OPEN_RUN_STATUSES
 
@@ -41,8 +41,8 @@ class RunCanceller:
             log.warning("runs of %s still closing after %ss", workflow_id, self.wait_seconds)
         return [run.id for run in runs]
 
-    async def _open_runs(self, workflow_id: str) -> list[RunRecord]:
-        found: list[RunRecord] = []
+    async def _open_runs(self, workflow_id: str) -> list[RunHeader]:
+        found: list[RunHeader] = []
         for status in OPEN_RUN_STATUSES:
             page = 1
             while True:

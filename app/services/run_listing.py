@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from activities.store.base import Store
-from activities.store.records import NodeRunRecord, RunRecord
+from activities.store.records import NodeRunRecord, RunHeader, RunRecord
 from app.schemas.run import RunPage, RunSummary
 from app.schemas.workflow import Pagination
 from temporal_workflows.read_model import RunStatus
@@ -31,7 +31,7 @@ class RunListing:
         )
         return await self._page(runs, total, page, per_page)
 
-    async def _page(self, runs: list[RunRecord], total: int, page: int, per_page: int) -> RunPage:
+    async def _page(self, runs: list[RunHeader], total: int, page: int, per_page: int) -> RunPage:
         # One query for the node runs of the whole page.
         by_run: dict[str, list[NodeRunRecord]] = {r.id: [] for r in runs}
         for node_run in await self.store.list_node_runs(list(by_run)):

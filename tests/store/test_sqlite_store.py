@@ -130,6 +130,8 @@ async def test_workflows_from_before_acls_belong_to_the_dev_caller(db_path: Path
     try:
         loaded = await store.get_workflow(record.id)
         assert loaded is not None and loaded.owner == "dev" and loaded.grants == []
+        access = await store.get_workflow_access(record.id)
+        assert access is not None and access.owner == "dev" and access.grants == []
         _, total = await store.list_workflows(None, 1, 10, frozenset({"user:dev"}))
         assert total == 1
         await store.update_workflow(loaded.model_copy(update={"name": "renamed"}), False)
@@ -138,3 +140,33 @@ async def test_workflows_from_before_acls_belong_to_the_dev_caller(db_path: Path
         )
     finally:
         await store.close()
+
+
+async def test_reads_do_not_wait_for_another_connections_open_write(db_path: Path) -> None:
+    # WAL: a read sees the last commit while another connection holds the write lock, so
+    # reads on the event loop's thread never block it on a writer.
+    store = SqliteStore(db_path, busy_timeout_ms=10_000)
+    await store.connect()
+    record = workflow()
+    await store.create_workflow(record)
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE workflows SET name = 'uncommitted' WHERE id = ?", (record.id,))
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        assert await store.get_workflow(record.id) == record
+        items, _ = await store.list_runs(None)
+        assert items == [] and loop.time() - began < 1.0
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+        await store.close()
+
+
+async def test_a_closed_store_refuses_reads(db_path: Path) -> None:
+    store = SqliteStore(db_path)
+    await store.connect()
+    await store.close()
+    with pytest.raises(StoreError, match="not connected"):
+        await store.get_run("run-1")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from activities.store.access import Grant
+from activities.store.access import Grant, WorkflowAccess
 from activities.store.base import Store
 from tests.store.builders import at, new_id, run, workflow
 
@@ -21,6 +21,18 @@ async def test_owner_and_grants_read_back(store: Store) -> None:
     stored = await store.get_workflow(record.id)
     assert stored is not None and stored.owner == "alice"
     assert stored.grants == [grant("role:ops", "VIEW", "EDIT")]
+
+
+async def test_a_workflows_access_reads_back_without_its_definition(store: Store) -> None:
+    record = workflow(owner="alice", grants=[grant("role:ops", "EDIT")])
+    await store.create_workflow(record)
+    access = await store.get_workflow_access(record.id)
+    assert access == WorkflowAccess(
+        id=record.id, owner="alice", grants=[grant("role:ops", "VIEW", "EDIT")]
+    )
+    await store.set_workflow_grants(record.id, [])
+    assert await store.get_workflow_access(record.id) == WorkflowAccess(id=record.id, owner="alice")
+    assert await store.get_workflow_access(new_id()) is None
 
 
 async def test_lists_and_totals_count_only_what_a_viewer_may_see(store: Store) -> None:

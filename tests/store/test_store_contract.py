@@ -208,6 +208,13 @@ class TestRuns:
         items, total = await store.list_runs(wf)
         assert ([r.id for r in items], total) == ([r.id for r in reversed(records)], 3)
 
+    async def test_listed_runs_are_their_records_without_the_definition(self, store: Store) -> None:
+        record = run(new_id(), status="completed", final_output={"ok": True})
+        await store.insert_run(record)
+        items, _ = await store.list_runs(record.workflow_definition_id)
+        assert not hasattr(items[0], "definition_snapshot")
+        assert items[0].model_dump() == record.model_dump(exclude={"definition_snapshot"})
+
     async def test_list_without_workflow_lists_every_run(self, store: Store) -> None:
         for i in range(3):
             await store.insert_run(run(new_id(), started_at=at(i)))
