@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Header, Query, status
+from fastapi import APIRouter, Header, Query, Response, status
 
 from app.auth.caller import CONTROL, READ
 from app.auth.guard import needs
@@ -20,6 +20,7 @@ from app.deps import (
     WorkflowAccessDep,
     WorkflowDep,
 )
+from app.routes.model_response import model_response
 from app.schemas.run import (
     NodeRunList,
     NodeRunPage,
@@ -67,14 +68,12 @@ async def list_runs(
     return await listing.of_workflow(workflow.id, status, page, per_page)
 
 
-@router.get("/{run_id}", dependencies=[needs(READ)])
-async def get_run(
-    run: RunDep, store: StoreDep, node_runs: NodeRunsView = "all"
-) -> RunPublic | RunWithSummary:
+@router.get("/{run_id}", dependencies=[needs(READ)], response_model=RunPublic | RunWithSummary)
+async def get_run(run: RunDep, store: StoreDep, node_runs: NodeRunsView = "all") -> Response:
     """One run with its snapshot, node runs (or with `nodeRuns=summary`, their counts)."""
     if node_runs == "summary":
-        return RunWithSummary.summarised(run, await store.node_run_counts(run.id))
-    return RunPublic.from_record(run, await store.list_node_runs([run.id]))
+        return model_response(RunWithSummary.summarised(run, await store.node_run_counts(run.id)))
+    return model_response(RunPublic.from_record(run, await store.list_node_runs([run.id])))
 
 
 @router.get("/{run_id}/children", dependencies=[needs(READ)])
@@ -85,17 +84,19 @@ async def list_child_runs(
     return await listing.children(run, page, per_page)
 
 
-@router.get("/{run_id}/nodes", dependencies=[needs(READ)])
+@router.get("/{run_id}/nodes", dependencies=[needs(READ)], response_model=NodeRunList | NodeRunPage)
 async def list_node_runs(
     run: RunDep, store: StoreDep, page: NodePage = None, per_page: NodePerPage = None
-) -> NodeRunList | NodeRunPage:
+) -> Response:
     """Every node run of the run, ordered by startedAt; one page with `page`/`perPage`."""
     if page is None and per_page is None:
-        return NodeRunList.of(run, await store.list_node_runs([run.id]))
+        return model_response(NodeRunList.of(run, await store.list_node_runs([run.id])))
     page, per_page = page or 1, per_page or 100
     found, total = await store.node_run_page(run.id, (page - 1) * per_page, per_page)
     listed = NodeRunList.of(run, found)
-    return NodeRunPage(**dict(listed), pagination=Pagination.of(total, page, per_page))
+    return model_response(
+        NodeRunPage(**dict(listed), pagination=Pagination.of(total, page, per_page))
+    )
 
 
 @router.get("/{run_id}/nodes/{node_run_id}", dependencies=[needs(READ)])
