@@ -1,6 +1,7 @@
 """Where the time goes: py-spy on the API and the worker processes while a workload runs.
 
-Run: `python -m bench.profile [--workload mcp|fanout|echo|reads] [--seconds 20] [--top 25]`.
+Run: `python -m bench.profile [--workload mcp|fanout|echo|mcp-runs|reads] [--seconds 20]
+[--top 25]`.
 Needs `py-spy` (PyPI) and permission to trace (root, or ptrace_scope 0). Prints, per
 process, the functions with the most samples on the CPU: own ("self") and inclusive
 ("total"), in percent of that process's samples; `--out DIR` keeps the raw stacks.
@@ -51,13 +52,14 @@ async def _workload(stack: Stack, name: str, seconds: float) -> str:
             await run_over_sse(stack, wf)
             runs += 1
         return f"{runs} runs of one 50-way parallel block of MCP echo steps, one at a time"
-    if name == "echo":
-        wf = await stack.create(sc.sequence(5, sc.ECHO))
+    if name in ("echo", "mcp-runs"):
+        key = sc.ECHO if name == "echo" else sc.MCP_ECHO
+        wf = await stack.create(sc.sequence(5, key))
         runs = 0
         while time.monotonic() < deadline:
             await throughput(lambda: run_via_temporal(stack, wf), 100, 50)
             runs += 100
-        return f"{runs} runs x 5 builtin:echo steps, 50 in flight"
+        return f"{runs} runs x 5 {sc.LABEL[key]} steps, 50 in flight"
     wf = await stack.create(sc.sequence(20, sc.MCP_ECHO))
     runs = 0
     while time.monotonic() < deadline:
@@ -149,7 +151,9 @@ def _frame(frame: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", choices=("mcp", "fanout", "echo", "reads"), default="mcp")
+    parser.add_argument(
+        "--workload", choices=("mcp", "fanout", "echo", "mcp-runs", "reads"), default="mcp"
+    )
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", type=Path, help="keep the raw py-spy stacks here")
