@@ -1,0 +1,128 @@
+"""What one read costs the API, without `wrk` or other processes sharing the cores.
+
+Run: `python -m bench.reads_in_process [--requests 300]`. Builds a store with the shapes
+bench.run reads (a run of 20 MCP steps with its 20 node runs; a workflow with 20 runs of 5
+node runs each), serves the real app in this process over ASGI, and times the run detail
+and the list of runs one request at a time, beside `GET /healthz` through the same app
+and client (the floor: routing, middleware and the client itself). Prints the median of
+five batches: wall time and this process's CPU per request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+
+from activities.store.records import NodeRunRecord, RunRecord, WorkflowRecord
+from activities.store.sqlite import SqliteStore
+from app.main import create_app
+from app.settings import Settings
+from bench import scenarios as sc
+from temporal_workflows.definition import WorkflowSpec
+from temporal_workflows.validation import normalise
+
+T0 = datetime(2026, 11, 26, 12, tzinfo=UTC)
+
+
+async def _workflow(store: SqliteStore, name: str, steps: int) -> WorkflowRecord:
+    given = WorkflowSpec.model_validate({"name": name, **sc.sequence(steps, sc.MCP_ECHO)})
+    spec = normalise(given, lambda: str(uuid.uuid4()))  # node ids, as saving assigns them
+    record = WorkflowRecord(**spec.model_dump(by_alias=False), id=name, enabled=True)
+    await store.create_workflow(record)
+    return record
+
+
+async def _run(store: SqliteStore, wf: WorkflowRecord, index: int) -> str:
+    run_id = f"run-{wf.id}-{index}"
+    started = T0 + timedelta(seconds=index)
+    await store.insert_run(
+        RunRecord(
+            id=run_id, workflow_definition_id=wf.id, workflow_version=1, status="completed",
+            started_at=started, finished_at=started + timedelta(seconds=1),
+            definition_snapshot=wf.spec(), final_output={"result": "done"},
+        )
+    )  # fmt: skip
+    for i, node in enumerate(wf.nodes):
+        at = started + timedelta(milliseconds=10 * i)
+        await store.upsert_node_run(
+            NodeRunRecord(
+                id=f"{run_id}.{node.id}.1", workflow_run_id=run_id, node_id=node.id,
+                node_name=node.name, status="completed", attempt=1,
+                input_snapshot={"text": f"step {i}"}, output_snapshot={"result": f"step {i}"},
+                started_at=at, finished_at=at + timedelta(milliseconds=8),
+                resolved_executor={"kind": "mcp", "key": sc.MCP_ECHO, "tool": "echo"},
+            )
+        )  # fmt: skip
+    return run_id
+
+
+async def _per_request(client: httpx.AsyncClient, url: str, n: int) -> tuple[float, float, int]:
+    """Median wall and CPU ms per request over five batches of `n`; the body's size."""
+    size = len((await client.get(url)).raise_for_status().content)
+    for _ in range(n // 5):  # warm up
+        await client.get(url)
+    walls, cpus = [], []
+    for _ in range(5):
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            await client.get(url)
+        walls.append((time.perf_counter() - wall) / n * 1000)
+        cpus.append((time.process_time() - cpu) / n * 1000)
+    return statistics.median(walls), statistics.median(cpus), size
+
+
+async def measure(requests: int) -> dict[str, tuple[float, float, int]]:
+    """Per request: (wall ms, CPU ms, body bytes) by request."""
+    results: dict[str, tuple[float, float, int]] = {}
+    with tempfile.TemporaryDirectory(prefix="trellis-reads-") as tmp:
+        data = Path(tmp)
+        store = SqliteStore(data / "trellis.db")
+        await store.connect()
+        try:
+            detail_wf = await _workflow(store, "detail", 20)
+            detail_run = await _run(store, detail_wf, 0)
+            list_wf = await _workflow(store, "listed", 5)
+            for i in range(20):
+                await _run(store, list_wf, i)
+            # No Temporal: reads do not need it (the app only logs that it is unreachable).
+            settings = Settings(data_dir=data, temporal_address="127.0.0.1:1")
+            app = create_app(settings, store=store)
+            urls = {
+                "GET /healthz (the floor)": "/healthz",
+                "GET run detail (20 node runs)": f"/api/v1/workflows/detail/runs/{detail_run}",
+                "GET list runs (20 runs x 5 node runs)": "/api/v1/workflows/listed/runs",
+            }
+            transport = httpx.ASGITransport(app=app)
+            async with (
+                app.router.lifespan_context(app),
+                httpx.AsyncClient(transport=transport, base_url="http://bench") as client,
+            ):
+                for name, url in urls.items():
+                    results[name] = await _per_request(client, url, requests)
+        finally:
+            await store.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=300, help="per batch (five batches)")
+    args = parser.parse_args(argv)
+    logging.disable(logging.WARNING)
+    results = asyncio.run(measure(args.requests))
+    print(f"{'request':<42} {'wall ms':>8} {'cpu ms':>8} {'bytes':>8}")
+    for name, (wall, cpu, size) in results.items():
+        print(f"{name:<42} {wall:>8.3f} {cpu:>8.3f} {size:>8,}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+"""bench.reads_in_process at toy size, so it does not rot (it asserts nothing about speed)."""
+
+from __future__ import annotations
+
+from bench.reads_in_process import measure
+
+
+async def test_the_in_process_read_benchmark_reads_each_shape() -> None:
+    results = await measure(requests=5)
+    floor, detail, listed = results.values()
+    assert all(wall > 0 and cpu >= 0 for wall, cpu, _ in results.values())
+    # A run detail of 20 node runs and a page of 20 runs are far more than the health check.
+    assert listed[2] > detail[2] > 10 * floor[2]
