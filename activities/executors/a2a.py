@@ -18,6 +18,7 @@ from typing import Any, cast
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.helpers import get_message_text, new_data_part, new_text_part
+from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types.a2a_pb2 import (
     AgentCard,
     CancelTaskRequest,
@@ -118,6 +119,15 @@ class A2AExecutor:
     async def _follow(
         self, client: Client, request: SendMessageRequest, name: str
     ) -> Task | Message:
+        """The agent's reply: a message, or its task once terminal or interrupted.
+
+        The task is assembled from the stream (its snapshot, artifact chunks merged by the
+        SDK's own `append_artifact_to_task`, status updates), so a streamed task costs no
+        further request; it is read back with `tasks/get` only when the stream ends
+        without carrying it whole (no stream, an early end, or a completion before any
+        artifact).
+        """
+        task: Task | None = None
         task_id = ""
         state = TaskState.TASK_STATE_UNSPECIFIED
         try:
@@ -130,22 +140,32 @@ class A2AExecutor:
                     if event.HasField("message"):
                         return event.message
                     if event.HasField("task"):
-                        task_id, state = event.task.id, event.task.status.state
-                        if state in TERMINAL | INTERRUPTED:
-                            return event.task
+                        task = Task()
+                        task.CopyFrom(event.task)
+                        task_id, state = task.id, task.status.state
+                    elif event.HasField("artifact_update"):
+                        update = event.artifact_update
+                        task = task or Task(id=update.task_id, context_id=update.context_id)
+                        append_artifact_to_task(task, update)
+                        task_id = update.task_id
                     elif event.HasField("status_update"):
-                        update = event.status_update
-                        task_id, state = update.task_id, update.status.state
-                        if state in TERMINAL | INTERRUPTED:
-                            break
+                        status_update = event.status_update
+                        task_id, state = status_update.task_id, status_update.status.state
+                        if task is not None:
+                            task.status.CopyFrom(status_update.status)
+                    if state in TERMINAL | INTERRUPTED:
+                        break
+            if task is not None and state in TERMINAL | INTERRUPTED:
+                if task.artifacts or state != TaskState.TASK_STATE_COMPLETED:
+                    return task
             if not task_id:
                 raise TransientError("the agent answered with neither a task nor a message")
             for delay in _poll_delays():
-                task = await client.get_task(
+                read = await client.get_task(
                     GetTaskRequest(id=task_id), context=self._context(name)
                 )
-                if task.status.state in TERMINAL | INTERRUPTED:
-                    return task
+                if read.status.state in TERMINAL | INTERRUPTED:
+                    return read
                 await asyncio.sleep(delay)
         except asyncio.CancelledError:
             if task_id and state not in TERMINAL:

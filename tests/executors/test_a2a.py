@@ -23,11 +23,22 @@ async def test_agent_receives_text_and_data_and_returns_its_artifact(
     assert outcome.resolved_executor == {"kind": "a2a", "key": "account-manager-v1"}
 
 
-async def test_agent_without_streaming_is_polled(
-    registry: ExecutorRegistry, make_call: MakeCall
+async def test_a_streamed_task_is_read_from_its_stream_alone(
+    registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
 ) -> None:
+    reads = peers.agent_stats.task_reads["account-manager-v1"]
+    outcome = await registry.execute(make_call("account-manager-v1", {"task": "stream"}))
+    assert outcome.output["text"] == "stream"  # the artifact, assembled from the stream
+    assert peers.agent_stats.task_reads["account-manager-v1"] == reads
+
+
+async def test_agent_without_streaming_is_polled(
+    registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
+) -> None:
+    reads = peers.agent_stats.task_reads["account-creator-v2"]
     outcome = await registry.execute(make_call("account-creator-v2", {"message": "poll"}))
     assert outcome.output["agent"] == "account-creator-v2"
+    assert peers.agent_stats.task_reads["account-creator-v2"] > reads
 
 
 async def test_failed_task_is_retryable_with_the_agents_message(

@@ -19,11 +19,19 @@ from a2a.helpers import (
     new_text_message,
 )
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.types.a2a_pb2 import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    GetTaskRequest,
+    Task,
+)
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -41,6 +49,20 @@ class AgentSpec:
 class AgentStats:
     calls: Counter[str] = field(default_factory=Counter)
     cancellations: Counter[str] = field(default_factory=Counter)
+    # `tasks/get` requests by agent: a client following a stream needs none.
+    task_reads: Counter[str] = field(default_factory=Counter)
+
+
+class CountingHandler(DefaultRequestHandler):
+    """The SDK's handler, counting the `tasks/get` requests it answers."""
+
+    def __init__(self, name: str, stats: AgentStats, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.name, self.stats = name, stats
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        self.stats.task_reads[self.name] += 1
+        return await super().on_get_task(params, context)
 
 
 class PeerAgent(AgentExecutor):
@@ -116,8 +138,12 @@ def agents_app(specs: list[AgentSpec], base_url: str, stats: AgentStats) -> Star
     for spec in specs:
         url = f"{base_url}/agents/{spec.name}/"
         card = agent_card(spec, url)
-        handler = DefaultRequestHandler(
-            agent_executor=PeerAgent(spec, stats), task_store=InMemoryTaskStore(), agent_card=card
+        handler = CountingHandler(
+            spec.name,
+            stats,
+            agent_executor=PeerAgent(spec, stats),
+            task_store=InMemoryTaskStore(),
+            agent_card=card,
         )
         routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/")
         mounts.append(Mount(f"/agents/{spec.name}", app=Starlette(routes=routes)))
