@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from functools import cache
+from typing import Annotated, Any, TypeVar
 
+from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from activities.store.records import RunRecord, StoredModel
 
 M = TypeVar("M", bound=StoredModel)
+# What a run update may change: not its id, and its rev only as the update's own.
+_CHANGEABLE_RUN_FIELDS = frozenset(RunRecord.model_fields) - {"id", "rev"}
 
 
 def iso_utc(value: datetime) -> str:
@@ -36,7 +40,7 @@ def from_stored(model: type[M], doc: dict[str, Any]) -> M:
 
 def apply_run_changes(current: RunRecord, rev: int, changes: dict[str, Any]) -> RunRecord:
     """The run with snake_case `changes` applied and `rev` stored; unknown fields are a bug."""
-    unknown = set(changes) - (set(RunRecord.model_fields) - {"id"})
+    unknown = set(changes) - _CHANGEABLE_RUN_FIELDS
     if unknown:
         raise ValueError(f"unknown or immutable run fields: {sorted(unknown)}")
     # The current fields as they are: nested models (the definition snapshot, the largest
@@ -48,6 +52,38 @@ def apply_run_changes(current: RunRecord, rev: int, changes: dict[str, Any]) -> 
     if "updated_at" not in changes:
         merged["updated_at"] = datetime.now(UTC)
     return RunRecord.model_validate(merged)
+
+
+def stored_run_changes(changes: dict[str, Any]) -> dict[str, Any]:
+    """`changes` to a run as their stored values, each validated as that field of a run
+    record (a store can then write them into the stored document without reading it).
+
+    The same checks as `apply_run_changes`: unknown or immutable fields are a bug, a
+    value of the wrong type is refused; top-level datetimes become fixed-width UTC text,
+    as `to_stored` writes them, and `updated_at` is now unless the writer states it.
+    """
+    unknown = set(changes) - _CHANGEABLE_RUN_FIELDS
+    if unknown:
+        raise ValueError(f"unknown or immutable run fields: {sorted(unknown)}")
+    stored: dict[str, Any] = {}
+    for name, value in {"updated_at": datetime.now(UTC), **changes}.items():
+        adapter = _run_field(name)
+        valid = adapter.validate_python(value)
+        if isinstance(valid, datetime):
+            stored[name] = iso_utc(valid)
+        else:
+            stored[name] = adapter.dump_python(valid, mode="json", by_alias=False)
+    return stored
+
+
+@cache
+def _run_field(name: str) -> TypeAdapter[Any]:
+    """A validator and serializer of one run field, with its constraints."""
+    info = RunRecord.model_fields[name]
+    annotation: Any = info.annotation
+    if info.metadata:  # Annotated needs at least one
+        annotation = Annotated[annotation, *info.metadata]
+    return TypeAdapter(annotation)
 
 
 def event_document(event: dict[str, Any]) -> dict[str, Any]:

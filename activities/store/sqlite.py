@@ -21,7 +21,7 @@ import aiosqlite
 
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
-from activities.store.documents import apply_run_changes, event_document, from_stored, iso_utc
+from activities.store.documents import event_document, from_stored, iso_utc, stored_run_changes
 from activities.store.records import (
     NodeRunRecord,
     RunHeader,
@@ -282,15 +282,27 @@ class SqliteStore:
         *,
         newer_only: bool = False,
     ) -> bool:
+        # Validated here, written into the stored document by SQLite's json_set: the run
+        # (its definition snapshot the largest part) is neither parsed nor re-serialised.
+        stored = stored_run_changes(changes)
+        columns = [column for column in _CHANGEABLE_RUN_COLUMNS if column in stored]
+        paths = "".join(", ?, json(?)" for _ in stored)
+        sql = (
+            f"UPDATE runs SET doc = json_set(doc, '$.rev', ?{paths}), rev = ?"
+            + "".join(f", {column} = ?" for column in columns)
+            + " WHERE id = ? AND (rev < ? OR (rev = ? AND NOT ?))"
+        )
+        params = (
+            rev,
+            *(part for name, value in stored.items() for part in (f"$.{name}", _json(value))),
+            rev,
+            *(stored[column] for column in columns),
+            run_id, rev, rev, newer_only,
+        )  # fmt: skip
+
         def op(conn: sqlite3.Connection) -> bool:
-            row = conn.execute("SELECT doc FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
-                return False
-            current = _load(RunRecord, row[0])
-            if rev < current.rev or (newer_only and rev == current.rev):
-                return False
-            updated = apply_run_changes(current, rev, changes)
-            conn.execute(f"REPLACE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})", run_row(updated))
+            if conn.execute(sql, params).rowcount == 0:
+                return False  # no such run, or a newer revision is stored
             if event is not None:
                 _insert_event(conn, run_id, event)
             return True
@@ -518,6 +530,20 @@ class SqliteStore:
             raise StoreError(f"SQLite store error: {exc}") from exc
         finally:
             await db.close()
+
+
+# The run columns a change can touch (besides rev and the document).
+_CHANGEABLE_RUN_COLUMNS = (
+    "workflow_definition_id",
+    "status",
+    "parent_run_id",
+    "started_at",
+    "idempotency_key",
+)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 _UPSERT_NODE_RUN = (

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from activities.store.documents import apply_run_changes
+from activities.store.documents import apply_run_changes, stored_run_changes, to_stored
 from activities.store.records import RunRecord
 from temporal_workflows.definition import WorkflowSpec
 
@@ -39,3 +39,30 @@ def test_a_change_of_the_wrong_type_or_an_unknown_field_is_refused() -> None:
         apply_run_changes(_run(), 2, {"status": 5})
     with pytest.raises(ValueError, match="unknown or immutable"):
         apply_run_changes(_run(), 2, {"id": "other"})
+    with pytest.raises(ValueError, match="unknown or immutable"):
+        apply_run_changes(_run(), 2, {"rev": 9})
+
+
+def test_stored_changes_are_what_applying_them_would_store() -> None:
+    run = _run()
+    changes = {
+        "status": "completed",
+        "finished_at": "2026-11-26T09:00:00.5+02:00",
+        "final_output": {"result": [1, "two", None]},
+        "pending_requirements": [],
+        "triggered_by": {"userId": "alice", "scopes": ["runs:read"]},
+        "error_summary": None,
+    }
+    stored = stored_run_changes(changes)
+    applied = to_stored(apply_run_changes(run, 2, changes))
+    assert {k: stored[k] for k in changes} == {k: applied[k] for k in changes}
+    assert stored["finished_at"] == "2026-11-26T07:00:00.500000Z"  # fixed-width UTC text
+    assert set(stored) == {*changes, "updated_at"}
+
+
+def test_stored_changes_refuse_what_applying_them_refuses() -> None:
+    with pytest.raises(ValidationError):
+        stored_run_changes({"status": "finished-ish"})
+    for field in ("id", "rev", "no_such_field"):
+        with pytest.raises(ValueError, match="unknown or immutable"):
+            stored_run_changes({field: "x"})
