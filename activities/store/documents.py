@@ -38,28 +38,12 @@ def from_stored(model: type[M], doc: dict[str, Any]) -> M:
     return model.model_validate({k: v for k, v in doc.items() if k != "_id"})
 
 
-def apply_run_changes(current: RunRecord, rev: int, changes: dict[str, Any]) -> RunRecord:
-    """The run with snake_case `changes` applied and `rev` stored; unknown fields are a bug."""
-    unknown = set(changes) - _CHANGEABLE_RUN_FIELDS
-    if unknown:
-        raise ValueError(f"unknown or immutable run fields: {sorted(unknown)}")
-    # The current fields as they are: nested models (the definition snapshot, the largest
-    # part of a run) pass validation as instances instead of being dumped and re-parsed.
-    merged = {name: getattr(current, name) for name in RunRecord.model_fields}
-    merged.update(changes)
-    merged["rev"] = rev
-    # updated_at follows every applied write unless the writer states it.
-    if "updated_at" not in changes:
-        merged["updated_at"] = datetime.now(UTC)
-    return RunRecord.model_validate(merged)
-
-
 def stored_run_changes(changes: dict[str, Any]) -> dict[str, Any]:
     """`changes` to a run as their stored values, each validated as that field of a run
     record (a store can then write them into the stored document without reading it).
 
-    The same checks as `apply_run_changes`: unknown or immutable fields are a bug, a
-    value of the wrong type is refused; top-level datetimes become fixed-width UTC text,
+    Unknown or immutable fields are a bug, a value of the wrong type is refused (as
+    validating the whole record would); top-level datetimes become fixed-width UTC text,
     as `to_stored` writes them, and `updated_at` is now unless the writer states it.
     """
     unknown = set(changes) - _CHANGEABLE_RUN_FIELDS

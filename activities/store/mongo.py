@@ -21,10 +21,10 @@ from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
 from activities.store.documents import (
-    apply_run_changes,
     event_document,
     from_stored,
     iso_utc,
+    stored_run_changes,
     to_stored,
 )
 from activities.store.records import (
@@ -253,17 +253,10 @@ class MongoStore:
     async def _update_run(
         self, run_id: str, rev: int, changes: dict[str, Any], newer_only: bool
     ) -> bool:
+        # Validated here, $set without reading the run first, guarded by rev: a concurrent
+        # writer's other fields survive, and a newer revision is never overwritten.
+        fields = {**stored_run_changes(changes), "rev": rev}
         with _errors():
-            doc = await self._db().runs.find_one({"_id": run_id})
-            if doc is None:
-                return False
-            current = from_stored(RunRecord, doc)
-            if rev < current.rev or (newer_only and rev == current.rev):
-                return False
-            stored = to_stored(apply_run_changes(current, rev, changes))
-            # $set only the changed fields, guarded by rev: a concurrent writer's other
-            # fields survive, and a newer revision written meanwhile is never overwritten.
-            fields = {key: stored[key] for key in [*changes, "rev", "updated_at"]}
             result = await self._db().runs.update_one(
                 {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}}, {"$set": fields}
             )

@@ -622,7 +622,7 @@ def _settle(
 
 
 async def _one(db: aiosqlite.Connection | SqliteReader, sql: str, params: Sequence[Any]) -> Any:
-    rows = await db.execute_fetchall(sql, params)  # one trip to the db thread
+    rows = await db.execute_fetchall(sql, params)  # in a write: one trip to the db thread
     return next(iter(rows), None)
 
 

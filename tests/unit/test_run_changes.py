@@ -1,13 +1,12 @@
-"""A run record's update: the changes validated and applied, the rest carried as it is."""
+"""A run update's changes: validated field by field and turned into their stored values,
+exactly what validating and storing the whole changed record would write."""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
 
-from activities.store.documents import apply_run_changes, stored_run_changes, to_stored
+from activities.store.documents import stored_run_changes, to_stored
 from activities.store.records import RunRecord
 from temporal_workflows.definition import WorkflowSpec
 
@@ -20,30 +19,7 @@ def _run() -> RunRecord:
     )
 
 
-def test_changes_are_validated_and_the_rest_is_kept() -> None:
-    run = _run()
-    finished = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
-    updated = apply_run_changes(
-        run, 7, {"status": "completed", "finished_at": finished.isoformat()}
-    )
-    assert (updated.status, updated.finished_at, updated.rev) == ("completed", finished, 7)
-    assert updated.model_dump(exclude={"status", "finished_at", "rev", "updated_at"}) == (
-        run.model_dump(exclude={"status", "finished_at", "rev", "updated_at"})
-    )
-    # The definition snapshot is carried, not dumped and parsed again (the costly part).
-    assert updated.definition_snapshot is run.definition_snapshot
-
-
-def test_a_change_of_the_wrong_type_or_an_unknown_field_is_refused() -> None:
-    with pytest.raises(ValidationError):
-        apply_run_changes(_run(), 2, {"status": 5})
-    with pytest.raises(ValueError, match="unknown or immutable"):
-        apply_run_changes(_run(), 2, {"id": "other"})
-    with pytest.raises(ValueError, match="unknown or immutable"):
-        apply_run_changes(_run(), 2, {"rev": 9})
-
-
-def test_stored_changes_are_what_applying_them_would_store() -> None:
+def test_stored_changes_are_what_storing_the_changed_record_would_write() -> None:
     run = _run()
     changes = {
         "status": "completed",
@@ -54,15 +30,21 @@ def test_stored_changes_are_what_applying_them_would_store() -> None:
         "error_summary": None,
     }
     stored = stored_run_changes(changes)
-    applied = to_stored(apply_run_changes(run, 2, changes))
-    assert {k: stored[k] for k in changes} == {k: applied[k] for k in changes}
+    whole = to_stored(RunRecord.model_validate({**run.model_dump(by_alias=False), **changes}))
+    assert {k: stored[k] for k in changes} == {k: whole[k] for k in changes}
     assert stored["finished_at"] == "2026-11-26T07:00:00.500000Z"  # fixed-width UTC text
-    assert set(stored) == {*changes, "updated_at"}
+    assert set(stored) == {*changes, "updated_at"}  # updated_at follows every write
 
 
-def test_stored_changes_refuse_what_applying_them_refuses() -> None:
-    with pytest.raises(ValidationError):
-        stored_run_changes({"status": "finished-ish"})
+def test_a_writer_may_state_updated_at() -> None:
+    stored = stored_run_changes({"updated_at": "2026-11-26T09:00:00Z"})
+    assert stored == {"updated_at": "2026-11-26T09:00:00.000000Z"}
+
+
+def test_a_change_of_the_wrong_type_or_an_unknown_field_is_refused() -> None:
+    for wrong in ({"status": "finished-ish"}, {"status": 5}, {"finished_at": "soon"}):
+        with pytest.raises(ValidationError):
+            stored_run_changes(wrong)
     for field in ("id", "rev", "no_such_field"):
         with pytest.raises(ValueError, match="unknown or immutable"):
             stored_run_changes({field: "x"})
