@@ -1,6 +1,6 @@
 """Where the time goes: py-spy on the API and the worker processes while a workload runs.
 
-Run: `python -m bench.profile [--workload mcp|fanout|echo|mcp-runs|reads] [--seconds 20]
+Run: `python -m bench.profile [--workload mcp|fanout|echo|mcp-runs|reads|approvals] [--seconds 20]
 [--top 25]`.
 Needs `py-spy` (PyPI) and permission to trace (root, or ptrace_scope 0). Prints, per
 process, the functions with the most samples on the CPU: own ("self") and inclusive
@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench import scenarios as sc
-from bench.live import run_over_sse, run_via_temporal
+from bench.live import approve_one, run_over_sse, run_via_temporal
 from bench.measure import throughput
 from bench.reads import wrk
 from bench.stack import Stack, bench_stack
@@ -52,6 +52,13 @@ async def _workload(stack: Stack, name: str, seconds: float) -> str:
             await run_over_sse(stack, wf)
             runs += 1
         return f"{runs} runs of one 50-way parallel block of MCP echo steps, one at a time"
+    if name == "approvals":
+        wf = await stack.create(sc.GATED)
+        runs = 0
+        while time.monotonic() < deadline:
+            await approve_one(stack, wf)
+            runs += 1
+        return f"{runs} gated runs, one at a time: started, held at the gate, approved"
     if name in ("echo", "mcp-runs"):
         key = sc.ECHO if name == "echo" else sc.MCP_ECHO
         wf = await stack.create(sc.sequence(5, key))
@@ -152,7 +159,9 @@ def _frame(frame: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--workload", choices=("mcp", "fanout", "echo", "mcp-runs", "reads"), default="mcp"
+        "--workload",
+        choices=("mcp", "fanout", "echo", "mcp-runs", "reads", "approvals"),
+        default="mcp",
     )
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--top", type=int, default=25)

@@ -1,11 +1,12 @@
 """What one read costs the API, without `wrk` or other processes sharing the cores.
 
-Run: `python -m bench.reads_in_process [--requests 300]`. Builds a store with the shapes
-bench.run reads (a run of 20 MCP steps with its 20 node runs; a workflow with 20 runs of 5
-node runs each), serves the real app in this process over ASGI, and times the run detail
-and the list of runs one request at a time, beside `GET /healthz` through the same app
-and client (the floor: routing, middleware and the client itself). Prints the median of
-five batches: wall time and this process's CPU per request.
+Run: `python -m bench.reads_in_process [--requests 300] [--only detail]`. Builds a store
+with the shapes bench.run reads (a run of 20 MCP steps with its 20 node runs; a workflow
+with 20 runs of 5 node runs each), serves the real app in this process over ASGI, and
+times the run detail and the list of runs one request at a time, beside `GET /healthz`
+through the same app and client (the floor: routing, middleware and the client itself).
+Prints the median of five batches: wall time and this process's CPU per request.
+`--only` times only the requests whose name contains it (to profile one with py-spy).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ async def _per_request(client: httpx.AsyncClient, url: str, n: int) -> tuple[flo
     return statistics.median(walls), statistics.median(cpus), size
 
 
-async def measure(requests: int) -> dict[str, tuple[float, float, int]]:
+async def measure(requests: int, only: str = "") -> dict[str, tuple[float, float, int]]:
     """Per request: (wall ms, CPU ms, body bytes) by request."""
     results: dict[str, tuple[float, float, int]] = {}
     with tempfile.TemporaryDirectory(prefix="trellis-reads-") as tmp:
@@ -107,6 +108,8 @@ async def measure(requests: int) -> dict[str, tuple[float, float, int]]:
                 httpx.AsyncClient(transport=transport, base_url="http://bench") as client,
             ):
                 for name, url in urls.items():
+                    if only not in name:
+                        continue
                     results[name] = await _per_request(client, url, requests)
         finally:
             await store.close()
@@ -116,9 +119,12 @@ async def measure(requests: int) -> dict[str, tuple[float, float, int]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=300, help="per batch (five batches)")
+    parser.add_argument(
+        "--only", default="", help="time only the requests whose name contains this (profiling)"
+    )
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
-    results = asyncio.run(measure(args.requests))
+    results = asyncio.run(measure(args.requests, args.only))
     print(f"{'request':<42} {'wall ms':>8} {'cpu ms':>8} {'bytes':>8}")
     for name, (wall, cpu, size) in results.items():
         print(f"{name:<42} {wall:>8.3f} {cpu:>8.3f} {size:>8,}")

@@ -24,7 +24,14 @@ from temporalio.api.enums.v1 import EventType
 
 from bench import scenarios as sc
 from bench.handwritten import APPROVE, ApproveInput, BatchInput
-from bench.live import Lags, follow, poll_until, run_over_sse, run_polling, run_via_temporal
+from bench.live import (
+    Lags,
+    approve_one,
+    poll_until,
+    run_over_sse,
+    run_polling,
+    run_via_temporal,
+)
 from bench.measure import Series, interleaved, percentile, throughput
 from bench.reads import CLIENTS, wrk, wrk_available
 from bench.report import Row, print_report
@@ -236,22 +243,7 @@ async def _approvals(stack: Stack, s: Sizes, report: Report) -> None:
     workflow_id = await stack.create(sc.GATED)
     post, raw, done, hand_done = Series(), Series(), Series(), Series()
     for i in range(s.warmup + s.approvals):
-        run_id = await stack.trigger(workflow_id)
-        detail = await _pending(stack, workflow_id, run_id)
-        step_id = detail["pendingRequirements"][0]["stepId"]
-        stream = asyncio.create_task(follow(stack, workflow_id, run_id))
-        await asyncio.sleep(0.02)  # the stream is open and has read what is there
-        started = time.perf_counter()
-        response = await stack.api.post(
-            f"/api/v1/workflows/{workflow_id}/runs/{run_id}/approve",
-            json={"stepId": step_id, "resolution": "confirm"},
-        )
-        accepted = time.perf_counter()
-        if response.status_code != 200:
-            raise RuntimeError(f"approve -> {response.status_code}: {response.text}")
-        await stream
-        finished = time.perf_counter()
-
+        post_ms, done_ms = await approve_one(stack, workflow_id)
         handle = await stack.start_hand("BenchGate", BatchInput(steps=1, input={"n": 1}))
         await _hand_started(handle)
         h_started = time.perf_counter()
@@ -260,8 +252,8 @@ async def _approvals(stack: Stack, s: Sizes, report: Report) -> None:
         await handle.result()
         h_finished = time.perf_counter()
         if i >= s.warmup:
-            post.samples.append((accepted - started) * 1000)
-            done.samples.append((finished - started) * 1000)
+            post.samples.append(post_ms)
+            done.samples.append(done_ms)
             raw.samples.append((h_accepted - h_started) * 1000)
             hand_done.samples.append((h_finished - h_started) * 1000)
     f = "(f) approvals"
@@ -273,15 +265,6 @@ async def _approvals(stack: Stack, s: Sizes, report: Report) -> None:
             hand_done.median, percentile(done.samples, 0.99), percentile(hand_done.samples, 0.99),
             target=APPROVE_TARGET),
     ]  # fmt: skip
-
-
-async def _pending(stack: Stack, workflow_id: str, run_id: str) -> dict[str, Any]:
-    for _ in range(2000):
-        detail = await stack.detail(workflow_id, run_id)
-        if detail["pendingRequirements"]:
-            return detail
-        await asyncio.sleep(0.005)
-    raise RuntimeError(f"run {run_id} never opened its gate")
 
 
 async def _hand_started(handle: Any) -> None:

@@ -11,3 +11,8 @@ async def test_the_in_process_read_benchmark_reads_each_shape() -> None:
     assert all(wall > 0 and cpu >= 0 for wall, cpu, _ in results.values())
     # A run detail of 20 node runs and a page of 20 runs are far more than the health check.
     assert listed[2] > detail[2] > 10 * floor[2]
+
+
+async def test_only_times_the_requests_it_names() -> None:
+    results = await measure(requests=5, only="run detail")
+    assert list(results) == ["GET run detail (20 node runs)"]
