@@ -73,10 +73,23 @@ async def test_slow_agent_heartbeats_while_waiting(
     registry: ExecutorRegistry, make_call: MakeCall
 ) -> None:
     beats: list[object] = []
-    call = make_call("slow-agent", {"seconds": 1.2}, heartbeat=lambda *d: beats.append(d))
+    call = make_call("slow-agent", {"seconds": 2.2}, heartbeat=lambda *d: beats.append(d))
     outcome = await registry.execute(call)
     assert outcome.output["agent"] == "slow-agent"
-    assert len(beats) >= 2
+    assert len(beats) >= 2  # at one second and at two
+    assert all("slow-agent" in str(d) for d in beats)
+
+
+async def test_a_quick_call_sends_no_heartbeat(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    # Temporal sends an activity's first heartbeat to the server at once: a call that
+    # ends within the first interval must not pay for that round trip.
+    beats: list[object] = []
+    call = make_call("account-manager-v1", {"task": "quick"}, heartbeat=lambda *d: beats.append(d))
+    outcome = await registry.execute(call)
+    assert outcome.output["text"] == "quick"
+    assert beats == []
 
 
 async def test_cancelled_step_cancels_the_remote_task(
