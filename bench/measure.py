@@ -13,10 +13,15 @@ Timed = Callable[[], Awaitable[tuple[float, str]]]
 
 @dataclass
 class Series:
-    """Samples of one workload (ms per run), plus one run id for its history."""
+    """Samples of one workload (ms per run) and the ids of the runs they timed."""
 
     samples: list[float] = field(default_factory=list)
-    run_id: str = ""
+    run_ids: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        """The last run timed (its history is shown)."""
+        return self.run_ids[-1] if self.run_ids else ""
 
     @property
     def median(self) -> float:
@@ -43,7 +48,7 @@ async def interleaved(workloads: dict[str, Timed], reps: int, warmup: int) -> di
         for name, run in workloads.items():
             ms, run_id = await run()
             series[name].samples.append(ms)
-            series[name].run_id = run_id
+            series[name].run_ids.append(run_id)
     return series
 
 
