@@ -150,6 +150,14 @@ class Store(Protocol):
 
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None: ...
 
+    # -- change counters (a read may reuse its answer while they stand) ----
+    async def run_changes(self, run_id: str) -> int | None:
+        """A count that grows with every write to the run or to one of its node runs (0 for
+        a run never written); None when this store keeps no such count."""
+
+    async def workflow_run_changes(self, workflow_id: str) -> int | None:
+        """The same over every run of the workflow and their node runs."""
+
     # -- run events (for the live stream) ----------------------------------
     async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
         """Append an event to a run's log; return its id, monotonic per store."""

@@ -391,6 +391,14 @@ class MongoStore:
             doc = await self._db().node_runs.find_one({"_id": node_run_id})
         return None if doc is None else from_stored(NodeRunRecord, doc)
 
+    # -- change counters ------------------------------------------------------
+    # Not kept on MongoDB: every read there is answered afresh.
+    async def run_changes(self, run_id: str) -> int | None:
+        return None
+
+    async def workflow_run_changes(self, workflow_id: str) -> int | None:
+        return None
+
     # -- run events ----------------------------------------------------------
     async def put_payload(self, key: str, data: bytes) -> None:
         # Chunked: a MongoDB document holds at most 16 MB.

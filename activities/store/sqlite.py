@@ -479,6 +479,20 @@ class SqliteStore:
             row = await _one(db, "SELECT doc FROM node_runs WHERE id = ?", (node_run_id,))
         return None if row is None else _load(NodeRunRecord, row[0])
 
+    # -- change counters (kept by triggers: sqlite_schema.py) -----------------
+    async def run_changes(self, run_id: str) -> int | None:
+        return await self._counter("SELECT n FROM run_changes WHERE run_id = ?", run_id)
+
+    async def workflow_run_changes(self, workflow_id: str) -> int | None:
+        return await self._counter(
+            "SELECT n FROM workflow_run_changes WHERE workflow_id = ?", workflow_id
+        )
+
+    async def _counter(self, sql: str, key: str) -> int:
+        async with self._read() as db:
+            row = await _one(db, sql, (key,))
+        return 0 if row is None else int(row[0])
+
     # -- run events ----------------------------------------------------------
     async def put_payload(self, key: str, data: bytes) -> None:
         await self._tx(

@@ -9,6 +9,31 @@ import aiosqlite
 
 from activities.store.base import StoreError
 
+
+# Trigger bodies of migration 3 (the change counters): shipped, so never change them.
+def _bump_run(run_id: str) -> str:
+    return (
+        f"INSERT INTO run_changes (run_id, n) VALUES ({run_id}, 1)"
+        " ON CONFLICT (run_id) DO UPDATE SET n = n + 1;"
+    )
+
+
+def _bump_workflow(workflow_id: str) -> str:
+    return (
+        f"INSERT INTO workflow_run_changes (workflow_id, n) VALUES ({workflow_id}, 1)"
+        " ON CONFLICT (workflow_id) DO UPDATE SET n = n + 1;"
+    )
+
+
+def _bump_workflow_of_run(run_id: str) -> str:
+    # `WHERE true`: SQLite's parser needs it between a SELECT and ON CONFLICT.
+    return (
+        "INSERT INTO workflow_run_changes (workflow_id, n)"
+        f" SELECT workflow_definition_id, 1 FROM runs WHERE id = {run_id} AND true"
+        " ON CONFLICT (workflow_id) DO UPDATE SET n = n + 1;"
+    )
+
+
 # MIGRATIONS[n] takes a database from user_version n to n + 1.
 MIGRATIONS: list[list[str]] = [
     [
@@ -48,6 +73,35 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX workflow_viewers_workflow ON workflow_viewers (workflow_id)",
         "INSERT INTO workflow_viewers (principal, workflow_id)"
         " SELECT 'user:' || COALESCE(json_extract(doc, '$.owner'), 'dev'), id FROM workflows",
+    ],
+    [
+        # Change counters, kept by triggers so that no write can forget them: a run's grows
+        # with every write to the run or its node runs, a workflow's with every write to
+        # any of its runs or their node runs. A read reuses what it answered while the
+        # counter stands (app/read_cache.py). Counters never go back (a deleted run's keeps
+        # its count), and a run without a row yet reads as 0.
+        "CREATE TABLE run_changes (run_id TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID",
+        "CREATE TABLE workflow_run_changes (workflow_id TEXT PRIMARY KEY, n INTEGER NOT NULL)"
+        " WITHOUT ROWID",
+        *(
+            f"CREATE TRIGGER runs_{when.lower()} AFTER {when} ON runs BEGIN"
+            f" {_bump_run(row + '.id')} {_bump_workflow(row + '.workflow_definition_id')} END"
+            for when, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
+        ),
+        # A run moved to another workflow (never done today) changes both workflows' lists.
+        "CREATE TRIGGER runs_moved AFTER UPDATE OF workflow_definition_id ON runs"
+        " WHEN OLD.workflow_definition_id IS NOT NEW.workflow_definition_id BEGIN"
+        f" {_bump_workflow('OLD.workflow_definition_id')} END",
+        *(
+            f"CREATE TRIGGER node_runs_{when.lower()} AFTER {when} ON node_runs BEGIN"
+            f" {_bump_run(row + '.workflow_run_id')}"
+            f" {_bump_workflow_of_run(row + '.workflow_run_id')} END"
+            for when, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
+        ),
+        # A node run moved to another run (never done today) changes both runs.
+        "CREATE TRIGGER node_runs_moved AFTER UPDATE OF workflow_run_id ON node_runs"
+        " WHEN OLD.workflow_run_id IS NOT NEW.workflow_run_id BEGIN"
+        f" {_bump_run('OLD.workflow_run_id')} {_bump_workflow_of_run('OLD.workflow_run_id')} END",
     ],
 ]
 

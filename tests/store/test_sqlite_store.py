@@ -13,9 +13,19 @@ import pytest
 from activities.store.base import StoreError
 from activities.store.sqlite import SqliteStore
 from activities.store.sqlite_schema import SCHEMA_VERSION
-from tests.store.builders import new_id, workflow
+from tests.store.builders import new_id, node_run, run, workflow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# Schema versions at which a migration began (MIGRATIONS[n] takes n to n + 1).
+BEFORE_ACLS, BEFORE_CHANGE_COUNTERS = 2, 3
+
+
+def _undo_change_counters(db: sqlite3.Connection) -> None:
+    """Take a file back to before the change counters (what MIGRATIONS[3] created)."""
+    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        db.execute(f"DROP TRIGGER {name}")
+    db.execute("DROP TABLE run_changes")
+    db.execute("DROP TABLE workflow_run_changes")
 
 
 @pytest.fixture
@@ -124,7 +134,8 @@ async def test_workflows_from_before_acls_belong_to_the_dev_caller(db_path: Path
     with sqlite3.connect(db_path) as db:
         db.execute("UPDATE workflows SET doc = json_remove(doc, '$.owner', '$.grants')")
         db.execute("DROP TABLE workflow_viewers")
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+        _undo_change_counters(db)
+        db.execute(f"PRAGMA user_version = {BEFORE_ACLS}")
     store = SqliteStore(db_path)
     await store.connect()
     try:
@@ -138,6 +149,30 @@ async def test_workflows_from_before_acls_belong_to_the_dev_caller(db_path: Path
         assert (await store.get_workflow(record.id)) == loaded.model_copy(
             update={"name": "renamed"}
         )
+    finally:
+        await store.close()
+
+
+async def test_runs_from_before_the_change_counters_count_from_their_next_write(
+    db_path: Path,
+) -> None:
+    store = SqliteStore(db_path)
+    await store.connect()
+    record = workflow()
+    await store.create_workflow(record)
+    stored = await store.insert_run(run(record.id))
+    await store.close()
+    with sqlite3.connect(db_path) as db:
+        _undo_change_counters(db)
+        db.execute(f"PRAGMA user_version = {BEFORE_CHANGE_COUNTERS}")
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        assert await store.run_changes(stored.id) == 0
+        assert await store.workflow_run_changes(record.id) == 0
+        await store.upsert_node_run(node_run(stored.id, rev=1))
+        assert await store.run_changes(stored.id) == 1
+        assert await store.workflow_run_changes(record.id) == 1
     finally:
         await store.close()
 
