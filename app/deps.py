@@ -30,6 +30,7 @@ from app.services.definitions import DefinitionService
 from app.services.event_hub import EventHub
 from app.services.graph import GraphService
 from app.services.lineage import LineageService
+from app.services.read_cache import ReadCache
 from app.services.readiness import ReadinessProbe
 from app.services.run_cancel import RunCanceller
 from app.services.run_listing import RunListing
@@ -80,6 +81,10 @@ async def get_store(request: Request) -> Store:
     return request.app.state.store  # type: ignore[no-any-return]
 
 
+async def get_read_cache(request: Request) -> ReadCache:
+    return request.app.state.read_cache  # type: ignore[no-any-return]
+
+
 async def get_catalog(request: Request) -> Catalog:
     return request.app.state.catalog  # type: ignore[no-any-return]
 
@@ -104,6 +109,7 @@ async def get_temporal(request: Request, link: TemporalLinkDep) -> Client:
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[Store, Depends(get_store)]
+ReadCacheDep = Annotated[ReadCache, Depends(get_read_cache)]
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 EventHubDep = Annotated[EventHub, Depends(get_event_hub)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]

@@ -41,6 +41,7 @@ from app.routes import (
 )
 from app.routes import catalog as catalog_routes
 from app.services.event_hub import EventHub
+from app.services.read_cache import ReadCache
 from app.settings import Settings, get_settings
 from app.temporal_link import TemporalLink
 from app.tracing import API_SERVICE, fastapi_telemetry, start_tracing, temporal_interceptors
@@ -98,6 +99,7 @@ def create_app(
         telemetry=fastapi_telemetry(tracer_provider),
     )
     app.state.settings = settings
+    app.state.read_cache = ReadCache(settings.read_cache_bytes)
     app.state.authenticator = Authenticator.from_settings(settings)
     install_openapi(app, needs_temporal=get_temporal, token_optional=settings.auth_mode == "dev")
     app.state.metrics = api_metrics or ApiMetrics()

@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     # served on this port when set, bound to this address (docs/operations.md, Metrics).
     worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
     worker_metrics_host: str = "127.0.0.1"
+    # Run details and pages of runs the API keeps to answer again while nothing they show
+    # was written (app/services/read_cache.py), in bytes per API process; 0 turns it off.
+    read_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     # How often the reconciler compares open runs with Temporal, in seconds.
     reconcile_interval_seconds: float = Field(default=5.0, gt=0)
     # The Temporal Web UI the console links runs to; unset: the embedded dev server's UI

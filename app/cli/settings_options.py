@@ -60,6 +60,7 @@ SCOPES: dict[str, frozenset[str]] = {
     "worker_metrics_port": _WORKER,
     "worker_metrics_host": _WORKER,
     "api_shutdown_grace_seconds": _API,
+    "read_cache_bytes": _API,
     "http_allowed_networks": _WORKER,
     "http_max_response_bytes": _WORKER,
 }
@@ -100,6 +101,7 @@ HELP: dict[str, str] = {
     "worker_metrics_port": "serve the worker's Prometheus /metrics on this port",
     "worker_metrics_host": "address the worker's /metrics binds to",
     "api_shutdown_grace_seconds": "on SIGTERM, how long open requests may finish",
+    "read_cache_bytes": "run details and run pages kept per API process to answer again (0: off)",
     "http_allowed_networks": "CIDR networks builtin:http may reach besides public ones",
     "http_max_response_bytes": "the most of an answer builtin:http reads",
     "service_token_key_file": "file holding the service-token signing key",

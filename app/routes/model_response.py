@@ -15,4 +15,13 @@ from pydantic import BaseModel
 
 def model_response(body: BaseModel) -> Response:
     """`body` as the JSON its model writes (camelCase: every API model serialises by alias)."""
-    return Response(body.model_dump_json(), media_type="application/json")
+    return json_response(json_body(body))
+
+
+def json_body(body: BaseModel) -> bytes:
+    """The JSON `body`'s model writes (camelCase: every API model serialises by alias)."""
+    return body.model_dump_json().encode()
+
+
+def json_response(body: bytes) -> Response:
+    return Response(body, media_type="application/json")

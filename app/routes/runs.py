@@ -13,14 +13,18 @@ from app.deps import (
     NodeRunDep,
     Page,
     PerPage,
+    ReadCacheDep,
     RunDep,
     RunListingDep,
     RunServiceDep,
     StoreDep,
     WorkflowAccessDep,
     WorkflowDep,
+    check_id,
+    get_run_or_404,
+    id_path,
 )
-from app.routes.model_response import model_response
+from app.routes.model_response import json_body, json_response, model_response
 from app.schemas.run import (
     NodeRunList,
     NodeRunPage,
@@ -56,24 +60,49 @@ async def trigger_run(
     return RunAccepted.of(run, "Workflow run queued successfully")
 
 
-@router.get("", dependencies=[needs(READ)])
+@router.get("", dependencies=[needs(READ)], response_model=RunPage)
 async def list_runs(
     workflow: WorkflowAccessDep,
     listing: RunListingDep,
+    store: StoreDep,
+    cache: ReadCacheDep,
     status: RunStatus | None = None,
     page: Page = 1,
     per_page: PerPage = 20,
-) -> RunPage:
+) -> Response:
     """Runs of the workflow, newest first, with their node runs."""
-    return await listing.of_workflow(workflow.id, status, page, per_page)
+
+    async def build() -> bytes:
+        return json_body(await listing.of_workflow(workflow.id, status, page, per_page))
+
+    # Counted before reading: a write in between shows as a change next time.
+    count = await store.workflow_run_changes(workflow.id)
+    key = ("runs", workflow.id, status, page, per_page)
+    return json_response(await cache.answer(key, count, build))
 
 
 @router.get("/{run_id}", dependencies=[needs(READ)], response_model=RunPublic | RunWithSummary)
-async def get_run(run: RunDep, store: StoreDep, node_runs: NodeRunsView = "all") -> Response:
+async def get_run(
+    run_id: Annotated[str, id_path("run id")],
+    workflow: WorkflowAccessDep,
+    store: StoreDep,
+    cache: ReadCacheDep,
+    node_runs: NodeRunsView = "all",
+) -> Response:
     """One run with its snapshot, node runs (or with `nodeRuns=summary`, their counts)."""
-    if node_runs == "summary":
-        return model_response(RunWithSummary.summarised(run, await store.node_run_counts(run.id)))
-    return model_response(RunPublic.from_record(run, await store.list_node_runs([run.id])))
+
+    async def build() -> bytes:
+        run = await get_run_or_404(run_id, workflow, store)
+        if node_runs == "summary":
+            counts = await store.node_run_counts(run.id)
+            return json_body(RunWithSummary.summarised(run, counts))
+        return json_body(RunPublic.from_record(run, await store.list_node_runs([run.id])))
+
+    # Counted before reading: a write in between shows as a change next time. Kept per
+    # workflow in the path: an answer is only kept once the run was found in it.
+    count = await store.run_changes(check_id(run_id, "run id"))
+    key = ("run", workflow.id, run_id, node_runs)
+    return json_response(await cache.answer(key, count, build))
 
 
 @router.get("/{run_id}/children", dependencies=[needs(READ)])

@@ -1,0 +1,115 @@
+"""Run details and pages of runs answered from the read cache never lag a write.
+
+The writes come through a second store connection, as the worker's do from its process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from activities.store.base import Store
+from app.settings import Settings
+from tests.api.conftest import connected_store
+from tests.builders import workflow
+from tests.store.builders import node_run, run
+
+Create = Callable[..., Any]
+
+
+@pytest.fixture
+async def worker_store(settings: Settings) -> AsyncIterator[Store]:
+    async with connected_store(settings) as opened:
+        yield opened
+
+
+async def _run_of(create: Create, worker_store: Store, name: str) -> tuple[str, str]:
+    created = await create(workflow(name))
+    stored = await worker_store.insert_run(run(created["id"]))
+    return created["id"], stored.id
+
+
+async def _get(client: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    response = await client.get(url)
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+async def test_a_run_detail_shows_every_write_made_since_it_was_read(
+    client: httpx.AsyncClient, create: Create, worker_store: Store
+) -> None:
+    workflow_id, run_id = await _run_of(create, worker_store, "cached-detail")
+    url = f"/api/v1/workflows/{workflow_id}/runs/{run_id}"
+    first = await _get(client, url)
+    assert first == await _get(client, url)
+    assert first["status"] == "pending" and first["nodeRuns"] == []
+
+    await worker_store.update_run(run_id, 1, {"status": "running"})
+    assert (await _get(client, url))["status"] == "running"
+
+    record = node_run(run_id, rev=1, status="running")
+    await worker_store.upsert_node_run(record)
+    assert [n["status"] for n in (await _get(client, url))["nodeRuns"]] == ["running"]
+    summary = await _get(client, f"{url}?nodeRuns=summary")
+    assert summary["nodeRunSummary"]["byStatus"] == {"running": 1}
+
+    await worker_store.merge_node_run({"id": record.id, "rev": 2, "status": "completed"})
+    assert [n["status"] for n in (await _get(client, url))["nodeRuns"]] == ["completed"]
+    summary = await _get(client, f"{url}?nodeRuns=summary")
+    assert summary["nodeRunSummary"]["byStatus"] == {"completed": 1}
+
+
+async def test_a_read_run_is_still_not_found_under_another_workflow(
+    client: httpx.AsyncClient, create: Create, worker_store: Store
+) -> None:
+    workflow_id, run_id = await _run_of(create, worker_store, "owner-of-run")
+    other = await create(workflow("not-the-owner"))
+    await _get(client, f"/api/v1/workflows/{workflow_id}/runs/{run_id}")
+    response = await client.get(f"/api/v1/workflows/{other['id']}/runs/{run_id}")
+    assert response.status_code == 404
+
+
+async def test_a_read_run_is_gone_with_its_workflow(
+    client: httpx.AsyncClient, create: Create, worker_store: Store
+) -> None:
+    workflow_id, run_id = await _run_of(create, worker_store, "deleted-with-runs")
+    await _get(client, f"/api/v1/workflows/{workflow_id}/runs/{run_id}")
+    await _get(client, f"/api/v1/workflows/{workflow_id}/runs")
+    assert await worker_store.delete_workflow(workflow_id)
+    for url in (f"/api/v1/workflows/{workflow_id}/runs/{run_id}", f"/api/v1/runs/{run_id}"):
+        assert (await client.get(url)).status_code == 404
+
+
+async def test_a_page_of_runs_shows_new_runs_and_their_writes(
+    client: httpx.AsyncClient, create: Create, worker_store: Store
+) -> None:
+    workflow_id, run_id = await _run_of(create, worker_store, "cached-list")
+    url = f"/api/v1/workflows/{workflow_id}/runs"
+    first = await _get(client, url)
+    assert first == await _get(client, url)
+    assert [r["id"] for r in first["runs"]] == [run_id]
+
+    second = await worker_store.insert_run(run(workflow_id, started_at=_after_first(first)))
+    listed = await _get(client, url)
+    assert {r["id"] for r in listed["runs"]} == {run_id, second.id}
+    assert listed["pagination"]["total"] == 2
+
+    await worker_store.upsert_node_run(node_run(second.id, rev=1, status="completed"))
+    listed = await _get(client, url)
+    by_id = {r["id"]: r for r in listed["runs"]}
+    assert [n["status"] for n in by_id[second.id]["nodeRuns"]] == ["completed"]
+    running = await _get(client, f"{url}?status=running")
+    assert running["runs"] == []
+    await worker_store.update_run(run_id, 1, {"status": "running"})
+    running = await _get(client, f"{url}?status=running")
+    assert [r["id"] for r in running["runs"]] == [run_id]
+
+
+def _after_first(page: dict[str, Any]) -> datetime:
+    """A start time after the page's first run (so a new run lists first)."""
+    started = datetime.fromisoformat(page["runs"][0]["startedAt"].replace("Z", "+00:00"))
+    return started + timedelta(seconds=1)
