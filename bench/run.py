@@ -75,11 +75,15 @@ async def run_benchmark(
     store_url: str | None = None,
     api_workers: int = 1,
     reads_only: bool = False,
+    read_cache_bytes: int | None = None,
 ) -> Report:
     """Measure every workload on one fresh stack; return the rows."""
     report = Report(sizes)
-    report.header.append(f"load average at start: {_load()}; API processes: {api_workers}")
-    async with bench_stack(data_dir, store_url, api_workers) as stack:
+    cache = "default" if read_cache_bytes is None else f"{read_cache_bytes:,} bytes"
+    report.header.append(
+        f"load average at start: {_load()}; API processes: {api_workers}; read cache: {cache}"
+    )
+    async with bench_stack(data_dir, store_url, api_workers, read_cache_bytes) as stack:
         if reads_only:
             await _reads(stack, sizes, report, *await _read_targets(stack, sizes))
         else:
@@ -357,13 +361,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--api-workers", type=int, default=1, help="API processes (default 1)")
     parser.add_argument("--reads-only", action="store_true", help="only the wrk rows (e)")
+    parser.add_argument(
+        "--read-cache-bytes",
+        type=int,
+        help="the API's read cache (TRELLIS_READ_CACHE_BYTES; 0: every read answered afresh)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     sizes = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
         report = asyncio.run(
             run_benchmark(
-                sizes, Path(tmp), args.store_url, args.api_workers, reads_only=args.reads_only
+                sizes,
+                Path(tmp),
+                args.store_url,
+                args.api_workers,
+                reads_only=args.reads_only,
+                read_cache_bytes=args.read_cache_bytes,
             )
         )
     print_report(report.rows, report.header, report.events)

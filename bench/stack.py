@@ -99,7 +99,10 @@ def _require(response: httpx.Response, status: int) -> None:
 
 @contextlib.asynccontextmanager
 async def bench_stack(
-    data_dir: Path, store_url: str | None = None, api_workers: int = 1
+    data_dir: Path,
+    store_url: str | None = None,
+    api_workers: int = 1,
+    read_cache_bytes: int | None = None,
 ) -> AsyncIterator[Stack]:
     """Start every part; stop them all when the block exits."""
     env = await WorkflowEnvironment.start_local(
@@ -144,6 +147,7 @@ async def bench_stack(
         processes.start(
             "api", "-m", "app.cli", "api", *common, "--api-port", str(api_port),
             "--api-workers", str(api_workers),
+            *([] if read_cache_bytes is None else ["--read-cache-bytes", str(read_cache_bytes)]),
         )  # fmt: skip
         processes.start(
             "hand", "-m", "bench.hand_worker", "--temporal", temporal, "--task-queue", hand_queue,
