@@ -28,6 +28,7 @@ from bench.handwritten import APPROVE, ApproveInput, BatchInput
 from bench.live import (
     Lags,
     approve_one,
+    hand_run,
     poll_until,
     run_over_sse,
     run_polling,
@@ -119,7 +120,7 @@ async def _sequential(stack: Stack, s: Sizes, report: Report, lags: Lags) -> tup
         wf = workflows[key] = await stack.create(sc.sequence(n, key))
         workloads[f"{key} sse"] = _bind(run_over_sse, stack, wf, lags)
         workloads[f"{key} poll"] = _bind(run_polling, stack, wf)
-        workloads[f"{key} hand"] = _hand(stack, "BenchSequence", sc.hand(n, key))
+        workloads[f"{key} hand"] = hand_run(stack, "BenchSequence", sc.hand(n, key))
     series = await interleaved(workloads, s.reps, s.warmup)
     a = f"(a) {n} sequential"
     for key in (*REMOTE, sc.DELAY):
@@ -160,7 +161,7 @@ async def _parallel(stack: Stack, s: Sizes, report: Report, lags: Lags) -> None:
     for key in REMOTE:
         wf = workflows[key] = await stack.create(sc.parallel(n, key))
         workloads[f"{key} sse"] = _bind(run_over_sse, stack, wf, lags)
-        workloads[f"{key} hand"] = _hand(stack, "BenchParallel", sc.hand(n, key))
+        workloads[f"{key} hand"] = hand_run(stack, "BenchParallel", sc.hand(n, key))
     series = await interleaved(workloads, s.reps, s.warmup)
     b = f"(b) {n}-way parallel"
     for key in REMOTE:
@@ -190,7 +191,7 @@ async def _throughput(stack: Stack, s: Sizes, report: Report) -> str:
         wf = workflows[key] = await stack.create(sc.sequence(n, key))
         pairs = (
             (f"{key} ours", _bind(run_via_temporal, stack, wf)),
-            (f"{key} hand", _hand(stack, "BenchSequence", sc.hand(n, key))),
+            (f"{key} hand", hand_run(stack, "BenchSequence", sc.hand(n, key))),
         )
         for name, one in pairs:
             await throughput(one, min(k, runs), k)  # warm-up at full concurrency
@@ -292,16 +293,6 @@ async def _hand_started(handle: Any) -> None:
 
 def _bind(fn: Any, *args: Any) -> Any:
     return lambda: fn(*args)
-
-
-def _hand(stack: Stack, workflow: str, inp: BatchInput) -> Any:
-    async def one() -> tuple[float, str]:
-        started = time.perf_counter()
-        handle = await stack.start_hand(workflow, inp)
-        await handle.result()
-        return (time.perf_counter() - started) * 1000, handle.id
-
-    return one
 
 
 def _latency(name: str, ours: Series, hand: Series, target: float | None) -> Row:
