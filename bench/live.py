@@ -78,8 +78,19 @@ async def run_over_sse(
     kind = await follow(stack, workflow_id, run_id, lags)
     ms = (time.perf_counter() - started) * 1000
     if kind != "run_completed":
-        raise RuntimeError(f"run {run_id} ended with {kind}")
+        raise RuntimeError(await _why(stack, workflow_id, run_id, kind))
     return ms, run_id
+
+
+async def _why(stack: Stack, workflow_id: str, run_id: str, kind: str) -> str:
+    """What a run that did not complete says about it: its error and its failed steps."""
+    detail = await stack.detail(workflow_id, run_id)
+    failed = [
+        f"{n['nodeName']} (attempt {n.get('attempt')}): {n.get('error')}"
+        for n in detail["nodeRuns"]
+        if n["status"] not in ("completed", "skipped")
+    ]
+    return f"run {run_id} ended with {kind}: {detail.get('errorSummary')}; failed: {failed[:3]}"
 
 
 async def run_polling(stack: Stack, workflow_id: str) -> tuple[float, str]:

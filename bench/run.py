@@ -12,7 +12,9 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -360,17 +362,22 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     sizes = QUICK if args.quick else FULL
-    with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
+    data_dir = Path(tempfile.mkdtemp(prefix="trellis-bench-"))
+    try:
         report = asyncio.run(
             run_benchmark(
                 sizes,
-                Path(tmp),
+                data_dir,
                 args.store_url,
                 args.api_workers,
                 reads_only=args.reads_only,
                 read_cache_bytes=args.read_cache_bytes,
             )
         )
+    except BaseException:
+        print(f"the benchmark failed; its processes' logs are kept in {data_dir}", file=sys.stderr)
+        raise
+    shutil.rmtree(data_dir, ignore_errors=True)
     print_report(report.rows, report.header, report.events)
     if args.json:
         payload = {
