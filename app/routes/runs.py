@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Header, Query, Response, status
+from fastapi import APIRouter, Header, Query, Request, Response, status
 
 from app.auth.caller import CONTROL, READ
 from app.auth.guard import needs
@@ -24,7 +24,8 @@ from app.deps import (
     get_run_or_404,
     id_path,
 )
-from app.routes.model_response import json_body, json_response, model_response
+from app.routes.conditional import NOT_MODIFIED, counted_response
+from app.routes.model_response import json_body, model_response
 from app.schemas.run import (
     NodeRunList,
     NodeRunPage,
@@ -60,8 +61,9 @@ async def trigger_run(
     return RunAccepted.of(run, "Workflow run queued successfully")
 
 
-@router.get("", dependencies=[needs(READ)], response_model=RunPage)
+@router.get("", dependencies=[needs(READ)], response_model=RunPage, responses=NOT_MODIFIED)
 async def list_runs(
+    request: Request,
     workflow: WorkflowAccessDep,
     listing: RunListingDep,
     store: StoreDep,
@@ -78,11 +80,17 @@ async def list_runs(
     # Counted before reading: a write in between shows as a change next time.
     count = await store.workflow_run_changes(workflow.id)
     key = ("runs", workflow.id, status, page, per_page)
-    return json_response(await cache.answer(key, count, build))
+    return counted_response(request, await cache.answer(key, count, build), count, "runs")
 
 
-@router.get("/{run_id}", dependencies=[needs(READ)], response_model=RunPublic | RunWithSummary)
+@router.get(
+    "/{run_id}",
+    dependencies=[needs(READ)],
+    response_model=RunPublic | RunWithSummary,
+    responses=NOT_MODIFIED,
+)
 async def get_run(
+    request: Request,
     run_id: Annotated[str, id_path("run id")],
     workflow: WorkflowAccessDep,
     store: StoreDep,
@@ -102,7 +110,7 @@ async def get_run(
     # workflow in the path: an answer is only kept once the run was found in it.
     count = await store.run_changes(check_id(run_id, "run id"))
     key = ("run", workflow.id, run_id, node_runs)
-    return json_response(await cache.answer(key, count, build))
+    return counted_response(request, await cache.answer(key, count, build), count, node_runs)
 
 
 @router.get("/{run_id}/children", dependencies=[needs(READ)])

@@ -113,3 +113,51 @@ def _after_first(page: dict[str, Any]) -> datetime:
     """A start time after the page's first run (so a new run lists first)."""
     started = datetime.fromisoformat(page["runs"][0]["startedAt"].replace("Z", "+00:00"))
     return started + timedelta(seconds=1)
+
+
+async def test_a_detail_answers_304_to_its_own_etag_until_a_write(
+    client: httpx.AsyncClient, create: Create, worker_store: Store
+) -> None:
+    workflow_id, run_id = await _run_of(create, worker_store, "etag-detail")
+    url = f"/api/v1/workflows/{workflow_id}/runs/{run_id}"
+    first = await client.get(url)
+    tag = first.headers["etag"]
+    assert first.headers["cache-control"] == "no-cache"  # kept, but always revalidated
+    unchanged = await client.get(url, headers={"If-None-Match": tag})
+    assert unchanged.status_code == 304 and unchanged.content == b""
+    assert unchanged.headers["etag"] == tag
+    # Weak comparison, lists and `*` (RFC 9110), and a stale tag gets the body.
+    for header in (f"W/{tag}", f'"other", {tag}', "*"):
+        assert (await client.get(url, headers={"If-None-Match": header})).status_code == 304
+    assert (await client.get(url, headers={"If-None-Match": '"stale"'})).json() == first.json()
+
+    await worker_store.update_run(run_id, 1, {"status": "running"})
+    changed = await client.get(url, headers={"If-None-Match": tag})
+    assert changed.status_code == 200 and changed.json()["status"] == "running"
+    assert changed.headers["etag"] != tag
+    summary = await client.get(f"{url}?nodeRuns=summary", headers={"If-None-Match": tag})
+    assert summary.status_code == 200  # another view: its own answer, even at one count
+
+
+async def test_a_page_answers_304_to_its_own_etag_until_a_write(
+    client: httpx.AsyncClient, create: Create, worker_store: Store
+) -> None:
+    workflow_id, _ = await _run_of(create, worker_store, "etag-list")
+    url = f"/api/v1/workflows/{workflow_id}/runs"
+    tag = (await client.get(url)).headers["etag"]
+    assert (await client.get(url, headers={"If-None-Match": tag})).status_code == 304
+    await worker_store.insert_run(run(workflow_id))
+    changed = await client.get(url, headers={"If-None-Match": tag})
+    assert changed.status_code == 200 and changed.json()["pagination"]["total"] == 2
+
+
+async def test_an_etag_never_turns_a_404_into_a_304(
+    client: httpx.AsyncClient, create: Create, worker_store: Store
+) -> None:
+    workflow_id, run_id = await _run_of(create, worker_store, "etag-owner")
+    other = await create(workflow("etag-not-owner"))
+    tag = (await client.get(f"/api/v1/workflows/{workflow_id}/runs/{run_id}")).headers["etag"]
+    response = await client.get(
+        f"/api/v1/workflows/{other['id']}/runs/{run_id}", headers={"If-None-Match": tag}
+    )
+    assert response.status_code == 404
