@@ -115,24 +115,14 @@ async def run_via_temporal(stack: Stack, workflow_id: str) -> tuple[float, str]:
     return (time.perf_counter() - started) * 1000, run_id
 
 
-async def pending(stack: Stack, workflow_id: str, run_id: str) -> dict[str, Any]:
-    """Poll the run detail until a gate is open; the detail."""
-    deadline = time.monotonic() + WAIT_LIMIT_SECONDS
-    while time.monotonic() < deadline:
-        detail = await stack.detail(workflow_id, run_id)
-        if detail["pendingRequirements"]:
-            return detail
-        await asyncio.sleep(POLL_SECONDS)
-    raise RuntimeError(f"run {run_id} never opened its gate")
-
-
 async def approve_one(stack: Stack, workflow_id: str) -> tuple[float, float]:
     """Trigger a gated run, wait at its gate with its stream open, approve: (POST ms, done ms).
 
     Done is the terminal event's arrival on the stream, timed from the POST's start.
     """
     run_id = await stack.trigger(workflow_id)
-    detail = await pending(stack, workflow_id, run_id)
+    # The gate and the run's awaiting_approval status are written together.
+    detail = await poll_until(stack, workflow_id, run_id, "awaiting_approval")
     step_id = detail["pendingRequirements"][0]["stepId"]
     stream = asyncio.create_task(follow(stack, workflow_id, run_id))
     await asyncio.sleep(0.02)  # the stream is open and has read what is there

@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from app.console.assets import Asset, load_assets
 from app.errors import error_response
+from app.routes.conditional import tag_matches
 from app.settings import Settings
 from temporal_workflows.base import CamelModel
 from temporal_workflows.read_model import OPEN_RUN_STATUSES, RUN_STATUSES, TERMINAL_RUN_STATUSES
@@ -91,7 +92,7 @@ def _serve(asset: Asset, request: Request) -> Response:
         "Cache-Control": "no-cache",
         "Vary": "Accept-Encoding",
     }
-    if request.headers.get("if-none-match") == asset.etag:
+    if tag_matches(request.headers.get("if-none-match"), asset.etag):
         return Response(status_code=304, headers=headers)
     if "gzip" in request.headers.get("accept-encoding", ""):
         headers["Content-Encoding"] = "gzip"

@@ -30,13 +30,14 @@ def counted_response(request: Request, body: bytes, count: int | None, view: str
     tag = f'"{RELEASE}-{count}-{view}"'
     # no-cache: a cache may keep the body but must ask again (with the tag) every time.
     headers = {"ETag": tag, "Cache-Control": "no-cache"}
-    if _matches(request.headers.get("if-none-match"), tag):
+    if tag_matches(request.headers.get("if-none-match"), tag):
         return Response(status_code=304, headers=headers)
     return Response(body, media_type="application/json", headers=headers)
 
 
-def _matches(header: str | None, tag: str) -> bool:
-    """RFC 9110's weak comparison of If-None-Match's list (or `*`) with our tag."""
+def tag_matches(header: str | None, tag: str) -> bool:
+    """Whether an If-None-Match header names `tag`: RFC 9110's weak comparison of its list
+    (or `*`). The console's assets answer 304 by it too."""
     if not header:
         return False
     given = [t.strip().removeprefix("W/") for t in header.split(",")]

@@ -15,13 +15,9 @@ from pydantic import BaseModel
 
 def model_response(body: BaseModel) -> Response:
     """`body` as the JSON its model writes (camelCase: every API model serialises by alias)."""
-    return json_response(json_body(body))
+    return Response(json_body(body), media_type="application/json")
 
 
 def json_body(body: BaseModel) -> bytes:
     """The JSON `body`'s model writes (camelCase: every API model serialises by alias)."""
     return body.model_dump_json().encode()
-
-
-def json_response(body: bytes) -> Response:
-    return Response(body, media_type="application/json")
