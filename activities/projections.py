@@ -1,7 +1,7 @@
 """Idempotent writes of the read model (run and node-run records, run events).
 
-Called as local activities by the interpreter; revisions make retries and
-out-of-order writes harmless.
+Written by the outbox's local activity, or by a step's activity before its call (the
+writes the outbox handed it); revisions make retries and out-of-order writes harmless.
 """
 
 from __future__ import annotations
@@ -30,37 +30,48 @@ class ProjectionActivities:
     @activity.defn(name=RECORD_BATCH)
     async def record_batch(self, batch: ProjectionBatch) -> None:
         """Apply a batch of writes in order (SQLite commits them in one transaction)."""
-        counted = [p for p in batch.runs if p.event and p.event.get("type") in COUNTED_EVENTS]
-        # A batch runs again when its completion was lost (a worker crash, a failed
-        # workflow task): writes its earlier attempt applied are not counted twice.
-        applied_before = await self._stored_rev(counted[0]) if counted else None
-        runs, node_runs = iter(batch.runs), iter(batch.node_runs)
-        writes = []
-        for kind in batch.order:
-            if kind == "r":
-                p = next(runs)
-                writes.append(self._store.update_run(p.run_id, p.rev, _stamped(p.changes), p.event))
-            else:
-                n = next(node_runs)
-                writes.append(write_node_run(self._store, n.record, n.events))
-        # Started in order, so a group-committing store queues them in order.
-        landed = await asyncio.gather(*writes)
-        now = datetime.now(UTC)
-        self._metrics.batch_landed(_oldest_write(batch), now)
-        if not counted:
-            return
-        run_landed = iter(ok for kind, ok in zip(batch.order, landed, strict=True) if kind == "r")
-        for p, ok in zip(batch.runs, run_landed, strict=True):
-            first_time = applied_before is None or p.rev > applied_before
-            if ok and first_time and p.event and p.event.get("type") in COUNTED_EVENTS:
-                self._metrics.run_written(p.workflow_id, p.event, p.changes)
-
-    async def _stored_rev(self, projection: RunProjection) -> int | None:
-        run = await self._store.get_run(projection.run_id)
-        return None if run is None else run.rev
+        await write_batch(self._store, self._metrics, batch)
 
     def all(self) -> list[Any]:
         return [self.record_batch]
+
+
+async def write_batch(store: Store, metrics: RunMetrics, batch: ProjectionBatch) -> None:
+    """Apply a batch of the workflow's writes in order (the outbox's, or a step's
+    `writes_before`); counted events are counted once however often the batch runs."""
+    counted = [p for p in batch.runs if p.event and p.event.get("type") in COUNTED_EVENTS]
+    # A batch runs again when its completion was lost (a worker crash, a failed
+    # workflow task): writes its earlier attempt applied are not counted twice.
+    applied_before = await _stored_rev(store, counted[0]) if counted else None
+    runs, node_runs = iter(batch.runs), iter(batch.node_runs)
+    writes = []
+    for kind in batch.order:
+        if kind == "r":
+            p = next(runs)
+            writes.append(
+                store.update_run(
+                    p.run_id, p.rev, _stamped(p.changes), p.event, newer_only=p.newer_only
+                )
+            )
+        else:
+            n = next(node_runs)
+            writes.append(write_node_run(store, n.record, n.events))
+    # Started in order, so a group-committing store queues them in order.
+    landed = await asyncio.gather(*writes)
+    now = datetime.now(UTC)
+    metrics.batch_landed(_oldest_write(batch), now)
+    if not counted:
+        return
+    run_landed = iter(ok for kind, ok in zip(batch.order, landed, strict=True) if kind == "r")
+    for p, ok in zip(batch.runs, run_landed, strict=True):
+        first_time = applied_before is None or p.rev > applied_before
+        if ok and first_time and p.event and p.event.get("type") in COUNTED_EVENTS:
+            metrics.run_written(p.workflow_id, p.event, p.changes)
+
+
+async def _stored_rev(store: Store, projection: RunProjection) -> int | None:
+    run = await store.get_run(projection.run_id)
+    return None if run is None else run.rev
 
 
 async def write_node_run(

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.executors.base import Executor, PermanentError, StepCall
 from activities.metrics import RunMetrics
+from activities.projections import write_batch
 from activities.run_log import about_run
 from activities.store.base import Store, StoreUnavailable
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
@@ -68,6 +69,7 @@ class StepActivities:
     async def _execute_step(self, step: StepInput) -> StepOutput:
         info = activity.info()
         attempt = info.attempt
+        wrote_before = await self._write_before(step)
         record = _Attempt(self._store, step, attempt)
         # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
         # (well within "about a second"); how it ended is written once, at the end.
@@ -98,6 +100,7 @@ class StepActivities:
             resolved_executor=outcome.resolved_executor,
             started_at=record.started_at,
             finished_at=_now(),
+            wrote_before=wrote_before,
         )
         # The step writes its own end: leaving it to the workflow's outbox would flush a
         # local activity before the next step, holding that step's workflow task open.
@@ -108,6 +111,18 @@ class StepActivities:
             resolved_executor=outcome.resolved_executor,
         )
         return result
+
+    async def _write_before(self, step: StepInput) -> bool:
+        """Write what the workflow handed this step (the run's queued writes) before the
+        step's own. If the store fails, the workflow's outbox writes them instead."""
+        if step.writes_before is None:
+            return False
+        try:
+            await write_batch(self._store, self._metrics, step.writes_before)
+        except Exception as exc:
+            log.warning("the run's queued writes were left to the workflow: %s", exc)
+            return False
+        return True
 
     async def _timed(self, call: StepCall) -> Any:
         """The executor's call, its duration observed by executor kind and outcome."""

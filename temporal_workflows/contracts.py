@@ -116,6 +116,9 @@ class RunProjection(CamelModel):
     changes: dict[str, Any]
     # Optional entry for the run's event log (the live stream).
     event: dict[str, Any] | None = None
+    # Applied only over an older rev: a write that may land twice (see the outbox's
+    # hand-off) logs its event once.
+    newer_only: bool = False
 
 
 class NodeRunProjection(CamelModel):
@@ -152,6 +155,9 @@ class StepInput(CamelModel):
     context: dict[str, Any] = Field(default_factory=dict)
     # Who triggered the run, for the service token of downstream calls (None: send none).
     triggered_by: Identity | None = None
+    # Run writes the workflow queued, written by the activity before the call (saves a
+    # local activity holding the workflow task open; see the outbox's hand-off).
+    writes_before: ProjectionBatch | None = None
 
 
 class StepPlan(CamelModel):
@@ -167,6 +173,8 @@ class StepOutput(CamelModel):
     # The attempt's wall-clock times (they keep the workflow's own timestamps in order).
     started_at: str | None = None
     finished_at: str | None = None
+    # The input's writes_before are in the store.
+    wrote_before: bool = False
 
 
 # Update and query names (the API calls them by name).

@@ -3,11 +3,19 @@
 Writes wait until the run is about to block, until many have queued, or until they are
 half a second old by the run's clock; a local activity then writes them in order, in
 one store transaction. A run of quick steps costs one store write, not one per step.
+
+A step's activity may carry the queued run writes instead (`hand_off`) and write them
+before its call: then the workflow task that starts the step completes at once, with no
+local activity holding it (and the answer to an update decided in it) open. Until that
+step reports them written, every later write of the outbox writes them again first, so
+order holds whichever lands first; run writes are applied once per rev (`newer_only`),
+so landing twice logs each event once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime, timedelta
 
 from temporalio import workflow
@@ -27,6 +35,9 @@ PROJECTION_TIMEOUT = timedelta(seconds=30)
 # write is this old (by the run's clock).
 FLUSH_AT_WRITES = 200
 FLUSH_AFTER = timedelta(milliseconds=500)
+HAND_OFF_PATCH = "step-writes-queued-run-writes"
+# A hand-off is at most this large (a step's input is kept in the run's history).
+HAND_OFF_MAX_BYTES = 8 * 1024
 
 
 class Outbox:
@@ -43,6 +54,10 @@ class Outbox:
         self._want_flush = False
         self._closing = False
         self._flusher: asyncio.Task[None] | None = None
+        # Handed to a step, not yet known written (at most one), and a batch being written.
+        self._handed: ProjectionBatch | None = None
+        self._handed_upto = 0
+        self._writing = False
 
     def start(self) -> None:
         """Start the one flusher (two could reorder batches)."""
@@ -61,6 +76,39 @@ class Outbox:
         if self._order:
             self._want_flush = True
 
+    def hand_off(self) -> ProjectionBatch | None:
+        """The queued writes, for the step about to start to write before its call; None
+        when they must go the usual way (then `request_flush`).
+
+        Only run writes (their revs make a second landing harmless; node runs reuse
+        theirs), only small ones, and only when nothing written earlier may still land
+        after them (no batch in flight, none handed unconfirmed) or is asked for now.
+        """
+        if (
+            not self._order
+            or self._nodes
+            or self._handed is not None
+            or self._writing
+            or self._want_flush
+        ):
+            return None
+        if not workflow.patched(HAND_OFF_PATCH):
+            return None  # a run recorded before hand-offs flushes here, as it did
+        size = len(json.dumps([[p.changes, p.event] for p in self._runs], default=str))
+        if size > HAND_OFF_MAX_BYTES:
+            return None
+        runs = [p.model_copy(update={"newer_only": True}) for p in self._runs]
+        self._handed = ProjectionBatch(runs=runs, order=self._order)
+        self._handed_upto = self._queued
+        self._runs, self._order = [], ""
+        return self._handed
+
+    def confirm(self, handed: ProjectionBatch) -> None:
+        """The step wrote what it was handed."""
+        if handed is self._handed:
+            self._handed = None
+            self._flushed = max(self._flushed, self._handed_upto)
+
     async def drain(self) -> None:
         """Write everything queued so far before going on."""
         target = self._queued
@@ -77,7 +125,7 @@ class Outbox:
         self._closing = True
         if self._flusher is not None:
             await self._flusher
-        if self._order:
+        if self._order or self._handed is not None:
             await self._write()
 
     def _enqueued(self, kind: str) -> None:
@@ -87,6 +135,8 @@ class Outbox:
         self._queued += 1
 
     def _flush_due(self) -> bool:
+        if self._want_flush and self._handed is not None:
+            return True  # a drain: what a step was handed counts once written
         if not self._order:
             return False
         if self._want_flush or len(self._order) >= FLUSH_AT_WRITES:
@@ -103,13 +153,27 @@ class Outbox:
             await self._write()
 
     async def _write(self) -> None:
-        """Write everything queued now as one batch, in order."""
+        """Write everything queued now as one batch, in order, after what a step was
+        handed and may not have written yet."""
+        handed = self._handed
         batch = ProjectionBatch(runs=self._runs, node_runs=self._nodes, order=self._order)
+        if handed is not None:
+            batch = ProjectionBatch(
+                runs=[*handed.runs, *batch.runs],
+                node_runs=batch.node_runs,
+                order=handed.order + batch.order,
+            )
         upto = self._queued
         self._runs, self._nodes, self._order = [], [], ""
         self._want_flush = False
         self._history.add(LOCAL_ACTIVITY_EVENTS)
-        await workflow.execute_local_activity(
-            RECORD_BATCH, batch, start_to_close_timeout=PROJECTION_TIMEOUT
-        )
-        self._flushed = upto
+        self._writing = True
+        try:
+            await workflow.execute_local_activity(
+                RECORD_BATCH, batch, start_to_close_timeout=PROJECTION_TIMEOUT
+            )
+        finally:
+            self._writing = False
+        if handed is not None:
+            self.confirm(handed)
+        self._flushed = max(self._flushed, upto)

@@ -13,7 +13,12 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows import search_attributes
     from temporal_workflows.clock import RunClock
-    from temporal_workflows.contracts import NodeRunProjection, RunInput, RunProjection
+    from temporal_workflows.contracts import (
+        NodeRunProjection,
+        ProjectionBatch,
+        RunInput,
+        RunProjection,
+    )
     from temporal_workflows.definition import WorkflowNode
     from temporal_workflows.open_gates import OpenGates
     from temporal_workflows.outbox import Outbox
@@ -97,6 +102,13 @@ class RunRecorder:
     def flush_soon(self) -> None:
         """Write what is queued beside whatever the run does next (it is about to block)."""
         self._outbox.request_flush()
+
+    def hand_off(self) -> ProjectionBatch | None:
+        """What is queued, for the step about to start to write first (see the outbox)."""
+        return self._outbox.hand_off()
+
+    def handed_written(self, handed: ProjectionBatch) -> None:
+        self._outbox.confirm(handed)
 
     def next_node_run_id(self, node: WorkflowNode) -> str:
         count = self.node_counts.get(node.node_id, 0) + 1

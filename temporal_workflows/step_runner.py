@@ -214,9 +214,13 @@ class StepRunner:
     async def _call(self, request: StepInput, config: StepConfig, node: WorkflowNode) -> StepOutput:
         """The step's activity: Temporal retries it per stepConfig."""
         timeout = timedelta(seconds=config.timeout_seconds)
-        # The activity writes its own node run; what the workflow queued is written
-        # meanwhile (a local write, so it lands well before the remote step reports).
-        self.recorder.flush_soon()
+        # The activity writes its own node run; what the workflow queued it writes first,
+        # or (too much, or not run writes only) it is written meanwhile by the outbox (a
+        # local write, so it lands well before the remote step reports).
+        handed = self.recorder.hand_off()
+        request.writes_before = handed
+        if handed is None:
+            self.recorder.flush_soon()
         self.history.add(ACTIVITY_EVENTS)
         result: StepOutput = await workflow.execute_activity(
             EXECUTE_STEP,
@@ -228,6 +232,8 @@ class StepRunner:
             activity_id=request.node_run_id,
             summary=await self._summary(request, node),
         )
+        if handed is not None and result.wrote_before:
+            self.recorder.handed_written(handed)
         return result
 
     async def _summary(self, request: StepInput, node: WorkflowNode) -> str:

@@ -23,7 +23,7 @@ from temporalio.worker import Replayer
 
 from app.tracing import temporal_interceptors
 from temporal_workflows.interpreter import TrellisRun
-from tests.builders import delay, echo
+from tests.builders import delay, echo, http_step, retries, step
 from tests.hitl.helpers import approve, wait_for_gate
 from tests.support.platform import Platform
 
@@ -125,6 +125,21 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await asyncio.sleep(0.5)
     await platform.api.post(f"{base}/cancel")
     await platform.wait(wf, runs["paused_cancelled"])
+    # Steps that write the run's queued writes before their call (the outbox's hand-off):
+    # the run's start, a decision, and a failed step's, which the outbox writes again.
+    gated = step(
+        "gated",
+        "builtin:delay",
+        {"seconds": 0},
+        id="gated",
+        humanReview={"requiresConfirmation": True},
+    )
+    bad = http_step("bad", f"{platform.peer_url}/status/400", stepConfig=retries(0, "skip"))
+    wf = await platform.create({"nodes": [delay("first", 0), gated, bad, delay("last", 0)]})
+    runs["handed"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, runs["handed"], "gated")
+    await approve(platform, wf, runs["handed"], stepId="gated", resolution="confirm")
+    await platform.wait(wf, runs["handed"])
     runs["continued"] = "run-replay-continued"
     await _start_continued(platform, runs["continued"], [_loop("L", 30, [delay("tick", 0)])])
     runs["continued_nested"] = "run-replay-continued-nested"
@@ -234,6 +249,7 @@ def test_every_representative_history_is_recorded() -> None:
         "failed",
         "gates",
         "paused_cancelled",
+        "handed",
         "continued",
         "continued_nested",
         "continued_nested_resumed",

@@ -1,0 +1,132 @@
+"""A step's activity writes the run's queued writes before its call (the outbox's hand-off).
+
+The workflow task that starts such a step (the run's first, or the one after a decision)
+runs no local activity, so the update deciding a gate is answered at once; the run's
+event log keeps its order and logs each event once, however often a write lands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+
+from tests.builders import delay, http_step, retries, step, workflow
+from tests.hitl.helpers import approve, control, start, wait_for_gate
+from tests.support.platform import Platform
+
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+
+
+async def _history(platform: Platform, run_id: str) -> list[HistoryEvent]:
+    history = await platform.client.get_workflow_handle(run_id).fetch_history()
+    return list(history.events)
+
+
+def _local_activities(events: list[HistoryEvent]) -> int:
+    return sum(
+        1
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+        and e.marker_recorded_event_attributes.marker_name == LOCAL_ACTIVITY_MARKER
+    )
+
+
+def _until_step_scheduled(events: list[HistoryEvent], after: int = 0) -> list[HistoryEvent]:
+    """The events from index `after` up to the next activity's scheduling."""
+    for i in range(after, len(events)):
+        if events[i].event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            return events[after:i]
+    raise AssertionError("no activity was scheduled")
+
+
+async def _event_types(platform: Platform, run_id: str) -> list[tuple[str, str | None]]:
+    logged = await platform.store.list_events(run_id, 0, 1000)
+    return [(e["type"], e.get("nodeId")) for e in logged]
+
+
+async def test_a_run_starting_with_an_activity_step_starts_it_without_a_local_activity(
+    platform: Platform,
+) -> None:
+    wf = await platform.create(workflow("wf", delay("first", 0), delay("second", 0)))
+    run_id = await platform.trigger(wf)
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+
+    events = await _history(platform, run_id)
+    assert _local_activities(_until_step_scheduled(events)) == 0
+    assert await _event_types(platform, run_id) == [
+        ("run_started", None),
+        ("node_started", "first"),
+        ("node_completed", "first"),
+        ("node_started", "second"),
+        ("node_completed", "second"),
+        ("run_completed", None),
+    ]
+
+
+async def test_a_decision_is_answered_without_waiting_for_a_local_activity(
+    platform: Platform,
+) -> None:
+    gated = step(
+        "gated",
+        "builtin:delay",
+        {"seconds": 0},
+        id="gated",
+        humanReview={"requiresConfirmation": True},
+    )
+    wf, run_id = await start(platform, [gated])
+    await wait_for_gate(platform, wf, run_id, "gated")
+    answer = await approve(platform, wf, run_id, stepId="gated", resolution="confirm")
+    assert answer.status_code == 200, answer.text
+    assert (await platform.wait(wf, run_id))["status"] == "completed"
+
+    events = await _history(platform, run_id)
+    accepted = next(
+        i
+        for i, e in enumerate(events)
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    )
+    # The update's answer and the gated step's start leave in one workflow task, alone.
+    assert _local_activities(_until_step_scheduled(events, accepted)) == 0
+    types = await _event_types(platform, run_id)
+    assert [t for t, _ in types].count("requirement_resolved") == 1
+    assert [t for t, _ in types].count("run_started") == 1
+    assert types.index(("node_awaiting_approval", "gated")) < types.index(
+        ("requirement_resolved", None)
+    )
+    assert types.index(("requirement_resolved", None)) < types.index(("node_completed", "gated"))
+    assert types[-1] == ("run_completed", None)
+
+
+async def test_writes_handed_to_a_step_that_fails_are_written_again_and_logged_once(
+    platform: Platform,
+) -> None:
+    # The failing step wrote the run's start before its call, but the workflow cannot know
+    # it did: the next flush writes it again, and the store applies it once.
+    bad = http_step("bad", f"{platform.peer_url}/status/400", stepConfig=retries(0, "skip"))
+    wf, run_id = await start(platform, [bad, delay("after", 0)])
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+    types = await _event_types(platform, run_id)
+    assert types[0] == ("run_started", None)
+    assert [t for t, _ in types].count("run_started") == 1
+    assert ("node_skipped", "bad") in types
+    assert types[-1] == ("run_completed", None)
+    assert types.index(("node_skipped", "bad")) < types.index(("node_started", "after"))
+
+
+async def test_pausing_while_the_handed_step_runs_answers_at_once(platform: Platform) -> None:
+    # A pause is answered once its status is in the store, which writes what the running
+    # step was handed too: it does not wait for the step to report.
+    wf, run_id = await start(platform, [delay("long", 30)])
+    await platform.wait(wf, run_id, {"running"})
+    paused = await control(platform, wf, run_id, "pause")
+    assert paused.status_code == 200, paused.text
+    run: dict[str, Any] = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert run["status"] == "paused"
+    run_events = [t for t, node in await _event_types(platform, run_id) if node is None]
+    assert run_events == ["run_started", "run_paused"]
+    await control(platform, wf, run_id, "cancel")
+    assert (await platform.wait(wf, run_id))["status"] == "cancelled"
