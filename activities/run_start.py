@@ -236,6 +236,7 @@ async def start_run_workflow(
         default_gate_timeout_seconds=default_gate_timeout_seconds,
         triggered_by=record.triggered_by,
         expression_task_steps=MAX_TASK_STEPS,
+        steps_write_queued=True,
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
         **(
             {}

@@ -99,6 +99,10 @@ class RunInput(CamelModel):
     # Steps all CEL evaluations of one workflow task share (cel_budget.TaskBudget); set by
     # the starter. None: a run started before the shared budget existed replays without it.
     expression_task_steps: int | None = None
+    # Steps write the run's queued writes before their call (the outbox's hand-off); set by
+    # the starter. False: a run started before hand-offs flushes as it did (no patch marker,
+    # which would cost every run a marker and a search-attribute update).
+    steps_write_queued: bool = False
 
 
 class RunResult(CamelModel):

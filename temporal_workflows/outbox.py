@@ -35,15 +35,16 @@ PROJECTION_TIMEOUT = timedelta(seconds=30)
 # write is this old (by the run's clock).
 FLUSH_AT_WRITES = 200
 FLUSH_AFTER = timedelta(milliseconds=500)
-HAND_OFF_PATCH = "step-writes-queued-run-writes"
 # A hand-off is at most this large (a step's input is kept in the run's history).
 HAND_OFF_MAX_BYTES = 8 * 1024
 
 
 class Outbox:
-    def __init__(self, clock: RunClock, history: HistoryBudget) -> None:
+    def __init__(self, clock: RunClock, history: HistoryBudget, hand_offs: bool) -> None:
         self._clock = clock
         self._history = history
+        # False for a run started before hand-offs (it replays as it ran).
+        self._hand_offs = hand_offs
         # Writes not yet sent, in order ("r"/"n" per write), and counters.
         self._runs: list[RunProjection] = []
         self._nodes: list[NodeRunProjection] = []
@@ -85,15 +86,14 @@ class Outbox:
         after them (no batch in flight, none handed unconfirmed) or is asked for now.
         """
         if (
-            not self._order
+            not self._hand_offs
+            or not self._order
             or self._nodes
             or self._handed is not None
             or self._writing
             or self._want_flush
         ):
             return None
-        if not workflow.patched(HAND_OFF_PATCH):
-            return None  # a run recorded before hand-offs flushes here, as it did
         size = len(json.dumps([[p.changes, p.event] for p in self._runs], default=str))
         if size > HAND_OFF_MAX_BYTES:
             return None

@@ -122,5 +122,10 @@ class Reviews:
             decidedBy=decision.decided_by,
             source=decision.source,
         )
+        # Written before the decision's answer leaves, not handed to the next step: an
+        # answered gate must not stay listed as pending while that step waits for a slot.
+        # (A run from before hand-offs replays as it ran: its next block flushes.)
+        if self.inp.steps_write_queued:
+            self.recorder.flush_soon()
         await self.pause.hold()
         return decision
