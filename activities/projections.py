@@ -18,7 +18,6 @@ from temporal_workflows.contracts import (
     NOW,
     RECORD_BATCH,
     ProjectionBatch,
-    RunProjection,
 )
 
 
@@ -42,7 +41,7 @@ async def write_batch(store: Store, metrics: RunMetrics, batch: ProjectionBatch)
     counted = [p for p in batch.runs if p.event and p.event.get("type") in COUNTED_EVENTS]
     # A batch runs again when its completion was lost (a worker crash, a failed
     # workflow task): writes its earlier attempt applied are not counted twice.
-    applied_before = await _stored_rev(store, counted[0]) if counted else None
+    applied_before = await store.run_rev(counted[0].run_id) if counted else None
     runs, node_runs = iter(batch.runs), iter(batch.node_runs)
     writes = []
     for kind in batch.order:
@@ -67,11 +66,6 @@ async def write_batch(store: Store, metrics: RunMetrics, batch: ProjectionBatch)
         first_time = applied_before is None or p.rev > applied_before
         if ok and first_time and p.event and p.event.get("type") in COUNTED_EVENTS:
             metrics.run_written(p.workflow_id, p.event, p.changes)
-
-
-async def _stored_rev(store: Store, projection: RunProjection) -> int | None:
-    run = await store.get_run(projection.run_id)
-    return None if run is None else run.rev
 
 
 async def write_node_run(

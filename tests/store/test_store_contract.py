@@ -189,6 +189,29 @@ class TestRuns:
         await store.insert_run(record)
         assert await store.update_run(record.id, 2, {"status": "running"}) is True
 
+    async def test_run_rev_follows_the_applied_updates(self, store: Store) -> None:
+        record = run(new_id(), rev=2)
+        assert await store.run_rev(record.id) is None
+        await store.insert_run(record)
+        assert await store.run_rev(record.id) == 2
+        await store.update_run(record.id, 6, {"status": "running"})
+        await store.update_run(record.id, 4, {"status": "failed"})
+        assert await store.run_rev(record.id) == 6
+
+    async def test_newer_only_applies_a_rev_once_and_logs_its_event_once(
+        self, store: Store
+    ) -> None:
+        # A write that may land twice (a step's hand-off, then the outbox again).
+        record = run(new_id(), rev=1)
+        await store.insert_run(record)
+        event = {"type": "run_started", "runId": record.id}
+        assert await store.update_run(record.id, 2, {"status": "running"}, event, newer_only=True)
+        assert not await store.update_run(
+            record.id, 2, {"status": "running"}, event, newer_only=True
+        )
+        assert [e["type"] for e in await store.list_events(record.id, 0, 10)] == ["run_started"]
+        assert await store.run_rev(record.id) == 2
+
     async def test_update_of_unknown_run_is_false(self, store: Store) -> None:
         assert await store.update_run(new_id(), 1, {"status": "running"}) is False
 
