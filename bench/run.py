@@ -123,6 +123,10 @@ async def _sequential(stack: Stack, s: Sizes, report: Report, lags: Lags) -> tup
         workloads[f"{key} sse"] = _bind(run_over_sse, stack, wf, lags)
         workloads[f"{key} poll"] = _bind(run_polling, stack, wf)
         workloads[f"{key} hand"] = hand_run(stack, "BenchSequence", sc.hand(n, key))
+    # A run of one step: its start (the workflow's first task) and its end weigh most.
+    one = await stack.create(sc.sequence(1, sc.MCP_ECHO))
+    workloads["one sse"] = _bind(run_over_sse, stack, one, lags)
+    workloads["one hand"] = hand_run(stack, "BenchSequence", sc.hand(1, sc.MCP_ECHO))
     series = await interleaved(workloads, s.reps, s.warmup)
     a = f"(a) {n} sequential"
     for key in (*REMOTE, sc.DELAY):
@@ -148,6 +152,10 @@ async def _sequential(stack: Stack, s: Sizes, report: Report, lags: Lags) -> tup
         _latency(
             f"{a} MCP echo: completion over SSE vs by polling",
             series[f"{mcp} sse"], series[f"{mcp} poll"], SSE_VS_POLL,
+        ),
+        _latency(
+            "(a) 1 MCP echo step: trigger -> completion over SSE",
+            series["one sse"], series["one hand"], None,
         ),
     ]  # fmt: skip
     for side in ("sse", "hand"):
