@@ -11,6 +11,7 @@ from typing import Any
 
 import mcp_types
 from jsonschema.protocols import Validator
+from mcp.shared.exceptions import MCPError
 
 from activities.executors.base import (
     PermanentError,
@@ -57,7 +58,8 @@ class McpExecutor:
             try:
                 result = await session.call_tool(tool_name, arguments, meta=meta)
             except Exception as exc:
-                await session.reset()
+                if connection_lost(exc):
+                    await session.reset()
                 raise TransientError(
                     f"MCP call {server_id}/{tool_name} failed: {describe_error(exc)}"
                 ) from None
@@ -72,6 +74,22 @@ class McpExecutor:
                 "tool": tool_name,
             },
         )
+
+
+# The SDK's own codes for a connection it can no longer use: closed, the server forgot the
+# session ("Session terminated"), a stream it could not parse.
+_CONNECTION_LOST = frozenset(
+    {mcp_types.CONNECTION_CLOSED, mcp_types.INVALID_REQUEST, mcp_types.PARSE_ERROR}
+)
+
+
+def connection_lost(exc: Exception) -> bool:
+    """Whether a call's failure means its session must reconnect.
+
+    An error the server answered with (a JSON-RPC error) says the connection works: it is
+    left open, so the calls sharing it (a parallel block's children) go on.
+    """
+    return not isinstance(exc, MCPError) or exc.code in _CONNECTION_LOST
 
 
 def check_arguments(tool_name: str, validator: Validator, arguments: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from tests.executors.conftest import MakeCall
 from tests.peers.catalog import Peers
 from tests.peers.mcp_server import McpStats, build_mcp_server
 from tests.peers.serving import ServedApp
+from tests.support.polling import eventually
 
 
 async def test_structured_content_is_the_output(
@@ -113,6 +114,28 @@ async def test_session_is_reused_across_calls(make_call: MakeCall) -> None:
         assert stats.methods["tools/call"] == 20
         assert stats.handshakes == 1
         assert registry.catalog.sessions.get("counted").connects == 1
+    finally:
+        await registry.close()
+        served.stop()
+
+
+async def test_a_call_the_server_answers_with_an_error_leaves_the_calls_beside_it(
+    make_call: MakeCall,
+) -> None:
+    # A JSON-RPC error is an answer: the connection works, and the steps sharing it
+    # (a parallel block's children) go on; it is not dropped and reconnected.
+    stats = McpStats()
+    served = ServedApp(build_mcp_server(stats).streamable_http_app()).start()
+    spec = McpServerSpec(id="shared", url=f"{served.base_url}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        beside = asyncio.create_task(registry.execute(make_call("shared/sleepy", {"seconds": 0.5})))
+        await eventually(lambda: stats.methods["tools/call"] >= 1, every=0.01)
+        with pytest.raises(TransientError, match="refused by the server"):
+            await registry.execute(make_call("shared/refuses", {}))
+        assert (await beside).output == {"result": "awake"}
+        assert registry.catalog.sessions.get("shared").connects == 1
     finally:
         await registry.close()
         served.stop()

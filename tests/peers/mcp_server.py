@@ -1,5 +1,5 @@
-"""The test MCP server: `echo`, `add` (structured), `flaky`, `broken`, `environment`, the
-contract's tool names.
+"""The test MCP server: `echo`, `add` (structured), `flaky`, `broken` (an error result),
+`refuses` (a JSON-RPC error), `environment`, the contract's tool names.
 
 Served over streamable HTTP by `tests.peers.catalog`, or over stdio with
 `python -m tests.peers.mcp_server --stdio`. `McpStats` counts requests by method on the
@@ -18,6 +18,8 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from pydantic import BaseModel
 
 from activities.executors.base import IDEMPOTENCY_META_KEY
@@ -87,6 +89,10 @@ def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
     @server.tool(description="Always reports an error.")
     def broken() -> str:
         raise ToolError("broken tool always fails")
+
+    @server.tool(description="Refused: the server answers with a JSON-RPC error.")
+    def refuses() -> str:
+        raise MCPError(INVALID_PARAMS, "refused by the server")
 
     @server.tool(description="The environment variables this server's process has.")
     def environment() -> dict[str, str]:
