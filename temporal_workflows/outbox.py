@@ -5,8 +5,8 @@ half a second old by the run's clock; a local activity then writes them in order
 one store transaction. A run of quick steps costs one store write, not one per step.
 
 A step's activity may carry the queued run writes instead (`hand_off`) and write them
-before its call: then the workflow task that starts the step completes at once, with no
-local activity holding it (and the answer to an update decided in it) open. Until that
+before its call: then the workflow task that starts the step (a run's first, say)
+completes at once, with no local activity holding it open. Until that
 step reports them written, every later write of the outbox writes them again first, so
 order holds whichever lands first; run writes are applied once per rev (`newer_only`),
 so landing twice logs each event once.

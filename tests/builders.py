@@ -42,8 +42,11 @@ def echo(name: str, review: dict[str, Any] | None = None, **config: Any) -> dict
     return step(name, "builtin:echo", config, id=name)
 
 
-def delay(name: str, seconds: float) -> dict[str, Any]:
-    """A `builtin:delay` step with id `name`: something that takes `seconds`."""
+def delay(name: str, seconds: float, review: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A `builtin:delay` step with id `name`: something that takes `seconds` (an activity),
+    optionally gated."""
+    if review is not None:
+        return step(name, "builtin:delay", {"seconds": seconds}, id=name, humanReview=review)
     return step(name, "builtin:delay", {"seconds": seconds}, id=name)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from tests.builders import delay, http_step, retries, step, workflow
+from tests.builders import delay, http_step, retries, workflow
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
 
@@ -69,13 +69,7 @@ async def test_a_run_starting_with_an_activity_step_starts_it_without_a_local_ac
 async def test_a_decision_is_in_the_store_when_its_answer_arrives(platform: Platform) -> None:
     # Not handed to the gated step, which might wait for a free activity slot: a gate
     # answered must not stay listed as pending meanwhile.
-    gated = step(
-        "gated",
-        "builtin:delay",
-        {"seconds": 1},
-        id="gated",
-        humanReview={"requiresConfirmation": True},
-    )
+    gated = delay("gated", 1, {"requiresConfirmation": True})
     wf, run_id = await start(platform, [gated])
     await wait_for_gate(platform, wf, run_id, "gated")
     answer = await approve(platform, wf, run_id, stepId="gated", resolution="confirm")

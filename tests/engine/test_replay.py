@@ -23,7 +23,7 @@ from temporalio.worker import Replayer
 
 from app.tracing import temporal_interceptors
 from temporal_workflows.interpreter import TrellisRun
-from tests.builders import delay, echo, http_step, retries, step
+from tests.builders import delay, echo, http_step, retries
 from tests.hitl.helpers import approve, wait_for_gate
 from tests.support.platform import Platform
 
@@ -126,14 +126,9 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await platform.api.post(f"{base}/cancel")
     await platform.wait(wf, runs["paused_cancelled"])
     # Steps that write the run's queued writes before their call (the outbox's hand-off):
-    # the run's start, a decision, and a failed step's, which the outbox writes again.
-    gated = step(
-        "gated",
-        "builtin:delay",
-        {"seconds": 0},
-        id="gated",
-        humanReview={"requiresConfirmation": True},
-    )
+    # the run's start; a decision (written before its answer, not handed); a failed
+    # step's hand-off, which the outbox writes again.
+    gated = delay("gated", 0, {"requiresConfirmation": True})
     bad = http_step("bad", f"{platform.peer_url}/status/400", stepConfig=retries(0, "skip"))
     wf = await platform.create({"nodes": [delay("first", 0), gated, bad, delay("last", 0)]})
     runs["handed"] = await platform.trigger(wf)
