@@ -134,6 +134,24 @@ class Load:
                 return statuses
             await asyncio.sleep(0.5)
 
+    async def run_events_logged_twice(self) -> dict[str, list[str]]:
+        """Run-level events (start, end) some accepted run logged more than once, by run
+        id: empty when every one is in its run's event log once."""
+        twice: dict[str, list[str]] = {}
+        async with httpx.AsyncClient(base_url=self._url(), timeout=30) as api:
+            for run_id in self.accepted.values():
+                url = f"/api/v1/workflows/{self.workflow_id}/runs/{run_id}/events"
+                async with api.stream("GET", url) as response:
+                    types = [
+                        line.removeprefix("event:").strip()
+                        async for line in response.aiter_lines()
+                        if line.startswith("event:")
+                    ]
+                repeated = sorted({t for t in types if t.startswith("run_") and types.count(t) > 1})
+                if repeated:
+                    twice[run_id] = repeated
+        return twice
+
     def tally(self, fault: str, statuses: dict[str, str], stats: McpStats | None) -> Tally:
         found = Tally(fault, started=len(self.accepted))
         found.completed = sum(1 for r in self.accepted.values() if statuses.get(r) == "completed")

@@ -1,4 +1,5 @@
-"""The worker SIGKILLed three times under load: no run lost, no side effect performed twice."""
+"""The worker SIGKILLed three times under load: no run lost, no side effect performed twice,
+no run event logged twice."""
 
 from __future__ import annotations
 
@@ -46,3 +47,6 @@ async def test_worker_sigkill_three_times_under_load(
     assert tally.started == RUNS
     assert tally.lost == 0, (tally, statuses)
     assert tally.duplicated == 0, tally
+    # Each run's start is written by its step's activity (the outbox's hand-off), which a
+    # kill makes run again: still logged once.
+    assert await load.run_events_logged_twice() == {}
