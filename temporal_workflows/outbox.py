@@ -77,6 +77,13 @@ class Outbox:
         if self._order:
             self._want_flush = True
 
+    def flush_in_this_task(self) -> None:
+        """What is queued must be in the store when this workflow task completes (an
+        update's answer waits for it): never handed to the next step, which may start
+        later. A run from before hand-offs keeps the flushes it had."""
+        if self._hand_offs:
+            self.request_flush()
+
     def hand_off(self) -> ProjectionBatch | None:
         """The queued writes, for the step about to start to write before its call; None
         when they must go the usual way (then `request_flush`).

@@ -103,6 +103,10 @@ class RunRecorder:
         """Write what is queued beside whatever the run does next (it is about to block)."""
         self._outbox.request_flush()
 
+    def flush_in_this_task(self) -> None:
+        """Write what is queued before this task's answers leave (see the outbox)."""
+        self._outbox.flush_in_this_task()
+
     def hand_off(self) -> ProjectionBatch | None:
         """What is queued, for the step about to start to write first (see the outbox)."""
         return self._outbox.hand_off()

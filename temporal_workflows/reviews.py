@@ -124,8 +124,6 @@ class Reviews:
         )
         # Written before the decision's answer leaves, not handed to the next step: an
         # answered gate must not stay listed as pending while that step waits for a slot.
-        # (A run from before hand-offs replays as it ran: its next block flushes.)
-        if self.inp.steps_write_queued:
-            self.recorder.flush_soon()
+        self.recorder.flush_in_this_task()
         await self.pause.hold()
         return decision
