@@ -124,6 +124,7 @@ class Continuation:
         """Start a fresh history at `position`, carrying the run's state across."""
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self.outbox.close()
+        self.recorder.settle_status()
         previous = self.inp.resume.generation if self.inp.resume else 0
         point = ResumePoint(
             position=position,

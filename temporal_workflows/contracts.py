@@ -103,6 +103,10 @@ class RunInput(CamelModel):
     # the starter. False: a run started before hand-offs flushes as it did (no patch marker,
     # which would cost every run a marker and a search-attribute update).
     steps_write_queued: bool = False
+    # The status search attribute is upserted once per workflow task, to the status the
+    # run has when it blocks (status_attribute.py); set by the starter. False: a run
+    # started before upserts every change, as it did.
+    status_shown_per_task: bool = False
 
 
 class RunResult(CamelModel):

@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.reviews import Reviews
     from temporal_workflows.run_status import Activity, Pause
     from temporal_workflows.scope import Scope
+    from temporal_workflows.status_attribute import StatusAttribute
     from temporal_workflows.step_runner import StepRunner
 
 
@@ -56,8 +57,15 @@ class TrellisRun:
         self._gates = OpenGates()
         self._pause = Pause(self._outbox)
         self._activity = Activity(self._gates, self._pause)
+        self._status_attribute = StatusAttribute(inp.status_shown_per_task)
         self._recorder = RunRecorder(
-            inp, self._outbox, self._clock, self._gates, self._pause, self._activity
+            inp,
+            self._outbox,
+            self._clock,
+            self._gates,
+            self._pause,
+            self._activity,
+            self._status_attribute,
         )
         reviews = Reviews(
             inp, self._gates, self._recorder, self._pause, self._activity, self._clock
@@ -84,6 +92,7 @@ class TrellisRun:
             input=inp.initial_input, additional_data=inp.additional_data, session_state={}
         )
         self._outbox.start()
+        self._status_attribute.start()
         if inp.expression_task_steps is not None:
             # The history's length names the workflow task (the same on replay).
             task = workflow.info().get_current_history_length
@@ -115,6 +124,7 @@ class TrellisRun:
         # Let accepted updates finish before the run returns.
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self._outbox.close()
+        self._recorder.settle_status()
 
     # -- human decisions ------------------------------------------------------
 

@@ -11,7 +11,6 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from temporal_workflows import search_attributes
     from temporal_workflows.clock import RunClock
     from temporal_workflows.contracts import (
         NodeRunProjection,
@@ -33,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         run_event,
     )
     from temporal_workflows.run_status import Activity, Pause
+    from temporal_workflows.status_attribute import StatusAttribute
 
 
 class RunRecorder:
@@ -44,9 +44,11 @@ class RunRecorder:
         gates: OpenGates,
         pause: Pause,
         activity: Activity,
+        status_attribute: StatusAttribute,
     ) -> None:
         self._inp = inp
         self._outbox = outbox
+        self._status_attribute = status_attribute
         self._clock = clock
         self._gates = gates
         self._pause = pause
@@ -70,8 +72,7 @@ class RunRecorder:
         With `wait`, return only once it is in the store (update handlers answer after it).
         """
         status = status or self._activity.live_status()
-        if status != self.status:
-            workflow.upsert_search_attributes([search_attributes.RUN_STATUS.value_set(status)])
+        self._status_attribute.set(status)
         self.status = status
         self.rev += 1
         fields = {
@@ -98,6 +99,10 @@ class RunRecorder:
         )
         if wait:
             await self._outbox.drain()
+
+    def settle_status(self) -> None:
+        """Show the run's status in its search attribute now (it returns or continues)."""
+        self._status_attribute.settle()
 
     def flush_soon(self) -> None:
         """Write what is queued beside whatever the run does next (it is about to block)."""

@@ -135,6 +135,22 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await wait_for_gate(platform, wf, runs["handed"], "gated")
     await approve(platform, wf, runs["handed"], stepId="gated", resolution="confirm")
     await platform.wait(wf, runs["handed"])
+    # The status search attribute upserted once per task (status_attribute.py): a gate at
+    # the start, a pause and resume during a step, a run that continues as new.
+    gate = echo("gate", {"requiresConfirmation": True})
+    wf = await platform.create({"nodes": [gate, delay("slow", 0.6), echo("end")]})
+    runs["status_shown"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, runs["status_shown"], "gate")
+    await approve(platform, wf, runs["status_shown"], stepId="gate", resolution="confirm")
+    await platform.wait(wf, runs["status_shown"], {"running"})
+    base = f"/api/v1/workflows/{wf}/runs/{runs['status_shown']}"
+    await platform.api.post(f"{base}/pause")
+    await platform.api.post(f"{base}/resume")
+    await platform.wait(wf, runs["status_shown"])
+    runs["continued_status_shown"] = "run-replay-continued-status-shown"
+    await _start_continued(
+        platform, runs["continued_status_shown"], [_loop("L", 30, [delay("tick", 0)])]
+    )
     runs["continued"] = "run-replay-continued"
     await _start_continued(platform, runs["continued"], [_loop("L", 30, [delay("tick", 0)])])
     runs["continued_nested"] = "run-replay-continued-nested"
@@ -245,6 +261,9 @@ def test_every_representative_history_is_recorded() -> None:
         "gates",
         "paused_cancelled",
         "handed",
+        "status_shown",
+        "continued_status_shown",
+        "continued_status_shown_resumed",
         "continued",
         "continued_nested",
         "continued_nested_resumed",
