@@ -74,19 +74,23 @@ class HandActivities:
             message_id=str(uuid.uuid4()),
             parts=[new_data_part({"config": {"text": inp.text}, "context": inp.input})],
         )
-        # Like the product, it returns the agent's artifact, as it arrives on the stream.
+        # Like the product, it returns the agent's artifact as the stream carried it, and
+        # reads the stream to its end (the server ends it at the task's last event), which
+        # leaves the connection to the next call.
         artifacts: list[Any] = []
+        state = TaskState.TASK_STATE_UNSPECIFIED
         async for event in self._a2a.send_message(SendMessageRequest(message=message)):
-            if event.HasField("task") and event.task.status.state == TaskState.TASK_STATE_COMPLETED:
-                return [MessageToDict(p.data) for a in event.task.artifacts for p in a.parts]
+            if event.HasField("task"):
+                state = event.task.status.state
+                artifacts += [MessageToDict(p.data) for a in event.task.artifacts for p in a.parts]
             if event.HasField("artifact_update"):
                 artifacts += [MessageToDict(p.data) for p in event.artifact_update.artifact.parts]
             if event.HasField("status_update"):
                 state = event.status_update.status.state
-                if state == TaskState.TASK_STATE_COMPLETED:
-                    return artifacts
-                if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED):
-                    raise RuntimeError("the agent failed")
+        if state == TaskState.TASK_STATE_COMPLETED:
+            return artifacts
+        if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED):
+            raise RuntimeError("the agent failed")
         raise RuntimeError("the agent's stream ended early")
 
     @activity.defn(name=ACTIVITY["plain"])

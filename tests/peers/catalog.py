@@ -16,7 +16,8 @@ The catalog lists:
   `environment` declared statically: write `peer-stdio/echo`, since `echo` alone is
   offered twice);
 - A2A agents: the contract's names (echo agents with different skills),
-  `failing-agent`, `slow-agent`, `input-agent`, `rejecting-agent`, and `dead-agent`
+  `failing-agent`, `slow-agent`, `input-agent`, `rejecting-agent`, `lingering-agent`
+  (keeps each stream open 5 s after its task ended), and `dead-agent`
   (a URL where nothing listens, for failover).
 `peers.mcp_stats` and `peers.agent_stats` count what the peers saw; `peers.mcp_requests`
 and `peers.agent_requests` keep every HTTP request's headers. The catalog gives `peer-http`
@@ -77,6 +78,8 @@ AGENTS = [
     AgentSpec("slow-agent", kind="slow"),
     AgentSpec("input-agent", kind="input"),
     AgentSpec("rejecting-agent", kind="reject"),
+    # Keeps each stream open 5 s past the task's end.
+    AgentSpec("lingering-agent", linger_seconds=5.0),
 ]
 
 
