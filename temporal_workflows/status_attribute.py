@@ -1,10 +1,11 @@
 """The run's status as a search attribute, which operators filter on in the Temporal Web UI.
 
 Every upsert costs the run a history event and the server a visibility update (about
-3 ms of CPU per upsert, the dev server's and the worker's, measured by bench.cpu_split). A run started with `status_shown_per_task`
-shows only the status it has when it blocks, once per workflow task: a run that starts
-and ends in one task upserts `completed`, not `running` and then `completed`. Nobody
-could see the skipped value: a task's commands reach the server together.
+3 ms of CPU per upsert, the dev server's and the worker's, measured by bench.cpu_split).
+A run started with `status_shown_per_task` shows only the status it has when it blocks,
+once per workflow task: a run that starts and ends in one task upserts `completed`, not
+`running` and then `completed`. Nobody could see the skipped value: a task's commands
+reach the server together.
 """
 
 from __future__ import annotations
