@@ -265,13 +265,17 @@ class SqliteStore:
     async def insert_run(self, record: RunRecord) -> RunRecord:
         row = run_row(record)
 
-        def op(conn: sqlite3.Connection) -> str:
-            conn.execute(f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})", row)
+        def op(conn: sqlite3.Connection) -> str | None:
+            sql = f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})"
+            if conn.execute(sql, row).rowcount == 1:
+                return None
             return str(
                 conn.execute("SELECT doc FROM runs WHERE id = ?", (record.id,)).fetchone()[0]
             )
 
-        return _load(RunRecord, await self._tx(op))
+        existing = await self._tx(op)
+        # Inserted: what is stored is this record's document, which reads back equal.
+        return record if existing is None else _load(RunRecord, existing)
 
     async def update_run(
         self,
