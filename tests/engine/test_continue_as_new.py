@@ -5,30 +5,15 @@ The steps are remote (`builtin:delay`): inline built-ins add no history events.
 
 from typing import Any
 
-from activities.run_start import start_run_workflow
-from activities.store.records import RunRecord
-from temporal_workflows.definition import WorkflowSpec
+from tests.support.continuing import start_continuing
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
 
 async def _start(platform: Platform, run_id: str, nodes: list[dict[str, Any]]) -> str:
-    spec = WorkflowSpec.model_validate({"name": run_id, "nodes": nodes})
-    wf = await platform.create(
-        {"nodes": [{"name": "x", "nodeType": "step", "executorKey": "builtin:echo"}]}
+    return await start_continuing(
+        platform, run_id, nodes, after_events=40, initial_input={"seed": 7}
     )
-    record = RunRecord(
-        id=run_id,
-        workflow_definition_id=wf,
-        workflow_version=1,
-        definition_snapshot=spec,
-        initial_input={"seed": 7},
-    )
-    await platform.store.insert_run(record)
-    await start_run_workflow(
-        platform.client, record, task_queue=platform.task_queue, continue_as_new_after_events=40
-    )
-    return wf
 
 
 async def _finished(platform: Platform, run_id: str) -> Any:
@@ -222,28 +207,18 @@ async def test_five_thousand_iterations_nested_two_levels_deep_complete_as_one_r
     }
     loop = _loop("L", 5000, [_delay("a", i="{{ iteration }}"), echo])
     fan = {"id": "P", "name": "P", "nodeType": "parallel", "children": [loop, _delay("side")]}
-    wf = await platform.create(
-        {"nodes": [{"name": "x", "nodeType": "step", "executorKey": "builtin:echo"}]}
-    )
-    spec = WorkflowSpec.model_validate({"name": "long", "nodes": [fan]})
-    record = RunRecord(
-        id="run-can-five-thousand",
-        workflow_definition_id=wf,
-        workflow_version=1,
-        definition_snapshot=spec,
-    )
-    await platform.store.insert_run(record)
+    run_id = "run-can-five-thousand"
     # The default thresholds: continue as new past 10,000 events (or when Temporal suggests).
-    await start_run_workflow(platform.client, record, task_queue=platform.task_queue)
+    wf = await start_continuing(platform, run_id, [fan], after_events=None)
     # Polled cheaply (the run detail of a long run lists thousands of node runs).
-    finished = await eventually(lambda: _finished(platform, record.id), within=900, every=1.0)
+    finished = await eventually(lambda: _finished(platform, run_id), within=900, every=1.0)
     assert finished.status == "completed", finished.error_summary
-    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{record.id}")).json()
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
     assert len(run["finalOutput"]["L"]) == 5000
     a_runs = [n for n in run["nodeRuns"] if n["nodeName"] == "a"]
     assert [n["inputSnapshot"]["i"] for n in a_runs] == list(range(5000))
     assert len(run["nodeRuns"]) == 2 + 10_000 + 1
     assert all(n["status"] == "completed" for n in run["nodeRuns"])
     runs, total = await platform.store.list_runs(wf)
-    assert total == 1 and runs[0].id == record.id
-    assert await _executions(platform, record.id) > 1
+    assert total == 1 and runs[0].id == run_id
+    assert await _executions(platform, run_id) > 1

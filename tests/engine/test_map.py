@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from tests.support.continuing import start_continuing
 from tests.support.platform import Platform
 
 
@@ -136,27 +137,9 @@ async def test_an_empty_list_maps_to_an_empty_output(platform: Platform) -> None
 
 
 async def test_a_map_continues_as_new_inside_an_item(platform: Platform) -> None:
-    from activities.run_start import start_run_workflow
-    from activities.store.records import RunRecord
-    from temporal_workflows.definition import WorkflowSpec
-
-    spec = WorkflowSpec.model_validate(
-        {
-            "name": "map-can",
-            "nodes": [_map([_delay("a", 0), _delay("b", 0)], "input.items", maxConcurrency=4)],
-        }
-    )
-    wf = await platform.create({"nodes": [_echo("x")]})
-    record = RunRecord(
-        id="run-map-can",
-        workflow_definition_id=wf,
-        workflow_version=1,
-        definition_snapshot=spec,
-        initial_input={"items": list(range(24))},
-    )
-    await platform.store.insert_run(record)
-    await start_run_workflow(
-        platform.client, record, task_queue=platform.task_queue, continue_as_new_after_events=40
+    nodes = [_map([_delay("a", 0), _delay("b", 0)], "input.items", maxConcurrency=4)]
+    wf = await start_continuing(
+        platform, "run-map-can", nodes, after_events=40, initial_input={"items": list(range(24))}
     )
     run = await platform.wait(wf, "run-map-can", within=90)
     assert run["status"] == "completed", run["errorSummary"]

@@ -25,6 +25,7 @@ from app.tracing import temporal_interceptors
 from temporal_workflows.interpreter import TrellisRun
 from tests.builders import delay, echo, http_step, retries
 from tests.hitl.helpers import approve, wait_for_gate
+from tests.support.continuing import start_continuing
 from tests.support.platform import Platform
 
 HISTORIES = Path(__file__).parent.parent / "histories"
@@ -186,19 +187,7 @@ def _loop(node_id: str, iterations: int, children: list[dict[str, Any]]) -> dict
 
 async def _start_continued(platform: Platform, run_id: str, nodes: list[dict[str, Any]]) -> None:
     """A run long enough to continue as new (its first two executions are recorded)."""
-    from activities.run_start import start_run_workflow
-    from activities.store.records import RunRecord
-    from temporal_workflows.definition import WorkflowSpec
-
-    spec = WorkflowSpec.model_validate({"name": run_id, "nodes": nodes})
-    wf = await platform.create({"nodes": [echo("x")]})
-    record = RunRecord(
-        id=run_id, workflow_definition_id=wf, workflow_version=1, definition_snapshot=spec
-    )
-    await platform.store.insert_run(record)
-    await start_run_workflow(
-        platform.client, record, task_queue=platform.task_queue, continue_as_new_after_events=20
-    )
+    wf = await start_continuing(platform, run_id, nodes, after_events=20)
     await platform.wait(wf, run_id)
 
 

@@ -13,12 +13,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.converter import default
 
-from activities.run_start import start_run_workflow
-from activities.store.records import RunRecord
 from temporal_workflows import search_attributes
-from temporal_workflows.definition import WorkflowSpec
 from tests.builders import delay, echo, workflow
 from tests.hitl.helpers import approve, control, start, wait_for_gate
+from tests.support.continuing import start_continuing
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -121,17 +119,7 @@ async def test_a_run_that_continues_as_new_does_not_show_its_status_again(
             "children": [delay("tick", 0)],
         }
     ]
-    wf = await platform.create(workflow("wf", echo("x")))
-    record = RunRecord(
-        id=run_id,
-        workflow_definition_id=wf,
-        workflow_version=1,
-        definition_snapshot=WorkflowSpec.model_validate({"name": run_id, "nodes": nodes}),
-    )
-    await platform.store.insert_run(record)
-    await start_run_workflow(
-        platform.client, record, task_queue=platform.task_queue, continue_as_new_after_events=40
-    )
+    wf = await start_continuing(platform, run_id, nodes, after_events=40)
     assert (await platform.wait(wf, run_id, within=60))["status"] == "completed"
     executions = [e async for e in platform.client.list_workflows(f"WorkflowId = '{run_id}'")]
     assert len(executions) > 1
