@@ -82,7 +82,8 @@ class HandActivities:
         async for event in self._a2a.send_message(SendMessageRequest(message=message)):
             if event.HasField("task"):
                 state = event.task.status.state
-                artifacts += [MessageToDict(p.data) for a in event.task.artifacts for p in a.parts]
+                # A task event is the whole task so far.
+                artifacts = [MessageToDict(p.data) for a in event.task.artifacts for p in a.parts]
             if event.HasField("artifact_update"):
                 artifacts += [MessageToDict(p.data) for p in event.artifact_update.artifact.parts]
             if event.HasField("status_update"):
