@@ -3,18 +3,13 @@ loopback address, for tests that tell addresses apart)."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from typing import Any
 
 import uvicorn
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.server import free_port
 
 
 class ServedApp:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -10,11 +11,24 @@ from typing import Any
 
 import uvicorn
 
+# Below the kernel's ephemeral ports (Linux 32768-60999, macOS 49152-65535).
+PORTS = range(20_000, 32_000)
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free 127.0.0.1 port outside the ephemeral range. Tests stop servers and start them
+    again on the same port; an ephemeral port freed by the stop can meanwhile become some
+    outgoing connection's local port (seen: the dev server's restart refused "address
+    already in use")."""
+    for _ in range(100):
+        port = random.choice(PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use
+            return port
+    raise RuntimeError(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
 
 
 @asynccontextmanager
