@@ -39,11 +39,12 @@ def _epoch(stamp: str) -> float:
 async def follow(stack: Stack, workflow_id: str, run_id: str, lags: Lags | None = None) -> str:
     """Read the run's SSE stream until its terminal event; that event's type."""
     url = f"/api/v1/workflows/{workflow_id}/runs/{run_id}/events"
-    async with asyncio.timeout(WAIT_LIMIT_SECONDS), stack.api.stream("GET", url) as response:
-        if response.status_code != 200:
-            raise RuntimeError(f"GET {url} -> {response.status_code}")
+    async with asyncio.timeout(WAIT_LIMIT_SECONDS), stack.api.get(url) as response:
+        if response.status != 200:
+            raise RuntimeError(f"GET {url} -> {response.status}")
         kind = ""
-        async for line in response.aiter_lines():
+        async for raw in response.content:
+            line = raw.decode().rstrip("\r\n")
             if line.startswith("event:"):
                 kind = line[6:].strip()
             elif line.startswith("data:"):
@@ -127,14 +128,17 @@ async def approve_one(stack: Stack, workflow_id: str) -> tuple[float, float]:
     stream = asyncio.create_task(follow(stack, workflow_id, run_id))
     await asyncio.sleep(0.02)  # the stream is open and has read what is there
     started = time.perf_counter()
-    response = await stack.api.post(
-        f"/api/v1/workflows/{workflow_id}/runs/{run_id}/approve",
-        json={"stepId": step_id, "resolution": "confirm"},
-    )
-    accepted = time.perf_counter()
-    if response.status_code != 200:
+    try:
+        await stack.send(
+            "POST",
+            f"/api/v1/workflows/{workflow_id}/runs/{run_id}/approve",
+            200,
+            {"stepId": step_id, "resolution": "confirm"},
+        )
+    except RuntimeError:
         stream.cancel()
-        raise RuntimeError(f"approve -> {response.status_code}: {response.text}")
+        raise
+    accepted = time.perf_counter()
     await stream
     finished = time.perf_counter()
     return (accepted - started) * 1000, (finished - started) * 1000

@@ -1,6 +1,7 @@
 """Where the time goes: py-spy on the API and the worker processes while a workload runs.
 
-Run: `python -m bench.profile [--workload mcp|fanout|echo|mcp-runs|reads|approvals] [--seconds 20]
+Run: `python -m bench.profile [--workload mcp|delay|fanout|echo|mcp-runs|reads|approvals]
+[--seconds 20]
 [--top 25]`.
 Needs `py-spy` (PyPI) and permission to trace (root, or ptrace_scope 0). Prints, per
 process, the functions with the most samples on the CPU: own ("self") and inclusive
@@ -67,12 +68,13 @@ async def _workload(stack: Stack, name: str, seconds: float) -> str:
             await throughput(lambda: run_via_temporal(stack, wf), 100, 50)
             runs += 100
         return f"{runs} runs x 5 {sc.LABEL[key]} steps, 50 in flight"
-    wf = await stack.create(sc.sequence(20, sc.MCP_ECHO))
+    key = sc.DELAY if name == "delay" else sc.MCP_ECHO
+    wf = await stack.create(sc.sequence(20, key))
     runs = 0
     while time.monotonic() < deadline:
         await run_over_sse(stack, wf)
         runs += 1
-    return f"{runs} runs x 20 sequential MCP echo steps, one at a time, completion over SSE"
+    return f"{runs} runs x 20 sequential {sc.LABEL[key]} steps, one at a time, over SSE"
 
 
 async def profile(name: str, seconds: float, out: Path, gil: bool = True) -> str:
@@ -160,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--workload",
-        choices=("mcp", "fanout", "echo", "mcp-runs", "reads", "approvals"),
+        choices=("mcp", "delay", "fanout", "echo", "mcp-runs", "reads", "approvals"),
         default="mcp",
     )
     parser.add_argument("--seconds", type=float, default=20.0)

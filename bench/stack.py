@@ -5,6 +5,10 @@ product's API (`trellis api`) and worker (`trellis worker`) as two processes; th
 hand-written baseline's worker as a third; one MCP server (`tests.peers.mcp_server`)
 and one A2A echo agent (`bench.a2a_peer`) shared by both sides. This process only
 drives: HTTP to the API, gRPC to Temporal for the hand-written workflows.
+
+Its HTTP client is aiohttp: everything here shares two cores, and the client's own CPU
+per request is taken from the platform it measures (httpx ~1 ms per request at 50 in
+flight, aiohttp ~0.2 ms; docs/benchmarks.md, "Sixth session").
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
@@ -39,7 +43,7 @@ MCP_SERVER_ID = "bench-mcp"
 
 @dataclass
 class Stack:
-    api: httpx.AsyncClient
+    api: aiohttp.ClientSession
     api_url: str
     client: Client
     hand_queue: str
@@ -49,51 +53,52 @@ class Stack:
     async def create(self, definition: dict[str, Any]) -> str:
         """Save and enable a definition through the API; return its id."""
         body = {"name": f"bench-{uuid.uuid4().hex[:8]}", **definition}
-        created = await self.api.post("/api/v1/workflows", json=body)
-        _require(created, 201)
-        workflow_id: str = created.json()["id"]
-        toggled = await self.api.post(
-            f"/api/v1/workflows/{workflow_id}/toggle", json={"enabled": True}
-        )
-        _require(toggled, 200)
+        created = await self.send("POST", "/api/v1/workflows", 201, body)
+        workflow_id: str = created["id"]
+        await self.send("POST", f"/api/v1/workflows/{workflow_id}/toggle", 200, {"enabled": True})
         return workflow_id
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        expected: int,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        """One request; its JSON answer, or RuntimeError when its status is not `expected`."""
+        async with self.api.request(method, path, json=body, headers=headers) as response:
+            text = await response.text()
+            if response.status != expected:
+                raise RuntimeError(
+                    f"{method} {path} -> {response.status}, expected {expected}: {text[:500]}"
+                )
+            return json.loads(text) if text else None
 
     async def trigger(self, workflow_id: str) -> str:
         """POST a run; its id. Retried on a dropped connection, under one Idempotency-Key
         (a keep-alive connection the server closed just as it was reused)."""
         key = uuid.uuid4().hex
+        path, body = f"/api/v1/workflows/{workflow_id}/runs", {"initialInput": {"n": 1}}
         for attempt in range(3):
             try:
-                response = await self.api.post(
-                    f"/api/v1/workflows/{workflow_id}/runs",
-                    json={"initialInput": {"n": 1}},
-                    headers={"Idempotency-Key": key},
-                )
+                accepted = await self.send("POST", path, 202, body, {"Idempotency-Key": key})
                 break
-            except (httpx.ReadError, httpx.RemoteProtocolError, httpx.ConnectError):
+            except aiohttp.ClientConnectionError:
                 if attempt == 2:
                     raise
-        _require(response, 202)
-        run_id: str = response.json()["runId"]
+        run_id: str = accepted["runId"]
         return run_id
 
     async def detail(self, workflow_id: str, run_id: str) -> dict[str, Any]:
-        response = await self.api.get(f"/api/v1/workflows/{workflow_id}/runs/{run_id}")
-        _require(response, 200)
-        detail: dict[str, Any] = response.json()
+        detail: dict[str, Any] = await self.send(
+            "GET", f"/api/v1/workflows/{workflow_id}/runs/{run_id}", 200
+        )
         return detail
 
     async def start_hand(self, workflow: str, arg: Any) -> WorkflowHandle[Any, Any]:
         return await self.client.start_workflow(
             workflow, arg, id=f"hand-{uuid.uuid4()}", task_queue=self.hand_queue
-        )
-
-
-def _require(response: httpx.Response, status: int) -> None:
-    if response.status_code != status:
-        raise RuntimeError(
-            f"{response.request.method} {response.request.url.path} -> "
-            f"{response.status_code}, expected {status}: {response.text[:500]}"
         )
 
 
@@ -157,8 +162,11 @@ async def bench_stack(
         await processes.wait_http(f"{api_url}/healthz")
         for name, path in ready.items():
             await processes.wait_file(name, path)
-        limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
-        async with httpx.AsyncClient(base_url=api_url, timeout=60, limits=limits) as api:
+        async with aiohttp.ClientSession(
+            base_url=api_url,
+            timeout=aiohttp.ClientTimeout(total=60),
+            connector=aiohttp.TCPConnector(limit=200),
+        ) as api:
             yield Stack(
                 api=api,
                 api_url=api_url,
@@ -220,12 +228,13 @@ class _Processes:
         await self._until(f"port {port}", ok)
 
     async def wait_http(self, url: str) -> None:
-        async with httpx.AsyncClient(timeout=2) as http:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
 
             async def ok() -> bool:
                 try:
-                    return (await http.get(url)).status_code == 200
-                except httpx.HTTPError:
+                    async with http.get(url) as response:
+                        return response.status == 200
+                except (aiohttp.ClientError, TimeoutError):
                     return False
 
             await self._until(url, ok)
