@@ -2,7 +2,8 @@
 
 Run by the benchmark: `python -m bench.hand_worker --temporal ADDR --task-queue Q
 --mcp-url URL --agent-url URL --ready-file F`. One MCP session (official `mcp` SDK) and
-one A2A client (`a2a-sdk`) for the whole worker; the same concurrency limits as ours.
+one A2A client (`a2a-sdk`) for the whole worker; the same concurrency and connection
+limits as ours.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mcp import Client as McpClient
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.executors.a2a import CONNECTION_LIMITS
 from app.worker import WORKER_LIMITS
 from bench.handwritten import WORKFLOWS, HandActivities
 
@@ -25,7 +27,7 @@ async def serve(args: argparse.Namespace) -> None:
     client = await Client.connect(args.temporal)
     async with (
         McpClient(args.mcp_url) as mcp,
-        httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None)) as http,
+        httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), limits=CONNECTION_LIMITS) as http,
     ):
         card = await A2ACardResolver(http, args.agent_url).get_agent_card()
         a2a = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)

@@ -1,8 +1,7 @@
 """Where the time goes: py-spy on the API and the worker processes while a workload runs.
 
-Run: `python -m bench.profile [--workload mcp|delay|fanout|echo|mcp-runs|reads|approvals]
-[--seconds 20]
-[--top 25]`.
+Run: `python -m bench.profile [--workload mcp|delay|fanout|echo|mcp-runs|a2a-runs|reads|approvals]
+[--seconds 20] [--top 25]`.
 Needs `py-spy` (PyPI) and permission to trace (root, or ptrace_scope 0). Prints, per
 process, the functions with the most samples on the CPU: own ("self") and inclusive
 ("total"), in percent of that process's samples; `--out DIR` keeps the raw stacks.
@@ -60,8 +59,8 @@ async def _workload(stack: Stack, name: str, seconds: float) -> str:
             await approve_one(stack, wf)
             runs += 1
         return f"{runs} gated runs, one at a time: started, held at the gate, approved"
-    if name in ("echo", "mcp-runs"):
-        key = sc.ECHO if name == "echo" else sc.MCP_ECHO
+    if name in ("echo", "mcp-runs", "a2a-runs"):
+        key = {"echo": sc.ECHO, "mcp-runs": sc.MCP_ECHO, "a2a-runs": sc.A2A_ECHO}[name]
         wf = await stack.create(sc.sequence(5, key))
         runs = 0
         while time.monotonic() < deadline:
@@ -162,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--workload",
-        choices=("mcp", "delay", "fanout", "echo", "mcp-runs", "reads", "approvals"),
+        choices=("mcp", "delay", "fanout", "echo", "mcp-runs", "a2a-runs", "reads", "approvals"),
         default="mcp",
     )
     parser.add_argument("--seconds", type=float, default=20.0)

@@ -59,6 +59,15 @@ POLL_SECONDS = (0.1, 0.25, 0.5, 1.0)
 # How long a stream may stay open after its task's last event before it is closed.
 DRAIN_SECONDS = 0.05
 CANCEL_TIMEOUT_SECONDS = 5.0
+# The agents' HTTP connections: as many as the steps calling them at once (the worker's
+# activity limit bounds that), each kept for reuse until idle 4 s. httpx's defaults (100
+# connections, 20 kept) made a step wait for a connection beyond 100 streams at once and
+# closed the rest after each burst: the MCP SDK's client (httpx2) has no such bound. 4 s,
+# not httpx's 5: a server's own idle timeout (uvicorn's and Node's default is 5 s) must
+# not close a connection just as a request goes out on it.
+CONNECTION_LIMITS = httpx.Limits(
+    max_connections=None, max_keepalive_connections=None, keepalive_expiry=4.0
+)
 
 
 class A2AExecutor:

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 from opentelemetry.trace import Tracer
 
-from activities.executors.a2a import A2AExecutor
+from activities.executors.a2a import CONNECTION_LIMITS, A2AExecutor
 from activities.executors.base import PermanentError, StepCall, StepOutcome
 from activities.executors.builtin import BuiltinExecutor
 from activities.executors.catalog import Catalog
@@ -41,6 +41,7 @@ class ExecutorRegistry:
         # Catalog agents are the operator's choice, so this client is not address-guarded.
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(30.0, read=None),
+            limits=CONNECTION_LIMITS,
             auth=auth,
             event_hooks={"request": [send_trace_context]},
         )

@@ -30,6 +30,9 @@ CONNECT_TIMEOUT_SECONDS = 15.0
 CLIENT_INFO = mcp_types.Implementation(name="trellis", version=package_version("trellis"))
 # The SDK's own defaults for its HTTP client: a server may hold a response stream open.
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+# Its pool is unbounded; idle connections go after 4 s rather than its 5, so a server's
+# own idle timeout (uvicorn's default is 5 s) never closes one as a call goes out on it.
+HTTP_LIMITS = httpx2.Limits(keepalive_expiry=4.0)
 # A tool's result arrives as one SSE event; the SDK's default cap (1 MiB) would refuse a
 # large result. Bounded all the same, so a misbehaving server cannot exhaust memory; the
 # step output limit (TRELLIS_MAX_PAYLOAD_BYTES) applies after.
@@ -80,7 +83,10 @@ class McpSession:
             # The catalog's headers go on every request of this server's session.
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
-                    headers=dict(self.spec.headers), timeout=HTTP_TIMEOUT, auth=self._authenticate
+                    headers=dict(self.spec.headers),
+                    timeout=HTTP_TIMEOUT,
+                    limits=HTTP_LIMITS,
+                    auth=self._authenticate,
                 )
             )
             target: Any = streamable_http_client(

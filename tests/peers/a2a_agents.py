@@ -56,6 +56,9 @@ class AgentStats:
     task_reads: Counter[str] = field(default_factory=Counter)
     # The client port of every request, by agent: one port per connection the client made.
     client_ports: defaultdict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    # Tasks of the slow agent working at once: now, and the most seen.
+    working: Counter[str] = field(default_factory=Counter)
+    most_working: Counter[str] = field(default_factory=Counter)
 
 
 class CountingHandler(DefaultRequestHandler):
@@ -101,7 +104,13 @@ class PeerAgent(AgentExecutor):
         else:
             if kind == "slow":
                 seconds = float((received.get("config") or {}).get("seconds", 3))
-                await asyncio.sleep(seconds)
+                name, stats = self.spec.name, self.stats
+                stats.working[name] += 1
+                stats.most_working[name] = max(stats.most_working[name], stats.working[name])
+                try:
+                    await asyncio.sleep(seconds)
+                finally:
+                    stats.working[name] -= 1
             output = {
                 "agent": self.spec.name,
                 "text": context.get_user_input(),
