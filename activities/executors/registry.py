@@ -86,6 +86,7 @@ class ExecutorRegistry:
 
     async def close(self) -> None:
         """Close the HTTP client and every MCP session (stdio servers exit)."""
+        await self.a2a.close()
         await self._http.aclose()
         await self.builtin.close()
         await self.catalog.sessions.close()

@@ -44,6 +44,9 @@ async def test_streamed_calls_to_one_agent_share_one_connection(
     ports = peers.agent_stats.client_ports["account-manager-v1"]
     before = len(ports)
     for i in range(8):
+        # The stream's end is read after the step has its answer; a worker's next step
+        # comes a workflow task later, by when it has been read.
+        await registry.a2a.drained()
         outcome = await registry.execute(make_call("account-manager-v1", {"task": f"call {i}"}))
         assert outcome.output["text"] == f"call {i}"
     assert len(ports) == before + 8
@@ -89,6 +92,26 @@ async def test_a_stream_left_open_after_the_task_ended_does_not_hold_the_step(
     outcome = await registry.execute(make_call("lingering-agent", {"task": "linger"}))
     assert outcome.output["text"] == "linger"
     assert asyncio.get_running_loop().time() - started < 1.0  # the agent holds it 5 s
+    # Read in the background meanwhile, and given up on after DRAIN_SECONDS (2 s).
+    async with asyncio.timeout(4.0):
+        await registry.a2a.drained()
+
+
+async def test_a_stream_that_ends_late_keeps_its_connection(
+    registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
+) -> None:
+    # Under load a server may end a stream a while after the task's last event; waiting
+    # at most 50 ms for the end, as the step did before, lost the connection then.
+    await registry.execute(make_call("late-ending-agent", {"task": "warm up"}))  # its card
+    await registry.a2a.drained()
+    ports = peers.agent_stats.client_ports["late-ending-agent"]
+    before = len(ports)
+    for i in range(3):
+        outcome = await registry.execute(make_call("late-ending-agent", {"task": f"late {i}"}))
+        assert outcome.output["text"] == f"late {i}"
+        await registry.a2a.drained()
+    assert len(ports) == before + 3
+    assert set(ports[before:]) == {ports[before - 1]}
 
 
 async def test_agent_without_streaming_is_polled(

@@ -17,8 +17,8 @@ The catalog lists:
   offered twice);
 - A2A agents: the contract's names (echo agents with different skills),
   `failing-agent`, `slow-agent`, `input-agent`, `rejecting-agent`, `lingering-agent`
-  (keeps each stream open 5 s after its task ended), and `dead-agent`
-  (a URL where nothing listens, for failover).
+  (keeps each stream open 5 s after its task ended), `late-ending-agent` (0.2 s), and
+  `dead-agent` (a URL where nothing listens, for failover).
 `peers.mcp_stats` and `peers.agent_stats` count what the peers saw; `peers.mcp_requests`
 and `peers.agent_requests` keep every HTTP request's headers. The catalog gives `peer-http`
 and every agent an `X-Api-Key` header (`PEER_API_KEY`) and `peer-stdio` one env variable,
@@ -80,6 +80,8 @@ AGENTS = [
     AgentSpec("rejecting-agent", kind="reject"),
     # Keeps each stream open 5 s past the task's end.
     AgentSpec("lingering-agent", linger_seconds=5.0),
+    # Ends each stream 0.2 s after the task's end (a server busy with other work).
+    AgentSpec("late-ending-agent", linger_seconds=0.2),
 ]
 
 
