@@ -7,12 +7,9 @@ import asyncio
 import pytest
 
 from activities.executors.base import PermanentError, TransientError
-from activities.executors.catalog import Catalog
 from activities.executors.registry import ExecutorRegistry
 from tests.executors.conftest import MakeCall
 from tests.peers.catalog import Peers
-from tests.support.loopback import LOOPBACK_ALLOWED
-from tests.support.service_tokens import SIGNER
 
 
 async def test_agent_receives_text_and_data_and_returns_its_artifact(
@@ -61,28 +58,6 @@ async def test_more_than_a_hundred_steps_stream_from_one_agent_at_once(
     outcomes = await asyncio.gather(*(registry.execute(call) for call in calls))
     assert [o.output["text"] for o in outcomes] == [f"wide {i}" for i in range(120)]
     assert peers.agent_stats.most_working["slow-agent"] == 120
-
-
-async def test_connections_opened_for_a_burst_are_kept_for_the_next(
-    catalog: Catalog, make_call: MakeCall, peers: Peers
-) -> None:
-    # A registry of its own: a pool holding only this test's connections.
-    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED, service_tokens=SIGNER)
-
-    async def burst(tag: str) -> list[int]:
-        ports = peers.agent_stats.client_ports["slow-agent"]
-        before = len(ports)
-        calls = [make_call("slow-agent", {"task": f"{tag} {i}", "seconds": 0.3}) for i in range(30)]
-        await asyncio.gather(*(registry.execute(call) for call in calls))
-        return ports[before:]
-
-    try:
-        first = await burst("first")
-        assert len(set(first)) == 30  # thirty streams at once: thirty connections
-        # httpx's default pool kept 20 of them; the next burst opened 10 more.
-        assert set(await burst("second")) <= set(first)
-    finally:
-        await registry.close()
 
 
 async def test_a_stream_left_open_after_the_task_ended_does_not_hold_the_step(
