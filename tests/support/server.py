@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import socket
 from collections.abc import AsyncIterator
@@ -13,22 +14,40 @@ import uvicorn
 
 # Below the kernel's ephemeral ports (Linux 32768-60999, macOS 49152-65535).
 PORTS = range(20_000, 32_000)
+# Ports this process handed out: none is handed out twice.
+_given: set[int] = set()
+
+
+def own_ports() -> range:
+    """This process's share of PORTS. pytest-xdist's workers (gw0, gw1, ...) each draw from
+    their own slice: a port one of them picked, but has not bound yet, looks free to the
+    others (seen: `trellis dev` found another test's API answering on the port it was
+    given, then could not bind it)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    index = int(worker[2:]) if worker[:2] == "gw" and worker[2:].isdigit() else 0
+    size = len(PORTS) // max(count, 1)
+    return range(PORTS.start + index * size, PORTS.start + (index + 1) * size)
 
 
 def free_port() -> int:
-    """A free 127.0.0.1 port outside the ephemeral range. Tests stop servers and start them
-    again on the same port; an ephemeral port freed by the stop can meanwhile become some
-    outgoing connection's local port (seen: the dev server's restart refused "address
-    already in use")."""
-    for _ in range(100):
-        port = random.choice(PORTS)
+    """A free 127.0.0.1 port outside the ephemeral range, never handed out before by this
+    process. Tests stop servers and start them again on the same port; an ephemeral port
+    freed by the stop can meanwhile become some outgoing connection's local port (seen:
+    the dev server's restart refused "address already in use")."""
+    ports = own_ports()
+    for _ in range(1000):
+        port = random.choice(ports)
+        if port in _given:
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue  # in use
-            return port
-    raise RuntimeError(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
+        _given.add(port)
+        return port
+    raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1}")
 
 
 @asynccontextmanager
