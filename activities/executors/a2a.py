@@ -94,7 +94,7 @@ class A2AExecutor:
         """Stop reading the streams still draining (their steps have their answers)."""
         for drain in list(self._draining):
             drain.cancel()
-        await asyncio.gather(*self._draining, return_exceptions=True)
+        await self.drained()
 
     def _drain(self, stream: AsyncGenerator[StreamResponse, None]) -> None:
         """Read the rest of a stream whose answer is in hand, without holding its step.
@@ -172,12 +172,11 @@ class A2AExecutor:
                 AsyncGenerator[StreamResponse, None],
                 client.send_message(request, context=self._context(name)),
             )
-            drained = False  # given to `_drain`, which closes it; else closed here
+            answered = False  # then the rest is drained; else the stream is closed here
             try:
                 async for event in stream:
                     if event.HasField("message"):
-                        self._drain(stream)
-                        drained = True
+                        answered = True
                         return event.message
                     if event.HasField("task"):
                         task = Task()
@@ -194,11 +193,12 @@ class A2AExecutor:
                         if task is not None:
                             task.status.CopyFrom(status_update.status)
                     if state in TERMINAL | INTERRUPTED:
-                        self._drain(stream)
-                        drained = True
+                        answered = True
                         break
             finally:
-                if not drained:
+                if answered:
+                    self._drain(stream)
+                else:
                     await stream.aclose()
             if task is not None and state in TERMINAL | INTERRUPTED:
                 if task.artifacts or state != TaskState.TASK_STATE_COMPLETED:
