@@ -4,8 +4,9 @@ Temporal's sandbox runs each activation, and each payload's serialization contex
 `exec`-ing a short source string; `exec` compiles that string every time. Measured with
 py-spy on our worker (docs/benchmarks.md), the compiling alone was ~6-10 % of its CPU.
 This runner is the stock `SandboxedWorkflowRunner` whose instances exec those strings
-from a cache of compiled code objects. It subclasses the SDK's private `_Instance`: a
-change there fails every workflow test.
+from a cache of compiled code objects, and answers the SDK's per-payload context lookups
+without entering the sandbox. It subclasses the SDK's private `_Instance`: a change
+there fails every workflow test.
 
 Our own workflow package is passed through as well: every module of it but the two
 workflow modules is imported through `imports_passed_through()` already, so this only
@@ -19,8 +20,11 @@ from functools import lru_cache
 from types import CodeType
 from typing import Any
 
+from temporalio.converter import SerializationContext, StorageDriverStoreContext
 from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails
+from temporalio.worker._command_aware_visitor import CommandInfo
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker.workflow_sandbox._in_sandbox import InSandbox
 from temporalio.worker.workflow_sandbox._runner import _Instance
 
 
@@ -33,6 +37,24 @@ class _CompiledInstance(_Instance):
     def _run_code(self, code: str, **extra_globals: Any) -> None:
         # exec() takes a code object as well as a string: same globals, same effect.
         super()._run_code(_compiled(code), **extra_globals)  # type: ignore[arg-type]
+
+    # The SDK asks these of the instance for every payload of a workflow task, entering
+    # the sandbox each time (~6 % of the worker's CPU on plain steps). Both are lookups
+    # in the instance's own tables of pending commands: no workflow code runs, nothing
+    # is imported, so they are asked directly.
+    def get_serialization_context(
+        self, command_info: CommandInfo | None
+    ) -> SerializationContext | None:
+        return self._in_sandbox.get_serialization_context(command_info)
+
+    def get_external_store_context(
+        self, command_info: CommandInfo | None
+    ) -> StorageDriverStoreContext:
+        return self._in_sandbox.get_external_store_context(command_info)
+
+    @property
+    def _in_sandbox(self) -> InSandbox:
+        return self.globals_and_locals["__temporal_in_sandbox"]  # type: ignore[return-value]
 
 
 PASSED_THROUGH = ("temporal_workflows",)
