@@ -2,8 +2,8 @@
 
 What a Temporal user would write without Trellis: a loop of activity calls, an
 `asyncio.gather` of them, or an update that releases a wait. The activities make the
-same calls our executors make: the MCP `echo` tool through the official `mcp` SDK over
-one session shared by the worker, the A2A echo agent through `a2a-sdk`, a plain
+same calls our executors make: the MCP `echo` (or `sleepy`) tool through the official
+`mcp` SDK over one session shared by the worker, the A2A echo agent through `a2a-sdk`, a plain
 activity that returns at once (`builtin:delay` 0 s), or an echo as a local activity.
 """
 
@@ -25,8 +25,15 @@ with workflow.unsafe.imports_passed_through():
     from mcp import Client as McpClient
 
 TIMEOUT = timedelta(seconds=30)
-Kind = Literal["mcp", "a2a", "plain", "local"]
-ACTIVITY = {"mcp": "hand_mcp_echo", "a2a": "hand_a2a_echo", "plain": "hand_plain"}
+Kind = Literal["mcp", "mcp-slow", "a2a", "plain", "local"]
+ACTIVITY = {
+    "mcp": "hand_mcp_echo",
+    "mcp-slow": "hand_mcp_sleepy",
+    "a2a": "hand_a2a_echo",
+    "plain": "hand_plain",
+}
+# What the MCP `sleepy` tool is asked to sleep, on both sides (bench.scenarios).
+SLEEPY_SECONDS = 0.2
 LOCAL_ECHO = "hand_local_echo"
 APPROVE = "approve"
 
@@ -67,6 +74,15 @@ class HandActivities:
             return result.structured_content
         return [getattr(c, "text", None) for c in result.content]
 
+    @activity.defn(name=ACTIVITY["mcp-slow"])
+    async def mcp_sleepy(self, inp: EchoInput) -> Any:
+        result = await self._mcp.call_tool("sleepy", {"seconds": SLEEPY_SECONDS})
+        if result.is_error:
+            raise RuntimeError("the sleepy tool failed")
+        if result.structured_content is not None:
+            return result.structured_content
+        return [getattr(c, "text", None) for c in result.content]
+
     @activity.defn(name=ACTIVITY["a2a"])
     async def a2a_echo(self, inp: EchoInput) -> Any:
         message = Message(
@@ -100,7 +116,7 @@ class HandActivities:
         return {"slept": 0}
 
     def all(self) -> list[Any]:
-        return [self.mcp_echo, self.a2a_echo, self.plain, local_echo]
+        return [self.mcp_echo, self.mcp_sleepy, self.a2a_echo, self.plain, local_echo]
 
 
 @activity.defn(name=LOCAL_ECHO)

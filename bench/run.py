@@ -165,16 +165,26 @@ async def _sequential(stack: Stack, s: Sizes, report: Report, lags: Lags) -> tup
 
 
 async def _parallel(stack: Stack, s: Sizes, report: Report, lags: Lags) -> None:
+    # The echo blocks, then a slow tool's on its own (its 50 open calls would leave both
+    # sides' connection pools larger for the echo runs after it): the slow block shows
+    # what bounds children in flight when the calls' speed does not.
+    for keys in (REMOTE, (sc.MCP_SLEEPY,)):
+        await _parallel_blocks(stack, s, report, lags, keys)
+
+
+async def _parallel_blocks(
+    stack: Stack, s: Sizes, report: Report, lags: Lags, keys: tuple[str, ...]
+) -> None:
     n = s.branches
     workloads: dict[str, Any] = {}
     workflows: dict[str, str] = {}
-    for key in REMOTE:
+    for key in keys:
         wf = workflows[key] = await stack.create(sc.parallel(n, key))
         workloads[f"{key} sse"] = _bind(run_over_sse, stack, wf, lags)
         workloads[f"{key} hand"] = hand_run(stack, "BenchParallel", sc.hand(n, key))
     series = await interleaved(workloads, s.reps, s.warmup)
     b = f"(b) {n}-way parallel"
-    for key in REMOTE:
+    for key in keys:
         ours, hand = series[f"{key} sse"], series[f"{key} hand"]
         report.rows.append(_latency(f"{b} {sc.LABEL[key]}, over SSE", ours, hand, PARALLEL_TARGET))
         # Both sides from their Temporal histories, the same measure, over every timed run

@@ -131,7 +131,9 @@ async def bench_stack(
         catalog.write_text(
             json.dumps(
                 {
-                    "mcpServers": [{"id": MCP_SERVER_ID, "url": mcp_url, "tools": ["echo"]}],
+                    "mcpServers": [
+                        {"id": MCP_SERVER_ID, "url": mcp_url, "tools": ["echo", "sleepy"]}
+                    ],
                     "a2aAgents": [{"name": AGENT, "url": agent_url}],
                 }
             )
