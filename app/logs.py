@@ -31,6 +31,17 @@ _SECRETS = (
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 
+# Libraries whose INFO lines are per request: kept to WARNING and above.
+CHATTY_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+    "mcp.client.streamable_http",
+    "aiosqlite",
+)
+
+
 def scrub_secrets(text: str) -> str:
     """`text` with tokens, keys and URL passwords masked."""
     for pattern, replacement in _SECRETS:
@@ -125,8 +136,9 @@ def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | N
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
-    # Chatty at INFO, and not about runs.
-    for name in ("httpx", "httpcore", "mcp.client.streamable_http", "aiosqlite"):
+    # Chatty at INFO, and not about runs (httpx2 and httpcore2: the `mcp` SDK's client,
+    # which logs a line per request: one per MCP call).
+    for name in CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     _temporal_fields_on_extra()
 

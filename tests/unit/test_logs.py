@@ -97,6 +97,17 @@ def test_the_level_setting_drops_lower_lines(logged: Any) -> None:
     assert "kept" in buffer.getvalue()
 
 
+@pytest.mark.parametrize("library", ["httpx", "httpx2", "httpcore", "httpcore2"])
+def test_http_clients_log_no_line_per_request(logged: Any, library: str) -> None:
+    # httpx2 is the `mcp` SDK's client: at INFO it logged one line per MCP call.
+    buffer, configure = logged
+    configure("text", "info")
+    logging.getLogger(library).info('HTTP Request: POST http://127.0.0.1/mcp "200 OK"')
+    logging.getLogger(library).warning("connection refused")
+    assert "HTTP Request" not in buffer.getvalue()
+    assert "connection refused" in buffer.getvalue()
+
+
 SECRETS = [
     ("Authorization: Bearer abc.def-123", "abc.def-123"),
     ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl sent", "c2lnbmF0dXJl"),
