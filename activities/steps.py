@@ -20,6 +20,7 @@ from activities.metrics import RunMetrics
 from activities.projections import write_batch
 from activities.run_log import about_run
 from activities.store.base import Store, StoreUnavailable
+from temporal_workflows.clock import fixed_width
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
 from temporal_workflows.read_model import (
     AttemptPhase,
@@ -43,7 +44,7 @@ _PHASES: dict[str, AttemptPhase] = {"running": "attempt_failed", "completed": "c
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return fixed_width(datetime.now(UTC))
 
 
 class StepActivities:

@@ -10,6 +10,7 @@ from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from activities.store.records import RunRecord, StoredModel
+from temporal_workflows.clock import fixed_width
 
 M = TypeVar("M", bound=StoredModel)
 # What a run update may change: not its id, and its rev only as the update's own.
@@ -18,9 +19,7 @@ _CHANGEABLE_RUN_FIELDS = frozenset(RunRecord.model_fields) - {"id", "rev"}
 
 def iso_utc(value: datetime) -> str:
     """Fixed-width ISO 8601 UTC text, so string order is time order (naive means UTC)."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return fixed_width(value if value.tzinfo is None else value.astimezone(UTC))
 
 
 def to_stored(record: StoredModel) -> dict[str, Any]:
