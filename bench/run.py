@@ -165,9 +165,10 @@ async def _sequential(stack: Stack, s: Sizes, report: Report, lags: Lags) -> tup
 
 
 async def _parallel(stack: Stack, s: Sizes, report: Report, lags: Lags) -> None:
-    # The echo blocks, then a slow tool's on its own (its 50 open calls would leave both
-    # sides' connection pools larger for the echo runs after it): the slow block shows
-    # what bounds children in flight when the calls' speed does not.
+    # The echo blocks, then a slow tool's on its own, so that its 50 calls held open at
+    # once (and the connections they leave) cannot change the echo rows, which measure as
+    # before. The slow block shows what bounds children in flight when the calls' speed
+    # does not.
     for keys in (REMOTE, (sc.MCP_SLEEPY,)):
         await _parallel_blocks(stack, s, report, lags, keys)
 
