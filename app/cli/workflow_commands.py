@@ -10,6 +10,7 @@ import yaml
 from rich.console import Group
 from rich.text import Text
 
+from app.cli.definition_lint import unknown_fields
 from app.cli.output import Session, api_options, table, when
 
 
@@ -84,6 +85,8 @@ def apply_workflow(session: Session, path: Path) -> None:
     definition = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(definition, dict):
         raise click.ClickException(f"{path}: a definition is a mapping (name, nodes, …)")
+    for where in unknown_fields(definition):
+        click.echo(f"warning: {path}: {where} is not a field of a definition; ignored", err=True)
     existing = _existing_id(session, definition)
     body = {k: v for k, v in definition.items() if k != "id"}
     if existing is None:

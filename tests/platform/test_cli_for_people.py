@@ -173,6 +173,29 @@ def test_apply_again_updates_the_workflow_of_the_same_name(dev: DevProcess, tmp_
     assert again.strip() == f"updated workflow {first['id']} (version 2)"
 
 
+def test_apply_warns_of_each_key_the_api_would_ignore(dev: DevProcess, tmp_path: Path) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}", "colour": "red",
+             "nodes": [{"name": "Ask", "nodeType": "step", "executorKey": "builtin:echo",
+                        "requiresApproval": True}]}
+        )
+    )  # fmt: skip
+    result = trellis(dev, "workflows", "apply", "-f", str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("created workflow")
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {path}: colour is not a field of a definition; ignored",
+        f"warning: {path}: nodes[0].requiresApproval is not a field of a definition; ignored",
+    ]
+    # A definition with no such key applies without a word on stderr.
+    fine = gated_definition(tmp_path / "ok.yaml", f"cli-{uuid.uuid4().hex[:8]}")
+    clean = trellis(dev, "workflows", "apply", "-f", str(fine))
+    assert clean.returncode == 0 and "warning" not in clean.stderr
+
+
 def test_an_api_error_is_one_line_and_exit_code_1(dev: DevProcess) -> None:
     result = trellis(dev, "runs", "show", "no-such-run")
     assert result.returncode == 1
