@@ -67,18 +67,16 @@ class HandActivities:
 
     @activity.defn(name=ACTIVITY["mcp"])
     async def mcp_echo(self, inp: EchoInput) -> Any:
-        result = await self._mcp.call_tool("echo", {"text": inp.text})
-        if result.is_error:
-            raise RuntimeError("the echo tool failed")
-        if result.structured_content is not None:
-            return result.structured_content
-        return [getattr(c, "text", None) for c in result.content]
+        return await self._call_tool("echo", {"text": inp.text})
 
     @activity.defn(name=ACTIVITY["mcp-slow"])
     async def mcp_sleepy(self, inp: EchoInput) -> Any:
-        result = await self._mcp.call_tool("sleepy", {"seconds": SLEEPY_SECONDS})
+        return await self._call_tool("sleepy", {"seconds": SLEEPY_SECONDS})
+
+    async def _call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
+        result = await self._mcp.call_tool(tool, arguments)
         if result.is_error:
-            raise RuntimeError("the sleepy tool failed")
+            raise RuntimeError(f"the {tool} tool failed")
         if result.structured_content is not None:
             return result.structured_content
         return [getattr(c, "text", None) for c in result.content]

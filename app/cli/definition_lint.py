@@ -12,7 +12,6 @@ import typing
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic.alias_generators import to_camel
 
 from temporal_workflows.definition import WorkflowSpec
 
@@ -28,11 +27,10 @@ def unknown_fields(definition: dict[str, Any]) -> list[str]:
 def _walk(
     model: type[BaseModel], value: dict[str, Any], path: str, extras: frozenset[str] = frozenset()
 ) -> list[str]:
+    # The API accepts a field by its name or its camelCase alias (CamelModel).
     fields = {}
     for name, field in model.model_fields.items():
-        for key in (name, to_camel(name), field.alias):
-            if key:
-                fields[key] = field.annotation
+        fields[name] = fields[field.alias or name] = field.annotation
     found: list[str] = []
     for key, item in value.items():
         where = f"{path}.{key}" if path else str(key)
