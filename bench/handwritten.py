@@ -5,6 +5,8 @@ What a Temporal user would write without Trellis: a loop of activity calls, an
 same calls our executors make: the MCP `echo` (or `sleepy`) tool through the official
 `mcp` SDK over one session shared by the worker, the A2A echo agent through `a2a-sdk`, a plain
 activity that returns at once (`builtin:delay` 0 s), or an echo as a local activity.
+Each call carries what ours carries (`request_meta`): the run's identity and an
+idempotency key, so the tool or agent gets the same request and does the same work.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ with workflow.unsafe.imports_passed_through():
     from google.protobuf.json_format import MessageToDict
     from mcp import Client as McpClient
 
+    from activities.executors.base import IDEMPOTENCY_META_KEY
+
 TIMEOUT = timedelta(seconds=30)
 Kind = Literal["mcp", "mcp-slow", "a2a", "plain", "local"]
 ACTIVITY = {
@@ -42,6 +46,8 @@ APPROVE = "approve"
 class EchoInput:
     text: str
     input: dict[str, Any] = field(default_factory=dict)
+    # The previous call's output: a chain hands it on, as our steps' context does.
+    previous: Any = None
 
 
 @dataclass
@@ -74,7 +80,7 @@ class HandActivities:
         return await self._call_tool("sleepy", {"seconds": SLEEPY_SECONDS})
 
     async def _call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
-        result = await self._mcp.call_tool(tool, arguments)
+        result = await self._mcp.call_tool(tool, arguments, meta=_request_meta())
         if result.is_error:
             raise RuntimeError(f"the {tool} tool failed")
         if result.structured_content is not None:
@@ -83,10 +89,21 @@ class HandActivities:
 
     @activity.defn(name=ACTIVITY["a2a"])
     async def a2a_echo(self, inp: EchoInput) -> Any:
+        info = activity.info()
+        run = {
+            "runId": info.workflow_id,
+            "workflowId": info.workflow_type,
+            "nodeId": info.activity_id,
+            "nodeName": inp.text,
+            "nodeRunId": f"{info.workflow_id}.{info.activity_id}",
+            "attempt": info.attempt,
+        }
+        config = {"text": inp.text}
         message = Message(
             role=Role.ROLE_USER,
             message_id=str(uuid.uuid4()),
-            parts=[new_data_part({"config": {"text": inp.text}, "context": inp.input})],
+            parts=[new_data_part({"config": config, "context": _context(inp), "run": run})],
+            metadata=_request_meta(),
         )
         # Like the product, it returns the agent's artifact as the stream carried it, and
         # reads the stream to its end (the server ends it at the task's last event), which
@@ -117,14 +134,37 @@ class HandActivities:
         return [self.mcp_echo, self.mcp_sleepy, self.a2a_echo, self.plain, local_echo]
 
 
+def _context(inp: EchoInput) -> dict[str, Any]:
+    """What our A2A message's context holds for a step of the benchmark's runs."""
+    return {
+        "input": inp.input,
+        "previous_step_content": inp.previous,
+        "additional_data": {},
+        "session_state": {},
+    }
+
+
+def _request_meta() -> dict[str, Any]:
+    """The run's identity and an idempotency key, as our executors send with every call
+    (`StepCall.request_meta`), here from the activity's own ids."""
+    info = activity.info()
+    node_run_id = f"{info.workflow_id}.{info.activity_id}"
+    return {
+        IDEMPOTENCY_META_KEY: node_run_id,
+        "trellis/runId": info.workflow_id,
+        "trellis/nodeRunId": node_run_id,
+        "trellis/attempt": info.attempt,
+    }
+
+
 @activity.defn(name=LOCAL_ECHO)
 async def local_echo(inp: EchoInput) -> dict[str, Any]:
     """Return what it received, as `builtin:echo` does."""
     return {"text": inp.text, "input": inp.input}
 
 
-async def _call(index: int, inp: BatchInput) -> Any:
-    arg = EchoInput(text=f"step {index}", input=inp.input)
+async def _call(index: int, inp: BatchInput, previous: Any = None) -> Any:
+    arg = EchoInput(text=f"step {index}", input=inp.input, previous=previous)
     if inp.kind == "local":
         return await workflow.execute_local_activity(
             LOCAL_ECHO, arg, start_to_close_timeout=TIMEOUT
@@ -138,7 +178,7 @@ class BenchSequence:
     async def run(self, inp: BatchInput) -> Any:
         output: Any = None
         for i in range(inp.steps):
-            output = await _call(i, inp)
+            output = await _call(i, inp, output)
         return output
 
 

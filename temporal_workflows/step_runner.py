@@ -42,6 +42,13 @@ _GROWING_VARIABLES = frozenset({"previous_step_outputs", "loop_outputs"})
 PLAN_TIMEOUT = timedelta(seconds=30)
 
 
+def executor_context(variables: dict[str, Any]) -> dict[str, Any]:
+    """The run context handed to a step's executor: every variable but the outputs of all
+    earlier steps and iterations, which would make each step's payload (and the history)
+    grow with the run."""
+    return {k: v for k, v in variables.items() if k not in _GROWING_VARIABLES}
+
+
 @dataclass
 class _Step:
     """One step node being run: the node run it is on and what its templates see."""
@@ -152,9 +159,7 @@ class StepRunner:
             executor_key=node.executor_key,
             a2a_pool=node.a2a_pool,
             config=rendered,
-            # Every variable but the outputs of all earlier steps and iterations, which would
-            # make each step's payload (and the history) grow with the run.
-            context={k: v for k, v in variables.items() if k not in _GROWING_VARIABLES},
+            context=executor_context(variables),
             triggered_by=self.inp.triggered_by,
         )
         self.activity.enter(step.node_run_id, node.name)

@@ -14,6 +14,8 @@ class SeenRequest:
     path: str
     headers: dict[str, str]
     rpc_method: str | None = None
+    # A JSON-RPC request's params, as sent.
+    rpc_params: dict[str, Any] | None = None
 
 
 class RequestLog:
@@ -47,16 +49,21 @@ class RequestLog:
             if message["type"] == "http.request":
                 chunks.append(message.get("body", b""))
                 if not message.get("more_body"):
-                    entry.rpc_method = _rpc_method(b"".join(chunks))
+                    entry.rpc_method, entry.rpc_params = _rpc_call(b"".join(chunks))
             return message
 
         await self.app(scope, recording_receive, send)
 
 
-def _rpc_method(body: bytes) -> str | None:
+def _rpc_call(body: bytes) -> tuple[str | None, dict[str, Any] | None]:
     try:
         parsed = json.loads(body)
     except ValueError:
-        return None
-    method = parsed.get("method") if isinstance(parsed, dict) else None
-    return method if isinstance(method, str) else None
+        return None, None
+    if not isinstance(parsed, dict):
+        return None, None
+    method, params = parsed.get("method"), parsed.get("params")
+    return (
+        method if isinstance(method, str) else None,
+        params if isinstance(params, dict) else None,
+    )
