@@ -5,8 +5,10 @@ What a Temporal user would write without Trellis: a loop of activity calls, an
 same calls our executors make: the MCP `echo` (or `sleepy`) tool through the official
 `mcp` SDK over one session shared by the worker, the A2A echo agent through `a2a-sdk`, a plain
 activity that returns at once (`builtin:delay` 0 s), or an echo as a local activity.
-Each call carries what ours carries (`request_meta`): the run's identity and an
-idempotency key, so the tool or agent gets the same request and does the same work.
+Each call carries what ours carries: the run's identity and an idempotency key
+(`StepCall.request_meta`), and for A2A the step's context with the previous call's
+output, so the tool or agent gets the same request and does the same work
+(tests/executors/test_baseline_calls.py).
 """
 
 from __future__ import annotations
