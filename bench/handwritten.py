@@ -29,6 +29,8 @@ with workflow.unsafe.imports_passed_through():
     from mcp import Client as McpClient
 
     from activities.executors.base import IDEMPOTENCY_META_KEY
+    from temporal_workflows.scope import Scope
+    from temporal_workflows.step_runner import executor_context
 
 TIMEOUT = timedelta(seconds=30)
 Kind = Literal["mcp", "mcp-slow", "a2a", "plain", "local"]
@@ -137,13 +139,10 @@ class HandActivities:
 
 
 def _context(inp: EchoInput) -> dict[str, Any]:
-    """What our A2A message's context holds for a step of the benchmark's runs."""
-    return {
-        "input": inp.input,
-        "previous_step_content": inp.previous,
-        "additional_data": {},
-        "session_state": {},
-    }
+    """The context our interpreter hands a step of the benchmark's runs, built the same way."""
+    scope = Scope(input=inp.input, additional_data={}, session_state={})
+    scope.previous_step_content = inp.previous
+    return executor_context(scope.variables())
 
 
 def _request_meta() -> dict[str, Any]:
