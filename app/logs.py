@@ -28,6 +28,9 @@ _SECRETS = (
         r"\1***",
     ),
 )
+# Every pattern above needs one of these in its match (case-folded, as `(?i)` compares), so
+# a line with none of them is left as it is: looking for them costs ~1 µs, the patterns ~25.
+_CLUES = ("bearer", "basic", "eyj", "://", "token", "key", "secret", "passw", "authorization")
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 
@@ -44,6 +47,9 @@ CHATTY_LOGGERS = (
 
 def scrub_secrets(text: str) -> str:
     """`text` with tokens, keys and URL passwords masked."""
+    folded = text.casefold()
+    if not any(clue in folded for clue in _CLUES):
+        return text
     for pattern, replacement in _SECRETS:
         text = pattern.sub(replacement, text)
     return text

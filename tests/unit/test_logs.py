@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from activities.run_log import about_run, run_fields
-from app.logs import configure_logging
+from app.logs import _SECRETS, configure_logging, scrub_secrets
 
 
 @pytest.fixture
@@ -137,3 +137,30 @@ def test_a_secret_in_an_access_log_query_is_masked(logged: Any) -> None:
         '%s - "%s %s HTTP/%s" %d', "c", "GET", "/x?token=s3cr3t", "1.1", 200
     )
     assert "s3cr3t" not in buffer.getvalue()
+
+
+# Lines the quick look must not wave through: each case and Unicode spelling that the
+# patterns' `(?i)` matches (the long s and the Kelvin sign fold to s and k).
+LOOKALIKES = [
+    "AUTHORIZATION: BEARER abc.def",
+    "Basic dXNlcjpwYXNz",
+    "x eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln y",
+    "redis://u:pw@host/0",
+    "Access-Token: abc",
+    "api_\u212aey=abc",
+    "client_\u017fecret: abc",
+    "PASSWD=abc",
+    "no secret here: password is not followed by a value",
+    "GET /api/v1/workflows/8360fc75/runs/0df6372c HTTP/1.1 200",
+]
+
+
+def _every_pattern(text: str) -> str:
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@pytest.mark.parametrize("line", LOOKALIKES)
+def test_the_quick_look_for_a_secret_skips_no_line_the_patterns_would_mask(line: str) -> None:
+    assert scrub_secrets(line) == _every_pattern(line)
