@@ -4,6 +4,7 @@ answer kept exactly as the API sent it, and a run's live events over SSE."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,13 @@ import httpx
 API = "/api/v1"
 # The stream ends after one of these (temporal_workflows/read_model.py's TERMINAL_EVENTS).
 TERMINAL_EVENTS = frozenset({"run_completed", "run_failed", "run_cancelled"})
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+# How long `events` keeps trying to resume a run's stream while no API answers (a restart
+# of `trellis dev`, a deploy, a replica going away), and its waits between tries.
+RESUME_PATIENCE_SECONDS = 120.0
+RESUME_DELAYS = (0.2, 0.5, 1.0, 2.0)
+# Answers that say the API is there but not serving now: tried again like a refused connection.
+_UNAVAILABLE = frozenset({502, 503, 504})
 
 
 class ApiError(Exception):
@@ -81,30 +89,67 @@ class TrellisApi:
         run = self.get(f"/runs/{run_id}").data
         return f"/workflows/{run['workflowDefinitionId']}/runs/{run_id}"
 
-    def events(self, run_path: str, after: str | None = None) -> Iterator[SseEvent]:
-        """The run's events as they happen, resuming after a dropped connection, until the
-        run has ended (or the stream ends with it)."""
+    def events(
+        self, run_path: str, after: str | None = None, patience: float = RESUME_PATIENCE_SECONDS
+    ) -> Iterator[SseEvent]:
+        """The run's events as they happen, until the run has ended.
+
+        A stream that drops, or that the API ends because it is shutting down (a restart, a
+        deploy: it closes streams cleanly so clients resume elsewhere), is resumed after the
+        last event seen (`Last-Event-ID`) once an API answers again, waiting up to `patience`
+        seconds without news. A stream that ends cleanly is over only when the run is."""
         last = after
-        for _ in range(100):  # reconnects, each after a dropped stream
-            headers = {"Accept": "text/event-stream"}
-            if last is not None:
-                headers["Last-Event-ID"] = last
+        tries = 0
+        quiet_since: float | None = None
+        while True:
             try:
                 with self._http.stream(
-                    "GET", f"{API}{run_path}/events", headers=headers, timeout=None
+                    "GET", f"{API}{run_path}/events", headers=_stream_headers(last), timeout=None
                 ) as response:
-                    if response.is_error:
-                        response.read()
-                        raise ApiError(_error_line(response), response.text)
-                    for event in _parse_sse(response.iter_lines()):
-                        last = event.id or last
-                        yield event
-                        if event.event in TERMINAL_EVENTS:
-                            return
-                return  # the server ended the stream: the run had already ended
+                    if response.status_code not in _UNAVAILABLE:
+                        if response.is_error:
+                            response.read()
+                            raise ApiError(_error_line(response), response.text)
+                        for event in _parse_sse(response.iter_lines()):
+                            last = event.id or last
+                            tries, quiet_since = 0, None
+                            yield event
+                            if event.event in TERMINAL_EVENTS:
+                                return
+                # Ended without the run's end: the run had ended already (a run the reconciler
+                # closed has no terminal event), or the API is going away; the run says which.
+                if response.status_code not in _UNAVAILABLE and self._run_ended(run_path):
+                    return
             except httpx.TransportError:
-                continue
-        raise ApiError(f"the event stream of {run_path} kept dropping")
+                pass
+            now = time.monotonic()
+            quiet_since = quiet_since if quiet_since is not None else now
+            if now - quiet_since >= patience:
+                raise ApiError(
+                    f"lost the event stream of {run_path} and could not resume it for "
+                    f"{patience:.0f} s (API at {self.url})"
+                )
+            time.sleep(RESUME_DELAYS[min(tries, len(RESUME_DELAYS) - 1)])
+            tries += 1
+
+    def _run_ended(self, run_path: str) -> bool:
+        """Whether the run has ended; a deleted run has. httpx.TransportError while no API
+        answers; False while the API answers 502/503/504."""
+        response = self._http.get(f"{API}{run_path}")
+        if response.status_code == 404:
+            return True
+        if response.status_code in _UNAVAILABLE:
+            return False
+        if response.is_error:
+            raise ApiError(_error_line(response), response.text)
+        return bool(response.json().get("status") in TERMINAL_STATUSES)
+
+
+def _stream_headers(last_event_id: str | None) -> dict[str, str]:
+    headers = {"Accept": "text/event-stream"}
+    if last_event_id is not None:
+        headers["Last-Event-ID"] = last_event_id
+    return headers
 
 
 def _parse_sse(lines: Iterator[str]) -> Iterator[SseEvent]:

@@ -82,7 +82,7 @@ def _what(node: dict[str, Any]) -> str:
 @api_options
 def apply_workflow(session: Session, path: Path) -> None:
     """Create the definition, or update the one with its `id` (or, without one, its name)."""
-    definition = yaml.safe_load(path.read_text(encoding="utf-8"))
+    definition = _read_definition(path)
     if not isinstance(definition, dict):
         raise click.ClickException(f"{path}: a definition is a mapping (name, nodes, …)")
     for where in unknown_fields(definition):
@@ -96,6 +96,19 @@ def apply_workflow(session: Session, path: Path) -> None:
         answer = session.api.request("PUT", f"/workflows/{existing}", json=body)
         verb = "updated"
     session.emit(answer, lambda w: f"{verb} workflow {w['id']} (version {w['version']})")
+
+
+def _read_definition(path: Path) -> Any:
+    """The file's YAML (or JSON, which is YAML); a file that is neither is a one-line error."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise click.ClickException(f"{path}: not valid YAML or JSON{where}: {problem}") from None
 
 
 def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:

@@ -227,7 +227,8 @@ async def run_dev(settings: Settings, startup_timeout: float = 60.0) -> int:
         except _Stopped:
             return 0
         except (_ChildExited, DevServerError) as exc:
-            print(f"trellis dev: {exc}; stopping the rest", file=sys.stderr, flush=True)
+            # A log line like every other (TRELLIS_LOG_FORMAT=json: an object a shipper reads).
+            log.error("%s; stopping the rest", exc)
             return 1
         finally:
             # Reverse start order: API first (no new requests), then the worker, then Temporal.

@@ -257,3 +257,116 @@ def test_a_token_is_sent_as_a_bearer_header(tmp_path: Path) -> None:
             assert seen[-1] == expected
     finally:
         server.shutdown()
+
+
+class _RestartingApi:
+    """A stand-in API that ends a run's event stream cleanly after its first event, as an
+    API shutting down does, refuses connections for a moment (the restart), then comes back
+    on the same port and sends the rest of the events after the `Last-Event-ID` it is given."""
+
+    def __init__(self) -> None:
+        self.phase = "first"  # first stream -> "down" (shutting down) -> "back" (restarted)
+        self.resumed_after: list[str | None] = []
+        self.first_stream_done = threading.Event()
+        self.server = self._serve(0)
+        self.port = self.server.server_address[1]
+
+    def _serve(self, port: int) -> http.server.ThreadingHTTPServer:
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.endswith("/events"):
+                    self._events()
+                elif api.phase == "down":
+                    self._json(503, {"error": {"code": "service_unavailable", "message": "x"}})
+                else:
+                    status = "completed" if api.phase == "done" else "running"
+                    self._json(200, {"id": "run-x", "workflowDefinitionId": "wf",
+                                     "status": status, "nodeRuns": []})  # fmt: skip
+
+            def _events(self) -> None:
+                if api.phase == "down":
+                    self._json(503, {"error": {"code": "service_unavailable", "message": "x"}})
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                if api.phase == "first":
+                    self._event(1, "run_started", "running")
+                    api.phase = "down"
+                    api.first_stream_done.set()
+                    return  # HTTP/1.0: closing the connection ends the stream cleanly
+                api.resumed_after.append(self.headers.get("Last-Event-ID"))
+                self._event(2, "run_completed", "completed")
+                api.phase = "done"
+
+            def _event(self, event_id: int, kind: str, status: str) -> None:
+                event = {"type": kind, "runId": "run-x", "status": status, "id": event_id}
+                data = json.dumps({**event, "timestamp": "2026-01-01T00:00:00Z"})
+                self.wfile.write(f"id: {event_id}\nevent: {kind}\ndata: {data}\n\n".encode())
+                self.wfile.flush()
+
+            def _json(self, code: int, body: Any) -> None:
+                raw = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    def restart(self, down_seconds: float) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        time.sleep(down_seconds)
+        self.phase = "back"
+        self.server = self._serve(self.port)
+
+
+def test_watch_resumes_after_the_api_restarts(tmp_path: Path) -> None:
+    """`trellis dev` restarted (or an API replica deployed) under a watcher: the API ends the
+    stream cleanly and is unreachable for a moment; the watch resumes after the last event
+    it saw and exits 0 when the run completes, rather than failing while the run goes on."""
+    api = _RestartingApi()
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "runs", "watch", "run-x",
+         "--url", f"http://127.0.0.1:{api.port}"],
+        env=trellis_env(tmp_path), cwd=REPO, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert api.first_stream_done.wait(30)
+        api.restart(down_seconds=1.5)
+        out, err = watcher.communicate(timeout=30)
+    finally:
+        watcher.kill()
+        api.server.shutdown()
+        api.server.server_close()
+    assert watcher.returncode == 0, err
+    assert api.resumed_after == ["1"]
+    assert "run_started" in out and "run_completed" in out
+    assert out.strip().endswith("run run-x completed")
+
+
+def test_apply_of_a_file_that_does_not_parse_is_one_line_and_exit_code_1(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\nnodes: []\n")
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"name: \xff\xfe\n")
+    env = trellis_env(tmp_path, TRELLIS_URL="http://127.0.0.1:9")  # never asked: it fails first
+    for path, says in ((broken, "not valid YAML or JSON at line"), (binary, "not UTF-8 text")):
+        result = subprocess.run(
+            [sys.executable, "-m", "app.cli", "workflows", "apply", "-f", str(path)],
+            env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 1, result.stderr
+        assert "Traceback" not in result.stderr
+        assert result.stderr.startswith(f"Error: {path}: {says}"), result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -24,13 +25,18 @@ def _wait_gone(pids: list[int], within: float = 15.0) -> list[int]:
 def test_a_child_dying_stops_the_rest_and_exits_non_zero(
     tmp_path: Path, dev_processes: list[DevProcess]
 ) -> None:
-    dev = DevProcess.start(trellis_env(tmp_path))
+    dev = DevProcess.start(trellis_env(tmp_path, TRELLIS_LOG_FORMAT="json"))
     dev_processes.append(dev)
     dev.wait_ready()
     children = dev.children()
     os.kill(children["worker"], signal.SIGKILL)
     assert dev.process.wait(30) == 1
-    assert "the worker process exited unexpectedly" in dev.output
+    # The supervisor says so in the platform's log format, so a log shipper gets it too.
+    said = [line for line in dev.output.splitlines() if "exited unexpectedly" in line]
+    assert len(said) == 1, dev.output
+    line = json.loads(said[0])
+    assert line["level"] == "ERROR" and line["logger"] == "trellis.dev"
+    assert line["message"].startswith("the worker process exited unexpectedly (code -9)")
     assert _wait_gone(list(children.values())) == []
 
 
