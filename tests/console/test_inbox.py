@@ -107,6 +107,7 @@ class TestUserInputForm:
         field_error = card.locator('[data-field="currency"] .field-error')
         await expect(field_error).to_contain_text("must be one of")
         await expect(card.get_by_label("currency")).to_have_attribute("aria-invalid", "true")
+        await expect(card.get_by_label("currency")).to_be_focused()
         await console.shoot("inbox-server-400")
         run = await wait_for_gate(p, wf, run_id, "collect")
         assert run["status"] == "awaiting_approval" and run["resolvedRequirements"] == []

@@ -53,6 +53,8 @@ async def test_controls_ask_first_and_the_page_follows_the_run_live(console: Con
     await confirm(console, "pause")
     await expect(status).to_have_text("paused", timeout=LIVE)
     await expect(page.locator("button[data-action=pause]")).to_be_disabled()
+    # The controls were re-drawn; the focus is not dropped to the page's body.
+    await expect(page.locator("button[data-action=resume]")).to_be_focused()
     await confirm(console, "resume")
     await expect(status).to_have_text("awaiting approval", timeout=LIVE)
     await confirm(console, "cancel")

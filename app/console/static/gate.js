@@ -31,7 +31,7 @@ export function gateCard(item, { onDecided, headingLevel = "h2", showRunLink = t
   const headingId = newId("gate");
   const card = h("article.card.gate", {
     "aria-labelledby": headingId,
-    dataset: { runId: item.runId, stepId: item.stepId, gateKey: `${item.runId}/${item.stepId}` },
+    dataset: { runId: item.runId, stepId: item.stepId, gateKey: gateKey(item) },
   });
   const title = item.stepName || item.stepId;
   const runPath = `/console/workflows/${encodeURIComponent(item.workflowId)}/runs/${encodeURIComponent(item.runId)}`;
@@ -74,19 +74,27 @@ export function countdownText(timeoutAt, onTimeout) {
 }
 
 /**
+ * One key per opening of a gate: a step gated again (a loop's next iteration, a review
+ * re-opened after a rejection with onReject=retry) is a new gate with a new card.
+ */
+function gateKey(item) {
+  return `${item.runId}/${item.stepId}/${item.createdAt || ""}`;
+}
+
+/**
  * Make `list` show one card per item (in order) without touching cards that stay: a form
  * being filled in is never replaced. Cards whose gate closed leave, unless they say what
- * was decided or hold the focus.
+ * was decided, are sending a decision or hold the focus.
  */
 export function syncGates(list, items, options = {}) {
-  const wanted = new Set(items.map((i) => `${i.runId}/${i.stepId}`));
+  const wanted = new Set(items.map(gateKey));
   for (const card of [...list.children]) {
-    const busy = card.contains(document.activeElement);
+    const busy = card.contains(document.activeElement) || card.classList.contains("deciding");
     if (!wanted.has(card.dataset.gateKey) && !card.classList.contains("decided") && !busy) card.remove();
   }
   let previous = null;
   for (const item of items) {
-    const key = `${item.runId}/${item.stepId}`;
+    const key = gateKey(item);
     let card = [...list.children].find((c) => c.dataset.gateKey === key);
     if (!card) {
       card = gateCard(item, options);
@@ -202,6 +210,9 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     }
     const buttons = [...form.querySelectorAll("button")];
     buttons.forEach((b) => { b.disabled = true; });
+    // The run may move on (and a live refresh drop its gate) before the answer is back:
+    // the card stays until it says what happened.
+    card.classList.add("deciding");
     try {
       const result = await api(
         `/workflows/${encodeURIComponent(item.workflowId)}/runs/${encodeURIComponent(item.runId)}/approve`,
@@ -209,7 +220,13 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
       decided(result, resolution);
     } catch (err) {
       buttons.forEach((b) => { b.disabled = false; });
-      showFailure(err);
+      const field = showFailure(err);
+      // Disabling the buttons took the focus away: back to the field the server named, or
+      // to the button that was pressed.
+      if (field) field.focus();
+      else if (event.submitter && event.submitter.isConnected) event.submitter.focus();
+    } finally {
+      card.classList.remove("deciding");
     }
   }
 
@@ -225,14 +242,16 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     if (onDecided) onDecided(item, result);
   }
 
+  /** Show why the decision was not taken; returns the field the server named, if any. */
   function showFailure(err) {
     if (!(err instanceof ApiError)) {
       errors.replaceChildren(notice("error", String(err)));
-      return;
+      return null;
     }
     let text;
+    let field = null;
     if (err.status === 400) {
-      if (fields) fields.showServerError(err.message);
+      if (fields) field = fields.showServerError(err.message) || null;
       text = `The server refused this decision: ${err.message}`;
     } else if (err.status === 409) {
       text = `Already decided, or the run moved on: ${err.message}. Refresh to see the current state.`;
@@ -247,5 +266,6 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     }
     errors.replaceChildren(notice("error", h("span", { dataset: { status: String(err.status) } }, text),
       err.details.length ? h("ul", {}, err.details.map((d) => h("li", {}, d.path ? `${d.path}: ${d.message}` : d.message))) : null));
+    return field;
   }
 }

@@ -164,6 +164,9 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   }
 
   function renderControls() {
+    // A re-draw must not drop the focus to the page's body: keep it on the same control,
+    // or (when that is now disabled, e.g. Pause once paused) on the first one enabled.
+    const focused = controls.contains(document.activeElement) ? document.activeElement.dataset.action : null;
     fill(controls, CONTROLS.map((c) => {
       const allowed = !c.when || c.when.includes(run.status);
       return h(`button.${c.danger ? "danger" : "secondary"}`, {
@@ -172,6 +175,11 @@ export async function renderRun(main, [workflowId, runId], { config }) {
         on: { click: () => control(c) },
       }, c.label);
     }));
+    if (focused) {
+      const same = controls.querySelector(`[data-action="${focused}"]`);
+      const target = same && !same.disabled ? same : controls.querySelector("button:not(:disabled)");
+      if (target) target.focus();
+    }
   }
 
   async function control(c) {
@@ -204,7 +212,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       approvers: approversOf(run.definitionSnapshot.nodes, req.stepId),
       requirement: req,
     }));
-    if (!items.length && !gateList.querySelector(".decided")) {
+    if (!items.length && !gateList.querySelector(".decided, .deciding")) {
       fill(gatesSection);
       fill(gateList);
       return;

@@ -1,0 +1,102 @@
+"""Gates that open again on the same step, and decisions whose answer comes back late."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from playwright.async_api import expect
+
+from tests.builders import echo, loop
+from tests.console.console import Console
+from tests.console.definitions import confirm_gate
+from tests.hitl.helpers import start, wait_for_gate
+from tests.support.platform import Platform
+
+LIVE = 15_000  # ms
+
+
+async def gate_opened(
+    p: Platform, wf: str, run_id: str, field: str, value: int, within: float = 15.0
+) -> dict[str, Any]:
+    """Poll until the run's open gate has `field` == `value` (the gate opened again)."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        run: dict[str, Any] = (await p.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+        if any(r.get(field) == value for r in run["pendingRequirements"]):
+            return run
+        assert asyncio.get_running_loop().time() < deadline, f"no gate with {field}={value}: {run}"
+        await asyncio.sleep(0.05)
+
+
+def reviewed_loop() -> list[dict[str, Any]]:
+    """A loop whose every iteration waits for "Continue loop" (the gate's step is the loop)."""
+    review = {"requiresIterationReview": True, "iterationReviewMessage": "Another round?"}
+    return [loop("lp", echo("body"), max_iterations=3, id="lp", humanReview=review)]
+
+
+async def test_a_loops_next_iteration_review_gets_a_new_form_on_the_run_page(
+    console: Console,
+) -> None:
+    # Every iteration's gate has the same step id: the page must not take the next one for
+    # the gate it has just decided.
+    p = console.platform
+    wf, run_id = await start(p, reviewed_loop())
+    await wait_for_gate(p, wf, run_id, "lp")
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    gates = page.locator("section[aria-labelledby=gates-h]")
+    await gates.get_by_role("button", name="Continue loop").click()
+    await expect(gates.get_by_role("status")).to_contain_text("Approved: lp")
+    # The second iteration's gate: a form again, beside what was decided.
+    await expect(gates.get_by_role("button", name="Continue loop")).to_have_count(1, timeout=LIVE)
+    await gates.get_by_role("button", name="Continue loop").click()
+    await expect(gates.get_by_role("status")).to_have_count(2)
+    run = await gate_opened(p, wf, run_id, "iteration", 2)
+    assert len(run["resolvedRequirements"]) == 2
+
+
+async def test_a_review_reopened_after_a_rejection_gets_a_new_form_in_the_inbox(
+    console: Console,
+) -> None:
+    p = console.platform
+    review = {"requiresOutputReview": True, "outputReviewMessage": "Good?", "onReject": "retry"}
+    wf, run_id = await start(p, [echo("check", review, v=1)])
+    await wait_for_gate(p, wf, run_id, "check")
+    page = console.page
+    await console.goto("/console/approvals")
+    cards = page.locator(f'article[data-run-id="{run_id}"]')
+    await cards.get_by_label("Feedback").fill("Once more")
+    await cards.get_by_role("button", name="Reject").click()
+    await expect(cards.get_by_role("status")).to_contain_text("Rejected: check")
+    await gate_opened(p, wf, run_id, "retryCount", 1)
+    await page.get_by_role("button", name="Refresh").click()
+    await expect(cards).to_have_count(2)
+    await expect(cards.get_by_role("button", name="Approve as is")).to_have_count(1)
+    await cards.get_by_role("button", name="Approve as is").click()
+    assert (await p.wait(wf, run_id))["status"] == "completed"
+
+
+async def test_the_outcome_stays_when_the_run_ends_before_the_answer_arrives(
+    console: Console,
+) -> None:
+    # The decision's answer comes back late (a slow network); meanwhile the run's events say
+    # the gate closed and the run completed. The card must still say what happened.
+    p = console.platform
+    wf, run_id = await start(p, confirm_gate())
+    await wait_for_gate(p, wf, run_id, "ship")
+    page = console.page
+
+    async def late(route: Any) -> None:
+        response = await route.fetch()
+        await asyncio.sleep(1.5)
+        await route.fulfill(response=response)
+
+    await page.route("**/approve", late)
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    status = page.locator("[data-role=run-status] .badge")
+    await page.get_by_role("button", name="Approve").click()
+    await expect(status).to_have_text("completed", timeout=LIVE)
+    result = page.locator("section[aria-labelledby=gates-h]").get_by_role("status")
+    await expect(result).to_contain_text("Approved: ship")
+    await expect(result.locator(".result-title")).to_be_focused()
