@@ -39,6 +39,7 @@ RUNNING_AFTER_SECONDS = 0.2
 # A step's end written while the store is unavailable is retried at these intervals.
 STORE_RETRY_FIRST_SECONDS = 0.2
 STORE_RETRY_MAX_SECONDS = 2.0
+WORKER_SHUTDOWN_ERROR = "the worker shut down before the attempt ended; it runs again"
 # An attempt's last write: "running" means the attempt failed and Temporal may retry it.
 _PHASES: dict[str, AttemptPhase] = {"running": "attempt_failed", "completed": "completed"}
 
@@ -68,8 +69,8 @@ class StepActivities:
             return await self._execute_step(step)
 
     async def _execute_step(self, step: StepInput) -> StepOutput:
-        info = activity.info()
-        attempt = info.attempt
+        # Counted on from the attempts of activities this node run lost with their workers.
+        attempt = step.attempts_before + activity.info().attempt
         wrote_before = await self._write_before(step)
         record = _Attempt(self._store, step, attempt)
         # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
@@ -81,7 +82,11 @@ class StepActivities:
             outcome = await self._timed(call)
             _check_size(outcome.output, self._max_output_bytes)
         except asyncio.CancelledError:
-            await record.finish("cancelled", "node_cancelled", error="cancelled")
+            if _worker_shutting_down():
+                # Not the step being cancelled: the attempt runs again on another worker.
+                await record.finish("running", None, error=WORKER_SHUTDOWN_ERROR)
+            else:
+                await record.finish("cancelled", "node_cancelled", error="cancelled")
             raise
         except PermanentError as exc:
             log.warning("step %r failed for good: %s", step.node_name, exc)
@@ -239,6 +244,12 @@ class _Attempt:
         if status != "running":
             record["finished_at"] = _now()
         await _until_written(lambda: self._store.merge_node_run(record, events))
+
+
+def _worker_shutting_down() -> bool:
+    """Whether the attempt was cancelled by its worker's shutdown (a deploy), not the run."""
+    details = activity.cancellation_details()
+    return details.worker_shutdown if details is not None else activity.is_worker_shutdown()
 
 
 async def _until_written(write: Callable[[], Awaitable[bool]]) -> None:

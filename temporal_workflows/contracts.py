@@ -166,6 +166,9 @@ class StepInput(CamelModel):
     # Run writes the workflow queued, written by the activity before the call (saves a
     # local activity holding the workflow task open; see the outbox's hand-off).
     writes_before: ProjectionBatch | None = None
+    # Attempts earlier activities of this node run made, the last of them lost with its
+    # worker (step_runner's reruns): this activity's attempts count on from there.
+    attempts_before: int = 0
 
 
 class StepPlan(CamelModel):

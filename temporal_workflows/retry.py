@@ -10,6 +10,7 @@ from temporalio.exceptions import (
     ApplicationError,
     CancelledError,
     TimeoutError,
+    TimeoutType,
 )
 
 from temporal_workflows.definition import StepConfig
@@ -18,6 +19,13 @@ from temporal_workflows.definition import StepConfig
 PERMANENT_ERROR_TYPE = "PermanentError"
 # onError=retry with maxRetries left at 0 still retries this often.
 DEFAULT_RETRIES_FOR_RETRY = 3
+# What Temporal's worker reports for an attempt its shutdown cut off (sdk-core).
+WORKER_SHUTDOWN_ERROR_TYPE = "WorkerShutdown"
+# An attempt lost with its worker (a deploy, a crash) is not the step failing: after the
+# last attempt Temporal's policy allows, the workflow runs that attempt again, this often.
+LOST_WORKER_RERUNS = 5
+# A rerun is one attempt: the one the lost worker took away (the policy's others were used).
+RERUN_POLICY = RetryPolicy(maximum_attempts=1)
 
 
 def attempts(config: StepConfig) -> int:
@@ -38,6 +46,15 @@ def retry_policy(config: StepConfig) -> RetryPolicy:
         maximum_attempts=attempts(config),
         non_retryable_error_types=[PERMANENT_ERROR_TYPE],
     )
+
+
+def lost_with_its_worker(error: ActivityError) -> bool:
+    """Whether the activity's last attempt ended because its worker went away: cut off by
+    the worker's shutdown, or no heartbeat (the process died, or hung)."""
+    cause = error.cause
+    if isinstance(cause, TimeoutError):
+        return cause.type == TimeoutType.HEARTBEAT
+    return isinstance(cause, ApplicationError) and cause.type == WORKER_SHUTDOWN_ERROR_TYPE
 
 
 def failure_message(error: BaseException) -> str:

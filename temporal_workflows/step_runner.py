@@ -32,12 +32,22 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped
     from temporal_workflows.read_model import BEFORE_RUN_REV, INLINE_DONE_REV, REVIEW_REV
     from temporal_workflows.recorder import RunRecorder
-    from temporal_workflows.retry import failure_message, retry_policy
+    from temporal_workflows.retry import (
+        LOST_WORKER_RERUNS,
+        RERUN_POLICY,
+        attempts,
+        failure_message,
+        lost_with_its_worker,
+        retry_policy,
+    )
     from temporal_workflows.reviews import Reviews, review_of
     from temporal_workflows.run_status import Activity
     from temporal_workflows.scope import Scope
 
 STEP_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+# Runs that lost a step's last attempt with its worker before reruns existed failed the
+# step there; on replay they still do (the rerun is a new command).
+LOST_WORKER_PATCH = "step-rerun-when-its-worker-is-lost"
 _GROWING_VARIABLES = frozenset({"previous_step_outputs", "loop_outputs"})
 PLAN_TIMEOUT = timedelta(seconds=30)
 
@@ -226,17 +236,32 @@ class StepRunner:
         request.writes_before = handed
         if handed is None:
             self.recorder.flush_soon()
-        self.history.add(ACTIVITY_EVENTS)
-        result: StepOutput = await workflow.execute_activity(
-            EXECUTE_STEP,
-            request,
-            result_type=StepOutput,
-            start_to_close_timeout=timeout,
-            heartbeat_timeout=STEP_HEARTBEAT_TIMEOUT,
-            retry_policy=retry_policy(config),
-            activity_id=request.node_run_id,
-            summary=await self._summary(request, node),
-        )
+        summary = await self._summary(request, node)
+        policy, activity_id, reruns = retry_policy(config), request.node_run_id, 0
+        while True:
+            self.history.add(ACTIVITY_EVENTS)
+            try:
+                result: StepOutput = await workflow.execute_activity(
+                    EXECUTE_STEP,
+                    request,
+                    result_type=StepOutput,
+                    start_to_close_timeout=timeout,
+                    heartbeat_timeout=STEP_HEARTBEAT_TIMEOUT,
+                    retry_policy=policy,
+                    activity_id=activity_id,
+                    summary=summary,
+                )
+                break
+            except ActivityError as exc:
+                # A deploy or a crash took the last attempt the policy allowed: run it again
+                # (the same node run and idempotency key), rather than fail the step.
+                if not lost_with_its_worker(exc) or reruns == LOST_WORKER_RERUNS:
+                    raise
+                if not workflow.patched(LOST_WORKER_PATCH):
+                    raise
+                reruns += 1
+                request.attempts_before = attempts(config) + reruns - 1
+                policy, activity_id = RERUN_POLICY, f"{request.node_run_id}.rerun{reruns}"
         if handed is not None and result.wrote_before:
             self.recorder.handed_written(handed)
         return result

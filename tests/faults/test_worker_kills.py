@@ -10,8 +10,10 @@ from pathlib import Path
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
-from tests.faults.harness import REPORTS, Load, create_workflow, effect_step
+from tests.builders import step
+from tests.faults.harness import REPORTS, TERMINAL, Load, create_workflow, effect_step
 from tests.peers.catalog import Peers
+from tests.support.api_runs import create_and_trigger, wait_for
 from tests.support.processes import Processes, TrellisProcess, process_env
 
 RUNS = 60
@@ -50,3 +52,26 @@ async def test_worker_sigkill_three_times_under_load(
     # Each run's start is written by its step's activity (the outbox's hand-off), which a
     # kill makes run again: still logged once.
     assert await load.run_events_logged_twice() == {}
+
+
+async def test_a_step_with_no_retries_outlives_its_worker_being_killed(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    """The contract's default stepConfig (maxRetries 0): a crash is not the step failing.
+    Temporal notices the dead worker by its missing heartbeats; the workflow runs the lost
+    attempt again on the next worker."""
+    env = process_env(tmp_path, temporal_env.client.service_client.config.target_host)
+    api = processes.api(env)
+    first = processes.worker(env)
+    delay = step("Wait", "builtin:delay", {"seconds": 3})
+    async with httpx.AsyncClient(base_url=api.url, timeout=10) as client:
+        wf, run_id = await create_and_trigger(client, {"nodes": [delay]})
+        await wait_for(client, wf, run_id, lambda r: r["nodeRuns"][:1] != [])  # it started
+        first.kill()
+        processes.worker(env)
+        # Within the 30 s heartbeat timeout, the 3 s attempt again, and some slack.
+        run = await wait_for(client, wf, run_id, lambda r: r["status"] in TERMINAL, within=75)
+
+    assert run["status"] == "completed", run
+    [waited] = run["nodeRuns"]
+    assert (waited["status"], waited["attempt"]) == ("completed", 2), waited

@@ -70,6 +70,43 @@ async def test_a_step_outlasting_the_grace_period_is_cancelled_and_retried_elsew
     assert run["nodeRuns"][0]["attempt"] == 2
 
 
+async def event_kinds(api: httpx.AsyncClient, wf: str, run_id: str) -> list[str]:
+    """The run's event log, kinds in order (the stream ends with the run)."""
+    kinds = []
+    async with api.stream("GET", f"/api/v1/workflows/{wf}/runs/{run_id}/events") as stream:
+        async for line in stream.aiter_lines():
+            if line.startswith("event:"):
+                kinds.append(line.split(":", 1)[1].strip())
+    return kinds
+
+
+async def test_a_step_with_no_retries_is_run_again_when_a_deploy_cuts_it_off(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    """The contract's default stepConfig (maxRetries 0): the one attempt a deploy took away
+    is not the step failing; the workflow runs it again on the next worker."""
+    env = env_for(temporal_env, tmp_path, TRELLIS_WORKER_SHUTDOWN_GRACE_SECONDS="1")
+    api_process = processes.api(env)
+    first = processes.worker(env)
+    delay = step("Wait", "builtin:delay", {"seconds": 6})
+    async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
+        wf, run_id = await create_and_trigger(api, {"nodes": [delay]})
+        await wait_for(api, wf, run_id, step_running)
+
+        code, seconds = await asyncio.to_thread(first.stop)
+        processes.worker(env)
+        run = await wait_for(api, wf, run_id, lambda r: r["status"] in TERMINAL)
+        kinds = await event_kinds(api, wf, run_id)
+
+    assert code == 0, first.output()
+    assert seconds < 6  # cut off by the 1 s grace, not finished by the first worker
+    assert run["status"] == "completed", run
+    [waited] = run["nodeRuns"]
+    assert (waited["status"], waited["attempt"], waited["error"]) == ("completed", 2, None)
+    assert "node_cancelled" not in kinds and "node_failed" not in kinds, kinds
+    assert kinds[-2:] == ["node_completed", "run_completed"], kinds
+
+
 async def test_sigterm_ends_live_event_streams_and_the_api_exits_promptly(
     temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
 ) -> None:
