@@ -88,6 +88,9 @@ class TokenVerifier:
             algorithm = jwt.get_unverified_header(token).get("alg")
         except jwt.InvalidTokenError:
             raise NotAuthenticated("Malformed bearer token: not a JWT") from None
+        if not isinstance(algorithm, str):
+            # A header is the caller's JSON: `alg` may be a list or an object (unhashable).
+            raise NotAuthenticated("Malformed bearer token: its header names no algorithm")
         if algorithm == HMAC_ALGORITHM and self._secret:
             return self._secret
         if algorithm in KEY_SET_ALGORITHMS and self._key_set is not None:

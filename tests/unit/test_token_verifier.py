@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
 from app.auth.tokens import ClaimNames, TokenSettingsError, TokenVerifier
@@ -55,3 +58,13 @@ def test_jwt_mode_needs_a_secret_or_a_key_set() -> None:
 
 def test_the_verifier_never_shows_its_secret() -> None:
     assert SECRET not in repr(TokenVerifier(secret=SECRET))
+
+
+@pytest.mark.parametrize("alg", [["HS256"], {"HS256": True}, None, 256])
+async def test_a_header_whose_alg_is_not_a_string_is_refused(alg: object) -> None:
+    """The header is the caller's JSON: any `alg` that is not a string is a 401, never a 500."""
+    signed = token("alice")
+    header = base64.urlsafe_b64encode(json.dumps({"alg": alg, "typ": "JWT"}).encode())
+    forged = header.rstrip(b"=").decode() + "." + signed.split(".", 1)[1]
+    with pytest.raises(NotAuthenticated, match="algorithm"):
+        await TokenVerifier(secret=SECRET).caller(forged)
