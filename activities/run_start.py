@@ -237,6 +237,7 @@ async def start_run_workflow(
         triggered_by=record.triggered_by,
         expression_task_steps=MAX_TASK_STEPS,
         steps_write_queued=True,
+        results_charged=True,
         status_shown_per_task=True,
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
         **(

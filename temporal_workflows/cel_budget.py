@@ -101,6 +101,26 @@ _CURRENT: contextvars.ContextVar[Budget] = contextvars.ContextVar("cel_budget")
 _TASK: contextvars.ContextVar[TaskBudget] = contextvars.ContextVar("cel_task_budget")
 
 
+# Whether an evaluation pays for the size of its result. Off only for runs started before
+# it was (RunInput.results_charged is False), so that they replay as they ran.
+_RESULTS_CHARGED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "cel_results_charged", default=True
+)
+
+
+def charge_results(on: bool) -> None:
+    """Charge (or not) the results of evaluations in this context (and tasks it starts)."""
+    _RESULTS_CHARGED.set(on)
+
+
+def charge_result(budget: Budget, result: Any) -> None:
+    """Charge what copying `result` out of CEL costs. A comprehension makes a value that
+    shares one big string a thousand times in a few steps; copying it out, and the
+    workflow task serialising it, would take gigabytes and minutes."""
+    if _RESULTS_CHARGED.get():
+        budget.spend(operand_steps(result, budget.left + 1))
+
+
 def share_per_task(task_budget: TaskBudget) -> None:
     """Charge evaluations in this context (and the tasks it starts) to `task_budget`."""
     _TASK.set(task_budget)

@@ -103,6 +103,9 @@ class RunInput(CamelModel):
     # the starter. False: a run started before hand-offs flushes as it did (no patch marker,
     # which would cost every run a marker and a search-attribute update).
     steps_write_queued: bool = False
+    # CEL evaluations pay for the size of their results (cel_budget.charge_result); set by
+    # the starter. False: a run started before they did replays without it.
+    results_charged: bool = False
     # The status search attribute is upserted once per workflow task, to the status the
     # run has when it blocks (status_attribute.py); set by the starter. False: a run
     # started before upserts every change, as it did.

@@ -27,6 +27,7 @@ from temporal_workflows.cel_budget import (
     Budget,
     BudgetedRunner,
     BudgetExceeded,
+    charge_result,
     charging,
     fresh_budget,
     release,
@@ -214,9 +215,11 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
     program, names = _program(source)
     # Only the variables the expression names: converting every step's outputs is costly.
     activation = {name: to_cel(scope[name]) for name in names if name in scope}
-    token = charging(budget or fresh_budget())
+    budget = budget or fresh_budget()
+    token = charging(budget)
     try:
         result = program.evaluate(activation)
+        charge_result(budget, result)
     except BudgetExceeded as exc:
         raise ExpressionError(
             f"CEL evaluation of {_brief(source)} stopped: {exc} (each evaluation may take "

@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from temporal_workflows.cel_budget import TaskBudget, share_per_task
+    from temporal_workflows.cel_budget import TaskBudget, charge_results, share_per_task
     from temporal_workflows.clock import RunClock
     from temporal_workflows.continuation import Continuation
     from temporal_workflows.contracts import (
@@ -97,6 +97,7 @@ class TrellisRun:
             # The history's length names the workflow task (the same on replay).
             task = workflow.info().get_current_history_length
             share_per_task(TaskBudget(task, inp.expression_task_steps))
+        charge_results(inp.results_charged)
         if inp.resume is None:
             await self._recorder.publish("run_started", status="running")
         position = self._continuation.restore(scope)

@@ -87,3 +87,30 @@ async def test_one_such_condition_alone_fits_its_task(platform: Platform) -> Non
     run = await platform.run({"nodes": [only]}, {"l": list(range(30))})
     assert run["status"] == "completed", run.get("errorSummary")
     assert [n["nodeId"] for n in run["nodeRuns"]] == ["c", "f"]
+
+
+async def test_a_config_copying_one_input_string_a_thousand_times_fails_its_step_quickly(
+    platform: Platform,
+) -> None:
+    """Cheap to evaluate (the string is shared), gigabytes to copy out: the result's size is
+    charged, so the step fails with the budget's message instead of holding the workflow
+    task (a deadlock Temporal retries for ever) while the worker's memory grows."""
+    bomb = "{{ input.l.map(a, input.l.map(b, input.l.map(c, input.s))) }}"
+    workflow_id = await platform.create(
+        {
+            "nodes": [
+                {
+                    "name": "S",
+                    "nodeType": "step",
+                    "executorKey": "builtin:echo",
+                    "config": {"x": bomb},
+                }
+            ]
+        }
+    )
+    started = time.monotonic()
+    run_id = await platform.trigger(workflow_id, {"l": list(range(10)), "s": "a" * 200_000})
+    run = await platform.wait(workflow_id, run_id, within=15)
+    assert time.monotonic() - started < 15
+    assert run["status"] == "failed", run
+    assert "stopped: it needs more than 50000 steps" in run["errorSummary"]

@@ -3,6 +3,7 @@ deterministic step budget at run time, and never a memory bomb through error mes
 
 from __future__ import annotations
 
+import contextvars
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ from temporal_workflows.cel_budget import (
     Budget,
     BudgetExceeded,
     TaskBudget,
+    charge_results,
 )
 from temporal_workflows.expressions import ExpressionError, check_expression, evaluate, render
 
@@ -68,6 +70,10 @@ class TestRefusedAtSave:
         assert len(str(info.value)) < 400
 
 
+# A comprehension's result holding one input string 1,000 times (shared, not copied).
+SHARED_STRING_BOMB = "input.l.map(a, input.l.map(b, input.l.map(c, input.s)))"
+
+
 class TestStoppedAtRunTime:
     def test_nested_exists_over_big_input_lists_stop_within_a_second(self) -> None:
         scope = {"input": {"items": list(range(100))}}  # 10^6 iterations unbounded
@@ -95,6 +101,30 @@ class TestStoppedAtRunTime:
         scope = {"input": {"few": list(range(1_000)), "many": list(range(100_000))}}
         with pytest.raises(ExpressionError, match="stopped"):
             evaluate("input.few.map(x, input.many.min())", scope)
+
+    def test_a_result_sharing_one_big_string_a_thousand_times_pays_for_its_size(self) -> None:
+        # A few thousand steps to make; 200 MB (and minutes) to copy out and serialise.
+        scope = {"input": {"l": list(range(10)), "s": "a" * 200_000}}
+        started = time.perf_counter()
+        with pytest.raises(ExpressionError, match="stopped"):
+            evaluate(SHARED_STRING_BOMB, scope)
+        assert time.perf_counter() - started < 2
+
+    def test_a_run_started_before_results_were_charged_evaluates_as_it_did(self) -> None:
+        scope = {"input": {"l": list(range(10)), "s": "a" * 50_000}}  # 50 MB out
+        with pytest.raises(ExpressionError, match="stopped"):
+            evaluate(SHARED_STRING_BOMB, scope)
+
+        def uncharged() -> Any:
+            charge_results(False)
+            return evaluate(SHARED_STRING_BOMB, scope)
+
+        value = contextvars.copy_context().run(uncharged)
+        assert len(value) == 10 and value[9][9][9] == "a" * 50_000
+
+    def test_a_big_result_within_the_budget_is_returned(self) -> None:
+        scope = {"input": {"s": "a" * 1_000_000}}  # ~1,000 steps to copy out
+        assert evaluate("input.s + 'b'", scope) == "a" * 1_000_000 + "b"
 
     def test_reading_one_element_of_a_big_list_is_cheap(self) -> None:
         scope = {"input": {"items": list(range(100_000))}}
