@@ -45,8 +45,12 @@ def dev_server_child(settings: Settings) -> Child:
         ui_port=settings.ui_port,
         db_file=temporal_db_file(settings),
         namespace=settings.temporal_namespace,
+        log_format=settings.log_format,
     )
-    return Child("temporal", argv, grace_seconds=10.0)
+    # Its banner (stdout) is text whatever the format; `trellis dev` prints the same
+    # addresses itself once ready, so a JSON log stream drops it.
+    quiet = settings.log_format == "json"
+    return Child("temporal", argv, grace_seconds=10.0, quiet_stdout=quiet)
 
 
 async def wait_for_temporal(settings: Settings, within: float, child: Child | None = None) -> None:

@@ -32,9 +32,16 @@ def search_attribute_args() -> list[str]:
 
 
 def dev_server_command(
-    temporal_bin: str, *, port: int, ui_port: int, db_file: Path | None, namespace: str
+    temporal_bin: str,
+    *,
+    port: int,
+    ui_port: int,
+    db_file: Path | None,
+    namespace: str,
+    log_format: str = "text",
 ) -> list[str]:
-    """The full `temporal server start-dev` command line."""
+    """The full `temporal server start-dev` command line; with `log_format` "json" its log
+    lines are JSON objects too (TRELLIS_LOG_FORMAT: one format for the whole platform)."""
     # fmt: off
     cmd = [
         temporal_bin, "server", "start-dev",
@@ -46,6 +53,8 @@ def dev_server_command(
         *search_attribute_args(),
     ]
     # fmt: on
+    if log_format == "json":
+        cmd += ["--log-format", "json"]
     if namespace != "default":
         cmd += ["--namespace", namespace]
     if db_file is not None:

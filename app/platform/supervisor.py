@@ -30,6 +30,8 @@ class Child:
     argv: Sequence[str]
     env: dict[str, str] | None = None
     grace_seconds: float = 10.0
+    # Drop what it prints on stdout (a banner not in the log format); stderr still shows.
+    quiet_stdout: bool = False
     process: asyncio.subprocess.Process | None = field(default=None, init=False)
     stopping: bool = field(default=False, init=False)
 
@@ -39,6 +41,7 @@ class Child:
             *self.argv,
             env=self.env,
             stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL if self.quiet_stdout else None,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )

@@ -37,6 +37,12 @@ def test_a_child_dying_stops_the_rest_and_exits_non_zero(
     line = json.loads(said[0])
     assert line["level"] == "ERROR" and line["logger"] == "trellis.dev"
     assert line["message"].startswith("the worker process exited unexpectedly (code -9)")
+    # The dev server logs JSON too, and its text banner is left out.
+    assert "Temporal CLI" not in dev.output
+    assert not [ln for ln in dev.lines if ln.startswith("time=")], dev.output
+    for ln in dev.lines:
+        if ln.startswith("{"):
+            json.loads(ln)
     assert _wait_gone(list(children.values())) == []
 
 
