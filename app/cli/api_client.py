@@ -186,4 +186,5 @@ def _error_line(response: httpx.Response) -> str:
         return f"{response.status_code} {json.dumps(body)[:300]}"
     line = f"{response.status_code} {error.get('code', '')}: {error.get('message', '')}"
     details = [f"{d.get('path')}: {d.get('message')}" for d in error.get("details") or []]
-    return "; ".join([line, *details[:5]])
+    # The message often quotes the first detail already: each one is said once.
+    return "; ".join([line, *[d for d in details if d not in line][:5]])

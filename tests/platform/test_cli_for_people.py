@@ -203,6 +203,18 @@ def test_an_api_error_is_one_line_and_exit_code_1(dev: DevProcess) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_refused_definition_names_each_problem_once(dev: DevProcess, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: refused\nnodes:\n  - name: S\n    nodeType: step\n"
+        "    executorKey: builtin:echo\n    humanReview: {onReject: sometimes}\n"
+    )
+    result = trellis(dev, "workflows", "apply", "-f", str(bad))
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: 400"), result.stderr
+    assert result.stderr.count("nodes[0].humanReview.onReject") == 1, result.stderr
+
+
 def test_a_bad_decision_is_refused_with_the_api_message(dev: DevProcess, tmp_path: Path) -> None:
     workflow_id = applied_workflow(dev, tmp_path)
     run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
