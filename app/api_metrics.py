@@ -35,6 +35,9 @@ class OpenGates(Collector):
 
     def __init__(self) -> None:
         self.by_workflow: dict[str, int] | None = None
+        # Workflows this process has reported: once their gates close they read 0 rather
+        # than vanish (a vanished series is "no data" on a dashboard, not zero).
+        self._reported: set[str] = set()
 
     def collect(self) -> Iterator[Any]:
         if self.by_workflow is None:
@@ -44,8 +47,9 @@ class OpenGates(Collector):
             "Approval gates waiting for a decision (read from the store at each scrape)",
             labels=["workflow_id"],
         )
-        for workflow_id, count in sorted(self.by_workflow.items()):
-            family.add_metric([workflow_id], count)
+        self._reported |= self.by_workflow.keys()
+        for workflow_id in sorted(self._reported):
+            family.add_metric([workflow_id], self.by_workflow.get(workflow_id, 0))
         yield family
 
 
