@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.gate_policy import after_rejection, takes_else_branch
     from temporal_workflows.gates import Decision, Requirement
     from temporal_workflows.open_gates import OpenGates
-    from temporal_workflows.outcomes import NodeFailed, NodeSkipped, RunCancelled
+    from temporal_workflows.outcomes import NodeSkipped
     from temporal_workflows.read_model import BEFORE_RUN_REV
     from temporal_workflows.recorder import RunRecorder
     from temporal_workflows.run_status import Activity, Pause
@@ -75,34 +75,11 @@ class Reviews:
                 self.recorder.node(node_run_id(), node, "running", event=None)
             if decision.resolution != "reject" or takes_else_branch(review, decision):
                 return decision
-            try:
-                then = after_rejection(review, decision, retry_count, node)
-            except (RunCancelled, NodeFailed) as ended:
-                if node.node_type == "step":  # a container's own node run records it
-                    self._step_ended(node_run_id(), node, ended)
-                raise
-            if then == "skip":
+            if after_rejection(review, decision, retry_count, node) == "skip":
                 raise NodeSkipped()
             retry_count += 1
             if redo is not None:
                 await redo(decision)
-
-    def _step_ended(
-        self, node_run_id: str, node: WorkflowNode, ended: RunCancelled | NodeFailed
-    ) -> None:
-        """A rejection ended the step (onReject cancel, or its retries used up): its node
-        run says so, rather than staying `awaiting_approval` on a run that has ended."""
-        if isinstance(ended, RunCancelled):
-            self.recorder.cancelled(node_run_id, node, str(ended))
-            return
-        self.recorder.node(
-            node_run_id,
-            node,
-            "failed",
-            event="node_failed",
-            finished_at=self.clock.stamp(),
-            error=ended.error,
-        )
 
     async def open(
         self,
