@@ -110,6 +110,11 @@ class RunInput(CamelModel):
     # run has when it blocks (status_attribute.py); set by the starter. False: a run
     # started before upserts every change, as it did.
     status_shown_per_task: bool = False
+    # A step's gate decided by a rejection closes its node run: `cancelled` when the run
+    # is cancelled (onReject/onTimeout cancel), `failed` when retries ran out or a
+    # reviewer's retry replaces it with a new node run; set by the starter. False: a run
+    # started before leaves it as it did (awaiting_approval), replaying as it ran.
+    rejected_gates_close_node_runs: bool = False
 
 
 class RunResult(CamelModel):

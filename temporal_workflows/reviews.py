@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.gate_policy import after_rejection, takes_else_branch
     from temporal_workflows.gates import Decision, Requirement
     from temporal_workflows.open_gates import OpenGates
-    from temporal_workflows.outcomes import NodeSkipped
+    from temporal_workflows.outcomes import NodeFailed, NodeSkipped, RunCancelled
     from temporal_workflows.read_model import BEFORE_RUN_REV
     from temporal_workflows.recorder import RunRecorder
     from temporal_workflows.run_status import Activity, Pause
@@ -75,11 +75,39 @@ class Reviews:
                 self.recorder.node(node_run_id(), node, "running", event=None)
             if decision.resolution != "reject" or takes_else_branch(review, decision):
                 return decision
-            if after_rejection(review, decision, retry_count, node) == "skip":
+            try:
+                verdict = after_rejection(review, decision, retry_count, node)
+            except RunCancelled as cancelled:
+                if self._closes(node):
+                    self.recorder.cancelled(node_run_id(), node, str(cancelled))
+                raise
+            except NodeFailed as failed:
+                if self._closes(node):
+                    self._failed(node_run_id(), node, failed.error)
+                raise
+            if verdict == "skip":
                 raise NodeSkipped()
             retry_count += 1
             if redo is not None:
+                if self._closes(node):
+                    # The step runs again on a new node run; this one's gate is decided.
+                    feedback = f": {decision.feedback}" if decision.feedback else ""
+                    self._failed(node_run_id(), node, f"rejected by reviewer{feedback}")
                 await redo(decision)
+
+    def _closes(self, node: WorkflowNode) -> bool:
+        """A rejected step's node run is closed here (a container's by the dispatcher)."""
+        return self.inp.rejected_gates_close_node_runs and node.node_type == "step"
+
+    def _failed(self, node_run_id: str, node: WorkflowNode, error: str) -> None:
+        self.recorder.node(
+            node_run_id,
+            node,
+            "failed",
+            event="node_failed",
+            finished_at=self.clock.stamp(),
+            error=error,
+        )
 
     async def open(
         self,

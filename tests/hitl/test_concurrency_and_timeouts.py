@@ -106,6 +106,9 @@ async def test_a_timeout_with_cancel_cancels_the_run(platform: Platform) -> None
     run = await timed_out(platform, "cancel")
     assert run["status"] == "cancelled"
     assert run["resolvedRequirements"][0]["source"] == "timeout"
+    # The timed-out gate's node run ends cancelled, not awaiting approval.
+    (gate,) = run["nodeRuns"]
+    assert gate["status"] == "cancelled" and gate["error"] == "Cancelled at 'gate' (timed out)"
 
 
 async def test_the_approvals_inbox_lists_pending_gates_oldest_first(

@@ -79,6 +79,10 @@ class TestConfirmation:
         run = await platform.wait(wf, run_id)
         assert run["status"] == "cancelled"
         assert [n["nodeName"] for n in run["nodeRuns"]] == ["send"]
+        # The gate is closed: its node run ends with the run, not left awaiting approval.
+        (send,) = run["nodeRuns"]
+        assert send["status"] == "cancelled" and send["finishedAt"]
+        assert send["error"] == "Cancelled at 'send' (rejected by dev)"
 
 
 class TestUserInput:
@@ -220,6 +224,30 @@ class TestOutputReview:
         assert run["status"] == "completed"
         assert len([n for n in run["nodeRuns"] if n["nodeName"] == "draft"]) == 2
         assert run["resolvedRequirements"][1]["retryCount"] == 1
+        # The rejected output's node run is closed; the new one carries the step on.
+        first, second = run["nodeRuns"]
+        assert first["status"] == "failed" and first["finishedAt"]
+        assert first["error"] == "rejected by reviewer: shorter please"
+        assert second["status"] == "completed"
+
+    async def test_rejections_past_max_retries_fail_the_run_and_its_node_runs(
+        self, platform: Platform
+    ) -> None:
+        review = {**self.REVIEW, "maxRetries": 1}
+        wf, run_id = await start(platform, [echo("draft", review), echo("after")])
+        await wait_for_gate(platform, wf, run_id, "draft")
+        await approve(platform, wf, run_id, stepId="draft", resolution="reject", feedback="a")
+        run = await wait_for_gate(platform, wf, run_id, "draft")
+        while run["pendingRequirements"][0]["retryCount"] != 1:
+            run = await wait_for_gate(platform, wf, run_id, "draft")
+        await approve(platform, wf, run_id, stepId="draft", resolution="reject", feedback="b")
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "failed"
+        assert run["errorSummary"] == "Node 'draft' failed: rejected by reviewer after 1 retries: b"
+        assert [(n["nodeName"], n["status"], n["error"]) for n in run["nodeRuns"]] == [
+            ("draft", "failed", "rejected by reviewer: a"),
+            ("draft", "failed", "rejected by reviewer after 1 retries: b"),
+        ]
 
 
 class TestCompatibility:
