@@ -178,5 +178,16 @@ def iter_nodes(nodes: list[WorkflowNode]) -> list[WorkflowNode]:
     return out
 
 
+def iter_nodes_at(nodes: list[WorkflowNode], path: str = "nodes") -> list[tuple[str, WorkflowNode]]:
+    """All nodes of a tree with their paths (`nodes[1].trueSteps[0]`), as `iter_nodes`."""
+    out: list[tuple[str, WorkflowNode]] = []
+    for i, node in enumerate(nodes):
+        at = f"{path}[{i}]"
+        out.append((at, node))
+        for label, seq in node.child_sequences():
+            out.extend(iter_nodes_at(seq, f"{at}.{label}"))
+    return out
+
+
 RouterChoice.model_rebuild()
 WorkflowNode.model_rebuild()

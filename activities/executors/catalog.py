@@ -31,7 +31,8 @@ from activities.executors.catalog_file import (
 )
 from activities.executors.catalog_models import AgentInfo, ServerInfo, SkillInfo, ToolInfo
 from activities.executors.sessions import McpSessions, describe_error
-from temporal_workflows.definition import WorkflowSpec, iter_nodes
+from temporal_workflows.definition import WorkflowSpec, iter_nodes_at
+from temporal_workflows.validation import Problem
 
 __all__ = ["Catalog", "CatalogError", "ExecutorRef", "load_catalog"]
 
@@ -113,20 +114,24 @@ class Catalog:
     def is_known_agent(self, name: str) -> bool:
         return name in self._agent_specs
 
-    def unknown_executor_problems(self, spec: WorkflowSpec) -> list[str]:
-        """One message per step whose executorKey or a2aPool entry the catalog cannot resolve."""
-        problems: list[str] = []
-        for node in iter_nodes(spec.nodes):
-            where = f"node {node.id!r} ({node.name!r})"
+    def unknown_executor_problems(self, spec: WorkflowSpec) -> list[Problem]:
+        """One problem per step whose executorKey or a2aPool entry the catalog cannot
+        resolve, naming the node by its path and name as the save-time rules do."""
+        problems: list[Problem] = []
+        for path, node in iter_nodes_at(spec.nodes):
+            where = f"{path} ({node.name!r})"
             if node.executor_key is not None:
                 found = self.resolution(node.executor_key)
                 if isinstance(found, str):
-                    problems.append(f"{where}: unknown executorKey: {found}")
+                    problems.append(Problem(where, f"unknown executorKey: {found}"))
             unknown = [a for a in node.a2a_pool if not self.is_known_agent(a)]
             if unknown:
                 problems.append(
-                    f"{where}: unresolvable a2aPool agent(s) {', '.join(map(repr, unknown))}; "
-                    "each entry must be an A2A agent in the executor catalog"
+                    Problem(
+                        where,
+                        f"unresolvable a2aPool agent(s) {', '.join(map(repr, unknown))}; "
+                        "each entry must be an A2A agent in the executor catalog",
+                    )
                 )
         return problems
 

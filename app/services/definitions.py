@@ -10,16 +10,16 @@ from uuid import uuid4
 from activities.store.access import LEGACY_OWNER
 from activities.store.base import DuplicateNameError, Store
 from activities.store.records import WorkflowRecord, utcnow
-from app.errors import DuplicateEntry, InvalidRequest, NotFound
+from app.errors import DuplicateEntry, NotFound
 from app.schemas.workflow import WorkflowCreate, WorkflowUpdate
 from temporal_workflows.definition import WorkflowSpec
-from temporal_workflows.validation import normalise
+from temporal_workflows.validation import DefinitionError, Problem, normalise
 
 
 class ExecutorChecker(Protocol):
     """The part of the executor catalog a save needs."""
 
-    def unknown_executor_problems(self, spec: WorkflowSpec) -> list[str]: ...
+    def unknown_executor_problems(self, spec: WorkflowSpec) -> list[Problem]: ...
 
 
 def new_id() -> str:
@@ -44,15 +44,17 @@ class DefinitionService:
     run_canceller: RunCanceller | None = None
 
     def _validated(self, spec: WorkflowSpec, *, check_executors: bool) -> WorkflowSpec:
-        """Assign missing node ids and apply every save-time rule (DefinitionError → 400)."""
-        spec = normalise(spec, new_id)
+        """Assign missing node ids and apply every save-time rule (DefinitionError → 400),
+        the executor catalog's with the others: every problem is reported at once."""
+        problems: list[Problem] = []
+        try:
+            spec = normalise(spec, new_id)
+        except DefinitionError as invalid:
+            problems = list(invalid.problems)
         if check_executors:
-            problems = self.catalog.unknown_executor_problems(spec)
-            if problems:
-                raise InvalidRequest(
-                    f"Invalid workflow definition: {'; '.join(problems)}",
-                    [{"path": "nodes", "message": p} for p in problems],
-                )
+            problems += self.catalog.unknown_executor_problems(spec)
+        if problems:
+            raise DefinitionError(problems)
         return spec
 
     async def create(self, body: WorkflowCreate, owner: str = LEGACY_OWNER) -> WorkflowRecord:

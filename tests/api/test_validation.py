@@ -250,6 +250,22 @@ class TestExecutorRules:
     ) -> None:
         await _assert_rejected_and_nothing_stored(client, workflow("w", bad), fragments)
 
+    async def test_catalog_problems_name_the_node_by_path_beside_the_other_rules(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        # docs/api.md: every problem at once, each named by the node's path and name.
+        body = workflow(
+            "w",
+            valid("condition", trueSteps=[step("Deep", key="nope")]),
+            node("Bare", "step"),
+        )
+        error = await _assert_rejected_and_nothing_stored(client, body, ["unknown executorKey"])
+        assert {d["path"] for d in error["details"]} == {
+            "nodes[0].trueSteps[0] ('Deep')",
+            "nodes[1] ('Bare')",
+        }
+        assert "nodes[0].trueSteps[0] ('Deep'): unknown executorKey: 'nope'" in error["message"]
+
     async def test_a_tool_offered_by_two_servers_must_name_its_server(
         self, client: httpx.AsyncClient
     ) -> None:

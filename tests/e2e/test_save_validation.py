@@ -1,4 +1,5 @@
-"""Saving a definition checks its executors against the live catalog: 400 naming the node."""
+"""Saving a definition checks its executors against the live catalog: 400 naming the node
+by its path and name."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ async def test_an_unknown_executor_key_is_refused_naming_the_node(platform: Plat
 
     message = rejected(await platform.api.post(WORKFLOWS, json={"name": "x", "nodes": [node]}))
 
-    assert "node 'node-mystery' ('Mystery')" in message
+    assert "nodes[0] ('Mystery'): unknown executorKey" in message
     assert "'no-such-tool' is not a built-in, an MCP tool or an A2A agent" in message
 
 
@@ -35,7 +36,7 @@ async def test_a_pool_with_an_unknown_agent_is_refused(platform: Platform) -> No
 
     message = rejected(await platform.api.post(WORKFLOWS, json={"name": "x", "nodes": [node]}))
 
-    assert "node 'node-pool' ('Create')" in message
+    assert "nodes[0] ('Create'): unresolvable" in message
     assert "unresolvable a2aPool agent(s) 'ghost-agent'" in message
 
 
@@ -44,7 +45,7 @@ async def test_a_tool_name_two_servers_offer_must_name_its_server(platform: Plat
 
     message = rejected(await platform.api.post(WORKFLOWS, json={"name": "x", "nodes": [node]}))
 
-    assert "node 'node-echo' ('Echo')" in message
+    assert "nodes[0] ('Echo'): unknown executorKey" in message
     assert "'echo' is ambiguous; write one of: peer-http/echo, peer-stdio/echo" in message
 
 

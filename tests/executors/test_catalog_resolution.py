@@ -52,23 +52,23 @@ def test_unknown_key_is_a_problem_naming_the_node() -> None:
         spec({"id": "n1", "name": "Mail", "nodeType": "step", "executorKey": "nope"})
     )
     assert len(problems) == 1
-    assert (
-        "'n1'" in problems[0] and "'Mail'" in problems[0] and "unknown executorKey" in problems[0]
-    )
+    assert problems[0].path == "nodes[0] ('Mail')"
+    assert problems[0].message.startswith("unknown executorKey: 'nope'")
 
 
 def test_ambiguous_key_is_a_problem_that_says_so() -> None:
     problems = Catalog(FILE).unknown_executor_problems(
         spec({"id": "n1", "name": "Mail", "nodeType": "step", "executorKey": "send"})
     )
-    assert "ambiguous" in problems[0] and "one/send" in problems[0]
+    assert "ambiguous" in problems[0].message and "one/send" in problems[0].message
 
 
 def test_unknown_pool_agent_is_a_problem() -> None:
     problems = Catalog(FILE).unknown_executor_problems(
         spec({"id": "p", "name": "Pool", "nodeType": "step", "a2aPool": ["agent-a", "ghost"]})
     )
-    assert len(problems) == 1 and "'ghost'" in problems[0] and "a2aPool" in problems[0]
+    assert len(problems) == 1 and "'ghost'" in problems[0].message
+    assert "a2aPool" in problems[0].message
 
 
 def test_known_keys_give_no_problems() -> None:
