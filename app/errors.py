@@ -209,6 +209,18 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED})
+# How the SDK's client reports a call that outran its own deadline (tonic's timeout layer):
+# CANCELLED, not DEADLINE_EXCEEDED. Temporal too slow to answer, not a bug.
+CLIENT_TIMEOUT = "Timeout expired"
+
+
+def unreachable(exc: RPCError) -> bool:
+    """Temporal did not answer: down, or too slow for the call's deadline."""
+    return exc.status in UNREACHABLE or (
+        exc.status == RPCStatusCode.CANCELLED and exc.message == CLIENT_TIMEOUT
+    )
+
+
 # The workflow's own error types (raised by its update handlers and validators).
 WORKFLOW_ERRORS: dict[str, type[ApiError]] = {
     NOT_FOUND_ERROR: NotFound,
@@ -219,7 +231,7 @@ INTERNAL = "Internal server error"
 
 
 def _from_rpc(exc: RPCError) -> ApiError:
-    if exc.status in UNREACHABLE:
+    if unreachable(exc):
         return ServiceUnavailable(f"Temporal is unreachable: {exc.message}")
     return ApiError(INTERNAL)
 
@@ -228,7 +240,7 @@ def _from_run_refused(exc: RunRefused) -> ApiError:
     # The run's workflow is gone from Temporal: closed (and perhaps past retention).
     if exc.error.status == RPCStatusCode.NOT_FOUND:
         return Conflict(f"Run {exc.run_id} is no longer running ({exc.error.message})")
-    if exc.error.status in UNREACHABLE:
+    if unreachable(exc.error):
         return _from_rpc(exc.error)
     return ApiError(f"Temporal refused the request: {exc.error.message}")
 
