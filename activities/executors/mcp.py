@@ -20,7 +20,7 @@ from activities.executors.base import (
     TransientError,
     payload_config,
 )
-from activities.executors.sessions import McpSessions, describe_error
+from activities.executors.sessions import McpSession, McpSessions, describe_error
 from activities.executors.tracing import CallTracer, trace_context
 
 
@@ -60,10 +60,13 @@ class McpExecutor:
             except Exception as exc:
                 if connection_lost(exc):
                     await session.reset()
+                else:  # an answer: perhaps "unknown tool", the listing being stale
+                    await _unless_gone(session, server_id, tool_name)
                 raise TransientError(
                     f"MCP call {server_id}/{tool_name} failed: {describe_error(exc)}"
                 ) from None
             if result.is_error:
+                await _unless_gone(session, server_id, tool_name)
                 raise TransientError(f"MCP tool {tool_name!r} reported an error: {_text(result)}")
         return StepOutcome(
             output=result_output(result),
@@ -74,6 +77,19 @@ class McpExecutor:
                 "tool": tool_name,
             },
         )
+
+
+async def _unless_gone(session: McpSession, server_id: str, tool_name: str) -> None:
+    """After a failed call, list the tools again: a tool the server removed since the
+    listing was taken (it answers "unknown tool") is permanent, not worth a retry."""
+    try:
+        tools = await session.tools(refresh=True)
+    except Exception:  # the call's own failure is what the step reports
+        return
+    if tool_name not in tools:
+        raise PermanentError(
+            f"MCP server {server_id!r} no longer offers tool {tool_name!r}"
+        ) from None
 
 
 # The SDK's own codes for a connection it can no longer use: closed, the server forgot the

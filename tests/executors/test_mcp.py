@@ -88,6 +88,26 @@ async def test_tool_the_server_no_longer_offers_is_permanent(
         await registry.close()
 
 
+async def test_tool_removed_after_the_listing_is_permanent(make_call: MakeCall) -> None:
+    # The session listed the tool; the server then dropped it and answers "unknown tool"
+    # (an error result): listed again, the tool is gone, so no retry can help.
+    server = build_mcp_server()
+    served = ServedApp(server.streamable_http_app()).start()
+    spec = McpServerSpec(id="shrinking", url=f"{served.base_url}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        assert (await registry.execute(make_call("shrinking/add", {"a": 1, "b": 2}))).output
+        server.remove_tool("add")
+        with pytest.raises(PermanentError, match="no longer offers tool 'add'"):
+            await registry.execute(make_call("shrinking/add", {"a": 1, "b": 2}))
+        with pytest.raises(TransientError, match="broken tool always fails"):
+            await registry.execute(make_call("shrinking/broken"))  # still offered: retryable
+    finally:
+        await registry.close()
+        served.stop()
+
+
 async def test_unreachable_server_is_retryable(make_call: MakeCall) -> None:
     from tests.peers.serving import free_port
 
