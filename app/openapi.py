@@ -134,7 +134,7 @@ _PRODUCERS: dict[str, list[tuple[str, str, str]]] = {
     "version": [("createWorkflow", "201", "$response.body#/version")],
     "run_id": [
         ("triggerRun", "202", "$response.body#/runId"),
-        ("retryRun", "202", "$response.body#/runId"),
+        ("retryRun", "200", "$response.body#/runId"),
         ("replayRun", "202", "$response.body#/runId"),
     ],
     "schedule_id": [("createSchedule", "201", "$response.body#/id")],

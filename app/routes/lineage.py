@@ -13,7 +13,9 @@ from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
 router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
 
 
-@router.post("/retry", status_code=status.HTTP_202_ACCEPTED, dependencies=[needs(CONTROL)])
+# 200, not 202 like rerun and replay: contract 3.2 ("HTTP 200 returned immediately with the
+# child run's ID"), while 3.3 and 3.4 answer 202.
+@router.post("/retry", status_code=status.HTTP_200_OK, dependencies=[needs(CONTROL)])
 async def retry_run(workflow: WorkflowDep, run: RunDep, lineage: LineageDep) -> ChildRunAccepted:
     """Retry a failed or cancelled run, reusing the outputs of the steps that completed."""
     child = await lineage.retry(workflow, run)

@@ -138,7 +138,7 @@ ROWS: list[Row] = [
     Row("POST", f"{RUN}/pause", 200, fresh=_gate),
     Row("POST", f"{RUN}/resume", 200, fresh=_paused),
     Row("POST", f"{RUN}/cancel", 200, fresh=_gate),
-    Row("POST", f"{RUN}/retry", 202, fresh=_cancelled),
+    Row("POST", f"{RUN}/retry", 200, fresh=_cancelled),
     Row("POST", f"{RUN}/nodes/{{node_id}}/rerun", 202),
     Row("POST", f"{RUN}/replay", 202),
     Row("POST", f"{WF}/schedules", 201, body=SCHEDULE),
