@@ -22,6 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 from mcp.client.streamable_http import streamable_http_client
 
+from activities.executors.base import PermanentError
 from activities.executors.catalog_file import McpServerSpec
 from activities.executors.service_token import acting_for
 
@@ -158,6 +159,13 @@ class McpSession:
         if found is None:
             schema = dict(tool.input_schema)
             cls = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+            try:
+                cls.check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                # The server's fault, and the same on every attempt until it lists another.
+                raise PermanentError(
+                    f"MCP tool {tool.name!r} publishes an invalid input schema: {exc.message}"
+                ) from None
             found = self._validators[tool.name] = cls(schema)
         return found
 

@@ -108,6 +108,25 @@ async def test_tool_removed_after_the_listing_is_permanent(make_call: MakeCall) 
         served.stop()
 
 
+async def test_a_tool_publishing_an_invalid_input_schema_is_permanent(make_call: MakeCall) -> None:
+    # No retry can help until the server lists another schema; the message says whose fault.
+    server = build_mcp_server()
+    server._tool_manager.get_tool("echo").parameters = {  # type: ignore[union-attr]
+        "type": "object",
+        "properties": {"text": {"type": "notatype"}},
+    }
+    served = ServedApp(server.streamable_http_app()).start()
+    spec = McpServerSpec(id="badschema", url=f"{served.base_url}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        with pytest.raises(PermanentError, match="'echo' publishes an invalid input schema"):
+            await registry.execute(make_call("badschema/echo", {"text": "x"}))
+    finally:
+        await registry.close()
+        served.stop()
+
+
 async def test_unreachable_server_is_retryable(make_call: MakeCall) -> None:
     from tests.peers.serving import free_port
 
