@@ -144,14 +144,7 @@ class Dispatcher:
                 if failed.node_name == node.name
                 else f"child '{failed.node_name}' failed: {failed.error}"
             )
-            self.recorder.node(
-                node_run_id,
-                node,
-                "failed",
-                event="node_failed",
-                finished_at=self.clock.stamp(),
-                error=error,
-            )
+            self.recorder.failed(node_run_id, node, error)
             raise
         except (asyncio.CancelledError, RunCancelled):
             self.recorder.cancelled(node_run_id, node)

@@ -169,6 +169,17 @@ class RunRecorder:
             error=error,
         )
 
+    def failed(self, node_run_id: str, node: WorkflowNode, error: str, **fields: Any) -> None:
+        self.node(
+            node_run_id,
+            node,
+            "failed",
+            event="node_failed",
+            finished_at=self._clock.stamp(),
+            error=error,
+            **fields,
+        )
+
     def skipped(self, node_run_id: str, node: WorkflowNode, skipped: NodeSkipped) -> None:
         self.node(
             node_run_id,

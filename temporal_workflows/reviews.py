@@ -83,7 +83,7 @@ class Reviews:
                 raise
             except NodeFailed as failed:
                 if self._closes(node):
-                    self._failed(node_run_id(), node, failed.error)
+                    self.recorder.failed(node_run_id(), node, failed.error)
                 raise
             if verdict == "skip":
                 raise NodeSkipped()
@@ -92,22 +92,12 @@ class Reviews:
                 if self._closes(node):
                     # The step runs again on a new node run; this one's gate is decided.
                     feedback = f": {decision.feedback}" if decision.feedback else ""
-                    self._failed(node_run_id(), node, f"rejected by reviewer{feedback}")
+                    self.recorder.failed(node_run_id(), node, f"rejected by reviewer{feedback}")
                 await redo(decision)
 
     def _closes(self, node: WorkflowNode) -> bool:
         """A rejected step's node run is closed here (a container's by the dispatcher)."""
         return self.inp.rejected_gates_close_node_runs and node.node_type == "step"
-
-    def _failed(self, node_run_id: str, node: WorkflowNode, error: str) -> None:
-        self.recorder.node(
-            node_run_id,
-            node,
-            "failed",
-            event="node_failed",
-            finished_at=self.clock.stamp(),
-            error=error,
-        )
 
     async def open(
         self,

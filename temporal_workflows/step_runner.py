@@ -290,15 +290,7 @@ class StepRunner:
         )
         if step.config.on_error == "skip":
             raise NodeSkipped(error, **fields)
-        self.recorder.node(
-            step.node_run_id,
-            step.node,
-            "failed",
-            event="node_failed",
-            finished_at=self.clock.stamp(),
-            error=error,
-            **fields,
-        )
+        self.recorder.failed(step.node_run_id, step.node, error, **fields)
         raise NodeFailed(step.node.name, error)
 
 
