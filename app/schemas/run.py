@@ -40,7 +40,11 @@ class RunCreate(CamelModel):
     def _dependencies_need_parent(self) -> RunCreate:
         if self.resolved_dependencies and not self.parent_run_id:
             raise ValueError("resolvedDependencies requires parentRunId")
+        listed: set[str] = set()
         for dep in self.resolved_dependencies:
+            if dep.node_id in listed:
+                raise ValueError(f"resolvedDependencies: node {dep.node_id!r} is listed twice")
+            listed.add(dep.node_id)
             if dep.resolution == "reuse_previous_output" and not dep.source_node_run_id:
                 raise ValueError(
                     f"resolvedDependencies: node {dep.node_id!r} reuses a previous output "

@@ -10,6 +10,7 @@ from activities.store.records import RunRecord, WorkflowRecord
 from app.errors import InvalidRequest, NotFound
 from app.schemas.run import RunCreate
 from temporal_workflows.contracts import CachedOutput, Identity
+from temporal_workflows.definition import iter_nodes
 
 
 @dataclass
@@ -53,6 +54,12 @@ class RunService:
         parent = await self.store.get_run(body.parent_run_id)
         if parent is None or parent.workflow_definition_id != workflow.id:
             raise NotFound(f"Parent run {body.parent_run_id!r} not found for this workflow")
+        known = {node.id for node in iter_nodes(workflow.nodes)}
+        for dep in body.resolved_dependencies:
+            if dep.node_id not in known:
+                raise InvalidRequest(
+                    f"resolvedDependencies: node {dep.node_id!r} is not a node of this workflow"
+                )
         cached: dict[str, CachedOutput] = {}
         for dep in body.resolved_dependencies:
             if dep.resolution != "reuse_previous_output":

@@ -136,6 +136,23 @@ class TestRetry:
         assert platform.peer.calls["explicit-first"] == 1
         assert platform.peer.calls["explicit-second"] == 2
 
+    async def test_the_explicit_form_refuses_unknown_and_repeated_nodes(
+        self, platform: Platform
+    ) -> None:
+        wf, source = await failed_run(platform, "refused")
+        url = f"/api/v1/workflows/{wf}/runs"
+        before = (await platform.api.get(url)).json()["pagination"]["total"]
+        rerun = {"resolution": "rerun"}
+        for deps, says in (
+            ([{"nodeId": "nope", **rerun}], "node 'nope' is not a node of this workflow"),
+            ([{"nodeId": "first", **rerun}, {"nodeId": "first", **rerun}], "listed twice"),
+        ):
+            body = {"triggerSource": "retry", "parentRunId": source["id"]}
+            response = await platform.api.post(url, json={**body, "resolvedDependencies": deps})
+            assert response.status_code == 400, response.text
+            assert says in response.json()["error"]["message"]
+        assert (await platform.api.get(url)).json()["pagination"]["total"] == before
+
 
 class TestNodeRerun:
     async def test_reruns_the_node_reusing_upstream_and_running_nothing_downstream(
