@@ -16,10 +16,13 @@ from collections.abc import Mapping
 
 from fastapi.telemetry import TelemetryConfig
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from temporalio.contrib.opentelemetry import TracingInterceptor
+
+from app.logs import scrub_secrets
 
 ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 PROTOCOLS = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
@@ -76,8 +79,24 @@ def tracer_provider_from_env(
     endpoint = environ.get(ENDPOINTS[0], "").strip()
     if not endpoint:
         endpoint = f"{environ[ENDPOINTS[1]].strip().rstrip('/')}/v1/traces"
+    provider.add_span_processor(SecretsMasked())
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     return provider
+
+
+# Span attributes that carry what a caller typed into a URL.
+URL_ATTRIBUTES = ("url.query", "url.full", "http.target", "http.url")
+
+
+class SecretsMasked(SpanProcessor):
+    """A caller's `?access_token=…` (or a key, a password) masked in a span's URL attributes
+    as in the log lines (app/logs.py): a span is as readable as a log line."""
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        for key in URL_ATTRIBUTES:
+            value = (span.attributes or {}).get(key)
+            if isinstance(value, str) and (clean := scrub_secrets(value)) != value:
+                span.set_attribute(key, clean)
 
 
 def check_tracing_settings(environ: Mapping[str, str] = os.environ) -> None:
