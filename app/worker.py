@@ -85,38 +85,42 @@ async def run_worker(
     catalog = executor_catalog(settings)
     store = open_store(settings.resolved_store_url)
     await store.connect()
-    await catalog.start()
-    registry = ExecutorRegistry(
-        catalog,
-        http_policy=http_policy(settings),
-        service_tokens=service_token_signer(settings),
-        tracer=tracer_provider.get_tracer(TRACER_NAME) if tracer_provider else None,
-    )
-    metrics = WorkerMetrics.serve(settings.worker_metrics_host, settings.worker_metrics_port)
-    client = await connect_temporal(
-        settings,
-        store,
-        runtime=metrics.runtime,
-        interceptors=temporal_interceptors(tracer_provider),
-    )
-    worker = build_worker(
-        client,
-        task_queue=settings.task_queue,
-        store=store,
-        executor=registry,
-        shutdown_grace=timedelta(seconds=settings.worker_shutdown_grace_seconds),
-        max_output_bytes=settings.max_payload_bytes,
-        max_cached_workflows=settings.worker_max_cached_workflows,
-        metrics=metrics.run_metrics,
-    )
-    reconciler = Reconciler(
-        client,
-        store,
-        task_queue=settings.task_queue,
-        interval=settings.reconcile_interval_seconds,
-        metrics=metrics.run_metrics,
-    )
+    registry: ExecutorRegistry | None = None
+    metrics: WorkerMetrics | None = None
+    # Whatever start-up opened is closed however it ends: an open store and catalog (their
+    # thread and tasks) kept a worker that could not reach Temporal alive, deaf to SIGTERM.
     try:
+        await catalog.start()
+        registry = ExecutorRegistry(
+            catalog,
+            http_policy=http_policy(settings),
+            service_tokens=service_token_signer(settings),
+            tracer=tracer_provider.get_tracer(TRACER_NAME) if tracer_provider else None,
+        )
+        metrics = WorkerMetrics.serve(settings.worker_metrics_host, settings.worker_metrics_port)
+        client = await connect_temporal(
+            settings,
+            store,
+            runtime=metrics.runtime,
+            interceptors=temporal_interceptors(tracer_provider),
+        )
+        worker = build_worker(
+            client,
+            task_queue=settings.task_queue,
+            store=store,
+            executor=registry,
+            shutdown_grace=timedelta(seconds=settings.worker_shutdown_grace_seconds),
+            max_output_bytes=settings.max_payload_bytes,
+            max_cached_workflows=settings.worker_max_cached_workflows,
+            metrics=metrics.run_metrics,
+        )
+        reconciler = Reconciler(
+            client,
+            store,
+            task_queue=settings.task_queue,
+            interval=settings.reconcile_interval_seconds,
+            metrics=metrics.run_metrics,
+        )
         async with worker:
             reconcile = asyncio.create_task(reconciler.run_forever())
             log.info("worker polling task queue %s", settings.task_queue)
@@ -127,7 +131,9 @@ async def run_worker(
             finally:
                 reconcile.cancel()
     finally:
-        metrics.close()
-        await registry.close()
+        if metrics is not None:
+            metrics.close()
+        if registry is not None:
+            await registry.close()
         await catalog.close()
         await store.close()

@@ -1,0 +1,23 @@
+"""A worker that cannot start says so and exits: nothing it opened keeps it alive."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.platform.conftest import REPO, trellis_env
+from tests.support.server import free_port
+
+
+def test_a_worker_that_cannot_reach_temporal_exits_non_zero(tmp_path: Path) -> None:
+    # The store and the catalog are open by then; they held the process alive (and deaf
+    # to SIGTERM) before start-up closed them on failure too.
+    port = free_port()  # nothing listens there
+    env = trellis_env(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "worker", "--temporal-port", str(port)],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert f"127.0.0.1:{port}" in result.stderr
