@@ -142,7 +142,8 @@ class TestTrigger:
             },
         )
         assert bad_node.status_code == 400
-        assert "belongs to node" in bad_node.json()["error"]["message"]
+        # A node the workflow does not have is refused before its source is looked at.
+        assert "'other-node' is not a node of this workflow" in bad_node.json()["error"]["message"]
         wrong_parent = await platform.api.post(
             runs_url(wf),
             json={
