@@ -163,6 +163,40 @@ class TestTrigger:
         listed = await platform.api.get(runs_url(wf))
         assert listed.json()["pagination"]["total"] == 2
 
+    async def test_a_source_node_run_of_another_node_is_refused(self, platform: Platform) -> None:
+        two = {
+            "nodes": [
+                {"name": "first", "nodeType": "step", "executorKey": "builtin:echo"},
+                {"name": "second", "nodeType": "step", "executorKey": "builtin:echo"},
+            ]
+        }
+        wf = await platform.create(two)
+        parent = await platform.trigger(wf)
+        node_runs = (await platform.wait(wf, parent))["nodeRuns"]
+        by_name = {nr["nodeName"]: nr for nr in node_runs}
+        first, second = by_name["first"], by_name["second"]
+        response = await platform.api.post(
+            runs_url(wf),
+            json={
+                "parentRunId": parent,
+                "triggerSource": "retry",
+                "resolvedDependencies": [
+                    {
+                        "nodeId": second["nodeId"],
+                        "resolution": "reuse_previous_output",
+                        "sourceNodeRunId": first["id"],
+                    }
+                ],
+            },
+        )
+        assert response.status_code == 400
+        assert response.json()["error"]["message"] == (
+            f"sourceNodeRunId {first['id']!r} belongs to node {first['nodeId']!r}, "
+            f"not {second['nodeId']!r}"
+        )
+        listed = await platform.api.get(runs_url(wf))
+        assert listed.json()["pagination"]["total"] == 1
+
     async def test_reused_outputs_are_not_executed_again(self, platform: Platform) -> None:
         wf = await platform.create(
             {
