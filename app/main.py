@@ -20,6 +20,7 @@ from app.body_limit import BodyLimitMiddleware
 from app.console.routes import console_app
 from app.deps import get_temporal
 from app.errors import install_error_handlers
+from app.head import HeadMiddleware
 from app.heap import freeze_startup_heap
 from app.openapi import API_PREFIX, install_openapi
 from app.outbound import executor_catalog
@@ -105,6 +106,7 @@ def create_app(
     app.state.metrics = api_metrics or ApiMetrics()
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.resolved_max_body_bytes)
+    app.add_middleware(HeadMiddleware, root=app)
     # Outermost of ours: a request's duration includes every middleware's work.
     app.add_middleware(RequestMetricsMiddleware, histogram=app.state.metrics.requests, root=app)
     app.include_router(health.router)

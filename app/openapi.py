@@ -231,9 +231,12 @@ def _camel(name: str) -> str:
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:
-    """Every method some route serves at `path` (the `Allow` header of a 405)."""
+    """Every method some route serves at `path` (the `Allow` header of a 405); HEAD with
+    GET (app/head.py)."""
     methods: set[str] = set()
     for route in _api_routes(app):
         if route.path_regex.match(path):
             methods |= route.methods or set()
+    if "GET" in methods:
+        methods.add("HEAD")
     return sorted(methods)

@@ -72,7 +72,7 @@ def test_creating_responses_link_to_what_takes_their_ids(tmp_path: Path) -> None
 async def test_405_allows_every_method_of_the_path(client: httpx.AsyncClient) -> None:
     response = await client.post(f"{API}/workflows/some-id")
     assert_error(response, 405, "method_not_allowed", "POST")
-    assert response.headers["allow"] == "DELETE, GET, PUT"
+    assert response.headers["allow"] == "DELETE, GET, HEAD, PUT"
 
 
 async def test_a_page_past_the_limit_is_400_not_500(client: httpx.AsyncClient) -> None:
