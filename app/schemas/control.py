@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
+from app.schemas.run import IdStr
 from app.schemas.workflow import Pagination
 from temporal_workflows.base import CamelModel
 from temporal_workflows.gates import Resolution
@@ -23,7 +24,7 @@ class ApproveRequest(CamelModel):
         },
     )
 
-    step_id: str = Field(min_length=1, max_length=128)
+    step_id: IdStr
     resolution: Resolution
     feedback: str | None = Field(default=None, max_length=10_000)
     edited_output: Any = None

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from activities.store.records import NodeRunRecord, ResolvedDependency, RunHeader, RunRecord
 from app.schemas.workflow import Pagination
 from temporal_workflows.base import CamelModel
 from temporal_workflows.contracts import Identity
 from temporal_workflows.definition import WorkflowSpec
+from temporal_workflows.validation import NODE_ID_PATTERN
+
+# An id in a request body, under the rule of path ids (docs/api.md, "Ids"): malformed is a
+# 400 naming the field, before anything is looked up.
+IdStr = Annotated[str, Field(pattern=NODE_ID_PATTERN.pattern)]
 
 
 class RunCreate(CamelModel):
@@ -33,8 +38,22 @@ class RunCreate(CamelModel):
 
     trigger_source: str = Field(default="manual", min_length=1, max_length=64)
     initial_input: dict[str, Any] = Field(default_factory=dict)
-    parent_run_id: str | None = Field(default=None, max_length=128)
+    parent_run_id: IdStr | None = None
     resolved_dependencies: list[ResolvedDependency] = Field(default_factory=list, max_length=500)
+
+    @field_validator("resolved_dependencies")
+    @classmethod
+    def _dependency_ids_well_formed(
+        cls, deps: list[ResolvedDependency]
+    ) -> list[ResolvedDependency]:
+        for i, dep in enumerate(deps):
+            for field, value in (
+                ("nodeId", dep.node_id),
+                ("sourceNodeRunId", dep.source_node_run_id),
+            ):
+                if value is not None and not NODE_ID_PATTERN.match(value):
+                    raise ValueError(f"[{i}].{field} {value[:140]!r} is not a well-formed id")
+        return deps
 
     @model_validator(mode="after")
     def _dependencies_need_parent(self) -> RunCreate:

@@ -98,6 +98,42 @@ class TestTrigger:
         listed = await platform.api.get(runs_url(wf))
         assert listed.json()["pagination"]["total"] == 1
 
+    async def test_a_malformed_parent_run_id_is_400_and_starts_nothing(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        for body in (
+            {"parentRunId": "!x"},
+            {
+                "parentRunId": "run-x",
+                "resolvedDependencies": [{"nodeId": "!n", "resolution": "rerun"}],
+            },
+            {
+                "parentRunId": "run-x",
+                "resolvedDependencies": [
+                    {
+                        "nodeId": "n1",
+                        "resolution": "reuse_previous_output",
+                        "sourceNodeRunId": "a b",
+                    }
+                ],
+            },
+        ):
+            response = await platform.api.post(runs_url(wf), json=body)
+            assert response.status_code == 400, body
+            error = response.json()["error"]
+            assert error["code"] == "invalid_request"
+            assert error["details"][0]["path"] in ("parentRunId", "resolvedDependencies")
+        listed = await platform.api.get(runs_url(wf))
+        assert listed.json()["pagination"]["total"] == 0
+
+    async def test_a_well_formed_unknown_parent_run_id_is_404(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(runs_url(wf), json={"parentRunId": "run-unknown"})
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "resource_not_found"
+        assert (await platform.api.get(runs_url(wf))).json()["pagination"]["total"] == 0
+
     async def test_resolved_dependencies_need_a_parent_run(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
         response = await platform.api.post(

@@ -69,3 +69,18 @@ async def test_an_update_no_worker_takes_in_time_is_503(
         assert error["message"].startswith("No worker took the request in time")
     finally:
         await platform.client.get_workflow_handle(record.id).terminate("test over")
+
+
+async def test_a_decision_naming_a_malformed_step_id_is_400_and_the_gate_stays_open(
+    platform: Platform,
+) -> None:
+    wf, run_id = await start(platform, [echo("gate", GATE)])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    response = await approve(platform, wf, run_id, stepId="!gate", resolution="confirm")
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "invalid_request"
+    assert error["details"][0]["path"] == "stepId"
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert run["status"] == "awaiting_approval"
+    assert [r["stepId"] for r in run["pendingRequirements"]] == ["gate"]
