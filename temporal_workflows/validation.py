@@ -22,6 +22,8 @@ from temporal_workflows.expressions import ExpressionError, check_expression, te
 MAX_DEPTH = 12
 MAX_NODES = 5_000
 MAX_POOL = 5
+# How a step's `a2aPool` is ordered (`config.poolStrategy`; activities/executors/pool.py).
+POOL_STRATEGIES = ("failover", "round_robin", "skill_match")
 NODE_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 _PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
 
@@ -137,6 +139,12 @@ def _step(node: WorkflowNode) -> list[str]:
         out.append("a2aPool lists an agent twice")
     if node.executor_key is not None and not node.executor_key.strip():
         out.append("executorKey must not be empty")
+    strategy = node.config.get("poolStrategy", POOL_STRATEGIES[0])
+    if strategy not in POOL_STRATEGIES:
+        out.append(
+            f"config.poolStrategy {str(strategy)[:60]!r} is unknown; use one of: "
+            + ", ".join(POOL_STRATEGIES)
+        )
     sc = node.step_config
     if sc and sc.backoff_max_seconds < sc.backoff_base_seconds:
         out.append("stepConfig.backoffMaxSeconds must be >= backoffBaseSeconds")

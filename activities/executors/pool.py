@@ -18,8 +18,9 @@ from typing import Any
 from activities.executors.a2a import A2AExecutor
 from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
 from activities.executors.catalog import Catalog
+from temporal_workflows.validation import POOL_STRATEGIES
 
-STRATEGIES = ("failover", "round_robin", "skill_match")
+STRATEGIES = POOL_STRATEGIES
 _WORD = re.compile(r"[a-z0-9]+")
 _TAG_WEIGHT, _NAME_WEIGHT, _TEXT_WEIGHT = 3, 2, 1
 

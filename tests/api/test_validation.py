@@ -58,6 +58,8 @@ SHAPE_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("step_rejects_blank_executor_key", step("A", key="  "), ["('A')", "executorKey must not be empty"]),
     ("a2a_pool_holds_at_most_five", node("A", "step", a2aPool=["a1", "a2", "a3", "a4", "a5", "a6"]), ["('A')", "at most 5"]),
     ("a2a_pool_lists_each_agent_once", node("A", "step", a2aPool=["web-agent", "web-agent"]), ["('A')", "agent twice"]),
+    ("pool_strategy_known", node("A", "step", a2aPool=["web-agent"], config={"poolStrategy": "random"}), ["nodes[0] ('A')", "config.poolStrategy 'random' is unknown", "failover, round_robin, skill_match"]),
+    ("pool_strategy_known_when_nested", valid("parallel", children=[step("B"), node("C", "step", a2aPool=["web-agent"], config={"poolStrategy": 3})]), ["nodes[0].children[1] ('C')", "config.poolStrategy '3' is unknown"]),
     ("backoff_max_not_below_base", step("A", stepConfig={"backoffBaseSeconds": 10, "backoffMaxSeconds": 5}), ["('A')", "backoffMaxSeconds must be >= backoffBaseSeconds"]),
     ("parallel_needs_two_children", valid("parallel", children=[step("B")]), ["('P')", "at least 2 children"]),
     ("parallel_rejects_executor_key", valid("parallel", executorKey="tool-a"), ["('P')", "parallel nodes must not define executorKey"]),
@@ -318,3 +320,16 @@ class TestWorkflowLevelRules:
         body = workflow("w", node("A", "step"), valid("parallel", children=[step("B")]))
         error = await _assert_rejected_and_nothing_stored(client, body, ["('A')", "('P')"])
         assert [d["path"] for d in error["details"]] == ["nodes[0] ('A')", "nodes[1] ('P')"]
+
+
+async def test_an_update_with_an_unknown_pool_strategy_changes_nothing(
+    client: httpx.AsyncClient,
+) -> None:
+    pool = node("A", "step", a2aPool=["web-agent"], config={"poolStrategy": "round_robin"})
+    created = await client.post(f"{API}/workflows", json=workflow(unique("pool"), pool))
+    assert created.status_code == 201, created.text
+    url = f"{API}/workflows/{created.json()['id']}"
+    bad = node("A", "step", a2aPool=["web-agent"], config={"poolStrategy": "random"})
+    response = await client.put(url, json={"nodes": [bad]})
+    assert_error(response, 400, "invalid_request", "nodes[0] ('A')", "poolStrategy 'random'")
+    assert (await client.get(url)).json() == created.json()
