@@ -139,8 +139,9 @@ def _step(node: WorkflowNode) -> list[str]:
         out.append("a2aPool lists an agent twice")
     if node.executor_key is not None and not node.executor_key.strip():
         out.append("executorKey must not be empty")
+    # Only a pool step reads it; to any other executor it is an argument like the rest.
     strategy = node.config.get("poolStrategy", POOL_STRATEGIES[0])
-    if strategy not in POOL_STRATEGIES:
+    if node.a2a_pool and strategy not in POOL_STRATEGIES:
         out.append(
             f"config.poolStrategy {str(strategy)[:60]!r} is unknown; use one of: "
             + ", ".join(POOL_STRATEGIES)

@@ -322,6 +322,16 @@ class TestWorkflowLevelRules:
         assert [d["path"] for d in error["details"]] == ["nodes[0] ('A')", "nodes[1] ('P')"]
 
 
+async def test_a_pool_strategy_argument_of_a_single_executor_step_is_its_own(
+    client: httpx.AsyncClient,
+) -> None:
+    # Only a pool reads config.poolStrategy; an MCP tool may take an argument of that name.
+    tool = step("A", config={"poolStrategy": "cheapest"})
+    created = await client.post(f"{API}/workflows", json=workflow(unique("tool"), tool))
+    assert created.status_code == 201, created.text
+    assert created.json()["nodes"][0]["config"] == {"poolStrategy": "cheapest"}
+
+
 async def test_an_update_with_an_unknown_pool_strategy_changes_nothing(
     client: httpx.AsyncClient,
 ) -> None:
