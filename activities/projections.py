@@ -47,10 +47,13 @@ async def write_batch(store: Store, metrics: RunMetrics, batch: ProjectionBatch)
     for kind in batch.order:
         if kind == "r":
             p = next(runs)
+            # Every run write of the workflow has a rev of its own (the recorder counts
+            # them, across continue-as-new), so one already stored is a repeat: the batch
+            # of a workflow task that ran again after its first attempt had written it (a
+            # worker or Temporal lost the task's completion). Applied only over an older
+            # rev, it logs its event once, not a second `awaiting_approval` or `run_started`.
             writes.append(
-                store.update_run(
-                    p.run_id, p.rev, _stamped(p.changes), p.event, newer_only=p.newer_only
-                )
+                store.update_run(p.run_id, p.rev, _stamped(p.changes), p.event, newer_only=True)
             )
         else:
             n = next(node_runs)
