@@ -44,6 +44,7 @@ from app.routes import catalog as catalog_routes
 from app.services.event_hub import EventHub
 from app.services.read_cache import ReadCache
 from app.settings import Settings, get_settings
+from app.shutdown_answer import ShutdownAnswerMiddleware
 from app.temporal_link import TemporalLink
 from app.tracing import API_SERVICE, fastapi_telemetry, start_tracing, temporal_interceptors
 
@@ -106,6 +107,7 @@ def create_app(
     app.state.metrics = api_metrics or ApiMetrics()
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.resolved_max_body_bytes)
+    app.add_middleware(ShutdownAnswerMiddleware)
     app.add_middleware(HeadMiddleware, root=app)
     # Outermost of ours: a request's duration includes every middleware's work.
     app.add_middleware(RequestMetricsMiddleware, histogram=app.state.metrics.requests, root=app)

@@ -136,3 +136,41 @@ async def test_sigterm_ends_live_event_streams_and_the_api_exits_promptly(
     assert code in (0, -signal.SIGTERM), api_process.process.output()
     assert "Application shutdown complete" in api_process.process.output()
     assert seconds < 8  # streams ended at once; the 10 s grace was not waited out
+
+
+async def test_a_request_the_shutdown_grace_cuts_off_is_answered_503_and_safe_to_repeat(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    """An approval waiting for a worker when the API is stopped: once the API's grace has
+    passed it is cancelled — answered 503 in the error body (uvicorn alone says a
+    plain-text 500, which a client does not repeat); repeated later, it applies once."""
+    env = env_for(temporal_env, tmp_path, TRELLIS_API_SHUTDOWN_GRACE_SECONDS="1")
+    api_process = processes.api(env)
+    worker = processes.worker(env)
+    gate = step("Approve", "builtin:echo", id="gate", humanReview={"requiresConfirmation": True})
+    decision = {"stepId": "gate", "resolution": "confirm"}
+    async with httpx.AsyncClient(base_url=api_process.url, timeout=30) as api:
+        wf, run_id = await create_and_trigger(api, {"nodes": [gate]})
+        await wait_for(api, wf, run_id, lambda r: r["status"] == "awaiting_approval")
+        worker.kill()  # no worker takes the decision: the request waits
+        approve = asyncio.create_task(
+            api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/approve", json=decision)
+        )
+        await asyncio.sleep(1.0)
+        code, _ = await asyncio.to_thread(api_process.process.stop)
+        answer = await asyncio.wait_for(approve, 10)
+
+    assert code in (0, -signal.SIGTERM), api_process.process.output()
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["error"]["code"] == "service_unavailable"
+    assert answer.headers["retry-after"] == "1"
+
+    processes.worker(env)
+    again = processes.api(env)
+    async with httpx.AsyncClient(base_url=again.url, timeout=30) as api:
+        repeated = await api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/approve", json=decision)
+        # Applied by this repeat, or by the cut-off request after all: never twice.
+        assert repeated.status_code in (200, 409), repeated.text
+        run = await wait_for(api, wf, run_id, lambda r: r["status"] in TERMINAL)
+    assert run["status"] == "completed", run
+    assert len(run["resolvedRequirements"]) == 1
