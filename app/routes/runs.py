@@ -24,6 +24,7 @@ from app.deps import (
     get_run_or_404,
     id_path,
 )
+from app.openapi import errors
 from app.routes.conditional import NOT_MODIFIED, counted_response
 from app.routes.model_response import json_body, model_response
 from app.schemas.run import (
@@ -41,13 +42,20 @@ from temporal_workflows.read_model import RunStatus
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs", tags=["runs"])
 
+KEY_REUSED = "conflict: the Idempotency-Key was first used with a different request body"
+
 # Opt-in for runs with thousands of node runs; without it, the contract's shapes.
 NodeRunsView = Annotated[Literal["all", "summary"], Query(alias="nodeRuns")]
 NodePage = Annotated[int | None, Query(ge=1, le=MAX_PAGE)]
 NodePerPage = Annotated[int | None, Query(alias="perPage", ge=1, le=1000)]
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, dependencies=[needs(CONTROL)])
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[needs(CONTROL)],
+    responses=errors(409, s409=KEY_REUSED),
+)
 async def trigger_run(
     workflow: WorkflowDep,
     runs: RunServiceDep,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from activities.run_start import RunStarter, new_run_id, new_run_record, require_enabled
 from activities.store.base import Store
 from activities.store.records import RunRecord, WorkflowRecord
-from app.errors import InvalidRequest, NotFound
+from app.errors import Conflict, InvalidRequest, NotFound
 from app.schemas.run import RunCreate
 from temporal_workflows.contracts import CachedOutput, Identity
 from temporal_workflows.definition import iter_nodes
@@ -31,6 +31,7 @@ class RunService:
             # A repeat gets the same run. One whose workflow never started (the API died
             # between record and start, or Temporal refused it with a 503) is started now;
             # any other is returned unchanged.
+            require_same_trigger(existing, body)
             return await self.starter.start(workflow, existing, restart_refused=True)
         cached = await self._cached_outputs(workflow, body)
         record = new_run_record(
@@ -43,7 +44,10 @@ class RunService:
             idempotency_key=idempotency_key,
             triggered_by=self.triggered_by,
         )
-        return await self.starter.start(workflow, record, cached=cached)
+        stored = await self.starter.start(workflow, record, cached=cached)
+        if idempotency_key is not None:
+            require_same_trigger(stored, body)  # a concurrent first use may have won
+        return stored
 
     async def _cached_outputs(
         self, workflow: WorkflowRecord, body: RunCreate
@@ -85,3 +89,32 @@ class RunService:
                 source_node_run_id=source.id, output=source.output_snapshot
             )
         return cached
+
+
+def require_same_trigger(run: RunRecord, body: RunCreate) -> None:
+    """A repeat under an `Idempotency-Key` must be the same trigger as its first use.
+
+    Answering another body with the first one's run would accept a trigger that never
+    runs (a key reused by mistake, a client bug): refuse it, as the IETF idempotency-key
+    draft and payment APIs do, naming what differs.
+    """
+    differs = [
+        name
+        for name, stored, sent in (
+            ("initialInput", run.initial_input, body.initial_input),
+            ("triggerSource", run.trigger_source, body.trigger_source),
+            ("parentRunId", run.parent_run_id, body.parent_run_id),
+            (
+                "resolvedDependencies",
+                [d.model_dump() for d in run.resolved_dependencies],
+                [d.model_dump() for d in body.resolved_dependencies],
+            ),
+        )
+        if stored != sent
+    ]
+    if differs:
+        raise Conflict(
+            f"Idempotency-Key was first used for run {run.id} with a different request "
+            f"({', '.join(differs)} differ): repeat that request unchanged, or use a new "
+            "key for a new run"
+        )

@@ -134,6 +134,31 @@ class TestTrigger:
         assert response.json()["error"]["code"] == "resource_not_found"
         assert (await platform.api.get(runs_url(wf))).json()["pagination"]["total"] == 0
 
+    async def test_an_idempotency_key_reused_with_another_body_is_409_not_the_first_run(
+        self, platform: Platform
+    ) -> None:
+        # Answering the first run would accept a trigger (input b) that never runs.
+        wf = await platform.create(ECHO)
+        headers = {"Idempotency-Key": "order-43"}
+        first = await platform.api.post(
+            runs_url(wf), json={"initialInput": {"order": "a"}}, headers=headers
+        )
+        assert first.status_code == 202, first.text
+        reused = await platform.api.post(
+            runs_url(wf), json={"initialInput": {"order": "b"}}, headers=headers
+        )
+        assert reused.status_code == 409, reused.text
+        error = reused.json()["error"]
+        assert error["code"] == "conflict"
+        assert first.json()["runId"] in error["message"] and "initialInput" in error["message"]
+        repeat = await platform.api.post(
+            runs_url(wf), json={"initialInput": {"order": "a"}}, headers=headers
+        )
+        assert repeat.status_code == 202 and repeat.json()["runId"] == first.json()["runId"]
+        await platform.wait(wf, first.json()["runId"])
+        listed = await platform.api.get(runs_url(wf))
+        assert listed.json()["pagination"]["total"] == 1
+
     async def test_resolved_dependencies_need_a_parent_run(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
         response = await platform.api.post(
