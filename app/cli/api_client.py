@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +129,37 @@ class TrellisApi:
                     f"lost the event stream of {run_path} and could not resume it for "
                     f"{patience:.0f} s (API at {self.url})"
                 )
+            time.sleep(RESUME_DELAYS[min(tries, len(RESUME_DELAYS) - 1)])
+            tries += 1
+
+    def get_when_up(
+        self,
+        path: str,
+        patience: float = RESUME_PATIENCE_SECONDS,
+        waiting: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """`get`, tried again while no API answers (refused, 502/503/504) for up to
+        `patience` seconds, as `events` resumes a stream: a watch started during a restart
+        or a deploy waits for the API instead of failing. `waiting` is told once."""
+        deadline = time.monotonic() + patience
+        tries = 0
+        while True:
+            try:
+                response = self._http.get(f"{API}{path}")
+                if response.status_code not in _UNAVAILABLE:
+                    if response.is_error:
+                        raise ApiError(_error_line(response), response.text)
+                    return Answer(response.json() if response.content else None, response.text)
+                why = f"HTTP {response.status_code}"
+            except httpx.TransportError as exc:
+                why = type(exc).__name__
+            if time.monotonic() >= deadline:
+                raise ApiError(
+                    f"cannot reach the Trellis API at {self.url} ({why}) for {patience:.0f} s; "
+                    "set TRELLIS_URL or --url"
+                )
+            if tries == 0 and waiting is not None:
+                waiting(f"the Trellis API at {self.url} is not answering ({why}); waiting")
             time.sleep(RESUME_DELAYS[min(tries, len(RESUME_DELAYS) - 1)])
             tries += 1
 

@@ -92,7 +92,8 @@ def _line(event: dict[str, Any]) -> str:
 
 def watch_run(session: Session, run_id: str) -> int:
     """Follow the run until it ends; 0 when it completed, 1 when it failed or was cancelled."""
-    run = session.api.get(f"/runs/{run_id}").data
+    # Started during a restart or a deploy: wait for the API, as the stream does later.
+    run = session.api.get_when_up(f"/runs/{run_id}", waiting=_say_waiting).data
     path = f"/workflows/{run['workflowDefinitionId']}/runs/{run_id}"
     view = RunView.of(run)
     events = session.api.events(path)
@@ -115,6 +116,10 @@ def watch_run(session: Session, run_id: str) -> int:
     if not session.as_json:
         session.console.print(Text.from_markup(f"run {run_id} {styled(view.status)}"))
     return 0 if view.status == "completed" else 1
+
+
+def _say_waiting(message: str) -> None:
+    click.echo(message, err=True)
 
 
 def _event(raw: SseEvent) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests.platform.conftest import REPO, DevProcess, trellis_env
+from tests.support.server import free_port
 
 
 @pytest.fixture(scope="module")
@@ -276,11 +277,11 @@ class _RestartingApi:
     API shutting down does, refuses connections for a moment (the restart), then comes back
     on the same port and sends the rest of the events after the `Last-Event-ID` it is given."""
 
-    def __init__(self) -> None:
-        self.phase = "first"  # first stream -> "down" (shutting down) -> "back" (restarted)
+    def __init__(self, port: int = 0, phase: str = "first") -> None:
+        self.phase = phase  # first stream -> "down" (shutting down) -> "back" (restarted)
         self.resumed_after: list[str | None] = []
         self.first_stream_done = threading.Event()
-        self.server = self._serve(0)
+        self.server = self._serve(port)
         self.port = self.server.server_address[1]
 
     def _serve(self, port: int) -> http.server.ThreadingHTTPServer:
@@ -364,6 +365,34 @@ def test_watch_resumes_after_the_api_restarts(tmp_path: Path) -> None:
     assert watcher.returncode == 0, err
     assert api.resumed_after == ["1"]
     assert "run_started" in out and "run_completed" in out
+    assert out.strip().endswith("run run-x completed")
+
+
+def test_a_watch_started_while_the_api_restarts_waits_for_it(tmp_path: Path) -> None:
+    """`trellis runs watch` started in the moment an API is down (a restart, a deploy):
+    it waits for the API, as it does when a stream drops later, instead of exiting 1 at
+    once with "cannot reach the Trellis API" while the run goes on."""
+    port = free_port()
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "runs", "watch", "run-x",
+         "--url", f"http://127.0.0.1:{port}"],
+        env=trellis_env(tmp_path), cwd=REPO, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    api: _RestartingApi | None = None
+    try:
+        time.sleep(3.0)  # the CLI has started and found nothing listening
+        assert watcher.poll() is None, watcher.communicate()
+        api = _RestartingApi(port, phase="back")
+        out, err = watcher.communicate(timeout=30)
+    finally:
+        watcher.kill()
+        if api is not None:
+            api.server.shutdown()
+            api.server.server_close()
+    assert watcher.returncode == 0, err
+    assert "not answering" in err
+    assert "run_completed" in out
     assert out.strip().endswith("run run-x completed")
 
 
