@@ -97,7 +97,7 @@ class TrellisApi:
         A stream that drops, or that the API ends because it is shutting down (a restart, a
         deploy: it closes streams cleanly so clients resume elsewhere), is resumed after the
         last event seen (`Last-Event-ID`) once an API answers again, waiting up to `patience`
-        seconds without news. A stream that ends cleanly is over only when the run is."""
+        seconds while none answers. A stream that ends cleanly is over only when the run is."""
         last = after
         tries = 0
         quiet_since: float | None = None
@@ -110,6 +110,10 @@ class TrellisApi:
                         if response.is_error:
                             response.read()
                             raise ApiError(_error_line(response), response.text)
+                        # An API answers: patience counts from the next time none does. A
+                        # run waiting at a gate sends no event for days, and each restart
+                        # of the API ends its stream; that is not an API gone for good.
+                        tries, quiet_since = 0, None
                         for event in _parse_sse(response.iter_lines()):
                             last = event.id or last
                             tries, quiet_since = 0, None

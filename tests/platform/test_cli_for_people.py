@@ -18,6 +18,7 @@ import httpx
 import pytest
 import yaml
 
+from app.cli.api_client import TrellisApi
 from tests.platform.conftest import REPO, DevProcess, trellis_env
 from tests.support.server import free_port
 
@@ -411,3 +412,64 @@ def test_apply_of_a_file_that_does_not_parse_is_one_line_and_exit_code_1(tmp_pat
         assert "Traceback" not in result.stderr
         assert result.stderr.startswith(f"Error: {path}: {says}"), result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+class _QuietRunApi:
+    """An API whose run waits at a gate (no events) while the API restarts again and again:
+    every stream after the first ends without an event, until the run ends."""
+
+    def __init__(self, completes_after: float) -> None:
+        self.completes_at = time.monotonic() + completes_after
+        self.streams = 0
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                done = time.monotonic() >= api.completes_at
+                if self.path.endswith("/events"):
+                    api.streams += 1
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()
+                    if api.streams == 1:
+                        self._event(1, "awaiting_approval", "awaiting_approval")
+                    elif done:
+                        self._event(2, "run_completed", "completed")
+                    return  # HTTP/1.0: closing ends the stream, as a restarting API does
+                status = "completed" if done else "awaiting_approval"
+                raw = json.dumps(
+                    {"id": "run-x", "workflowDefinitionId": "wf", "status": status}
+                ).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _event(self, event_id: int, kind: str, status: str) -> None:
+                data = json.dumps({"type": kind, "runId": "run-x", "status": status})
+                self.wfile.write(f"id: {event_id}\nevent: {kind}\ndata: {data}\n\n".encode())
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def test_a_watch_of_a_quiet_run_outlasts_api_restarts_spread_over_its_patience() -> None:
+    """Seen with `trellis runs watch` on a run held at a gate: each API restart ended its
+    stream, each time an API answered again, and yet after 120 s without an event the
+    watch gave up ("lost the event stream … could not resume it"). Patience is for an API
+    that does not answer, not for a run that is quiet."""
+    api = _QuietRunApi(completes_after=4.0)
+    client = TrellisApi(api.url)
+    try:
+        kinds = [e.event for e in client.events("/workflows/wf/runs/run-x", patience=1.5)]
+    finally:
+        client.close()
+        api.server.shutdown()
+        api.server.server_close()
+    assert kinds == ["awaiting_approval", "run_completed"]
+    assert api.streams > 2  # it resumed across several stream ends
