@@ -421,6 +421,7 @@ class _QuietRunApi:
     def __init__(self, completes_after: float) -> None:
         self.completes_at = time.monotonic() + completes_after
         self.streams = 0
+        self.completion_streamed = False
         api = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -435,8 +436,12 @@ class _QuietRunApi:
                         self._event(1, "awaiting_approval", "awaiting_approval")
                     elif done:
                         self._event(2, "run_completed", "completed")
+                        api.completion_streamed = True
                     return  # HTTP/1.0: closing ends the stream, as a restarting API does
-                status = "completed" if done else "awaiting_approval"
+                # Completed only once a stream said so: a run found ended between two
+                # streams ends the watch without its last event, which is not the point here
+                # (and on a loaded machine the clock could make it so).
+                status = "completed" if api.completion_streamed else "awaiting_approval"
                 raw = json.dumps(
                     {"id": "run-x", "workflowDefinitionId": "wf", "status": status}
                 ).encode()
