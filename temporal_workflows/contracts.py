@@ -207,6 +207,9 @@ PENDING_REQUIREMENTS = "pending_requirements"
 NOT_FOUND_ERROR = "NotFound"
 INVALID_ERROR = "InvalidRequest"
 CONFLICT_ERROR = "Conflict"
+# The detail of a decision refused because its gate is not open in the workflow: the API
+# waits a little when the store shows it open (app/services/controls.py).
+GATE_NOT_OPEN = "gate_not_open"
 # The error type a failed run ends with.
 RUN_FAILED_ERROR = "RunFailed"
 

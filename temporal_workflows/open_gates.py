@@ -13,7 +13,12 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from temporal_workflows.contracts import CONFLICT_ERROR, INVALID_ERROR, NOT_FOUND_ERROR
+    from temporal_workflows.contracts import (
+        CONFLICT_ERROR,
+        GATE_NOT_OPEN,
+        INVALID_ERROR,
+        NOT_FOUND_ERROR,
+    )
     from temporal_workflows.definition import UserInputField
     from temporal_workflows.gate_policy import resolved, timeout_decision
     from temporal_workflows.gates import Decision, GateError, Requirement, check_decision
@@ -68,13 +73,17 @@ class OpenGates:
     def check(self, decision: Decision) -> None:
         """The decide validator: refuse what the gate cannot take (nothing reaches history)."""
         if not self.open:
-            raise ApplicationError("Run is not awaiting approval", type=CONFLICT_ERROR)
+            raise ApplicationError(
+                "Run is not awaiting approval", GATE_NOT_OPEN, type=CONFLICT_ERROR
+            )
         req = self.open.get(decision.step_id)
         if req is None:
             if any(r.step_id == decision.step_id for r in self.resolved):
                 raise _already_decided(decision)
             raise ApplicationError(
-                f"No pending requirement for step {decision.step_id!r}", type=NOT_FOUND_ERROR
+                f"No pending requirement for step {decision.step_id!r}",
+                GATE_NOT_OPEN,
+                type=NOT_FOUND_ERROR,
             )
         if decision.step_id in self._decisions:
             raise _already_decided(decision)

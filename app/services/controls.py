@@ -11,7 +11,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import Client, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.client import (
+    Client,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from activities.store.base import Store
@@ -22,6 +27,7 @@ from app.errors import Conflict, RunRefused, UpdateNotTaken
 from app.schemas.control import ApproveRequest
 from temporal_workflows.contracts import (
     DECIDE,
+    GATE_NOT_OPEN,
     PAUSE,
     PENDING_REQUIREMENTS,
     RESUME,
@@ -33,6 +39,11 @@ from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, run_event
 
 # How long the API waits for the worker to take an update before answering 503.
 UPDATE_TIMEOUT_SECONDS = 15.0
+# How long a decision waits for a gate that the store shows open and the workflow does not
+# have open: the workflow task that opened it wrote the store, then was lost with a worker
+# or a Temporal restart, and runs again within seconds (the task's timeout is 10 s).
+GATE_SETTLE_SECONDS = 12.0
+GATE_SETTLE_POLL_SECONDS = 0.25
 
 
 @dataclass
@@ -61,8 +72,28 @@ class ControlService:
             selected_choices=body.selected_choices,
             decided_by=self.who,
         )
-        result: DecisionResult = await self._update(run, DECIDE, decision, DecisionResult)
-        return result
+        settled_by = asyncio.get_running_loop().time() + GATE_SETTLE_SECONDS
+        while True:
+            try:
+                result: DecisionResult = await self._update(run, DECIDE, decision, DecisionResult)
+                return result
+            except WorkflowUpdateFailedError as exc:
+                if (
+                    not _gate_not_open(exc)
+                    or asyncio.get_running_loop().time() >= settled_by
+                    or not await self._store_shows_open(run.id, body.step_id)
+                ):
+                    raise
+            await asyncio.sleep(GATE_SETTLE_POLL_SECONDS)
+
+    async def _store_shows_open(self, run_id: str, step_id: str) -> bool:
+        """Whether the read model still shows the gate waiting (the workflow wrote it)."""
+        fresh = await self.store.get_run(run_id)
+        return (
+            fresh is not None
+            and fresh.status not in TERMINAL_RUN_STATUSES
+            and any(r.get("stepId") == step_id for r in fresh.pending_requirements)
+        )
 
     async def pause(self, run: RunRecord) -> ControlResult:
         if run.status not in ("running", "awaiting_approval"):
@@ -128,3 +159,8 @@ class ControlService:
         except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
             # wait_for cancels the update call, which the SDK reports as its own error.
             raise UpdateNotTaken(run.id) from None
+
+
+def _gate_not_open(exc: WorkflowUpdateFailedError) -> bool:
+    cause = exc.cause
+    return isinstance(cause, ApplicationError) and GATE_NOT_OPEN in cause.details

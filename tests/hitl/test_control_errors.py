@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
 from activities.run_start import start_run_workflow
 from activities.store.records import RunRecord
 from app.services import controls
-from tests.builders import echo
+from tests.builders import delay, echo
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
+from tests.support.polling import eventually
 
 GATE = {"requiresConfirmation": True}
 
@@ -84,3 +86,58 @@ async def test_a_decision_naming_a_malformed_step_id_is_400_and_the_gate_stays_o
     run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
     assert run["status"] == "awaiting_approval"
     assert [r["stepId"] for r in run["pendingRequirements"]] == ["gate"]
+
+
+async def _shown_open_before_the_workflow(platform: Platform) -> tuple[str, str]:
+    """A run whose store shows its gate open while the workflow is still before it: what a
+    workflow task lost with a worker or a Temporal restart leaves behind (the task wrote
+    the store, then runs again and opens the gate anew)."""
+    wf, seen = await start(platform, [echo("gate", GATE)])
+    shown = (await wait_for_gate(platform, wf, seen, "gate"))["pendingRequirements"]
+    run_id = await platform.trigger(
+        wf_two := await platform.create({"nodes": [delay("wait", 2), echo("gate", GATE)]})
+    )
+
+    async def running() -> RunRecord | None:
+        run = await platform.store.get_run(run_id)
+        return run if run is not None and run.status == "running" else None
+
+    run = await eventually(running)
+    assert await platform.store.update_run(
+        run_id, run.rev, {"status": "awaiting_approval", "pending_requirements": shown}
+    )
+    return wf_two, run_id
+
+
+async def test_a_decision_waits_for_a_gate_the_store_shows_before_the_workflow_opens_it(
+    platform: Platform,
+) -> None:
+    # It was 409 "Run is not awaiting approval" while the run detail said it was.
+    wf, run_id = await _shown_open_before_the_workflow(platform)
+    response = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    assert response.status_code == 200, response.text
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+    assert [r["stepId"] for r in run["resolvedRequirements"]] == ["gate"]
+
+
+async def test_a_gate_shown_open_that_the_workflow_never_opens_is_409_after_the_wait(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(controls, "GATE_SETTLE_SECONDS", 0.5)
+    wf, run_id = await _shown_open_before_the_workflow(platform)
+    response = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    assert response.status_code == 409, response.text
+    assert response.json()["error"]["message"] == "Run is not awaiting approval"
+
+    async def gate_reached() -> dict[str, Any] | None:
+        run: dict[str, Any] = (
+            await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")
+        ).json()
+        return run if any(n["nodeId"] == "gate" for n in run["nodeRuns"]) else None
+
+    run = await eventually(gate_reached)
+    assert run["resolvedRequirements"] == [], "the refused decision changed nothing"
+    assert [r["stepId"] for r in run["pendingRequirements"]] == ["gate"]
+    later = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    assert later.status_code == 200, later.text
