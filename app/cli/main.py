@@ -9,7 +9,7 @@ import click
 
 from app.cli import run_commands, workflow_commands
 from app.cli.platform_commands import COMMANDS
-from app.cli.settings_options import settings_overview
+from app.cli.settings_options import SettingsError, invalid_settings, settings_overview
 from app.cli.token_command import token
 
 HELP = """Trellis: durable workflows on Temporal, driven by a REST API.
@@ -74,9 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
         return 130
-    except ValidationError as exc:
-        click.echo(f"trellis: invalid settings:\n{exc}", err=True)
-        return 1
+    except (SettingsError, ValidationError) as exc:
+        # A bad setting is a usage error, as a bad flag value is to click: exit code 2.
+        error = exc if isinstance(exc, SettingsError) else invalid_settings(exc)
+        for line in error.lines:
+            click.echo(f"trellis {command}: {line}", err=True)
+        return 2
     except (PreflightError, DevServerError, SetupError, TokenSettingsError) as exc:
         click.echo(f"trellis {command}: {exc}", err=True)
         return 1

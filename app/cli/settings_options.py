@@ -8,12 +8,12 @@ read from the environment only.
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import click
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 
 from app.settings import Settings
@@ -191,14 +191,52 @@ def settings_flags(command: str) -> Callable[[F], F]:
     return decorate
 
 
+class SettingsError(Exception):
+    """Settings that do not validate: one line per bad setting, naming its variable (and flag)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("; ".join(lines))
+        self.lines = lines
+
+
 def settings_from(params: dict[str, Any]) -> Settings:
-    """Settings from the environment, overridden by the flags given on the command line."""
+    """Settings from the environment, overridden by the flags given on the command line.
+
+    SettingsError when a value is invalid; a setting that is a flag of this command (a
+    key of `params`) is named by its flag and its variable.
+    """
     overrides = {
         name: value
         for name, value in params.items()
         if name in Settings.model_fields and value is not None
     }
-    return Settings(**overrides)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise invalid_settings(exc, flags=params.keys()) from None
+
+
+def invalid_settings(exc: ValidationError, flags: Collection[str] = ()) -> SettingsError:
+    """pydantic's report on Settings as one line per bad setting, in the operator's terms."""
+    lines = []
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error["loc"] else ""
+        where = env_name(name)
+        if name in flags:
+            where = f"{flag_name(name)} / {where}"
+        info = Settings.model_fields.get(name)
+        # A secret (or a URL that may hold a password) is named, never shown.
+        hidden = info is None or is_secret(info) or not info.repr
+        value = "" if hidden else f" '{error['input']}'"
+        lines.append(f"invalid value{value} for {where}: {_reason(error['msg'])}")
+    return SettingsError(lines)
+
+
+def _reason(message: str) -> str:
+    for prefix, replacement in (("Input should be ", "must be "), ("Value error, ", "")):
+        if message.startswith(prefix):
+            return replacement + message[len(prefix) :]
+    return message
 
 
 def settings_help(command: str) -> str:

@@ -75,12 +75,14 @@ def test_api_on_a_taken_port_says_so(tmp_path: Path, taken_port: int) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_invalid_setting_is_reported_without_a_traceback(tmp_path: Path) -> None:
+def test_invalid_setting_is_one_line_naming_the_variable_and_exit_code_2(tmp_path: Path) -> None:
     env = trellis_env(tmp_path / "data", TRELLIS_API_PORT="not-a-port")
     result = run_trellis(["api"], env)
-    assert result.returncode != 0
-    assert "api_port" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "trellis api: invalid value 'not-a-port' for --api-port / TRELLIS_API_PORT: "
+        "must be a valid integer, unable to parse string as an integer"
+    ]
 
 
 def test_help_documents_every_command_and_setting(tmp_path: Path) -> None:

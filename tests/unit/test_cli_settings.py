@@ -8,7 +8,7 @@ from typing import Any
 import click
 import pytest
 
-from app.cli.main import cli
+from app.cli.main import cli, main
 from app.cli.settings_options import (
     PLATFORM_COMMANDS,
     env_name,
@@ -88,3 +88,62 @@ def test_a_secret_has_no_flag() -> None:
 def test_the_catalog_honours_its_refresh_setting() -> None:
     catalog = executor_catalog(Settings(catalog_refresh_seconds=7.5))
     assert catalog.refresh_seconds == 7.5
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No TRELLIS_* from our environment; a data dir that nothing has created yet."""
+    import os
+
+    for name in [n for n in os.environ if n.startswith("TRELLIS_")]:
+        monkeypatch.delenv(name)
+    data_dir = tmp_path / "data"
+    monkeypatch.setenv("TRELLIS_DATA_DIR", str(data_dir))
+    return data_dir
+
+
+def test_a_bad_variable_is_one_line_naming_it_its_value_and_what_is_allowed(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TRELLIS_LOG_LEVEL", "LOUD")
+    assert main(["api"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "trellis api: invalid value 'LOUD' for --log-level / TRELLIS_LOG_LEVEL: "
+        "must be 'DEBUG', 'INFO', 'WARNING', 'ERROR' or 'CRITICAL'"
+    ]
+    assert not clean_env.exists()
+
+
+def test_each_bad_setting_is_a_line_of_its_own(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TRELLIS_API_WORKERS", "0")
+    assert main(["api", "--max-payload-bytes", "-1"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "trellis api: invalid value '0' for --api-workers / TRELLIS_API_WORKERS: "
+        "must be greater than or equal to 1",
+        "trellis api: invalid value '-1' for --max-payload-bytes / TRELLIS_MAX_PAYLOAD_BYTES: "
+        "must be greater than 0",
+    ]
+
+
+def test_a_bad_variable_without_a_flag_on_the_command_is_named_by_the_variable_only(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TRELLIS_AUTH_MODE", "none")
+    assert main(["worker"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "trellis worker: invalid value 'none' for TRELLIS_AUTH_MODE: must be 'dev' or 'jwt'"
+    ]
+
+
+def test_a_secret_that_does_not_validate_is_named_but_not_shown() -> None:
+    from pydantic import ValidationError
+
+    from app.cli.settings_options import invalid_settings
+
+    with pytest.raises(ValidationError) as caught:
+        Settings(store_url=["mongodb://u:hunter2@db/x"])  # type: ignore[arg-type]
+    (line,) = invalid_settings(caught.value).lines
+    assert line.startswith("invalid value for TRELLIS_STORE_URL: ")
+    assert "hunter2" not in line
