@@ -18,12 +18,12 @@ class Settings(BaseSettings):
 
     data_dir: Path = Path(".trellis")
     api_host: str = "127.0.0.1"
-    api_port: int = 8000
+    api_port: int = Field(default=8000, ge=1, le=65535)
     # API processes (uvicorn workers) sharing the port; each has its own store connection,
     # Temporal client and live-event feed. More than one spreads reads over the cores.
     api_workers: int = Field(default=1, ge=1, le=64)
-    temporal_port: int = 7233
-    ui_port: int = 8233
+    temporal_port: int = Field(default=7233, ge=1, le=65535)
+    ui_port: int = Field(default=8233, ge=1, le=65535)
     # When set, Trellis uses that Temporal cluster and starts no dev server.
     temporal_address: str | None = None
     temporal_namespace: str = "default"

@@ -85,6 +85,18 @@ def test_invalid_setting_is_one_line_naming_the_variable_and_exit_code_2(tmp_pat
     ]
 
 
+def test_dev_on_port_zero_starts_nothing(tmp_path: Path) -> None:
+    # Port 0 used to reach the Temporal dev server, which failed only after it was spawned.
+    env = trellis_env(tmp_path / "data", TRELLIS_TEMPORAL_PORT="0")
+    result = run_trellis(["dev"], env)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "trellis dev: invalid value '0' for --temporal-port / TRELLIS_TEMPORAL_PORT: "
+        "must be greater than or equal to 1"
+    ]
+    assert not (tmp_path / "data").exists()
+
+
 def test_help_documents_every_command_and_setting(tmp_path: Path) -> None:
     result = run_trellis(["--help"], trellis_env(tmp_path))
     assert result.returncode == 0

@@ -137,6 +137,34 @@ def test_a_bad_variable_without_a_flag_on_the_command_is_named_by_the_variable_o
     ]
 
 
+@pytest.mark.parametrize(
+    ("args", "variables", "line"),
+    [
+        (["--api-port", "70000"], {}, "'70000' for --api-port / TRELLIS_API_PORT: "
+         "must be less than or equal to 65535"),
+        ([], {"TRELLIS_API_PORT": "0"}, "'0' for --api-port / TRELLIS_API_PORT: "
+         "must be greater than or equal to 1"),
+        ([], {"TRELLIS_TEMPORAL_PORT": "65536"}, "'65536' for --temporal-port / "
+         "TRELLIS_TEMPORAL_PORT: must be less than or equal to 65535"),
+        (["--ui-port", "-1"], {}, "'-1' for --ui-port / TRELLIS_UI_PORT: "
+         "must be greater than or equal to 1"),
+    ],
+)  # fmt: skip
+def test_a_port_out_of_range_is_refused_before_anything_starts(
+    clean_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    variables: dict[str, str],
+    line: str,
+) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert main(["dev", *args]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"trellis dev: invalid value {line}"]
+    assert not clean_env.exists()
+
+
 def test_a_secret_that_does_not_validate_is_named_but_not_shown() -> None:
     from pydantic import ValidationError
 
