@@ -25,6 +25,11 @@ from temporal_workflows.schedule_trigger import ScheduleTrigger
 
 log = logging.getLogger("trellis.worker")
 
+
+class WorkerStartError(Exception):
+    """The worker cannot start; the message says what it could not reach and which setting."""
+
+
 # Concurrency limits of the worker (the benchmark gives its hand-written worker the same).
 WORKER_LIMITS: dict[str, Any] = {
     "max_concurrent_activities": 200,
@@ -98,12 +103,15 @@ async def run_worker(
             tracer=tracer_provider.get_tracer(TRACER_NAME) if tracer_provider else None,
         )
         metrics = WorkerMetrics.serve(settings.worker_metrics_host, settings.worker_metrics_port)
-        client = await connect_temporal(
-            settings,
-            store,
-            runtime=metrics.runtime,
-            interceptors=temporal_interceptors(tracer_provider),
-        )
+        try:
+            client = await connect_temporal(
+                settings,
+                store,
+                runtime=metrics.runtime,
+                interceptors=temporal_interceptors(tracer_provider),
+            )
+        except Exception as exc:  # the SDK reports a refused dial as RuntimeError
+            raise WorkerStartError(_unreachable(settings, exc)) from None
         worker = build_worker(
             client,
             task_queue=settings.task_queue,
@@ -137,3 +145,13 @@ async def run_worker(
             await registry.close()
         await catalog.close()
         await store.close()
+
+
+def _unreachable(settings: Settings, exc: Exception) -> str:
+    setting = (
+        "--temporal-address / TRELLIS_TEMPORAL_ADDRESS"
+        if settings.temporal_address
+        else "--temporal-port / TRELLIS_TEMPORAL_PORT"
+    )
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return f"cannot reach Temporal at {settings.resolved_temporal_address} ({setting}): {reason}"

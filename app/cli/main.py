@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from app.platform.devserver import DevServerError
     from app.platform.preflight import PreflightError
     from app.setup import SetupError
+    from app.worker import WorkerStartError
 
     args = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in args if not a.startswith("-")), "")
@@ -80,7 +81,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in error.lines:
             click.echo(f"trellis {command}: {line}", err=True)
         return 2
-    except (PreflightError, DevServerError, SetupError, TokenSettingsError) as exc:
+    except (
+        PreflightError,
+        DevServerError,
+        SetupError,
+        TokenSettingsError,
+        WorkerStartError,
+    ) as exc:
         click.echo(f"trellis {command}: {exc}", err=True)
         return 1
     return result if isinstance(result, int) else 0

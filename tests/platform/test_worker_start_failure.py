@@ -19,5 +19,23 @@ def test_a_worker_that_cannot_reach_temporal_exits_non_zero(tmp_path: Path) -> N
         [sys.executable, "-m", "app.cli", "worker", "--temporal-port", str(port)],
         env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert result.returncode != 0
-    assert f"127.0.0.1:{port}" in result.stderr
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()  # one line, no traceback
+    assert line.startswith(
+        f"trellis worker: cannot reach Temporal at 127.0.0.1:{port} "
+        "(--temporal-port / TRELLIS_TEMPORAL_PORT): "
+    )
+
+
+def test_a_worker_that_cannot_reach_its_cluster_names_the_address_setting(tmp_path: Path) -> None:
+    env = trellis_env(tmp_path, TRELLIS_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}")
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "worker"],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"trellis worker: cannot reach Temporal at {env['TRELLIS_TEMPORAL_ADDRESS']} "
+        "(--temporal-address / TRELLIS_TEMPORAL_ADDRESS): "
+    )
