@@ -85,6 +85,16 @@ def test_a_secret_has_no_flag() -> None:
         cli.commands["worker"].make_context("worker", ["--temporal-api-key", "k"])
 
 
+def test_the_api_has_a_flag_for_the_web_ui_port_its_console_links_to() -> None:
+    context = cli.commands["api"].make_context("api", ["--ui-port", "9233"])
+    assert settings_from(context.params).resolved_temporal_ui_url == "http://127.0.0.1:9233"
+
+
+@pytest.mark.parametrize(("command", "reads"), [("api", True), ("worker", False), ("setup", False)])
+def test_only_the_commands_that_check_tokens_list_the_jwt_secret(command: str, reads: bool) -> None:
+    assert ("TRELLIS_JWT_SECRET" in (cli.commands[command].epilog or "")) == reads
+
+
 def test_the_catalog_honours_its_refresh_setting() -> None:
     catalog = executor_catalog(Settings(catalog_refresh_seconds=7.5))
     assert catalog.refresh_seconds == 7.5
