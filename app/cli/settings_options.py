@@ -21,10 +21,14 @@ from app.settings import Settings
 F = TypeVar("F", bound=Callable[..., Any])
 
 PLATFORM_COMMANDS = ("dev", "api", "worker", "setup")
+# Every command that reads settings: the platform's, and `trellis token` (it signs as the
+# API verifies).
+SETTINGS_COMMANDS = (*PLATFORM_COMMANDS, "token")
 _CONNECT = frozenset({"dev", "api", "worker", "setup"})
 _SERVE = frozenset({"dev", "api", "worker"})
 _API = frozenset({"dev", "api"})
 _WORKER = frozenset({"dev", "worker"})
+_API_AND_TOKEN = _API | {"token"}
 
 # Which commands read a setting (`trellis dev` hands every setting to its children).
 # A setting missing here is offered by every platform command.
@@ -46,13 +50,13 @@ SCOPES: dict[str, frozenset[str]] = {
     "payload_offload_bytes": _SERVE,
     "default_gate_timeout_seconds": _API,
     "auth_mode": _API,
-    "jwt_secret": _API,
+    "jwt_secret": _API_AND_TOKEN,
     "jwt_jwks_url": _API,
-    "jwt_issuer": _API,
-    "jwt_audience": _API,
-    "jwt_scopes_claim": _API,
-    "jwt_roles_claim": _API,
-    "jwt_name_claim": _API,
+    "jwt_issuer": _API_AND_TOKEN,
+    "jwt_audience": _API_AND_TOKEN,
+    "jwt_scopes_claim": _API_AND_TOKEN,
+    "jwt_roles_claim": _API_AND_TOKEN,
+    "jwt_name_claim": _API_AND_TOKEN,
     "task_queue": _SERVE,
     "executors_file": _SERVE,
     "catalog_refresh_seconds": _SERVE,
@@ -89,8 +93,8 @@ HELP: dict[str, str] = {
     "default_gate_timeout_seconds": "gate timeout when a node sets none",
     "auth_mode": "dev (no token, loopback only) or jwt (a bearer token on every request)",
     "jwt_jwks_url": "identity provider's key set (RS256/ES256 tokens)",
-    "jwt_issuer": "required token issuer (iss)",
-    "jwt_audience": "required token audience (aud)",
+    "jwt_issuer": "token issuer (iss) the API requires, when set",
+    "jwt_audience": "token audience (aud) the API requires, when set",
     "jwt_scopes_claim": "claim holding the scopes (a dotted path reaches into objects)",
     "jwt_roles_claim": "claim holding the roles",
     "jwt_name_claim": "claim holding the display name",
@@ -252,9 +256,9 @@ def settings_help(command: str) -> str:
 
 
 def settings_overview() -> str:
-    """Which platform command reads which setting, for `trellis --help`."""
+    """Which command reads which setting, for `trellis --help`."""
     lines = ["\b", "Settings per command (environment variables; flags of the same name):"]
     for name in Settings.model_fields:
-        commands = ", ".join(c for c in PLATFORM_COMMANDS if c in scope(name))
+        commands = ", ".join(c for c in SETTINGS_COMMANDS if c in scope(name))
         lines.append(f"  {env_name(name):<40} {commands}")
     return "\n".join(lines)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
+
+from app.cli.settings_options import settings_flags, settings_from, settings_help
 
 WIDE = {"max_content_width": 100}
 
 
-@click.command(context_settings=WIDE)
+@click.command(epilog=settings_help("token"), context_settings=WIDE)
 @click.option("--sub", required=True, help="the user id (the token's subject)")
 @click.option(
     "--scopes", required=True, help="comma-separated, e.g. workflows-read,workflows-write"
@@ -15,16 +19,19 @@ WIDE = {"max_content_width": 100}
 @click.option("--roles", default=None, help="comma-separated, e.g. ops,finance")
 @click.option("--name", default=None, help="display name")
 @click.option("--ttl", type=int, default=3600, show_default=True, help="lifetime in seconds")
-def token(sub: str, scopes: str, roles: str | None, name: str | None, ttl: int) -> int:
+@settings_flags("token")
+def token(
+    sub: str, scopes: str, roles: str | None, name: str | None, ttl: int, **params: Any
+) -> int:
     """Print one token signed with TRELLIS_JWT_SECRET (HS256), for trying
     TRELLIS_AUTH_MODE=jwt and for scripts. Issuer, audience and claim names follow the
-    TRELLIS_JWT_* settings, so the API accepts it."""
+    TRELLIS_JWT_* settings (or their flags below), as the API checks them, so the API
+    accepts it."""
     from app.auth.minting import mint_token, split_list
-    from app.settings import Settings
 
     click.echo(
         mint_token(
-            Settings(),
+            settings_from(params),
             sub=sub,
             scopes=split_list(scopes),
             roles=split_list(roles),

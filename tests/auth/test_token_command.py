@@ -9,9 +9,12 @@ from pathlib import Path
 
 import httpx
 import jwt
+from temporalio.testing import WorkflowEnvironment
 
+from activities.executors.catalog import Catalog
+from activities.store.base import Store
 from tests.api.helpers import API
-from tests.support.identity import SECRET, bearer
+from tests.support.identity import SECRET, bearer, jwt_settings, serve_api
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,3 +64,26 @@ async def test_the_api_accepts_the_printed_token(api: httpx.AsyncClient) -> None
     printed = trellis_token("--sub", "alice", "--scopes", "workflows-read").stdout.strip()
     response = await api.get(f"{API}/workflows", headers=bearer(printed))
     assert response.status_code == 200, response.text
+
+
+async def test_a_token_for_an_api_checking_issuer_and_audience_takes_them_as_flags(
+    tmp_path: Path, store: Store, builtins_catalog: Catalog, temporal_env: WorkflowEnvironment
+) -> None:
+    settings = jwt_settings(
+        tmp_path,
+        jwt_issuer="https://idp.test",
+        jwt_audience="trellis-api",
+        jwt_roles_claim="realm_access.roles",
+    )
+    flags = ["--jwt-issuer", "https://idp.test", "--jwt-audience", "trellis-api"]
+    flags += ["--jwt-roles-claim", "realm_access.roles"]
+    minted = trellis_token("--sub", "alice", "--scopes", "workflows-read", "--roles", "ops", *flags)
+    assert minted.returncode == 0, minted.stderr
+    claims = jwt.decode(minted.stdout.strip(), SECRET, algorithms=["HS256"], audience="trellis-api")
+    assert claims["iss"] == "https://idp.test" and claims["realm_access"] == {"roles": ["ops"]}
+    unchecked = trellis_token("--sub", "alice", "--scopes", "workflows-read").stdout.strip()
+    async with serve_api(settings, store, builtins_catalog, temporal_env.client) as api:
+        accepted = await api.get(f"{API}/workflows", headers=bearer(minted.stdout.strip()))
+        refused = await api.get(f"{API}/workflows", headers=bearer(unchecked))
+    assert accepted.status_code == 200, accepted.text
+    assert refused.status_code == 401, refused.text

@@ -10,7 +10,7 @@ import pytest
 
 from app.cli.main import cli, main
 from app.cli.settings_options import (
-    PLATFORM_COMMANDS,
+    SETTINGS_COMMANDS,
     env_name,
     flag_name,
     is_secret,
@@ -33,7 +33,7 @@ def _flags(command: str) -> set[str]:
 def test_every_setting_but_a_secret_is_a_flag_of_each_command_that_reads_it(
     name: str, info: Any
 ) -> None:
-    for command in PLATFORM_COMMANDS:
+    for command in SETTINGS_COMMANDS:
         has_flag = flag_name(name) in _flags(command)
         assert has_flag == (command in scope(name) and not is_secret(info)), (name, command)
 
@@ -90,9 +90,32 @@ def test_the_api_has_a_flag_for_the_web_ui_port_its_console_links_to() -> None:
     assert settings_from(context.params).resolved_temporal_ui_url == "http://127.0.0.1:9233"
 
 
-@pytest.mark.parametrize(("command", "reads"), [("api", True), ("worker", False), ("setup", False)])
-def test_only_the_commands_that_check_tokens_list_the_jwt_secret(command: str, reads: bool) -> None:
+@pytest.mark.parametrize(
+    ("command", "reads"), [("api", True), ("token", True), ("worker", False), ("setup", False)]
+)
+def test_only_the_commands_that_check_or_sign_tokens_list_the_jwt_secret(
+    command: str, reads: bool
+) -> None:
     assert ("TRELLIS_JWT_SECRET" in (cli.commands[command].epilog or "")) == reads
+
+
+def test_token_takes_the_issuer_audience_and_claim_names_the_api_checks() -> None:
+    args = ["--sub", "a", "--scopes", "workflows-read", "--jwt-issuer", "https://idp"]
+    args += ["--jwt-audience", "trellis-api", "--jwt-roles-claim", "realm_access.roles"]
+    settings = settings_from(cli.commands["token"].make_context("token", args).params)
+    assert (settings.jwt_issuer, settings.jwt_audience) == ("https://idp", "trellis-api")
+    assert settings.jwt_roles_claim == "realm_access.roles"
+
+
+def test_the_overview_names_token_among_the_commands_reading_the_jwt_settings() -> None:
+    rows = dict(
+        line.split(None, 1)
+        for line in (cli.epilog or "").splitlines()
+        if line.strip().startswith("TRELLIS_")
+    )
+    for name in ("SECRET", "ISSUER", "AUDIENCE", "SCOPES_CLAIM", "ROLES_CLAIM", "NAME_CLAIM"):
+        assert rows[f"TRELLIS_JWT_{name}"] == "dev, api, token"
+    assert rows["TRELLIS_JWT_JWKS_URL"] == "dev, api"
 
 
 def test_the_catalog_honours_its_refresh_setting() -> None:
