@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import click
 import pytest
@@ -41,6 +41,16 @@ def test_every_setting_but_a_secret_is_a_flag_of_each_command_that_reads_it(
 @pytest.mark.parametrize("name", list(Settings.model_fields))
 def test_the_readme_documents_every_setting(name: str) -> None:
     assert f"| `{env_name(name)}` |" in README.read_text()
+
+
+CHOICES = [(n, i) for n, i in SETTINGS if get_origin(i.annotation) is Literal]
+
+
+@pytest.mark.parametrize(("name", "info"), CHOICES, ids=[n for n, _ in CHOICES])
+def test_the_readme_names_every_value_a_choice_setting_accepts(name: str, info: Any) -> None:
+    (row,) = [line for line in README.read_text().splitlines() if f"| `{env_name(name)}` |" in line]
+    for value in get_args(info.annotation):
+        assert f"`{value}`" in row, value
 
 
 def test_trellis_dev_reads_every_setting_it_hands_to_its_children() -> None:
