@@ -103,10 +103,16 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_format: Literal["text", "json"] = "text"
 
+    # Choices are taken in any case, from a variable as from a flag (app/cli/settings_options.py).
     @field_validator("log_level", mode="before")
     @classmethod
     def _level(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("auth_mode", "log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
 
     @field_validator("jwt_secret", "jwt_jwks_url", "jwt_issuer", "jwt_audience", mode="before")
     @classmethod

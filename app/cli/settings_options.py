@@ -165,7 +165,7 @@ def _click_type(info: FieldInfo) -> Any:
     kinds = [k for k in _members(info.annotation) if k is not type(None)]
     kind = kinds[0] if len(kinds) == 1 else str
     if get_origin(kind) is Literal:
-        return click.Choice([str(v) for v in get_args(kind)])
+        return click.Choice([str(v) for v in get_args(kind)], case_sensitive=False)
     if kind is int:
         return click.INT
     if kind is float:

@@ -75,6 +75,22 @@ def test_a_boolean_setting_has_a_flag_and_its_negation(monkeypatch: pytest.Monke
     assert settings_from(context.params).temporal_tls is False
 
 
+@pytest.mark.parametrize(
+    ("flag", "given", "name", "value"),
+    [
+        ("--log-level", "debug", "log_level", "DEBUG"),
+        ("--log-format", "JSON", "log_format", "json"),
+    ],
+)
+def test_a_choice_is_taken_in_any_case_from_a_flag_as_from_its_variable(
+    monkeypatch: pytest.MonkeyPatch, flag: str, given: str, name: str, value: str
+) -> None:
+    context = cli.commands["worker"].make_context("worker", [flag, given])
+    assert getattr(settings_from(context.params), name) == value
+    monkeypatch.setenv(env_name(name), given)
+    assert getattr(settings_from({}), name) == value
+
+
 def test_the_old_namespace_flag_still_works() -> None:
     context = cli.commands["setup"].make_context("setup", ["--namespace", "prod"])
     assert settings_from(context.params).temporal_namespace == "prod"
