@@ -6,6 +6,7 @@ from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -62,7 +63,7 @@ class Settings(BaseSettings):
     # (none when a cluster is used and this is not set).
     temporal_ui_url: str | None = None
     # Gate timeout for nodes whose humanReview sets none (null: wait indefinitely).
-    default_gate_timeout_seconds: float | None = None
+    default_gate_timeout_seconds: float | None = Field(default=None, gt=0)
     # How often MCP servers are asked for their tools and A2A cards fetched, in seconds.
     catalog_refresh_seconds: float = Field(default=60.0, gt=0)
 
@@ -119,6 +120,14 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: Any) -> Any:
         # docker compose passes `${VAR:-}` as an empty string: that means "not set".
         return None if value == "" else value
+
+    @field_validator("jwt_jwks_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        # Checked here, not when the key set is first fetched: there it was a traceback.
+        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
 
     @field_validator("http_allowed_networks", mode="before")
     @classmethod

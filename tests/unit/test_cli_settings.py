@@ -19,6 +19,7 @@ from app.cli.settings_options import (
 )
 from app.outbound import executor_catalog
 from app.settings import Settings
+from tests.support.server import free_port
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SETTINGS = list(Settings.model_fields.items())
@@ -222,6 +223,30 @@ def test_a_port_out_of_range_is_refused_before_anything_starts(
     assert main(["dev", *args]) == 2
     assert capsys.readouterr().err.splitlines() == [f"trellis dev: invalid value {line}"]
     assert not clean_env.exists()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "reason"),
+    [
+        ("TRELLIS_JWT_JWKS_URL", "idp.example.com/certs", "must be an http:// or https:// URL"),
+        ("TRELLIS_DEFAULT_GATE_TIMEOUT_SECONDS", "-5", "must be greater than 0"),
+    ],
+)
+def test_a_value_that_would_fail_later_is_refused_at_start(
+    clean_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variable: str,
+    value: str,
+    reason: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    flag = "--" + variable.removeprefix("TRELLIS_").lower().replace("_", "-")
+    # A free port: before the check, the API would have started.
+    assert main(["api", "--api-port", str(free_port())]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"trellis api: invalid value '{value}' for {flag} / {variable}: {reason}"
+    ]
 
 
 def test_a_secret_that_does_not_validate_is_named_but_not_shown() -> None:
