@@ -21,6 +21,7 @@ from app.platform.preflight import (
     PreflightError,
     check_auth,
     check_service_tokens,
+    check_store,
     check_tracing,
     check_worker_metrics_port,
     ensure_port_free,
@@ -80,6 +81,7 @@ def preflight(settings: Settings) -> None:
         )
     check_worker_metrics_port(settings)
     check_tracing()
+    check_store(settings)
     load_executor_catalog(settings)
     check_service_tokens(settings)
 
@@ -211,7 +213,12 @@ async def _start(
 async def run_dev(settings: Settings, startup_timeout: float = 60.0) -> int:
     """Run the platform until SIGINT/SIGTERM (exit 0) or until a process dies (exit 1)."""
     data_dir = settings.data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PreflightError(
+            f"--data-dir / TRELLIS_DATA_DIR: cannot create {data_dir}: {exc.strerror}"
+        ) from None
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -71,6 +71,27 @@ def load_executor_catalog(settings: Settings) -> Any:
         raise PreflightError(message) from None
 
 
+def check_store(settings: Settings) -> None:
+    """The store URL names a store Trellis has, and a SQLite file's directory can be made."""
+    from activities.store.factory import open_store
+    from app.redaction import redacted_url
+
+    url = settings.resolved_store_url
+    setting = (
+        "--store-url / TRELLIS_STORE_URL" if settings.store_url else "--data-dir / TRELLIS_DATA_DIR"
+    )
+    try:
+        open_store(url)  # not connected: a store that is down is the readiness probe's
+    except ValueError as exc:
+        # The URL may hold a password: its redacted form stands in for it in the message.
+        message = str(exc).replace(url, redacted_url(url))
+        raise PreflightError(f"{setting}: {message}") from None
+    except OSError as exc:
+        raise PreflightError(
+            f"{setting}: cannot create the directory of {redacted_url(url)}: {exc.strerror}"
+        ) from None
+
+
 def check_service_tokens(settings: Settings) -> None:
     """Service-token settings that cannot sign stop start-up naming the setting."""
     from activities.executors.service_token import ServiceTokenError

@@ -17,6 +17,7 @@ from app.platform.child_env import settings_env
 from app.platform.preflight import (
     check_auth,
     check_service_tokens,
+    check_store,
     check_tracing,
     check_worker_metrics_port,
     ensure_port_free,
@@ -37,6 +38,7 @@ def run_api(settings: Settings) -> None:
     check_auth(settings)
     check_tracing()
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
+    check_store(settings)
     # Checked here for a one-line error; the app loads (and starts, and closes) its own copy.
     load_executor_catalog(settings)
 
@@ -129,6 +131,7 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
 
 def run_worker_process(settings: Settings, ready_file: Path | None = None) -> None:
     """Run the worker until SIGTERM/SIGINT; touch `ready_file` once it polls."""
+    check_store(settings)
     load_executor_catalog(settings)
     check_service_tokens(settings)
     check_worker_metrics_port(settings)

@@ -154,3 +154,31 @@ def test_jwt_mode_never_prints_its_secret(tmp_path: Path) -> None:
     result = run_trellis(["api"], env)
     assert result.returncode != 0 and "at least 32 bytes" in result.stderr
     assert secret not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("command", ["api", "worker", "setup"])
+def test_a_store_url_trellis_cannot_use_is_one_line_without_its_password(
+    tmp_path: Path, command: str
+) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_STORE_URL="mongo://u:hunter2@db/x")
+    result = run_trellis([command], env)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"trellis {command}: --store-url / TRELLIS_STORE_URL: unsupported store URL "
+        "'mongo://u:***@db/x': use sqlite:///absolute/path.db or mongodb://host:port/database "
+        "(mongodb+srv:// also works)"
+    ]
+
+
+@pytest.mark.parametrize("command", ["dev", "worker"])
+def test_a_data_dir_that_cannot_be_created_is_one_line_naming_it(
+    tmp_path: Path, command: str
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    env = trellis_env(blocker / "data")
+    result = run_trellis([command], env)
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"trellis {command}: --data-dir / TRELLIS_DATA_DIR: cannot create ")
+    assert line.endswith(": Not a directory")
