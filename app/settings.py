@@ -115,7 +115,14 @@ class Settings(BaseSettings):
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
 
-    @field_validator("jwt_secret", "jwt_jwks_url", "jwt_issuer", "jwt_audience", mode="before")
+    @field_validator(
+        "temporal_address",
+        "jwt_secret",
+        "jwt_jwks_url",
+        "jwt_issuer",
+        "jwt_audience",
+        mode="before",
+    )
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         # docker compose passes `${VAR:-}` as an empty string: that means "not set".

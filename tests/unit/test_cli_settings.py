@@ -92,6 +92,16 @@ def test_a_choice_is_taken_in_any_case_from_a_flag_as_from_its_variable(
     assert getattr(settings_from({}), name) == value
 
 
+def test_an_empty_temporal_address_means_the_embedded_dev_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As docker compose passes `${TRELLIS_TEMPORAL_ADDRESS:-}`: dev started no dev server
+    # yet waited for one at --temporal-port.
+    monkeypatch.setenv("TRELLIS_TEMPORAL_ADDRESS", "")
+    settings = settings_from({})
+    assert settings.embedded_temporal and settings.temporal_address is None
+
+
 def test_the_old_namespace_flag_still_works() -> None:
     context = cli.commands["setup"].make_context("setup", ["--namespace", "prod"])
     assert settings_from(context.params).temporal_namespace == "prod"
