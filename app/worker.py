@@ -9,7 +9,9 @@ from datetime import timedelta
 from typing import Any
 
 from opentelemetry.sdk.trace import TracerProvider
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from activities.executors.base import Executor
@@ -112,6 +114,7 @@ async def run_worker(
             )
         except Exception as exc:  # the SDK reports a refused dial as RuntimeError
             raise WorkerStartError(_unreachable(settings, exc)) from None
+        await _require_namespace(client, settings)
         worker = build_worker(
             client,
             task_queue=settings.task_queue,
@@ -155,3 +158,19 @@ def _unreachable(settings: Settings, exc: Exception) -> str:
     )
     reason = " ".join(str(exc).split()) or type(exc).__name__
     return f"cannot reach Temporal at {settings.resolved_temporal_address} ({setting}): {reason}"
+
+
+async def _require_namespace(client: Client, settings: Settings) -> None:
+    """Fail in one line on a namespace the cluster lacks; the SDK's worker reported it as a
+    traceback only once it had started polling (and said it was ready)."""
+    try:
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=settings.temporal_namespace)
+        )
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            return  # not ours to judge: the SDK's own validation reports it, as before
+        raise WorkerStartError(
+            f"Temporal at {settings.resolved_temporal_address} has no namespace "
+            f"{settings.temporal_namespace!r} (--temporal-namespace / TRELLIS_TEMPORAL_NAMESPACE)"
+        ) from None

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from temporalio.testing import WorkflowEnvironment
+
 from tests.platform.conftest import REPO, trellis_env
 from tests.support.server import free_port
 
@@ -39,3 +41,23 @@ def test_a_worker_that_cannot_reach_its_cluster_names_the_address_setting(tmp_pa
         f"trellis worker: cannot reach Temporal at {env['TRELLIS_TEMPORAL_ADDRESS']} "
         "(--temporal-address / TRELLIS_TEMPORAL_ADDRESS): "
     )
+
+
+def test_a_worker_on_a_namespace_the_cluster_lacks_says_so_and_exits(
+    tmp_path: Path, temporal_env: WorkflowEnvironment
+) -> None:
+    address = temporal_env.client.service_client.config.target_host
+    env = trellis_env(
+        tmp_path, TRELLIS_TEMPORAL_ADDRESS=address, TRELLIS_TEMPORAL_NAMESPACE="no-such-namespace"
+    )
+    ready = tmp_path / "worker.ready"
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "worker", "--ready-file", str(ready)],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"trellis worker: Temporal at {address} has no namespace 'no-such-namespace' "
+        "(--temporal-namespace / TRELLIS_TEMPORAL_NAMESPACE)"
+    ]
+    assert not ready.exists()
