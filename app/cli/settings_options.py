@@ -239,7 +239,8 @@ def invalid_settings(exc: ValidationError, flags: Collection[str] = ()) -> Setti
 
 
 def _reason(message: str) -> str:
-    for prefix, replacement in (("Input should be ", "must be "), ("Value error, ", "")):
+    prefixes = (("Input should ", "must "), ("String should ", "must "), ("Value error, ", ""))
+    for prefix, replacement in prefixes:
         if message.startswith(prefix):
             return replacement + message[len(prefix) :]
     return message

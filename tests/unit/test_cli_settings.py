@@ -269,3 +269,14 @@ def test_a_secret_that_does_not_validate_is_named_but_not_shown() -> None:
     (line,) = invalid_settings(caught.value).lines
     assert line.startswith("invalid value for TRELLIS_STORE_URL: ")
     assert "hunter2" not in line
+
+
+def test_a_pattern_a_value_must_match_is_said_as_the_other_rules_are(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TRELLIS_SERVICE_TOKEN_HEADER", "X Bad")
+    assert main(["worker"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "trellis worker: invalid value 'X Bad' for --service-token-header / "
+        "TRELLIS_SERVICE_TOKEN_HEADER: must match pattern '^[A-Za-z0-9-]+$'"
+    ]
