@@ -8,7 +8,9 @@ import time
 from collections.abc import Sequence
 from datetime import timedelta
 
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, Interceptor
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.store.base import Store
 from app.errors import ServiceUnavailable
@@ -68,8 +70,18 @@ class TemporalLink:
         try:
             client = await self.require()
             healthy = await client.service_client.check_health(timeout=HEALTH_TIMEOUT)
+            if healthy:
+                # A namespace the cluster lacks passes the health check, then refuses every run.
+                await client.workflow_service.describe_namespace(
+                    DescribeNamespaceRequest(namespace=client.namespace), timeout=HEALTH_TIMEOUT
+                )
         except ServiceUnavailable as exc:
             return exc.message
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return f"no namespace {client.namespace!r} (TRELLIS_TEMPORAL_NAMESPACE)"
+            log.warning("Temporal health check failed: %s", describe(exc))
+            return "health check failed (the API's log says why)"
         except Exception as exc:
             log.warning("Temporal health check failed: %s", describe(exc))
             return "health check failed (the API's log says why)"

@@ -56,6 +56,21 @@ class TestReadyz:
             {"path": "temporal", "message": "health check failed (the API's log says why)"}
         ]
 
+    async def test_a_namespace_the_cluster_lacks_is_503_naming_it(
+        self, settings: Settings, store: Store, catalog: Catalog, temporal_env: WorkflowEnvironment
+    ) -> None:
+        # The health check passed and every trigger was refused (503) while /readyz said ok.
+        config = {**temporal_env.client.config(), "namespace": "no-such-namespace"}
+        async with api_client(settings, store, catalog, Client(**config)) as http:
+            response = await http.get("/readyz")
+        assert_error(response, 503, "service_unavailable", "temporal")
+        assert response.json()["error"]["details"] == [
+            {
+                "path": "temporal",
+                "message": "no namespace 'no-such-namespace' (TRELLIS_TEMPORAL_NAMESPACE)",
+            }
+        ]
+
     async def test_both_down_names_both(
         self, settings: Settings, store: Store, catalog: Catalog
     ) -> None:
