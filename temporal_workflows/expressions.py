@@ -184,6 +184,51 @@ def to_cel(value: Any) -> Any:
     return json_to_cel(value)
 
 
+def _variable(source: str, name: str, value: Any) -> Any:
+    """One variable as a CEL value; data CEL cannot hold fails the evaluation, not the task.
+
+    cel-python refuses integers outside 64 bits with a plain ValueError: raised out of the
+    workflow code it failed the workflow task, which Temporal retried forever (the run
+    never left `pending`/`running`). Such a number may come from a run's input or a step's
+    output; evaluations that do not name that variable are not affected.
+    """
+    try:
+        return to_cel(value)
+    except ValueError:
+        where = _wide_integer(value, name) or name
+        raise ExpressionError(
+            f"CEL evaluation of {_brief(source)} failed: {where} is an integer outside "
+            f"CEL's 64-bit range ({CEL_INT_MIN}..{CEL_INT_MAX})"
+        ) from None
+    except RecursionError:
+        raise ExpressionError(
+            f"CEL evaluation of {_brief(source)} failed: {name} nests too deeply"
+        ) from None
+
+
+CEL_INT_MIN = -(2**63)
+CEL_INT_MAX = 2**63 - 1
+
+
+def _wide_integer(value: Any, path: str) -> str | None:
+    """The path of the first integer CEL cannot hold inside a JSON-like value."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if CEL_INT_MIN <= value <= CEL_INT_MAX else path
+    if isinstance(value, dict):
+        items: Any = ((f"{path}.{k}", v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub_path, sub in items:
+        found = _wide_integer(sub, sub_path)
+        if found is not None:
+            return found
+    return None
+
+
 def from_cel(value: Any) -> Any:
     """A CEL value as plain JSON-like Python."""
     if value is None or isinstance(value, celtypes.NullType):
@@ -214,7 +259,7 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
     """
     program, names = _program(source)
     # Only the variables the expression names: converting every step's outputs is costly.
-    activation = {name: to_cel(scope[name]) for name in names if name in scope}
+    activation = {name: _variable(source, name, scope[name]) for name in names if name in scope}
     budget = budget or fresh_budget()
     token = charging(budget)
     try:

@@ -60,6 +60,29 @@ class TestSequence:
         assert run["errorSummary"].startswith("Node 'greet' failed: CEL evaluation of")
         assert "missing" in run["errorSummary"]
 
+    async def test_an_integer_cel_cannot_hold_fails_the_step_instead_of_hanging_the_run(
+        self, platform: Platform
+    ) -> None:
+        # cel-python refuses integers beyond 64 bits; that used to fail the workflow task
+        # itself, which Temporal retried forever: the run stayed `pending`.
+        run = await platform.run(
+            {
+                "nodes": [
+                    transform("constant", v="1"),
+                    echo("greet", message="Hello {{ input.name }}"),
+                ]
+            },
+            {"name": "Ada", "account": {"ids": [1, 2**70]}},
+        )
+        assert run["status"] == "failed", run
+        assert names(run) == ["constant", "greet"]
+        assert run["nodeRuns"][0]["status"] == "completed"
+        assert run["errorSummary"] == (
+            "Node 'greet' failed: CEL evaluation of 'input.name' failed: input.account.ids[1] "
+            "is an integer outside CEL's 64-bit range "
+            "(-9223372036854775808..9223372036854775807)"
+        )
+
 
 class TestParallel:
     async def test_children_outputs_are_keyed_by_name(self, platform: Platform) -> None:

@@ -56,6 +56,14 @@ class TestEvaluation:
         assert evaluate("input.a > 1 ? 'big' : 'small'", SCOPE) == "big"
         assert evaluate("input.name.startsWith('A') && 'x' in input.tags", SCOPE) is True
 
+    def test_an_integer_beyond_64_bits_is_an_expression_error_naming_where(self) -> None:
+        assert evaluate("input.n", {"input": {"n": 2**63 - 1}}) == 2**63 - 1
+        scope = {"input": {"n": 1, "deep": [{"x": -(2**63) - 1}]}}
+        with pytest.raises(ExpressionError, match=r"input\.deep\[0\]\.x is an integer outside"):
+            evaluate("input.n", scope)
+        # A variable the expression does not name is never converted.
+        assert evaluate("iteration", {**scope, "iteration": 2}) == 2
+
     def test_macros_over_lists(self) -> None:
         assert evaluate("input.tags.map(t, t + '!')", SCOPE) == ["x!", "y!"]
         assert evaluate("[1, 2, 3].filter(n, n > 1)", SCOPE) == [2, 3]
