@@ -249,7 +249,29 @@ def from_cel(value: Any) -> Any:
         return [from_cel(v) for v in value]
     if isinstance(value, (celtypes.TimestampType, celtypes.DurationType)):
         return str(value)
+    if isinstance(value, type):
+        # `type(x)`, `int`: not data. Returned as is, it failed the workflow task when the
+        # output was serialized (retried forever: the run hung); now it fails the node.
+        name = _CEL_TYPE_NAMES.get(value, value.__name__)
+        raise ExpressionError(f"it yields the type {name}, which is not a value a step can use")
     return value
+
+
+_CEL_TYPE_NAMES: dict[type, str] = {
+    type(None): "null_type",
+    celtypes.NullType: "null_type",
+    celtypes.BoolType: "bool",
+    celtypes.IntType: "int",
+    celtypes.UintType: "uint",
+    celtypes.DoubleType: "double",
+    celtypes.StringType: "string",
+    celtypes.BytesType: "bytes",
+    celtypes.ListType: "list",
+    celtypes.MapType: "map",
+    celtypes.TimestampType: "google.protobuf.Timestamp",
+    celtypes.DurationType: "google.protobuf.Duration",
+    celtypes.TypeType: "type",
+}
 
 
 def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -> Any:
@@ -280,7 +302,10 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
         raise ExpressionError(f"CEL evaluation of {source!r} failed: {detail}") from None
     finally:
         release(token)
-    return from_cel(result)
+    try:
+        return from_cel(result)
+    except ExpressionError as exc:
+        raise ExpressionError(f"CEL evaluation of {_brief(source)} failed: {exc}") from None
 
 
 def render(value: Any, scope: dict[str, Any], budget: Budget | None = None) -> Any:

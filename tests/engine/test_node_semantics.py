@@ -83,6 +83,34 @@ class TestSequence:
             "(-9223372036854775808..9223372036854775807)"
         )
 
+    async def test_a_type_as_a_value_fails_the_step_instead_of_hanging_the_run(
+        self, platform: Platform
+    ) -> None:
+        # `type(x)` yields a CEL type, not data: serializing it failed the workflow task,
+        # which Temporal retried forever (the run stayed `pending`).
+        run = await platform.run(
+            {"nodes": [echo("debug", kind="{{ type(input.count) }}")]}, {"count": 3}
+        )
+        assert run["status"] == "failed", run
+        assert run["errorSummary"] == (
+            "Node 'debug' failed: CEL evaluation of 'type(input.count)' failed: "
+            "it yields the type int, which is not a value a step can use"
+        )
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "each",
+                        "nodeType": "map",
+                        "itemsCel": "[int, string]",
+                        "children": [transform("t", v="item")],
+                    }
+                ]
+            }
+        )
+        assert run["status"] == "failed", run
+        assert "it yields the type int" in run["errorSummary"]
+
 
 class TestParallel:
     async def test_children_outputs_are_keyed_by_name(self, platform: Platform) -> None:

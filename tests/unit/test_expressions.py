@@ -64,6 +64,12 @@ class TestEvaluation:
         # A variable the expression does not name is never converted.
         assert evaluate("iteration", {**scope, "iteration": 2}) == 2
 
+    def test_a_type_is_not_a_result(self) -> None:
+        assert evaluate("type(input.a) == int", SCOPE) is True
+        for source in ("type(input.a)", "[int]", "{'k': type(null)}"):
+            with pytest.raises(ExpressionError, match=r"it yields the type (int|null_type)"):
+                evaluate(source, SCOPE)
+
     def test_macros_over_lists(self) -> None:
         assert evaluate("input.tags.map(t, t + '!')", SCOPE) == ["x!", "y!"]
         assert evaluate("[1, 2, 3].filter(n, n > 1)", SCOPE) == [2, 3]
