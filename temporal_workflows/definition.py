@@ -15,9 +15,10 @@ from temporal_workflows.base import INTEGRAL, CamelModel
 
 class DefinitionModel(CamelModel):
     """A part of a definition: strict, so `"1"` is no number and `0` no boolean (what the
-    OpenAPI document says is what is accepted); JSON-native input is unaffected."""
+    OpenAPI document says is what is accepted); JSON-native input is unaffected. Numbers
+    are finite: NaN and Infinity (which Python's json writes) are no JSON numbers."""
 
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, allow_inf_nan=False)
 
 
 NodeType = Literal["step", "parallel", "loop", "condition", "router", "map"]
