@@ -18,6 +18,7 @@ from temporal_workflows.definition import (
     iter_nodes,
 )
 from temporal_workflows.expressions import ExpressionError, check_expression, template_expressions
+from temporal_workflows.json_data import data_problem
 
 MAX_DEPTH = 12
 MAX_NODES = 5_000
@@ -256,6 +257,9 @@ def _approvers(hr: HumanReview) -> list[str]:
 
 
 def _expressions(node: WorkflowNode) -> list[str]:
+    problem = data_problem(node.config, "config")
+    if problem is not None:
+        return [problem]
     out: list[str] = []
     sources: list[tuple[str, str]] = []
     if node.condition_cel is not None:

@@ -12,6 +12,7 @@ from app.schemas.workflow import Pagination
 from temporal_workflows.base import CamelModel
 from temporal_workflows.contracts import Identity
 from temporal_workflows.definition import WorkflowSpec
+from temporal_workflows.json_data import data_problem
 from temporal_workflows.validation import NODE_ID_PATTERN
 
 # An id in a request body, under the rule of path ids (docs/api.md, "Ids"): malformed is a
@@ -54,6 +55,14 @@ class RunCreate(CamelModel):
                 if value is not None and not NODE_ID_PATTERN.match(value):
                     raise ValueError(f"[{i}].{field} {value[:140]!r} is not a well-formed id")
         return deps
+
+    @field_validator("initial_input")
+    @classmethod
+    def _runnable_input(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problem = data_problem(value, "initialInput")
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _dependencies_need_parent(self) -> RunCreate:

@@ -336,6 +336,22 @@ class TestWorkflowLevelRules:
         assert_error(response, 400, "invalid_request", path, "finite number")
         assert await _stored_count(client) == before
 
+    async def test_config_must_be_data_a_run_can_carry(self, client: httpx.AsyncClient) -> None:
+        # A lone surrogate in a config was a 500 (the definition could not be stored).
+        body = b'{"name":"w","nodes":[{"name":"A","nodeType":"step","executorKey":"builtin:echo","config":{"k":"\\udc00"}}]}'
+        before = await _stored_count(client)
+        response = await client.post(
+            f"{API}/workflows", content=body, headers={"content-type": "application/json"}
+        )
+        assert_error(response, 400, "invalid_request", "config.k is not valid Unicode")
+        deep: Any = 1
+        for _ in range(150):
+            deep = [deep]
+        await _assert_rejected_and_nothing_stored(
+            client, workflow("w", step("A", config={"k": deep})), ["config.k[0]", "deeper than 100"]
+        )
+        assert await _stored_count(client) == before
+
     async def test_body_must_be_an_object(self, client: httpx.AsyncClient) -> None:
         await _assert_rejected_and_nothing_stored(client, [step("A")], ["body"])
 

@@ -1,6 +1,7 @@
 """Trigger, list and read runs through the HTTP API (contract sections 7-12)."""
 
 import asyncio
+import json
 from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus
@@ -80,6 +81,38 @@ class TestTrigger:
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "invalid_request"
         assert "initialInput" in response.json()["error"]["message"]
+
+    async def test_initial_input_must_be_data_a_run_can_carry(self, platform: Platform) -> None:
+        # Each was accepted: a lone surrogate was a 500; NaN became null; an input nested
+        # 200 deep was stored but unreadable (its run detail and list answered 500, and
+        # every reconciler pass failed on it).
+        wf = await platform.create(ECHO)
+        deep: Any = 1
+        for _ in range(200):
+            deep = [deep]
+        cases = [
+            (b'{"initialInput": {"s": "a\\ud800b"}}', "initialInput.s is not valid Unicode"),
+            (b'{"initialInput": {"x": NaN}}', "initialInput.x is not a finite number"),
+            (
+                json.dumps({"initialInput": {"deep": deep}}).encode(),
+                "initialInput.deep[0][0]",
+            ),
+        ]
+        for body, fragment in cases:
+            response = await platform.api.post(
+                runs_url(wf), content=body, headers={"content-type": "application/json"}
+            )
+            assert response.status_code == 400, response.text
+            assert response.json()["error"]["code"] == "invalid_request"
+            assert fragment in response.json()["error"]["message"]
+        assert (await platform.api.get(runs_url(wf))).json()["runs"] == []
+        # 100 levels run and read back.
+        shallow: Any = 1
+        for _ in range(99):
+            shallow = [shallow]
+        run_id = await platform.trigger(wf, {"deep": shallow})
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed" and run["initialInput"] == {"deep": shallow}
 
     async def test_an_unknown_workflow_is_404(self, platform: Platform) -> None:
         response = await platform.api.post(runs_url("nope"), json={})

@@ -1,0 +1,49 @@
+"""What JSON data a request may carry into a run: finite, valid Unicode, not too deep.
+
+Python's json accepts NaN/Infinity and lone surrogates (`"\\ud800"`) and nests as deep as
+its recursion allows; none of them survive the rest of the way. A lone surrogate cannot be
+encoded to store the run (500); NaN came back as null; and a document nested deeper than
+pydantic's JSON parser reads (200 levels) was stored but could not be read back: its run's
+detail and list answered 500 and the reconciler's pass failed on it every time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# Deep enough for any real document, well inside the 200 levels a stored record is read
+# with (the record, its node runs and their snapshots add a few levels of their own).
+MAX_DATA_DEPTH = 100
+
+
+def data_problem(value: Any, path: str) -> str | None:
+    """The first part of a JSON-like value that cannot be run, as `<path> <problem>`."""
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > MAX_DATA_DEPTH:
+            return f"{where} nests deeper than {MAX_DATA_DEPTH} levels"
+        if isinstance(item, str):
+            if not _valid_unicode(item):
+                return f"{where} is not valid Unicode (it holds a lone surrogate)"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{where} is not a finite number"
+        elif isinstance(item, dict):
+            for key, sub in reversed(list(item.items())):
+                if not _valid_unicode(key):
+                    return f"{where} has a key that is not valid Unicode"
+                stack.append((sub, f"{where}.{key}", depth + 1))
+        elif isinstance(item, list):
+            for i in range(len(item) - 1, -1, -1):
+                stack.append((item[i], f"{where}[{i}]", depth + 1))
+    return None
+
+
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
