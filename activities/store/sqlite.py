@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
+from pydantic import ValidationError
 
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
@@ -629,8 +630,17 @@ _UNAVAILABLE = re.compile(r"locked|busy|unable to open|disk I/O|readonly", re.IG
 
 
 def _load(model: type[M], doc: str) -> M:
-    """A record from its stored JSON (pydantic parses the text itself: no dict in between)."""
-    return model.model_validate_json(doc)
+    """A record from its stored JSON (pydantic parses the text itself: no dict in between).
+
+    pydantic writes values nested up to 255 levels but parses JSON only to 200; a record
+    between the two (a deep step output) is parsed by the json module instead.
+    """
+    try:
+        return model.model_validate_json(doc)
+    except ValidationError as exc:
+        if not any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise
+        return model.model_validate(json.loads(doc))
 
 
 def _settle(

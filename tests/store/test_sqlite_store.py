@@ -13,7 +13,7 @@ import pytest
 from activities.store.base import StoreError
 from activities.store.sqlite import SqliteStore
 from activities.store.sqlite_schema import SCHEMA_VERSION
-from tests.store.builders import new_id, node_run, run, workflow
+from tests.store.builders import at, new_id, node_run, run, workflow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Schema versions at which a migration began (MIGRATIONS[n] takes n to n + 1).
@@ -205,3 +205,25 @@ async def test_a_closed_store_refuses_reads(db_path: Path) -> None:
     await store.close()
     with pytest.raises(StoreError, match="not connected"):
         await store.get_run("run-1")
+
+
+async def test_records_nested_deeper_than_pydantics_json_parser_read_back(db_path: Path) -> None:
+    # A step's output may nest deep (a loop that wraps the previous output each time).
+    # pydantic writes up to 255 levels but its JSON parser stops at 200: such a run could
+    # not be read, its detail answered 500, and list_active_runs failed, which stopped
+    # every reconciler pass.
+    deep: object = 1
+    for _ in range(240):
+        deep = [deep]
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        record = run(new_id(), status="running", started_at=at(1), final_output={"deep": deep})
+        await store.insert_run(record)
+        assert await store.get_run(record.id) == record
+        assert [r.id for r in await store.list_active_runs(at(5))] == [record.id]
+        step = node_run(record.id, output_snapshot=deep)
+        await store.upsert_node_run(step)
+        assert await store.get_node_run(step.id) == step
+    finally:
+        await store.close()
