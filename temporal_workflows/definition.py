@@ -15,10 +15,9 @@ from temporal_workflows.base import INTEGRAL, CamelModel
 
 class DefinitionModel(CamelModel):
     """A part of a definition: strict, so `"1"` is no number and `0` no boolean (what the
-    OpenAPI document says is what is accepted); JSON-native input is unaffected. Numbers
-    are finite: NaN and Infinity (which Python's json writes) are no JSON numbers."""
+    OpenAPI document says is what is accepted); JSON-native input is unaffected."""
 
-    model_config = ConfigDict(strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(strict=True)
 
 
 NodeType = Literal["step", "parallel", "loop", "condition", "router", "map"]

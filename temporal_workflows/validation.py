@@ -6,6 +6,7 @@ to fix. Executor keys are checked elsewhere (they need the live catalog).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,6 +63,12 @@ def check(spec: WorkflowSpec) -> list[Problem]:
     problems: list[Problem] = []
     if not spec.nodes:
         problems.append(Problem("nodes", "at least one root node is required"))
+    viewport = spec.canvas.viewport
+    problems.extend(
+        Problem(f"canvas.viewport.{axis}", "must be a finite number")
+        for axis, value in (("x", viewport.x), ("y", viewport.y), ("zoom", viewport.zoom))
+        if not math.isfinite(value)
+    )
     seen: dict[str, str] = {}
     count = 0
 
@@ -79,6 +86,11 @@ def check(spec: WorkflowSpec) -> list[Problem]:
             problems.append(Problem(where, f"node id {node_id!r} is also used by {seen[node_id]}"))
         else:
             seen[node_id] = where
+        problems.extend(
+            Problem(where, f"position.{axis} must be a finite number")
+            for axis, value in (("x", node.position.x), ("y", node.position.y))
+            if not math.isfinite(value)
+        )
         problems.extend(Problem(where, m) for m in _shape(node))
         problems.extend(Problem(where, m) for m in _human_review(node))
         problems.extend(Problem(where, m) for m in _expressions(node))
