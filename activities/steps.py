@@ -22,6 +22,7 @@ from activities.run_log import about_run
 from activities.store.base import Store, StoreUnavailable
 from temporal_workflows.clock import fixed_width
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
+from temporal_workflows.json_data import MAX_OUTPUT_DEPTH, deeper_than
 from temporal_workflows.read_model import (
     AttemptPhase,
     NodeRunStatus,
@@ -323,6 +324,9 @@ class _Heartbeat:
 
 
 def _check_size(output: Any, limit: int) -> None:
+    if deeper_than(output, MAX_OUTPUT_DEPTH):
+        # Deeper, the workflow could not decode the step's result: the run hung.
+        raise PermanentError(f"step output nests deeper than {MAX_OUTPUT_DEPTH} levels")
     size = len(json.dumps(output, default=str))
     if size > limit:
         raise PermanentError(f"step output is {size} bytes; the limit is {limit} bytes")

@@ -96,6 +96,9 @@ class RunInput(CamelModel):
     resume: ResumePoint | None = None
     # Who triggered the run (None: a schedule, or no identity was given).
     triggered_by: Identity | None = None
+    # A step output nesting deeper than this fails the step (json_data.MAX_OUTPUT_DEPTH);
+    # set by the starter. None: a run started before the limit replays without it.
+    max_output_depth: int | None = None
     # Steps all CEL evaluations of one workflow task share (cel_budget.TaskBudget); set by
     # the starter. None: a run started before the shared budget existed replays without it.
     expression_task_steps: int | None = None

@@ -15,6 +15,27 @@ from typing import Any
 # Deep enough for any real document, well inside the 200 levels a stored record is read
 # with (the record, its node runs and their snapshots add a few levels of their own).
 MAX_DATA_DEPTH = 100
+# A step's output: containers add a level each (a loop's list of iterations, a parallel
+# node's object of children) and Temporal payloads a few more, still below the 200 levels
+# pydantic's JSON parser reads (a payload deeper than that cannot be decoded at all).
+MAX_OUTPUT_DEPTH = 150
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether a JSON-like value nests more than `limit` levels of lists and objects."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth + 1 > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def data_problem(value: Any, path: str) -> str | None:

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.definition import HumanReview, StepConfig, WorkflowNode
     from temporal_workflows.gates import Decision, before_gate, collect_input, review_gate
     from temporal_workflows.history import ACTIVITY_EVENTS, LOCAL_ACTIVITY_EVENTS, HistoryBudget
+    from temporal_workflows.json_data import deeper_than
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped
     from temporal_workflows.read_model import BEFORE_RUN_REV, INLINE_DONE_REV, REVIEW_REV
     from temporal_workflows.recorder import RunRecorder
@@ -201,6 +202,10 @@ class StepRunner:
             output = run_pure(key, rendered, variables)
         except BuiltinError as exc:
             self._failed(step, str(exc), attempt=1)
+        limit = self.inp.max_output_depth
+        if limit is not None and deeper_than(output, limit):
+            # Deeper, it could not be decoded from the outbox's payload: the run hung.
+            self._failed(step, f"step output nests deeper than {limit} levels", attempt=1)
         finished = self.clock.stamp()
         self.recorder.node(
             node_run_id,

@@ -111,6 +111,31 @@ class TestSequence:
         assert run["status"] == "failed", run
         assert "it yields the type int" in run["errorSummary"]
 
+    async def test_an_output_nested_too_deep_fails_the_step_instead_of_hanging_the_run(
+        self, platform: Platform
+    ) -> None:
+        # Each iteration wraps the previous output: past ~195 levels the outbox's payload
+        # could not be decoded (pydantic reads JSON 200 deep) and the run stayed pending.
+        run = await platform.run(
+            {
+                "nodes": [
+                    transform("seed", v="0"),
+                    {
+                        "name": "wrap-loop",
+                        "nodeType": "loop",
+                        "loopConfig": {"maxIterations": 220},
+                        "children": [transform("wrap", v="previous_step_content")],
+                    },
+                ]
+            }
+        )
+        assert run["status"] == "failed", run["status"]
+        assert run["errorSummary"] == (
+            "Node 'wrap' failed: step output nests deeper than 150 levels"
+        )
+        wraps = [n for n in run["nodeRuns"] if n["nodeName"] == "wrap"]
+        assert [n["status"] for n in wraps[-2:]] == ["completed", "failed"]
+
 
 class TestParallel:
     async def test_children_outputs_are_keyed_by_name(self, platform: Platform) -> None:

@@ -1,0 +1,45 @@
+"""What data a run can carry: the checks on request data and on step outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from activities.executors.base import PermanentError
+from activities.steps import _check_size
+from temporal_workflows.json_data import MAX_OUTPUT_DEPTH, data_problem, deeper_than
+
+
+def nested(levels: int) -> Any:
+    value: Any = 1
+    for level in range(levels):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+def test_deeper_than_counts_lists_and_objects() -> None:
+    assert not deeper_than(1, 0)
+    assert not deeper_than({"a": [1]}, 2)
+    assert deeper_than({"a": [1]}, 1)
+    assert not deeper_than(nested(150), 150)
+    assert deeper_than(nested(151), 150)
+
+
+def test_data_problem_names_the_place() -> None:
+    assert data_problem({"a": [1, "x", 2.5]}, "initialInput") is None
+    assert data_problem({"a": [1, float("inf")]}, "initialInput") == (
+        "initialInput.a[1] is not a finite number"
+    )
+    assert data_problem({"s": "a\ud800"}, "config") == (
+        "config.s is not valid Unicode (it holds a lone surrogate)"
+    )
+    problem = data_problem({"d": nested(101)}, "initialInput")
+    assert problem is not None and problem.endswith("nests deeper than 100 levels")
+
+
+def test_a_remote_step_output_too_deep_for_a_payload_is_a_permanent_error() -> None:
+    # The workflow could not decode a result nested ~200 deep: the run hung.
+    _check_size(nested(MAX_OUTPUT_DEPTH), 1 << 20)
+    with pytest.raises(PermanentError, match="nests deeper than 150 levels"):
+        _check_size(nested(MAX_OUTPUT_DEPTH + 1), 1 << 20)
