@@ -62,6 +62,10 @@ class McpExecutor:
                     await session.reset()
                 else:  # an answer: perhaps "unknown tool", the listing being stale
                     await _unless_gone(session, server_id, tool_name)
+                if isinstance(exc, MCPError) and exc.code in _REFUSED_AS_ASKED:
+                    raise PermanentError(
+                        f"MCP call {server_id}/{tool_name} refused: {describe_error(exc)}"
+                    ) from None
                 raise TransientError(
                     f"MCP call {server_id}/{tool_name} failed: {describe_error(exc)}"
                 ) from None
@@ -97,6 +101,11 @@ async def _unless_gone(session: McpSession, server_id: str, tool_name: str) -> N
 _CONNECTION_LOST = frozenset(
     {mcp_types.CONNECTION_CLOSED, mcp_types.INVALID_REQUEST, mcp_types.PARSE_ERROR}
 )
+
+
+# JSON-RPC errors that refuse the request as it was made (its arguments, or tools/call
+# itself): the same call would be refused again, so no attempt is retried.
+_REFUSED_AS_ASKED = frozenset({mcp_types.INVALID_PARAMS, mcp_types.METHOD_NOT_FOUND})
 
 
 def connection_lost(exc: Exception) -> bool:

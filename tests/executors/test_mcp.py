@@ -180,6 +180,25 @@ async def test_a_call_the_server_answers_with_an_error_leaves_the_calls_beside_i
         served.stop()
 
 
+async def test_arguments_the_server_refuses_as_invalid_params_are_not_retried(
+    make_call: MakeCall,
+) -> None:
+    # Valid against the tool's schema, refused by the server itself (JSON-RPC -32602): the
+    # same arguments would be refused on every attempt.
+    stats = McpStats()
+    served = ServedApp(build_mcp_server(stats).streamable_http_app()).start()
+    spec = McpServerSpec(id="strict", url=f"{served.base_url}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        with pytest.raises(PermanentError, match="value 7 is not one this server takes"):
+            await registry.execute(make_call("strict/refuses_arguments", {"value": 7}))
+        assert registry.catalog.sessions.get("strict").connects == 1
+    finally:
+        await registry.close()
+        served.stop()
+
+
 async def test_session_reconnects_after_the_server_restarts(make_call: MakeCall) -> None:
     stats = McpStats()
     served = ServedApp(build_mcp_server(stats).streamable_http_app()).start()

@@ -19,7 +19,7 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from pydantic import BaseModel
 
 from activities.executors.base import IDEMPOTENCY_META_KEY
@@ -90,9 +90,13 @@ def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
     def broken() -> str:
         raise ToolError("broken tool always fails")
 
-    @server.tool(description="Refused: the server answers with a JSON-RPC error.")
+    @server.tool(description="Fails: the server answers with a JSON-RPC internal error.")
     def refuses() -> str:
-        raise MCPError(INVALID_PARAMS, "refused by the server")
+        raise MCPError(INTERNAL_ERROR, "refused by the server")
+
+    @server.tool(description="Refuses its arguments with JSON-RPC's invalid params.")
+    def refuses_arguments(value: int = 0) -> str:
+        raise MCPError(INVALID_PARAMS, f"value {value} is not one this server takes")
 
     @server.tool(description="The environment variables this server's process has.")
     def environment() -> dict[str, str]:
