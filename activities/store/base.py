@@ -94,12 +94,14 @@ class Store(Protocol):
         event: dict[str, Any] | None = None,
         *,
         newer_only: bool = False,
+        event_key: str | None = None,
     ) -> bool:
         """Apply snake_case field changes when `rev` >= the stored rev; False otherwise.
 
-        When applied, `event` is appended to the run's log in the same write. With
-        `newer_only`, only when `rev` > the stored rev: of writers racing to make the
-        same correction (two reconcilers), exactly one applies.
+        When applied, `event` is appended to the run's log in the same write (under
+        `event_key`, as `append_event`). With `newer_only`, only when `rev` > the stored
+        rev: of writers racing to make the same correction (two reconcilers), exactly one
+        applies.
         """
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...
@@ -132,12 +134,16 @@ class Store(Protocol):
         """Insert or replace when `record.rev` >= the stored rev; False when stale."""
 
     async def merge_node_run(
-        self, fields: dict[str, Any], events: Sequence[dict[str, Any]] = ()
+        self,
+        fields: dict[str, Any],
+        events: Sequence[dict[str, Any]] = (),
+        event_keys: Sequence[str | None] = (),
     ) -> bool:
         """Merge snake_case `fields` (with `id`, `rev`) into a node run, creating it if new.
 
         Rev-guarded like `upsert_node_run`; when applied, `events` are appended in the same
-        write. The hot path of every step, so one round trip where the store allows it.
+        write, the i-th under `event_keys[i]` when given (as `append_event`). The hot path
+        of every step, so one round trip where the store allows it.
         """
 
     async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
@@ -162,8 +168,13 @@ class Store(Protocol):
         """The same over every run of the workflow and their node runs."""
 
     # -- run events (for the live stream) ----------------------------------
-    async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
-        """Append an event to a run's log; return its id, monotonic per store."""
+    async def append_event(self, run_id: str, event: dict[str, Any], key: str | None = None) -> int:
+        """Append an event to a run's log; return its id, monotonic per store.
+
+        With a `key`, an event the run's log already holds under that key is not appended
+        again (its id is returned): the workflow keys its events so that a batch written
+        twice logs each once. Events without a key are always appended.
+        """
 
     async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:
         """Events of a run with id > after_id, in order; each carries its `id`."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import cache
 from typing import Annotated, Any, TypeVar
@@ -75,3 +76,12 @@ def event_document(event: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ValueError("an event must be a JSON object")
     return doc
+
+
+def event_keys_for(
+    events: Sequence[dict[str, Any]], keys: Sequence[str | None]
+) -> list[str | None]:
+    """One key per event (None: unkeyed); `keys` left empty keys none of them."""
+    if keys and len(keys) != len(events):
+        raise ValueError(f"{len(keys)} event keys for {len(events)} events")
+    return list(keys) if keys else [None] * len(events)

@@ -22,6 +22,7 @@ from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_
 from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
 from activities.store.documents import (
     event_document,
+    event_keys_for,
     from_stored,
     iso_utc,
     stored_run_changes,
@@ -56,6 +57,17 @@ _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
     ("node_runs", [("workflow_run_id", ASCENDING), ("started_at", ASCENDING)], {}),
     ("payloads", [("key", ASCENDING), ("index", ASCENDING)], {}),
     ("events", [("run_id", ASCENDING), ("_id", ASCENDING)], {}),
+    # A keyed event is logged once per run (see `append_event`); unkeyed ones are not
+    # indexed, so they are never taken for repeats (SQLite's NULLs are distinct alike).
+    (
+        "events",
+        [("run_id", ASCENDING), ("key", ASCENDING)],
+        {
+            "unique": True,
+            "partialFilterExpression": {"key": {"$exists": True}},
+            "name": "run_key_unique",
+        },
+    ),
 ]
 
 
@@ -228,15 +240,20 @@ class MongoStore:
         event: dict[str, Any] | None = None,
         *,
         newer_only: bool = False,
+        event_key: str | None = None,
     ) -> bool:
         applied = await self._update_run(run_id, rev, changes, newer_only)
         if applied and event is not None:
-            await self.append_event(run_id, event)
+            await self.append_event(run_id, event, event_key)
         return applied
 
     async def merge_node_run(
-        self, fields: dict[str, Any], events: Sequence[dict[str, Any]] = ()
+        self,
+        fields: dict[str, Any],
+        events: Sequence[dict[str, Any]] = (),
+        event_keys: Sequence[str | None] = (),
     ) -> bool:
+        keys = event_keys_for(events, event_keys)
         # No multi-document transaction needed: the rev guard makes a retried merge
         # harmless, and events are only appended after the record write applied.
         with _errors():
@@ -246,8 +263,8 @@ class MongoStore:
         record = from_stored(NodeRunRecord, merged)
         if not await self.upsert_node_run(record):
             return False
-        for event in events:
-            await self.append_event(record.workflow_run_id, event)
+        for event, key in zip(events, keys, strict=True):
+            await self.append_event(record.workflow_run_id, event, key)
         return True
 
     async def _update_run(
@@ -433,8 +450,11 @@ class MongoStore:
             return None  # absent, or still being written
         return b"".join(bytes(d["data"]) for d in docs)
 
-    async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
+    async def append_event(self, run_id: str, event: dict[str, Any], key: str | None = None) -> int:
         doc = event_document(event)
+        stored: Doc = {"run_id": run_id, "event": doc}
+        if key is not None:
+            stored["key"] = key  # absent, not null, when unkeyed: the unique index skips it
         with _errors():
             counter = await self._db().counters.find_one_and_update(
                 {"_id": "events"},
@@ -445,7 +465,19 @@ class MongoStore:
             if counter is None:  # cannot happen with upsert + AFTER; keeps the types honest
                 raise StoreError("the event counter was not returned")
             event_id = int(counter["seq"])
-            await self._db().events.insert_one({"_id": event_id, "run_id": run_id, "event": doc})
+            try:
+                await self._db().events.insert_one({"_id": event_id, **stored})
+            except DuplicateKeyError:
+                # Logged before under this key (a batch written again): keep the first. The
+                # id taken is skipped; ids stay monotonic.
+                if key is None:
+                    raise
+                first = await self._db().events.find_one(
+                    {"run_id": run_id, "key": key}, projection={"_id": True}
+                )
+                if first is None:
+                    raise
+                return int(first["_id"])
         return event_id
 
     async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:

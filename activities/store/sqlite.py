@@ -22,7 +22,13 @@ from pydantic import ValidationError
 
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
-from activities.store.documents import event_document, from_stored, iso_utc, stored_run_changes
+from activities.store.documents import (
+    event_document,
+    event_keys_for,
+    from_stored,
+    iso_utc,
+    stored_run_changes,
+)
 from activities.store.records import (
     NodeRunRecord,
     RunHeader,
@@ -286,6 +292,7 @@ class SqliteStore:
         event: dict[str, Any] | None = None,
         *,
         newer_only: bool = False,
+        event_key: str | None = None,
     ) -> bool:
         # Validated here, written into the stored document by SQLite's json_set: the run
         # (its definition snapshot the largest part) is neither parsed nor re-serialised.
@@ -309,7 +316,7 @@ class SqliteStore:
             if conn.execute(sql, params).rowcount == 0:
                 return False  # no such run, or a newer revision is stored
             if event is not None:
-                _insert_event(conn, run_id, event)
+                _insert_event(conn, run_id, event, event_key)
             return True
 
         return await self._batched(op)
@@ -383,16 +390,21 @@ class SqliteStore:
         return await self._tx(op)
 
     async def merge_node_run(
-        self, fields: dict[str, Any], events: Sequence[dict[str, Any]] = ()
+        self,
+        fields: dict[str, Any],
+        events: Sequence[dict[str, Any]] = (),
+        event_keys: Sequence[str | None] = (),
     ) -> bool:
+        keys = event_keys_for(events, event_keys)
+
         def op(conn: sqlite3.Connection) -> bool:
             row = conn.execute("SELECT doc FROM node_runs WHERE id = ?", (fields["id"],)).fetchone()
             merged = {**json.loads(row[0]), **fields} if row else fields
             record = from_stored(NodeRunRecord, merged)
             if conn.execute(_UPSERT_NODE_RUN, node_run_row(record)).rowcount == 0:
                 return False
-            for event in events:
-                _insert_event(conn, record.workflow_run_id, event)
+            for event, key in zip(events, keys, strict=True):
+                _insert_event(conn, record.workflow_run_id, event, key)
             return True
 
         return await self._batched(op)
@@ -516,8 +528,8 @@ class SqliteStore:
             row = await _one(db, "SELECT data FROM payloads WHERE key = ?", (key,))
         return None if row is None else bytes(row[0])
 
-    async def append_event(self, run_id: str, event: dict[str, Any]) -> int:
-        return await self._tx(lambda conn: _insert_event(conn, run_id, event))
+    async def append_event(self, run_id: str, event: dict[str, Any], key: str | None = None) -> int:
+        return await self._tx(lambda conn: _insert_event(conn, run_id, event, key))
 
     async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:
         async with self._read() as db:
@@ -578,11 +590,29 @@ _UPSERT_NODE_RUN = (
 )
 
 
-def _insert_event(conn: sqlite3.Connection, run_id: str, event: dict[str, Any]) -> int:
+def _insert_event(
+    conn: sqlite3.Connection, run_id: str, event: dict[str, Any], key: str | None = None
+) -> int:
+    """Append an event; a keyed one the run's log already holds is not appended again."""
     doc = to_json(event_document(event))
-    cursor = conn.execute("INSERT INTO events (run_id, doc) VALUES (?, ?)", (run_id, doc))
-    assert cursor.lastrowid is not None
-    return cursor.lastrowid
+    if key is None:
+        cursor = conn.execute("INSERT INTO events (run_id, doc) VALUES (?, ?)", (run_id, doc))
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+    # DO NOTHING takes no id (AUTOINCREMENT moves only on an insert): ids stay monotonic,
+    # and the live feed's high-water mark sees no gap it could misread.
+    cursor = conn.execute(
+        "INSERT INTO events (run_id, doc, key) VALUES (?, ?, ?)"
+        " ON CONFLICT (run_id, key) DO NOTHING",
+        (run_id, doc, key),
+    )
+    if cursor.rowcount == 1:
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+    row = conn.execute(
+        "SELECT id FROM events WHERE run_id = ? AND key = ?", (run_id, key)
+    ).fetchone()
+    return int(row[0])
 
 
 def run_transaction(conn: sqlite3.Connection, op: Callable[[sqlite3.Connection], T]) -> T:

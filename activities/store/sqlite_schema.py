@@ -103,6 +103,14 @@ MIGRATIONS: list[list[str]] = [
         " WHEN OLD.workflow_run_id IS NOT NEW.workflow_run_id BEGIN"
         f" {_bump_run('OLD.workflow_run_id')} {_bump_workflow_of_run('OLD.workflow_run_id')} END",
     ],
+    [
+        # Event keys: the workflow keys every event it writes, so a batch written again (a
+        # workflow task that ran twice) logs each event once. NULLs are distinct in a
+        # UNIQUE index: events without a key (older rows, the API's, the reconciler's)
+        # are never taken for repeats.
+        "ALTER TABLE events ADD COLUMN key TEXT",
+        "CREATE UNIQUE INDEX events_run_key ON events (run_id, key)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -17,11 +17,18 @@ from tests.store.builders import at, new_id, node_run, run, workflow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Schema versions at which a migration began (MIGRATIONS[n] takes n to n + 1).
-BEFORE_ACLS, BEFORE_CHANGE_COUNTERS = 2, 3
+BEFORE_ACLS, BEFORE_CHANGE_COUNTERS, BEFORE_EVENT_KEYS = 2, 3, 4
+
+
+def _undo_event_keys(db: sqlite3.Connection) -> None:
+    """Take a file back to before event keys (what MIGRATIONS[4] created)."""
+    db.execute("DROP INDEX events_run_key")
+    db.execute("ALTER TABLE events DROP COLUMN key")
 
 
 def _undo_change_counters(db: sqlite3.Connection) -> None:
     """Take a file back to before the change counters (what MIGRATIONS[3] created)."""
+    _undo_event_keys(db)
     for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         db.execute(f"DROP TRIGGER {name}")
     db.execute("DROP TABLE run_changes")
@@ -173,6 +180,27 @@ async def test_runs_from_before_the_change_counters_count_from_their_next_write(
         await store.upsert_node_run(node_run(stored.id, rev=1))
         assert await store.run_changes(stored.id) == 1
         assert await store.workflow_run_changes(record.id) == 1
+    finally:
+        await store.close()
+
+
+async def test_events_from_before_event_keys_stay_and_keys_apply_from_then(
+    db_path: Path,
+) -> None:
+    store = SqliteStore(db_path)
+    await store.connect()
+    first = await store.append_event("r1", {"type": "node_started"})
+    await store.close()
+    with sqlite3.connect(db_path) as db:
+        _undo_event_keys(db)
+        db.execute(f"PRAGMA user_version = {BEFORE_EVENT_KEYS}")
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        again = await store.append_event("r1", {"type": "node_started"}, key="x:1:ab")
+        assert again > first
+        assert await store.append_event("r1", {"type": "node_started"}, key="x:1:ab") == again
+        assert [e["id"] for e in await store.list_events("r1", 0, 10)] == [first, again]
     finally:
         await store.close()
 

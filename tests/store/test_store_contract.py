@@ -212,6 +212,20 @@ class TestRuns:
         assert [e["type"] for e in await store.list_events(record.id, 0, 10)] == ["run_started"]
         assert await store.run_rev(record.id) == 2
 
+    async def test_a_node_run_merged_again_logs_its_keyed_events_once(self, store: Store) -> None:
+        # Node runs repeat revs legitimately, so the merge applies again; the keys hold.
+        run_id = new_id()
+        fields = {**node_run(run_id, rev=5).to_document(), "status": "running"}
+        events = [{"type": "node_started"}, {"type": "node_completed"}]
+        for _ in range(2):
+            assert await store.merge_node_run(fields, events, ["e:1:a", "e:1.1:b"])
+        assert [e["type"] for e in await store.list_events(run_id, 0, 10)] == [
+            "node_started",
+            "node_completed",
+        ]
+        assert await store.merge_node_run(fields, events)  # unkeyed: logged again
+        assert len(await store.list_events(run_id, 0, 10)) == 4
+
     async def test_update_of_unknown_run_is_false(self, store: Store) -> None:
         assert await store.update_run(new_id(), 1, {"status": "running"}) is False
 
@@ -374,6 +388,36 @@ class TestEvents:
         ids = [await store.append_event(run_id, {"n": n}) for n in range(4)]
         listed = await store.list_events(run_id, ids[0], 2)
         assert [e["id"] for e in listed] == ids[1:3]
+
+    async def test_a_keyed_event_appended_twice_is_logged_once(self, store: Store) -> None:
+        # A workflow's batch written again (its task ran twice) repeats its keyed events.
+        run_id = new_id()
+        first = await store.append_event(run_id, {"type": "node_started"}, key="exec:3:a1")
+        again = await store.append_event(run_id, {"type": "node_started"}, key="exec:3:a1")
+        assert again == first
+        assert await store.list_events(run_id, 0, 10) == [{"type": "node_started", "id": first}]
+
+    async def test_an_unkeyed_event_appended_twice_is_logged_twice(self, store: Store) -> None:
+        run_id = new_id()
+        ids = [await store.append_event(run_id, {"type": "run_failed"}) for _ in range(2)]
+        assert [e["id"] for e in await store.list_events(run_id, 0, 10)] == ids
+        assert ids[0] < ids[1]
+
+    async def test_a_key_is_one_event_per_run_not_per_store(self, store: Store) -> None:
+        run_a, run_b = new_id(), new_id()
+        await store.append_event(run_a, {"type": "tick"}, key="k")
+        await store.append_event(run_b, {"type": "tick"}, key="k")
+        await store.append_event(run_a, {"type": "tick"}, key="k2")
+        assert len(await store.list_events(run_a, 0, 10)) == 2
+        assert len(await store.list_events(run_b, 0, 10)) == 1
+
+    async def test_ids_stay_monotonic_past_a_skipped_repeat(self, store: Store) -> None:
+        run_id = new_id()
+        first = await store.append_event(run_id, {"type": "a"}, key="k1")
+        await store.append_event(run_id, {"type": "a"}, key="k1")
+        second = await store.append_event(run_id, {"type": "b"}, key="k2")
+        listed = await store.list_events(run_id, first, 10)
+        assert [e["id"] for e in listed] == [second] and second > first
 
     async def test_datetimes_in_events_are_stored_as_text(self, store: Store) -> None:
         run_id = new_id()
