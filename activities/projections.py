@@ -7,6 +7,8 @@ writes the outbox handed it); revisions make retries and out-of-order writes har
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,35 +31,50 @@ class ProjectionActivities:
     @activity.defn(name=RECORD_BATCH)
     async def record_batch(self, batch: ProjectionBatch) -> None:
         """Apply a batch of writes in order (SQLite commits them in one transaction)."""
-        await write_batch(self._store, self._metrics, batch)
+        await write_batch(self._store, self._metrics, batch, activity.info().workflow_run_id)
 
     def all(self) -> list[Any]:
         return [self.record_batch]
 
 
-async def write_batch(store: Store, metrics: RunMetrics, batch: ProjectionBatch) -> None:
+async def write_batch(
+    store: Store, metrics: RunMetrics, batch: ProjectionBatch, execution: str | None
+) -> None:
     """Apply a batch of the workflow's writes in order (the outbox's, or a step's
-    `writes_before`); counted events are counted once however often the batch runs."""
+    `writes_before`); counted events are counted once however often the batch runs.
+
+    `execution` is the Temporal run id of the workflow execution that made the batch:
+    with the batch's sequence numbers it keys every event, which the store logs once.
+    Without either (an activity started outside a workflow, a batch made before keys), the
+    events are unkeyed.
+    """
     counted = [p for p in batch.runs if p.event and p.event.get("type") in COUNTED_EVENTS]
     # A batch runs again when its completion was lost (a worker crash, a failed
     # workflow task): writes its earlier attempt applied are not counted twice.
     applied_before = await store.run_rev(counted[0].run_id) if counted else None
+    keys = iter(_event_keys(batch, execution))
     runs, node_runs = iter(batch.runs), iter(batch.node_runs)
     writes = []
     for kind in batch.order:
         if kind == "r":
             p = next(runs)
+            (key,) = next(keys) or [None]
             # Every run write of the workflow has a rev of its own (the recorder counts
             # them, across continue-as-new), so one already stored is a repeat: the batch
             # of a workflow task that ran again after its first attempt had written it (a
             # worker or Temporal lost the task's completion). Applied only over an older
             # rev, it logs its event once, not a second `awaiting_approval` or `run_started`.
             writes.append(
-                store.update_run(p.run_id, p.rev, _stamped(p.changes), p.event, newer_only=True)
+                store.update_run(
+                    p.run_id, p.rev, _stamped(p.changes), p.event, newer_only=True, event_key=key
+                )
             )
         else:
+            # Node runs share revs by band (a repeat at an equal rev is legitimate), so a
+            # node write of a task that ran again is applied again: its events' keys are
+            # what keep them logged once.
             n = next(node_runs)
-            writes.append(write_node_run(store, n.record, n.events))
+            writes.append(write_node_run(store, n.record, n.events, next(keys)))
     # Started in order, so a group-committing store queues them in order.
     landed = await asyncio.gather(*writes)
     now = datetime.now(UTC)
@@ -72,10 +89,54 @@ async def write_batch(store: Store, metrics: RunMetrics, batch: ProjectionBatch)
 
 
 async def write_node_run(
-    store: Store, fields: dict[str, Any], events: list[dict[str, Any]]
+    store: Store,
+    fields: dict[str, Any],
+    events: list[dict[str, Any]],
+    keys: list[str | None] | None = None,
 ) -> bool:
-    """Merge `fields` into the stored node run (or create it); append the events if applied."""
-    return await store.merge_node_run(_stamped(fields), events)
+    """Merge `fields` into the stored node run (or create it); append the events if applied
+    (each under its key, when given)."""
+    return await store.merge_node_run(_stamped(fields), events, keys or ())
+
+
+def event_key(execution: str, seq: int | str, event: dict[str, Any]) -> str:
+    """`<Temporal run id>:<write's sequence number>:<hash of the event but its timestamp>`.
+
+    The same write of a task that runs again has the same key: its sequence number and
+    content are deterministic, its timestamp (the new task's workflow time) is not, so it
+    is left out. A task that runs again with new input (an update arrived meanwhile) may
+    queue another write at that number: other content, another key, logged. Two equal
+    events one after the other (two pauses by one caller) differ by number, both logged.
+    """
+    content = {k: v for k, v in event.items() if k != "timestamp" and v != NOW}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"{execution}:{seq}:{digest}"
+
+
+def _event_keys(batch: ProjectionBatch, execution: str | None) -> list[list[str | None]]:
+    """The keys of each write's events, in `order`; none when the batch is unkeyed (made
+    before keys, or written outside a workflow's activity).
+
+    A write's events are keyed by its sequence number, then `.i` for the i-th past the
+    first (a write may log two events, which must not take each other for repeats).
+    """
+    runs, node_runs = iter(batch.runs), iter(batch.node_runs)
+    keys: list[list[str | None]] = []
+    for index, kind in enumerate(batch.order):
+        if kind == "r":
+            event = next(runs).event
+            events = [] if event is None else [event]
+        else:
+            events = next(node_runs).events
+        if batch.first_seq is None or execution is None:
+            keys.append([None] * len(events))
+            continue
+        seq = batch.first_seq + index
+        keys.append(
+            [event_key(execution, seq if i == 0 else f"{seq}.{i}", e) for i, e in enumerate(events)]
+        )
+    return keys
 
 
 def _stamped(fields: dict[str, Any]) -> dict[str, Any]:

@@ -125,7 +125,9 @@ class StepActivities:
         if step.writes_before is None:
             return False
         try:
-            await write_batch(self._store, self._metrics, step.writes_before)
+            await write_batch(
+                self._store, self._metrics, step.writes_before, activity.info().workflow_run_id
+            )
         except Exception as exc:
             log.warning("the run's queued writes were left to the workflow: %s", exc)
             return False

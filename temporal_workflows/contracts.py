@@ -156,6 +156,10 @@ class ProjectionBatch(CamelModel):
     node_runs: list[NodeRunProjection] = Field(default_factory=list)
     # The interleaving of the two lists: "r" takes the next run write, "n" the next node run.
     order: str = ""
+    # The outbox's sequence number of the first write (the others follow in `order`): with
+    # the Temporal run id it keys the batch's events, so a batch written again (a workflow
+    # task that ran twice) logs each event once. None: unkeyed (a batch made before keys).
+    first_seq: int | None = None
 
 
 class StepInput(CamelModel):

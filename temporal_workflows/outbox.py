@@ -10,6 +10,13 @@ completes at once, with no local activity holding it open. Until that
 step reports them written, every later write of the outbox writes them again first, so
 order holds whichever lands first; run writes are applied once per rev (`newer_only`),
 so landing twice logs each event once.
+
+Every write has a sequence number, counted from the execution's first write in the order
+the workflow queued them (deterministic, so a workflow task that runs again numbers its
+writes as its first attempt did); a batch carries its first write's. With the Temporal
+run id and the event's content they key the events the batch logs (activities/
+projections.py): the store logs a keyed event once, whichever of the step, the outbox
+or a task run again writes it.
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ class Outbox:
         self._nodes: list[NodeRunProjection] = []
         self._order = ""
         self._queued = 0
+        # The sequence number of the first write not yet sent (writes are numbered from 0).
+        self._first_queued = 0
         self._flushed = 0
         self._oldest_queued: datetime | None = None
         self._want_flush = False
@@ -105,7 +114,7 @@ class Outbox:
         if size > HAND_OFF_MAX_BYTES:
             return None
         runs = [p.model_copy(update={"newer_only": True}) for p in self._runs]
-        self._handed = ProjectionBatch(runs=runs, order=self._order)
+        self._handed = ProjectionBatch(runs=runs, order=self._order, first_seq=self._first_queued)
         self._handed_upto = self._queued
         self._runs, self._order = [], ""
         return self._handed
@@ -138,6 +147,7 @@ class Outbox:
     def _enqueued(self, kind: str) -> None:
         if not self._order:
             self._oldest_queued = self._clock.latest
+            self._first_queued = self._queued
         self._order += kind
         self._queued += 1
 
@@ -163,12 +173,20 @@ class Outbox:
         """Write everything queued now as one batch, in order, after what a step was
         handed and may not have written yet."""
         handed = self._handed
-        batch = ProjectionBatch(runs=self._runs, node_runs=self._nodes, order=self._order)
+        batch = ProjectionBatch(
+            runs=self._runs,
+            node_runs=self._nodes,
+            order=self._order,
+            first_seq=self._first_queued,
+        )
         if handed is not None:
+            # What was queued since the hand-off follows it without a gap (no write is
+            # sent while a hand-off is unconfirmed, bar this one), so numbering runs on.
             batch = ProjectionBatch(
                 runs=[*handed.runs, *batch.runs],
                 node_runs=batch.node_runs,
                 order=handed.order + batch.order,
+                first_seq=handed.first_seq,
             )
         upto = self._queued
         self._runs, self._nodes, self._order = [], [], ""

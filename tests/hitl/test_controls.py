@@ -118,3 +118,20 @@ async def test_cancel_works_on_paused_and_waiting_runs(platform: Platform) -> No
     await platform.wait(wf2, paused, {"paused"})
     assert (await control(platform, wf2, paused, "cancel")).status_code == 200
     assert (await platform.wait(wf2, paused))["status"] == "cancelled"
+
+
+async def test_two_pauses_by_the_same_caller_are_both_logged(platform: Platform) -> None:
+    # Equal events one after the other are the run's, not a repeated task's: each write
+    # has its own sequence number in the event's key.
+    wf, run_id = await start(platform, [echo("gate", {"requiresConfirmation": True})])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    for action in ("pause", "resume", "pause"):
+        assert (await control(platform, wf, run_id, action)).status_code == 200
+    events = await platform.store.list_events(run_id, 0, 100)
+    paused = [
+        {k: v for k, v in e.items() if k not in ("id", "timestamp")}
+        for e in events
+        if e["type"] == "run_paused"
+    ]
+    assert len(paused) == 2 and paused[0] == paused[1]
+    assert [e["type"] for e in events][-3:] == ["run_paused", "run_resumed", "run_paused"]

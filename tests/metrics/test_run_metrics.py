@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from prometheus_client import CollectorRegistry
+from temporalio.testing import ActivityEnvironment
 
 from activities.metrics import RunMetrics
 from activities.projections import ProjectionActivities
@@ -102,8 +103,9 @@ async def test_a_batch_applied_again_after_a_lost_completion_is_not_counted_twic
         changes={"status": "running"},
         event=run_event("run_started", run_id=record.id, status="running", timestamp="x"),
     )
-    batch = ProjectionBatch(runs=[started], order="r")
-    await projections.record_batch(batch)
-    await projections.record_batch(batch)
+    batch = ProjectionBatch(runs=[started], order="r", first_seq=0)
+    local_activity = ActivityEnvironment()  # the batch's, as its workflow runs it
+    await local_activity.run(projections.record_batch, batch)
+    await local_activity.run(projections.record_batch, batch)
     assert registry.get_sample_value(STARTED, {"workflow_id": wf}) == 1
     assert (await p.store.get_run(record.id)).status == "running"  # type: ignore[union-attr]
