@@ -105,18 +105,17 @@ async def test_the_pool_strategy_is_not_sent_to_the_agent(platform: Platform) ->
     assert node_runs(run)["Create"]["outputSnapshot"]["config"] == {"x": 1}
 
 
-async def test_an_unknown_pool_strategy_fails_without_retrying(platform: Platform) -> None:
-    run = await platform.run(
-        {
-            "nodes": [
-                pool_step(
-                    "Create", ACCOUNT_MANAGERS, {"poolStrategy": "random"}, stepConfig=retries(3)
-                )
-            ]
-        }
-    )
-
-    assert run["status"] == "failed", run
-    created = node_runs(run)["Create"]
-    assert created["attempt"] == 1
-    assert "unknown poolStrategy 'random'" in created["error"]
+async def test_an_unknown_pool_strategy_is_refused_when_saved(platform: Platform) -> None:
+    # It used to fail each run's step (without retrying); now the definition is refused
+    # (a definition stored before that still fails its step: tests/executors/test_pool.py).
+    body = {
+        "name": "pool with an unknown strategy",
+        "nodes": [
+            pool_step("Create", ACCOUNT_MANAGERS, {"poolStrategy": "random"}, stepConfig=retries(3))
+        ],
+    }
+    response = await platform.api.post("/api/v1/workflows", json=body)
+    assert response.status_code == 400, response.text
+    assert "config.poolStrategy 'random' is unknown" in response.text
+    listed = await platform.api.get("/api/v1/workflows", params={"search": "unknown strategy"})
+    assert listed.json()["pagination"]["total"] == 0
