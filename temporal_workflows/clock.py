@@ -40,6 +40,16 @@ class RunClock:
         self.latest = now
         return fixed_width(now)
 
+    def event_time(self) -> str:
+        """An event's timestamp: workflow time, but never before a time already stamped or
+        seen, so a run's events are not dated before the records they follow (a run that
+        ends in the task of its last inline step). It is not a stamp: it moves nothing, so
+        the outbox's timing, and with it the workflow's commands, stay as they were."""
+        now = workflow.now()
+        if self.latest is not None and now < self.latest:
+            now = self.latest
+        return fixed_width(now)
+
     def observe(self, timestamp: str | None) -> None:
         """Note a time a step reported (recorded in history, so replay sees the same)."""
         if timestamp:

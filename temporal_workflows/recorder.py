@@ -92,7 +92,7 @@ class RunRecorder:
                     event,
                     run_id=self._inp.run_id,
                     status=status,
-                    timestamp=self._clock.now(),
+                    timestamp=self._clock.event_time(),
                     **details,
                 ),
             )
@@ -206,5 +206,5 @@ class RunRecorder:
             node_id=node.node_id,
             node_name=node.name,
             status=status,
-            timestamp=timestamp or self._clock.now(),
+            timestamp=timestamp or self._clock.event_time(),
         )

@@ -39,6 +39,24 @@ def data_only(stream: list[Message]) -> list[Message]:
 
 
 class TestStream:
+    async def test_event_times_never_go_back_and_the_end_is_not_dated_before_its_steps(
+        self, platform: Platform
+    ) -> None:
+        # A run of inline steps ends in the task of its last step: its end was dated at the
+        # task's start, before the steps' own times (stamped after it, in causal order).
+        steps = [
+            {"id": f"s{i}", "name": f"s{i}", "nodeType": "step", "executorKey": "builtin:echo"}
+            for i in range(3)
+        ]
+        wf = await platform.create({"nodes": [*SLOW["nodes"], *steps]})
+        run_id = await platform.trigger(wf)
+        stream = data_only(await read_all(platform.api, events_url(wf, run_id)))
+        times = [m.json()["timestamp"] for m in stream]
+        assert stream[-1].event == "run_completed"
+        assert times == sorted(times), list(zip([m.event for m in stream], times, strict=True))
+        run = await platform.wait(wf, run_id)
+        assert times[-1] >= max(n["finishedAt"] for n in run["nodeRuns"])
+
     async def test_a_run_streams_in_order_and_the_stream_ends_after_the_terminal_event(
         self, platform: Platform
     ) -> None:
