@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from temporal_workflows.cel_budget import MAX_TASK_STEPS
 from tests.builders import condition, echo, parallel
 from tests.support.platform import Platform
 
@@ -58,8 +59,8 @@ async def test_the_same_condition_over_small_lists_completes(platform: Platform)
     assert run["nodeRuns"][0]["inputSnapshot"]["branch"] == "falseSteps"
 
 
-# About 30,000 steps over a 30-element list: one fits an evaluation's budget (50,000),
-# four do not fit a workflow task's (100,000).
+# About 30,000 steps over a 30-element list: one fits an evaluation's budget (50,000) and
+# a workflow task's (50,000), two do not fit the task's.
 PAIRS = "input.l.exists(a, input.l.exists(b, a + b < 0))"
 
 
@@ -77,7 +78,9 @@ async def test_costly_conditions_ready_at_once_share_one_workflow_task_budget(
     run = await platform.run({"nodes": [parallel("fan", *branches)]}, {"l": list(range(30))})
     assert time.monotonic() - started < 30
     assert run["status"] == "failed"
-    assert "together need more than 100000 steps" in run["errorSummary"], run["errorSummary"]
+    assert f"together need more than {MAX_TASK_STEPS} steps" in run["errorSummary"], run[
+        "errorSummary"
+    ]
     statuses = {n["nodeId"]: n["status"] for n in run["nodeRuns"]}
     assert "failed" in {statuses.get(f"c{i}") for i in range(4)}, statuses
 
