@@ -49,6 +49,10 @@ def _now() -> str:
     return fixed_width(datetime.now(UTC))
 
 
+def _stamp(at: datetime | None) -> str | None:
+    return None if at is None else fixed_width(at)
+
+
 class StepActivities:
     def __init__(
         self,
@@ -73,6 +77,9 @@ class StepActivities:
         # Counted on from the attempts of activities this node run lost with their workers.
         attempt = step.attempts_before + activity.info().attempt
         wrote_before = await self._write_before(step)
+        if attempt > 1 and (done := await self._completed_before(step, attempt)) is not None:
+            done.wrote_before = wrote_before
+            return done
         record = _Attempt(self._store, step, attempt)
         # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
         # (well within "about a second"); how it ended is written once, at the end.
@@ -132,6 +139,36 @@ class StepActivities:
             log.warning("the run's queued writes were left to the workflow: %s", exc)
             return False
         return True
+
+    async def _completed_before(self, step: StepInput, attempt: int) -> StepOutput | None:
+        """The result of an earlier attempt of this node run whose end is in the store.
+
+        Its end landed, then its worker died (or could not reach Temporal) before Temporal
+        recorded the completion, so Temporal runs the node run again. Calling the executor
+        again would repeat the side effect and log node_completed a second time; the
+        attempt answers with what the store holds instead. Read only on a repeated attempt.
+        """
+        try:
+            found = await self._store.get_node_run(step.node_run_id)
+        except StoreUnavailable:
+            return None  # the executor runs; its key still lets a tool deduplicate
+        if found is None or found.status != "completed" or found.attempt >= attempt:
+            return None
+        if found.workflow_run_id != step.run_id:
+            return None
+        log.info(
+            "step %r attempt %d: attempt %d already completed, answering with its result",
+            step.node_name,
+            attempt,
+            found.attempt,
+        )
+        return StepOutput(
+            output=found.output_snapshot,
+            attempt=found.attempt,
+            resolved_executor=found.resolved_executor,
+            started_at=_stamp(found.started_at),
+            finished_at=_stamp(found.finished_at),
+        )
 
     async def _timed(self, call: StepCall) -> Any:
         """The executor's call, its duration observed by executor kind and outcome."""
