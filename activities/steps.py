@@ -41,6 +41,9 @@ RUNNING_AFTER_SECONDS = 0.2
 STORE_RETRY_FIRST_SECONDS = 0.2
 STORE_RETRY_MAX_SECONDS = 2.0
 WORKER_SHUTDOWN_ERROR = "the worker shut down before the attempt ended; it runs again"
+# What the workflow says of a step whose last attempt timed out (temporal_workflows/retry.py).
+ATTEMPT_TIMED_OUT_ERROR = "step timed out (start-to-close)"
+ATTEMPT_GONE_ERROR = "Temporal ended the attempt before it finished (timed out, or the run closed)"
 # An attempt's last write: "running" means the attempt failed and Temporal may retry it.
 _PHASES: dict[str, AttemptPhase] = {"running": "attempt_failed", "completed": "completed"}
 
@@ -90,9 +93,11 @@ class StepActivities:
             outcome = await self._timed(call)
             _check_size(outcome.output, self._max_output_bytes)
         except asyncio.CancelledError:
-            if _worker_shutting_down():
-                # Not the step being cancelled: the attempt runs again on another worker.
-                await record.finish("running", None, error=WORKER_SHUTDOWN_ERROR)
+            cut_off = _cut_off_reason()
+            if cut_off is not None:
+                # Not the step being cancelled: the attempt is retried (or, the last one,
+                # failed by the workflow), like any failed attempt.
+                await record.finish("running", None, error=cut_off)
             else:
                 await record.finish("cancelled", "node_cancelled", error="cancelled")
             raise
@@ -286,10 +291,23 @@ class _Attempt:
         await _until_written(lambda: self._store.merge_node_run(record, events))
 
 
-def _worker_shutting_down() -> bool:
-    """Whether the attempt was cancelled by its worker's shutdown (a deploy), not the run."""
+def _cut_off_reason() -> str | None:
+    """Why the attempt was cut off when the step itself was not cancelled: its worker's
+    shutdown (a deploy) or its own timeout; None when the run was cancelled or paused,
+    which the node run shows as `node_cancelled`."""
     details = activity.cancellation_details()
-    return details.worker_shutdown if details is not None else activity.is_worker_shutdown()
+    if details is None:
+        return WORKER_SHUTDOWN_ERROR if activity.is_worker_shutdown() else None
+    if details.worker_shutdown:
+        return WORKER_SHUTDOWN_ERROR
+    if details.timed_out:
+        return ATTEMPT_TIMED_OUT_ERROR
+    if details.not_found:
+        # What a timeout looks like from the worker: Temporal timed the attempt out and
+        # answers its next heartbeat "not found" (or the run was closed; the reconciler
+        # then closes the node run).
+        return ATTEMPT_GONE_ERROR
+    return None
 
 
 async def _until_written(write: Callable[[], Awaitable[bool]]) -> None:

@@ -1,5 +1,7 @@
 """stepConfig: retries with backoff, onError, permanent errors, per-attempt timeouts."""
 
+import asyncio
+
 from tests.builders import http_step, retries
 from tests.support.platform import Platform
 
@@ -81,3 +83,31 @@ async def test_a_step_over_its_timeout_fails_the_attempt(platform: Platform) -> 
     )
     assert run["status"] == "failed"
     assert run["errorSummary"] == "Node 'sleepy' failed: step timed out (start-to-close)"
+
+
+async def test_a_timed_out_attempt_is_a_failed_attempt_not_a_cancelled_node(
+    platform: Platform,
+) -> None:
+    """Temporal timing an attempt out cancels it on the worker; the run was not cancelled,
+    so the log says no `node_cancelled` and the attempt's error says what happened."""
+    sleepy = {
+        "name": "sleepy",
+        "nodeType": "step",
+        "executorKey": "builtin:delay",
+        "config": {"seconds": 5},
+        "stepConfig": {"timeoutSeconds": 0.5, "maxRetries": 1, "backoffBaseSeconds": 0.1},
+    }
+    workflow_id = await platform.create({"nodes": [sleepy]})
+    run_id = await platform.trigger(workflow_id)
+    seen: set[tuple[str, int, str | None]] = set()
+    while True:  # the node run while the run goes on, attempt by attempt
+        run = (await platform.api.get(f"/api/v1/workflows/{workflow_id}/runs/{run_id}")).json()
+        seen |= {(n["status"], n["attempt"], n["error"]) for n in run["nodeRuns"]}
+        if run["status"] in {"completed", "failed", "cancelled"}:
+            break
+        await asyncio.sleep(0.05)
+    events = await platform.api.get(f"/api/v1/workflows/{workflow_id}/runs/{run_id}/events")
+
+    assert run["status"] == "failed", run
+    assert "event: node_cancelled" not in events.text.splitlines(), events.text
+    assert not any(status == "cancelled" for status, _, _ in seen), seen
