@@ -135,8 +135,8 @@ class RunProjection(CamelModel):
     changes: dict[str, Any]
     # Optional entry for the run's event log (the live stream).
     event: dict[str, Any] | None = None
-    # Applied only over an older rev: a write that may land twice (see the outbox's
-    # hand-off) logs its event once.
+    # Unread: every run write is now applied only over an older rev (activities/
+    # projections.py). Kept so the inputs of histories recorded with it still decode.
     newer_only: bool = False
 
 

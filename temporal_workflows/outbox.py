@@ -8,7 +8,7 @@ A step's activity may carry the queued run writes instead (`hand_off`) and write
 before its call: then the workflow task that starts the step (a run's first, say)
 completes at once, with no local activity holding it open. Until that
 step reports them written, every later write of the outbox writes them again first, so
-order holds whichever lands first; run writes are applied once per rev (`newer_only`),
+order holds whichever lands first; run writes are applied only over an older rev,
 so landing twice logs each event once.
 
 Every write has a sequence number, counted from the execution's first write in the order
@@ -113,8 +113,9 @@ class Outbox:
         size = len(json.dumps([[p.changes, p.event] for p in self._runs], default=str))
         if size > HAND_OFF_MAX_BYTES:
             return None
-        runs = [p.model_copy(update={"newer_only": True}) for p in self._runs]
-        self._handed = ProjectionBatch(runs=runs, order=self._order, first_seq=self._first_queued)
+        self._handed = ProjectionBatch(
+            runs=self._runs, order=self._order, first_seq=self._first_queued
+        )
         self._handed_upto = self._queued
         self._runs, self._order = [], ""
         return self._handed
