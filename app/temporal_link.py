@@ -69,7 +69,7 @@ class TemporalLink:
         """Why Temporal is not usable right now, or None when its health check passes."""
         try:
             client = await self.require()
-            healthy = await client.service_client.check_health(timeout=HEALTH_TIMEOUT)
+            healthy = await _check_health(client)
             if healthy and await _namespace_missing(client):
                 # It passes the health check, then refuses every run.
                 return f"no namespace {client.namespace!r} (TRELLIS_TEMPORAL_NAMESPACE)"
@@ -79,6 +79,19 @@ class TemporalLink:
             log.warning("Temporal health check failed: %s", describe(exc))
             return "health check failed (the API's log says why)"
         return None if healthy else "the workflow service reports not serving"
+
+
+async def _check_health(client: Client) -> bool:
+    """The health check, asked once more when its connection went while it was on the way
+    (the server closed an aged connection, say: "transport error", "operation was
+    canceled"). A second failure, or a check that ran out of time, is the answer."""
+    try:
+        return await client.service_client.check_health(timeout=HEALTH_TIMEOUT)
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.DEADLINE_EXCEEDED:
+            raise
+        log.info("Temporal health check lost (%s); asking again", describe(exc))
+    return await client.service_client.check_health(timeout=HEALTH_TIMEOUT)
 
 
 async def _namespace_missing(client: Client) -> bool:

@@ -15,6 +15,7 @@ from app.settings import Settings
 from tests.api.conftest import api_client
 from tests.api.helpers import API, assert_error
 from tests.builders import workflow
+from tests.support.cutting_proxy import CuttingProxy
 from tests.support.server import free_port, serving
 
 
@@ -70,6 +71,23 @@ class TestReadyz:
                 "message": "no namespace 'no-such-namespace' (TRELLIS_TEMPORAL_NAMESPACE)",
             }
         ]
+
+    async def test_a_health_check_lost_with_its_connection_is_asked_again(
+        self, settings: Settings, store: Store, catalog: Catalog, temporal_env: WorkflowEnvironment
+    ) -> None:
+        # Seen in CI: one check failed ("operation was canceled") as its connection went,
+        # and /readyz said 503 although Temporal was up. Asked again, on a new connection.
+        host, port = temporal_env.client.service_client.config.target_host.rsplit(":", 1)
+        async with CuttingProxy(host, int(port)).running() as proxy:
+            through_proxy = await Client.connect(
+                proxy.address, namespace=temporal_env.client.namespace
+            )
+            async with api_client(settings, store, catalog, through_proxy) as http:
+                assert (await http.get("/readyz")).status_code == 200
+                proxy.armed = True
+                response = await http.get("/readyz")
+        assert proxy.cuts == 1
+        assert response.status_code == 200, response.text
 
     async def test_both_down_names_both(
         self, settings: Settings, store: Store, catalog: Catalog
