@@ -87,10 +87,11 @@ class StepActivities:
         # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
         # (well within "about a second"); how it ended is written once, at the end.
         record.announce_after(RUNNING_AFTER_SECONDS)
-        call = _call(step, attempt, activity.heartbeat)
+        beat = _Heartbeat()
+        call = _call(step, attempt, beat.send, _earlier_progress(step))
         _describe_span(step, attempt)
         try:
-            outcome = await self._timed(call)
+            outcome = await self._timed(call, beat)
             _check_size(outcome.output, self._max_output_bytes)
         except asyncio.CancelledError:
             cut_off = _cut_off_reason()
@@ -175,11 +176,11 @@ class StepActivities:
             finished_at=_stamp(found.finished_at),
         )
 
-    async def _timed(self, call: StepCall) -> Any:
+    async def _timed(self, call: StepCall, beat: _Heartbeat) -> Any:
         """The executor's call, its duration observed by executor kind and outcome."""
         started, outcome = time.perf_counter(), "failed"
         try:
-            result = await self._with_heartbeats(call)
+            result = await self._with_heartbeats(call, beat)
             outcome = "completed"
             return result
         except asyncio.CancelledError:
@@ -190,11 +191,11 @@ class StepActivities:
             kind = kind_of(call) if kind_of is not None else "unknown"
             self._metrics.step_attempt(kind, outcome, time.perf_counter() - started)
 
-    async def _with_heartbeats(self, call: StepCall) -> Any:
+    async def _with_heartbeats(self, call: StepCall, beat: _Heartbeat) -> Any:
         # A background heartbeat lets Temporal deliver cancellation to any executor
         # and notice a dead worker within the heartbeat timeout. A timer, not a task:
         # nothing to create, cancel and await on every (usually short) step.
-        beat = _Heartbeat()
+        beat.start()
         try:
             return await self._executor.execute(call)
         finally:
@@ -207,7 +208,7 @@ class StepActivities:
         if plan is None:
             return StepPlan()
         try:
-            resolved = await plan(_call(step, attempt=1, heartbeat=lambda *d: None))
+            resolved = await plan(_call(step, 1, lambda *d: None, {}))
         except Exception:  # the step itself will report the problem
             resolved = None
         return StepPlan(resolved_executor=resolved)
@@ -344,7 +345,9 @@ def _describe_span(step: StepInput, attempt: int) -> None:
         )
 
 
-def _call(step: StepInput, attempt: int, heartbeat: Any) -> StepCall:
+def _call(
+    step: StepInput, attempt: int, heartbeat: Any, earlier_progress: dict[str, Any]
+) -> StepCall:
     return StepCall(
         run_id=step.run_id,
         workflow_id=step.workflow_id,
@@ -358,26 +361,47 @@ def _call(step: StepInput, attempt: int, heartbeat: Any) -> StepCall:
         attempt=attempt,
         heartbeat=heartbeat,
         triggered_by=step.triggered_by,
+        earlier_progress=earlier_progress,
     )
 
 
+def _earlier_progress(step: StepInput) -> dict[str, Any]:
+    """What an earlier attempt sent with its last heartbeat: this activity's own (Temporal
+    keeps them across its attempts), else those of the activity lost before it."""
+    details = activity.info().heartbeat_details
+    if details and isinstance(details[0], dict):
+        return details[0]
+    return step.earlier_progress or {}
+
+
 class _Heartbeat:
-    """Heartbeats every HEARTBEAT_EVERY_SECONDS from a timer, until stopped.
+    """Heartbeats every HEARTBEAT_EVERY_SECONDS from a timer, from start until stopped.
 
     Not at once: a step that ends within the first interval never pays for a heartbeat.
-    The timer's callback runs in the activity's context (call_later copies it).
+    The timer's callback runs in the activity's context (call_later copies it). Each beat
+    carries the details the executor last sent (`send`): Temporal keeps only the latest
+    heartbeat's, and an empty beat would erase what a next attempt is to pick up.
     """
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._details: tuple[Any, ...] = ()
+        self._handle: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
         self._handle = self._loop.call_later(HEARTBEAT_EVERY_SECONDS, self._beat)
 
+    def send(self, *details: Any) -> None:
+        self._details = details
+        activity.heartbeat(*details)
+
     def _beat(self) -> None:
-        activity.heartbeat()
+        activity.heartbeat(*self._details)
         self._handle = self._loop.call_later(HEARTBEAT_EVERY_SECONDS, self._beat)
 
     def stop(self) -> None:
-        self._handle.cancel()
+        if self._handle is not None:
+            self._handle.cancel()
 
 
 def _check_size(output: Any, limit: int) -> None:

@@ -184,6 +184,9 @@ class StepInput(CamelModel):
     # Attempts earlier activities of this node run made, the last of them lost with its
     # worker (step_runner's reruns): this activity's attempts count on from there.
     attempts_before: int = 0
+    # What the last of those activities sent with its last heartbeat: work it started (an
+    # A2A task, say) that this one can pick up rather than start again.
+    earlier_progress: dict[str, Any] | None = None
 
 
 class StepPlan(CamelModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
@@ -55,6 +56,15 @@ def lost_with_its_worker(error: ActivityError) -> bool:
     if isinstance(cause, TimeoutError):
         return cause.type == TimeoutType.HEARTBEAT
     return isinstance(cause, ApplicationError) and cause.type == WORKER_SHUTDOWN_ERROR_TYPE
+
+
+def last_progress(error: ActivityError) -> dict[str, Any] | None:
+    """What the activity's last attempt sent with its last heartbeat, when it timed out."""
+    cause = error.cause
+    if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
+        details = cause.last_heartbeat_details[0]
+        return details if isinstance(details, dict) else None
+    return None
 
 
 def failure_message(error: BaseException) -> str:

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         RERUN_POLICY,
         attempts,
         failure_message,
+        last_progress,
         lost_with_its_worker,
         retry_policy,
     )
@@ -266,6 +267,7 @@ class StepRunner:
                     raise
                 reruns += 1
                 request.attempts_before = attempts(config) + reruns - 1
+                request.earlier_progress = last_progress(exc) or request.earlier_progress
                 policy, activity_id = RERUN_POLICY, f"{request.node_run_id}.rerun{reruns}"
         if handed is not None and result.wrote_before:
             self.recorder.handed_written(handed)

@@ -4,6 +4,11 @@ The message has a text part (`config.message` or `config.task`, when given) and 
 part `{"config": …, "context": …, "run": {…}}`. The task is followed by streaming when the
 card allows it, else by polling, heartbeating throughout. A cancelled step cancels the
 remote task (`tasks/cancel`) before re-raising.
+
+The task's id goes out with every heartbeat. When an attempt is lost with its worker, the
+next attempt reads that task (`tasks/get`) and follows it by polling, rather than sending
+the message again: a completed task gives its result, one still working is awaited. A
+task that ended any other way, or that the agent no longer knows, is sent anew.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ TERMINAL = {
     TaskState.TASK_STATE_REJECTED,
 }
 INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+# The heartbeat detail naming the task this attempt follows: {"agent": …, "id": …}.
+TASK_PROGRESS_KEY = "a2aTask"
 POLL_SECONDS = (0.1, 0.25, 0.5, 1.0)
 # How long a stream may stay open after its task's last event before it is closed (read
 # to its end meanwhile, in the background: the step does not wait for it).
@@ -139,22 +146,61 @@ class A2AExecutor:
         request = SendMessageRequest(message=_message(call, name))
         # Without streaming, ask for the task at once and poll it (so it can be cancelled).
         request.configuration.return_immediately = not card.capabilities.streaming
+        progress: dict[str, Any] = {"waitingFor": f"A2A agent {name}"}
         try:
-            async with heartbeating(call, f"waiting for A2A agent {name}"):
-                task = await self._follow(client, request, name)
+            async with heartbeating(call, progress):
+                reply = await self._resumed(client, call, name, progress)
+                if reply is None:
+                    reply = await self._follow(client, request, name, progress)
         except (TransientError, PermanentError):
             raise
         except Exception as exc:
             self._clients.pop(name, None)  # a broken client is rebuilt from a fresh card
             raise TransientError(f"A2A agent {name!r} call failed: {describe_error(exc)}") from None
-        return _outcome(name, task)
+        return _outcome(name, reply)
 
     def _context(self, name: str) -> ClientCallContext:
         """What one request to the agent carries: its catalog headers."""
         return ClientCallContext(service_parameters=self._catalog.agent_headers(name))
 
+    async def _resumed(
+        self, client: Client, call: StepCall, name: str, progress: dict[str, Any]
+    ) -> Task | Message | None:
+        """The task an earlier attempt of this step started with this agent, followed to its
+        end; None when there is none to pick up (then the message is sent)."""
+        earlier = call.earlier_progress.get(TASK_PROGRESS_KEY)
+        if not isinstance(earlier, dict) or earlier.get("agent") != name or not earlier.get("id"):
+            return None
+        task_id = str(earlier["id"])
+        try:
+            read = await client.get_task(GetTaskRequest(id=task_id), context=self._context(name))
+        except Exception as exc:  # an agent that restarted may have forgotten it
+            log.info("A2A task %s of an earlier attempt: %s", task_id, describe_error(exc))
+            return None
+        state = read.status.state
+        if state != TaskState.TASK_STATE_COMPLETED and state in TERMINAL | INTERRUPTED:
+            return None  # it did not succeed: this attempt tries again
+        log.info("A2A task %s of an earlier attempt is %s: following it", task_id, state)
+        progress[TASK_PROGRESS_KEY] = {"agent": name, "id": task_id}
+        if state == TaskState.TASK_STATE_COMPLETED:
+            return read
+        try:
+            return await self._poll(client, task_id, name)
+        except asyncio.CancelledError:
+            await _cancel_remote(client, task_id, self._context(name))
+            raise
+
+    async def _poll(self, client: Client, task_id: str, name: str) -> Task:
+        """The task, read with `tasks/get` until it ends or is interrupted."""
+        for delay in _poll_delays():
+            read = await client.get_task(GetTaskRequest(id=task_id), context=self._context(name))
+            if read.status.state in TERMINAL | INTERRUPTED:
+                return read
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
     async def _follow(
-        self, client: Client, request: SendMessageRequest, name: str
+        self, client: Client, request: SendMessageRequest, name: str, progress: dict[str, Any]
     ) -> Task | Message:
         """The agent's reply: a message, or its task once terminal or interrupted.
 
@@ -192,6 +238,8 @@ class A2AExecutor:
                         task_id, state = status_update.task_id, status_update.status.state
                         if task is not None:
                             task.status.CopyFrom(status_update.status)
+                    if task_id and TASK_PROGRESS_KEY not in progress:
+                        progress[TASK_PROGRESS_KEY] = {"agent": name, "id": task_id}
                     if state in TERMINAL | INTERRUPTED:
                         answered = True
                         break
@@ -205,18 +253,11 @@ class A2AExecutor:
                     return task
             if not task_id:
                 raise TransientError("the agent answered with neither a task nor a message")
-            for delay in _poll_delays():
-                read = await client.get_task(
-                    GetTaskRequest(id=task_id), context=self._context(name)
-                )
-                if read.status.state in TERMINAL | INTERRUPTED:
-                    return read
-                await asyncio.sleep(delay)
+            return await self._poll(client, task_id, name)
         except asyncio.CancelledError:
             if task_id and state not in TERMINAL:
                 await _cancel_remote(client, task_id, self._context(name))
             raise
-        raise AssertionError("unreachable")
 
 
 async def _read_to_end(stream: AsyncGenerator[StreamResponse, None]) -> None:

@@ -48,6 +48,10 @@ class StepCall:
     heartbeat: Callable[..., None] = field(default=lambda *details: None)
     # Who triggered the run: MCP and A2A requests carry a service token for them.
     triggered_by: Identity | None = None
+    # What an earlier attempt of this node run last sent with its heartbeat (Temporal keeps
+    # it across attempts): where work that attempt started, and may have lost with its
+    # worker, can be picked up. Empty on a first attempt.
+    earlier_progress: dict[str, Any] = field(default_factory=dict)
 
     @property
     def idempotency_key(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 from activities.executors.base import StepCall
 
@@ -13,9 +14,10 @@ HEARTBEAT_SECONDS = 1.0
 
 @contextlib.asynccontextmanager
 async def heartbeating(
-    call: StepCall, detail: str, every: float = HEARTBEAT_SECONDS
+    call: StepCall, detail: Any, every: float = HEARTBEAT_SECONDS
 ) -> AsyncIterator[None]:
-    """Call `call.heartbeat(detail)` every `every` seconds until the block ends.
+    """Call `call.heartbeat(detail)` every `every` seconds until the block ends (a dict
+    `detail` is sent as it is at each beat: what the executor added to it meanwhile too).
 
     Not at once: Temporal sends an activity's first heartbeat to the server straight away,
     so beating on entry cost every call a server round trip beside its own work (~1 ms of

@@ -1,11 +1,19 @@
-"""A2A agent steps: message, outputs, every error class, polling, cancellation."""
+"""A2A agent steps: message, outputs, every error class, polling, cancellation, and a
+next attempt following the task an earlier one started."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
+from typing import Any
 
+import httpx
 import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.helpers import new_text_part
+from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest
 
+from activities.executors.a2a import TASK_PROGRESS_KEY
 from activities.executors.base import PermanentError, TransientError
 from activities.executors.registry import ExecutorRegistry
 from tests.executors.conftest import MakeCall
@@ -161,3 +169,97 @@ async def test_cancelled_step_cancels_the_remote_task(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert peers.agent_stats.cancellations["slow-agent"] == before + 1
+
+
+class _TaskBeats:
+    """A step's heartbeat details, kept until one names the A2A task (after a second)."""
+
+    def __init__(self) -> None:
+        self.named = asyncio.Event()
+        self.progress: dict[str, Any] = {}
+
+    def beat(self, detail: dict[str, Any]) -> None:
+        if TASK_PROGRESS_KEY in detail and not self.named.is_set():
+            self.progress = dict(detail)
+            self.named.set()
+
+
+async def test_heartbeats_name_the_task_and_a_next_attempt_follows_it_instead_of_resending(
+    registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
+) -> None:
+    # The first attempt's worker is lost while its task works: the next attempt, given
+    # that attempt's last heartbeat, waits for the same task rather than sending again.
+    calls = peers.agent_stats.calls["slow-agent"]
+    beats = _TaskBeats()
+    first = make_call("slow-agent", {"task": "once", "seconds": 2.5}, heartbeat=beats.beat)
+    lost = asyncio.create_task(registry.execute(first))
+    async with asyncio.timeout(5):
+        await beats.named.wait()
+    progress = beats.progress
+    assert progress[TASK_PROGRESS_KEY]["agent"] == "slow-agent"
+
+    again = make_call(
+        "slow-agent",
+        first.config,
+        node_run_id=first.node_run_id,
+        attempt=2,
+        earlier_progress=progress,
+    )
+    outcome = await registry.execute(again)
+    assert outcome.output["text"] == "once"
+    assert outcome.output["run"]["attempt"] == 1  # the first attempt's message, answered
+    assert peers.agent_stats.calls["slow-agent"] == calls + 1
+    assert (await lost).output == outcome.output
+
+    # Its task completed meanwhile: a third attempt answers with its result at once.
+    third = make_call("slow-agent", first.config, attempt=3, earlier_progress=progress)
+    started = asyncio.get_running_loop().time()
+    assert (await registry.execute(third)).output == outcome.output
+    assert asyncio.get_running_loop().time() - started < 1.0
+    assert peers.agent_stats.calls["slow-agent"] == calls + 1
+
+
+async def _task_of(registry: ExecutorRegistry, name: str) -> str:
+    """The id of a task the agent ran to its end, asked for with the SDK's own client."""
+    card = await registry.a2a.card(name)
+    async with httpx.AsyncClient() as http:
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+        request = SendMessageRequest(
+            message=Message(
+                role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[new_text_part("x")]
+            )
+        )
+        async for event in client.send_message(request):
+            return event.task.id
+    raise AssertionError("no task")
+
+
+@pytest.mark.parametrize(
+    ("agent", "earlier"),
+    [
+        ("failing-agent", "failed"),  # a task that failed is not its answer
+        ("account-manager-v1", "unknown"),  # the agent no longer knows the task
+        ("account-manager-v1", "another agent's"),  # a pool's earlier agent
+    ],
+)
+async def test_a_next_attempt_sends_anew_when_the_earlier_task_cannot_answer(
+    registry: ExecutorRegistry, make_call: MakeCall, peers: Peers, agent: str, earlier: str
+) -> None:
+    owner, task_id = agent, "no-such-task"
+    if earlier == "failed":
+        task_id = await _task_of(registry, agent)
+    elif earlier == "another agent's":
+        owner, task_id = "failing-agent", await _task_of(registry, "failing-agent")
+    calls = peers.agent_stats.calls[agent]
+    call = make_call(
+        agent,
+        {"task": "anew"},
+        attempt=2,
+        earlier_progress={TASK_PROGRESS_KEY: {"agent": owner, "id": task_id}},
+    )
+    if agent == "failing-agent":
+        with pytest.raises(TransientError, match="simulated failure"):
+            await registry.execute(call)
+    else:
+        assert (await registry.execute(call)).output["text"] == "anew"
+    assert peers.agent_stats.calls[agent] == calls + 1

@@ -54,24 +54,42 @@ async def test_worker_sigkill_three_times_under_load(
     assert await load.run_events_logged_twice() == {}
 
 
-async def test_a_step_with_no_retries_outlives_its_worker_being_killed(
-    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+async def test_steps_with_no_retries_outlive_their_worker_being_killed(
+    temporal_env: WorkflowEnvironment, peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:
     """The contract's default stepConfig (maxRetries 0): a crash is not the step failing.
     Temporal notices the dead worker by its missing heartbeats; the workflow runs the lost
-    attempt again on the next worker."""
-    env = process_env(tmp_path, temporal_env.client.service_client.config.target_host)
+    attempt again on the next worker. An A2A step's next attempt follows the task the lost
+    one started (named in its heartbeats) rather than sending the message again."""
+    env = process_env(
+        tmp_path,
+        temporal_env.client.service_client.config.target_host,
+        TRELLIS_EXECUTORS_FILE=str(peers.catalog_path),
+    )
     api = processes.api(env)
     first = processes.worker(env)
-    delay = step("Wait", "builtin:delay", {"seconds": 3})
+    delay = step("Wait", "builtin:delay", {"seconds": 6})
+    agent = step("Ask", "slow-agent", {"task": "once", "seconds": 6})
+    sent = peers.agent_stats.calls["slow-agent"]
     async with httpx.AsyncClient(base_url=api.url, timeout=10) as client:
-        wf, run_id = await create_and_trigger(client, {"nodes": [delay]})
-        await wait_for(client, wf, run_id, lambda r: r["nodeRuns"][:1] != [])  # it started
+        runs = [await create_and_trigger(client, {"nodes": [node]}) for node in (delay, agent)]
+        for wf, run_id in runs:
+            await wait_for(client, wf, run_id, lambda r: r["nodeRuns"][:1] != [])  # started
+        # Its task's id goes out with the A2A step's heartbeats from the first second on
+        # (Temporal sends one at once, then at most one a second).
+        await asyncio.sleep(3)
         first.kill()
         processes.worker(env)
-        # Within the 30 s heartbeat timeout, the 3 s attempt again, and some slack.
-        run = await wait_for(client, wf, run_id, lambda r: r["status"] in TERMINAL, within=75)
+        # Within the 30 s heartbeat timeout, the attempts again, and some slack.
+        waited, asked = [
+            await wait_for(client, wf, run_id, lambda r: r["status"] in TERMINAL, within=75)
+            for wf, run_id in runs
+        ]
 
-    assert run["status"] == "completed", run
-    [waited] = run["nodeRuns"]
-    assert (waited["status"], waited["attempt"]) == ("completed", 2), waited
+    for run in (waited, asked):
+        assert run["status"] == "completed", run
+        [node_run] = run["nodeRuns"]
+        assert (node_run["status"], node_run["attempt"]) == ("completed", 2), node_run
+    # The agent was asked once: the second attempt got the first attempt's task's answer.
+    assert peers.agent_stats.calls["slow-agent"] == sent + 1
+    assert asked["nodeRuns"][0]["outputSnapshot"]["run"]["attempt"] == 1
