@@ -24,16 +24,18 @@ from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
 # One evaluation (a condition, an end condition, one step's whole config, one transform
-# map) stops here: 1.5-16 microseconds a step in cel-python (measured, idle to loaded), so
-# at most 0.35-0.8 s of one core, within the 2 s a workflow task may run before Temporal
-# reports it deadlocked.
+# map) outside a workflow task's share, and in runs that share 50,000 or more (started
+# before the share was 10,000): they replay as they ran.
 MAX_STEPS = 50_000
-# All evaluations of one workflow task together (TaskBudget): as much as one evaluation,
-# so a task stays well inside Temporal's 2 s on a loaded core (twice this was seen past it
-# on a busy two-core machine: the task was taken as deadlocked, again and again). A wide
-# parallel node's many cheap expressions still fit. Runs carry it in their input
-# (RunInput.expression_task_steps), so runs started with another replay with theirs.
-MAX_TASK_STEPS = MAX_STEPS
+# All evaluations of one workflow task together (TaskBudget), and so each one in it too.
+# cel-python takes 9-38 microseconds a step (measured idle on a two-core machine, by the
+# expression's shape; much of it rebuilding typing generics per call), so this is at most
+# about 0.4 s of one core: a task stays inside the 2 s Temporal allows before it takes the
+# task as deadlocked, on a loaded core too. (50,000 took 1.5-1.9 s idle. Past 2 s the SDK
+# interrupts the task, the workflow cannot be evicted after it, and the worker's shutdown
+# waits for ever: seen in CI.) Runs carry it in their input (RunInput.expression_task_steps),
+# so runs started with another replay with theirs.
+MAX_TASK_STEPS = 10_000
 ITERATION_STEPS = 10
 ELEMENTS_PER_STEP = 4
 CHARS_PER_STEP = 1_024
@@ -84,6 +86,8 @@ class TaskBudget:
     def __init__(self, task: Callable[[], int], steps: int = MAX_TASK_STEPS) -> None:
         self._task = task
         self._steps = steps
+        # What one evaluation may spend: no more than the task's share.
+        self.evaluation_steps = min(MAX_STEPS, steps)
         self._key: int | None = None
         self._share = self._fresh()
 
@@ -131,7 +135,9 @@ def share_per_task(task_budget: TaskBudget) -> None:
 def fresh_budget() -> Budget:
     """A budget for one evaluation, drawing on the workflow task's share when there is one."""
     task_budget = _TASK.get(None)
-    return Budget(shared=task_budget.current() if task_budget is not None else None)
+    if task_budget is None:
+        return Budget()
+    return Budget(task_budget.evaluation_steps, shared=task_budget.current())
 
 
 def charging(budget: Budget) -> contextvars.Token[Budget]:
@@ -286,8 +292,8 @@ def static_problem(ast: lark.Tree[Any]) -> str | None:
             f"at most {MAX_COMPREHENSION_NESTING} may"
         )
     steps = _least_steps(ast)
-    if steps > MAX_STEPS:
-        return f"evaluating it takes at least {steps} steps; the budget is {MAX_STEPS}"
+    if steps > MAX_TASK_STEPS:
+        return f"evaluating it takes at least {steps} steps; the budget is {MAX_TASK_STEPS}"
     return None
 
 

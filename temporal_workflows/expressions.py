@@ -23,7 +23,6 @@ from celpy.evaluation import CELEvalError
 
 from temporal_workflows.cel_budget import (
     FUNCTIONS,
-    MAX_STEPS,
     Budget,
     BudgetedRunner,
     BudgetExceeded,
@@ -277,7 +276,8 @@ _CEL_TYPE_NAMES: dict[type, str] = {
 def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -> Any:
     """Evaluate a CEL expression over a scope of JSON-like values; return plain Python.
 
-    It spends `budget` (a fresh one of MAX_STEPS when None); running out is an ExpressionError.
+    It spends `budget` (a fresh one when None: see `fresh_budget`); running out is an
+    ExpressionError.
     """
     program, names = _program(source)
     # Only the variables the expression names: converting every step's outputs is costly.
@@ -290,7 +290,7 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
     except BudgetExceeded as exc:
         raise ExpressionError(
             f"CEL evaluation of {_brief(source)} stopped: {exc} (each evaluation may take "
-            f"{MAX_STEPS}; see 'What an expression may cost' in docs/semantics.md)"
+            f"{budget.limit}; see 'What an expression may cost' in docs/semantics.md)"
         ) from None
     except CELEvalError as exc:
         detail = str(exc.args[0] if exc.args else exc).split(" (in activation")[0]

@@ -13,11 +13,13 @@ from temporal_workflows.builtins import BuiltinError, transform
 from temporal_workflows.cel_budget import (
     MAX_COMPREHENSION_NESTING,
     MAX_STEPS,
+    MAX_TASK_STEPS,
     MAX_TREE_DEPTH,
     Budget,
     BudgetExceeded,
     TaskBudget,
     charge_results,
+    share_per_task,
 )
 from temporal_workflows.expressions import ExpressionError, check_expression, evaluate, render
 
@@ -54,7 +56,7 @@ class TestRefusedAtSave:
         with pytest.raises(ExpressionError) as info:
             check_expression(nested_exists(3, over=literal(40)))
         assert "evaluating it takes at least" in str(info.value)
-        assert f"the budget is {MAX_STEPS}" in str(info.value)
+        assert f"the budget is {MAX_TASK_STEPS}" in str(info.value)
 
     def test_a_tree_deeper_than_the_stack_allows_is_refused(self) -> None:
         with pytest.raises(ExpressionError, match=f"nests too deeply .*at most {MAX_TREE_DEPTH}"):
@@ -242,3 +244,35 @@ def test_an_evaluation_outside_a_workflow_has_only_its_own_budget() -> None:
         evaluate(
             "input.l.exists(a, input.l.exists(b, a + b < 0))", {"input": {"l": list(range(30))}}
         )
+
+
+def _in_a_task(steps: int | None, source: str, scope: dict[str, Any]) -> str:
+    """The error of evaluating `source` in a workflow task sharing `steps` (None: none)."""
+
+    def run() -> str:
+        if steps is not None:
+            share_per_task(TaskBudget(lambda: 1, steps))
+        with pytest.raises(ExpressionError) as info:
+            evaluate(source, scope)
+        return str(info.value)
+
+    return contextvars.copy_context().run(run)
+
+
+def test_an_evaluation_in_a_workflow_task_may_take_no_more_than_the_tasks_share() -> None:
+    # 10,000 steps: at most about 0.4 s of a core here, well inside Temporal's 2 s.
+    scope = {"input": {"items": list(range(100))}}
+    started = time.perf_counter()
+    message = _in_a_task(MAX_TASK_STEPS, nested_exists(3), scope)
+    assert time.perf_counter() - started < 2
+    assert f"stopped: it needs more than {MAX_TASK_STEPS} steps" in message
+    assert f"each evaluation may take {MAX_TASK_STEPS};" in message
+
+
+@pytest.mark.parametrize("share", [None, 50_000, 100_000])
+def test_runs_started_with_a_larger_share_evaluate_as_they_did(share: int | None) -> None:
+    # They carry their share in their input (or none): replayed, each evaluation still
+    # stops where it stopped when they ran.
+    scope = {"input": {"items": list(range(100))}}
+    message = _in_a_task(share, nested_exists(3), scope)
+    assert f"stopped: it needs more than {MAX_STEPS} steps" in message
