@@ -39,7 +39,7 @@ from activities.run_log import run_fields
 from activities.store.base import Store
 from activities.store.records import ResolvedDependency, RunRecord, WorkflowRecord, utcnow
 from temporal_workflows import search_attributes
-from temporal_workflows.cel_budget import MAX_TASK_STEPS
+from temporal_workflows.cel_budget import EVALUATION_STEPS, MAX_TASK_STEPS
 from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, Identity, RunInput
 from temporal_workflows.json_data import MAX_OUTPUT_DEPTH
 from temporal_workflows.read_model import START_FAILED_REV
@@ -237,6 +237,7 @@ async def start_run_workflow(
         default_gate_timeout_seconds=default_gate_timeout_seconds,
         triggered_by=record.triggered_by,
         expression_task_steps=MAX_TASK_STEPS,
+        expression_steps=EVALUATION_STEPS,
         max_output_depth=MAX_OUTPUT_DEPTH,
         steps_write_queued=True,
         results_charged=True,

@@ -24,18 +24,21 @@ from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
 # One evaluation (a condition, an end condition, one step's whole config, one transform
-# map) outside a workflow task's share, and in runs that share 50,000 or more (started
-# before the share was 10,000): they replay as they ran.
+# map) in a run started before EVALUATION_STEPS, or outside a workflow: they replay as ran.
 MAX_STEPS = 50_000
-# All evaluations of one workflow task together (TaskBudget), and so each one in it too.
-# cel-python takes 9-38 microseconds a step (measured idle on a two-core machine, by the
-# expression's shape; much of it rebuilding typing generics per call), so this is at most
-# about 0.4 s of one core: a task stays inside the 2 s Temporal allows before it takes the
-# task as deadlocked, on a loaded core too. (50,000 took 1.5-1.9 s idle. Past 2 s the SDK
-# interrupts the task, the workflow cannot be evicted after it, and the worker's shutdown
-# waits for ever: seen in CI.) Runs carry it in their input (RunInput.expression_task_steps),
-# so runs started with another replay with theirs.
-MAX_TASK_STEPS = 10_000
+# One evaluation in a run started now (RunInput.expression_steps). cel-python takes 9-38
+# microseconds a step (measured idle on a two-core machine, by the expression's shape; much
+# of it rebuilding typing generics per call), so one costly expression holds a workflow task
+# at most about 0.4 s of a core. 50,000 took 1.5-1.9 s idle, past Temporal's 2 s on a loaded
+# core: the SDK interrupts such a task, the workflow cannot be evicted after it, and the
+# worker's shutdown waits for ever (a test suite hung on it).
+EVALUATION_STEPS = 10_000
+# All evaluations of one workflow task together (TaskBudget): many cheap ones (a map of a
+# thousand items, each rendering its config: about 31,000 steps, 0.5 s idle) must still fit,
+# while many costly ones ready at once stay bounded. Twice this was seen past 2 s on a
+# busy two-core machine. Runs carry it in their input (RunInput.expression_task_steps), so
+# runs started with another replay with theirs.
+MAX_TASK_STEPS = 50_000
 ITERATION_STEPS = 10
 ELEMENTS_PER_STEP = 4
 CHARS_PER_STEP = 1_024
@@ -83,11 +86,17 @@ class TaskBudget:
     it started), so a replay charges the same evaluations to the same share.
     """
 
-    def __init__(self, task: Callable[[], int], steps: int = MAX_TASK_STEPS) -> None:
+    def __init__(
+        self,
+        task: Callable[[], int],
+        steps: int = MAX_TASK_STEPS,
+        evaluation_steps: int | None = EVALUATION_STEPS,
+    ) -> None:
         self._task = task
         self._steps = steps
-        # What one evaluation may spend: no more than the task's share.
-        self.evaluation_steps = min(MAX_STEPS, steps)
+        # What one evaluation in the task may spend (None: MAX_STEPS, as runs started
+        # before EVALUATION_STEPS had).
+        self.evaluation_steps = evaluation_steps or MAX_STEPS
         self._key: int | None = None
         self._share = self._fresh()
 
@@ -292,8 +301,8 @@ def static_problem(ast: lark.Tree[Any]) -> str | None:
             f"at most {MAX_COMPREHENSION_NESTING} may"
         )
     steps = _least_steps(ast)
-    if steps > MAX_TASK_STEPS:
-        return f"evaluating it takes at least {steps} steps; the budget is {MAX_TASK_STEPS}"
+    if steps > EVALUATION_STEPS:
+        return f"evaluating it takes at least {steps} steps; the budget is {EVALUATION_STEPS}"
     return None
 
 

@@ -102,6 +102,9 @@ class RunInput(CamelModel):
     # Steps all CEL evaluations of one workflow task share (cel_budget.TaskBudget); set by
     # the starter. None: a run started before the shared budget existed replays without it.
     expression_task_steps: int | None = None
+    # Steps one CEL evaluation may take (cel_budget.EVALUATION_STEPS); set by the starter.
+    # None: a run started before replays with cel_budget.MAX_STEPS.
+    expression_steps: int | None = None
     # Steps write the run's queued writes before their call (the outbox's hand-off); set by
     # the starter. False: a run started before hand-offs flushes as it did (no patch marker,
     # which would cost every run a marker and a search-attribute update).

@@ -96,7 +96,7 @@ class TrellisRun:
         if inp.expression_task_steps is not None:
             # The history's length names the workflow task (the same on replay).
             task = workflow.info().get_current_history_length
-            share_per_task(TaskBudget(task, inp.expression_task_steps))
+            share_per_task(TaskBudget(task, inp.expression_task_steps, inp.expression_steps))
         charge_results(inp.results_charged)
         if inp.resume is None:
             await self._recorder.publish("run_started", status="running")

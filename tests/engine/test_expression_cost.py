@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
+from activities import run_start
 from tests.builders import condition, echo, parallel
 from tests.support.platform import Platform
 
@@ -58,17 +61,22 @@ async def test_the_same_condition_over_small_lists_completes(platform: Platform)
     assert run["nodeRuns"][0]["inputSnapshot"]["branch"] == "falseSteps"
 
 
-# About 8,500 steps over a 16-element list: one fits a workflow task's share (10,000),
-# four do not.
+# About 8,800 steps over a 16-element list: one fits an evaluation's budget (10,000).
 PAIRS = "input.l.exists(a, input.l.exists(b, a + b < 0))"
+# The test's runs share less per task than the product's (run_start.MAX_TASK_STEPS, 50,000):
+# the task that spends it must stay inside Temporal's 2 s on a machine as loaded as the
+# whole suite makes it. Past that the SDK interrupts the task, the workflow cannot be
+# evicted after it, and the worker's shutdown (this test's teardown) waits for ever.
+TEST_TASK_STEPS = 20_000
 
 
 async def test_costly_conditions_ready_at_once_share_one_workflow_task_budget(
-    platform: Platform,
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Four branches' conditions are evaluated in the same workflow task; were each given
     # its own budget, the task would run four evaluations' time and could be retried as
     # deadlocked for ever. Together they fail the run instead, clearly: each fits alone.
+    monkeypatch.setattr(run_start, "MAX_TASK_STEPS", TEST_TASK_STEPS)
     branches = [
         condition(f"c{i}", PAIRS, echo(f"t{i}"), id=f"c{i}", falseSteps=[echo(f"f{i}")])
         for i in range(4)
@@ -77,7 +85,9 @@ async def test_costly_conditions_ready_at_once_share_one_workflow_task_budget(
     run = await platform.run({"nodes": [parallel("fan", *branches)]}, {"l": list(range(16))})
     assert time.monotonic() - started < 30
     assert run["status"] == "failed"
-    assert "together need more than 10000 steps" in run["errorSummary"], run["errorSummary"]
+    assert f"together need more than {TEST_TASK_STEPS} steps" in run["errorSummary"], run[
+        "errorSummary"
+    ]
     statuses = {n["nodeId"]: n["status"] for n in run["nodeRuns"]}
     assert "failed" in {statuses.get(f"c{i}") for i in range(4)}, statuses
 

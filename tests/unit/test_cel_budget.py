@@ -11,6 +11,7 @@ import pytest
 
 from temporal_workflows.builtins import BuiltinError, transform
 from temporal_workflows.cel_budget import (
+    EVALUATION_STEPS,
     MAX_COMPREHENSION_NESTING,
     MAX_STEPS,
     MAX_TASK_STEPS,
@@ -56,7 +57,7 @@ class TestRefusedAtSave:
         with pytest.raises(ExpressionError) as info:
             check_expression(nested_exists(3, over=literal(40)))
         assert "evaluating it takes at least" in str(info.value)
-        assert f"the budget is {MAX_TASK_STEPS}" in str(info.value)
+        assert f"the budget is {EVALUATION_STEPS}" in str(info.value)
 
     def test_a_tree_deeper_than_the_stack_allows_is_refused(self) -> None:
         with pytest.raises(ExpressionError, match=f"nests too deeply .*at most {MAX_TREE_DEPTH}"):
@@ -246,12 +247,15 @@ def test_an_evaluation_outside_a_workflow_has_only_its_own_budget() -> None:
         )
 
 
-def _in_a_task(steps: int | None, source: str, scope: dict[str, Any]) -> str:
-    """The error of evaluating `source` in a workflow task sharing `steps` (None: none)."""
+def _in_a_task(
+    steps: int | None, evaluation_steps: int | None, source: str, scope: dict[str, Any]
+) -> str:
+    """The error of evaluating `source` in a workflow task as a run with these budgets
+    evaluates it (None, None: a run started before either existed)."""
 
     def run() -> str:
         if steps is not None:
-            share_per_task(TaskBudget(lambda: 1, steps))
+            share_per_task(TaskBudget(lambda: 1, steps, evaluation_steps))
         with pytest.raises(ExpressionError) as info:
             evaluate(source, scope)
         return str(info.value)
@@ -259,20 +263,20 @@ def _in_a_task(steps: int | None, source: str, scope: dict[str, Any]) -> str:
     return contextvars.copy_context().run(run)
 
 
-def test_an_evaluation_in_a_workflow_task_may_take_no_more_than_the_tasks_share() -> None:
+def test_an_evaluation_in_a_run_started_now_stops_at_its_own_budget() -> None:
     # 10,000 steps: at most about 0.4 s of a core here, well inside Temporal's 2 s.
     scope = {"input": {"items": list(range(100))}}
     started = time.perf_counter()
-    message = _in_a_task(MAX_TASK_STEPS, nested_exists(3), scope)
+    message = _in_a_task(MAX_TASK_STEPS, EVALUATION_STEPS, nested_exists(3), scope)
     assert time.perf_counter() - started < 2
-    assert f"stopped: it needs more than {MAX_TASK_STEPS} steps" in message
-    assert f"each evaluation may take {MAX_TASK_STEPS};" in message
+    assert f"stopped: it needs more than {EVALUATION_STEPS} steps" in message
+    assert f"each evaluation may take {EVALUATION_STEPS};" in message
 
 
-@pytest.mark.parametrize("share", [None, 50_000, 100_000])
-def test_runs_started_with_a_larger_share_evaluate_as_they_did(share: int | None) -> None:
-    # They carry their share in their input (or none): replayed, each evaluation still
+@pytest.mark.parametrize(("share", "evaluation"), [(None, None), (50_000, None), (100_000, None)])
+def test_runs_started_before_evaluate_as_they_did(share: int | None, evaluation: None) -> None:
+    # They carry their budgets in their input (or none): replayed, each evaluation still
     # stops where it stopped when they ran.
     scope = {"input": {"items": list(range(100))}}
-    message = _in_a_task(share, nested_exists(3), scope)
+    message = _in_a_task(share, evaluation, nested_exists(3), scope)
     assert f"stopped: it needs more than {MAX_STEPS} steps" in message
