@@ -242,6 +242,7 @@ async def start_run_workflow(
         steps_write_queued=True,
         results_charged=True,
         status_shown_per_task=True,
+        inline_steps_yield=True,
         rejected_gates_close_node_runs=True,
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
         **(

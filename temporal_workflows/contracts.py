@@ -116,6 +116,12 @@ class RunInput(CamelModel):
     # run has when it blocks (status_attribute.py); set by the starter. False: a run
     # started before upserts every change, as it did.
     status_shown_per_task: bool = False
+    # After a step evaluated inline, the run waits for the outbox to be written when a
+    # full batch has queued (outbox.FLUSH_AT_WRITES): the local activity ends the
+    # activation, so a thousand inline steps are not one activation that Temporal's SDK
+    # takes as deadlocked past 2 s; set by the starter. False: a run started before runs
+    # them as it did.
+    inline_steps_yield: bool = False
     # A step's gate decided by a rejection closes its node run: `cancelled` when the run
     # is cancelled (onReject/onTimeout cancel), `failed` when retries ran out or a
     # reviewer's retry replaces it with a new node run; set by the starter. False: a run

@@ -93,6 +93,10 @@ class Outbox:
         if self._hand_offs:
             self.request_flush()
 
+    def backlogged(self) -> bool:
+        """A full batch is queued: the run should let it be written before going on."""
+        return len(self._order) >= FLUSH_AT_WRITES
+
     def hand_off(self) -> ProjectionBatch | None:
         """The queued writes, for the step about to start to write before its call; None
         when they must go the usual way (then `request_flush`).

@@ -104,6 +104,14 @@ class RunRecorder:
         """Show the run's status in its search attribute now (it returns or continues)."""
         self._status_attribute.settle()
 
+    async def write_backlog(self) -> None:
+        """When a full batch is queued, wait until it is written. The local activity that
+        writes it ends the workflow activation: CPU-bound work queued between two such
+        points (inline steps) is split over activations, each well inside the 2 s the
+        SDK allows one before it reports the workflow deadlocked."""
+        if self._outbox.backlogged():
+            await self._outbox.drain()
+
     def flush_soon(self) -> None:
         """Write what is queued beside whatever the run does next (it is about to block)."""
         self._outbox.request_flush()

@@ -161,7 +161,10 @@ class StepRunner:
         except expressions.ExpressionError as exc:
             self._failed(step, str(exc), attempt=0)
         if node.executor_key in PURE_BUILTINS:
-            return self._inline(step, rendered, variables)
+            output = self._inline(step, rendered, variables)
+            if self.inp.inline_steps_yield:
+                await self.recorder.write_backlog()
+            return output
         request = StepInput(
             run_id=self.inp.run_id,
             workflow_id=self.inp.workflow_id,
