@@ -30,7 +30,7 @@ from temporal_workflows.read_model import (
     node_event,
     node_record,
 )
-from temporal_workflows.retry import PERMANENT_ERROR_TYPE
+from temporal_workflows.retry import PERMANENT_ERROR_TYPE, progress_in
 
 log = logging.getLogger("trellis.steps")
 # The largest step output (TRELLIS_MAX_PAYLOAD_BYTES); large ones are kept out of history.
@@ -368,10 +368,7 @@ def _call(
 def _earlier_progress(step: StepInput) -> dict[str, Any]:
     """What an earlier attempt sent with its last heartbeat: this activity's own (Temporal
     keeps them across its attempts), else those of the activity lost before it."""
-    details = activity.info().heartbeat_details
-    if details and isinstance(details[0], dict):
-        return details[0]
-    return step.earlier_progress or {}
+    return progress_in(activity.info().heartbeat_details) or step.earlier_progress or {}
 
 
 class _Heartbeat:

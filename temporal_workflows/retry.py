@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -58,12 +59,18 @@ def lost_with_its_worker(error: ActivityError) -> bool:
     return isinstance(cause, ApplicationError) and cause.type == WORKER_SHUTDOWN_ERROR_TYPE
 
 
+def progress_in(heartbeat_details: Sequence[Any]) -> dict[str, Any] | None:
+    """The progress a step's heartbeat carried: its first detail, a dict (see StepCall)."""
+    if heartbeat_details and isinstance(heartbeat_details[0], dict):
+        return heartbeat_details[0]
+    return None
+
+
 def last_progress(error: ActivityError) -> dict[str, Any] | None:
     """What the activity's last attempt sent with its last heartbeat, when it timed out."""
     cause = error.cause
-    if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
-        details = cause.last_heartbeat_details[0]
-        return details if isinstance(details, dict) else None
+    if isinstance(cause, TimeoutError):
+        return progress_in(cause.last_heartbeat_details)
     return None
 
 
