@@ -5,9 +5,15 @@ To change the schema, append a migration; never edit one that has shipped.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import aiosqlite
 
 from activities.store.base import StoreError
+from activities.store.non_finite import repair_non_finite_documents
+
+# A migration step: a statement, or a function for what SQL alone cannot do.
+Step = str | Callable[[aiosqlite.Connection], Awaitable[None]]
 
 
 # Trigger bodies of migration 3 (the change counters): shipped, so never change them.
@@ -35,7 +41,7 @@ def _bump_workflow_of_run(run_id: str) -> str:
 
 
 # MIGRATIONS[n] takes a database from user_version n to n + 1.
-MIGRATIONS: list[list[str]] = [
+MIGRATIONS: list[list[Step]] = [
     [
         # Definitions: the name is unique as written (case-sensitive); the *_fold columns
         # hold the case-folded text that search matches against.
@@ -111,6 +117,12 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE events ADD COLUMN key TEXT",
         "CREATE UNIQUE INDEX events_run_key ON events (run_id, key)",
     ],
+    [
+        # Documents stored with NaN or Infinity (accepted before they were refused) are
+        # made valid JSON: SQLite's JSON functions refused them, and with them every
+        # read of their workflow's runs.
+        repair_non_finite_documents,
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -126,9 +138,12 @@ async def migrate(db: aiosqlite.Connection) -> None:
         raise StoreError(
             f"the database has schema version {current}, newer than this code ({SCHEMA_VERSION})"
         )
-    for statements in MIGRATIONS[current:]:
-        for statement in statements:
-            # One statement at a time: executescript() would commit the open transaction.
-            await db.execute(statement)
+    for steps in MIGRATIONS[current:]:
+        for step in steps:
+            if isinstance(step, str):
+                # One statement at a time: executescript() would commit the open transaction.
+                await db.execute(step)
+            else:
+                await step(db)
     if current != SCHEMA_VERSION:
         await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
