@@ -20,7 +20,7 @@ from activities.executors.base import (
     TransientError,
     payload_config,
 )
-from activities.executors.sessions import McpSession, McpSessions, describe_error
+from activities.executors.sessions import HttpRefused, McpSession, McpSessions, describe_error
 from activities.executors.tracing import CallTracer, trace_context
 
 
@@ -62,7 +62,9 @@ class McpExecutor:
                     await session.reset()
                 else:  # an answer: perhaps "unknown tool", the listing being stale
                     await _unless_gone(session, server_id, tool_name)
-                if isinstance(exc, MCPError) and exc.code in _REFUSED_AS_ASKED:
+                if (isinstance(exc, MCPError) and exc.code in _REFUSED_AS_ASKED) or (
+                    isinstance(exc, HttpRefused) and exc.status in _REFUSED_STATUSES
+                ):
                     raise PermanentError(
                         f"MCP call {server_id}/{tool_name} refused: {describe_error(exc)}"
                     ) from None
@@ -106,6 +108,9 @@ _CONNECTION_LOST = frozenset(
 # JSON-RPC errors that refuse the request as it was made (its arguments, or tools/call
 # itself): the same call would be refused again, so no attempt is retried.
 _REFUSED_AS_ASKED = frozenset({mcp_types.INVALID_PARAMS, mcp_types.METHOD_NOT_FOUND})
+# HTTP statuses that refuse the request as it was made (malformed, too large, of a type
+# or shape the server does not take); others (401, 403, 408, 429, 5xx) may pass later.
+_REFUSED_STATUSES = frozenset({400, 405, 411, 413, 414, 415, 422, 431})
 
 
 def connection_lost(exc: Exception) -> bool:
@@ -114,6 +119,8 @@ def connection_lost(exc: Exception) -> bool:
     An error the server answered with (a JSON-RPC error) says the connection works: it is
     left open, so the calls sharing it (a parallel block's children) go on.
     """
+    if isinstance(exc, HttpRefused):
+        return False  # the server answered this call; the connection serves the others
     return not isinstance(exc, MCPError) or exc.code in _CONNECTION_LOST
 
 

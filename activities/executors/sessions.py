@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import shutil
 from importlib.metadata import version as package_version
 from typing import Any
@@ -21,8 +22,9 @@ from jsonschema.protocols import Validator
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
-from activities.executors.base import PermanentError
+from activities.executors.base import IDEMPOTENCY_META_KEY, PermanentError
 from activities.executors.catalog_file import McpServerSpec
 from activities.executors.service_token import acting_for
 
@@ -38,6 +40,19 @@ HTTP_LIMITS = httpx2.Limits(keepalive_expiry=4.0)
 # large result. Bounded all the same, so a misbehaving server cannot exhaust memory; the
 # step output limit (TRELLIS_MAX_PAYLOAD_BYTES) applies after.
 MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024
+# What the SDK reports for an HTTP error status whose body is no JSON-RPC error.
+SDK_STAND_IN = (mcp_types.INTERNAL_ERROR, "Server returned an error response")
+# HTTP statuses of tool calls not yet reported, kept at most this many (a bound, not a size).
+REFUSALS_KEPT = 1000
+
+
+class HttpRefused(Exception):
+    """A tool call the server answered with an HTTP error status and no JSON-RPC error:
+    the SDK reports only "Server returned an error response", so its status is kept here."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"HTTP {status} {reason}".strip())
+        self.status = status
 
 
 def describe_error(exc: BaseException) -> str:
@@ -46,6 +61,16 @@ def describe_error(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _call_key(body: bytes) -> str | None:
+    """The idempotency key of a `tools/call` request body; None for any other request."""
+    try:
+        message = json.loads(body)
+        key = message["params"]["_meta"][IDEMPOTENCY_META_KEY]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return key if message.get("method") == "tools/call" and isinstance(key, str) else None
 
 
 def _isolated(spec: McpServerSpec, search_path: str) -> StdioServerParameters:
@@ -77,6 +102,8 @@ class McpSession:
         self._tools: dict[str, mcp_types.Tool] | None = None
         # Argument validators by tool name, built once per listing (not once per call).
         self._validators: dict[str, Validator] = {}
+        # A refused tool call's HTTP status and reason, by the call's idempotency key.
+        self._refusals: dict[str, tuple[int, str]] = {}
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
         """A connected client; what it holds closes with `stack`."""
@@ -88,6 +115,7 @@ class McpSession:
                     timeout=HTTP_TIMEOUT,
                     limits=HTTP_LIMITS,
                     auth=self._authenticate,
+                    event_hooks={"response": [self._note_refusal]},
                 )
             )
             target: Any = streamable_http_client(
@@ -96,6 +124,21 @@ class McpSession:
         else:
             target = _isolated(self.spec, self.search_path)
         return await stack.enter_async_context(Client(target, cache=None, client_info=CLIENT_INFO))
+
+    async def _note_refusal(self, response: httpx2.Response) -> None:
+        """Keep the HTTP status a tool call was refused with (413 for too large a request,
+        say), for `call_tool` to report. Only error answers are looked at."""
+        if response.status_code < 400 or response.request.method != "POST":
+            return
+        try:
+            body = response.request.content
+        except httpx2.RequestNotRead:  # a streamed body: not a tool call of the SDK's
+            return
+        key = _call_key(body)
+        if key is not None:
+            if len(self._refusals) >= REFUSALS_KEPT:
+                self._refusals.clear()
+            self._refusals[key] = (response.status_code, response.reason_phrase)
 
     def _authenticate(self, request: httpx2.Request) -> httpx2.Request:
         # Looked up per request, so a session opened before `auth` was set still uses it.
@@ -175,7 +218,15 @@ class McpSession:
         """Call a tool; `meta` joins the request's `_meta` (the step's idempotency key)."""
         client = await self.client()
         request_meta = mcp_types.RequestParamsMeta(**meta) if meta else None  # type: ignore[typeddict-item]
-        return await client.call_tool(name, arguments, meta=request_meta)
+        key = (meta or {}).get(IDEMPOTENCY_META_KEY)
+        try:
+            return await client.call_tool(name, arguments, meta=request_meta)
+        except MCPError as exc:
+            refusal = self._refusals.pop(key, None) if isinstance(key, str) else None
+            # Only the SDK's stand-in: a JSON-RPC error the server sent says more.
+            if refusal is None or (exc.code, exc.message) != SDK_STAND_IN:
+                raise
+            raise HttpRefused(*refusal) from None
 
     async def reset(self) -> None:
         """Forget a connection that failed; the next use reconnects."""

@@ -6,6 +6,8 @@ import asyncio
 import uuid
 
 import pytest
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from activities.executors.base import PermanentError, TransientError
 from activities.executors.catalog import Catalog
@@ -213,6 +215,53 @@ async def test_session_reconnects_after_the_server_restarts(make_call: MakeCall)
         served = ServedApp(build_mcp_server(stats).streamable_http_app(), port=served.port).start()
         outcome = await registry.execute(make_call("echo", {"text": "after"}))
         assert outcome.output == {"result": "after"}
+    finally:
+        await registry.close()
+        served.stop()
+
+
+def _refusing_large_requests(app: ASGIApp, limit: int, status: int) -> ASGIApp:
+    """The MCP app behind a proxy that answers `status` to any request over `limit` bytes,
+    with a plain-text body (not a JSON-RPC error), as a web server's body limit does."""
+
+    async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
+        length = int(dict(scope.get("headers", [])).get(b"content-length", b"0"))
+        if scope["type"] == "http" and length > limit:
+            await PlainTextResponse("refused by the proxy", status_code=status)(
+                scope, receive, send
+            )
+            return
+        await app(scope, receive, send)
+
+    return asgi
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "says"),
+    [
+        (413, PermanentError, "HTTP 413 Request Entity Too Large"),
+        (503, TransientError, "HTTP 503 Service Unavailable"),
+    ],
+)
+async def test_a_call_refused_with_an_http_status_names_it(
+    make_call: MakeCall, status: int, error: type[Exception], says: str
+) -> None:
+    # The SDK reports any such answer as "Server returned an error response"; a request
+    # too large is refused on every attempt (permanent), an unavailable server may recover.
+    stats = McpStats()
+    app = _refusing_large_requests(build_mcp_server(stats).streamable_http_app(), 4000, status)
+    served = ServedApp(app).start()
+    spec = McpServerSpec(id="limited", url=f"{served.base_url}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        with pytest.raises(error, match=f"MCP call limited/echo (refused|failed): .*{says}$"):
+            await registry.execute(make_call("limited/echo", {"text": "x" * 5000}))
+        assert stats.methods["tools/call"] == 0  # the proxy answered, not the tool
+        # An answer, not a broken connection: the session stays, and serves the next call.
+        small = await registry.execute(make_call("limited/echo", {"text": "small"}))
+        assert small.output == {"result": "small"}
+        assert registry.catalog.sessions.get("limited").connects == 1
     finally:
         await registry.close()
         served.stop()
