@@ -16,6 +16,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from app.redaction import redacted_url, scrub
 from app.settings import Settings
+from app.startup_failure import StartupFailure
 from app.temporal import connect_temporal
 from temporal_workflows import search_attributes
 
@@ -24,7 +25,7 @@ log = logging.getLogger("trellis.setup")
 WAIT_REPORT_SECONDS = 10.0
 
 
-class SetupError(Exception):
+class SetupError(StartupFailure):
     """Setup could not finish; the message says which part failed."""
 
 

@@ -22,13 +22,14 @@ from activities.steps import DEFAULT_MAX_OUTPUT_BYTES, StepActivities
 from activities.store.base import Store
 from app.sandbox import CompiledSandboxRunner
 from app.settings import Settings
+from app.startup_failure import StartupFailure
 from temporal_workflows.interpreter import TrellisRun
 from temporal_workflows.schedule_trigger import ScheduleTrigger
 
 log = logging.getLogger("trellis.worker")
 
 
-class WorkerStartError(Exception):
+class WorkerStartError(StartupFailure):
     """The worker cannot start; the message says what it could not reach and which setting."""
 
 

@@ -15,6 +15,7 @@ import jwt
 
 from app.auth.caller import Caller
 from app.errors import NotAuthenticated, ServiceUnavailable
+from app.startup_failure import StartupFailure
 
 HMAC_ALGORITHM = "HS256"
 KEY_SET_ALGORITHMS = frozenset({"RS256", "ES256"})
@@ -28,7 +29,7 @@ KEY_SET_LIFESPAN_SECONDS = 300
 KEY_SET_TIMEOUT_SECONDS = 5
 
 
-class TokenSettingsError(ValueError):
+class TokenSettingsError(StartupFailure, ValueError):
     """Token settings that cannot verify anything (the message names the setting)."""
 
 

@@ -11,6 +11,7 @@ from app.cli import run_commands, workflow_commands
 from app.cli.platform_commands import COMMANDS
 from app.cli.settings_options import SettingsError, invalid_settings, settings_overview
 from app.cli.token_command import token
+from app.startup_failure import StartupFailure
 
 HELP = """Trellis: durable workflows on Temporal, driven by a REST API.
 
@@ -58,12 +59,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `trellis` console script; returns the exit code."""
     from pydantic import ValidationError
 
-    from app.auth.tokens import TokenSettingsError
-    from app.platform.devserver import DevServerError
-    from app.platform.preflight import PreflightError
-    from app.setup import SetupError
-    from app.worker import WorkerStartError
-
     args = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in args if not a.startswith("-")), "")
     try:
@@ -81,13 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in error.lines:
             click.echo(f"trellis {command}: {line}", err=True)
         return 2
-    except (
-        PreflightError,
-        DevServerError,
-        SetupError,
-        TokenSettingsError,
-        WorkerStartError,
-    ) as exc:
+    except StartupFailure as exc:
         click.echo(f"trellis {command}: {exc}", err=True)
         return 1
     return result if isinstance(result, int) else 0

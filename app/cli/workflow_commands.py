@@ -10,7 +10,6 @@ import yaml
 from rich.console import Group
 from rich.text import Text
 
-from app.cli.definition_lint import unknown_fields
 from app.cli.output import Session, api_options, table, when
 
 
@@ -82,6 +81,10 @@ def _what(node: dict[str, Any]) -> str:
 @api_options
 def apply_workflow(session: Session, path: Path) -> None:
     """Create the definition, or update the one with its `id` (or, without one, its name)."""
+    # Here, not at the top: the definition's model takes a third of a second to import,
+    # which no other command needs.
+    from app.cli.definition_lint import unknown_fields
+
     definition = _read_definition(path)
     if not isinstance(definition, dict):
         raise click.ClickException(f"{path}: a definition is a mapping (name, nodes, …)")

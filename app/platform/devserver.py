@@ -14,9 +14,10 @@ from temporalio.client import Client
 from app.platform.devserver_flags import dev_server_command
 from app.platform.supervisor import Child
 from app.settings import Settings
+from app.startup_failure import StartupFailure
 
 
-class DevServerError(Exception):
+class DevServerError(StartupFailure):
     """The dev server cannot be found or did not come up."""
 
 

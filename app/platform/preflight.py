@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from app.settings import Settings
+from app.startup_failure import StartupFailure
 
 
-class PreflightError(Exception):
+class PreflightError(StartupFailure):
     """Start-up cannot proceed; the message says why and what to change."""
 
 
