@@ -10,7 +10,7 @@ from typing import Any
 
 import jwt
 
-from app.auth.tokens import HMAC_ALGORITHM, MIN_SECRET_BYTES, TokenSettingsError
+from app.auth.token_rules import HMAC_ALGORITHM, MIN_SECRET_BYTES, TokenSettingsError
 from app.settings import Settings
 
 DEFAULT_TTL_SECONDS = 3600

@@ -14,23 +14,16 @@ from typing import Any
 import jwt
 
 from app.auth.caller import Caller
+from app.auth.token_rules import HMAC_ALGORITHM, MIN_SECRET_BYTES, TokenSettingsError
 from app.errors import NotAuthenticated, ServiceUnavailable
-from app.startup_failure import StartupFailure
 
-HMAC_ALGORITHM = "HS256"
 KEY_SET_ALGORITHMS = frozenset({"RS256", "ES256"})
 # Clock skew forgiven on `exp`, `nbf` and `iat`.
 LEEWAY_SECONDS = 30
-# An HS256 secret shorter than this is guessable offline from any token it signed.
-MIN_SECRET_BYTES = 32
 # How long a fetched key set is trusted before it is fetched again (an unknown `kid`
 # fetches it at once, so rotated keys are picked up).
 KEY_SET_LIFESPAN_SECONDS = 300
 KEY_SET_TIMEOUT_SECONDS = 5
-
-
-class TokenSettingsError(StartupFailure, ValueError):
-    """Token settings that cannot verify anything (the message names the setting)."""
 
 
 @dataclass(frozen=True)

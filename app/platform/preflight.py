@@ -117,7 +117,7 @@ def is_loopback(host: str) -> bool:
 def check_auth(settings: Settings) -> None:
     """Dev mode (no authentication) only on loopback; jwt mode needs a way to verify."""
     from app.auth.guard import Authenticator
-    from app.auth.tokens import TokenSettingsError
+    from app.auth.token_rules import TokenSettingsError
 
     if settings.auth_mode == "dev" and not is_loopback(settings.api_host):
         raise PreflightError(

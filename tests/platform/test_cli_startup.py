@@ -1,9 +1,10 @@
-"""The commands that only talk to the API import none of the server stack.
+"""The commands that only talk to the API, and `trellis token`, import none of the server
+stack.
 
 Temporal's SDK, FastAPI, the worker's executors and the CEL parser take seconds of CPU to
-import on a loaded machine; a `trellis runs list` needs none of them. Each command runs in
-a fresh interpreter against an API that is not there (its one-line error is the answer it
-gives), and the test reads which modules it loaded.
+import on a loaded machine; a `trellis runs list` needs none of them. The client commands
+run in turn in one fresh interpreter against an API that is not there (its one-line error
+is the answer each gives); after each, the test reads which modules are loaded.
 """
 
 from __future__ import annotations
@@ -77,3 +78,20 @@ def test_client_commands_load_none_of_the_server_stack(tmp_path: Path) -> None:
         assert answer["code"] == (0 if answer["argv"] == ["--help"] else 1), answer
     said = f"Error: cannot reach the Trellis API at {url}"
     assert result.stderr.count(said) == len(commands) - 1, result.stderr
+
+
+def test_token_loads_only_the_jwt_library(tmp_path: Path) -> None:
+    env = trellis_env(tmp_path, TRELLIS_JWT_SECRET="s" * 32)
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        input=json.dumps([SERVER_STACK, [["token", "--sub", "ada", "--scopes", "workflows-read"]]]),
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    token, answer = result.stdout.splitlines()
+    assert token.count(".") == 2, result.stdout  # header.claims.signature
+    assert json.loads(answer)["code"] == 0
+    assert json.loads(answer)["loaded"] == ["jwt"], result.stdout

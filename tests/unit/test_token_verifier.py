@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from app.auth.tokens import ClaimNames, TokenSettingsError, TokenVerifier
+from app.auth.token_rules import TokenSettingsError
+from app.auth.tokens import ClaimNames, TokenVerifier
 from app.errors import NotAuthenticated
 from tests.support.identity import SECRET, token
 
