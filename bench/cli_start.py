@@ -16,22 +16,16 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from tests.support.server import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = ("-c", "import click, httpx, pydantic_settings, rich, yaml")
-
-
-def _closed_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 def commands(url: str) -> dict[str, tuple[str, ...]]:
@@ -62,7 +56,7 @@ def _timed(args: tuple[str, ...], env: dict[str, str]) -> tuple[float, float]:
 def measure(runs: int) -> dict[str, tuple[float, float]]:
     """Name → (median wall s, median CPU s) over `runs` interleaved rounds."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRELLIS_")}
-    rows = commands(_closed_url())
+    rows = commands(f"http://127.0.0.1:{free_port()}")  # nothing listens there
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
     for args in rows.values():  # once each first: the OS's file cache, .pyc files
         _timed(args, env)
