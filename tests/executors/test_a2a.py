@@ -62,9 +62,11 @@ async def test_more_than_a_hundred_steps_stream_from_one_agent_at_once(
     registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
 ) -> None:
     # httpx's default pool held the 101st stream until one of the first 100 ended: at
-    # most 100 ever worked at once. (Not "all 120": on a loaded machine the last streams
-    # may open after the first tasks ended, 3 s in; the full suite once saw 104 at 1.5 s.)
-    calls = [make_call("slow-agent", {"task": f"wide {i}", "seconds": 3.0}) for i in range(120)]
+    # most 100 ever worked at once. Each task works until 101 have worked at once, so a
+    # loaded machine opening the streams slowly cannot end the first before the last
+    # opens; with the bound back, they would all end at 60 s with 100 the most.
+    config = {"seconds": 60.0, "untilWorking": 101}
+    calls = [make_call("slow-agent", {"task": f"wide {i}", **config}) for i in range(120)]
     outcomes = await asyncio.gather(*(registry.execute(call) for call in calls))
     assert [o.output["text"] for o in outcomes] == [f"wide {i}" for i in range(120)]
     assert peers.agent_stats.most_working["slow-agent"] > 100

@@ -1,7 +1,8 @@
 """Test A2A agents (a2a-sdk servers), all mounted under `/agents/<name>/` of one Starlette app.
 
 Kinds: `echo` (completes with one data artifact of what it received), `fail` (task
-failed), `slow` (works `config.seconds`, default 3, counts cancellations), `input`
+failed), `slow` (works `config.seconds`, default 3, or until `config.untilWorking` of
+its tasks have worked at once; counts cancellations), `input`
 (asks for input), `reject` (rejects). Each has its own card and skills.
 """
 
@@ -103,12 +104,19 @@ class PeerAgent(AgentExecutor):
             await updater.reject(say(f"{self.spec.name} does not handle this kind of task"))
         else:
             if kind == "slow":
-                seconds = float((received.get("config") or {}).get("seconds", 3))
+                config = received.get("config") or {}
+                seconds = float(config.get("seconds", 3))
+                # `untilWorking`: end early once that many tasks have worked at once.
+                crowd = int(config.get("untilWorking", 0)) or None
                 name, stats = self.spec.name, self.stats
                 stats.working[name] += 1
                 stats.most_working[name] = max(stats.most_working[name], stats.working[name])
                 try:
-                    await asyncio.sleep(seconds)
+                    deadline = asyncio.get_running_loop().time() + seconds
+                    while asyncio.get_running_loop().time() < deadline:
+                        if crowd is not None and stats.most_working[name] >= crowd:
+                            break
+                        await asyncio.sleep(min(0.05, seconds))
                 finally:
                     stats.working[name] -= 1
             output = {
