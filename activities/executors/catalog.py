@@ -31,6 +31,7 @@ from activities.executors.catalog_file import (
 )
 from activities.executors.catalog_models import AgentInfo, ServerInfo, SkillInfo, ToolInfo
 from activities.executors.sessions import McpSessions, describe_error
+from activities.executors.tls import default_tls
 from temporal_workflows.definition import WorkflowSpec, iter_nodes_at
 from temporal_workflows.validation import Problem
 
@@ -232,7 +233,7 @@ class Catalog:
 
     async def _refresh_agent(self, name: str) -> None:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT_SECONDS)
+            self._http = httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT_SECONDS, verify=default_tls())
         now = datetime.now(UTC)
         try:
             resolver = A2ACardResolver(self._http, self.agent_url(name))

@@ -21,6 +21,8 @@ import anyio
 import httpcore
 import httpx
 
+from activities.executors.tls import default_tls
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 DEFAULT_MAX_RESPONSE_BYTES = 1_048_576
@@ -144,8 +146,8 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
     used (a proxy would choose the address the guard must check)."""
 
     def __init__(self, policy: HttpPolicy) -> None:
-        super().__init__(trust_env=False)
-        ssl_context = httpx.create_ssl_context(trust_env=False)
+        ssl_context = default_tls(trust_env=False)
+        super().__init__(verify=ssl_context, trust_env=False)
         # httpx builds its pool without a way to pass the backend: replace the pool.
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context, network_backend=GuardedBackend(policy)

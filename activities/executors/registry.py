@@ -20,6 +20,7 @@ from activities.executors.service_token import (
     acting_for,
     service_token_auth,
 )
+from activities.executors.tls import default_tls
 from activities.executors.tracing import CallTracer, send_trace_context
 
 
@@ -41,6 +42,7 @@ class ExecutorRegistry:
         # Catalog agents are the operator's choice, so this client is not address-guarded.
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(30.0, read=None),
+            verify=default_tls(),
             limits=CONNECTION_LIMITS,
             auth=auth,
             event_hooks={"request": [send_trace_context]},

@@ -13,6 +13,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import Catalog, load_catalog
+from activities.executors.tls import default_tls
 from activities.store.base import Store
 from activities.store.factory import open_store
 from app.main import create_app
@@ -74,7 +75,10 @@ async def api_client(
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The real app, served over HTTP on a free port, and a client for it."""
     app = create_app(settings, store=store, temporal=temporal, catalog=catalog)
-    async with serving(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+    async with (
+        serving(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, verify=default_tls()) as http,
+    ):
         yield http
 
 

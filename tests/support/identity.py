@@ -22,6 +22,7 @@ from starlette.routing import Route
 from temporalio.client import Client
 
 from activities.executors.catalog import Catalog
+from activities.executors.tls import default_tls
 from activities.store.base import Store
 from app.auth.caller import ALL_SCOPES
 from app.main import create_app
@@ -118,7 +119,10 @@ async def serve_api(
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The real app in the given mode, over HTTP, and a client for it (no default token)."""
     app = create_app(settings, store=store, temporal=temporal, catalog=catalog)
-    async with serving(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+    async with (
+        serving(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, verify=default_tls()) as http,
+    ):
         yield http
 
 

@@ -22,6 +22,7 @@ from temporalio.worker import Worker
 
 from activities.executors.catalog import load_catalog
 from activities.executors.registry import ExecutorRegistry
+from activities.executors.tls import default_tls
 from activities.metrics import RunMetrics
 from activities.store.base import Store
 from activities.store.factory import open_store
@@ -31,7 +32,7 @@ from app.temporal import with_pydantic
 from app.worker import build_worker
 from tests.support.http_peer import HttpPeer
 from tests.support.loopback import LOOPBACK_ALLOWED
-from tests.support.server import serving
+from tests.support.server import serving_all
 
 TERMINAL = {"completed", "failed", "cancelled"}
 
@@ -128,9 +129,11 @@ async def running_platform(
     try:
         async with (
             worker,
-            serving(peer.app) as peer_url,
-            serving(app) as url,
-            httpx.AsyncClient(base_url=url, timeout=10, headers=headers) as api,
+            serving_all(peer.app, app) as (peer_url, url),
+            # One TLS context for the process: httpx would load the CA bundle again (~30 ms).
+            httpx.AsyncClient(
+                base_url=url, timeout=10, headers=headers, verify=default_tls()
+            ) as api,
         ):
             yield Platform(api, store, client, task_queue, worker, peer_url, peer)
     finally:

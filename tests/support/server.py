@@ -58,6 +58,38 @@ async def serving(
 
     `graceful_seconds` bounds the shutdown: requests still open then are cancelled.
     """
+    async with serving_all(app, graceful_seconds=graceful_seconds, port=port) as (url,):
+        yield url
+
+
+@asynccontextmanager
+async def serving_all(
+    *apps: Any, graceful_seconds: float | None = None, port: int | None = None
+) -> AsyncIterator[tuple[str, ...]]:
+    """Run several apps, each on its own port; yield their base URLs in order.
+
+    They stop together: a uvicorn server takes ~0.15 s to stop (its main loop's tick, then
+    a fixed pause before it waits for connections), which one after another each test
+    setting up several servers paid in turn.
+    """
+    servers = [_server(app, port if len(apps) == 1 else None, graceful_seconds) for app in apps]
+    tasks = [asyncio.create_task(server.serve()) for server, _ in servers]
+    try:
+        for (server, _), task in zip(servers, tasks, strict=True):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.01)
+        yield tuple(url for _, url in servers)
+    finally:
+        for server, _ in servers:
+            server.should_exit = True
+        await asyncio.gather(*tasks)
+
+
+def _server(
+    app: Any, port: int | None, graceful_seconds: float | None
+) -> tuple[uvicorn.Server, str]:
     port = port or free_port()
     config = uvicorn.Config(
         app,
@@ -69,14 +101,4 @@ async def serving(
         lifespan="on",
         timeout_graceful_shutdown=graceful_seconds,
     )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
+    return uvicorn.Server(config), f"http://127.0.0.1:{port}"
