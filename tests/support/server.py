@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import signal
 import socket
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -73,6 +75,7 @@ async def serving_all(
     setting up several servers paid in turn.
     """
     servers = [_server(app, port if len(apps) == 1 else None, graceful_seconds) for app in apps]
+    handlers = _signal_handlers()
     tasks = [asyncio.create_task(server.serve()) for server, _ in servers]
     try:
         for (server, _), task in zip(servers, tasks, strict=True):
@@ -84,7 +87,23 @@ async def serving_all(
     finally:
         for server, _ in servers:
             server.should_exit = True
-        await asyncio.gather(*tasks)
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        # Each server puts back the SIGINT/SIGTERM handlers it found when it started. Stopped
+        # together they may do so out of order, leaving a stopped server's handler in place,
+        # and sse-starlette takes SIGTERM's handler for the running server: every event
+        # stream in the process (the test peers' A2A streams) would end at once.
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+
+def _signal_handlers() -> dict[int, Any]:
+    """The handlers uvicorn replaces while it serves (only the main thread has any)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
 
 
 def _server(
