@@ -1,4 +1,5 @@
-"""The API's metrics (`GET /metrics`): request latency by route, open gates, the process.
+"""The API's metrics (`GET /metrics`): request latency by route, read-cache answers, open
+gates, the process.
 
 One registry per app. With several API processes on one port (`TRELLIS_API_WORKERS`), a
 scrape reaches any one of them, so each process writes its samples to files in a shared
@@ -12,7 +13,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -62,6 +63,12 @@ class ApiMetrics:
             "API request duration, arrival to last byte, by method, route template and status",
             ["method", "route", "status"],
             buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
+        self.read_answers = Counter(
+            "trellis_read_cache_answers_total",
+            "Reads the read cache serves, by read and by how each was answered",
+            ["read", "answer"],
             registry=registry,
         )
         if multiprocess_dir:

@@ -24,6 +24,7 @@ from app.head import HeadMiddleware
 from app.heap import freeze_startup_heap
 from app.openapi import API_PREFIX, install_openapi
 from app.outbound import executor_catalog
+from app.read_lane import ReadLaneMiddleware
 from app.request_metrics import RequestMetricsMiddleware
 from app.routes import (
     approvals,
@@ -106,6 +107,9 @@ def create_app(
     install_openapi(app, needs_temporal=get_temporal, token_optional=settings.auth_mode == "dev")
     app.state.metrics = api_metrics or ApiMetrics()
     install_error_handlers(app)
+    if tracer_provider is None:
+        # Innermost of ours: a request it answers is still counted, limited, and let finish.
+        app.add_middleware(ReadLaneMiddleware, root=app)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.resolved_max_body_bytes)
     app.add_middleware(ShutdownAnswerMiddleware)
     app.add_middleware(HeadMiddleware, root=app)

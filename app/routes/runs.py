@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response, status
@@ -25,7 +26,8 @@ from app.deps import (
     id_path,
 )
 from app.openapi import errors
-from app.routes.conditional import NOT_MODIFIED, counted_response
+from app.routes.cached_read import cached_read
+from app.routes.conditional import NOT_MODIFIED
 from app.routes.model_response import json_body, model_response
 from app.schemas.run import (
     NodeRunList,
@@ -85,10 +87,10 @@ async def list_runs(
     async def build() -> bytes:
         return json_body(await listing.of_workflow(workflow.id, status, page, per_page))
 
-    # Counted before reading: a write in between shows as a change next time.
-    count = await store.workflow_run_changes(workflow.id)
-    key = ("runs", workflow.id, status, page, per_page)
-    return counted_response(request, await cache.answer(key, count, build), count, "runs")
+    return await cached_read(
+        request, cache, read="run_list", workflow_id=workflow.id,
+        changes=partial(store.workflow_run_changes, workflow.id), view="runs", build=build,
+    )  # fmt: skip
 
 
 @router.get(
@@ -114,11 +116,13 @@ async def get_run(
             return json_body(RunWithSummary.summarised(run, counts))
         return json_body(RunPublic.from_record(run, await store.list_node_runs([run.id])))
 
-    # Counted before reading: a write in between shows as a change next time. Kept per
-    # workflow in the path: an answer is only kept once the run was found in it.
-    count = await store.run_changes(check_id(run_id, "run id"))
-    key = ("run", workflow.id, run_id, node_runs)
-    return counted_response(request, await cache.answer(key, count, build), count, node_runs)
+    # Kept under the request's path: an answer is only kept once the run was found in the
+    # workflow it names.
+    return await cached_read(
+        request, cache, read="run_detail", workflow_id=workflow.id,
+        changes=partial(store.run_changes, check_id(run_id, "run id")), view=node_runs,
+        build=build,
+    )  # fmt: skip
 
 
 @router.get("/{run_id}/children", dependencies=[needs(READ)])

@@ -9,6 +9,10 @@ dumped. The count is read before the data, so a write landing in between makes t
 read miss; it never passes old data off as new. Stores that keep no counts (MongoDB)
 answer every read afresh.
 
+An answer is kept with what it shows (`Shown`: the workflow whose ACL guards it, the
+rule of its route, how to count its changes), so the read lane (app/read_lane.py) can
+check it again and answer before routing.
+
 One per API process, bounded in bytes (TRELLIS_READ_CACHE_BYTES; 0 turns it off), the
 least recently used answer dropped first.
 """
@@ -17,40 +21,72 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+
+from app.auth.guard import Rule
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a kept answer shows and who may see it: enough to answer it again without its
+    route, after the same checks."""
+
+    read: str  # which read it is ("run_detail", "run_list"), for the metrics
+    workflow_id: str  # the workflow whose ACL guards it
+    rule: Rule  # the scope and permission its route requires
+    changes: Callable[[], Awaitable[int | None]]  # its change count, read afresh
+    view: str  # what of the counted thing it shows (the ETag's last part)
+    route: object  # the route that answered it (the request metrics' label)
+
+
+@dataclass(frozen=True)
+class Kept:
+    count: int  # the change count it was read at
+    body: bytes
+    shown: Shown | None
 
 
 class ReadCache:
     def __init__(self, max_bytes: int) -> None:
         self._max_bytes = max_bytes
         self._bytes = 0
-        # key -> (the change count it was read at, the body)
-        self._answers: OrderedDict[Hashable, tuple[int, bytes]] = OrderedDict()
+        self._answers: OrderedDict[Hashable, Kept] = OrderedDict()
 
     async def answer(
-        self, key: Hashable, count: int | None, build: Callable[[], Awaitable[bytes]]
+        self,
+        key: Hashable,
+        count: int | None,
+        build: Callable[[], Awaitable[bytes]],
+        shown: Shown | None = None,
     ) -> bytes:
         """The body kept for `key` at `count`, or `build()`'s (then kept at `count`)."""
         if count is None or not self._max_bytes:
             return await build()
-        kept = self._answers.get(key)
-        if kept is not None and kept[0] == count:
-            self._answers.move_to_end(key)
-            return kept[1]
+        kept = self.kept(key)
+        if kept is not None and kept.count == count:
+            return kept.body
         body = await build()
-        self._keep(key, count, body)
+        self._keep(key, Kept(count, body, shown))
         return body
 
-    def _keep(self, key: Hashable, count: int, body: bytes) -> None:
+    def kept(self, key: Hashable) -> Kept | None:
+        """The answer kept for `key`, at whatever count it was read."""
+        kept = self._answers.get(key)
+        if kept is not None:
+            self._answers.move_to_end(key)
+        return kept
+
+    def _keep(self, key: Hashable, kept: Kept) -> None:
         old = self._answers.pop(key, None)
         if old is not None:
-            self._bytes -= len(old[1])
-        if len(body) > self._max_bytes:
+            self._bytes -= len(old.body)
+        if len(kept.body) > self._max_bytes:
             return
-        self._answers[key] = (count, body)
-        self._bytes += len(body)
+        self._answers[key] = kept
+        self._bytes += len(kept.body)
         while self._bytes > self._max_bytes:
-            _, (_, dropped) = self._answers.popitem(last=False)
-            self._bytes -= len(dropped)
+            _, dropped = self._answers.popitem(last=False)
+            self._bytes -= len(dropped.body)
 
     @property
     def size_bytes(self) -> int:

@@ -1,0 +1,56 @@
+"""A read answered from the read cache while nothing it shows was written
+(app/services/read_cache.py), kept with what the read lane (app/read_lane.py) needs to
+answer it again before routing.
+
+The answer is kept under the request's target (its path and query as sent): the lane
+finds it without parsing a parameter, and only ever for a request the route has
+validated and answered with a 200.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Hashable
+
+from fastapi import Request, Response
+from starlette.types import Scope
+
+from app.auth.guard import request_rule
+from app.errors import Forbidden
+from app.routes.conditional import counted_response
+from app.services.read_cache import ReadCache, Shown
+
+
+def target_of(scope: Scope) -> Hashable:
+    """The key of a request's answer: its path and its query, as sent."""
+    return (scope["path"], scope["query_string"])
+
+
+async def cached_read(
+    request: Request,
+    cache: ReadCache,
+    *,
+    read: str,
+    workflow_id: str,
+    changes: Callable[[], Awaitable[int | None]],
+    view: str,
+    build: Callable[[], Awaitable[bytes]],
+) -> Response:
+    """The body `build` makes, or the one kept while `changes()` stands; tagged with the
+    count (`view` says what of the counted thing it shows: app/routes/conditional.py)."""
+    rule = request_rule(request)
+    if rule is None:  # cannot happen: every route declares one (check_routes)
+        raise Forbidden("This route declares no permission")
+    built = False
+
+    async def counted_build() -> bytes:
+        nonlocal built
+        built = True
+        return await build()
+
+    # Counted before reading: a write in between shows as a change next time.
+    count = await changes()
+    shown = Shown(read, workflow_id, rule, changes, view, request.scope.get("route"))
+    body = await cache.answer(target_of(request.scope), count, counted_build, shown)
+    answers = request.app.state.metrics.read_answers
+    answers.labels(read, "built" if built else "kept").inc()
+    return counted_response(request, body, count, view)
