@@ -22,14 +22,15 @@ ONE_STEP = [{"name": "Echo", "nodeType": "step", "executorKey": "builtin:echo"}]
 DETAIL = "/api/v1/workflows/{workflow_id}/runs/{run_id}"
 
 
-async def _run(api: httpx.AsyncClient, store: Store) -> tuple[str, str]:
-    """A workflow of ALICE's with one run: its id and the run's."""
+async def _run(api: httpx.AsyncClient, store: Store) -> tuple[str, str, str]:
+    """A workflow of ALICE's with one run: its id, the run's and the run detail's URL."""
     response = await api.post(
         f"{API}/workflows", json={"name": "read-lane", "nodes": ONE_STEP}, headers=ALICE
     )
     assert response.status_code == 201, response.text
     wf = str(response.json()["id"])
-    return wf, (await store.insert_run(run(wf))).id
+    run_id = (await store.insert_run(run(wf))).id
+    return wf, run_id, f"{API}/workflows/{wf}/runs/{run_id}"
 
 
 async def _share(api: httpx.AsyncClient, wf: str, grants: list[dict[str, object]]) -> None:
@@ -59,9 +60,9 @@ def _shown(response: httpx.Response) -> tuple[int, bytes, dict[str, str]]:
 async def test_a_read_asked_again_is_answered_before_routing_as_the_route_answered_it(
     api: httpx.AsyncClient, store: Store
 ) -> None:
-    wf, run_id = await _run(api, store)
+    wf, run_id, detail = await _run(api, store)
     for read, url in (
-        ("run_detail", f"{API}/workflows/{wf}/runs/{run_id}"),
+        ("run_detail", detail),
         ("run_list", f"{API}/workflows/{wf}/runs?perPage=5"),
     ):
         first = await api.get(url, headers=ALICE)
@@ -95,8 +96,7 @@ async def test_a_read_asked_again_is_answered_before_routing_as_the_route_answer
 async def test_another_query_or_a_write_is_read_afresh(
     api: httpx.AsyncClient, store: Store
 ) -> None:
-    wf, run_id = await _run(api, store)
-    url = f"{API}/workflows/{wf}/runs/{run_id}"
+    _, run_id, url = await _run(api, store)
     assert (await api.get(url, headers=ALICE)).json()["status"] == "pending"
     summary = await api.get(f"{url}?nodeRuns=summary", headers=ALICE)
     assert summary.status_code == 200 and "nodeRunSummary" in summary.json()
@@ -108,8 +108,7 @@ async def test_another_query_or_a_write_is_read_afresh(
 async def test_a_revoked_grant_is_404_at_once_though_an_answer_is_kept(
     api: httpx.AsyncClient, store: Store
 ) -> None:
-    wf, run_id = await _run(api, store)
-    url = f"{API}/workflows/{wf}/runs/{run_id}"
+    wf, _, url = await _run(api, store)
     await _share(api, wf, [{"principal": "user:bob", "permissions": ["VIEW"]}])
     assert (await api.get(url, headers=BOB)).status_code == 200
     assert (await api.get(url, headers=BOB)).status_code == 200
@@ -125,8 +124,7 @@ async def test_a_revoked_grant_is_404_at_once_though_an_answer_is_kept(
 async def test_a_kept_answer_is_refused_without_the_scope_or_a_valid_token(
     api: httpx.AsyncClient, store: Store
 ) -> None:
-    wf, run_id = await _run(api, store)
-    url = f"{API}/workflows/{wf}/runs/{run_id}"
+    _, _, url = await _run(api, store)
     assert (await api.get(url, headers=ALICE)).status_code == 200
     no_read = as_user("alice", [s for s in ALL_SCOPES if s != READ])
     assert_error(await api.get(url, headers=no_read), 403, "forbidden", READ)
@@ -141,8 +139,7 @@ async def test_a_kept_answer_is_refused_without_the_scope_or_a_valid_token(
 async def test_a_kept_answer_is_gone_with_its_workflow(
     api: httpx.AsyncClient, store: Store
 ) -> None:
-    wf, run_id = await _run(api, store)
-    url = f"{API}/workflows/{wf}/runs/{run_id}"
+    wf, _, url = await _run(api, store)
     assert (await api.get(url, headers=ALICE)).status_code == 200
     assert (await api.delete(f"{API}/workflows/{wf}", headers=ALICE)).status_code == 204
     assert_error(await api.get(url, headers=ALICE), 404, "resource_not_found", wf)
