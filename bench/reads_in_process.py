@@ -4,8 +4,11 @@ Run: `python -m bench.reads_in_process [--requests 300] [--only detail]`. Builds
 with the shapes bench.run reads (a run of 20 MCP steps with its 20 node runs; a workflow
 with 20 runs of 5 node runs each), serves the real app in this process over ASGI, and
 times the run detail and the list of runs one request at a time, beside `GET /healthz`
-through the same app and client (the floor: routing, middleware and the client itself).
-Prints the median of five batches: wall time and this process's CPU per request.
+through the same app and client (the floor: routing, middleware and the client itself):
+answered afresh (the read cache off), kept (nothing written meanwhile), and after a
+write (the cache on, a node run written before each read, as a poller meets a running
+run: every read misses what is kept). Prints the median of five batches: wall time and
+this process's CPU per request (a write before a read is not timed).
 `--only` times only the requests whose name contains it (to profile one with py-spy).
 """
 
@@ -13,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import logging
 import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -66,19 +71,45 @@ async def _run(store: SqliteStore, wf: WorkflowRecord, index: int) -> str:
     return run_id
 
 
-async def _per_request(client: httpx.AsyncClient, url: str, n: int) -> tuple[float, float, int]:
-    """Median wall and CPU ms per request over five batches of `n`; the body's size."""
+Write = Callable[[], Awaitable[None]]
+
+
+async def _nothing() -> None:
+    return None
+
+
+async def _per_request(
+    client: httpx.AsyncClient, url: str, n: int, before: Write = _nothing
+) -> tuple[float, float, int]:
+    """Median wall and CPU ms per request over five batches of `n` (`before` each, untimed);
+    the body's size."""
     size = len((await client.get(url)).raise_for_status().content)
     for _ in range(n // 5):  # warm up
+        await before()
         await client.get(url)
     walls, cpus = [], []
     for _ in range(5):
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall = cpu = 0.0
         for _ in range(n):
+            await before()
+            started, cpu_started = time.perf_counter(), time.process_time()
             await client.get(url)
-        walls.append((time.perf_counter() - wall) / n * 1000)
-        cpus.append((time.process_time() - cpu) / n * 1000)
+            wall += time.perf_counter() - started
+            cpu += time.process_time() - cpu_started
+        walls.append(wall / n * 1000)
+        cpus.append(cpu / n * 1000)
     return statistics.median(walls), statistics.median(cpus), size
+
+
+def _rewriting(store: SqliteStore, run_id: str) -> Write:
+    """Writes the run's first node run again, a revision higher each time."""
+    revs = itertools.count(1)
+
+    async def write() -> None:
+        first = (await store.list_node_runs([run_id]))[0]
+        await store.upsert_node_run(first.model_copy(update={"rev": next(revs)}))
+
+    return write
 
 
 async def measure(requests: int, only: str = "") -> dict[str, tuple[float, float, int]]:
@@ -99,13 +130,19 @@ async def measure(requests: int, only: str = "") -> dict[str, tuple[float, float
             # The same reads answered afresh every time (the read cache off), then with the
             # cache: nothing is written meanwhile, so every read after the first is a hit.
             cached = Settings.model_fields["read_cache_bytes"].default
-            for cache_bytes, label in ((0, "afresh"), (cached, "cached")):
+            detail_write = _rewriting(store, detail_run)
+            list_write = _rewriting(store, f"run-{list_wf.id}-19")
+            for cache_bytes, label, writes in (
+                (0, "afresh", (_nothing, _nothing)),
+                (cached, "cached", (_nothing, _nothing)),
+                (cached, "after a write", (detail_write, list_write)),
+            ):
                 urls = {
-                    f"GET run detail (20 node runs), {label}": detail,
-                    f"GET list runs (20 runs x 5 node runs), {label}": listed,
+                    f"GET run detail (20 node runs), {label}": (detail, writes[0]),
+                    f"GET list runs (20 runs x 5 node runs), {label}": (listed, writes[1]),
                 }
                 if not cache_bytes:
-                    urls = {"GET /healthz (the floor)": "/healthz", **urls}
+                    urls = {"GET /healthz (the floor)": ("/healthz", _nothing), **urls}
                 # No Temporal: reads do not need it (the app only logs that it is away).
                 settings = Settings(
                     data_dir=data, temporal_address="127.0.0.1:1", read_cache_bytes=cache_bytes
@@ -117,9 +154,14 @@ async def measure(requests: int, only: str = "") -> dict[str, tuple[float, float
 
 
 async def _timed_reads(
-    settings: Settings, store: SqliteStore, urls: dict[str, str], requests: int, only: str
+    settings: Settings,
+    store: SqliteStore,
+    urls: dict[str, tuple[str, Write]],
+    requests: int,
+    only: str,
 ) -> dict[str, tuple[float, float, int]]:
-    """Each url's (wall ms, CPU ms, bytes) through a fresh app on `store` with `settings`."""
+    """Each url's (wall ms, CPU ms, bytes) through a fresh app on `store` with `settings`,
+    its write made before each read."""
     app = create_app(settings, store=store)
     timed = {}
     transport = httpx.ASGITransport(app=app)
@@ -127,9 +169,9 @@ async def _timed_reads(
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=transport, base_url="http://bench") as client,
     ):
-        for name, url in urls.items():
+        for name, (url, before) in urls.items():
             if only in name:
-                timed[name] = await _per_request(client, url, requests)
+                timed[name] = await _per_request(client, url, requests, before)
     return timed
 
 
