@@ -20,6 +20,8 @@ from app.temporal import connect_temporal
 
 log = logging.getLogger("trellis.temporal")
 HEALTH_TIMEOUT = timedelta(seconds=2)
+# Before each retry of a health check whose connection went (seconds).
+HEALTH_RETRY_PAUSES = (0.05, 0.2)
 # After a failed attempt, wait this long before dialling again, so a burst of requests
 # during an outage does not become a burst of connection attempts.
 RETRY_AFTER_SECONDS = 1.0
@@ -82,15 +84,19 @@ class TemporalLink:
 
 
 async def _check_health(client: Client) -> bool:
-    """The health check, asked once more when its connection went while it was on the way
+    """The health check, asked again when its connection went while it was on the way
     (the server closed an aged connection, say: "transport error", "operation was
-    canceled"). A second failure, or a check that ran out of time, is the answer."""
-    try:
-        return await client.service_client.check_health(timeout=HEALTH_TIMEOUT)
-    except RPCError as exc:
-        if exc.status == RPCStatusCode.DEADLINE_EXCEEDED:
-            raise
-        log.info("Temporal health check lost (%s); asking again", describe(exc))
+    canceled"). Each retry waits a little first: asked at once, the check can go out on
+    the connection that just died before the client has seen it go (seen once in CI, on a
+    loaded machine). The last failure, or a check that ran out of time, is the answer."""
+    for pause in HEALTH_RETRY_PAUSES:
+        try:
+            return await client.service_client.check_health(timeout=HEALTH_TIMEOUT)
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.DEADLINE_EXCEEDED:
+                raise
+            log.info("Temporal health check lost (%s); asking again", describe(exc))
+        await asyncio.sleep(pause)
     return await client.service_client.check_health(timeout=HEALTH_TIMEOUT)
 
 
