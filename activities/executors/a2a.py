@@ -44,11 +44,11 @@ from activities.executors.base import (
     StepCall,
     StepOutcome,
     TransientError,
+    describe_error,
     payload_config,
 )
 from activities.executors.catalog import Catalog, agent_http_kwargs
 from activities.executors.heartbeat import heartbeating
-from activities.executors.sessions import describe_error
 from activities.executors.tracing import CallTracer
 
 log = logging.getLogger(__name__)

@@ -22,6 +22,14 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 RESERVED_CONFIG_KEYS = frozenset({"poolStrategy"})
 
 
+def describe_error(exc: BaseException) -> str:
+    """A one-line description of an error, unwrapping anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class PermanentError(Exception):
     """A failure that retrying cannot fix."""
 

@@ -18,9 +18,10 @@ from activities.executors.base import (
     StepCall,
     StepOutcome,
     TransientError,
+    describe_error,
     payload_config,
 )
-from activities.executors.sessions import HttpRefused, McpSession, McpSessions, describe_error
+from activities.executors.sessions import HttpRefused, McpSession, McpSessions
 from activities.executors.tracing import CallTracer, trace_context
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from opentelemetry.trace import Tracer
@@ -12,7 +13,6 @@ from activities.executors.base import PermanentError, StepCall, StepOutcome
 from activities.executors.builtin import BuiltinExecutor
 from activities.executors.catalog import Catalog
 from activities.executors.http_guard import HttpPolicy
-from activities.executors.mcp import McpExecutor
 from activities.executors.pool import PoolExecutor
 from activities.executors.service_token import (
     Caller,
@@ -22,6 +22,9 @@ from activities.executors.service_token import (
 )
 from activities.executors.tls import default_tls
 from activities.executors.tracing import CallTracer, send_trace_context
+
+if TYPE_CHECKING:
+    from activities.executors.mcp import McpExecutor
 
 
 class ExecutorRegistry:
@@ -47,11 +50,20 @@ class ExecutorRegistry:
             auth=auth,
             event_hooks={"request": [send_trace_context]},
         )
-        catalog.sessions.use_auth(auth)
+        if catalog.file.servers:  # a catalog without one never loads the MCP SDK
+            catalog.sessions.use_auth(auth)
+        self._calls = calls
         self.builtin = BuiltinExecutor(http_policy, calls)
-        self.mcp = McpExecutor(catalog.sessions, calls)
         self.a2a = A2AExecutor(catalog, self._http, calls)
         self.pool = PoolExecutor(catalog, self.a2a)
+
+    @cached_property
+    def mcp(self) -> McpExecutor:
+        """The MCP executor, made at the first MCP step: the MCP SDK is loaded only where
+        the catalog names a server (`Catalog.sessions`)."""
+        from activities.executors.mcp import McpExecutor
+
+        return McpExecutor(self.catalog.sessions, self._calls)
 
     async def execute(self, call: StepCall) -> StepOutcome:
         """Run one step attempt; PermanentError is non-retryable, anything else retryable."""
@@ -91,7 +103,8 @@ class ExecutorRegistry:
         await self.a2a.close()
         await self._http.aclose()
         await self.builtin.close()
-        await self.catalog.sessions.close()
+        if self.catalog.file.servers:
+            await self.catalog.sessions.close()
 
 
 def _caller(call: StepCall) -> Caller | None:

@@ -55,14 +55,6 @@ class HttpRefused(Exception):
         self.status = status
 
 
-def describe_error(exc: BaseException) -> str:
-    """A one-line description of an error, unwrapping anyio's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _call_key(body: bytes) -> str | None:
     """The idempotency key of a `tools/call` request body; None for any other request."""
     try:

@@ -12,7 +12,7 @@ from typing import Any
 
 import uvicorn
 
-from app.heap import freeze_startup_heap
+from app.heap import freeze_startup_heap, pause_collector
 from app.platform.child_env import settings_env
 from app.platform.preflight import (
     check_auth,
@@ -35,6 +35,8 @@ EVENT_LOOP = "asyncio"
 
 def run_api(settings: Settings) -> None:
     """Serve the API on uvicorn until SIGTERM/SIGINT (uvicorn handles both gracefully)."""
+    if settings.api_workers == 1:
+        pause_collector()  # until the app has started (app/heap.py)
     check_auth(settings)
     check_tracing()
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
@@ -131,6 +133,7 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
 
 def run_worker_process(settings: Settings, ready_file: Path | None = None) -> None:
     """Run the worker until SIGTERM/SIGINT; touch `ready_file` once it polls."""
+    pause_collector()  # until it polls (app/heap.py)
     check_store(settings)
     load_executor_catalog(settings)
     check_service_tokens(settings)
