@@ -6,7 +6,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from activities.store.base import Store
-from activities.store.mongo import MongoStore
 from activities.store.sqlite import SqliteStore
 
 DEFAULT_MONGO_DATABASE = "trellis"
@@ -17,6 +16,9 @@ def open_store(url: str) -> Store:
     if url.startswith("sqlite://"):
         return _sqlite(url)
     if url.startswith(("mongodb://", "mongodb+srv://")):
+        # Imported for a MongoDB URL only: PyMongo takes ~0.15 s to import.
+        from activities.store.mongo import MongoStore
+
         return MongoStore(url, database=mongo_database(url))
     raise ValueError(
         f"unsupported store URL {url!r}: use sqlite:///absolute/path.db "

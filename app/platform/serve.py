@@ -10,8 +10,6 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-
 from app.heap import freeze_startup_heap, pause_collector
 from app.platform.child_env import settings_env
 from app.platform.preflight import (
@@ -37,6 +35,8 @@ def run_api(settings: Settings) -> None:
     """Serve the API on uvicorn until SIGTERM/SIGINT (uvicorn handles both gracefully)."""
     if settings.api_workers == 1:
         pause_collector()  # until the app has started (app/heap.py)
+    import uvicorn  # here, not above: a worker process has no use for it
+
     check_auth(settings)
     check_tracing()
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
