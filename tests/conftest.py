@@ -30,6 +30,12 @@ def temporal_binary() -> str:
     return found
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first, in their order: pytest-xdist hands them out before the rest,
+    so its two processes end together rather than one waiting out a long test sent last."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(scope="session")
 async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(

@@ -120,6 +120,7 @@ def aimed_at(resources: dict[str, Any], directory: Path) -> Path:
     return path
 
 
+@pytest.mark.long
 async def test_schemathesis_finds_no_failure(platform: Platform, tmp_path: Path) -> None:
     base_url = str(platform.api.base_url).rstrip("/")
     resources = await seed(platform)

@@ -5,6 +5,8 @@ The steps are remote (`builtin:delay`): inline built-ins add no history events.
 
 from typing import Any
 
+import pytest
+
 from tests.support.continuing import start_continuing
 from tests.support.platform import Platform
 from tests.support.polling import eventually
@@ -193,6 +195,7 @@ async def test_two_long_branches_both_park_and_continue_as_new_together(
     assert await _executions(platform, "run-can-two-branches") > 1
 
 
+@pytest.mark.long
 async def test_five_thousand_iterations_nested_two_levels_deep_complete_as_one_run(
     platform: Platform,
 ) -> None:

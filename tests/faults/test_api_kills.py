@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tests.faults.harness import REPORTS, Load, create_workflow, effect_step
@@ -17,6 +18,7 @@ from tests.support.processes import Api, Processes, process_env
 RUNS = 80
 
 
+@pytest.mark.long
 async def test_api_sigkill_and_restart_on_the_same_port_under_load(
     temporal_env: WorkflowEnvironment, peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tests.builders import step
@@ -32,6 +33,7 @@ def hanging(on_error: str) -> dict[str, object]:
     )
 
 
+@pytest.mark.long
 async def test_a_hanging_mcp_tool_times_out_per_attempt_and_the_runs_end(
     temporal_env: WorkflowEnvironment, peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from app.platform.devserver import wait_for_temporal
 from app.settings import Settings
@@ -40,6 +41,7 @@ async def until(check: Any, within: float = 30) -> None:
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.long
 async def test_a_completed_attempt_lost_with_its_worker_is_not_run_again(
     peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tests.builders import step
@@ -32,6 +33,7 @@ async def wait_until(api: str, wf: str, run_id: str, check: Any, within: float =
             await asyncio.sleep(0.1)
 
 
+@pytest.mark.long
 async def test_two_workers_and_two_apis_share_the_work(
     temporal_env: WorkflowEnvironment, peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:

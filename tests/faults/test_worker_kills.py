@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tests.builders import step
@@ -19,6 +20,7 @@ from tests.support.processes import Processes, TrellisProcess, process_env
 RUNS = 60
 
 
+@pytest.mark.long
 async def test_worker_sigkill_three_times_under_load(
     temporal_env: WorkflowEnvironment, peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:
@@ -54,6 +56,7 @@ async def test_worker_sigkill_three_times_under_load(
     assert await load.run_events_logged_twice() == {}
 
 
+@pytest.mark.long
 async def test_steps_with_no_retries_outlive_their_worker_being_killed(
     temporal_env: WorkflowEnvironment, peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:

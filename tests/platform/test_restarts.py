@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tests.platform.conftest import DevProcess, trellis_env
@@ -57,6 +58,7 @@ def test_an_api_killed_under_keep_alive_connections_restarts_at_once_on_its_port
     client.close()
 
 
+@pytest.mark.long
 def test_dev_restarted_right_after_ctrl_c_with_an_open_client_comes_back(
     tmp_path: Path, dev_processes: list[DevProcess]
 ) -> None:
