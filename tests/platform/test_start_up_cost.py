@@ -20,8 +20,8 @@ from tests.support.api_runs import create_and_trigger, wait_for
 from tests.support.processes import Processes, process_env
 from tests.support.server import free_port
 
-# Builds what `trellis api` and `trellis worker` build from a catalog (the path in argv, or
-# none), then prints which of the MCP SDK's modules are loaded.
+# Builds what `trellis api` and `trellis worker` build, from each catalog named in argv in
+# turn ("-": none), and prints which of the MCP SDK's modules are loaded after each.
 BUILD_BOTH = """
 import asyncio, json, sys
 from pathlib import Path
@@ -31,20 +31,30 @@ from app.main import create_app
 from app.settings import Settings
 
 async def main():
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-    catalog = load_catalog(path)
-    create_app(Settings(data_dir=Path(".")), catalog=catalog)
-    registry = ExecutorRegistry(catalog)
-    await registry.close()
-    print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types"))))
+    for name in sys.argv[1:]:
+        catalog = load_catalog(None if name == "-" else Path(name))
+        create_app(Settings(data_dir=Path(".")), catalog=catalog)
+        registry = ExecutorRegistry(catalog)
+        await registry.close()
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types"))
+        print(json.dumps(loaded))
 
 asyncio.run(main())
 """
 
 
-def mcp_modules_loaded(tmp_path: Path, *catalog: str) -> list[str]:
+def test_the_mcp_sdk_is_loaded_only_for_a_catalog_that_names_a_server(tmp_path: Path) -> None:
+    agents_only = tmp_path / "agents.yaml"
+    agents_only.write_text(
+        f"a2aAgents:\n  - {{name: helper, url: 'http://127.0.0.1:{free_port()}/'}}\n"
+    )
+    with_server = tmp_path / "server.yaml"
+    with_server.write_text(
+        f"mcpServers:\n  - {{id: tools, url: 'http://127.0.0.1:{free_port()}/mcp', tools: [t]}}\n"
+    )
+    # One interpreter, in this order: what the first two load stays loaded for the third.
     done = subprocess.run(
-        [sys.executable, "-c", BUILD_BOTH, *catalog],
+        [sys.executable, "-c", BUILD_BOTH, "-", str(agents_only), str(with_server)],
         cwd=tmp_path,
         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
         capture_output=True,
@@ -52,22 +62,9 @@ def mcp_modules_loaded(tmp_path: Path, *catalog: str) -> list[str]:
         timeout=120,
         check=True,
     )
-    loaded: list[str] = json.loads(done.stdout)
-    return loaded
-
-
-def test_the_mcp_sdk_is_loaded_only_for_a_catalog_that_names_a_server(tmp_path: Path) -> None:
-    assert mcp_modules_loaded(tmp_path) == []
-    agents_only = tmp_path / "agents.yaml"
-    agents_only.write_text(
-        f"a2aAgents:\n  - {{name: helper, url: 'http://127.0.0.1:{free_port()}/'}}\n"
-    )
-    assert mcp_modules_loaded(tmp_path, str(agents_only)) == []
-    with_server = tmp_path / "server.yaml"
-    with_server.write_text(
-        f"mcpServers:\n  - {{id: tools, url: 'http://127.0.0.1:{free_port()}/mcp', tools: [t]}}\n"
-    )
-    assert "mcp" in mcp_modules_loaded(tmp_path, str(with_server))
+    none, agents, server = (json.loads(line) for line in done.stdout.splitlines())
+    assert none == [] and agents == []
+    assert "mcp" in server
 
 
 def young_collections(metrics_text: str) -> float:
