@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -181,6 +182,13 @@ async def bench_stack(
         await env.shutdown()
 
 
+def _terminated_with_parent() -> None:
+    """In the child before it runs: SIGTERM when the thread that started it ends
+    (Linux's PR_SET_PDEATHSIG; the benchmark starts its processes from its main thread)."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class _Processes:
     """Child processes started with this Python, logs in the data dir; stopped together."""
 
@@ -192,13 +200,15 @@ class _Processes:
         log = (self._dir / f"{name}.log").open("wb")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         # Each in its own process group, so stopping it stops what it started (uvicorn's
-        # worker processes with --api-workers).
+        # worker processes with --api-workers); and sent SIGTERM if this process dies
+        # without stopping it (killed, or its terminal gone), so none is left running.
         self._procs[name] = subprocess.Popen(
             [sys.executable, *args],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
+            preexec_fn=_terminated_with_parent,
         )
 
     def pid(self, name: str) -> int:
