@@ -1,16 +1,19 @@
 """The read lane: reads the read cache can answer, answered before routing.
 
 A run detail or a page of runs the API has answered, asked for again (the same path and
-query) while nothing it shows was written, is answered here from the read cache
-(app/services/read_cache.py), without FastAPI's routing and dependency solving: those
-were ~60 % of such a read's CPU (docs/benchmarks.md, fifteenth session).
+query), is answered here without FastAPI's routing and dependency solving: those were
+~60 % of a kept read's CPU, and ~1.2 ms of a 2.4 ms fresh one (docs/benchmarks.md,
+fifteenth and sixteenth sessions). While nothing it shows was written, the answer is the
+one kept in the read cache (app/services/read_cache.py); once something was, it is built
+afresh by the route's own build, kept with the answer, and kept again: a client polling
+a running run is answered here too.
 
-The checks are the route's own, made afresh on every request: the caller is
-authenticated as every route authenticates (app/auth/guard.py), must hold the route's
-scope and its permission on the workflow (read from the store now: a revoked grant
-counts at once), and the change count must still be the one the answer was kept at.
-Whatever is in doubt — nothing kept, a check that fails, an error — goes the usual way,
-which gives the documented answer (401, 403, 404, ...) and keeps the new one.
+The checks are the route's own, made afresh on every request and before anything is
+built: the caller is authenticated as every route authenticates (app/auth/guard.py),
+must hold the route's scope and its permission on the workflow (read from the store
+now: a revoked grant counts at once). Whatever is in doubt — nothing kept, a check that
+fails, an error (a run gone since: its build raises) — goes the usual way, which gives
+the documented answer (401, 403, 404, ...) and keeps the new one.
 
 Built only when tracing is off: a traced request goes through routing, where its span is
 named after its route.
@@ -27,7 +30,7 @@ from app.auth.acl import require
 from app.auth.guard import bearer
 from app.routes.cached_read import target_of
 from app.routes.conditional import counted_response
-from app.services.read_cache import Kept
+from app.services.read_cache import Shown
 
 
 class ReadLaneMiddleware:
@@ -41,25 +44,24 @@ class ReadLaneMiddleware:
             kept = self.root.state.read_cache.kept(target_of(scope))
             if kept is not None and kept.shown is not None:
                 request = Request(scope, receive)
-                response = await self._checked(request, kept)
-                if response is not None:
+                answered = await self._checked(request, kept.shown)
+                if answered is not None:
+                    response, built = answered
                     scope["route"] = kept.shown.route  # the request metrics' label
                     answers = self.root.state.metrics.read_answers
-                    answers.labels(kept.shown.read, "kept_before_routing").inc()
+                    how = "built_before_routing" if built else "kept_before_routing"
+                    answers.labels(kept.shown.read, how).inc()
                     await response(scope, receive, send)
                     return
         await self.app(scope, receive, send)
 
-    async def _checked(self, request: Request, kept: Kept) -> Response | None:
-        """The kept answer when every check the route makes passes; None otherwise."""
-        assert kept.shown is not None
-        shown, state = kept.shown, self.root.state
+    async def _checked(self, request: Request, shown: Shown) -> tuple[Response, bool] | None:
+        """The answer, and whether it was built now, when every check the route makes
+        passes; None otherwise."""
+        state = self.root.state
         try:
-            # The count first: while a run is being written it is the check that fails,
-            # and it costs one indexed row (a poller's miss then pays little here).
+            # Counted before anything is read, as the route counts (app/routes/cached_read.py).
             count = await shown.changes()
-            if count != kept.count:
-                return None
             caller = await state.authenticator.caller(await bearer(request))
             if not caller.has_scope(shown.rule.scope):
                 return None
@@ -67,6 +69,8 @@ class ReadLaneMiddleware:
             if access is None:
                 return None
             require(caller, access, shown.rule.permission)
+            key = target_of(request.scope)
+            body, built = await state.read_cache.fetch(key, count, shown.build, shown)
         except Exception:  # the usual way answers it as documented (or fails as it would)
             return None
-        return counted_response(request, kept.body, count, shown.view)
+        return counted_response(request, body, count, shown.view), built

@@ -36,21 +36,17 @@ async def cached_read(
     build: Callable[[], Awaitable[bytes]],
 ) -> Response:
     """The body `build` makes, or the one kept while `changes()` stands; tagged with the
-    count (`view` says what of the counted thing it shows: app/routes/conditional.py)."""
+    count (`view` says what of the counted thing it shows: app/routes/conditional.py).
+
+    `build` is kept with the answer for the read lane: it may use what the path and query
+    named, never the caller (the lane checks the caller before it calls it)."""
     rule = request_rule(request)
     if rule is None:  # cannot happen: every route declares one (check_routes)
         raise Forbidden("This route declares no permission")
-    built = False
-
-    async def counted_build() -> bytes:
-        nonlocal built
-        built = True
-        return await build()
-
     # Counted before reading: a write in between shows as a change next time.
     count = await changes()
-    shown = Shown(read, workflow_id, rule, changes, view, request.scope.get("route"))
-    body = await cache.answer(target_of(request.scope), count, counted_build, shown)
+    shown = Shown(read, workflow_id, rule, changes, view, request.scope.get("route"), build)
+    body, built = await cache.fetch(target_of(request.scope), count, build, shown)
     answers = request.app.state.metrics.read_answers
     answers.labels(read, "built" if built else "kept").inc()
     return counted_response(request, body, count, view)

@@ -10,8 +10,8 @@ read miss; it never passes old data off as new. Stores that keep no counts (Mong
 answer every read afresh.
 
 An answer is kept with what it shows (`Shown`: the workflow whose ACL guards it, the
-rule of its route, how to count its changes), so the read lane (app/read_lane.py) can
-check it again and answer before routing.
+rule of its route, how to count its changes and how to build it again), so the read lane
+(app/read_lane.py) can check it again and answer before routing, afresh if need be.
 
 One per API process, bounded in bytes (TRELLIS_READ_CACHE_BYTES; 0 turns it off), the
 least recently used answer dropped first.
@@ -37,6 +37,9 @@ class Shown:
     changes: Callable[[], Awaitable[int | None]]  # its change count, read afresh
     view: str  # what of the counted thing it shows (the ETag's last part)
     route: object  # the route that answered it (the request metrics' label)
+    # The route's build: the answer afresh, from what the path and query named and
+    # nothing of the caller's (the lane calls it only after the route's checks).
+    build: Callable[[], Awaitable[bytes]]
 
 
 @dataclass(frozen=True)
@@ -60,14 +63,25 @@ class ReadCache:
         shown: Shown | None = None,
     ) -> bytes:
         """The body kept for `key` at `count`, or `build()`'s (then kept at `count`)."""
+        body, _ = await self.fetch(key, count, build, shown)
+        return body
+
+    async def fetch(
+        self,
+        key: Hashable,
+        count: int | None,
+        build: Callable[[], Awaitable[bytes]],
+        shown: Shown | None = None,
+    ) -> tuple[bytes, bool]:
+        """As `answer`, and whether the body was built now (for the metrics)."""
         if count is None or not self._max_bytes:
-            return await build()
+            return await build(), True
         kept = self.kept(key)
         if kept is not None and kept.count == count:
-            return kept.body
+            return kept.body, False
         body = await build()
         self._keep(key, Kept(count, body, shown))
-        return body
+        return body, True
 
     def kept(self, key: Hashable) -> Kept | None:
         """The answer kept for `key`, at whatever count it was read."""

@@ -1,6 +1,7 @@
 """The read lane (app/read_lane.py): a run detail or page of runs asked for again is answered
-before routing, exactly as the route answered it, and only after the route's checks, each
-made afresh: a kept answer never outlives a revoked grant, a missing scope or a bad token.
+before routing, exactly as the route answers it (kept, or built afresh once something it
+shows was written), and only after the route's checks, each made afresh: an answer never
+outlives a revoked grant, a missing scope or a bad token.
 
 In `jwt` mode over real HTTP; runs are written through the store, as the worker writes them.
 """
@@ -96,13 +97,51 @@ async def test_a_read_asked_again_is_answered_before_routing_as_the_route_answer
 async def test_another_query_or_a_write_is_read_afresh(
     api: httpx.AsyncClient, store: Store
 ) -> None:
-    _, run_id, url = await _run(api, store)
+    wf, run_id, url = await _run(api, store)
     assert (await api.get(url, headers=ALICE)).json()["status"] == "pending"
     summary = await api.get(f"{url}?nodeRuns=summary", headers=ALICE)
     assert summary.status_code == 200 and "nodeRunSummary" in summary.json()
     await store.update_run(run_id, 1, {"status": "running"})
-    assert (await api.get(url, headers=ALICE)).json()["status"] == "running"
-    assert await _answers(api, "run_detail") == {"built": 3}
+    # Written since: the lane builds it afresh, as the route does (another spelling of
+    # the same query is a key of its own, so the route builds that one).
+    afresh = await api.get(url, headers=ALICE)
+    routed = await api.get(f"{url}?nodeRuns=all", headers=ALICE)
+    assert afresh.json()["status"] == "running"
+    assert afresh.content == routed.content and afresh.headers["etag"] == routed.headers["etag"]
+    assert await _answers(api, "run_detail") == {"built": 3, "built_before_routing": 1}
+    # Then kept again, at the new count.
+    assert _shown(await api.get(url, headers=ALICE)) == _shown(afresh)
+    assert await _answers(api, "run_detail") == {
+        "built": 3,
+        "built_before_routing": 1,
+        "kept_before_routing": 1,
+    }
+    # A page of runs the same way.
+    page = f"{API}/workflows/{wf}/runs"
+    assert (await api.get(page, headers=ALICE)).json()["runs"][0]["status"] == "running"
+    await store.update_run(run_id, 2, {"status": "completed"})
+    assert (await api.get(page, headers=ALICE)).json()["runs"][0]["status"] == "completed"
+    assert await _answers(api, "run_list") == {"built": 1, "built_before_routing": 1}
+
+
+async def test_after_a_write_the_route_checks_come_before_anything_is_built(
+    api: httpx.AsyncClient, store: Store
+) -> None:
+    wf, run_id, url = await _run(api, store)
+    await _share(api, wf, [{"principal": "user:bob", "permissions": ["VIEW"]}])
+    assert (await api.get(url, headers=BOB)).status_code == 200
+    await _share(api, wf, [])
+    await store.update_run(run_id, 1, {"status": "running"})
+    assert_error(await api.get(url, headers=BOB), 404, "resource_not_found", wf)
+    no_read = as_user("alice", [s for s in ALL_SCOPES if s != READ])
+    assert_error(await api.get(url, headers=no_read), 403, "forbidden", READ)
+    assert_error(await api.get(url), 401, "authentication_required")
+    assert await _answers(api, "run_detail") == {"built": 1}
+    # A run no longer under the workflow its URL names is the route's 404 (its build
+    # raises; the route then finds nothing either).
+    assert await store.update_run(run_id, 2, {"workflow_definition_id": "wf-elsewhere"})
+    assert_error(await api.get(url, headers=ALICE), 404, "resource_not_found", run_id)
+    assert await _answers(api, "run_detail") == {"built": 1}
 
 
 async def test_a_revoked_grant_is_404_at_once_though_an_answer_is_kept(
