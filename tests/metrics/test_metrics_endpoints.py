@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.builders import delay, echo, http_step
 from tests.support.api_runs import create_and_trigger, wait_for
-from tests.support.processes import Processes, process_env
+from tests.support.processes import Processes
 from tests.support.server import free_port
 
 OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
@@ -59,15 +58,8 @@ async def run_to_end(api: httpx.AsyncClient, nodes: list[dict[str, Any]]) -> tup
 async def test_every_documented_metric_is_served_after_real_runs(
     temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
 ) -> None:
-    metrics_port = free_port()
-    env = process_env(
-        tmp_path,
-        temporal_env.client.service_client.config.target_host,
-        TRELLIS_WORKER_METRICS_PORT=str(metrics_port),
-    )
-    # Both start at once (each waits until it is ready).
-    api_process, _ = await asyncio.gather(
-        asyncio.to_thread(processes.api, env), asyncio.to_thread(processes.worker, env)
+    api_process, worker_metrics = await processes.api_and_metered_worker(
+        tmp_path, temporal_env.client.service_client.config.target_host
     )
     gate = echo("send", {"requiresConfirmation": True})
     async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
@@ -88,7 +80,7 @@ async def test_every_documented_metric_is_served_after_real_runs(
         assert decided.status_code == 200, decided.text
         await wait_for(api, wf, run_id, lambda r: r["status"] == "completed")
         api_text = (await api.get("/metrics")).text
-        worker_text = (await api.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+        worker_text = (await api.get(worker_metrics)).text
 
     targets = {"API": served(api_text), "worker": served(worker_text)}
     documented = documented_metrics()

@@ -4,7 +4,6 @@ collector, paused while a process starts (app/heap.py), runs again once it has."
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from tests.builders import delay
 from tests.platform.conftest import REPO
 from tests.support.api_runs import create_and_trigger, wait_for
-from tests.support.processes import Processes, process_env
+from tests.support.processes import Processes
 from tests.support.server import free_port
 
 # Builds what `trellis api` and `trellis worker` build, from each catalog named in argv in
@@ -81,16 +80,9 @@ def young_collections(metrics_text: str) -> float:
 async def test_the_collector_runs_again_once_the_api_and_the_worker_have_started(
     temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
 ) -> None:
-    metrics_port = free_port()
-    env = process_env(
-        tmp_path,
-        temporal_env.client.service_client.config.target_host,
-        TRELLIS_WORKER_METRICS_PORT=str(metrics_port),
+    api_process, worker_metrics = await processes.api_and_metered_worker(
+        tmp_path, temporal_env.client.service_client.config.target_host
     )
-    api_process, _ = await asyncio.gather(
-        asyncio.to_thread(processes.api, env), asyncio.to_thread(processes.worker, env)
-    )
-    worker_metrics = f"http://127.0.0.1:{metrics_port}/metrics"
     async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
         api_before = young_collections((await api.get("/metrics")).text)
         worker_before = young_collections((await api.get(worker_metrics)).text)

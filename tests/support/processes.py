@@ -6,6 +6,7 @@ would: same port, same data dir, same store. Output goes to a log file per proce
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -126,6 +127,22 @@ class Processes:
             if not api.process.running() or time.monotonic() > deadline:
                 raise AssertionError(f"API not ready on {port}:\n{api.process.output()}")
             time.sleep(0.05)
+
+    async def api_and_worker(self, env: dict[str, str]) -> Api:
+        """An API and a worker on `env`, started at once; the API once both are ready."""
+        api, _ = await asyncio.gather(
+            asyncio.to_thread(self.api, env), asyncio.to_thread(self.worker, env)
+        )
+        return api
+
+    async def api_and_metered_worker(
+        self, data_dir: Path, temporal_address: str
+    ) -> tuple[Api, str]:
+        """`api_and_worker` on a fresh environment whose worker serves its metrics: the API
+        and the URL of the worker's /metrics."""
+        port = free_port()
+        env = process_env(data_dir, temporal_address, TRELLIS_WORKER_METRICS_PORT=str(port))
+        return await self.api_and_worker(env), f"http://127.0.0.1:{port}/metrics"
 
     def kill_all(self) -> None:
         for found in self.started:

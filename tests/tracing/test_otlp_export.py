@@ -3,7 +3,6 @@ each export their spans over OTLP/HTTP, and a run is one trace across both proce
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from pathlib import Path
 
@@ -32,9 +31,7 @@ async def test_api_and_worker_processes_export_one_trace_per_run(
             OTEL_BSP_SCHEDULE_DELAY="100",
             TRELLIS_HTTP_ALLOWED_NETWORKS="127.0.0.0/8",
         )
-        api_process, _ = await asyncio.gather(
-            asyncio.to_thread(processes.api, env), asyncio.to_thread(processes.worker, env)
-        )
+        api_process = await processes.api_and_worker(env)
         async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
             definition = {
                 "name": f"traced-{uuid.uuid4().hex[:8]}",
