@@ -4,7 +4,7 @@ passes kept short once they have.
 Start-up (importing the app, building its schemas) makes hundreds of thousands of objects
 that live as long as the process, and the collector's passes over them find next to
 nothing to free: ~0.8 s of CPU of a `trellis api` start on this 2-core machine
-(`python -m bench.startup`). So `trellis api` and `trellis worker` start with it paused.
+(`python -m bench.server_start`). So `trellis api` and `trellis worker` start with it paused.
 
 After start-up a process holds ~200,000 objects that live as long as it does (modules,
 pydantic schemas, the app, the Temporal client). A full collection walks all of them: on

@@ -90,7 +90,7 @@ class Catalog:
     def sessions(self) -> McpSessions:
         """The servers' MCP sessions, made when first asked for. The MCP SDK takes about a
         second of CPU to import, so a process whose catalog names no MCP server (the
-        default) never loads it and starts that much sooner (`bench.startup`)."""
+        default) never loads it and starts that much sooner (`bench.server_start`)."""
         if self._sessions is None:
             from activities.executors.sessions import McpSessions
 
