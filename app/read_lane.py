@@ -21,6 +21,7 @@ named after its route.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 from fastapi import Request, Response
@@ -41,10 +42,11 @@ class ReadLaneMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
-            kept = self.root.state.read_cache.kept(target_of(scope))
+            key = target_of(scope)
+            kept = self.root.state.read_cache.kept(key)
             if kept is not None and kept.shown is not None:
                 request = Request(scope, receive)
-                answered = await self._checked(request, kept.shown)
+                answered = await self._checked(request, key, kept.shown)
                 if answered is not None:
                     response, built = answered
                     scope["route"] = kept.shown.route  # the request metrics' label
@@ -55,7 +57,9 @@ class ReadLaneMiddleware:
                     return
         await self.app(scope, receive, send)
 
-    async def _checked(self, request: Request, shown: Shown) -> tuple[Response, bool] | None:
+    async def _checked(
+        self, request: Request, key: Hashable, shown: Shown
+    ) -> tuple[Response, bool] | None:
         """The answer, and whether it was built now, when every check the route makes
         passes; None otherwise."""
         state = self.root.state
@@ -69,8 +73,7 @@ class ReadLaneMiddleware:
             if access is None:
                 return None
             require(caller, access, shown.rule.permission)
-            key = target_of(request.scope)
-            body, built = await state.read_cache.fetch(key, count, shown.build, shown)
+            body, built = await state.read_cache.answer(key, count, shown.build, shown)
         except Exception:  # the usual way answers it as documented (or fails as it would)
             return None
         return counted_response(request, body, count, shown.view), built

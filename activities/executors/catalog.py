@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 from a2a.client import A2ACardResolver
@@ -76,6 +76,7 @@ class Catalog:
         # A stdio server's environment is its entry's env plus this PATH, nothing else.
         self._search_path = (environ or {}).get("PATH", os.defpath)
         self._sessions: McpSessions | None = None
+        self._auth: Any = None  # what the sessions' HTTP requests carry (`use_auth`)
         self._server_specs = {s.id: s for s in file.servers}
         self._agent_specs = {a.name: a for a in file.agents}
         self._servers = {s.id: _initial_server(s, file) for s in file.servers}
@@ -95,7 +96,19 @@ class Catalog:
             from activities.executors.sessions import McpSessions
 
             self._sessions = McpSessions(list(self.file.servers), search_path=self._search_path)
+            self._sessions.use_auth(self._auth)
         return self._sessions
+
+    def use_auth(self, auth: Any) -> None:
+        """Give the MCP sessions' HTTP requests this `auth`, those made later too."""
+        self._auth = auth
+        if self._sessions is not None:
+            self._sessions.use_auth(auth)
+
+    async def close_sessions(self) -> None:
+        """Close every MCP connection made (stdio servers exit); they reconnect if used."""
+        if self._sessions is not None:
+            await self._sessions.close()
 
     # --- resolution (save time and run time) ---
 
@@ -206,8 +219,7 @@ class Catalog:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop
             self._loop = None
-        if self._sessions is not None:
-            await self._sessions.close()
+        await self.close_sessions()
         if self._http is not None:
             await self._http.aclose()
             self._http = None

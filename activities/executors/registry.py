@@ -50,8 +50,7 @@ class ExecutorRegistry:
             auth=auth,
             event_hooks={"request": [send_trace_context]},
         )
-        if catalog.file.servers:  # a catalog without one never loads the MCP SDK
-            catalog.sessions.use_auth(auth)
+        catalog.use_auth(auth)
         self._calls = calls
         self.builtin = BuiltinExecutor(http_policy, calls)
         self.a2a = A2AExecutor(catalog, self._http, calls)
@@ -103,8 +102,7 @@ class ExecutorRegistry:
         await self.a2a.close()
         await self._http.aclose()
         await self.builtin.close()
-        if self.catalog.file.servers:
-            await self.catalog.sessions.close()
+        await self.catalog.close_sessions()
 
 
 def _caller(call: StepCall) -> Caller | None:

@@ -46,7 +46,7 @@ async def cached_read(
     # Counted before reading: a write in between shows as a change next time.
     count = await changes()
     shown = Shown(read, workflow_id, rule, changes, view, request.scope.get("route"), build)
-    body, built = await cache.fetch(target_of(request.scope), count, build, shown)
+    body, built = await cache.answer(target_of(request.scope), count, build, shown)
     answers = request.app.state.metrics.read_answers
     answers.labels(read, "built" if built else "kept").inc()
     return counted_response(request, body, count, view)

@@ -61,19 +61,9 @@ class ReadCache:
         count: int | None,
         build: Callable[[], Awaitable[bytes]],
         shown: Shown | None = None,
-    ) -> bytes:
-        """The body kept for `key` at `count`, or `build()`'s (then kept at `count`)."""
-        body, _ = await self.fetch(key, count, build, shown)
-        return body
-
-    async def fetch(
-        self,
-        key: Hashable,
-        count: int | None,
-        build: Callable[[], Awaitable[bytes]],
-        shown: Shown | None = None,
     ) -> tuple[bytes, bool]:
-        """As `answer`, and whether the body was built now (for the metrics)."""
+        """The body kept for `key` at `count`, or `build()`'s (then kept at `count`); and
+        whether it was built now (for the metrics)."""
         if count is None or not self._max_bytes:
             return await build(), True
         kept = self.kept(key)

@@ -32,9 +32,11 @@ from app.settings import Settings
 async def main():
     for name in sys.argv[1:]:
         catalog = load_catalog(None if name == "-" else Path(name))
+        await catalog.start()  # discovery, as both processes start it
         create_app(Settings(data_dir=Path(".")), catalog=catalog)
         registry = ExecutorRegistry(catalog)
         await registry.close()
+        await catalog.close()
         loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types"))
         print(json.dumps(loaded))
 

@@ -20,18 +20,19 @@ class Builder:
 async def test_an_answer_is_reused_while_the_count_stands() -> None:
     cache, build = ReadCache(1000), Builder()
     first = await cache.answer("run", 3, build)
-    assert await cache.answer("run", 3, build) == first
+    assert first[1] is True
+    assert await cache.answer("run", 3, build) == (first[0], False)
     assert build.calls == 1
 
 
 async def test_a_new_count_builds_afresh_and_keeps_the_new_answer() -> None:
     cache, build = ReadCache(1000), Builder()
-    first = await cache.answer("run", 3, build)
-    second = await cache.answer("run", 4, build)
-    assert second != first and build.calls == 2
-    assert await cache.answer("run", 4, build) == second
+    first, _ = await cache.answer("run", 3, build)
+    second, built = await cache.answer("run", 4, build)
+    assert built and second != first and build.calls == 2
+    assert await cache.answer("run", 4, build) == (second, False)
     # A count that went back (a counter is never expected to) is a change too.
-    assert await cache.answer("run", 3, build) not in (first, second)
+    assert (await cache.answer("run", 3, build))[0] not in (first, second)
 
 
 async def test_without_a_count_or_room_nothing_is_kept() -> None:
