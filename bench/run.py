@@ -36,7 +36,7 @@ from bench.live import (
     run_polling,
     run_via_temporal,
 )
-from bench.measure import Series, interleaved, percentile, throughput
+from bench.measure import Series, interleaved, paired_throughput, percentile, throughput
 from bench.reads import CLIENTS, wrk, wrk_available
 from bench.report import Row, print_report
 from bench.stack import Stack, bench_stack
@@ -210,13 +210,12 @@ async def _throughput(stack: Stack, s: Sizes, report: Report) -> str:
     workflows: dict[str, str] = {}
     for key in (sc.ECHO, *REMOTE, sc.DELAY):
         wf = workflows[key] = await stack.create(sc.sequence(n, key))
-        pairs = (
-            (f"{key} ours", _bind(run_via_temporal, stack, wf)),
-            (f"{key} hand", hand_run(stack, "BenchSequence", sc.hand(n, key))),
+        rates[f"{key} ours"], rates[f"{key} hand"] = await paired_throughput(
+            _bind(run_via_temporal, stack, wf),
+            hand_run(stack, "BenchSequence", sc.hand(n, key)),
+            runs,
+            k,
         )
-        for name, one in pairs:
-            await throughput(one, min(k, runs), k)  # warm-up at full concurrency
-            rates[name], _ = await throughput(one, runs, k)
     c = f"(c) {runs} runs x {n} steps, {k} in flight"
     report.rows.append(
         Row(f"{c}, builtin:echo (inline) vs local activities", "runs/s",

@@ -1,9 +1,11 @@
 """The benchmark still runs: every workload measured once, at toy sizes, on real processes."""
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
+from bench.measure import Timed, paired_throughput
 from bench.reads import parse_wrk
 from bench.run import Report, Sizes, run_benchmark
 
@@ -55,3 +57,22 @@ Requests/sec:   2000.00
 """
     result = parse_wrk(text)
     assert (result.p50, result.p99, result.rps, result.errors) == (2.1, 12.5, 2000.0, 3)
+
+
+async def test_throughput_is_measured_in_blocks_ours_hand_hand_ours() -> None:
+    # Two sides whose runs take 10 ms and 40 ms, one at a time: each side's rate is its own
+    # runs over its own blocks' time, whatever the order; the order spreads drift alike.
+    order: list[str] = []
+
+    def side(name: str, seconds: float) -> Timed:
+        async def one() -> tuple[float, str]:
+            order.append(name)
+            await asyncio.sleep(seconds)
+            return seconds * 1000, name
+
+        return one
+
+    ours, hand = await paired_throughput(side("ours", 0.01), side("hand", 0.04), 4, 1)
+    measured = order[2:]  # after one warm-up run each
+    assert measured == ["ours"] * 2 + ["hand"] * 4 + ["ours"] * 2
+    assert ours <= 100 and hand <= 25 and ours / hand > 2
