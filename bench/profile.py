@@ -1,6 +1,7 @@
 """Where the time goes: py-spy on the API and the worker processes while a workload runs.
 
-Run: `python -m bench.profile [--workload mcp|delay|fanout|echo|mcp-runs|a2a-runs|reads|approvals]
+Run: `python -m bench.profile [--workload mcp|mcp-polled|delay|fanout|echo|mcp-runs|a2a-runs|
+reads|approvals]
 [--seconds 20] [--top 25]`.
 Needs `py-spy` (PyPI) and permission to trace (root, or ptrace_scope 0). Prints, per
 process, the functions with the most samples on the CPU: own ("self") and inclusive
@@ -21,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench import scenarios as sc
-from bench.live import approve_one, run_over_sse, run_via_temporal
+from bench.live import approve_one, run_over_sse, run_polling, run_via_temporal
 from bench.measure import throughput
 from bench.reads import wrk
 from bench.stack import Stack, bench_stack
@@ -69,11 +70,13 @@ async def _workload(stack: Stack, name: str, seconds: float) -> str:
         return f"{runs} runs x 5 {sc.LABEL[key]} steps, 50 in flight"
     key = sc.DELAY if name == "delay" else sc.MCP_ECHO
     wf = await stack.create(sc.sequence(20, key))
+    polled = name == "mcp-polled"
     runs = 0
     while time.monotonic() < deadline:
-        await run_over_sse(stack, wf)
+        await (run_polling if polled else run_over_sse)(stack, wf)
         runs += 1
-    return f"{runs} runs x 20 sequential {sc.LABEL[key]} steps, one at a time, over SSE"
+    how = "by polling the run detail" if polled else "over SSE"
+    return f"{runs} runs x 20 sequential {sc.LABEL[key]} steps, one at a time, {how}"
 
 
 async def profile(name: str, seconds: float, out: Path, gil: bool = True) -> str:
@@ -161,7 +164,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--workload",
-        choices=("mcp", "delay", "fanout", "echo", "mcp-runs", "a2a-runs", "reads", "approvals"),
+        choices=(
+            "mcp",
+            "mcp-polled",
+            "delay",
+            "fanout",
+            "echo",
+            "mcp-runs",
+            "a2a-runs",
+            "reads",
+            "approvals",
+        ),
         default="mcp",
     )
     parser.add_argument("--seconds", type=float, default=20.0)
