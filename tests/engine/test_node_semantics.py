@@ -274,20 +274,26 @@ class TestCondition:
             "Node 'B' failed: conditionCel must yield a bool, got str 'enterprise'"
         )
 
-    async def test_empty_false_branch_passes_through(self, platform: Platform) -> None:
+    async def test_empty_false_branch_runs_nothing_and_outputs_null(
+        self, platform: Platform
+    ) -> None:
         run = await platform.run(
             {
                 "nodes": [
+                    transform("A", v="'a'"),
                     {
                         "name": "B",
                         "nodeType": "condition",
                         "conditionCel": "false",
                         "trueSteps": [transform("C", v="1")],
-                    }
+                    },
+                    transform("D", seen="previous_step_content"),
                 ]
             }
         )
-        assert run["status"] == "completed" and names(run) == ["B"]
+        assert run["status"] == "completed" and names(run) == ["A", "B", "D"]
+        assert run["nodeRuns"][1]["outputSnapshot"] is None
+        assert run["finalOutput"] == {"seen": None}
 
 
 class TestRouter:
