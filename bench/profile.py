@@ -1,8 +1,7 @@
 """Where the time goes: py-spy on the API and the worker processes while a workload runs.
 
-Run: `python -m bench.profile [--workload mcp|mcp-polled|delay|fanout|echo|mcp-runs|a2a-runs|
-reads|approvals]
-[--seconds 20] [--top 25]`.
+Run: `python -m bench.profile [--workload W] [--seconds 20] [--top 25]`, W one of
+WORKLOADS (below; mcp-polled: the mcp workload followed by polling the run detail).
 Needs `py-spy` (PyPI) and permission to trace (root, or ptrace_scope 0). Prints, per
 process, the functions with the most samples on the CPU: own ("self") and inclusive
 ("total"), in percent of that process's samples; `--out DIR` keeps the raw stacks.
@@ -28,6 +27,9 @@ from bench.reads import wrk
 from bench.stack import Stack, bench_stack
 
 RATE = 250
+WORKLOADS = (
+    "mcp", "mcp-polled", "delay", "fanout", "echo", "mcp-runs", "a2a-runs", "reads", "approvals"
+)  # fmt: skip
 PROCS = ("api", "worker")
 
 
@@ -164,17 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--workload",
-        choices=(
-            "mcp",
-            "mcp-polled",
-            "delay",
-            "fanout",
-            "echo",
-            "mcp-runs",
-            "a2a-runs",
-            "reads",
-            "approvals",
-        ),
+        choices=WORKLOADS,
         default="mcp",
     )
     parser.add_argument("--seconds", type=float, default=20.0)
