@@ -173,13 +173,8 @@ class SqliteStore:
 
     async def get_workflow_access(self, workflow_id: str) -> WorkflowAccess | None:
         async with self._read() as db:
-            row = await _one(
-                db,
-                "SELECT json_object('id', id, 'owner', COALESCE(json_extract(doc, '$.owner'), ?),"
-                " 'grants', json(COALESCE(json_extract(doc, '$.grants'), '[]')))"
-                " FROM workflows WHERE id = ?",
-                (LEGACY_OWNER, workflow_id),
-            )
+            # Kept by triggers from the document (sqlite_schema.py, migration 6).
+            row = await _one(db, "SELECT access FROM workflows WHERE id = ?", (workflow_id,))
         return None if row is None else WorkflowAccess.model_validate_json(row[0])
 
     async def list_workflows(

@@ -18,6 +18,10 @@ BEFORE_REPAIR = 5
 def _break(db_file: Path) -> None:
     """Write NaN and Infinity where a client's once landed, as Python's json wrote them."""
     with sqlite3.connect(db_file) as db:
+        # Back to the schema of that time: the access kept beside a workflow came later.
+        db.execute("DROP TRIGGER workflows_access_insert")
+        db.execute("DROP TRIGGER workflows_access_update")
+        db.execute("ALTER TABLE workflows DROP COLUMN access")
         for table in ("workflows", "workflow_versions", "runs", "node_runs", "events"):
             for rowid, doc in db.execute(f"SELECT rowid, doc FROM {table}").fetchall():
                 broken = re.sub(r'"x":\s*1\.5', '"x": NaN', doc)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from activities.store.access import Grant, WorkflowAccess
 from activities.store.base import StoreError
 from activities.store.sqlite import SqliteStore
 from activities.store.sqlite_schema import SCHEMA_VERSION
@@ -17,11 +18,19 @@ from tests.store.builders import at, new_id, node_run, run, workflow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Schema versions at which a migration began (MIGRATIONS[n] takes n to n + 1).
-BEFORE_ACLS, BEFORE_CHANGE_COUNTERS, BEFORE_EVENT_KEYS = 2, 3, 4
+BEFORE_ACLS, BEFORE_CHANGE_COUNTERS, BEFORE_EVENT_KEYS, BEFORE_STORED_ACCESS = 2, 3, 4, 6
+
+
+def _undo_stored_access(db: sqlite3.Connection) -> None:
+    """Take a file back to before the stored access (what MIGRATIONS[6] created)."""
+    db.execute("DROP TRIGGER workflows_access_insert")
+    db.execute("DROP TRIGGER workflows_access_update")
+    db.execute("ALTER TABLE workflows DROP COLUMN access")
 
 
 def _undo_event_keys(db: sqlite3.Connection) -> None:
     """Take a file back to before event keys (what MIGRATIONS[4] created)."""
+    _undo_stored_access(db)
     db.execute("DROP INDEX events_run_key")
     db.execute("ALTER TABLE events DROP COLUMN key")
 
@@ -201,6 +210,49 @@ async def test_events_from_before_event_keys_stay_and_keys_apply_from_then(
         assert again > first
         assert await store.append_event("r1", {"type": "node_started"}, key="x:1:ab") == again
         assert [e["id"] for e in await store.list_events("r1", 0, 10)] == [first, again]
+    finally:
+        await store.close()
+
+
+async def test_a_workflows_access_is_kept_beside_it_from_the_migration_on(db_path: Path) -> None:
+    # A file from before the stored access, holding a workflow shared with one role.
+    store = SqliteStore(db_path)
+    await store.connect()
+    shared = Grant.model_validate({"principal": "role:ops", "permissions": ["EDIT"]})
+    record = workflow(owner="alice", grants=[shared])
+    await store.create_workflow(record)
+    await store.close()
+    with sqlite3.connect(db_path) as db:
+        _undo_stored_access(db)
+        db.execute(f"PRAGMA user_version = {BEFORE_STORED_ACCESS}")
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        expected = WorkflowAccess(id=record.id, owner="alice", grants=[shared])
+        assert await store.get_workflow_access(record.id) == expected
+        # Kept from then on by every write: a new workflow, grants, a saved definition.
+        other = workflow(owner="bob")
+        await store.create_workflow(other)
+        assert await store.get_workflow_access(other.id) == WorkflowAccess(id=other.id, owner="bob")
+        await store.set_workflow_grants(record.id, [])
+        await store.update_workflow(record.model_copy(update={"name": "renamed"}), True)
+        assert await store.get_workflow_access(record.id) == WorkflowAccess(
+            id=record.id, owner="alice"
+        )
+    finally:
+        await store.close()
+    with sqlite3.connect(db_path) as db:
+        # Read from its column, not from the document.
+        db.execute(
+            "UPDATE workflows SET access = json_object('id', id, 'owner', 'mallory',"
+            " 'grants', json('[]')) WHERE id = ?",
+            (other.id,),
+        )
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        access = await store.get_workflow_access(other.id)
+        assert access == WorkflowAccess(id=other.id, owner="mallory")
     finally:
         await store.close()
 
