@@ -135,8 +135,8 @@ MIGRATIONS: list[list[Step]] = [
     [
         # Every request about a run or workflow checks its workflow's access (owner and
         # grants). Read from the document, SQLite parsed the whole definition twice per
-        # check: ~11 % of the API's CPU on a kept read of a 20-step workflow's run, more
-        # for larger ones. Kept beside it, by triggers, so that no write can forget it.
+        # check: 26 µs for 20 steps, 166 µs for 200 (9 to 12 µs from this column). Kept
+        # beside it, by triggers, so that no write can forget it.
         "ALTER TABLE workflows ADD COLUMN access TEXT",
         f"UPDATE workflows SET access = {_access_of('workflows')}",
         *(
