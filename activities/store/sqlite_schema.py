@@ -135,8 +135,9 @@ MIGRATIONS: list[list[Step]] = [
     [
         # Every request about a run or workflow checks its workflow's access (owner and
         # grants). Read from the document, SQLite parsed the whole definition twice per
-        # check: 26 µs for 20 steps, 166 µs for 200 (9 to 12 µs from this column). Kept
-        # beside it, by triggers, so that no write can forget it.
+        # check: ~30 µs for 20 steps, ~175 µs for 200; 15 to 24 µs from this column
+        # (python -m bench.access_check). Kept beside it, by triggers, so that no write
+        # can forget it.
         "ALTER TABLE workflows ADD COLUMN access TEXT",
         f"UPDATE workflows SET access = {_access_of('workflows')}",
         *(
