@@ -3,10 +3,10 @@
 Run: `python -m bench.access_check [--checks 2000]`. Every request about a run or a
 workflow reads its workflow's owner and grants afresh (`Store.get_workflow_access`).
 For definitions of 20 and 200 MCP steps, times that read through the real store, beside
-the same answer taken from the stored definition with `json_extract`, as the store did
-before schema version 7: the baseline, on the same file through the store's own kind of
-read connection (`SqliteReader`), without the store's few lines around it. Prints the
-best of five batches, in µs per check.
+the same answer taken from the stored definition with `json_extract` (the expression the
+schema-7 migration fills the column with), as the store read it before: the baseline, on
+the same file through the store's own kind of read connection (`SqliteReader`), without
+the store's few lines around it. Prints the best of five batches, in µs per check.
 """
 
 from __future__ import annotations
@@ -19,20 +19,17 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from activities.store.access import LEGACY_OWNER, WorkflowAccess
+from activities.store.access import WorkflowAccess
 from activities.store.records import WorkflowRecord
 from activities.store.sqlite import SqliteStore
 from activities.store.sqlite_reader import SqliteReader
+from activities.store.sqlite_schema import access_from_document
 from bench import scenarios as sc
 from temporal_workflows.definition import WorkflowSpec
 from temporal_workflows.validation import normalise
 
 SIZES = (20, 200)
-FROM_DOCUMENT = (
-    "SELECT json_object('id', id, 'owner', COALESCE(json_extract(doc, '$.owner'), ?),"
-    " 'grants', json(COALESCE(json_extract(doc, '$.grants'), '[]')))"
-    " FROM workflows WHERE id = ?"
-)
+FROM_DOCUMENT = f"SELECT {access_from_document('workflows')} FROM workflows WHERE id = ?"
 
 
 async def _best(check: Callable[[], Awaitable[WorkflowAccess | None]], n: int) -> float:
@@ -71,7 +68,7 @@ async def measure(checks: int) -> dict[int, tuple[int, float, float]]:
                     return await store.get_workflow_access(name)
 
                 async def from_document(name: str = name) -> WorkflowAccess | None:
-                    [(row,)] = await reader.execute_fetchall(FROM_DOCUMENT, (LEGACY_OWNER, name))
+                    [(row,)] = await reader.execute_fetchall(FROM_DOCUMENT, (name,))
                     return WorkflowAccess.model_validate_json(row)
 
                 assert await from_column() == await from_document()

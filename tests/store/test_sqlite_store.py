@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,14 @@ def _undo_change_counters(db: sqlite3.Connection) -> None:
         db.execute(f"DROP TRIGGER {name}")
     db.execute("DROP TABLE run_changes")
     db.execute("DROP TABLE workflow_run_changes")
+
+
+def _take_back(db_path: Path, version: int, undo: Callable[[sqlite3.Connection], None]) -> None:
+    """Make a closed file look as it was at schema `version`, `undo` removing what later
+    migrations created; the next connect migrates it again."""
+    with sqlite3.connect(db_path) as db:
+        undo(db)
+        db.execute(f"PRAGMA user_version = {version}")
 
 
 @pytest.fixture
@@ -178,9 +187,7 @@ async def test_runs_from_before_the_change_counters_count_from_their_next_write(
     await store.create_workflow(record)
     stored = await store.insert_run(run(record.id))
     await store.close()
-    with sqlite3.connect(db_path) as db:
-        _undo_change_counters(db)
-        db.execute(f"PRAGMA user_version = {BEFORE_CHANGE_COUNTERS}")
+    _take_back(db_path, BEFORE_CHANGE_COUNTERS, _undo_change_counters)
     store = SqliteStore(db_path)
     await store.connect()
     try:
@@ -200,9 +207,7 @@ async def test_events_from_before_event_keys_stay_and_keys_apply_from_then(
     await store.connect()
     first = await store.append_event("r1", {"type": "node_started"})
     await store.close()
-    with sqlite3.connect(db_path) as db:
-        _undo_event_keys(db)
-        db.execute(f"PRAGMA user_version = {BEFORE_EVENT_KEYS}")
+    _take_back(db_path, BEFORE_EVENT_KEYS, _undo_event_keys)
     store = SqliteStore(db_path)
     await store.connect()
     try:
@@ -222,9 +227,7 @@ async def test_a_workflows_access_is_kept_beside_it_from_the_migration_on(db_pat
     record = workflow(owner="alice", grants=[shared])
     await store.create_workflow(record)
     await store.close()
-    with sqlite3.connect(db_path) as db:
-        _undo_stored_access(db)
-        db.execute(f"PRAGMA user_version = {BEFORE_STORED_ACCESS}")
+    _take_back(db_path, BEFORE_STORED_ACCESS, _undo_stored_access)
     store = SqliteStore(db_path)
     await store.connect()
     try:
