@@ -2,7 +2,8 @@
 
 Run: `python -m bench.profile [--workload W] [--seconds 20] [--top 25]`, W one of
 WORKLOADS (below; mcp-polled: the mcp workload followed by polling the run detail).
-Needs `py-spy` (PyPI) and permission to trace (root, or ptrace_scope 0). Prints, per
+Needs `py-spy` (PyPI; the lock has it, so ./scripts/bootstrap installs it) and permission
+to trace (root, or ptrace_scope 0). Prints, per
 process, the functions with the most samples on the CPU: own ("self") and inclusive
 ("total"), in percent of that process's samples; `--out DIR` keeps the raw stacks.
 """
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     if py_spy() is None:
-        raise SystemExit("py-spy is not installed: pip install py-spy")
+        raise SystemExit("py-spy is not installed: ./scripts/bootstrap installs it")
     logging.basicConfig(level=logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="trellis-profile-") as tmp:
         out = args.out or Path(tmp)

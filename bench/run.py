@@ -251,7 +251,7 @@ async def _reads(
 ) -> None:
     e = f"(e) reads, {CLIENTS} clients (wrk)"
     if not wrk_available():
-        report.header.append("wrk is not installed (apt-get install wrk): no read rows")
+        report.header.append("wrk is not installed (./scripts/bench installs it): no read rows")
         return
     workflow_id, run_id = detail_run
     detail = await stack.detail(workflow_id, run_id)
