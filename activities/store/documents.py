@@ -34,8 +34,13 @@ def to_stored(record: StoredModel) -> dict[str, Any]:
 
 
 def from_stored(model: type[M], doc: dict[str, Any]) -> M:
-    """Load a stored document back into its record (drops MongoDB's `_id`)."""
-    return model.model_validate({k: v for k, v in doc.items() if k != "_id"})
+    """Load a stored document back into its record (drops MongoDB's `_id`).
+
+    The document is JSON (`to_stored`: datetimes as text), so it is validated as pydantic
+    validates JSON, not strictly: a strict model (a definition, `WorkflowRecord`) would
+    refuse text for a datetime. What was stored was validated when it was written.
+    """
+    return model.model_validate({k: v for k, v in doc.items() if k != "_id"}, strict=False)
 
 
 def stored_run_changes(changes: dict[str, Any]) -> dict[str, Any]:

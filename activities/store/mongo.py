@@ -8,7 +8,7 @@ date (milliseconds), round-trips microseconds. Writes that race are guarded by `
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -75,11 +75,19 @@ class MongoStore:
     """`Store` on one MongoDB database; no multi-document transactions needed."""
 
     def __init__(
-        self, url: str, database: str = "trellis", server_selection_timeout_ms: int = 5_000
+        self,
+        url: str,
+        database: str = "trellis",
+        server_selection_timeout_ms: int = 5_000,
+        *,
+        client_class: Callable[..., AsyncMongoClient[Doc]] = AsyncMongoClient,
     ) -> None:
+        """`client_class`: what makes the client; the tests pass a named fake there on a
+        machine where no MongoDB server can run (tests/support/fake_mongo.py)."""
         self.url = url
         self.database_name = database
         self._timeout_ms = server_selection_timeout_ms
+        self._client_class = client_class
         self._client: AsyncMongoClient[Doc] | None = None
 
     # -- lifecycle -----------------------------------------------------------
@@ -87,7 +95,9 @@ class MongoStore:
         """Create the client and every index (idempotent; `trellis setup` calls it too)."""
         try:
             with _errors():
-                self._client = AsyncMongoClient(self.url, serverSelectionTimeoutMS=self._timeout_ms)
+                self._client = self._client_class(
+                    self.url, serverSelectionTimeoutMS=self._timeout_ms
+                )
                 for collection, keys, options in _INDEXES:
                     await self._db()[collection].create_index(keys, **options)
                 # Workflows from before ACLs belong to the dev-mode caller, the only one.

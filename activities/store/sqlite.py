@@ -665,7 +665,7 @@ def _load(model: type[M], doc: str) -> M:
     except ValidationError as exc:
         if not any(e["type"] == "json_invalid" for e in exc.errors()):
             raise
-        return model.model_validate(json.loads(doc))
+        return from_stored(model, json.loads(doc))
 
 
 def _settle(

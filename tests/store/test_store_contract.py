@@ -15,6 +15,22 @@ class TestWorkflows:
         await store.create_workflow(record)
         assert await store.get_workflow(record.id) == record
 
+    async def test_a_definition_nested_past_the_json_parsers_depth_reads_back_equal(
+        self, store: Store
+    ) -> None:
+        # A step's config 230 levels deep: past pydantic's JSON depth (200), so it is read
+        # back through the json module, and its datetimes still load (the model is strict).
+        config: dict[str, object] = {}
+        inner = config
+        for _ in range(230):
+            inner["x"] = {}
+            inner = inner["x"]  # type: ignore[assignment]
+        base = workflow()
+        nodes = [base.nodes[0].model_copy(update={"config": config})]
+        record = base.model_copy(update={"nodes": nodes, "created_at": at(0)})
+        await store.create_workflow(record)
+        assert await store.get_workflow(record.id) == record
+
     async def test_unknown_workflow_is_none(self, store: Store) -> None:
         assert await store.get_workflow(new_id()) is None
 

@@ -1,0 +1,187 @@
+"""A FAKE MongoDB, for the store tests on a machine where no MongoDB server can run.
+
+`FakeAsyncMongoClient` stands in for PyMongo's `AsyncMongoClient` with mongomock (an
+in-memory MongoDB written in Python) behind the async methods `MongoStore` calls. It is
+named a fake everywhere it is used: it is not MongoDB, and a test that passes on it shows
+the store's logic, not a server's behaviour. Where the two are known to differ, it does
+what a standalone MongoDB server does:
+
+- every document written is encoded to BSON first, so a value BSON cannot hold (an
+  integer beyond 64 bits) fails as the driver fails, and one over 16 MiB is refused;
+- a duplicate key names its index and key pattern, as the server's error does;
+- `watch` fails as on a standalone server (change streams need a replica set).
+
+With `TRELLIS_TEST_MONGODB_URL` set, the store tests use a real server instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import bson
+import mongomock
+from mongomock.store import ServerStore
+from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
+
+Doc = dict[str, Any]
+MAX_BSON_BYTES = 16 * 1024 * 1024
+# Every client of one URL sees the same data, as clients of one server do.
+_SERVERS: dict[str, ServerStore] = {}
+
+
+def forget(url: str) -> None:
+    """Drop everything every client of `url` stored (a test's teardown)."""
+    _SERVERS.pop(url, None)
+
+
+class FakeAsyncMongoClient:
+    """`AsyncMongoClient(url, **options)` for the calls `MongoStore` makes (a fake)."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self._sync = mongomock.MongoClient(_store=_SERVERS.setdefault(url, ServerStore()))
+
+    def __getitem__(self, name: str) -> FakeDatabase:
+        return FakeDatabase(self._sync[name])
+
+    async def drop_database(self, name: str) -> None:
+        self._sync.drop_database(name)
+
+    async def close(self) -> None:
+        self._sync.close()
+
+
+class FakeDatabase:
+    def __init__(self, sync: Any) -> None:
+        self._sync = sync
+
+    def __getitem__(self, name: str) -> FakeCollection:
+        return FakeCollection(self._sync[name])
+
+    def __getattr__(self, name: str) -> FakeCollection:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]
+
+    async def command(self, name: str) -> Doc:
+        return dict(self._sync.command(name))
+
+
+class FakeCursor:
+    """A find's or aggregate's cursor: chained options, then `await to_list()`."""
+
+    def __init__(self, sync: Any) -> None:
+        self._sync = sync
+
+    def sort(self, *args: Any) -> FakeCursor:
+        self._sync = self._sync.sort(*args)
+        return self
+
+    def skip(self, count: int) -> FakeCursor:
+        self._sync = self._sync.skip(count)
+        return self
+
+    def limit(self, count: int) -> FakeCursor:
+        self._sync = self._sync.limit(count)
+        return self
+
+    async def to_list(self, length: int | None = None) -> list[Doc]:
+        docs = list(self._sync)
+        return docs if length is None else docs[:length]
+
+
+class FakeCollection:
+    def __init__(self, sync: Any) -> None:
+        self._sync = sync
+
+    async def create_index(self, keys: Any, **options: Any) -> str:
+        return str(self._sync.create_index(keys, **options))
+
+    async def insert_one(self, doc: Doc) -> Any:
+        with self._duplicates(doc):
+            return self._sync.insert_one(_as_bson(doc))
+
+    async def replace_one(self, filter_: Doc, replacement: Doc, upsert: bool = False) -> Any:
+        with self._duplicates(replacement):
+            return self._sync.replace_one(filter_, _as_bson(replacement), upsert=upsert)
+
+    async def update_one(self, filter_: Doc, update: Doc, upsert: bool = False) -> Any:
+        _as_bson(update)
+        updated = {**(self._sync.find_one(filter_) or {}), **update.get("$set", {})}
+        with self._duplicates(updated, in_place=True):
+            return self._sync.update_one(filter_, update, upsert=upsert)
+
+    async def update_many(self, filter_: Doc, update: Doc) -> Any:
+        _as_bson(update)
+        return self._sync.update_many(filter_, update)
+
+    async def find_one_and_update(self, filter_: Doc, update: Doc, **options: Any) -> Doc | None:
+        _as_bson(update)
+        found: Doc | None = self._sync.find_one_and_update(filter_, update, **options)
+        return found
+
+    async def find_one(self, filter_: Doc, projection: Any = None) -> Doc | None:
+        found: Doc | None = self._sync.find_one(filter_, projection)
+        return found
+
+    def find(self, filter_: Doc, projection: Any = None) -> FakeCursor:
+        return FakeCursor(self._sync.find(filter_, projection))
+
+    async def aggregate(self, pipeline: list[Doc]) -> FakeCursor:
+        return FakeCursor(iter(list(self._sync.aggregate(pipeline))))
+
+    async def count_documents(self, filter_: Doc) -> int:
+        return int(self._sync.count_documents(filter_))
+
+    async def distinct(self, key: str, filter_: Doc | None = None) -> list[Any]:
+        return list(self._sync.distinct(key, filter_))
+
+    async def delete_one(self, filter_: Doc) -> Any:
+        return self._sync.delete_one(filter_)
+
+    async def delete_many(self, filter_: Doc) -> Any:
+        return self._sync.delete_many(filter_)
+
+    async def watch(self, pipeline: list[Doc] | None = None) -> Any:
+        # What a standalone server answers (code 40573).
+        raise OperationFailure(
+            "The $changeStream stage is only supported on replica sets", code=40573
+        )
+
+    @contextmanager
+    def _duplicates(self, doc: Doc, in_place: bool = False) -> Iterator[None]:
+        """mongomock's duplicate-key error names no index; the server's names it.
+        `in_place`: `doc` is an update of the document with its `_id`, not a new one."""
+        try:
+            yield
+        except DuplicateKeyError:
+            raise self._duplicate_of(doc, in_place) from None
+
+    def _duplicate_of(self, doc: Doc, in_place: bool) -> DuplicateKeyError:
+        for name, index in self._sync.index_information().items():
+            if name == "_id_":
+                if in_place:
+                    continue
+            elif not index.get("unique"):
+                continue
+            pattern = dict(index["key"])
+            value = {field: doc.get(field) for field in pattern}
+            # Another document holding the same key (for `_id`, any other document).
+            other = value if name == "_id_" else {**value, "_id": {"$ne": doc.get("_id")}}
+            if self._sync.find_one(other) is not None:
+                message = (
+                    f"E11000 duplicate key error collection: {self._sync.full_name} "
+                    f"index: {name} dup key: {value}"
+                )
+                return DuplicateKeyError(message, 11000, {"keyPattern": pattern, "keyValue": value})
+        return DuplicateKeyError("E11000 duplicate key error", 11000)
+
+
+def _as_bson(doc: Doc) -> Doc:
+    """The document as the server would store it (what BSON cannot hold fails here)."""
+    encoded = bson.encode(doc)
+    if len(encoded) > MAX_BSON_BYTES:
+        raise DocumentTooLarge(f"BSON document too large ({len(encoded)} bytes)")
+    decoded: Doc = bson.decode(encoded)
+    return decoded
