@@ -104,13 +104,15 @@ async def running_platform(
     headers: dict[str, str] | None = None,
     run_metrics: RunMetrics | None = None,
     tracer_provider: TracerProvider | None = None,
+    store: Store | None = None,
 ) -> AsyncIterator[Platform]:
     """Store files in `data_dir`, a worker on `task_queue` (a fresh one by default), the API.
 
     `run_metrics`: what the worker counts with (a private registry by default);
-    `tracer_provider`: the API traces its requests into it (the client brings Temporal's).
+    `tracer_provider`: the API traces its requests into it (the client brings Temporal's);
+    `store`: an unconnected store to run on instead of SQLite in `data_dir`.
     """
-    store = open_store(f"sqlite:///{data_dir / 'trellis.db'}")
+    store = store or open_store(f"sqlite:///{data_dir / 'trellis.db'}")
     await store.connect()
     task_queue = task_queue or f"tq-{uuid.uuid4()}"
     settings = Settings(data_dir=data_dir, task_queue=task_queue, **(settings_extra or {}))
