@@ -21,6 +21,7 @@ from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
 from activities.store.documents import (
+    M,
     event_document,
     event_keys_for,
     from_stored,
@@ -28,6 +29,7 @@ from activities.store.documents import (
     stored_run_changes,
     to_stored,
 )
+from activities.store.mongo_values import JSON_FIELD, from_bson_safe, set_bson_safe, to_bson_safe
 from activities.store.records import (
     NodeRunRecord,
     RunHeader,
@@ -128,14 +130,14 @@ class MongoStore:
         viewers = viewer_principals(record.owner, record.grants)
         with _errors():
             await self._db().workflows.insert_one(
-                {"_id": record.id, **to_stored(record), "viewers": viewers}
+                to_bson_safe({"_id": record.id, **to_stored(record), "viewers": viewers})
             )
             await self._put_version(record)
 
     async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None:
         with _errors():
             doc = await self._db().workflows.find_one({"_id": workflow_id})
-        return None if doc is None else from_stored(WorkflowRecord, doc)
+        return None if doc is None else _record(WorkflowRecord, doc)
 
     async def get_workflow_access(self, workflow_id: str) -> WorkflowAccess | None:
         with _errors():
@@ -163,13 +165,15 @@ class MongoStore:
                 .limit(per_page)
             )
             docs = await cursor.to_list()
-        return [from_stored(WorkflowRecord, d) for d in docs], total
+        return [_record(WorkflowRecord, d) for d in docs], total
 
     async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
         # $set everything but the ACL: only set_workflow_grants changes owner and grants.
         fields = {k: v for k, v in to_stored(record).items() if k not in _ACL_FIELDS}
         with _errors():
-            result = await self._db().workflows.update_one({"_id": record.id}, {"$set": fields})
+            result = await self._db().workflows.update_one(
+                {"_id": record.id}, set_bson_safe(fields)
+            )
             if result.matched_count and new_version:
                 await self._put_version(record)
 
@@ -210,13 +214,13 @@ class MongoStore:
             doc = await self._db().workflow_versions.find_one(
                 {"workflow_id": workflow_id, "version": version}
             )
-        return None if doc is None else from_stored(WorkflowVersionRecord, doc)
+        return None if doc is None else _record(WorkflowVersionRecord, doc)
 
     async def list_workflow_versions(self, workflow_id: str) -> list[WorkflowVersionRecord]:
         with _errors():
             cursor = self._db().workflow_versions.find({"workflow_id": workflow_id})
             docs = await cursor.sort("version", ASCENDING).to_list()
-        return [from_stored(WorkflowVersionRecord, d) for d in docs]
+        return [_record(WorkflowVersionRecord, d) for d in docs]
 
     async def _put_version(self, record: WorkflowRecord) -> None:
         version = WorkflowVersionRecord(
@@ -227,20 +231,22 @@ class MongoStore:
         )
         key = f"{record.id}/{record.version}"
         await self._db().workflow_versions.replace_one(
-            {"_id": key}, {"_id": key, **to_stored(version)}, upsert=True
+            {"_id": key}, to_bson_safe({"_id": key, **to_stored(version)}), upsert=True
         )
 
     # -- runs ----------------------------------------------------------------
     async def insert_run(self, record: RunRecord) -> RunRecord:
         with _errors():
             try:
-                await self._db().runs.insert_one({"_id": record.id, **to_stored(record)})
+                await self._db().runs.insert_one(
+                    to_bson_safe({"_id": record.id, **to_stored(record)})
+                )
             except DuplicateKeyError:
                 pass  # already inserted (a retried activity): return what is stored
             doc = await self._db().runs.find_one({"_id": record.id})
         if doc is None:
             raise StoreError(f"run {record.id} vanished right after insert")
-        return from_stored(RunRecord, doc)
+        return _record(RunRecord, doc)
 
     async def update_run(
         self,
@@ -268,7 +274,7 @@ class MongoStore:
         # harmless, and events are only appended after the record write applied.
         with _errors():
             doc = await self._db().node_runs.find_one({"_id": fields["id"]})
-        merged = {**doc, **fields} if doc else fields
+        merged = {**from_bson_safe(doc), **fields} if doc else fields
         merged.pop("_id", None)
         record = from_stored(NodeRunRecord, merged)
         if not await self.upsert_node_run(record):
@@ -285,14 +291,15 @@ class MongoStore:
         fields = {**stored_run_changes(changes), "rev": rev}
         with _errors():
             result = await self._db().runs.update_one(
-                {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}}, {"$set": fields}
+                {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}},
+                set_bson_safe(fields),
             )
         return result.matched_count == 1
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         with _errors():
             doc = await self._db().runs.find_one({"_id": run_id})
-        return None if doc is None else from_stored(RunRecord, doc)
+        return None if doc is None else _record(RunRecord, doc)
 
     async def run_rev(self, run_id: str) -> int | None:
         with _errors():
@@ -318,13 +325,13 @@ class MongoStore:
             total = await self._db().runs.count_documents(filter_)
             cursor = (
                 self._db()
-                .runs.find(filter_, projection={"definition_snapshot": False})
+                .runs.find(filter_, projection=_WITHOUT_SNAPSHOT)
                 .sort([("started_at", DESCENDING), ("_id", DESCENDING)])
                 .skip((page - 1) * per_page)
                 .limit(per_page)
             )
             docs = await cursor.to_list()
-        return [from_stored(RunHeader, d) for d in docs], total
+        return [_record(RunHeader, d) for d in docs], total
 
     async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
         filter_ = {
@@ -357,7 +364,7 @@ class MongoStore:
                 .limit(limit)
             )
             docs = await cursor.to_list()
-        return [from_stored(RunRecord, d) for d in docs]
+        return [_record(RunRecord, d) for d in docs]
 
     # -- node runs -----------------------------------------------------------
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:
@@ -365,7 +372,7 @@ class MongoStore:
             try:
                 await self._db().node_runs.replace_one(
                     {"_id": record.id, "rev": {"$lte": record.rev}},
-                    {"_id": record.id, **to_stored(record)},
+                    to_bson_safe({"_id": record.id, **to_stored(record)}),
                     upsert=True,
                 )
             except DuplicateKeyError:
@@ -381,7 +388,7 @@ class MongoStore:
             docs = await cursor.to_list()
         # MongoDB sorts nulls first; unstarted node runs belong last, so order here.
         docs.sort(key=lambda d: (d.get("started_at") is None, d.get("started_at") or "", d["_id"]))
-        return [from_stored(NodeRunRecord, d) for d in docs]
+        return [_record(NodeRunRecord, d) for d in docs]
 
     async def node_run_page(
         self, run_id: str, offset: int, limit: int
@@ -405,7 +412,7 @@ class MongoStore:
                 ]
             )
             docs = await cursor.to_list()
-        return [from_stored(NodeRunRecord, d) for d in docs], total
+        return [_record(NodeRunRecord, d) for d in docs], total
 
     async def node_run_counts(self, run_id: str) -> dict[str, int]:
         with _errors():
@@ -421,7 +428,7 @@ class MongoStore:
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None:
         with _errors():
             doc = await self._db().node_runs.find_one({"_id": node_run_id})
-        return None if doc is None else from_stored(NodeRunRecord, doc)
+        return None if doc is None else _record(NodeRunRecord, doc)
 
     # -- change counters ------------------------------------------------------
     # Not kept on MongoDB: every read there is answered afresh.
@@ -476,7 +483,7 @@ class MongoStore:
                 raise StoreError("the event counter was not returned")
             event_id = int(counter["seq"])
             try:
-                await self._db().events.insert_one({"_id": event_id, **stored})
+                await self._db().events.insert_one(to_bson_safe({"_id": event_id, **stored}))
             except DuplicateKeyError:
                 # Logged before under this key (a batch written again): keep the first. The
                 # id taken is skipped; ids stay monotonic.
@@ -499,7 +506,7 @@ class MongoStore:
                 .limit(limit)
             )
             docs = await cursor.to_list()
-        return [{**d["event"], "id": d["_id"]} for d in docs]
+        return [{**from_bson_safe(d)["event"], "id": d["_id"]} for d in docs]
 
     async def watch_event_runs(self) -> AsyncIterator[set[str]]:
         # One change stream on the events collection (MongoDB needs a replica set for
@@ -530,6 +537,15 @@ def event_run_id(change: Doc) -> str | None:
     """The run id of an event insert in a change stream document."""
     run_id = (change.get("fullDocument") or {}).get("run_id")
     return run_id if isinstance(run_id, str) else None
+
+
+# A list of runs leaves their definition snapshots out, in either form.
+_WITHOUT_SNAPSHOT = {"definition_snapshot": False, f"{JSON_FIELD}.definition_snapshot": False}
+
+
+def _record(model: type[M], doc: Doc) -> M:
+    """A record from its stored document (fields kept as JSON text read back first)."""
+    return from_stored(model, from_bson_safe(doc))
 
 
 @contextmanager

@@ -463,6 +463,64 @@ class TestPayloads:
         assert await store.get_payload("big") == data
 
 
+class TestIntegersBeyondSixtyFourBits:
+    """JSON has integers of any size; every store keeps them (BSON's stop at 64 bits)."""
+
+    BIG = 2**70
+
+    async def test_a_definition_holding_one_reads_back_and_saves_again(self, store: Store) -> None:
+        base = workflow()
+        nodes = [base.nodes[0].model_copy(update={"config": {"id": self.BIG}})]
+        record = base.model_copy(update={"nodes": nodes})
+        await store.create_workflow(record)
+        assert await store.get_workflow(record.id) == record
+        items, _ = await store.list_workflows(None, 1, 10)
+        assert items == [record]
+
+        plain = record.model_copy(update={"nodes": base.nodes, "version": 2})
+        await store.update_workflow(plain, True)
+        assert await store.get_workflow(record.id) == plain
+        first = await store.get_workflow_version(record.id, 1)
+        assert first is not None and first.definition.nodes[0].config == {"id": self.BIG}
+
+    async def test_a_runs_input_and_output_holding_one_read_back(self, store: Store) -> None:
+        record = run(new_id(), initial_input={"ids": [1, self.BIG]}, started_at=at(0))
+        assert await store.insert_run(record) == record
+        assert await store.update_run(record.id, 1, {"final_output": {"n": -self.BIG}})
+        stored = await store.get_run(record.id)
+        assert stored is not None
+        assert (stored.initial_input, stored.final_output) == (
+            {"ids": [1, self.BIG]},
+            {"n": -self.BIG},
+        )
+        # Set plainly again, the output is the new value (nothing of the old one is left).
+        assert await store.update_run(record.id, 2, {"final_output": {"n": 1}})
+        stored = await store.get_run(record.id)
+        assert stored is not None and stored.final_output == {"n": 1}
+        headers, _ = await store.list_runs(record.workflow_definition_id)
+        assert [h.initial_input for h in headers] == [{"ids": [1, self.BIG]}]
+
+    async def test_a_node_runs_output_and_its_events_holding_one_read_back(
+        self, store: Store
+    ) -> None:
+        run_id = new_id()
+        record = node_run(run_id, output_snapshot={"n": self.BIG}, started_at=at(1), rev=1)
+        assert await store.upsert_node_run(record)
+        assert await store.get_node_run(record.id) == record
+        assert await store.list_node_runs([run_id]) == [record]
+        page, total = await store.node_run_page(run_id, 0, 10)
+        assert (page, total) == ([record], 1)
+
+        fields = {"id": record.id, "input_snapshot": {"m": self.BIG}, "rev": 2}
+        event = {"type": "node_completed", "output": {"n": self.BIG}}
+        assert await store.merge_node_run(fields, [event])
+        merged = await store.get_node_run(record.id)
+        assert merged is not None
+        assert (merged.input_snapshot, merged.output_snapshot) == ({"m": self.BIG}, {"n": self.BIG})
+        events = await store.list_events(run_id, 0, 10)
+        assert [(e["type"], e["output"]) for e in events] == [("node_completed", {"n": self.BIG})]
+
+
 class TestLifecycle:
     async def test_ping_succeeds_when_connected(self, store: Store) -> None:
         await store.ping()

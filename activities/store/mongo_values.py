@@ -1,0 +1,74 @@
+"""JSON values BSON cannot hold, kept by the MongoDB store as JSON text beside the document.
+
+A run's input, a step's output or a definition's config is any JSON, and JSON has integers
+of any size (SQLite keeps them as written). BSON's integers stop at 64 bits: the driver
+refuses a document holding a larger one. So a top-level field whose value holds one is
+stored under `_json` as JSON text instead, and read back from there. The store never
+queries into such fields (inputs, outputs, snapshots, event bodies), only into ids,
+names, statuses and times, which are never large integers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Where a document keeps the fields BSON cannot hold, as JSON text by field name.
+JSON_FIELD = "_json"
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+Doc = dict[str, Any]
+
+
+def holds_big_int(value: Any) -> bool:
+    """Whether `value` holds an integer outside BSON's 64 bits (anywhere inside it)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return not INT64_MIN <= value <= INT64_MAX
+    if isinstance(value, dict):
+        return any(holds_big_int(v) for v in value.values())
+    if isinstance(value, list):
+        return any(holds_big_int(v) for v in value)
+    return False
+
+
+def to_bson_safe(doc: Doc) -> Doc:
+    """`doc` to insert or replace: fields BSON cannot hold moved under `_json` as text."""
+    safe: Doc = {}
+    texts: dict[str, str] = {}
+    for name, value in doc.items():
+        if holds_big_int(value):
+            texts[name] = json.dumps(value)
+        else:
+            safe[name] = value
+    if texts:
+        safe[JSON_FIELD] = texts
+    return safe
+
+
+def set_bson_safe(fields: Doc) -> Doc:
+    """An update setting `fields`: each one BSON cannot hold is set as text under `_json`
+    (its plain field removed); each other one is set plainly (its text, if any, removed)."""
+    to_set: Doc = {}
+    to_unset: Doc = {}
+    for name, value in fields.items():
+        if holds_big_int(value):
+            to_set[f"{JSON_FIELD}.{name}"] = json.dumps(value)
+            to_unset[name] = ""
+        else:
+            to_set[name] = value
+            to_unset[f"{JSON_FIELD}.{name}"] = ""
+    return {"$set": to_set, "$unset": to_unset}
+
+
+def from_bson_safe(doc: Doc) -> Doc:
+    """A stored document with its `_json` fields read back in place."""
+    texts = doc.get(JSON_FIELD)
+    if not texts:
+        doc.pop(JSON_FIELD, None)
+        return doc
+    restored = {name: value for name, value in doc.items() if name != JSON_FIELD}
+    for name, text in texts.items():
+        restored[name] = json.loads(text)
+    return restored
