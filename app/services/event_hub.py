@@ -22,6 +22,7 @@ from activities.store.base import Store
 log = logging.getLogger(__name__)
 
 # How long a new stream waits for the feed to listen before it reads (it polls meanwhile).
+# A feed that fails to start (a standalone MongoDB has no change streams) ends the wait.
 READY_SECONDS = 2.0
 RETRY_SECONDS = 5.0
 
@@ -51,6 +52,8 @@ class EventHub:
         self._retry_seconds = retry_seconds
         self._rings: dict[str, set[asyncio.Event]] = {}
         self._live = asyncio.Event()
+        # Set once the feed's latest attempt to start has either begun listening or failed.
+        self._tried = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     @contextlib.asynccontextmanager
@@ -59,12 +62,14 @@ class EventHub:
         ring = asyncio.Event()
         self._rings.setdefault(run_id, set()).add(ring)
         if self._task is None or self._task.done():
+            self._tried.clear()
             self._task = asyncio.create_task(self._follow())
         try:
             # Listening before the stream's first read: nothing written after it is missed.
+            # A feed that cannot start is not waited for: the stream polls at once.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(READY_SECONDS):
-                    await self._live.wait()
+                    await self._tried.wait()
             yield Wakeup(ring, self._live)
         finally:
             rings = self._rings.get(run_id, set())
@@ -87,12 +92,14 @@ class EventHub:
             try:
                 async for run_ids in self._store.watch_event_runs():
                     self._live.set()
+                    self._tried.set()
                     for run_id in run_ids:
                         for ring in self._rings.get(run_id, ()):
                             ring.set()
             except Exception as exc:
                 log.warning("live event feed stopped (%s); streams poll the store meanwhile", exc)
             self._live.clear()
+            self._tried.set()
             self._ring_all()  # whatever the feed missed, the streams' next reads find
             await asyncio.sleep(self._retry_seconds)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -18,6 +19,7 @@ from app.services.event_hub import EventHub
 from app.settings import Settings
 from tests.events.sse import read_all
 from tests.events.test_event_stream import SLOW, data_only, events_url
+from tests.support.fake_mongo import FakeAsyncMongoClient, forget
 from tests.support.platform import Platform
 from tests.support.server import serving
 
@@ -62,6 +64,32 @@ async def test_without_a_feed_streams_fall_back_to_polling(
         await wakeup.wait(poll_seconds=0.05, idle_seconds=30.0)
         assert time.monotonic() - started < 5.0
     await hub.close()
+
+
+async def test_a_stream_does_not_wait_for_a_feed_that_cannot_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A standalone MongoDB refuses change streams at once (the named fake does the same):
+    # the stream reads at once and polls, instead of waiting out READY_SECONDS first.
+    monkeypatch.setattr(event_hub, "READY_SECONDS", 30.0)
+    store = MongoStore(
+        f"mongodb://fake-mongodb-{uuid.uuid4().hex[:8]}/", client_class=FakeAsyncMongoClient
+    )
+    await store.connect()
+    hub = EventHub(store, retry_seconds=30.0)
+    try:
+        started = time.monotonic()
+        async with asyncio.timeout(5):
+            async with hub.subscribe("run-1") as wakeup:
+                assert not wakeup.live.is_set()
+        assert time.monotonic() - started < 5.0
+        # A second stream while the feed waits to retry does not wait either.
+        async with asyncio.timeout(5), hub.subscribe("run-2") as wakeup:
+            assert not wakeup.live.is_set()
+    finally:
+        await hub.close()
+        await store.close()
+        forget(store.url)
 
 
 async def test_the_hub_stops_following_the_store_when_the_last_stream_closes(

@@ -8,6 +8,7 @@ tests/e2e overrides it with the test peers' catalog.
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,10 +27,12 @@ from activities.executors.tls import default_tls
 from activities.metrics import RunMetrics
 from activities.store.base import Store
 from activities.store.factory import open_store
+from activities.store.mongo import MongoStore
 from app.main import create_app
 from app.settings import Settings
 from app.temporal import with_pydantic
 from app.worker import build_worker
+from tests.support.fake_mongo import FakeAsyncMongoClient
 from tests.support.http_peer import HttpPeer
 from tests.support.loopback import LOOPBACK_ALLOWED
 from tests.support.server import serving_all
@@ -112,7 +115,7 @@ async def running_platform(
     `tracer_provider`: the API traces its requests into it (the client brings Temporal's);
     `store`: an unconnected store to run on instead of SQLite in `data_dir`.
     """
-    store = store or open_store(f"sqlite:///{data_dir / 'trellis.db'}")
+    store = store or _store_for_tests(data_dir)
     await store.connect()
     task_queue = task_queue or f"tq-{uuid.uuid4()}"
     settings = Settings(data_dir=data_dir, task_queue=task_queue, **(settings_extra or {}))
@@ -140,6 +143,20 @@ async def running_platform(
             yield Platform(api, store, client, task_queue, worker, peer_url, peer)
     finally:
         await store.close()
+
+
+def _store_for_tests(data_dir: Path) -> Store:
+    """SQLite in `data_dir`; with TRELLIS_TEST_PLATFORM_STORE=mongodb, the MongoDB store on
+    TRELLIS_TEST_MONGODB_URL, or on the named fake MongoDB when that is unset (a way to run
+    the platform tests on the store docker-compose uses; CI runs them on SQLite)."""
+    if os.environ.get("TRELLIS_TEST_PLATFORM_STORE") != "mongodb":
+        return open_store(f"sqlite:///{data_dir / 'trellis.db'}")
+    database = f"trellis_test_{uuid.uuid4().hex[:12]}"
+    url = os.environ.get("TRELLIS_TEST_MONGODB_URL")
+    if url:
+        return MongoStore(url, database=database)
+    fake = f"mongodb://fake-mongodb-{uuid.uuid4().hex[:8]}/"
+    return MongoStore(fake, database=database, client_class=FakeAsyncMongoClient)
 
 
 @asynccontextmanager
