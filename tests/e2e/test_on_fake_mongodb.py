@@ -9,7 +9,6 @@ TRELLIS_TEST_MONGODB_URL set, the same tests run on that server.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,7 +22,7 @@ from tests.builders import echo, step
 from tests.e2e.helpers import node_runs
 from tests.events.sse import read_all
 from tests.hitl.helpers import approve, start, wait_for_gate
-from tests.support.fake_mongo import FakeAsyncMongoClient, forget
+from tests.support.fake_mongo import forget, mongo_for_tests
 from tests.support.platform import Platform, running_platform
 
 
@@ -31,13 +30,8 @@ from tests.support.platform import Platform, running_platform
 async def platform(
     temporal_env: WorkflowEnvironment, tmp_path: Path, peer_registry: ExecutorRegistry
 ) -> AsyncIterator[Platform]:
-    database = f"trellis_test_{uuid.uuid4().hex[:12]}"
-    url = os.environ.get("TRELLIS_TEST_MONGODB_URL")
-    if url:
-        store = MongoStore(url, database=database)
-    else:
-        url = f"mongodb://fake-mongodb-{uuid.uuid4().hex[:8]}/"
-        store = MongoStore(url, database=database, client_class=FakeAsyncMongoClient)
+    url, options = mongo_for_tests()
+    store = MongoStore(url, database=f"trellis_test_{uuid.uuid4().hex[:12]}", **options)
     try:
         async with running_platform(
             temporal_env.client, tmp_path, peer_registry, store=store

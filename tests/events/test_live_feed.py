@@ -72,9 +72,8 @@ async def test_a_stream_does_not_wait_for_a_feed_that_cannot_start(
     # A standalone MongoDB refuses change streams at once (the named fake does the same):
     # the stream reads at once and polls, instead of waiting out READY_SECONDS first.
     monkeypatch.setattr(event_hub, "READY_SECONDS", 30.0)
-    store = MongoStore(
-        f"mongodb://fake-mongodb-{uuid.uuid4().hex[:8]}/", client_class=FakeAsyncMongoClient
-    )
+    url = f"mongodb://fake-mongodb-{uuid.uuid4().hex[:8]}/"
+    store = MongoStore(url, client_class=FakeAsyncMongoClient)
     await store.connect()
     hub = EventHub(store, retry_seconds=30.0)
     try:

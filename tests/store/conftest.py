@@ -1,8 +1,8 @@
-"""The `store` fixture: every contract test runs on SQLite, and on MongoDB when one is given."""
+"""The `store` fixture: every contract test runs on SQLite, and on MongoDB: the server
+TRELLIS_TEST_MONGODB_URL names, or else a named FAKE MongoDB (tests/support/fake_mongo.py)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -13,14 +13,7 @@ import pytest
 from activities.store.base import Store
 from activities.store.mongo import MongoStore
 from activities.store.sqlite import SqliteStore
-from tests.support.fake_mongo import FakeAsyncMongoClient, forget
-
-# Without a server the MongoDB store runs on a named fake (tests/support/fake_mongo.py):
-# mongomock behind PyMongo's async API. What only a server can show skips on it, saying so.
-MONGO_FAKE_SKIP = (
-    "needs a real MongoDB server (TRELLIS_TEST_MONGODB_URL; none can be installed on this "
-    "machine, and the fake MongoDB cannot show this)"
-)
+from tests.support.fake_mongo import forget, is_fake, mongo_for_tests
 
 StoreFactory = Callable[[], Store]
 
@@ -34,15 +27,12 @@ async def store_factory(
         path = tmp_path / "data" / "trellis.db"
         yield lambda: SqliteStore(path)
         return
-    url = os.environ.get("TRELLIS_TEST_MONGODB_URL")
+    url, options = mongo_for_tests()
     database = f"trellis_test_{uuid4().hex[:12]}"
-    if not url:
-        # A FAKE MongoDB (mongomock), named as such: no server can run here.
-        fake_url = f"mongodb://fake-mongodb-{uuid4().hex[:8]}/"
-        yield lambda: MongoStore(fake_url, database=database, client_class=FakeAsyncMongoClient)
-        forget(fake_url)
+    yield lambda: MongoStore(url, database=database, **options)
+    if is_fake(url):  # a FAKE MongoDB (mongomock), named as such: no server can run here
+        forget(url)
         return
-    yield lambda: MongoStore(url, database=database)
     from pymongo import AsyncMongoClient
 
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(url)
@@ -50,11 +40,6 @@ async def store_factory(
         await client.drop_database(database)
     finally:
         await client.close()
-
-
-def on_fake_mongodb(store: Store) -> bool:
-    """Whether this store is the MongoDB store on the fake (no server given)."""
-    return isinstance(store, MongoStore) and store.url.startswith("mongodb://fake-mongodb-")
 
 
 @pytest.fixture

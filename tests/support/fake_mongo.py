@@ -16,6 +16,8 @@ With `TRELLIS_TEST_MONGODB_URL` set, the store tests use a real server instead.
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,6 +31,19 @@ Doc = dict[str, Any]
 MAX_BSON_BYTES = 16 * 1024 * 1024
 # Every client of one URL sees the same data, as clients of one server do.
 _SERVERS: dict[str, ServerStore] = {}
+
+
+def mongo_for_tests() -> tuple[str, dict[str, Any]]:
+    """A MongoDB URL and `MongoStore` options for a test: the server TRELLIS_TEST_MONGODB_URL
+    names, or else a fresh FAKE one (`forget` its URL afterwards)."""
+    url = os.environ.get("TRELLIS_TEST_MONGODB_URL")
+    if url:
+        return url, {}
+    return f"mongodb://fake-mongodb-{uuid.uuid4().hex[:8]}/", {"client_class": FakeAsyncMongoClient}
+
+
+def is_fake(url: str) -> bool:
+    return url.startswith("mongodb://fake-mongodb-")
 
 
 def forget(url: str) -> None:

@@ -32,7 +32,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.temporal import with_pydantic
 from app.worker import build_worker
-from tests.support.fake_mongo import FakeAsyncMongoClient
+from tests.support.fake_mongo import mongo_for_tests
 from tests.support.http_peer import HttpPeer
 from tests.support.loopback import LOOPBACK_ALLOWED
 from tests.support.server import serving_all
@@ -151,12 +151,8 @@ def _store_for_tests(data_dir: Path) -> Store:
     the platform tests on the store docker-compose uses; CI runs them on SQLite)."""
     if os.environ.get("TRELLIS_TEST_PLATFORM_STORE") != "mongodb":
         return open_store(f"sqlite:///{data_dir / 'trellis.db'}")
-    database = f"trellis_test_{uuid.uuid4().hex[:12]}"
-    url = os.environ.get("TRELLIS_TEST_MONGODB_URL")
-    if url:
-        return MongoStore(url, database=database)
-    fake = f"mongodb://fake-mongodb-{uuid.uuid4().hex[:8]}/"
-    return MongoStore(fake, database=database, client_class=FakeAsyncMongoClient)
+    url, options = mongo_for_tests()
+    return MongoStore(url, database=f"trellis_test_{uuid.uuid4().hex[:12]}", **options)
 
 
 @asynccontextmanager
