@@ -1,4 +1,4 @@
-"""A FAKE MongoDB, for the store tests on a machine where no MongoDB server can run.
+"""A FAKE MongoDB, for the store and platform tests where no MongoDB server can run.
 
 `FakeAsyncMongoClient` stands in for PyMongo's `AsyncMongoClient` with mongomock (an
 in-memory MongoDB written in Python) behind the async methods `MongoStore` calls. It is
@@ -11,7 +11,7 @@ what a standalone MongoDB server does:
 - a duplicate key names its index and key pattern, as the server's error does;
 - `watch` fails as on a standalone server (change streams need a replica set).
 
-With `TRELLIS_TEST_MONGODB_URL` set, the store tests use a real server instead.
+With `TRELLIS_TEST_MONGODB_URL` set, the tests use that server instead (`mongo_for_tests`).
 """
 
 from __future__ import annotations
