@@ -29,7 +29,12 @@ from activities.store.documents import (
     stored_run_changes,
     to_stored,
 )
-from activities.store.mongo_values import JSON_FIELD, from_bson_safe, set_bson_safe, to_bson_safe
+from activities.store.mongo_values import (
+    JSON_FIELD,
+    from_bson_safe,
+    update_bson_safe,
+    write_bson_safe,
+)
 from activities.store.records import (
     NodeRunRecord,
     RunHeader,
@@ -129,8 +134,9 @@ class MongoStore:
     async def create_workflow(self, record: WorkflowRecord) -> None:
         viewers = viewer_principals(record.owner, record.grants)
         with _errors():
-            await self._db().workflows.insert_one(
-                to_bson_safe({"_id": record.id, **to_stored(record), "viewers": viewers})
+            await write_bson_safe(
+                self._db().workflows.insert_one,
+                {"_id": record.id, **to_stored(record), "viewers": viewers},
             )
             await self._put_version(record)
 
@@ -171,8 +177,8 @@ class MongoStore:
         # $set everything but the ACL: only set_workflow_grants changes owner and grants.
         fields = {k: v for k, v in to_stored(record).items() if k not in _ACL_FIELDS}
         with _errors():
-            result = await self._db().workflows.update_one(
-                {"_id": record.id}, set_bson_safe(fields)
+            result = await update_bson_safe(
+                lambda update: self._db().workflows.update_one({"_id": record.id}, update), fields
             )
             if result.matched_count and new_version:
                 await self._put_version(record)
@@ -230,16 +236,17 @@ class MongoStore:
             created_at=record.updated_at,
         )
         key = f"{record.id}/{record.version}"
-        await self._db().workflow_versions.replace_one(
-            {"_id": key}, to_bson_safe({"_id": key, **to_stored(version)}), upsert=True
+        await write_bson_safe(
+            lambda doc: self._db().workflow_versions.replace_one({"_id": key}, doc, upsert=True),
+            {"_id": key, **to_stored(version)},
         )
 
     # -- runs ----------------------------------------------------------------
     async def insert_run(self, record: RunRecord) -> RunRecord:
         with _errors():
             try:
-                await self._db().runs.insert_one(
-                    to_bson_safe({"_id": record.id, **to_stored(record)})
+                await write_bson_safe(
+                    self._db().runs.insert_one, {"_id": record.id, **to_stored(record)}
                 )
             except DuplicateKeyError:
                 pass  # already inserted (a retried activity): return what is stored
@@ -290,9 +297,9 @@ class MongoStore:
         # writer's other fields survive, and a newer revision is never overwritten.
         fields = {**stored_run_changes(changes), "rev": rev}
         with _errors():
-            result = await self._db().runs.update_one(
-                {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}},
-                set_bson_safe(fields),
+            filter_ = {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}}
+            result = await update_bson_safe(
+                lambda update: self._db().runs.update_one(filter_, update), fields
             )
         return result.matched_count == 1
 
@@ -370,10 +377,10 @@ class MongoStore:
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:
         with _errors():
             try:
-                await self._db().node_runs.replace_one(
-                    {"_id": record.id, "rev": {"$lte": record.rev}},
-                    to_bson_safe({"_id": record.id, **to_stored(record)}),
-                    upsert=True,
+                filter_ = {"_id": record.id, "rev": {"$lte": record.rev}}
+                await write_bson_safe(
+                    lambda doc: self._db().node_runs.replace_one(filter_, doc, upsert=True),
+                    {"_id": record.id, **to_stored(record)},
                 )
             except DuplicateKeyError:
                 # The filter missed because a newer rev is stored; the upsert then collides.
@@ -483,7 +490,7 @@ class MongoStore:
                 raise StoreError("the event counter was not returned")
             event_id = int(counter["seq"])
             try:
-                await self._db().events.insert_one(to_bson_safe({"_id": event_id, **stored}))
+                await write_bson_safe(self._db().events.insert_one, {"_id": event_id, **stored})
             except DuplicateKeyError:
                 # Logged before under this key (a batch written again): keep the first. The
                 # id taken is skipped; ids stay monotonic.

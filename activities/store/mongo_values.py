@@ -6,18 +6,40 @@ refuses a document holding a larger one. So a top-level field whose value holds 
 stored under `_json` as JSON text instead, and read back from there. The store never
 queries into such fields (inputs, outputs, snapshots, event bodies), only into ids,
 names, statuses and times, which are never large integers.
+
+A write is first sent as it is: the driver encodes it before sending anything and refuses
+such an integer with OverflowError, and only then is the document searched for them. So
+the common write pays nothing for this.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 # Where a document keeps the fields BSON cannot hold, as JSON text by field name.
 JSON_FIELD = "_json"
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 Doc = dict[str, Any]
+T = TypeVar("T")
+
+
+async def write_bson_safe(write: Callable[[Doc], Awaitable[T]], doc: Doc) -> T:
+    """Insert or replace with `doc`; if BSON cannot hold it, with `to_bson_safe(doc)`."""
+    try:
+        return await write(doc)
+    except OverflowError:
+        return await write(to_bson_safe(doc))
+
+
+async def update_bson_safe(update: Callable[[Doc], Awaitable[T]], fields: Doc) -> T:
+    """Update with `fields` set; if BSON cannot hold them, with the large ones as text."""
+    try:
+        return await update(set_bson_safe(fields, as_text=False))
+    except OverflowError:
+        return await update(set_bson_safe(fields, as_text=True))
 
 
 def holds_big_int(value: Any) -> bool:
@@ -47,13 +69,14 @@ def to_bson_safe(doc: Doc) -> Doc:
     return safe
 
 
-def set_bson_safe(fields: Doc) -> Doc:
-    """An update setting `fields`: each one BSON cannot hold is set as text under `_json`
-    (its plain field removed); each other one is set plainly (its text, if any, removed)."""
+def set_bson_safe(fields: Doc, as_text: bool) -> Doc:
+    """An update setting `fields`: with `as_text`, each one BSON cannot hold is set as text
+    under `_json` (its plain field removed); every other one is set plainly (its text, if
+    any, removed)."""
     to_set: Doc = {}
     to_unset: Doc = {}
     for name, value in fields.items():
-        if holds_big_int(value):
+        if as_text and holds_big_int(value):
             to_set[f"{JSON_FIELD}.{name}"] = json.dumps(value)
             to_unset[name] = ""
         else:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -114,16 +114,19 @@ class FakeCollection:
         return str(self._sync.create_index(keys, **options))
 
     async def insert_one(self, doc: Doc) -> Any:
-        with self._duplicates(doc):
+        with self._duplicates(lambda: doc):
             return self._sync.insert_one(_as_bson(doc))
 
     async def replace_one(self, filter_: Doc, replacement: Doc, upsert: bool = False) -> Any:
-        with self._duplicates(replacement):
+        with self._duplicates(lambda: replacement):
             return self._sync.replace_one(filter_, _as_bson(replacement), upsert=upsert)
 
     async def update_one(self, filter_: Doc, update: Doc, upsert: bool = False) -> Any:
         _as_bson(update)
-        updated = {**(self._sync.find_one(filter_) or {}), **update.get("$set", {})}
+
+        def updated() -> Doc:  # as the update would leave it (read only if a key collides)
+            return {**(self._sync.find_one(filter_) or {}), **update.get("$set", {})}
+
         with self._duplicates(updated, in_place=True):
             return self._sync.update_one(filter_, update, upsert=upsert)
 
@@ -165,13 +168,13 @@ class FakeCollection:
         )
 
     @contextmanager
-    def _duplicates(self, doc: Doc, in_place: bool = False) -> Iterator[None]:
+    def _duplicates(self, written: Callable[[], Doc], in_place: bool = False) -> Iterator[None]:
         """mongomock's duplicate-key error names no index; the server's names it.
-        `in_place`: `doc` is an update of the document with its `_id`, not a new one."""
+        `written`: the document written; `in_place`: it updates the one with its `_id`."""
         try:
             yield
         except DuplicateKeyError:
-            raise self._duplicate_of(doc, in_place) from None
+            raise self._duplicate_of(written(), in_place) from None
 
     def _duplicate_of(self, doc: Doc, in_place: bool) -> DuplicateKeyError:
         for name, index in self._sync.index_information().items():
