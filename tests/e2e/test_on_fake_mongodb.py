@@ -22,7 +22,7 @@ from tests.builders import echo, step
 from tests.e2e.helpers import node_runs
 from tests.events.sse import read_all
 from tests.hitl.helpers import approve, start, wait_for_gate
-from tests.support.fake_mongo import forget, mongo_for_tests
+from tests.support.fake_mongo import mongo_for_tests
 from tests.support.platform import Platform, running_platform
 
 
@@ -32,13 +32,10 @@ async def platform(
 ) -> AsyncIterator[Platform]:
     url, options = mongo_for_tests()
     store = MongoStore(url, database=f"trellis_test_{uuid.uuid4().hex[:12]}", **options)
-    try:
-        async with running_platform(
-            temporal_env.client, tmp_path, peer_registry, store=store
-        ) as platform:
-            yield platform
-    finally:
-        forget(url)
+    async with running_platform(
+        temporal_env.client, tmp_path, peer_registry, store=store
+    ) as platform:
+        yield platform
 
 
 async def test_a_definition_is_saved_listed_and_versioned(platform: Platform) -> None:

@@ -32,7 +32,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.temporal import with_pydantic
 from app.worker import build_worker
-from tests.support.fake_mongo import mongo_for_tests
+from tests.support.fake_mongo import forget, mongo_for_tests
 from tests.support.http_peer import HttpPeer
 from tests.support.loopback import LOOPBACK_ALLOWED
 from tests.support.server import serving_all
@@ -143,6 +143,8 @@ async def running_platform(
             yield Platform(api, store, client, task_queue, worker, peer_url, peer)
     finally:
         await store.close()
+        if isinstance(store, MongoStore):
+            forget(store.url)  # a fake MongoDB's data (nothing, for a real server)
 
 
 def _store_for_tests(data_dir: Path) -> Store:
