@@ -166,7 +166,12 @@ async def get_schedules(
 async def get_readiness(
     store: StoreDep, link: TemporalLinkDep, settings: SettingsDep
 ) -> ReadinessProbe:
-    return ReadinessProbe(store=store, temporal=link, store_url=settings.resolved_store_url)
+    return ReadinessProbe(
+        store=store,
+        temporal=link,
+        store_url=settings.resolved_store_url,
+        task_queue=settings.task_queue,
+    )
 
 
 async def get_run_listing(store: StoreDep) -> RunListing:

@@ -19,5 +19,6 @@ async def healthz() -> Liveness:
 
 @router.get("/readyz", responses=errors(503))
 async def readyz(probe: ReadinessDep) -> Readiness:
-    """200 when the store and Temporal answer; 503 naming each part that does not."""
+    """200 when the store and Temporal answer; 503 naming each part that does not.
+    `checks.workers` says whether a worker polls the task queue (informative only)."""
     return await probe.check()

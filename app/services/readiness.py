@@ -1,6 +1,9 @@
 """Readiness: the store answers a ping and Temporal's health check passes, each in time.
 
 A 503 names the part that failed and how, never a driver's own message (the log has it).
+The answer also says whether a worker polls the task queue. That does not make the API
+unready: it serves reads and takes runs without one (they wait), and a probe that failed
+with the workers would take every API replica out of service with them.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from activities.store.base import Store
 from app.errors import ServiceUnavailable
 from app.redaction import describe, scrub
 from app.schemas.health import Readiness
+from app.services.worker_presence import workers_check
 from app.temporal_link import TemporalLink
 
 log = logging.getLogger("trellis.readiness")
@@ -24,6 +28,7 @@ class ReadinessProbe:
     store: Store
     temporal: TemporalLink
     store_url: str = ""
+    task_queue: str = "trellis"
 
     async def check(self) -> Readiness:
         """Ready, or ServiceUnavailable (503) naming each part that is not, and why."""
@@ -36,7 +41,8 @@ class ReadinessProbe:
                 "Not ready: " + "; ".join(f"{part}: {why}" for part, why in failing.items()),
                 [{"path": part, "message": why} for part, why in failing.items()],
             )
-        return Readiness(checks={"store": "ok", "temporal": "ok"})
+        workers = await workers_check(await self.temporal.require(), self.task_queue)
+        return Readiness(checks={"store": "ok", "temporal": "ok", "workers": workers})
 
     async def _store_problem(self) -> str | None:
         try:

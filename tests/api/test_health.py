@@ -1,8 +1,12 @@
-"""/healthz and /readyz: liveness always; readiness names the store and Temporal when down."""
+"""/healthz and /readyz: liveness always; readiness names the store and Temporal when down,
+and says whether a worker polls the task queue."""
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 
 import httpx
 from temporalio.client import Client
@@ -16,6 +20,7 @@ from tests.api.conftest import api_client
 from tests.api.helpers import API, assert_error
 from tests.builders import workflow
 from tests.support.cutting_proxy import CuttingProxy
+from tests.support.platform import executor_registry, running_platform
 from tests.support.server import free_port, serving
 
 
@@ -31,10 +36,42 @@ class TestHealthz:
 
 
 class TestReadyz:
-    async def test_ready_when_store_and_temporal_answer(self, client: httpx.AsyncClient) -> None:
-        response = await client.get("/readyz")
+    async def test_ready_when_store_and_temporal_answer_and_says_no_worker_polls(
+        self, settings: Settings, store: Store, catalog: Catalog, temporal_env: WorkflowEnvironment
+    ) -> None:
+        # A queue no worker of the session polls: the API is ready all the same.
+        lonely = settings.model_copy(update={"task_queue": f"tq-{uuid.uuid4()}"})
+        async with api_client(lonely, store, catalog, temporal_env.client) as http:
+            response = await http.get("/readyz")
         assert response.status_code == 200
-        assert response.json() == {"status": "ready", "checks": {"store": "ok", "temporal": "ok"}}
+        assert response.json() == {
+            "status": "ready",
+            "checks": {
+                "store": "ok",
+                "temporal": "ok",
+                "workers": f"none polling task queue {lonely.task_queue!r} (TRELLIS_TASK_QUEUE);"
+                " runs are accepted and wait until a worker polls",
+            },
+        }
+
+    async def test_a_worker_polling_the_task_queue_is_ok(
+        self, tmp_path: Path, temporal_env: WorkflowEnvironment
+    ) -> None:
+        async with (
+            executor_registry() as registry,
+            running_platform(temporal_env.client, tmp_path, registry) as platform,
+        ):
+            # The worker's first poll may not have reached the server yet.
+            for _ in range(100):
+                response = await platform.api.get("/readyz")
+                if response.json()["checks"]["workers"] == "ok":
+                    break
+                await asyncio.sleep(0.05)
+        assert response.status_code == 200
+        assert response.json() == {
+            "status": "ready",
+            "checks": {"store": "ok", "temporal": "ok", "workers": "ok"},
+        }
 
     async def test_closed_store_is_503_naming_the_store(
         self, client: httpx.AsyncClient, store: Store
