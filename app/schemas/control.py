@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field
 
 from app.schemas.run import IdStr
+from app.schemas.run_data import run_data
 from app.schemas.workflow import Pagination
 from temporal_workflows.base import CamelModel
 from temporal_workflows.gates import Resolution
@@ -27,9 +28,11 @@ class ApproveRequest(CamelModel):
     step_id: IdStr
     resolution: Resolution
     feedback: str | None = Field(default=None, max_length=10_000)
-    edited_output: Any = None
-    user_input: dict[str, Any] | None = None
-    selected_choices: list[str] | None = Field(default=None, max_length=100)
+    edited_output: Annotated[Any, run_data("editedOutput")] = None
+    user_input: Annotated[dict[str, Any] | None, run_data("userInput")] = None
+    selected_choices: Annotated[list[str] | None, run_data("selectedChoices")] = Field(
+        default=None, max_length=100
+    )
 
 
 class ApproveResponse(CamelModel):

@@ -8,11 +8,11 @@ from typing import Annotated, Any, Self
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from activities.store.records import NodeRunRecord, ResolvedDependency, RunHeader, RunRecord
+from app.schemas.run_data import run_data
 from app.schemas.workflow import Pagination
 from temporal_workflows.base import CamelModel
 from temporal_workflows.contracts import Identity
 from temporal_workflows.definition import WorkflowSpec
-from temporal_workflows.json_data import data_problem
 from temporal_workflows.validation import NODE_ID_PATTERN
 
 # An id in a request body, under the rule of path ids (docs/api.md, "Ids"): malformed is a
@@ -38,7 +38,7 @@ class RunCreate(CamelModel):
     )
 
     trigger_source: str = Field(default="manual", min_length=1, max_length=64)
-    initial_input: dict[str, Any] = Field(default_factory=dict)
+    initial_input: Annotated[dict[str, Any], run_data("initialInput")] = Field(default_factory=dict)
     parent_run_id: IdStr | None = None
     resolved_dependencies: list[ResolvedDependency] = Field(default_factory=list, max_length=500)
 
@@ -55,14 +55,6 @@ class RunCreate(CamelModel):
                 if value is not None and not NODE_ID_PATTERN.match(value):
                     raise ValueError(f"[{i}].{field} {value[:140]!r} is not a well-formed id")
         return deps
-
-    @field_validator("initial_input")
-    @classmethod
-    def _runnable_input(cls, value: dict[str, Any]) -> dict[str, Any]:
-        problem = data_problem(value, "initialInput")
-        if problem is not None:
-            raise ValueError(problem)
-        return value
 
     @model_validator(mode="after")
     def _dependencies_need_parent(self) -> RunCreate:

@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from app.schemas.cron import CRON_PATTERN, is_cron
 from app.schemas.omittable import not_null, omittable
+from app.schemas.run_data import run_data
 from temporal_workflows.base import INTEGRAL, CamelModel
 
 OverlapPolicy = Literal[
@@ -55,7 +56,7 @@ class ScheduleCreate(CamelModel):
 
     _given = field_validator("cron", "interval_seconds", mode="before")(not_null)
     time_zone: str = Field(default="UTC", json_schema_extra={"enum": TIME_ZONES})
-    initial_input: dict[str, Any] = Field(default_factory=dict)
+    initial_input: Annotated[dict[str, Any], run_data("initialInput")] = Field(default_factory=dict)
     overlap_policy: OverlapPolicy = "skip"
     paused: bool = False
 

@@ -88,6 +88,43 @@ async def test_a_decision_naming_a_malformed_step_id_is_400_and_the_gate_stays_o
     assert [r["stepId"] for r in run["pendingRequirements"]] == ["gate"]
 
 
+# Raw JSON: a client library would refuse to write NaN or a lone surrogate itself.
+DEEP = '{"a":' * 200 + "1" + "}" * 200
+BAD_DECISIONS = {
+    f'"editedOutput": {DEEP}': "editedOutput.a.a",
+    '"editedOutput": {"x": "\\ud800"}': "editedOutput.x is not valid Unicode",
+    '"editedOutput": {"x": NaN}': "editedOutput.x is not a finite number",
+    '"userInput": {"amount": NaN}': "userInput.amount is not a finite number",
+    '"userInput": {"amount": 1e400}': "userInput.amount is not a finite number",
+    '"selectedChoices": ["\\udfff"]': "selectedChoices[0] is not valid Unicode",
+    # A lone text field: pydantic refuses a lone surrogate in it itself.
+    '"feedback": "\\ud800"': "feedback: Input should be a valid string",
+}
+
+
+async def test_a_decision_carrying_data_no_run_can_hold_is_400_and_the_gate_stays_open(
+    platform: Platform,
+) -> None:
+    # Each was a 500 (the update could not decode it, or the answer could not be written),
+    # or NaN was stored as null in the step's output.
+    wf, run_id = await start(platform, [echo("gate", GATE)])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    for field, problem in BAD_DECISIONS.items():
+        response = await platform.api.post(
+            f"/api/v1/workflows/{wf}/runs/{run_id}/approve",
+            content=f'{{"stepId": "gate", "resolution": "confirm", {field}}}',
+            headers={"content-type": "application/json"},
+        )
+        assert response.status_code == 400, (field, response.text)
+        assert response.json()["error"]["code"] == "invalid_request"
+        assert problem in response.text, (field, response.text)
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert run["status"] == "awaiting_approval"
+    assert [r["stepId"] for r in run["pendingRequirements"]] == ["gate"]
+    decided = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    assert decided.status_code == 200, decided.text
+
+
 async def _shown_open_before_the_workflow(platform: Platform) -> tuple[str, str]:
     """A run whose store shows its gate open while the workflow is still before it: what a
     workflow task lost with a worker or a Temporal restart leaves behind (the task wrote

@@ -190,6 +190,32 @@ class TestValidation:
         assert response.status_code == 400
         assert "unknown IANA time zone" in response.json()["error"]["message"]
 
+    async def test_an_input_no_run_can_hold_is_400_and_creates_or_changes_nothing(
+        self, platform: Platform
+    ) -> None:
+        # Each was a 500 that created the schedule anyway; a deep one broke the workflow's
+        # schedule list (500) and left a trigger that could never fire. NaN became null.
+        deep = '{"a":' * 200 + "1" + "}" * 200
+        bad = {
+            deep: "initialInput.a.a",
+            '{"x": "\\ud800"}': "initialInput.x is not valid Unicode",
+            '{"x": NaN}': "initialInput.x is not a finite number",
+        }
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, {"intervalSeconds": 3600}) as kept:
+            for given, problem in bad.items():
+                body = f'{{"intervalSeconds": 60, "initialInput": {given}}}'
+                for method, target in (("POST", url(wf)), ("PUT", url(wf, kept["id"]))):
+                    response = await platform.api.request(
+                        method, target, content=body, headers={"content-type": "application/json"}
+                    )
+                    assert response.status_code == 400, (method, given[:20], response.text)
+                    assert problem in response.text, response.text
+            listed = (await platform.api.get(url(wf))).json()["schedules"]
+            assert [(s["id"], s["intervalSeconds"], s["initialInput"]) for s in listed] == [
+                (kept["id"], 3600, {})
+            ]
+
 
 class TestTemporalAnswers:
     async def test_an_unknown_schedule_of_the_workflow_is_404_schedule_not_found(
