@@ -179,10 +179,23 @@ async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     return response
 
 
-async def _request_validation(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
-    message, details = _validation_details(exc)
-    return error_response(400, "invalid_request", message, details)
+def _request_validation(
+    caller_first: Callable[[Request], Awaitable[None]] | None,
+) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    """400 for a request FastAPI refused; `caller_first` may refuse it before that (an
+    ApiError: who calls and the route's scope come first, as for any other request)."""
+
+    async def handler(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        if caller_first is not None:
+            try:
+                await caller_first(request)
+            except ApiError as refused:
+                return await _api_error(request, refused)
+        message, details = _validation_details(exc)
+        return error_response(400, "invalid_request", message, details)
+
+    return handler
 
 
 async def _definition_error(_: Request, exc: Exception) -> JSONResponse:
@@ -297,10 +310,13 @@ async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "internal_error", "Internal server error")
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Map every exception to the one error body."""
+def install_error_handlers(
+    app: FastAPI, caller_first: Callable[[Request], Awaitable[None]] | None = None
+) -> None:
+    """Map every exception to the one error body; `caller_first` checks who calls before
+    a request FastAPI refused is answered 400 (app/auth/guard.py)."""
     app.add_exception_handler(ApiError, _api_error)
-    app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(RequestValidationError, _request_validation(caller_first))
     app.add_exception_handler(DefinitionError, _definition_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     for exc_type, convert in _MAPPED.items():

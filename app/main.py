@@ -15,7 +15,7 @@ from activities.executors.catalog import Catalog
 from activities.store.base import Store
 from activities.store.factory import open_store
 from app.api_metrics import MULTIPROC_DIR_VARIABLE, ApiMetrics
-from app.auth.guard import Authenticator, check_routes
+from app.auth.guard import Authenticator, caller_before_body, check_routes
 from app.body_limit import BodyLimitMiddleware
 from app.console.routes import console_app
 from app.deps import get_temporal
@@ -106,7 +106,7 @@ def create_app(
     app.state.authenticator = Authenticator.from_settings(settings)
     install_openapi(app, needs_temporal=get_temporal, token_optional=settings.auth_mode == "dev")
     app.state.metrics = api_metrics or ApiMetrics()
-    install_error_handlers(app)
+    install_error_handlers(app, caller_first=caller_before_body)
     if tracer_provider is None:
         # Innermost of ours: a request it answers is still counted, limited, and let finish.
         app.add_middleware(ReadLaneMiddleware, root=app)

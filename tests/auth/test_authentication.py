@@ -37,6 +37,28 @@ class TestRefused:
         assert_error(response, 401, "authentication_required", "Bearer")
         assert response.headers["www-authenticate"].startswith("Bearer")
 
+    async def test_a_malformed_body_without_a_token_is_401_before_the_400(
+        self, api: httpx.AsyncClient
+    ) -> None:
+        # FastAPI decodes a body before any dependency: this was a 400 to anyone.
+        json_type = {"content-type": "application/json"}
+        response = await api.post(WORKFLOWS, content=b"{bad", headers=json_type)
+        assert_error(response, 401, "authentication_required", "Bearer")
+        assert response.headers["www-authenticate"].startswith("Bearer")
+        for bad_token in ({"Authorization": "Basic YWxpY2U6cHc="}, bearer("not-a-jwt")):
+            headers = {**json_type, **bad_token}
+            response = await api.post(WORKFLOWS, content=b"{bad", headers=headers)
+            assert_error(response, 401, "authentication_required")
+        # A token without the route's scope: 403, as for a well-formed body.
+        headers = {**json_type, **as_user("alice", [READ])}
+        response = await api.post(WORKFLOWS, content=b"{bad", headers=headers)
+        assert_error(response, 403, "forbidden", "workflows-write")
+        # With a good token, what is wrong is the body.
+        headers = {**json_type, **as_user("alice")}
+        response = await api.post(WORKFLOWS, content=b"{bad", headers=headers)
+        assert_error(response, 400, "invalid_request", "Malformed JSON body")
+        assert (await api.get(WORKFLOWS, headers=as_user("alice"))).json()["workflows"] == []
+
     async def test_another_scheme_is_401(self, api: httpx.AsyncClient) -> None:
         response = await api.get(WORKFLOWS, headers={"Authorization": "Basic YWxpY2U6cHc="})
         assert_error(response, 401, "authentication_required")
