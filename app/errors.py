@@ -112,9 +112,10 @@ class RunRefused(Exception):
 class ScheduleRefused(Exception):
     """Temporal refused a call on a schedule."""
 
-    def __init__(self, error: RPCError) -> None:
+    def __init__(self, error: RPCError, schedule_id: str = "") -> None:
         super().__init__(error.message)
         self.error = error
+        self.schedule_id = schedule_id
 
 
 class UpdateNotTaken(Exception):
@@ -260,7 +261,8 @@ def _from_run_refused(exc: RunRefused) -> ApiError:
 
 def _from_schedule_refused(exc: ScheduleRefused) -> ApiError:
     if exc.error.status == RPCStatusCode.NOT_FOUND:
-        return NotFound(f"Schedule not found: {exc.error.message}")
+        # Temporal's own words say how it looked ("workflow execution already completed").
+        return NotFound(f"Schedule not found: {exc.schedule_id or exc.error.message}")
     if exc.error.status == RPCStatusCode.INVALID_ARGUMENT:
         return InvalidRequest(f"Invalid schedule: {exc.error.message}")
     return _from_rpc(exc.error)

@@ -77,13 +77,14 @@ class ScheduleService:
         """Create a Temporal Schedule for the workflow (paused when asked)."""
         schedule_id = f"{schedule_prefix(workflow.id)}{uuid.uuid4().hex[:12]}"
         await _temporal(
+            schedule_id,
             self.client.create_schedule(
                 schedule_id,
                 self._schedule(workflow, schedule_id, body),
                 search_attributes=TypedSearchAttributes(
                     [SearchAttributePair(search_attributes.DEFINITION_ID, workflow.id)]
                 ),
-            )
+            ),
         )
         return await self.get(schedule_id)
 
@@ -108,7 +109,7 @@ class ScheduleService:
 
     async def get(self, schedule_id: str) -> SchedulePublic:
         """One schedule, described by Temporal."""
-        desc = await _temporal(self._handle(schedule_id).describe())
+        desc = await _temporal(schedule_id, self._handle(schedule_id).describe())
         return await self._public(desc)
 
     async def replace(
@@ -123,31 +124,33 @@ class ScheduleService:
             new.state = current.description.schedule.state
             return ScheduleUpdate(schedule=new)
 
-        await _temporal(handle.update(updater))
+        await _temporal(schedule_id, handle.update(updater))
         return await self.set_paused(schedule_id, body.paused)
 
     async def set_paused(self, schedule_id: str, paused: bool) -> SchedulePublic:
         """Pause or unpause (a no-op when already so); returns the schedule."""
         handle = self._handle(schedule_id)
-        desc = await _temporal(handle.describe())
+        desc = await _temporal(schedule_id, handle.describe())
         if desc.schedule.state.paused == paused:
             return await self._public(desc)
         if paused:
-            await _temporal(handle.pause(note="Paused through the Trellis API"))
+            await _temporal(schedule_id, handle.pause(note="Paused through the Trellis API"))
         else:
-            await _temporal(handle.unpause(note="Unpaused through the Trellis API"))
+            await _temporal(schedule_id, handle.unpause(note="Unpaused through the Trellis API"))
         return await self.get(schedule_id)
 
     async def trigger(self, schedule_id: str) -> None:
         """Fire the schedule once now (its overlap policy applies)."""
-        await _temporal(self._handle(schedule_id).trigger())
+        await _temporal(schedule_id, self._handle(schedule_id).trigger())
 
     async def delete(self, schedule_id: str) -> None:
         """Delete the schedule; runs it started are not affected."""
-        await _temporal(self._handle(schedule_id).delete())
+        await _temporal(schedule_id, self._handle(schedule_id).delete())
 
     async def skips(self, schedule_id: str, after_id: int, limit: int) -> ScheduleSkipList:
-        """Firings that started no run, oldest first, after the given skip id."""
+        """Firings that started no run, oldest first, after the given skip id (404 for a
+        schedule Temporal does not have, as every other path of a schedule)."""
+        await _temporal(schedule_id, self._handle(schedule_id).describe())
         events = await self.store.list_events(skip_log_key(schedule_id), after_id, limit)
         return ScheduleSkipList(skips=[ScheduleSkip.model_validate(e) for e in events])
 
@@ -222,9 +225,9 @@ class ScheduleService:
         )
 
 
-async def _temporal(call: Awaitable[T]) -> T:
+async def _temporal(schedule_id: str, call: Awaitable[T]) -> T:
     """Await a Temporal call on a schedule; what Temporal refuses is about the schedule."""
     try:
         return await call
     except RPCError as exc:
-        raise ScheduleRefused(exc) from exc
+        raise ScheduleRefused(exc, schedule_id) from exc

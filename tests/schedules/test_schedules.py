@@ -226,7 +226,19 @@ class TestTemporalAnswers:
         assert response.status_code == 404
         error = response.json()["error"]
         assert error["code"] == "resource_not_found"
-        assert error["message"].startswith("Schedule not found: ")
+        assert error["message"] == f"Schedule not found: sched-{wf}-nothere"
+
+    async def test_the_skips_of_a_deleted_or_unknown_schedule_are_404(
+        self, platform: Platform
+    ) -> None:
+        # They were 200 with no skips, as if the schedule existed.
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, {"intervalSeconds": 3600}) as made:
+            assert (await platform.api.get(url(wf, made["id"]) + "/skips")).status_code == 200
+        for gone in (made["id"], f"sched-{wf}-nothere"):
+            response = await platform.api.get(url(wf, gone) + "/skips")
+            assert response.status_code == 404, response.text
+            assert response.json()["error"]["message"] == f"Schedule not found: {gone}"
 
     async def test_a_backwards_range_wraps_around(self, platform: Platform) -> None:
         # Temporal refuses FRI-MON; the API splits it (FRI-SAT,SUN-MON) and keeps it as given.
