@@ -166,7 +166,13 @@ def _step(node: WorkflowNode) -> list[str]:
 
 
 def _parallel(node: WorkflowNode) -> list[str]:
-    return [] if len(node.children) >= 2 else ["parallel nodes need at least 2 children"]
+    out = [] if len(node.children) >= 2 else ["parallel nodes need at least 2 children"]
+    # The block's output is {childName: childOutput}: a repeated name would lose an output.
+    names = [c.name for c in node.children]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        out.append(f"parallel children's names must be unique; repeated: {', '.join(dupes)}")
+    return out
 
 
 def _map(node: WorkflowNode) -> list[str]:

@@ -82,6 +82,8 @@ SHAPE_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("loop_rejects_step_config", valid("loop", stepConfig={}), ["('L')", "must not define stepConfig"]),
     ("router_needs_two_choices", valid("router", choices=CHOICES[:1]), ["('R')", "at least 2 choices"]),
     ("router_choice_names_unique", valid("router", choices=[CHOICES[0], CHOICES[0]]), ["('R')", "must be unique; repeated: x"]),
+    # The block's output is keyed by child name: a repeated one lost a child's output.
+    ("parallel_child_names_unique", valid("parallel", children=[step("B"), step("B", config={"v": 2})]), ["parallel children's names must be unique; repeated: B"]),
     ("router_choice_names_not_empty", valid("router", choices=[CHOICES[0], {"name": " ", "steps": [step("C")]}]), ["('R')", "choice names must not be empty"]),
     ("router_choice_needs_steps", valid("router", choices=[CHOICES[0], {"name": "y", "steps": []}]), ["('R')", "router choice 'y' needs at least one step"]),
     ("router_needs_condition_cel", valid("router", conditionCel=None), ["('R')", "router nodes need conditionCel"]),

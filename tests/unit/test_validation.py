@@ -217,6 +217,12 @@ class TestContainers:
             "nodes[0] ('n'): router choice names must be unique; repeated: x",
         ]
 
+    def test_parallel_children_names_are_unique(self) -> None:
+        children = [step("x", "builtin:echo"), step("y", "builtin:echo"), step("x", "builtin:echo")]
+        assert problems(node("p", "parallel", children=children)) == [
+            "nodes[0] ('p'): parallel children's names must be unique; repeated: x"
+        ]
+
     def test_every_router_choice_needs_a_step(self) -> None:
         assert problems(router("r", "'x'", {"x": [echo("a")], "y": []})) == [
             "nodes[0] ('r'): router choice 'y' needs at least one step"
