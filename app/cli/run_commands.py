@@ -60,7 +60,7 @@ def start(
     session: Session, workflow_id: str, inputs: tuple[str, ...], input_json: str | None
 ) -> None:
     """Trigger a run of a workflow's current version (it runs asynchronously)."""
-    initial = json.loads(input_json) if input_json else {}
+    initial = _json_object(input_json, "--input-json") if input_json else {}
     initial.update(_pairs(inputs, "--input"))
     body = {"triggerSource": "manual", "initialInput": initial}
     answer = session.api.post(f"/workflows/{workflow_id}/runs", body)
@@ -198,6 +198,21 @@ def _value(text: str) -> Any:
         return text
 
 
+def _json(text: str, option: str) -> Any:
+    """A value that must be JSON; anything else is a one-line usage error."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON ({exc})", param_hint=option) from None
+
+
+def _json_object(text: str, option: str) -> dict[str, Any]:
+    value = _json(text, option)
+    if not isinstance(value, dict):
+        raise click.BadParameter("a JSON object ({...}) is needed", param_hint=option)
+    return value
+
+
 def _pairs(items: tuple[str, ...], option: str) -> dict[str, Any]:
     pairs = [item.partition("=") for item in items]
     if any(not sep or not key for key, sep, _ in pairs):
@@ -209,7 +224,8 @@ def _pairs(items: tuple[str, ...], option: str) -> dict[str, Any]:
 @click.argument("run_id")
 @click.argument("step_id")
 @click.option("--reject", is_flag=True, help="reject instead of confirming")
-@click.option("--feedback", default=None, help="a note recorded with the decision")
+@click.option("--feedback", default=None,
+              help="why, with --reject (recorded as the rejection's feedback)")  # fmt: skip
 @click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE",
               help="answer a user-input gate (repeatable; JSON values allowed)")  # fmt: skip
 @click.option("--choice", "choices", multiple=True, help="route(s) to select at a router gate")
@@ -232,7 +248,8 @@ def approve(
     if choices:
         body.update(resolution="route_select", selectedChoices=list(choices))
     if edited_output is not None:
-        body.update(resolution="edit", editedOutput=_value(edited_output))
+        # JSON only: a typo must not become the step's output (the decision is final).
+        body.update(resolution="edit", editedOutput=_json(edited_output, "--edited-output"))
     if reject:
         body["resolution"] = "reject"
     if feedback is not None:

@@ -115,7 +115,8 @@ def _read_definition(path: Path) -> Any:
 
 
 def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:
-    """The id of the definition to update: the file's `id`, else the one of the same name."""
+    """The id of the definition to update: the file's `id` if it names one, else the one
+    of the same name."""
     from app.cli.api_client import ApiError
 
     if definition.get("id"):
@@ -124,7 +125,13 @@ def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:
         except ApiError as exc:
             if not str(exc).startswith("404"):
                 raise
-            return None
+        # The API gives ids: a create keeps none, so the next apply of this file would
+        # not find it by its id. The name finds it then, as for a file without one.
+        click.echo(
+            f"warning: no workflow has the id {definition['id']!r}; "
+            "applying by name (the API gives a new workflow its id)",
+            err=True,
+        )
     name = definition.get("name")
     if not name:
         return None

@@ -175,6 +175,42 @@ def test_apply_again_updates_the_workflow_of_the_same_name(dev: DevProcess, tmp_
     assert again.strip() == f"updated workflow {first['id']} (version 2)"
 
 
+def test_apply_of_a_file_whose_id_names_no_workflow_finds_it_by_name_next_time(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # The API gives ids: the first apply created a workflow under another id, and the
+    # second, finding nothing by the file's id, created a duplicate (409).
+    path = gated_definition(tmp_path / "wf.yaml", f"cli-{uuid.uuid4().hex[:8]}")
+    path.write_text(f"id: my-fixed-id-{uuid.uuid4().hex[:8]}\n" + path.read_text())
+    first = trellis(dev, "workflows", "apply", "-f", str(path), "--json")
+    created = json.loads(ok(first))
+    assert "no workflow has the id 'my-fixed-id-" in first.stderr
+    again = trellis(dev, "workflows", "apply", "-f", str(path))
+    assert ok(again).strip() == f"updated workflow {created['id']} (version 2)"
+
+
+def test_json_options_refuse_what_is_not_json_and_change_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied_workflow(dev, tmp_path)
+    before = httpx.get(f"{dev.api_url}/api/v1/workflows/{workflow_id}/runs").json()
+    for given in ("nope", "[1]"):
+        # Was a traceback (JSONDecodeError; a list has no update).
+        result = trellis(dev, "runs", "start", workflow_id, "--input-json", given)
+        assert result.returncode == 2, result.stderr
+        assert "--input-json" in result.stderr and "Traceback" not in result.stderr
+    after = httpx.get(f"{dev.api_url}/api/v1/workflows/{workflow_id}/runs").json()
+    assert after["pagination"]["total"] == before["pagination"]["total"]
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    step_id = wait_for_gate(dev, run_id)["stepId"]
+    # Was sent as the text "not json", and became the step's output for good.
+    result = trellis(dev, "approve", run_id, step_id, "--edited-output", "not json")
+    assert result.returncode == 2 and "--edited-output" in result.stderr, result.stderr
+    assert "not JSON" in result.stderr
+    assert wait_for_gate(dev, run_id)["stepId"] == step_id  # still waiting
+    ok(trellis(dev, "runs", "cancel", run_id))
+
+
 def test_apply_warns_of_each_key_the_api_would_ignore(dev: DevProcess, tmp_path: Path) -> None:
     path = tmp_path / "typo.yaml"
     path.write_text(
