@@ -157,6 +157,9 @@ async def _decide_while_paused(
     assert (await control(platform, wf, run_id, "pause")).status_code == 200
     decided = await approve(platform, wf, run_id, stepId="gate", resolution=resolution)
     assert decided.status_code == 200 and decided.json()["status"] == "paused"
+    assert decided.json()["message"] == (
+        f"Requirement resolved as {resolution}; the run stays paused until resumed"
+    )
     return wf, run_id
 
 
