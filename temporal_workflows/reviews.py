@@ -27,6 +27,10 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.recorder import RunRecorder
     from temporal_workflows.run_status import Activity, Pause
 
+# Runs cancelled while a pause held a decided gate left its step's node run
+# awaiting_approval; on replay they still do. Closing it queues one more write, which
+# can move where the outbox cuts a batch (FLUSH_AT_WRITES): a local activity more.
+HELD_GATE_PATCH = "gate-held-by-a-pause-closes-on-cancel"
 # Builds the gate for the n-th time it opens (n = rejections retried so far).
 RequirementFor = Callable[[int], Requirement]
 # Runs the node again after a rejection the policy retries (a step, a loop iteration).
@@ -143,5 +147,12 @@ class Reviews:
         # Written before the decision's answer leaves, not handed to the next step: an
         # answered gate must not stay listed as pending while that step waits for a slot.
         self.recorder.flush_in_this_task()
-        await self.pause.hold()
+        try:
+            await self.pause.hold()
+        except asyncio.CancelledError:
+            # Decided while paused, then cancelled before the run resumed. A container's
+            # node run is closed by the dispatcher; nothing else closes a step's.
+            if node.node_type == "step" and workflow.patched(HELD_GATE_PATCH):
+                self.recorder.cancelled(node_run_id, node, "cancelled while paused")
+            raise
         return decision

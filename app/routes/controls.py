@@ -29,8 +29,14 @@ async def approve(run: RunDep, body: ApproveRequest, controls: ControlsDep) -> A
         run_id=result.run_id,
         status=result.status,
         resolved_step_id=result.resolved_step_id,
-        message=f"Requirement resolved as {body.resolution}; run resuming",
+        message=_decided(body.resolution, result.status),
     )
+
+
+def _decided(resolution: str, status: str) -> str:
+    """What a decision's answer says: a paused run goes on only once resumed."""
+    then = "the run stays paused until resumed" if status == "paused" else "run resuming"
+    return f"Requirement resolved as {resolution}; {then}"
 
 
 @router.post("/pause", dependencies=[needs(CONTROL)], responses=errors(409, s409=STATE))

@@ -126,6 +126,34 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await asyncio.sleep(0.5)
     await platform.api.post(f"{base}/cancel")
     await platform.wait(wf, runs["paused_cancelled"])
+    # A gate decided while the run is paused, then the run cancelled during that pause
+    # (recorded before such a cancel closed the gate's node run).
+    wf = await platform.create({"nodes": [echo("gate", {"requiresConfirmation": True})]})
+    runs["decided_paused_cancelled"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, runs["decided_paused_cancelled"], "gate")
+    base = f"/api/v1/workflows/{wf}/runs/{runs['decided_paused_cancelled']}"
+    await platform.api.post(f"{base}/pause")
+    await approve(
+        platform, wf, runs["decided_paused_cancelled"], stepId="gate", resolution="confirm"
+    )
+    await platform.api.post(f"{base}/cancel")
+    await platform.wait(wf, runs["decided_paused_cancelled"])
+    # The same in a parallel block, once the cancel closes the held gate's node run
+    # (reviews.HELD_GATE_PATCH); the other branch's gate is still open.
+    gates = [
+        echo("gate", {"requiresConfirmation": True}),
+        echo("open", {"requiresConfirmation": True}),
+    ]
+    fan = {"id": "fan", "name": "fan", "nodeType": "parallel", "children": gates}
+    wf = await platform.create({"nodes": [fan]})
+    run_id = runs["held_gate_cancelled"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, run_id, "open")
+    await wait_for_gate(platform, wf, run_id, "gate")
+    base = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    await platform.api.post(f"{base}/pause")
+    await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    await platform.api.post(f"{base}/cancel")
+    await platform.wait(wf, run_id)
     # Steps that write the run's queued writes before their call (the outbox's hand-off):
     # the run's start; a decision (written before its answer, not handed); a failed
     # step's hand-off, which the outbox writes again.
@@ -249,6 +277,8 @@ def test_every_representative_history_is_recorded() -> None:
         "failed",
         "gates",
         "paused_cancelled",
+        "decided_paused_cancelled",
+        "held_gate_cancelled",
         "handed",
         "status_shown",
         "continued_status_shown",

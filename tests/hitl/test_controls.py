@@ -2,8 +2,12 @@
 
 import asyncio
 import time
+from typing import Any
+
+import pytest
 
 from tests.builders import delay, echo
+from tests.events.sse import read_all
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
 
@@ -83,19 +87,18 @@ async def test_pause_and_resume_refuse_runs_in_the_wrong_state(platform: Platfor
 async def test_a_gate_decided_while_paused_continues_only_after_resume(
     platform: Platform,
 ) -> None:
-    wf, run_id = await start(
-        platform, [echo("gate", {"requiresConfirmation": True}), echo("after")]
-    )
-    await wait_for_gate(platform, wf, run_id, "gate")
-    assert (await control(platform, wf, run_id, "pause")).status_code == 200
-    decided = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
-    assert decided.status_code == 200 and decided.json()["status"] == "paused"
+    nodes = [echo("gate", {"requiresConfirmation": True}), echo("after")]
+    wf, run_id = await _decide_while_paused(platform, nodes, "confirm")
     await asyncio.sleep(0.5)
     run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
     assert run["status"] == "paused" and len(run["nodeRuns"]) == 1
-    await control(platform, wf, run_id, "resume")
+    assert (await control(platform, wf, run_id, "resume")).status_code == 200
     run = await platform.wait(wf, run_id)
-    assert run["status"] == "completed" and len(run["nodeRuns"]) == 2
+    assert run["status"] == "completed"
+    assert [(n["nodeId"], n["status"], bool(n["finishedAt"])) for n in run["nodeRuns"]] == [
+        ("gate", "completed", True),
+        ("after", "completed", True),
+    ]
 
 
 async def test_cancel_stops_a_long_step_and_starts_nothing_after(platform: Platform) -> None:
@@ -143,3 +146,74 @@ async def test_two_pauses_by_the_same_caller_are_both_logged(platform: Platform)
     ]
     assert len(paused) == 2 and paused[0] == paused[1]
     assert [e["type"] for e in events][-3:] == ["run_paused", "run_resumed", "run_paused"]
+
+
+async def _decide_while_paused(
+    platform: Platform, nodes: list[dict[str, Any]], resolution: str
+) -> tuple[str, str]:
+    """A run whose gate `gate` was decided while the run was paused (it stays paused)."""
+    wf, run_id = await start(platform, nodes)
+    await wait_for_gate(platform, wf, run_id, "gate")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    decided = await approve(platform, wf, run_id, stepId="gate", resolution=resolution)
+    assert decided.status_code == 200 and decided.json()["status"] == "paused"
+    assert decided.json()["message"] == (
+        f"Requirement resolved as {resolution}; the run stays paused until resumed"
+    )
+    return wf, run_id
+
+
+async def _assert_ended_cancelled(
+    platform: Platform, wf: str, run_id: str, gates: set[str]
+) -> dict[str, Any]:
+    """The run ended cancelled and every gate's node run with it: in the run's record, its
+    graph and its event stream (which ends with the run's cancellation)."""
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "cancelled" and run["pendingRequirements"] == []
+    nodes = {n["nodeId"]: n for n in run["nodeRuns"] if n["nodeId"] in gates}
+    assert {k: (n["status"], bool(n["finishedAt"])) for k, n in nodes.items()} == {
+        g: ("cancelled", True) for g in gates
+    }, run["nodeRuns"]
+    graph = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}/graph")).json()
+    shown = {n["id"]: (n["status"], bool(n["finishedAt"])) for n in graph["nodes"]}
+    assert {g: shown[g] for g in gates} == {g: ("cancelled", True) for g in gates}
+    events = await read_all(platform.api, f"/api/v1/workflows/{wf}/runs/{run_id}/events")
+    kinds = [(m.event, m.json().get("nodeId")) for m in events if m.event]
+    assert kinds[-1] == ("run_cancelled", None), kinds
+    decided = [kind for kind, _ in kinds].index("requirement_resolved")
+    for gate in gates:
+        assert kinds.index(("node_cancelled", gate)) > decided, kinds
+    return run
+
+
+@pytest.mark.parametrize("resolution", ["confirm", "reject"])
+async def test_a_gate_decided_while_paused_ends_cancelled_when_the_run_is_cancelled(
+    platform: Platform, resolution: str
+) -> None:
+    nodes = [echo("gate", {"requiresConfirmation": True}), echo("after")]
+    wf, run_id = await _decide_while_paused(platform, nodes, resolution)
+    assert (await control(platform, wf, run_id, "cancel")).status_code == 200
+    run = await _assert_ended_cancelled(platform, wf, run_id, {"gate"})
+    assert [n["nodeId"] for n in run["nodeRuns"]] == ["gate"]
+
+
+async def test_a_cancelled_parallel_block_closes_decided_and_open_gates_alike(
+    platform: Platform,
+) -> None:
+    fan = {
+        "id": "fan",
+        "name": "fan",
+        "nodeType": "parallel",
+        "children": [
+            echo("gate", {"requiresConfirmation": True}),
+            echo("other", {"requiresConfirmation": True}),
+        ],
+    }
+    wf, run_id = await start(platform, [fan])
+    await wait_for_gate(platform, wf, run_id, "other")
+    await wait_for_gate(platform, wf, run_id, "gate")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    decided = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    assert decided.status_code == 200 and decided.json()["status"] == "paused"
+    assert (await control(platform, wf, run_id, "cancel")).status_code == 200
+    await _assert_ended_cancelled(platform, wf, run_id, {"fan", "gate", "other"})
