@@ -1,5 +1,5 @@
-"""An open event stream answers to the run's ACL for as long as it is open, not only when
-it opens: a revoked grant ends it."""
+"""An open event stream answers to the run's ACL and the caller's token for as long as it
+is open, not only when it opens: a revoked grant or an expired token ends it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from app.auth.caller import READ, Caller
 from app.auth.stream_access import StreamAccess
+from app.auth.tokens import LEEWAY_SECONDS
 from app.routes import events as events_route
 from tests.api.helpers import API
 from tests.builders import echo
@@ -116,6 +117,20 @@ async def test_a_silent_stream_ends_soon_after_its_grant_is_revoked(
         assert run["status"] == "awaiting_approval"  # still held: only the access ended it
     reconnect = await p.api.get(f"{API}/workflows/{wf}/runs/{run_id}/events", headers=BOB)
     assert reconnect.status_code == 404
+
+
+async def test_a_stream_ends_when_its_token_expires(jwt_platform: Platform) -> None:
+    p = jwt_platform
+    wf, run_id = await start(p, GATED)
+    await wait_for_gate(p, wf, run_id, "send")
+    # The owner's own token, still accepted for 3 s (its `exp` is past, within the leeway).
+    expiring = as_user("alice", [READ], expires_in=-(LEEWAY_SECONDS - 3))
+    async with open_stream(p, wf, run_id, expiring) as alices:
+        await eventually(lambda: alices.closed, within=10)
+        run = (await p.api.get(f"{API}/workflows/{wf}/runs/{run_id}")).json()
+        assert run["status"] == "awaiting_approval"
+    reconnect = await p.api.get(f"{API}/workflows/{wf}/runs/{run_id}/events", headers=expiring)
+    assert reconnect.status_code == 401
 
 
 async def test_the_owners_stream_runs_on_while_a_grantee_is_revoked(
