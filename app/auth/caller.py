@@ -34,6 +34,8 @@ class Caller:
     admin: bool = False
     # The token's `iat` (Unix seconds), when it had one.
     authenticated_at: int | None = None
+    # The token's `exp` (Unix seconds); None for the dev admin, who has no token.
+    expires_at: int | None = None
     # Whether a token proved who this is (False for the dev admin).
     verified: bool = True
     principals: frozenset[str] = field(init=False)

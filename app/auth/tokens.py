@@ -130,6 +130,8 @@ class TokenVerifier:
             scopes=frozenset(words(claim(claims, self._claims.scopes))),
             roles=frozenset(words(claim(claims, self._claims.roles))),
             authenticated_at=int(issued) if isinstance(issued, (int, float)) else None,
+            # Required, and PyJWT has checked that int() takes it.
+            expires_at=int(claims["exp"]),
         )
 
 

@@ -10,7 +10,8 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app.auth.caller import READ
-from app.auth.guard import needs
+from app.auth.guard import CallerDep, needs
+from app.auth.stream_access import StreamAccess
 from app.deps import EventHubDep, LastEventIdDep, RunDep, StoreDep
 from app.services.event_hub import EventHub
 from app.services.event_stream import RunEventFollower
@@ -21,6 +22,9 @@ router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["event
 KEEP_ALIVE_SECONDS = 15.0
 # How often a stream reads the store while the hub has no live feed (see event_hub.py).
 POLL_SECONDS = 0.15
+# How often an open stream with nothing to send asks the store again whether its caller
+# may still read the run (it asks before every batch it sends, too).
+ACCESS_RECHECK_SECONDS = 5.0
 # How long a stream may take to end by itself once the server shuts down (it ends after
 # its next read: within IDLE_SECONDS of event_stream.py).
 SHUTDOWN_GRACE_SECONDS = 3.0
@@ -28,10 +32,19 @@ SHUTDOWN_GRACE_SECONDS = 3.0
 
 @router.get("/events", response_class=EventSourceResponse, dependencies=[needs(READ)])
 async def stream_events(
-    run: RunDep, store: StoreDep, hub: EventHubDep, after: LastEventIdDep
+    run: RunDep, store: StoreDep, hub: EventHubDep, after: LastEventIdDep, caller: CallerDep
 ) -> EventSourceResponse:
     """The run's events as they happen; resumes after `Last-Event-ID`, ends after the run."""
-    follower = RunEventFollower(store, run.id, after_id=after, poll_seconds=POLL_SECONDS)
+    access = StreamAccess(
+        store,
+        caller,
+        workflow_id=run.workflow_definition_id,
+        run_id=run.id,
+        recheck_seconds=ACCESS_RECHECK_SECONDS,
+    )
+    follower = RunEventFollower(
+        store, run.id, access=access, after_id=after, poll_seconds=POLL_SECONDS
+    )
     # Set by sse-starlette when the server shuts down: the stream ends after its next
     # read with a complete body, instead of being cut off mid-chunk.
     shutting_down = anyio.Event()

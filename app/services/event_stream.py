@@ -3,7 +3,8 @@
 Events are always read from the store (not from an in-process queue): that is what
 lets the worker and the API run in different processes and the API run as several
 replicas. The hub's doorbell (`event_hub.py`) says when to read; without it, or while
-its feed is down, the follower polls.
+its feed is down, the follower polls. Whether the caller may still read the run is asked
+again while the stream is open (`app/auth/stream_access.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from activities.store.base import Store
+from app.auth.stream_access import StreamAccess
 from app.services.event_hub import Wakeup
 from temporal_workflows.read_model import TERMINAL_EVENTS, TERMINAL_RUN_STATUSES
 
@@ -32,10 +34,12 @@ IDLE_SECONDS = 1.0
 
 @dataclass
 class RunEventFollower:
-    """Yields a run's events after `after_id`, in id order, until the run has ended."""
+    """Yields a run's events after `after_id`, in id order, until the run has ended or the
+    caller may no longer read it."""
 
     store: Store
     run_id: str
+    access: StreamAccess
     after_id: int = 0
     poll_seconds: float = 0.15
     wakeup: Wakeup | None = None
@@ -45,12 +49,17 @@ class RunEventFollower:
     _terminal_seen_at: float | None = None
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
-        """Each new event once; stops after a terminal event, or when the run is over."""
+        """Each new event once; stops after a terminal event, when the run is over, or when
+        the caller lost access to it."""
         while True:
             if self.wakeup is not None:
                 self.wakeup.clear()
             batch = await self.store.list_events(self.run_id, self.after_id, PAGE)
             fresh = [e for e in batch if e["id"] not in self._recent]
+            # Asked after the read, so no event written after a revocation is sent; once
+            # per batch, not per event.
+            if fresh and not await self.access.allows():
+                return
             now = time.monotonic()
             for event in fresh:
                 self._recent[event["id"]] = now
@@ -65,6 +74,8 @@ class RunEventFollower:
             await self._wait()
             if self.should_stop():
                 return  # the client resumes with Last-Event-ID (on another replica)
+            if not await self.access.allows_while_idle():
+                return  # a silent stream is not held open for who lost access
 
     async def _wait(self) -> None:
         if self.wakeup is None:
