@@ -7,7 +7,7 @@ waits on them.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -87,6 +87,14 @@ class OpenGates:
             )
         if decision.step_id in self._decisions:
             raise _already_decided(decision)
+        if req.timeout_at is not None and workflow.now() >= datetime.fromisoformat(req.timeout_at):
+            # Its timer fired while no worker was up: the timer and this decision reached
+            # the run together, and the decision would be applied first.
+            raise ApplicationError(
+                f"The gate on step {decision.step_id!r} timed out at {req.timeout_at}; "
+                "its onTimeout applies",
+                type=CONFLICT_ERROR,
+            )
         try:
             check_decision(req, decision, self._schemas.get(decision.step_id, []))
         except GateError as exc:
