@@ -46,7 +46,18 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.run_status import Activity
     from temporal_workflows.scope import Scope
 
+# A worker that dies is noticed by its step's missing heartbeats (sent every second): at
+# the latest after this long, and after a third of the step's own timeout when that is
+# shorter, so it is noticed before the step times out and the attempt runs again instead
+# of the timeout failing the step. Not under the floor: a worker's busy second is not death.
 STEP_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+MIN_STEP_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+
+
+def heartbeat_timeout(step_timeout: timedelta) -> timedelta:
+    return max(MIN_STEP_HEARTBEAT_TIMEOUT, min(STEP_HEARTBEAT_TIMEOUT, step_timeout / 3))
+
+
 # Runs that lost a step's last attempt with its worker before reruns existed failed the
 # step there; on replay they still do (the rerun is a new command).
 LOST_WORKER_PATCH = "step-rerun-when-its-worker-is-lost"
@@ -255,7 +266,7 @@ class StepRunner:
                     request,
                     result_type=StepOutput,
                     start_to_close_timeout=timeout,
-                    heartbeat_timeout=STEP_HEARTBEAT_TIMEOUT,
+                    heartbeat_timeout=heartbeat_timeout(timeout),
                     retry_policy=policy,
                     activity_id=activity_id,
                     summary=summary,

@@ -96,3 +96,26 @@ async def test_steps_with_no_retries_outlive_their_worker_being_killed(
     # The agent was asked once: the second attempt got the first attempt's task's answer.
     assert peers.agent_stats.calls["slow-agent"] == sent + 1
     assert asked["nodeRuns"][0]["outputSnapshot"]["run"]["attempt"] == 1
+
+
+@pytest.mark.long
+async def test_a_step_with_a_short_timeout_outlives_its_worker_being_killed(
+    temporal_env: WorkflowEnvironment, peers: Peers, tmp_path: Path, processes: Processes
+) -> None:
+    """A dead worker was noticed only after 30 s without heartbeats, so a step whose own
+    timeout was shorter timed out first and failed the run, the worker back at once."""
+    env = process_env(tmp_path, temporal_env.client.service_client.config.target_host)
+    api = processes.api(env)
+    first = processes.worker(env)
+    wait = step("Wait", "builtin:delay", {"seconds": 6}, stepConfig={"timeoutSeconds": 20})
+    async with httpx.AsyncClient(base_url=api.url, timeout=10) as client:
+        wf, run_id = await create_and_trigger(client, {"nodes": [wait]})
+        await wait_for(client, wf, run_id, lambda r: r["nodeRuns"][:1] != [])  # started
+        await asyncio.sleep(1.5)
+        first.kill()
+        processes.worker(env)
+        # Noticed within a third of the 20 s (6.7 s), then the 6 s step again.
+        run = await wait_for(client, wf, run_id, lambda r: r["status"] in TERMINAL, within=40)
+    assert run["status"] == "completed", run
+    [node_run] = run["nodeRuns"]
+    assert (node_run["status"], node_run["attempt"]) == ("completed", 2), node_run
