@@ -132,9 +132,13 @@ class TrellisRun:
     @workflow.update(name=DECIDE)
     async def decide(self, decision: Decision) -> DecisionResult:
         """Apply a decision to an open gate; exactly once per gate."""
+        on_reject = self._gates.open[decision.step_id].on_reject
         remaining = self._gates.accept(decision)
         status = (
-            "paused"
+            # A rejection whose gate cancels the run ends it in this same workflow task.
+            "cancelled"
+            if decision.resolution == "reject" and on_reject == "cancel"
+            else "paused"
             if self._pause.paused
             else ("awaiting_approval" if remaining > 0 else "running")
         )

@@ -33,10 +33,16 @@ async def approve(run: RunDep, body: ApproveRequest, controls: ControlsDep) -> A
     )
 
 
+# What a decision's answer says the run does next, by the status it moves to.
+_NEXT = {
+    "paused": "the run stays paused until resumed",
+    "awaiting_approval": "the run waits for its other open gates",
+    "cancelled": "the run is cancelled (the gate's onReject is cancel)",
+}
+
+
 def _decided(resolution: str, status: str) -> str:
-    """What a decision's answer says: a paused run goes on only once resumed."""
-    then = "the run stays paused until resumed" if status == "paused" else "run resuming"
-    return f"Requirement resolved as {resolution}; {then}"
+    return f"Requirement resolved as {resolution}; {_NEXT.get(status, 'run resuming')}"
 
 
 @router.post("/pause", dependencies=[needs(CONTROL)], responses=errors(409, s409=STATE))

@@ -75,7 +75,13 @@ class TestConfirmation:
             [echo("send", {"requiresConfirmation": True, "onReject": "cancel"}), echo("after")],
         )
         await wait_for_gate(platform, wf, run_id, "send")
-        await approve(platform, wf, run_id, stepId="send", resolution="reject")
+        answer = await approve(platform, wf, run_id, stepId="send", resolution="reject")
+        # The answer said "running" and "run resuming", of a run the rejection cancels.
+        assert answer.status_code == 200, answer.text
+        assert (answer.json()["status"], answer.json()["message"]) == (
+            "cancelled",
+            "Requirement resolved as reject; the run is cancelled (the gate's onReject is cancel)",
+        )
         run = await platform.wait(wf, run_id)
         assert run["status"] == "cancelled"
         assert [n["nodeName"] for n in run["nodeRuns"]] == ["send"]
