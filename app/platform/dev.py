@@ -20,6 +20,7 @@ from app.platform.devserver import DevServerError, dev_server_child, wait_for_te
 from app.platform.preflight import (
     PreflightError,
     check_auth,
+    check_distinct_ports,
     check_service_tokens,
     check_store,
     check_tracing,
@@ -68,8 +69,17 @@ def data_dir_lock(data_dir: Path) -> Iterator[None]:
 def preflight(settings: Settings) -> None:
     """Refuse to start on a taken port or a bad catalog, before any process is spawned."""
     check_auth(settings)
+    embedded = settings.embedded_temporal
+    check_distinct_ports(
+        {
+            "--api-port / TRELLIS_API_PORT": settings.api_port,
+            "--temporal-port / TRELLIS_TEMPORAL_PORT": settings.temporal_port if embedded else None,
+            "--ui-port / TRELLIS_UI_PORT": settings.ui_port if embedded else None,
+            "--worker-metrics-port / TRELLIS_WORKER_METRICS_PORT": settings.worker_metrics_port,
+        }
+    )
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
-    if settings.embedded_temporal:
+    if embedded:
         ensure_port_free(
             "127.0.0.1",
             settings.temporal_port,

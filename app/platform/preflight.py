@@ -36,6 +36,21 @@ def ensure_port_free(host: str, port: int, what: str, setting: str) -> None:
             raise PreflightError(f"cannot bind {host}:{port} ({what}): {exc.strerror}") from None
 
 
+def check_distinct_ports(ports: dict[str, int | None]) -> None:
+    """Two parts given one port: each probe alone finds it free, then the second part to
+    start fails with its own words. `ports` maps each part's setting to its port."""
+    seen: dict[int, str] = {}
+    for setting, port in ports.items():
+        if port is None:
+            continue
+        if port in seen:
+            raise PreflightError(
+                f"port {port} is given to two parts ({seen[port]} and {setting}); "
+                "choose another for one of them"
+            )
+        seen[port] = setting
+
+
 def check_worker_metrics_port(settings: Settings) -> None:
     """The worker's /metrics port, when one is set, must be free."""
     if settings.worker_metrics_port is not None:

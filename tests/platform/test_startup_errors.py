@@ -67,6 +67,25 @@ def test_dev_on_a_taken_temporal_port_says_so(tmp_path: Path, taken_port: int) -
     assert "TRELLIS_TEMPORAL_PORT" in result.stderr
 
 
+def test_dev_given_one_port_for_two_parts_says_so_before_starting_any(tmp_path: Path) -> None:
+    # Each port alone was free: the dev server then failed on its own, in a JSON log line.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = trellis_env(tmp_path / "data", TRELLIS_TEMPORAL_PORT=str(port), TRELLIS_UI_PORT=str(port))
+    result = run_trellis(["dev"], env)
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            f"port {port} is given to two parts (--temporal-port / TRELLIS_TEMPORAL_PORT and "
+            "--ui-port / TRELLIS_UI_PORT); choose another for one of them"
+        )
+    ), result.stderr
+    assert "FATAL" not in result.stderr and "Traceback" not in result.stderr
+
+
 def test_api_on_a_taken_port_says_so(tmp_path: Path, taken_port: int) -> None:
     env = trellis_env(tmp_path / "data", TRELLIS_API_PORT=str(taken_port))
     result = run_trellis(["api"], env)
