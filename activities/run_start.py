@@ -9,8 +9,9 @@ stored one; the workflow is started only while that record is still `pending` (i
 workflow never wrote), with `USE_EXISTING` (a running workflow is attached to) and
 `REJECT_DUPLICATE` (a closed one is never run a second time). So calling `start` again
 for a record whose workflow never started (still `pending`) starts it, and for any other
-record does nothing but return it. Three callers rely on that: a trigger repeated with
-the same `Idempotency-Key`, a schedule's next attempt, and the reconciler.
+record does nothing but return it. Three callers rely on that: a request repeated with
+the same `Idempotency-Key` (a trigger, retry, node rerun or replay), a schedule's next
+attempt, and the reconciler.
 
 A run marked failed because Temporal refused its start (the caller got a 503) reads
 failed, but the mark is written at `START_FAILED_REV`, the record's own rev: the
@@ -90,14 +91,15 @@ def new_run_record(
     idempotency_key: str | None = None,
     triggered_by: Identity | None = None,
 ) -> RunRecord:
-    """A pending run of the workflow's live definition, or of the one `pinned_to` ran on."""
+    """A pending run of the workflow's live definition, or of the one `pinned_to` ran on;
+    its id is derived from `idempotency_key` when one is given (see `new_run_id`)."""
     version, snapshot = (
         (pinned_to.workflow_version, pinned_to.definition_snapshot)
         if pinned_to is not None
         else (workflow.version, workflow.spec())
     )
     return RunRecord(
-        id=run_id or new_run_id(workflow.id),
+        id=run_id or new_run_id(workflow.id, idempotency_key),
         workflow_definition_id=workflow.id,
         workflow_version=version,
         trigger_source=trigger_source,
@@ -144,7 +146,9 @@ class RunStarter:
             stored = await self._reopen(stored)
         if stored.status != "pending":
             return stored  # its workflow started already (or a start was given up on)
-        if cached is None:
+        if cached is None or stored.resolved_dependencies != record.resolved_dependencies:
+            # `cached` belongs to `record`: a record stored first by another request (a
+            # concurrent use of its Idempotency-Key) starts with the outputs it names.
             cached = await cached_outputs_of(self.store, stored)
         try:
             await start_run_workflow(

@@ -59,6 +59,13 @@ MAX_PAGE = 1_000_000
 Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100)]
 
+# Makes a request that starts a run (trigger, retry, rerun, replay) safe to repeat: the
+# same key and request answer the same run (app/services/idempotency.py).
+IdempotencyKey = Annotated[
+    str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)
+]
+KEY_REUSED = "conflict: the Idempotency-Key was first used with a different request"
+
 
 def check_id(value: str, what: str) -> str:
     """`value` when it is a well-formed id; InvalidRequest (400) naming `what` otherwise."""

@@ -6,7 +6,8 @@ waiting for a worker, say) was answered by uvicorn with a plain-text "500 Intern
 Error". That reads as a bug in the request, and a careful client does not repeat a 500.
 It is the platform going away: answer 503 `service_unavailable` in the one error body,
 with `Retry-After`, so the client repeats it against the next API (every such request is
-safe to repeat: triggers with their `Idempotency-Key`, decisions answer 409 once applied).
+safe to repeat: triggers, retries, reruns and replays with their `Idempotency-Key`,
+decisions answer 409 once applied).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ log = logging.getLogger("trellis.api")
 
 CUT_OFF_MESSAGE = (
     "The API shut down before this request finished; it may or may not have taken effect. "
-    "Repeat it once an API answers (a trigger with the same Idempotency-Key; a decision "
-    "already applied answers 409)."
+    "Repeat it once an API answers (a trigger, retry, rerun or replay with the same "
+    "Idempotency-Key; a decision already applied answers 409)."
 )
 
 

@@ -7,29 +7,48 @@ from fastapi import APIRouter, status
 from activities.store.records import RunRecord
 from app.auth.caller import CONTROL
 from app.auth.guard import needs
-from app.deps import LineageDep, NodeIdDep, RunDep, WorkflowDep
+from app.deps import KEY_REUSED, IdempotencyKey, LineageDep, NodeIdDep, RunDep, WorkflowDep
+from app.openapi import errors
 from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
+KEY_RESPONSES = errors(409, s409=KEY_REUSED)
 
 
 # 200, not 202 like rerun and replay: contract 3.2 ("HTTP 200 returned immediately with the
 # child run's ID"), while 3.3 and 3.4 answer 202.
-@router.post("/retry", status_code=status.HTTP_200_OK, dependencies=[needs(CONTROL)])
-async def retry_run(workflow: WorkflowDep, run: RunDep, lineage: LineageDep) -> ChildRunAccepted:
+@router.post(
+    "/retry",
+    status_code=status.HTTP_200_OK,
+    dependencies=[needs(CONTROL)],
+    responses=KEY_RESPONSES,
+)
+async def retry_run(
+    workflow: WorkflowDep,
+    run: RunDep,
+    lineage: LineageDep,
+    idempotency_key: IdempotencyKey = None,
+) -> ChildRunAccepted:
     """Retry a failed or cancelled run, reusing the outputs of the steps that completed."""
-    child = await lineage.retry(workflow, run)
+    child = await lineage.retry(workflow, run, idempotency_key)
     return _accepted(child, f"Retry of run {run.id} queued as run {child.id}")
 
 
 @router.post(
-    "/nodes/{node_id}/rerun", status_code=status.HTTP_202_ACCEPTED, dependencies=[needs(CONTROL)]
+    "/nodes/{node_id}/rerun",
+    status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[needs(CONTROL)],
+    responses=KEY_RESPONSES,
 )
 async def rerun_node(
-    workflow: WorkflowDep, run: RunDep, node_id: NodeIdDep, lineage: LineageDep
+    workflow: WorkflowDep,
+    run: RunDep,
+    node_id: NodeIdDep,
+    lineage: LineageDep,
+    idempotency_key: IdempotencyKey = None,
 ) -> NodeRerunAccepted:
     """Rerun one top-level step; the nodes before it are replayed from cached outputs."""
-    child = await lineage.rerun_node(workflow, run, node_id)
+    child = await lineage.rerun_node(workflow, run, node_id, idempotency_key)
     return NodeRerunAccepted(
         run_id=child.id,
         status=child.status,
@@ -37,10 +56,20 @@ async def rerun_node(
     )
 
 
-@router.post("/replay", status_code=status.HTTP_202_ACCEPTED, dependencies=[needs(CONTROL)])
-async def replay_run(workflow: WorkflowDep, run: RunDep, lineage: LineageDep) -> ChildRunAccepted:
+@router.post(
+    "/replay",
+    status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[needs(CONTROL)],
+    responses=KEY_RESPONSES,
+)
+async def replay_run(
+    workflow: WorkflowDep,
+    run: RunDep,
+    lineage: LineageDep,
+    idempotency_key: IdempotencyKey = None,
+) -> ChildRunAccepted:
     """Run the live definition again from scratch with the source run's initial input."""
-    child = await lineage.replay(workflow, run)
+    child = await lineage.replay(workflow, run, idempotency_key)
     return _accepted(child, f"Replay of run {run.id} queued as run {child.id}")
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from functools import partial
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from app.auth.caller import CONTROL, READ
 from app.auth.guard import needs
 from app.deps import (
+    KEY_REUSED,
     MAX_PAGE,
+    IdempotencyKey,
     NodeRunDep,
     Page,
     PerPage,
@@ -44,8 +46,6 @@ from temporal_workflows.read_model import RunStatus
 
 router = APIRouter(prefix="/workflows/{workflow_id}/runs", tags=["runs"])
 
-KEY_REUSED = "conflict: the Idempotency-Key was first used with a different request body"
-
 # Opt-in for runs with thousands of node runs; without it, the contract's shapes.
 NodeRunsView = Annotated[Literal["all", "summary"], Query(alias="nodeRuns")]
 NodePage = Annotated[int | None, Query(ge=1, le=MAX_PAGE)]
@@ -62,9 +62,7 @@ async def trigger_run(
     workflow: WorkflowDep,
     runs: RunServiceDep,
     body: RunCreate | None = None,
-    idempotency_key: Annotated[
-        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> RunAccepted:
     """Start a run of the workflow's current version; it executes asynchronously."""
     run = await runs.trigger(workflow, body or RunCreate(), idempotency_key)

@@ -2,7 +2,9 @@
 
 Each builds a child run record linked by `parentRunId` and starts it through the one
 start path (`RunStarter.start`); outputs reused from the parent are passed to the workflow as
-data (`RunInput.cached_outputs`), never re-read by the workflow.
+data (`RunInput.cached_outputs`), never re-read by the workflow. Under an `Idempotency-Key`
+a repeat is answered with the child its first use created, as a trigger's is
+(app/services/idempotency.py): a lost answer repeated must not start a second child.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from activities.store.records import (
 )
 from app.errors import InvalidRequest, NotFound
 from app.services.graph import latest_node_runs
+from app.services.idempotency import Asked, repeated_run, require_same_request
 from temporal_workflows.contracts import CachedOutput, Identity
 from temporal_workflows.definition import WorkflowNode, iter_nodes
 
@@ -34,9 +37,15 @@ class LineageService:
     # Who asks for the child run (recorded with it, carried into its workflow).
     triggered_by: Identity | None = None
 
-    async def retry(self, workflow: WorkflowRecord, source: RunRecord) -> RunRecord:
+    async def retry(
+        self, workflow: WorkflowRecord, source: RunRecord, idempotency_key: str | None = None
+    ) -> RunRecord:
         """A child on the source's snapshot reusing every completed step, rerunning the rest."""
         require_enabled(workflow)
+        asked = lineage_request("retry", source)
+        repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
+        if repeat is not None:
+            return repeat
         if source.status not in RETRYABLE:
             raise InvalidRequest(
                 f"Run {source.id!r} is {source.status}; only a failed or cancelled run "
@@ -44,14 +53,24 @@ class LineageService:
             )
         steps = reusable_steps(source.definition_snapshot.nodes)
         cached, deps = await self._reuse(source, steps)
-        record = child_record(workflow, source, "retry", deps, triggered_by=self.triggered_by)
-        return await self.starter.start(workflow, record, cached=cached)
+        record = child_record(
+            workflow, source, "retry", deps, key=idempotency_key, triggered_by=self.triggered_by
+        )
+        return await self._start(workflow, record, asked, cached=cached)
 
     async def rerun_node(
-        self, workflow: WorkflowRecord, source: RunRecord, node_id: str
+        self,
+        workflow: WorkflowRecord,
+        source: RunRecord,
+        node_id: str,
+        idempotency_key: str | None = None,
     ) -> RunRecord:
         """A child that replays the nodes before `node_id` from cache, runs it, and stops."""
         require_enabled(workflow)
+        asked = lineage_request("node_rerun", source, node_id)
+        repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
+        if repeat is not None:
+            return repeat
         top = source.definition_snapshot.nodes
         index = next((i for i, n in enumerate(top) if n.id == node_id), None)
         if index is None:
@@ -70,15 +89,50 @@ class LineageService:
             )
         cached, deps = await self._reuse(source, reusable_steps(top[:index]))
         deps.append(ResolvedDependency(node_id=node_id, resolution="rerun"))
-        record = child_record(workflow, source, "node_rerun", deps, triggered_by=self.triggered_by)
-        return await self.starter.start(workflow, record, cached=cached, stop_after_node_id=node_id)
-
-    async def replay(self, workflow: WorkflowRecord, source: RunRecord) -> RunRecord:
-        """A fresh child on the live definition with the source's initial input."""
         record = child_record(
-            workflow, source, "replay", pinned=False, triggered_by=self.triggered_by
+            workflow,
+            source,
+            "node_rerun",
+            deps,
+            key=idempotency_key,
+            triggered_by=self.triggered_by,
         )
-        return await self.starter.start(workflow, record)
+        return await self._start(workflow, record, asked, cached=cached, stop_after_node_id=node_id)
+
+    async def replay(
+        self, workflow: WorkflowRecord, source: RunRecord, idempotency_key: str | None = None
+    ) -> RunRecord:
+        """A fresh child on the live definition with the source's initial input."""
+        require_enabled(workflow)
+        asked = lineage_request("replay", source)
+        repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
+        if repeat is not None:
+            return repeat
+        record = child_record(
+            workflow,
+            source,
+            "replay",
+            pinned=False,
+            key=idempotency_key,
+            triggered_by=self.triggered_by,
+        )
+        return await self._start(workflow, record, asked)
+
+    async def _start(
+        self,
+        workflow: WorkflowRecord,
+        record: RunRecord,
+        asked: Asked,
+        *,
+        cached: dict[str, CachedOutput] | None = None,
+        stop_after_node_id: str | None = None,
+    ) -> RunRecord:
+        stored = await self.starter.start(
+            workflow, record, cached=cached, stop_after_node_id=stop_after_node_id
+        )
+        if record.idempotency_key is not None:
+            require_same_request(stored, asked)  # a concurrent first use may have won
+        return stored
 
     async def _reuse(
         self, source: RunRecord, steps: list[WorkflowNode]
@@ -126,6 +180,11 @@ def latest_completed(node_runs: list[NodeRunRecord]) -> dict[str, NodeRunRecord]
     return latest_node_runs([n for n in node_runs if n.status == "completed"])
 
 
+def lineage_request(trigger: str, source: RunRecord, node_id: str | None = None) -> Asked:
+    """What a lineage request asks for: its kind, its source run and (rerun) its node."""
+    return {"triggerSource": trigger, "parentRunId": source.id, "nodeId": node_id}
+
+
 def child_record(
     workflow: WorkflowRecord,
     source: RunRecord,
@@ -133,6 +192,7 @@ def child_record(
     deps: list[ResolvedDependency] | None = None,
     *,
     pinned: bool = True,
+    key: str | None = None,
     triggered_by: Identity | None = None,
 ) -> RunRecord:
     """A child of `source` with its input: on its definition snapshot, or (replay) the live one."""
@@ -143,5 +203,6 @@ def child_record(
         pinned_to=source if pinned else None,
         parent_run_id=source.id,
         resolved_dependencies=deps,
+        idempotency_key=key,
         triggered_by=triggered_by,
     )

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from activities.run_start import RunStarter, new_run_id, new_run_record, require_enabled
+from activities.run_start import RunStarter, new_run_record, require_enabled
 from activities.store.base import Store
 from activities.store.records import RunRecord, WorkflowRecord
-from app.errors import Conflict, InvalidRequest, NotFound
+from app.errors import InvalidRequest, NotFound
 from app.schemas.run import RunCreate
+from app.services.idempotency import Asked, repeated_run, require_same_request
 from temporal_workflows.contracts import CachedOutput, Identity
 from temporal_workflows.definition import iter_nodes
 
@@ -23,22 +24,18 @@ class RunService:
     async def trigger(
         self, workflow: WorkflowRecord, body: RunCreate, idempotency_key: str | None
     ) -> RunRecord:
-        """Validate and start a run; with an idempotency key, a repeat returns the same run."""
+        """Validate and start a run; with an idempotency key, a repeat returns the same run
+        (app/services/idempotency.py)."""
         require_enabled(workflow)
-        run_id = new_run_id(workflow.id, idempotency_key)
-        existing = await self.store.get_run(run_id)
-        if existing is not None:
-            # A repeat gets the same run. One whose workflow never started (the API died
-            # between record and start, or Temporal refused it with a 503) is started now;
-            # any other is returned unchanged.
-            require_same_trigger(existing, body)
-            return await self.starter.start(workflow, existing, restart_refused=True)
+        asked = trigger_request(body)
+        repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
+        if repeat is not None:
+            return repeat
         cached = await self._cached_outputs(workflow, body)
         record = new_run_record(
             workflow,
             body.trigger_source,
             body.initial_input,
-            run_id=run_id,
             parent_run_id=body.parent_run_id,
             resolved_dependencies=body.resolved_dependencies,
             idempotency_key=idempotency_key,
@@ -46,7 +43,7 @@ class RunService:
         )
         stored = await self.starter.start(workflow, record, cached=cached)
         if idempotency_key is not None:
-            require_same_trigger(stored, body)  # a concurrent first use may have won
+            require_same_request(stored, asked)  # a concurrent first use may have won
         return stored
 
     async def _cached_outputs(
@@ -91,30 +88,12 @@ class RunService:
         return cached
 
 
-def require_same_trigger(run: RunRecord, body: RunCreate) -> None:
-    """A repeat under an `Idempotency-Key` must be the same trigger as its first use.
-
-    Answering another body with the first one's run would accept a trigger that never
-    runs (a key reused by mistake, a client bug): refuse it, as the IETF idempotency-key
-    draft and payment APIs do, naming what differs.
-    """
-    differs = [
-        name
-        for name, stored, sent in (
-            ("initialInput", run.initial_input, body.initial_input),
-            ("triggerSource", run.trigger_source, body.trigger_source),
-            ("parentRunId", run.parent_run_id, body.parent_run_id),
-            (
-                "resolvedDependencies",
-                [d.model_dump() for d in run.resolved_dependencies],
-                [d.model_dump() for d in body.resolved_dependencies],
-            ),
-        )
-        if stored != sent
-    ]
-    if differs:
-        raise Conflict(
-            f"Idempotency-Key was first used for run {run.id} with a different request "
-            f"({', '.join(differs)} differ): repeat that request unchanged, or use a new "
-            "key for a new run"
-        )
+def trigger_request(body: RunCreate) -> Asked:
+    """What a trigger asks for: its whole body (and no node rerun)."""
+    return {
+        "initialInput": body.initial_input,
+        "triggerSource": body.trigger_source,
+        "parentRunId": body.parent_run_id,
+        "resolvedDependencies": [d.model_dump() for d in body.resolved_dependencies],
+        "nodeId": None,
+    }

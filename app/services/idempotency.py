@@ -1,0 +1,64 @@
+"""Starts under an `Idempotency-Key`: triggers and lineage (retry, node rerun, replay).
+
+The key names the run: its id is derived from the workflow's id and the key
+(`new_run_id`), so a repeat finds the run its first use recorded and is answered with
+it (started now if its workflow never was), and concurrent first uses collide on one
+record. A repeat must ask for what the first use asked for; anything else is 409, never
+the first use's run (that would accept a request that never runs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from activities.run_start import RunStarter, new_run_id
+from activities.store.records import RunRecord, WorkflowRecord
+from app.errors import Conflict
+
+# What a request asks for, under the wire names a 409 reports (a request names only the
+# parts it decides; a lineage request's input and reuse list follow from its source run).
+Asked = dict[str, Any]
+
+
+def asked_of(run: RunRecord) -> Asked:
+    """What the request that created `run` asked for."""
+    return {
+        "triggerSource": run.trigger_source,
+        "parentRunId": run.parent_run_id,
+        "nodeId": run.stop_after_node_id,
+        "initialInput": run.initial_input,
+        "resolvedDependencies": [d.model_dump() for d in run.resolved_dependencies],
+    }
+
+
+def require_same_request(run: RunRecord, asked: Asked) -> None:
+    """Conflict (409) naming what differs, unless `run` was created by the request `asked`.
+
+    As the IETF idempotency-key draft and payment APIs do: a key reused by mistake (a
+    client bug) must not be answered with a run that is not what was asked for.
+    """
+    first = asked_of(run)
+    differs = [name for name, sent in asked.items() if first[name] != sent]
+    if differs:
+        raise Conflict(
+            f"Idempotency-Key was first used for run {run.id} with a different request "
+            f"({', '.join(differs)} differ): repeat that request unchanged, or use a new "
+            "key for a new run"
+        )
+
+
+async def repeated_run(
+    starter: RunStarter, workflow: WorkflowRecord, key: str | None, asked: Asked
+) -> RunRecord | None:
+    """The run the key's first use recorded, if any, started now if it never was.
+
+    One whose workflow never started (the API died between record and start, or Temporal
+    refused it with a 503) is started; any other is returned unchanged.
+    """
+    if key is None:
+        return None
+    existing = await starter.store.get_run(new_run_id(workflow.id, key))
+    if existing is None:
+        return None
+    require_same_request(existing, asked)
+    return await starter.start(workflow, existing, restart_refused=True)
