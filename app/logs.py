@@ -42,7 +42,12 @@ CHATTY_LOGGERS = (
     "httpcore2",
     "mcp.client.streamable_http",
     "aiosqlite",
+    # Logs every agent's whole card, in every process, at each catalog refresh (60 s).
+    "a2a.client.card_resolver",
 )
+# Extras that are only for a terminal: uvicorn's `color_message` is its message with ANSI
+# colour codes.
+_TERMINAL_ONLY = frozenset({"color_message"})
 
 
 def scrub_secrets(text: str) -> str:
@@ -119,7 +124,12 @@ class JsonFormatter(logging.Formatter):
             **_access(record),
         }
         for key, value in vars(record).items():
-            if key not in _STANDARD and key not in entry and not key.startswith("temporal_"):
+            if (
+                key not in _STANDARD
+                and key not in entry
+                and key not in _TERMINAL_ONLY
+                and not key.startswith("temporal_")
+            ):
                 entry[key] = value
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)

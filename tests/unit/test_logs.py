@@ -108,6 +108,24 @@ def test_http_clients_log_no_line_per_request(logged: Any, library: str) -> None
     assert "connection refused" in buffer.getvalue()
 
 
+def test_an_a2a_agent_card_is_not_logged_at_each_refresh(logged: Any) -> None:
+    # The a2a SDK logged every agent's whole card at INFO, in every process, each minute.
+    buffer, configure = logged
+    configure("text", "info")
+    logging.getLogger("a2a.client.card_resolver").info("Successfully fetched agent card: …")
+    assert buffer.getvalue() == ""
+
+
+def test_json_lines_leave_out_uvicorns_coloured_copy_of_the_message(logged: Any) -> None:
+    buffer, configure = logged
+    configure("json")
+    logging.getLogger("uvicorn.error").info(
+        "Started server process [%d]", 7, extra={"color_message": "Started \x1b[36m%d\x1b[0m"}
+    )
+    (line,) = _json_lines(buffer)
+    assert line["message"] == "Started server process [7]" and "color_message" not in line
+
+
 SECRETS = [
     ("Authorization: Bearer abc.def-123", "abc.def-123"),
     ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl sent", "c2lnbmF0dXJl"),
