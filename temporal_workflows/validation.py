@@ -61,6 +61,8 @@ def normalise(spec: WorkflowSpec, new_id: Callable[[], str]) -> WorkflowSpec:
 def check(spec: WorkflowSpec) -> list[Problem]:
     """All rule violations of a definition whose node ids are assigned."""
     problems: list[Problem] = []
+    if not spec.name.strip():
+        problems.append(Problem("name", "must not be blank"))
     if not spec.nodes:
         problems.append(Problem("nodes", "at least one root node is required"))
     viewport = spec.canvas.viewport
@@ -79,6 +81,8 @@ def check(spec: WorkflowSpec) -> list[Problem]:
         if depth > MAX_DEPTH:
             problems.append(Problem(where, f"tree is deeper than {MAX_DEPTH} levels"))
             return
+        if not node.name.strip():
+            problems.append(Problem(where, "node names must not be blank"))
         node_id = node.node_id
         if not NODE_ID_PATTERN.match(node_id):
             problems.append(Problem(where, f"node id {node_id!r} is malformed"))

@@ -82,6 +82,7 @@ SHAPE_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("loop_rejects_step_config", valid("loop", stepConfig={}), ["('L')", "must not define stepConfig"]),
     ("router_needs_two_choices", valid("router", choices=CHOICES[:1]), ["('R')", "at least 2 choices"]),
     ("router_choice_names_unique", valid("router", choices=[CHOICES[0], CHOICES[0]]), ["('R')", "must be unique; repeated: x"]),
+    ("node_name_not_blank", step("   "), ["nodes[0] ('   '): node names must not be blank"]),
     # The block's output is keyed by child name: a repeated one lost a child's output.
     ("parallel_child_names_unique", valid("parallel", children=[step("B"), step("B", config={"v": 2})]), ["parallel children's names must be unique; repeated: B"]),
     ("router_choice_names_not_empty", valid("router", choices=[CHOICES[0], {"name": " ", "steps": [step("C")]}]), ["('R')", "choice names must not be empty"]),
@@ -302,6 +303,7 @@ class TestWorkflowLevelRules:
             pytest.param({"nodes": [step("A")]}, ["name: Field required"], id="name_required"),
             pytest.param(workflow(""), ["name: String should have at least 1 character"], id="name_not_empty"),
             pytest.param(workflow("n" * 201), ["name", "at most 200"], id="name_length"),
+            pytest.param(workflow(" \t "), ["name: must not be blank"], id="name_not_blank"),
             pytest.param(workflow("w", description="d" * 5001), ["description", "at most 5000"], id="description_length"),
             pytest.param(workflow("w", canvas={"viewport": {"zoom": 0}}), ["canvas.viewport.zoom", "greater than 0"], id="zoom_positive"),
             pytest.param(workflow("w", canvas={"viewport": {"zoom": -1}}), ["canvas.viewport.zoom"], id="zoom_not_negative"),
