@@ -128,12 +128,15 @@ class Settings(BaseSettings):
         # docker compose passes `${VAR:-}` as an empty string: that means "not set".
         return None if value == "" else value
 
-    @field_validator("jwt_jwks_url")
+    @field_validator("jwt_jwks_url", "temporal_ui_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        # Checked here, not when the key set is first fetched: there it was a traceback.
-        if value is not None and urlsplit(value).scheme not in ("http", "https"):
-            raise ValueError("must be an http:// or https:// URL")
+        # Checked here: a key set URL failed when first fetched, with a traceback; a Web UI
+        # URL without a scheme became a broken relative link in the console.
+        if value is not None:
+            parts = urlsplit(value)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError("must be an http:// or https:// URL")
         return value
 
     @field_validator("http_allowed_networks", mode="before")

@@ -23,7 +23,9 @@ import jwt
 from temporal_workflows.contracts import Identity
 
 HMAC_ALGORITHMS = ("HS256", "HS384", "HS512")
-KEY_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "ES512", "EdDSA")
+KEY_ALGORITHMS = (
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"
+)  # fmt: skip
 MIN_HMAC_KEY_BYTES = 32
 
 

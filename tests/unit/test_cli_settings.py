@@ -184,6 +184,18 @@ def test_a_bad_variable_is_one_line_naming_it_its_value_and_what_is_allowed(
     assert not clean_env.exists()
 
 
+def test_a_web_ui_url_that_is_not_an_http_url_is_refused(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It was served to the console as given, a broken relative link.
+    monkeypatch.setenv("TRELLIS_TEMPORAL_UI_URL", "notaurl")
+    assert main(["api"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "trellis api: invalid value 'notaurl' for --temporal-ui-url / TRELLIS_TEMPORAL_UI_URL: "
+        "must be an http:// or https:// URL"
+    ]
+
+
 def test_each_bad_setting_is_a_line_of_its_own(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from activities.executors.service_token import Caller, ServiceTokenError, ServiceTokenSigner
 from app.outbound import service_token_signer
@@ -46,6 +46,20 @@ def test_an_es256_token_verifies_with_the_public_key_and_names_its_key_id() -> N
     token = signer.mint(CALLER)
     assert jwt.get_unverified_header(token)["kid"] == "2026-11"
     assert jwt.decode(token, public, algorithms=["ES256"], audience="mcp")["sub"] == "alice"
+
+
+@pytest.mark.parametrize("algorithm", ["PS256", "PS384", "PS512"])
+def test_every_pss_algorithm_the_readme_names_signs(algorithm: str) -> None:
+    # "PS*" was documented; only PS256 was accepted.
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    token = ServiceTokenSigner(key=private, algorithm=algorithm).mint(CALLER)
+    assert jwt.get_unverified_header(token)["alg"] == algorithm
+    assert jwt.decode(token, key.public_key(), algorithms=[algorithm])["sub"] == "alice"
 
 
 def test_another_header_carries_the_bare_token() -> None:
