@@ -101,21 +101,28 @@ def watch_run(session: Session, run_id: str) -> int:
         for raw in events:
             click.echo(raw.data)
             view.apply(raw.json)
-    elif session.console.is_terminal:
+        if view.status not in ("completed", "failed", "cancelled"):
+            view.status = session.api.get(f"/runs/{run_id}").data["status"]
+        return 0 if view.status == "completed" else 1
+    if session.console.is_terminal:
         with Live(view.render(), console=session.console, refresh_per_second=8) as live:
             for raw in events:
                 view.apply(_event(raw))
                 live.update(view.render())
+            # Node events carry no error or attempt: the run's record has both.
+            run = session.api.get_when_up(f"/runs/{run_id}", waiting=_say_waiting).data
+            view = RunView.of(run)
+            live.update(view.render())
     else:
         for raw in events:
             event = _event(raw)
             view.apply(event)
             session.console.print(_line(event), markup=False)
-    if view.status not in ("completed", "failed", "cancelled"):
-        view.status = session.api.get(f"/runs/{run_id}").data["status"]
-    if not session.as_json:
-        session.console.print(Text.from_markup(f"run {run_id} {styled(view.status)}"))
-    return 0 if view.status == "completed" else 1
+        run = session.api.get_when_up(f"/runs/{run_id}", waiting=_say_waiting).data
+    status = str(run["status"])
+    why = f": {run['errorSummary']}" if status != "completed" and run.get("errorSummary") else ""
+    session.console.print(Text.from_markup(f"run {run_id} {styled(status)}") + Text(why))
+    return 0 if status == "completed" else 1
 
 
 def _say_waiting(message: str) -> None:

@@ -126,6 +126,25 @@ def test_approve_from_the_cli_and_watch_the_run_complete(dev: DevProcess, tmp_pa
     assert shown["finalOutput"]["config"] == {"greeting": "Hello, Ada!"}
 
 
+def test_watch_of_a_failing_run_ends_saying_why(dev: DevProcess, tmp_path: Path) -> None:
+    # Node events carry no error: the watch ended "run … failed" and nothing more.
+    path = tmp_path / "failing.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}",
+             "nodes": [{"name": "Greet", "nodeType": "step", "executorKey": "builtin:echo",
+                        "config": {"message": "{{ input.missing }}"}}]}
+        )
+    )  # fmt: skip
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    ok(trellis(dev, "workflows", "enable", workflow_id["id"]))
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id["id"], "--json")))["runId"]
+    watched = trellis(dev, "runs", "watch", run_id)
+    assert watched.returncode == 1, watched.stderr
+    last = watched.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"run {run_id} failed: Node 'Greet' failed: CEL evaluation of"), last
+
+
 def test_json_prints_exactly_what_the_api_returned(dev: DevProcess, tmp_path: Path) -> None:
     workflow_id = applied_workflow(dev, tmp_path)
     printed = ok(trellis(dev, "workflows", "show", workflow_id, "--json"))
