@@ -96,9 +96,21 @@ def apply_workflow(session: Session, path: Path) -> None:
         answer = session.api.post("/workflows", body)
         verb = "created"
     else:
+        from app.cli.node_ids import carry_ids
+
+        stored = session.api.get(f"/workflows/{existing}").data
+        carry_ids(_nodes(body), stored.get("nodes") or [])
         answer = session.api.request("PUT", f"/workflows/{existing}", json=body)
-        verb = "updated"
-    session.emit(answer, lambda w: f"{verb} workflow {w['id']} (version {w['version']})")
+        verb = "updated" if answer.data["version"] != stored["version"] else "unchanged"
+    if verb == "unchanged":
+        session.emit(answer, lambda w: f"workflow {w['id']} unchanged (version {w['version']})")
+    else:
+        session.emit(answer, lambda w: f"{verb} workflow {w['id']} (version {w['version']})")
+
+
+def _nodes(body: dict[str, Any]) -> list[Any]:
+    nodes = body.get("nodes")
+    return nodes if isinstance(nodes, list) else []
 
 
 def _read_definition(path: Path) -> Any:

@@ -190,8 +190,15 @@ def test_apply_again_updates_the_workflow_of_the_same_name(dev: DevProcess, tmp_
     name = f"cli-{uuid.uuid4().hex[:8]}"
     path = gated_definition(tmp_path / "wf.yaml", name)
     first = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    # The file names no node ids: the stored ones are kept, so nothing changed. (Each
+    # apply was a new version differing only in the ids the API gave the nodes.)
     again = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
-    assert again.strip() == f"updated workflow {first['id']} (version 2)"
+    assert again.strip() == f"workflow {first['id']} unchanged (version 1)"
+    path.write_text(path.read_text().replace("Ship it?", "Ship it now?"))
+    changed = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
+    assert changed.strip() == f"updated workflow {first['id']} (version 2)"
+    stored = json.loads(ok(trellis(dev, "workflows", "show", first["id"], "--json")))
+    assert [n["id"] for n in stored["nodes"]] == [n["id"] for n in first["nodes"]]
 
 
 def test_apply_of_a_file_whose_id_names_no_workflow_finds_it_by_name_next_time(
@@ -205,7 +212,7 @@ def test_apply_of_a_file_whose_id_names_no_workflow_finds_it_by_name_next_time(
     created = json.loads(ok(first))
     assert "no workflow has the id 'my-fixed-id-" in first.stderr
     again = trellis(dev, "workflows", "apply", "-f", str(path))
-    assert ok(again).strip() == f"updated workflow {created['id']} (version 2)"
+    assert ok(again).strip() == f"workflow {created['id']} unchanged (version 1)"
 
 
 def test_json_options_refuse_what_is_not_json_and_change_nothing(
