@@ -319,5 +319,5 @@ def _form_values(review: HumanReview, decision: Decision) -> dict[str, Any]:
     """The form's values; a timeout's "approve" with an incomplete form skips the step."""
     try:
         return collect_input(review.user_input_schema, decision.user_input or {})
-    except Exception:
-        raise NodeSkipped() from None
+    except Exception as incomplete:
+        raise NodeSkipped(f"timed out with an incomplete form: {incomplete}") from None

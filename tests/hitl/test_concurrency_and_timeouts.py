@@ -96,6 +96,26 @@ async def test_a_timeout_with_approve_runs_the_step(platform: Platform) -> None:
     assert decided["resolution"] == "timeout:approve"
 
 
+async def test_a_timeout_with_approve_of_a_form_missing_a_required_value_says_so(
+    platform: Platform,
+) -> None:
+    # The node was skipped with "skipped by reviewer", though no reviewer acted.
+    review = {
+        "requiresUserInput": True,
+        "userInputSchema": [{"name": "amount", "type": "number", "required": True}],
+        "timeoutSeconds": 1,
+        "onTimeout": "approve",
+    }
+    wf, run_id = await start(platform, [echo("form", review), echo("after")])
+    await wait_for_gate(platform, wf, run_id, "form")
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+    form, after = run["nodeRuns"]
+    assert (form["status"], after["status"]) == ("skipped", "completed")
+    assert form["error"].startswith("timed out with an incomplete form: "), form["error"]
+    assert "amount" in form["error"]
+
+
 async def test_a_timeout_with_skip_skips_the_step(platform: Platform) -> None:
     run = await timed_out(platform, "skip")
     assert run["status"] == "completed"
