@@ -325,13 +325,15 @@ async def get_last_event_id(
     header: Annotated[str | None, Header(alias="Last-Event-ID"), _EVENT_ID] = None,
     query: Annotated[str | None, Query(alias="lastEventId"), _EVENT_ID] = None,
 ) -> int:
-    """Where a resumed event stream continues (`Last-Event-ID`, or `?lastEventId=`); 0 if new."""
+    """Where a resumed event stream continues (`Last-Event-ID`, or `?lastEventId=`); 0 if new.
+
+    The header wins (a browser's EventSource sends it on reconnecting), but a malformed
+    query is a 400 all the same: it was ignored whenever the header came too."""
+    for name, given in (("lastEventId", query), ("Last-Event-ID", header)):
+        if given and not (given.isdigit() and given.isascii() and len(given) <= 18):
+            raise InvalidRequest(f"Invalid {name} {given[:40]!r}: event ids are integers")
     value = header or query
-    if value is None or value == "":
-        return 0
-    if not (value.isdigit() and value.isascii() and len(value) <= 18):
-        raise InvalidRequest(f"Invalid Last-Event-ID {value[:40]!r}: event ids are integers")
-    return int(value)
+    return int(value) if value else 0
 
 
 WorkflowVersionDep = Annotated[WorkflowVersionRecord, Depends(get_version_or_404)]

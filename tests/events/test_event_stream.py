@@ -138,6 +138,12 @@ class TestStream:
         response = await platform.api.get(events_url(wf, run_id), headers={"Last-Event-ID": "abc"})
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "invalid_request"
+        # A malformed query is refused too when a good header comes with it (it was ignored).
+        response = await platform.api.get(
+            events_url(wf, run_id) + "?lastEventId=x1", headers={"Last-Event-ID": "3"}
+        )
+        assert response.status_code == 400
+        assert "Invalid lastEventId 'x1'" in response.json()["error"]["message"]
 
     async def test_an_unknown_run_is_404(self, platform: Platform) -> None:
         wf = await platform.create(SLOW)
