@@ -13,8 +13,11 @@ record does nothing but return it. Three callers rely on that: a request repeate
 the same `Idempotency-Key` (a trigger, retry, node rerun or replay), a schedule's next
 attempt, and the reconciler.
 
+Before asking Temporal, a starter claims the run (`activities/start_claim.py`): a run
+cancelled before its start is never started, whoever repeats the start.
+
 A run marked failed because Temporal refused its start (the caller got a 503) reads
-failed, but the mark is written at `START_FAILED_REV`, the record's own rev: the
+failed, but the mark is written at `START_FAILED_REV`, the claim's rev: the
 workflow's first write outranks it (a start reported as failed may have been accepted),
 and `start(..., restart_refused=True)` (a repeated trigger: the 503 asked for one)
 reopens and starts it.
@@ -37,13 +40,14 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from activities.run_log import run_fields
+from activities.start_claim import cancel_if_cancelled, claim_start
 from activities.store.base import Store
 from activities.store.records import ResolvedDependency, RunRecord, WorkflowRecord, utcnow
 from temporal_workflows import search_attributes
 from temporal_workflows.cel_budget import EVALUATION_STEPS, MAX_TASK_STEPS
 from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, Identity, RunInput
 from temporal_workflows.json_data import MAX_OUTPUT_DEPTH
-from temporal_workflows.read_model import START_FAILED_REV
+from temporal_workflows.read_model import RECORDED_REV, START_FAILED_REV
 
 log = logging.getLogger("trellis.runs")
 DISABLED_MESSAGE = "Workflow is disabled. Please enable the workflow before triggering a run."
@@ -109,6 +113,7 @@ def new_run_record(
         resolved_dependencies=resolved_dependencies or [],
         idempotency_key=idempotency_key,
         triggered_by=triggered_by,
+        rev=RECORDED_REV,
     )
 
 
@@ -138,7 +143,7 @@ class RunStarter:
         `restart_refused`, a run an earlier refused start marked failed is started too.
         """
         require_enabled(workflow)
-        if record.rev == 0 and record.status == "pending":
+        if record.rev == RECORDED_REV and record.status == "pending":
             record.stop_after_node_id = stop_after_node_id
             record.default_gate_timeout_seconds = self.default_gate_timeout_seconds
         stored = await self.store.insert_run(record)
@@ -146,6 +151,9 @@ class RunStarter:
             stored = await self._reopen(stored)
         if stored.status != "pending":
             return stored  # its workflow started already (or a start was given up on)
+        stored = await claim_start(self.store, stored)
+        if stored.status != "pending":
+            return stored  # cancelled before it started, or its workflow wrote meanwhile
         if cached is None or stored.resolved_dependencies != record.resolved_dependencies:
             # `cached` belongs to `record`: a record stored first by another request (a
             # concurrent use of its Idempotency-Key) starts with the outputs it names.
@@ -168,6 +176,8 @@ class RunStarter:
             if mark_failed:
                 await self._mark_start_failed(stored.id, str(exc))
             raise RunStartFailed(stored.id, str(exc)) from exc
+        # A cancel may have ended the claimed run while Temporal was starting it.
+        await cancel_if_cancelled(self.store, self.client, stored.id)
         log.info(
             "run started (%s, version %s)",
             stored.trigger_source,

@@ -10,10 +10,18 @@ the stored one, so retries and out-of-order writes are harmless. The bands, lowe
 - `attempt_rev(n, phase)`: the step activity's writes for attempt n (10n+1 .. 10n+9).
 - `REVIEW_REV` < `OPEN_REV` < `FINAL_REV`: the workflow's own writes (an output review
   after the step wrote its end, a node still open, a node's final status).
+- `RECORDED_REV` (-1): a run record as its starter first writes it.
+- `START_CLAIM_REV` (0): a starter claiming a pending run just before it asks Temporal,
+  or a cancel ending a run no start claimed; both `newer_only`, so one of them wins
+  (`activities/start_claim.py`). Records written before claims existed are at this rev:
+  they read as claimed.
 - `START_FAILED_REV` (0): the starter marking a run whose workflow Temporal refused to
-  start. It is the record's own rev, below the workflow's first run write (rev 1): a
-  start that reported an error but was accepted after all (a deadline exceeded) still
-  shows its run, and a repeat of the trigger may start the run again.
+  start, below the workflow's first run write (rev 1): a start that reported an error
+  but was accepted after all (a deadline exceeded) still shows its run, and a repeat of
+  the trigger may start the run again.
+- `CANCELLED_UNSTARTED_REV`: a cancel ending a claimed run whose workflow Temporal does
+  not know (the start failed, or its starter died): above the workflow's writes, since a
+  start still in flight is cancelled through Temporal right after.
 - `RECONCILED_REV`: the reconciler correcting a run Temporal closed without its end.
 """
 
@@ -54,9 +62,13 @@ BEFORE_RUN_REV = 0
 FINAL_REV = 1_000_000_000
 OPEN_REV = FINAL_REV - 1
 REVIEW_REV = FINAL_REV - 2
-# Run records: written at 0, then 1, 2, … by the workflow (one per published change).
-START_FAILED_REV = 0
+# Run records: written at -1, claimed at 0, then 1, 2, … by the workflow (one per
+# published change).
+RECORDED_REV = -1
+START_CLAIM_REV = 0
+START_FAILED_REV = START_CLAIM_REV
 RECONCILED_REV = 2 * FINAL_REV
+CANCELLED_UNSTARTED_REV = RECONCILED_REV - 1
 
 
 def attempt_rev(attempt: int, phase: AttemptPhase) -> int:

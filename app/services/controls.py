@@ -17,8 +17,9 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
+from activities.start_claim import cancel_before_start
 from activities.store.base import Store
 from activities.store.records import RunRecord, utcnow
 from app.auth.acl import require_approver
@@ -116,13 +117,12 @@ class ControlService:
         if run.status in TERMINAL_RUN_STATUSES:
             raise Conflict(f"Run is already {run.status}")
         try:
-            # The reason is kept in the Temporal history (a cancellation carries no payload
-            # the workflow could record); the run's event log says who asked.
-            await self.temporal.get_workflow_handle(run.id).cancel(
-                reason=f"cancel requested by {self.who}"
-            )
+            await self._cancel_workflow(run.id)
         except RPCError as exc:
-            raise RunRefused(run.id, exc) from exc
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise RunRefused(run.id, exc) from exc
+            if await self._cancel_unstarted(run, exc):
+                return
         await self.store.append_event(
             run.id,
             run_event(
@@ -132,6 +132,35 @@ class ControlService:
                 timestamp=utcnow().isoformat().replace("+00:00", "Z"),
                 requestedBy=self.who,
             ),
+        )
+
+    async def _cancel_unstarted(self, run: RunRecord, not_found: RPCError) -> bool:
+        """Cancel a run Temporal does not know in the store; False when its start won."""
+        for _ in range(2):
+            outcome = await cancel_before_start(self.store, run.id, self.who)
+            if outcome == "ended":
+                raise RunRefused(run.id, not_found)
+            if outcome == "cancelled":
+                return True
+            try:
+                # Started after all (its workflow wrote, or a start claimed it first), or a
+                # start may be in flight: that starter cancels what it started when it
+                # reads the run cancelled.
+                await self._cancel_workflow(run.id)
+                return outcome == "overwritten"
+            except RPCError as exc:
+                if exc.status != RPCStatusCode.NOT_FOUND:
+                    raise RunRefused(run.id, exc) from exc
+                if outcome == "overwritten":
+                    return True
+                not_found = exc  # a claim without a workflow yet: cancel it in the store
+        raise RunRefused(run.id, not_found)
+
+    async def _cancel_workflow(self, run_id: str) -> None:
+        # The reason is kept in the Temporal history (a cancellation carries no payload
+        # the workflow could record); the run's event log says who asked.
+        await self.temporal.get_workflow_handle(run_id).cancel(
+            reason=f"cancel requested by {self.who}"
         )
 
     async def live_requirements(self, run: RunRecord) -> list[dict[str, Any]] | None:
