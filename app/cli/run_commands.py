@@ -45,7 +45,7 @@ def _run_table(data: dict[str, Any]) -> Any:
         for r in data["runs"]
     ]  # fmt: skip
     pages = data["pagination"]
-    title = f"runs ({pages['total']}; page {pages['page']} of {pages['totalPages']})"
+    title = f"runs ({pages['total']}; page {pages['page']} of {max(pages['totalPages'], 1)})"
     columns = ["RUN", "STATUS", "TRIGGER", "VERSION", "STARTED", "FINISHED", "ERROR"]
     return table(title, columns, rows)
 

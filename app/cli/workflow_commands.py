@@ -36,7 +36,7 @@ def _workflow_table(data: dict[str, Any]) -> Any:
         for w in data["workflows"]
     ]  # fmt: skip
     pages = data["pagination"]
-    title = f"workflows ({pages['total']}; page {pages['page']} of {pages['totalPages']})"
+    title = f"workflows ({pages['total']}; page {pages['page']} of {max(pages['totalPages'], 1)})"
     return table(title, ["ID", "NAME", "ENABLED", "VERSION", "NODES", "UPDATED"], rows)
 
 

@@ -58,7 +58,7 @@ class RunEventFollower:
             fresh = [e for e in batch if e["id"] not in self._recent]
             # Asked after the read, so no event written after a revocation is sent; once
             # per batch, not per event.
-            if fresh and not await self.access.allows():
+            if fresh and not await self.access.allows_sending():
                 return
             now = time.monotonic()
             for event in fresh:

@@ -34,6 +34,9 @@ async def test_controls_ask_first_and_the_page_follows_the_run_live(console: Con
     await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
     status = page.locator("[data-role=run-status] .badge")
     await expect(status).to_have_text("awaiting approval")
+    # Dev mode records no identity: how it was triggered only.
+    triggered = page.locator("dl.facts div").filter(has_text="Triggered by").locator("dd")
+    await expect(triggered).to_have_text("manual")
     link = page.get_by_role("link", name="Open in Temporal Web UI")
     await expect(link).to_have_attribute(
         "href", f"http://127.0.0.1:8233/namespaces/default/workflows/{run_id}"

@@ -68,6 +68,10 @@ async def test_a_pasted_token_signs_in_for_this_tab_only_and_never_shows_in_a_ur
     await expect(status).to_have_text("completed", timeout=LIVE)
     run = await p.wait(wf, run_id)
     assert run["resolvedRequirements"][0]["decidedBy"] == "alice"
+    # Who triggered it, and how (the page showed only "manual").
+    who = run["triggeredBy"]["username"] or run["triggeredBy"]["userId"]
+    triggered = page.locator("dl.facts div").filter(has_text="Triggered by").locator("dd")
+    await expect(triggered).to_have_text(f"{who} (manual)")
 
     assert not [u for u in urls if alice in u or alice in unquote(u)], "the token was in a URL"
     signed = [r for r in requests if r.headers.get("authorization") == f"Bearer {alice}"]

@@ -139,6 +139,12 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     redraw(summary, shown, drawSummary);
   }
 
+  // Who, when the API knows (the caller's name, else their id), and how (manual, schedule…).
+  function triggeredBy(r) {
+    const who = r.triggeredBy ? (r.triggeredBy.username || r.triggeredBy.userId) : null;
+    return who ? `${who} (${r.triggerSource})` : r.triggerSource;
+  }
+
   function drawSummary() {
     const started = run.startedAt ? Date.parse(run.startedAt) : null;
     const finished = run.finishedAt ? Date.parse(run.finishedAt) : null;
@@ -149,7 +155,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       facts([
         ["Workflow", h("a", { href: `/console/workflows/${encodeURIComponent(workflowId)}` }, run.definitionSnapshot.name)],
         ["Version", String(run.workflowVersion)],
-        ["Triggered by", run.triggerSource],
+        ["Triggered by", triggeredBy(run)],
         ["Started", when(run.startedAt)],
         ["Finished", run.finishedAt ? when(run.finishedAt) : null],
         ["Took", started && finished ? duration((finished - started) / 1000) : null],

@@ -125,7 +125,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     const from = h("select", { id: fromId, name: "from" }, options(Math.max(1, wf.version - 1)));
     const to = h("select", { id: toId, name: "to" }, options(wf.version));
     fill(versionsSection, h("h2", { id: "versions-h" }, "Versions"),
-      h("ol.plain.versions", {}, list.map((v) => h("li", {}, h("strong", {}, `v${v.version}`), ` · ${v.name} · ${v.numNodes} nodes · `, when(v.createdAt)))),
+      h("ol.plain.versions", {}, list.map((v) => h("li", {}, h("strong", {}, `v${v.version}`), ` · ${v.name} · ${v.numNodes} ${v.numNodes === 1 ? "node" : "nodes"} · `, when(v.createdAt)))),
       list.length > 1
         ? h("form.inline-form", { on: { submit: compare } },
             h("label", { for: fromId }, "Compare"), from, h("label", { for: toId }, "with"), to,
