@@ -2,7 +2,6 @@
 
 import asyncio
 import contextlib
-from datetime import timedelta
 from typing import Any
 
 from activities.run_start import new_run_record
@@ -10,6 +9,7 @@ from activities.store.records import RunRecord
 from app.reconciler import Reconciler
 from tests.support.platform import Platform
 from tests.support.polling import eventually
+from tests.support.reconciling import eager
 
 ECHO = {"nodes": [{"name": "a", "nodeType": "step", "executorKey": "builtin:echo"}]}
 LONG = {
@@ -81,15 +81,6 @@ async def orphan_of(platform: Platform, definition: dict[str, Any]) -> tuple[str
     record = new_run_record(workflow, "manual", {"who": "orphan"})
     await platform.store.insert_run(record)
     return wf, record
-
-
-def eager(platform: Platform) -> Reconciler:
-    return Reconciler(
-        platform.client,
-        platform.store,
-        task_queue=platform.task_queue,
-        never_started_after=timedelta(seconds=0),
-    )
 
 
 async def test_a_run_whose_workflow_never_started_is_started_and_completes(

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.run_start import new_run_id, new_run_record, start_run_workflow
 from activities.start_claim import cancel_if_cancelled, claim_start
 from activities.store.records import RunRecord
-from app.reconciler import Reconciler
 from tests.builders import echo
 from tests.hitl.helpers import control
 from tests.support.platform import Platform
 from tests.support.polling import eventually
+from tests.support.reconciling import eager
 
 KEY = "order-unstarted"
 
@@ -39,15 +37,6 @@ async def workflow_exists(platform: Platform, run_id: str) -> bool:
 
 async def event_types(platform: Platform, run_id: str) -> list[str]:
     return [e["type"] for e in await platform.store.list_events(run_id, 0, 100)]
-
-
-def eager(platform: Platform) -> Reconciler:
-    return Reconciler(
-        platform.client,
-        platform.store,
-        task_queue=platform.task_queue,
-        never_started_after=timedelta(seconds=0),
-    )
 
 
 async def test_cancelling_a_never_started_run_is_200_and_ends_it_cancelled(
