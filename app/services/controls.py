@@ -45,6 +45,7 @@ UPDATE_TIMEOUT_SECONDS = 15.0
 # or a Temporal restart, and runs again within seconds (the task's timeout is 10 s).
 GATE_SETTLE_SECONDS = 12.0
 GATE_SETTLE_POLL_SECONDS = 0.25
+CANCEL_REQUESTED_KEY = "cancel_requested"
 
 
 @dataclass
@@ -132,6 +133,9 @@ class ControlService:
                 timestamp=utcnow().isoformat().replace("+00:00", "Z"),
                 requestedBy=self.who,
             ),
+            # Logged once per run: a cancel repeated before the run ended (its worker
+            # down, say) asks for nothing new.
+            key=CANCEL_REQUESTED_KEY,
         )
 
     async def _cancel_unstarted(self, run: RunRecord, not_found: RPCError) -> bool:

@@ -73,6 +73,33 @@ async def test_an_update_no_worker_takes_in_time_is_503(
         await platform.client.get_workflow_handle(record.id).terminate("test over")
 
 
+async def test_a_cancel_repeated_while_no_worker_acts_on_it_is_logged_once(
+    platform: Platform,
+) -> None:
+    # Both answered 200 and each logged a cancel_requested event.
+    wf = await platform.create({"nodes": [echo("a")]})
+    workflow = await platform.store.get_workflow(wf)
+    assert workflow is not None
+    record = RunRecord(
+        id=f"run-{uuid.uuid4()}",
+        workflow_definition_id=wf,
+        workflow_version=workflow.version,
+        definition_snapshot=workflow.spec(),
+        status="running",
+    )
+    await platform.store.insert_run(record)
+    # On a task queue no worker polls: the run stays running, cancel after cancel.
+    await start_run_workflow(platform.client, record, task_queue=f"nobody-{uuid.uuid4()}")
+    try:
+        for _ in range(2):
+            response = await control(platform, wf, record.id, "cancel")
+            assert response.status_code == 200, response.text
+        events = await platform.store.list_events(record.id, 0, 100)
+        assert [e["type"] for e in events] == ["cancel_requested"]
+    finally:
+        await platform.client.get_workflow_handle(record.id).terminate("test over")
+
+
 async def test_a_decision_naming_a_malformed_step_id_is_400_and_the_gate_stays_open(
     platform: Platform,
 ) -> None:
