@@ -69,7 +69,8 @@ class ControlService:
             resolution=body.resolution,
             feedback=body.feedback,
             edited_output=body.edited_output,
-            has_edited_output=body.edited_output is not None,
+            # Sent, even as null: `editedOutput: null` is an edit to an empty output.
+            has_edited_output="edited_output" in body.model_fields_set,
             user_input=body.user_input,
             selected_choices=body.selected_choices,
             decided_by=self.who,

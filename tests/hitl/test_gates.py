@@ -204,6 +204,18 @@ class TestOutputReview:
         assert run["finalOutput"]["config"] == {"got": "edited"}
         assert run["nodeRuns"][0]["outputSnapshot"] == {"text": "edited"}
 
+    async def test_an_edit_to_null_sets_the_output_to_null(self, platform: Platform) -> None:
+        # It was refused as an edit without editedOutput.
+        wf, run_id = await start(platform, [echo("draft", self.REVIEW, text="v1")])
+        await wait_for_gate(platform, wf, run_id, "draft")
+        response = await approve(
+            platform, wf, run_id, stepId="draft", resolution="edit", editedOutput=None
+        )
+        assert response.status_code == 200, response.text
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed"
+        assert run["nodeRuns"][0]["outputSnapshot"] is None
+
     async def test_edit_needs_edited_output(self, platform: Platform) -> None:
         wf, run_id = await start(platform, [echo("draft", self.REVIEW)])
         await wait_for_gate(platform, wf, run_id, "draft")
