@@ -7,7 +7,7 @@ from typing import Any
 from tests.builders import echo
 
 PAYMENT_FORM = [
-    {"name": "amount", "fieldType": "number", "description": "How much to pay."},
+    {"name": "amount", "fieldType": "number", "description": "How much to pay, in the currency"},
     {"name": "currency", "fieldType": "string", "allowedValues": ["EUR", "USD"]},
     {"name": "urgent", "fieldType": "boolean", "required": False},
     {"name": "note", "fieldType": "string", "required": False},

@@ -43,6 +43,8 @@ class TestUserInputForm:
         await expect(card.get_by_role("heading", name="collect")).to_be_visible()
         await expect(card).to_contain_text("Enter the payment to make")
         await expect(card).to_contain_text("then run cancelled")
+        # A description without a full stop gets one before the field's hint.
+        await expect(card).to_contain_text("How much to pay, in the currency. A number.")
         await console.shoot("inbox")
         await console.check_accessible()
 
@@ -65,6 +67,8 @@ class TestUserInputForm:
         await expect(result).to_contain_text("The run is now")
         await expect(card.locator(".result-title")).to_be_focused()
         assert len(sent) == 1
+        # The decided card's age and countdown no longer tick.
+        await expect(card.locator("[data-since], [data-deadline]")).to_have_count(0)
 
         status = run_tab.locator("[data-role=run-status] .badge")
         await expect(status).to_have_text("completed", timeout=LIVE)

@@ -237,6 +237,11 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
       showRunLink ? h("p", {}, h("a", { href: runPath }, "Follow the run")) : null);
     form.replaceWith(panel);
     card.classList.add("decided");
+    // Decided: its age and its deadline's countdown stop where they were.
+    for (const el of card.querySelectorAll("[data-since], [data-deadline]")) {
+      delete el.dataset.since;
+      delete el.dataset.deadline;
+    }
     heading.focus();
     announce(`${RESOLUTION_WORDS[resolution] || "Decided"}. ${result.message}`);
     if (onDecided) onDecided(item, result);

@@ -52,7 +52,7 @@ function fieldControl(field) {
   const errorId = `${id}-error`;
   const hintId = `${id}-hint`;
   const label = field.name + (field.required ? "" : " (optional)");
-  const hint = [field.description, kindHint(kind, field)].filter(Boolean).join(" ");
+  const hint = [sentence(field.description), kindHint(kind, field)].filter(Boolean).join(" ");
   const errorEl = h("p.field-error", { id: errorId, hidden: true });
   const described = [hint ? hintId : null, errorId].filter(Boolean).join(" ");
   let input;
@@ -154,6 +154,13 @@ function check(field, kind, value) {
     return { error: `${name} must be one of ${field.allowedValues.map(display).join(", ")}` };
   }
   return { value };
+}
+
+// A description without a full stop ran into the kind's hint ("EUR A number.").
+function sentence(text) {
+  if (!text) return "";
+  const trimmed = text.trim();
+  return /[.!?:]$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }
 
 function kindHint(kind, field) {
