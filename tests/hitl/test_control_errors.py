@@ -46,10 +46,9 @@ async def test_a_decision_on_a_run_whose_workflow_is_gone_is_409(platform: Platf
     assert "is no longer running" in response.json()["error"]["message"]
 
 
-async def test_an_update_no_worker_takes_in_time_is_503(
-    platform: Platform, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(controls, "UPDATE_TIMEOUT_SECONDS", 0.5)
+async def running_without_a_worker(platform: Platform) -> tuple[str, RunRecord]:
+    """A run shown running whose workflow is on a task queue no worker polls (the caller
+    terminates it)."""
     wf = await platform.create({"nodes": [echo("a")]})
     workflow = await platform.store.get_workflow(wf)
     assert workflow is not None
@@ -61,9 +60,17 @@ async def test_an_update_no_worker_takes_in_time_is_503(
         status="running",
     )
     await platform.store.insert_run(record)
-    # Started on a task queue no worker polls: the update waits for a worker forever.
     await start_run_workflow(platform.client, record, task_queue=f"nobody-{uuid.uuid4()}")
+    return wf, record
+
+
+async def test_an_update_no_worker_takes_in_time_is_503(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(controls, "UPDATE_TIMEOUT_SECONDS", 0.5)
+    wf, record = await running_without_a_worker(platform)
     try:
+        # The update waits for a worker forever.
         response = await control(platform, wf, record.id, "pause")
         assert response.status_code == 503, response.text
         error = response.json()["error"]
@@ -77,20 +84,9 @@ async def test_a_cancel_repeated_while_no_worker_acts_on_it_is_logged_once(
     platform: Platform,
 ) -> None:
     # Both answered 200 and each logged a cancel_requested event.
-    wf = await platform.create({"nodes": [echo("a")]})
-    workflow = await platform.store.get_workflow(wf)
-    assert workflow is not None
-    record = RunRecord(
-        id=f"run-{uuid.uuid4()}",
-        workflow_definition_id=wf,
-        workflow_version=workflow.version,
-        definition_snapshot=workflow.spec(),
-        status="running",
-    )
-    await platform.store.insert_run(record)
-    # On a task queue no worker polls: the run stays running, cancel after cancel.
-    await start_run_workflow(platform.client, record, task_queue=f"nobody-{uuid.uuid4()}")
+    wf, record = await running_without_a_worker(platform)
     try:
+        # The run stays running, cancel after cancel.
         for _ in range(2):
             response = await control(platform, wf, record.id, "cancel")
             assert response.status_code == 200, response.text
