@@ -28,6 +28,8 @@ from temporal_workflows.definition import WorkflowNode, iter_nodes
 RETRYABLE = frozenset({"failed", "cancelled"})
 RERUNNABLE = frozenset({"completed", "failed"})
 NESTED_MESSAGE = "Nested node rerun is not supported."
+# Containers that run their children more than once, each time on other data.
+REPEATING = frozenset({"loop", "map"})
 
 
 @dataclass
@@ -162,14 +164,15 @@ class LineageService:
 def reusable_steps(nodes: list[WorkflowNode]) -> list[WorkflowNode]:
     """Step nodes whose single output can stand in for a new execution.
 
-    Steps inside loops are left out: a loop runs them once per iteration with
-    different inputs, and a cache holds one output per node.
+    Steps inside loops and maps are left out: those run them once per iteration or item
+    with different inputs, and a cache holds one output per node (it would stand in for
+    every item alike).
     """
     out: list[WorkflowNode] = []
     for node in nodes:
         if node.node_type == "step":
             out.append(node)
-        elif node.node_type != "loop":
+        elif node.node_type not in REPEATING:
             for _, seq in node.child_sequences():
                 out.extend(reusable_steps(seq))
     return out

@@ -10,6 +10,7 @@ from activities.store.records import RunRecord, WorkflowRecord
 from app.errors import InvalidRequest, NotFound
 from app.schemas.run import RunCreate
 from app.services.idempotency import Asked, repeated_run, require_same_request
+from app.services.lineage import reusable_steps
 from temporal_workflows.contracts import CachedOutput, Identity
 from temporal_workflows.definition import iter_nodes
 
@@ -56,10 +57,18 @@ class RunService:
         if parent is None or parent.workflow_definition_id != workflow.id:
             raise NotFound(f"Parent run {body.parent_run_id!r} not found for this workflow")
         known = {node.id for node in iter_nodes(workflow.nodes)}
+        reusable = {node.id for node in reusable_steps(workflow.nodes)}
         for dep in body.resolved_dependencies:
             if dep.node_id not in known:
                 raise InvalidRequest(
                     f"resolvedDependencies: node {dep.node_id!r} is not a node of this workflow"
+                )
+            if dep.resolution == "reuse_previous_output" and dep.node_id not in reusable:
+                # Only a step runs once per run: a container's output is its children's,
+                # and a step in a loop or map runs once per iteration or item.
+                raise InvalidRequest(
+                    f"resolvedDependencies: node {dep.node_id!r} cannot reuse a previous "
+                    "output: only steps outside loops and maps can"
                 )
         cached: dict[str, CachedOutput] = {}
         for dep in body.resolved_dependencies:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.builders import http_step
+from tests.builders import http_step, node, transform
 from tests.support.platform import Platform
 
 
@@ -151,6 +151,51 @@ class TestRetry:
             response = await platform.api.post(url, json={**body, "resolvedDependencies": deps})
             assert response.status_code == 400, response.text
             assert says in response.json()["error"]["message"]
+        assert (await platform.api.get(url)).json()["pagination"]["total"] == before
+
+    async def test_steps_inside_a_map_run_again_for_every_item(self, platform: Platform) -> None:
+        # One cached output per node would stand in for every item: [30, 30, 30].
+        items = node("items", "map", id="items", itemsCel="[1, 2, 3]")
+        items["children"] = [transform("times_ten", v="item * 10")]
+        flaky = f"{platform.peer_url}/flaky/map-retry?failures=1"
+        wf = await platform.create({"nodes": [items, http_step("flaky", flaky)]})
+        source = await platform.wait(wf, await platform.trigger(wf))
+        assert source["status"] == "failed", source
+        response = await platform.api.post(runs_url(wf, source["id"]) + "/retry")
+        child = await platform.wait(wf, response.json()["runId"])
+        assert child["status"] == "completed", child
+        by_id = {n["nodeId"]: n for n in child["nodeRuns"]}
+        assert by_id["items"]["outputSnapshot"] == [{"v": 10}, {"v": 20}, {"v": 30}]
+        assert all(
+            n["reusedFromNodeRunId"] is None
+            for n in child["nodeRuns"]
+            if n["nodeId"] == "times_ten"
+        )
+        deps = {d["nodeId"]: d["resolution"] for d in child["resolvedDependencies"]}
+        assert "times_ten" not in deps
+
+    async def test_the_explicit_form_refuses_reuse_of_a_container_or_a_step_in_a_map(
+        self, platform: Platform
+    ) -> None:
+        items = node("items", "map", id="items", itemsCel="[1, 2]")
+        items["children"] = [transform("times_ten", v="item * 10")]
+        bad = f"{platform.peer_url}/status/500"
+        wf = await platform.create({"nodes": [items, http_step("fails", bad)]})
+        source = await platform.wait(wf, await platform.trigger(wf))
+        assert source["status"] == "failed", source
+        url = runs_url(wf)
+        before = (await platform.api.get(url)).json()["pagination"]["total"]
+        for node_id in ("items", "times_ten"):
+            done = next(n for n in source["nodeRuns"] if n["nodeId"] == node_id)
+            dep = {
+                "nodeId": node_id,
+                "resolution": "reuse_previous_output",
+                "sourceNodeRunId": done["id"],
+            }
+            body = {"triggerSource": "retry", "parentRunId": source["id"]}
+            response = await platform.api.post(url, json={**body, "resolvedDependencies": [dep]})
+            assert response.status_code == 400, response.text
+            assert "cannot reuse a previous output" in response.json()["error"]["message"]
         assert (await platform.api.get(url)).json()["pagination"]["total"] == before
 
 
