@@ -296,6 +296,8 @@ def _expressions(node: WorkflowNode) -> list[str]:
         except ExpressionError as exc:
             out.append(f"{key}: {exc}")
     mapping = node.config.get("map")
+    if node.executor_key == "builtin:transform":
+        out += _transform_map(mapping)
     if node.executor_key == "builtin:transform" and isinstance(mapping, dict):
         # builtin:transform's map values are CEL themselves, not templates.
         sources += [
@@ -309,6 +311,19 @@ def _expressions(node: WorkflowNode) -> list[str]:
         except ExpressionError as exc:
             out.append(f"{field}: {exc}")
     return out
+
+
+def _transform_map(mapping: object) -> list[str]:
+    """builtin:transform's `config.map` is known when saved, unless a template makes it."""
+    if isinstance(mapping, str) and "{{" in mapping:
+        return []
+    if not isinstance(mapping, dict):
+        return ["builtin:transform needs config.map: an object of CEL expressions"]
+    return [
+        f"config.map.{name}: a CEL expression (a string) is needed, got {type(src).__name__}"
+        for name, src in mapping.items()
+        if not isinstance(src, str)
+    ]
 
 
 def _config_strings(value: object, path: str) -> list[tuple[str, str]]:

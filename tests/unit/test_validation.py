@@ -315,5 +315,18 @@ class TestExpressions:
         [problem] = problems(transform("t", bad="input.a +"))
         assert problem.startswith("nodes[0] ('t'): config.map.bad: CEL syntax error")
 
+    def test_a_transform_without_a_map_of_cel_strings_is_refused(self) -> None:
+        # Saved, it could only fail its run: "builtin:transform needs config.map".
+        missing = step("t", "builtin:transform", {})
+        assert problems(missing) == [
+            "nodes[0] ('t'): builtin:transform needs config.map: an object of CEL expressions"
+        ]
+        assert problems(step("t", "builtin:transform", {"map": {"v": 5}})) == [
+            "nodes[0] ('t'): config.map.v: a CEL expression (a string) is needed, got int"
+        ]
+
+    def test_a_transform_map_made_by_a_template_is_left_to_the_run(self) -> None:
+        assert problems(step("t", "builtin:transform", {"map": "{{ input.mapping }}"})) == []
+
     def test_another_executors_map_is_only_checked_for_templates(self) -> None:
         assert problems(echo("s", map={"bad": "input.a +"})) == []
