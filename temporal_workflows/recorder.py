@@ -182,22 +182,41 @@ class RunRecorder:
             node_run_id,
             node,
             "failed",
-            event="node_failed",
+            event=None,
+            events=self._end_events("node_failed", node_run_id, node, "failed", fields),
             finished_at=self._clock.stamp(),
             error=error,
             **fields,
         )
 
     def skipped(self, node_run_id: str, node: WorkflowNode, skipped: NodeSkipped) -> None:
+        fields = skipped.fields
         self.node(
             node_run_id,
             node,
             "skipped",
-            event="node_skipped",
+            event=None,
+            events=self._end_events("node_skipped", node_run_id, node, "skipped", fields),
             finished_at=self._clock.stamp(),
             error=skipped.error,
-            **skipped.fields,
+            **fields,
         )
+
+    def _end_events(
+        self,
+        event: str,
+        node_run_id: str,
+        node: WorkflowNode,
+        status: str,
+        fields: dict[str, Any],
+    ) -> list[dict[str, Any]]:
+        """The end event; led by `node_started` when the step started and ended right here
+        (a template or an inline built-in failed), so every ended step shows its start."""
+        started = fields.get("started_at")
+        events = []
+        if started is not None:
+            events.append(self.node_event("node_started", node_run_id, node, "running", started))
+        return [*events, self.node_event(event, node_run_id, node, status)]
 
     def node_event(
         self,

@@ -57,6 +57,40 @@ class TestStream:
         run = await platform.wait(wf, run_id)
         assert times[-1] >= max(n["finishedAt"] for n in run["nodeRuns"])
 
+    async def test_a_step_that_fails_or_is_skipped_in_the_workflow_shows_its_start(
+        self, platform: Platform
+    ) -> None:
+        # A template or an inline built-in fails before any activity: its node run has a
+        # startedAt, so the stream must show the node_started a remote step would show.
+        failing = {"nodeType": "step", "executorKey": "builtin:transform"}
+        wf = await platform.create(
+            {
+                "nodes": [
+                    {
+                        **failing,
+                        "id": "skip",
+                        "name": "skip",
+                        "config": {"map": {"v": "input.missing"}},
+                        "stepConfig": {"onError": "skip"},
+                    },
+                    {**failing, "id": "fail", "name": "fail", "config": {"map": "{{ input.x }}"}},
+                ]
+            }
+        )
+        run_id = await platform.trigger(wf)
+        stream = data_only(await read_all(platform.api, events_url(wf, run_id)))
+        assert [(m.event, m.json().get("nodeId")) for m in stream] == [
+            ("run_started", None),
+            ("node_started", "skip"),
+            ("node_skipped", "skip"),
+            ("node_started", "fail"),
+            ("node_failed", "fail"),
+            ("run_failed", None),
+        ]
+        run = await platform.wait(wf, run_id)
+        started = {n["nodeId"]: n["startedAt"] for n in run["nodeRuns"]}
+        assert started["skip"] is not None and started["fail"] is not None
+
     async def test_a_run_streams_in_order_and_the_stream_ends_after_the_terminal_event(
         self, platform: Platform
     ) -> None:
