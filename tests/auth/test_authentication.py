@@ -187,6 +187,15 @@ class TestKeySet:
         response = await api.get(WORKFLOWS, headers=bearer(unknown_kid))
         assert_error(response, 401, "authentication_required", "key set")
 
+    async def test_an_algorithm_other_than_its_keys_is_401(self, keys_and_api: KeysAndApi) -> None:
+        # The header is the caller's: an RS256 token naming the EC key (and the reverse)
+        # was a 500 when PyJWT was handed a key of the wrong kind.
+        keys, api = keys_and_api
+        for algorithm, key, kid in (("RS256", keys.rsa, "ec-1"), ("ES256", keys.ec, "rsa-1")):
+            mixed = token("alice", key=key, algorithm=algorithm, headers={"kid": kid})
+            response = await api.get(WORKFLOWS, headers=bearer(mixed))
+            assert_error(response, 401, "authentication_required", "does not match its key")
+
     async def test_expired_rs256_token_is_401_saying_expired(
         self, keys_and_api: KeysAndApi
     ) -> None:
