@@ -216,3 +216,20 @@ class TestDevMode:
     ) -> None:
         assert (await dev_api.get(WORKFLOWS)).status_code == 200
         assert (await dev_api.get(WORKFLOWS, headers=bearer("garbage"))).status_code == 200
+
+    async def test_dev_mode_answers_only_requests_addressed_to_this_machine(
+        self, dev_api: httpx.AsyncClient
+    ) -> None:
+        # DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 is
+        # same-origin with the dev API, and its requests carry `Host: evil.example`.
+        for host in ("evil.example", "evil.example:8000", "127.0.0.1.nip.io"):
+            refused = await dev_api.get(WORKFLOWS, headers={"Host": host})
+            assert_error(refused, 403, "forbidden", "addressed to this machine")
+            posted = await dev_api.post(WORKFLOWS, json={}, headers={"Host": host})
+            assert posted.status_code == 403
+        for host in ("localhost:8000", "127.0.0.1", "[::1]:8000"):
+            assert (await dev_api.get(WORKFLOWS, headers={"Host": host})).status_code == 200
+
+    async def test_jwt_mode_serves_any_host_name(self, api: httpx.AsyncClient) -> None:
+        headers = {**as_user("alice", [READ]), "Host": "trellis.example.com"}
+        assert (await api.get(WORKFLOWS, headers=headers)).status_code == 200
