@@ -22,6 +22,7 @@ from app.deps import get_temporal
 from app.errors import install_error_handlers
 from app.head import HeadMiddleware
 from app.heap import freeze_startup_heap
+from app.loopback_host import LoopbackHostMiddleware
 from app.openapi import API_PREFIX, install_openapi
 from app.outbound import executor_catalog
 from app.read_lane import ReadLaneMiddleware
@@ -113,6 +114,8 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.resolved_max_body_bytes)
     app.add_middleware(ShutdownAnswerMiddleware)
     app.add_middleware(HeadMiddleware, root=app)
+    if settings.auth_mode == "dev":
+        app.add_middleware(LoopbackHostMiddleware)
     # Outermost of ours: a request's duration includes every middleware's work.
     app.add_middleware(RequestMetricsMiddleware, histogram=app.state.metrics.requests, root=app)
     app.include_router(health.router)

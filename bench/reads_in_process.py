@@ -167,7 +167,7 @@ async def _timed_reads(
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://bench") as client,
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client,
     ):
         for name, (url, before) in urls.items():
             if only in name:

@@ -100,7 +100,9 @@ class TokenVerifier:
             raise ServiceUnavailable("The identity provider's key set cannot be fetched") from None
         except (jwt.PyJWKClientError, jwt.InvalidTokenError):
             raise NotAuthenticated("Token is signed with a key the key set does not have") from None
-        return signing_key.key
+        # The key itself (PyJWK), not its raw key: PyJWT then refuses a token whose `alg`
+        # is not the key's (an RS256 token naming an EC key's `kid` was a 500).
+        return signing_key
 
     def _decode(self, token: str, key: Any) -> dict[str, Any]:
         algorithm = jwt.get_unverified_header(token)["alg"]
@@ -142,6 +144,7 @@ _REASONS: list[tuple[type[jwt.InvalidTokenError], Callable[[Any], str]]] = [
     (jwt.InvalidIssuerError, lambda e: "Token issuer is not accepted"),
     (jwt.ImmatureSignatureError, lambda e: "Token is not valid yet"),
     (jwt.MissingRequiredClaimError, lambda e: f"Token has no {e.claim!r} claim"),
+    (jwt.InvalidAlgorithmError, lambda e: "Token signing algorithm does not match its key"),
     (jwt.DecodeError, lambda e: "Malformed bearer token"),
 ]
 

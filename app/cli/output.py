@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from app.cli.api_client import Answer, ApiError, TrellisApi
 
@@ -44,9 +46,9 @@ class Session:
         if self.as_json:
             click.echo(answer.text)
             return
-        shown = render(answer.data)
-        if shown is not None:
-            self.console.print(shown)
+        rendered = render(answer.data)
+        if rendered is not None:
+            self.console.print(rendered)
 
 
 def api_options(func: F) -> F:
@@ -79,15 +81,42 @@ def session(url: str, token: str | None, as_json: bool) -> Iterator[Session]:
     try:
         yield Session(api, as_json, console)
     except ApiError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(clean(exc, one_line=True)) from None
     finally:
         api.close()
 
 
-def styled(status: str | None) -> str:
+# What a terminal acts on rather than shows: C0 controls but tab and newline (ESC starts
+# sequences that retitle the window, rewrite the screen or set the clipboard; CR rewrites
+# the line), DEL, C1 controls, and the bidi controls that reorder what is shown. Names,
+# messages, errors and outputs are written by other users and by steps: shown escaped.
+_UNSHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSHOWN_ON_ONE_LINE = re.compile(f"{_UNSHOWN.pattern}|\n")
+
+
+def clean(value: Any, *, one_line: bool = False) -> str:
+    """A value from the API as text: what a terminal would act on written as `\\x1b`."""
+    pattern = _UNSHOWN_ON_ONE_LINE if one_line else _UNSHOWN
+    return pattern.sub(lambda m: ascii(m.group())[1:-1], str(value))
+
+
+def shown(*parts: Any) -> Text:
+    """Text of API values (never read as rich markup); a `(value, style)` part is styled,
+    a Text part kept as it is."""
+    pieces: list[Text | tuple[str, str]] = []
+    for part in parts:
+        if isinstance(part, Text):
+            pieces.append(part)
+        elif isinstance(part, tuple):
+            pieces.append((clean(part[0]), part[1]))
+        else:
+            pieces.append(Text(clean(part)))
+    return Text.assemble(*pieces)
+
+
+def styled(status: str | None) -> Text:
     status = status or "-"
-    style = STATUS_STYLE.get(status)
-    return f"[{style}]{status}[/{style}]" if style else status
+    return shown((status, STATUS_STYLE.get(status, "")))
 
 
 def when(value: str | None) -> str:
@@ -105,13 +134,13 @@ _ID_COLUMNS = {"ID", "RUN", "STEP_ID"}
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
-    shown = Table(title=title, title_justify="left", header_style="bold")
+    listing = Table(title=title, title_justify="left", header_style="bold")
     for column in columns:
         # Ids stay whole (they are what a person copies into the next command).
-        shown.add_column(column, overflow="fold", no_wrap=column in _ID_COLUMNS)
+        listing.add_column(column, overflow="fold", no_wrap=column in _ID_COLUMNS)
     for row in rows:
-        shown.add_row(*("-" if v is None else str(v) for v in row))
-    return shown
+        listing.add_row(*("-" if v is None else shown(v) for v in row))
+    return listing
 
 
 def compact(value: Any, limit: int = 200) -> str:

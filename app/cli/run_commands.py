@@ -10,7 +10,7 @@ import click
 from rich.console import Group
 from rich.text import Text
 
-from app.cli.output import Session, api_options, compact, styled, table, when
+from app.cli.output import Session, api_options, compact, shown, styled, table, when
 from app.cli.run_watch import watch_run
 
 RUN_STATUSES = ("pending", "running", "paused", "awaiting_approval", "completed", "failed",
@@ -64,7 +64,7 @@ def start(
     initial.update(_pairs(inputs, "--input"))
     body = {"triggerSource": "manual", "initialInput": initial}
     answer = session.api.post(f"/workflows/{workflow_id}/runs", body)
-    session.emit(answer, lambda r: f"run {r['runId']} {styled(r['status'])}")
+    session.emit(answer, lambda r: shown("run ", r["runId"], " ", styled(r["status"])))
 
 
 @runs.command("show")
@@ -76,15 +76,17 @@ def show_run(session: Session, run_id: str) -> None:
 
 
 def run_detail(run: dict[str, Any]) -> Any:
-    head = Text.from_markup(
-        f"[bold]run {run['id']}[/bold]  {styled(run['status'])}\n"
-        f"workflow {run['workflowDefinitionId']} (version {run['workflowVersion']}), "
+    head = shown(
+        (f"run {run['id']}", "bold"),
+        "  ",
+        styled(run["status"]),
+        f"\nworkflow {run['workflowDefinitionId']} (version {run['workflowVersion']}), "
         f"{run['triggerSource']}, started {when(run['startedAt'])}, "
-        f"finished {when(run.get('finishedAt'))}"
+        f"finished {when(run.get('finishedAt'))}",
     )
     parts: list[Any] = [head]
     if run.get("errorSummary"):
-        parts.append(Text(f"error: {run['errorSummary']}", style="red"))
+        parts.append(shown((f"error: {run['errorSummary']}", "red")))
     nodes = [
         [n["nodeName"], n["nodeType"], styled(n["status"]), n["attempt"],
          when(n.get("startedAt")), when(n.get("finishedAt")), n.get("error")]
@@ -102,7 +104,7 @@ def run_detail(run: dict[str, Any]) -> Any:
 
 def approval_rows(run_id: str, pending: list[dict[str, Any]]) -> Any:
     rows = [[r.get("stepId"), r.get("stepName"), _kind(r), _message(r)] for r in pending]
-    hint = Text(f"decide with: trellis approve {run_id} STEP_ID [--reject]", style="magenta")
+    hint = shown((f"decide with: trellis approve {run_id} STEP_ID [--reject]", "magenta"))
     return Group(table("waiting for approval", ["STEP_ID", "STEP", "NEEDS", "MESSAGE"], rows), hint)
 
 
@@ -127,7 +129,10 @@ def watch(session: Session, run_id: str) -> int:
 
 def _control(session: Session, run_id: str, action: str) -> None:
     answer = session.api.post(f"{session.api.run_path(run_id)}/{action}")
-    session.emit(answer, lambda r: f"run {r['runId']}: {r['message']} (now {styled(r['status'])})")
+    session.emit(
+        answer,
+        lambda r: shown(f"run {r['runId']}: {r['message']} (now ", styled(r["status"]), ")"),
+    )
 
 
 @runs.command("pause")
@@ -160,7 +165,7 @@ def cancel(session: Session, run_id: str) -> None:
 def retry(session: Session, run_id: str) -> None:
     """Start a new run of a finished one, reusing what completed (a child run)."""
     answer = session.api.post(f"{session.api.run_path(run_id)}/retry")
-    session.emit(answer, lambda r: f"retry started: run {r.get('runId') or r.get('id')}")
+    session.emit(answer, lambda r: shown(f"retry started: run {r.get('runId') or r.get('id')}"))
 
 
 @click.command()
@@ -255,7 +260,9 @@ def approve(
     if feedback is not None:
         body["feedback"] = feedback
     answer = session.api.post(f"{session.api.run_path(run_id)}/approve", body)
-    session.emit(answer, lambda r: f"run {r['runId']}: {r['message']} ({styled(r['status'])})")
+    session.emit(
+        answer, lambda r: shown(f"run {r['runId']}: {r['message']} (", styled(r["status"]), ")")
+    )
 
 
 COMMANDS = (runs, approvals, approve)

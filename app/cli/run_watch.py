@@ -9,10 +9,9 @@ from typing import Any
 import click
 from rich.console import Group
 from rich.live import Live
-from rich.text import Text
 
 from app.cli.api_client import SseEvent
-from app.cli.output import Session, styled, table, when
+from app.cli.output import Session, clean, shown, styled, table, when
 
 
 @dataclass
@@ -58,9 +57,11 @@ class RunView:
 
     def render(self) -> Any:
         done = sum(1 for n in self.nodes.values() if n.get("status") in _ENDED)
-        head = Text.from_markup(
-            f"[bold]run {self.run_id}[/bold]  {styled(self.status)}  "
-            f"{done}/{len(self.nodes)} node runs ended"
+        head = shown(
+            (f"run {self.run_id}", "bold"),
+            "  ",
+            styled(self.status),
+            f"  {done}/{len(self.nodes)} node runs ended",
         )
         rows = [
             [n.get("nodeName"), styled(n.get("status")), n.get("attempt"),
@@ -71,9 +72,9 @@ class RunView:
         parts: list[Any] = [head, table(None, columns, rows)]
         for step_id, name in self.waiting.items():
             parts.append(
-                Text.from_markup(
-                    f"[magenta]waiting at {name or step_id}[/magenta]: "
-                    f"trellis approve {self.run_id} {step_id}"
+                shown(
+                    (f"waiting at {name or step_id}", "magenta"),
+                    f": trellis approve {self.run_id} {step_id}",
                 )
             )
         return Group(*parts)
@@ -87,7 +88,8 @@ def _line(event: dict[str, Any]) -> str:
     what = event.get("nodeName") or ""
     extra = f" ({event['error']})" if event.get("error") else ""
     kind, status = event.get("type", ""), event.get("status", "")
-    return f"{when(event.get('timestamp'))}  {kind:<24} {what} {status}{extra}".rstrip()
+    line = f"{when(event.get('timestamp'))}  {kind:<24} {what} {status}{extra}".rstrip()
+    return clean(line, one_line=True)
 
 
 def watch_run(session: Session, run_id: str) -> int:
@@ -121,7 +123,7 @@ def watch_run(session: Session, run_id: str) -> int:
         run = session.api.get_when_up(f"/runs/{run_id}", waiting=_say_waiting).data
     status = str(run["status"])
     why = f": {run['errorSummary']}" if status != "completed" and run.get("errorSummary") else ""
-    session.console.print(Text.from_markup(f"run {run_id} {styled(status)}") + Text(why))
+    session.console.print(shown(f"run {run_id} ", styled(status), why))
     return 0 if status == "completed" else 1
 
 

@@ -8,9 +8,8 @@ from typing import Any
 import click
 import yaml
 from rich.console import Group
-from rich.text import Text
 
-from app.cli.output import Session, api_options, table, when
+from app.cli.output import Session, api_options, shown, table, when
 
 
 @click.group()
@@ -49,10 +48,11 @@ def show_workflow(session: Session, workflow_id: str) -> None:
 
 
 def _workflow_detail(data: dict[str, Any]) -> Any:
-    head = Text.from_markup(
-        f"[bold]{data['name']}[/bold]  {data['id']}\n"
+    head = shown(
+        (data["name"], "bold"),
+        f"  {data['id']}\n"
         f"version {data['version']}, {'enabled' if data['enabled'] else 'disabled'}, "
-        f"updated {when(data['updatedAt'])}"
+        f"updated {when(data['updatedAt'])}",
     )
     rows = [[depth * "  " + n.get("name", ""), n.get("nodeType"), n.get("id"), _what(n)]
             for depth, n in _walk(data.get("nodes") or [])]  # fmt: skip

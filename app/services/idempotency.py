@@ -14,6 +14,7 @@ from typing import Any
 from activities.run_start import RunStarter, new_run_id
 from activities.store.records import RunRecord, WorkflowRecord
 from app.errors import Conflict
+from temporal_workflows.contracts import Identity
 
 # What a request asks for, under the wire names a 409 reports (a request names only the
 # parts it decides; a lineage request's input and reuse list follow from its source run).
@@ -28,7 +29,14 @@ def asked_of(run: RunRecord) -> Asked:
         "nodeId": run.stop_after_node_id,
         "initialInput": run.initial_input,
         "resolvedDependencies": [d.model_dump() for d in run.resolved_dependencies],
+        "triggeredBy": asker(run.triggered_by),
     }
+
+
+def asker(identity: Identity | None) -> str | None:
+    """Who asked, as a request under a key names them: a key is the caller's own, so
+    another user's repeat is not answered with a run recorded as the first user's."""
+    return identity.user_id if identity is not None else None
 
 
 def require_same_request(run: RunRecord, asked: Asked) -> None:

@@ -21,7 +21,7 @@ from activities.store.records import (
 )
 from app.errors import InvalidRequest, NotFound
 from app.services.graph import latest_node_runs
-from app.services.idempotency import Asked, repeated_run, require_same_request
+from app.services.idempotency import Asked, asker, repeated_run, require_same_request
 from temporal_workflows.contracts import CachedOutput, Identity
 from temporal_workflows.definition import WorkflowNode, iter_nodes
 
@@ -44,7 +44,7 @@ class LineageService:
     ) -> RunRecord:
         """A child on the source's snapshot reusing every completed step, rerunning the rest."""
         require_enabled(workflow)
-        asked = lineage_request("retry", source)
+        asked = lineage_request("retry", source, None, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
@@ -69,7 +69,7 @@ class LineageService:
     ) -> RunRecord:
         """A child that replays the nodes before `node_id` from cache, runs it, and stops."""
         require_enabled(workflow)
-        asked = lineage_request("node_rerun", source, node_id)
+        asked = lineage_request("node_rerun", source, node_id, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
@@ -106,7 +106,7 @@ class LineageService:
     ) -> RunRecord:
         """A fresh child on the live definition with the source's initial input."""
         require_enabled(workflow)
-        asked = lineage_request("replay", source)
+        asked = lineage_request("replay", source, None, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
@@ -183,9 +183,17 @@ def latest_completed(node_runs: list[NodeRunRecord]) -> dict[str, NodeRunRecord]
     return latest_node_runs([n for n in node_runs if n.status == "completed"])
 
 
-def lineage_request(trigger: str, source: RunRecord, node_id: str | None = None) -> Asked:
-    """What a lineage request asks for: its kind, its source run and (rerun) its node."""
-    return {"triggerSource": trigger, "parentRunId": source.id, "nodeId": node_id}
+def lineage_request(
+    trigger: str, source: RunRecord, node_id: str | None, triggered_by: Identity | None
+) -> Asked:
+    """What a lineage request asks for: its kind, its source run, (rerun) its node, and
+    who asks."""
+    return {
+        "triggerSource": trigger,
+        "parentRunId": source.id,
+        "nodeId": node_id,
+        "triggeredBy": asker(triggered_by),
+    }
 
 
 def child_record(

@@ -9,7 +9,7 @@ from activities.store.base import Store
 from activities.store.records import RunRecord, WorkflowRecord
 from app.errors import InvalidRequest, NotFound
 from app.schemas.run import RunCreate
-from app.services.idempotency import Asked, repeated_run, require_same_request
+from app.services.idempotency import Asked, asker, repeated_run, require_same_request
 from app.services.lineage import reusable_steps
 from temporal_workflows.contracts import CachedOutput, Identity
 from temporal_workflows.definition import iter_nodes
@@ -28,7 +28,7 @@ class RunService:
         """Validate and start a run; with an idempotency key, a repeat returns the same run
         (app/services/idempotency.py)."""
         require_enabled(workflow)
-        asked = trigger_request(body)
+        asked = trigger_request(body, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
@@ -97,9 +97,10 @@ class RunService:
         return cached
 
 
-def trigger_request(body: RunCreate) -> Asked:
-    """What a trigger asks for: its whole body (and no node rerun)."""
+def trigger_request(body: RunCreate, triggered_by: Identity | None) -> Asked:
+    """What a trigger asks for: its whole body (and no node rerun), and who asks."""
     return {
+        "triggeredBy": asker(triggered_by),
         "initialInput": body.initial_input,
         "triggerSource": body.trigger_source,
         "parentRunId": body.parent_run_id,

@@ -187,6 +187,15 @@ class TestKeySet:
         response = await api.get(WORKFLOWS, headers=bearer(unknown_kid))
         assert_error(response, 401, "authentication_required", "key set")
 
+    async def test_an_algorithm_other_than_its_keys_is_401(self, keys_and_api: KeysAndApi) -> None:
+        # The header is the caller's: an RS256 token naming the EC key (and the reverse)
+        # was a 500 when PyJWT was handed a key of the wrong kind.
+        keys, api = keys_and_api
+        for algorithm, key, kid in (("RS256", keys.rsa, "ec-1"), ("ES256", keys.ec, "rsa-1")):
+            mixed = token("alice", key=key, algorithm=algorithm, headers={"kid": kid})
+            response = await api.get(WORKFLOWS, headers=bearer(mixed))
+            assert_error(response, 401, "authentication_required", "does not match its key")
+
     async def test_expired_rs256_token_is_401_saying_expired(
         self, keys_and_api: KeysAndApi
     ) -> None:
@@ -207,3 +216,20 @@ class TestDevMode:
     ) -> None:
         assert (await dev_api.get(WORKFLOWS)).status_code == 200
         assert (await dev_api.get(WORKFLOWS, headers=bearer("garbage"))).status_code == 200
+
+    async def test_dev_mode_answers_only_requests_addressed_to_this_machine(
+        self, dev_api: httpx.AsyncClient
+    ) -> None:
+        # DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 is
+        # same-origin with the dev API, and its requests carry `Host: evil.example`.
+        for host in ("evil.example", "evil.example:8000", "127.0.0.1.nip.io"):
+            refused = await dev_api.get(WORKFLOWS, headers={"Host": host})
+            assert_error(refused, 403, "forbidden", "addressed to this machine")
+            posted = await dev_api.post(WORKFLOWS, json={}, headers={"Host": host})
+            assert posted.status_code == 403
+        for host in ("localhost:8000", "127.0.0.1", "[::1]:8000"):
+            assert (await dev_api.get(WORKFLOWS, headers={"Host": host})).status_code == 200
+
+    async def test_jwt_mode_serves_any_host_name(self, api: httpx.AsyncClient) -> None:
+        headers = {**as_user("alice", [READ]), "Host": "trellis.example.com"}
+        assert (await api.get(WORKFLOWS, headers=headers)).status_code == 200

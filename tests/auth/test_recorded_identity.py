@@ -128,3 +128,24 @@ async def test_dev_mode_runs_have_no_triggering_identity(platform: Platform) -> 
     run = await platform.wait(wf, run_id)
     assert run["triggeredBy"] is None
     assert run["resolvedRequirements"][0]["decidedBy"] == "dev"
+
+
+async def test_an_idempotency_key_is_the_callers_own(jwt_platform: Platform) -> None:
+    # Bob repeating Alice's key was answered 202 with Alice's run: his trigger was
+    # recorded nowhere, and the run said Alice triggered it.
+    p = jwt_platform
+    wf, run_id = await start(p, [echo("only")])
+    await p.wait(wf, run_id)
+    await share_with(p, wf, "user:bob")
+    bob = as_user("bob", [READ, CONTROL])
+    for path in (f"/api/v1/workflows/{wf}/runs", f"/api/v1/workflows/{wf}/runs/{run_id}/replay"):
+        key = {"Idempotency-Key": f"key-{path.rsplit('/', 1)[1]}"}
+        first = await p.api.post(path, headers=key)
+        assert first.status_code == 202, first.text
+        refused = await p.api.post(path, headers={**bob, **key})
+        assert refused.status_code == 409, refused.text
+        assert "triggeredBy" in refused.json()["error"]["message"]
+        again = await p.api.post(path, headers=key)
+        assert again.json()["runId"] == first.json()["runId"]
+        run = await p.wait(wf, first.json()["runId"])
+        assert run["triggeredBy"]["userId"] == "alice"

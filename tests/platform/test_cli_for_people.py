@@ -37,8 +37,8 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
         process.kill_everything()
 
 
-def trellis(dev: DevProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**dev.env, "TRELLIS_URL": dev.api_url}
+def trellis(dev: DevProcess, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = {**dev.env, "TRELLIS_URL": dev.api_url, **extra_env}
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
         env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
@@ -183,6 +183,38 @@ def test_tables_list_workflows_runs_and_the_inbox(dev: DevProcess, tmp_path: Pat
     assert "Ship it?" in ok(trellis(dev, "approvals"))
     detail = ok(trellis(dev, "runs", "show", run_id))
     assert "awaiting_approval" in detail and f"trellis approve {run_id}" in detail
+    ok(trellis(dev, "runs", "cancel", run_id))
+
+
+# Written by another user (a shared workflow) or by a step: rich markup that does not
+# parse, a link, and terminal control sequences (retitle the window, colour, clear screen).
+HOSTILE = "[/bold] [link=https://evil.example]x[/link] \x1b]0;owned\x07\x1b[2J\r\u202eevil"
+
+
+def test_names_and_messages_are_shown_as_text_never_as_markup_or_control_codes(
+    dev: DevProcess,
+) -> None:
+    gate = {"requiresConfirmation": True, "confirmationMessage": HOSTILE}
+    step = {"name": HOSTILE, "nodeType": "step", "executorKey": "builtin:echo", "humanReview": gate}
+    created = httpx.post(
+        f"{dev.api_url}/api/v1/workflows",
+        json={"name": f"{HOSTILE} {uuid.uuid4().hex[:8]}", "nodes": [step]},
+    )
+    assert created.status_code == 201, created.text
+    workflow_id = created.json()["id"]
+    ok(trellis(dev, "workflows", "enable", workflow_id))
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    for args in (
+        ("workflows", "list"),
+        ("workflows", "show", workflow_id),
+        ("runs", "show", run_id),
+        ("approvals",),
+    ):
+        out = ok(trellis(dev, *args, COLUMNS="1000"))  # wide: no column folds the text
+        assert "[/bold] [link=https://evil.example]x[/link]" in out, args
+        assert "\\x1b]0;owned\\x07\\x1b[2J\\r\\u202eevil" in out, args
+        assert not any(c in out for c in "\x1b\x07\r\u202e"), args
     ok(trellis(dev, "runs", "cancel", run_id))
 
 

@@ -1,0 +1,49 @@
+"""Dev mode answers only requests addressed to this machine.
+
+Dev mode has no authentication: it is safe only because it listens on loopback. A web
+page on another site can still reach a loopback port through the browser: DNS
+rebinding points the page's own name at 127.0.0.1, and the browser then sends the
+page's requests, and reads their answers, as same-origin. Those requests carry the
+page's name in `Host`, so a `Host` that does not name this machine is refused (as
+Jupyter and others do).
+"""
+
+from __future__ import annotations
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.errors import error_response
+from app.platform.preflight import is_loopback
+
+
+def names_this_machine(host_header: str) -> bool:
+    """Whether `Host` (with or without its port) is a loopback address or localhost."""
+    host = host_header.strip().lower()
+    if host.startswith("["):  # [::1]:8000
+        host = host[1 : host.find("]")] if "]" in host else host
+    elif host.count(":") == 1:  # 127.0.0.1:8000, localhost:8000
+        host = host.split(":", 1)[0]
+    return host.endswith(".localhost") or is_loopback(host.rstrip("."))
+
+
+class LoopbackHostMiddleware:
+    """Refuse (403) a request whose `Host` names another machine."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = Headers(scope=scope).get("host")
+            if host is not None and not names_this_machine(host):
+                response = error_response(
+                    403,
+                    "forbidden",
+                    "TRELLIS_AUTH_MODE=dev answers only requests addressed to this machine "
+                    "(Host: 127.0.0.1, localhost or [::1]); set TRELLIS_AUTH_MODE=jwt to "
+                    "serve other names",
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
