@@ -74,7 +74,7 @@ def check(spec: WorkflowSpec) -> list[Problem]:
     seen: dict[str, str] = {}
     count = 0
 
-    def visit(node: WorkflowNode, path: str, depth: int) -> None:
+    def visit(node: WorkflowNode, path: str, depth: int, in_map: str | None) -> None:
         nonlocal count
         count += 1
         where = f"{path} ({node.name!r})"
@@ -97,13 +97,25 @@ def check(spec: WorkflowSpec) -> list[Problem]:
         )
         problems.extend(Problem(where, m) for m in _shape(node))
         problems.extend(Problem(where, m) for m in _human_review(node))
+        if in_map is not None and node.human_review and node.human_review.is_active():
+            # A gate is named by its node id: items running at once would open the
+            # same gate twice, and one decision could not say which item it is for.
+            problems.append(
+                Problem(
+                    where,
+                    f"humanReview inside map {in_map!r} needs that map's maxConcurrency "
+                    "to be 1 (its items would wait at the same gate at once)",
+                )
+            )
         problems.extend(Problem(where, m) for m in _expressions(node))
+        if node.node_type == "map" and (node.max_concurrency or spec.max_concurrency) > 1:
+            in_map = in_map or node.name
         for label, seq in node.child_sequences():
             for i, child in enumerate(seq):
-                visit(child, f"{path}.{label}[{i}]", depth + 1)
+                visit(child, f"{path}.{label}[{i}]", depth + 1, in_map)
 
     for i, node in enumerate(spec.nodes):
-        visit(node, f"nodes[{i}]", 1)
+        visit(node, f"nodes[{i}]", 1, None)
     if count > MAX_NODES:
         problems.append(Problem("nodes", f"{count} nodes exceed the limit of {MAX_NODES}"))
     return problems

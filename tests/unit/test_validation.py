@@ -275,6 +275,26 @@ class TestHumanReview:
             "nodes[0] ('s'): humanReview.userInputSchema field names must be unique"
         ]
 
+    def test_a_gate_inside_a_map_whose_items_run_at_once_is_refused(self) -> None:
+        # The items would wait at one gate (one stepId) together: a decision could not
+        # say which item it is for, and the run's workflow task failed on it.
+        gated = echo("g", {"requiresConfirmation": True})
+        deep = loop("l", gated)
+        assert problems(node("m", "map", itemsCel="[1, 2]", children=[deep])) == [
+            "nodes[0].children[0].children[0] ('g'): humanReview inside map 'm' needs that "
+            "map's maxConcurrency to be 1 (its items would wait at the same gate at once)"
+        ]
+
+    def test_a_gate_inside_a_map_of_one_item_at_a_time_is_accepted(self) -> None:
+        gated = echo("g", {"requiresConfirmation": True})
+        one = node("m", "map", itemsCel="[1, 2]", maxConcurrency=1, children=[gated])
+        assert problems(one) == []
+        outer = node("o", "map", itemsCel="[1, 2]", children=[one | {"id": "m"}])
+        assert problems(outer) == [
+            "nodes[0].children[0].children[0] ('g'): humanReview inside map 'o' needs that "
+            "map's maxConcurrency to be 1 (its items would wait at the same gate at once)"
+        ]
+
 
 class TestExpressions:
     def test_a_condition_expression_with_a_syntax_error_is_refused(self) -> None:
