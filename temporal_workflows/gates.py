@@ -206,6 +206,13 @@ def check_decision(req: Requirement, decision: Decision, schema: list[UserInputF
         check_choices(req, decision.selected_choices)
     elif r == "confirm" and req.requires_user_input:
         collect_input(schema, {})  # confirming a form accepts its defaults, if complete
+    elif r == "confirm" and req.requires_route_selection and req.suggested_choices is None:
+        # Confirming takes the suggestion; accepted without one, it failed the router.
+        raise GateError(
+            "invalid",
+            "confirm takes the router's suggested route, and its conditionCel gave no valid "
+            "one: choose with route_select",
+        )
 
 
 def check_choices(req: Requirement, selected: list[str] | None) -> None:

@@ -343,6 +343,26 @@ class TestRouterCondititionLoop:
         run = await platform.wait(wf, run_id)
         assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-a"]
 
+    async def test_confirming_a_route_without_a_valid_suggestion_is_400(
+        self, platform: Platform
+    ) -> None:
+        # It was accepted (200) and then failed the run: "confirmed without a selection".
+        wf, run_id = await start(platform, [self.ROUTER], {"kind": "neither"})
+        run = await wait_for_gate(platform, wf, run_id, "route")
+        assert run["pendingRequirements"][0]["suggestedChoices"] is None
+        refused = await approve(platform, wf, run_id, stepId="route", resolution="confirm")
+        assert refused.status_code == 400, refused.text
+        assert "route_select" in refused.json()["error"]["message"]
+        run = await wait_for_gate(platform, wf, run_id, "route")
+        assert run["status"] == "awaiting_approval" and run["resolvedRequirements"] == []
+        chosen = await approve(
+            platform, wf, run_id, stepId="route", resolution="route_select", selectedChoices=["b"]
+        )
+        assert chosen.status_code == 200
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed"
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-b"]
+
     async def test_a_rejected_condition_with_else_branch_runs_the_false_steps(
         self, platform: Platform
     ) -> None:
