@@ -254,12 +254,19 @@ def collect_input(schema: list[UserInputField], given: dict[str, Any]) -> dict[s
             raise GateError("invalid", f"userInput.{name} is required")
         else:
             continue
-        expected = _TYPE_CHECKS[field.field_type]
-        if not isinstance(value, expected) or (
-            field.field_type == "number" and isinstance(value, bool)
-        ):
-            raise GateError("invalid", f"userInput.{name} must be a {field.field_type}")
-        if field.allowed_values is not None and value not in field.allowed_values:
-            raise GateError("invalid", f"userInput.{name} must be one of {field.allowed_values}")
+        problem = value_problem(field, value)
+        if problem is not None:
+            raise GateError("invalid", f"userInput.{name} {problem}")
         values[name] = value
     return values
+
+
+def value_problem(field: UserInputField, value: Any) -> str | None:
+    """Why `value` does not fit the form field (its type, its allowed values), or None."""
+    if not isinstance(value, _TYPE_CHECKS[field.field_type]) or (
+        field.field_type == "number" and isinstance(value, bool)
+    ):
+        return f"must be a {field.field_type}"
+    if field.allowed_values is not None and value not in field.allowed_values:
+        return f"must be one of {field.allowed_values}"
+    return None

@@ -19,6 +19,7 @@ from temporal_workflows.definition import (
     iter_nodes,
 )
 from temporal_workflows.expressions import ExpressionError, check_expression, template_expressions
+from temporal_workflows.gates import value_problem
 from temporal_workflows.json_data import data_problem
 
 MAX_DEPTH = 12
@@ -274,7 +275,24 @@ def _human_review(node: WorkflowNode) -> list[str]:
         out.append("humanReview.userInputSchema field names must be unique")
     if hr.user_input_schema and not hr.requires_user_input:
         out.append("humanReview.userInputSchema needs requiresUserInput")
+    out += _form_fields(hr)
     return out + _approvers(hr)
+
+
+def _form_fields(hr: HumanReview) -> list[str]:
+    """A default or allowed value its own field refuses could never be confirmed."""
+    out: list[str] = []
+    for i, field in enumerate(hr.user_input_schema):
+        where = f"humanReview.userInputSchema[{i}] ({field.name[:60]!r})"
+        typed = field.model_copy(update={"allowed_values": None})
+        unfit = [v for v in field.allowed_values or [] if value_problem(typed, v) is not None]
+        if unfit:
+            out.append(f"{where}: allowedValues entry {unfit[0]!r} is not a {field.field_type}")
+        elif field.default_value is not None:
+            problem = value_problem(field, field.default_value)
+            if problem is not None:
+                out.append(f"{where}: defaultValue {problem}")
+    return out
 
 
 def _approvers(hr: HumanReview) -> list[str]:

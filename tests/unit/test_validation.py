@@ -275,6 +275,24 @@ class TestHumanReview:
             "nodes[0] ('s'): humanReview.userInputSchema field names must be unique"
         ]
 
+    def test_a_form_default_its_own_field_refuses_is_refused(self) -> None:
+        # It could never be confirmed, and a timer's onTimeout: approve skipped the node.
+        form = [
+            {"name": "n", "fieldType": "number", "defaultValue": "ten"},
+            {"name": "t", "allowedValues": ["gold"], "defaultValue": "tin"},
+            {"name": "b", "fieldType": "boolean", "allowedValues": [1, 2]},
+            {"name": "ok", "fieldType": "number", "allowedValues": [1, 2], "defaultValue": 2},
+            {"name": "no", "fieldType": "boolean", "defaultValue": False},
+        ]
+        review = {"requiresUserInput": True, "userInputSchema": form}
+        assert problems(echo("s", review)) == [
+            "nodes[0] ('s'): humanReview.userInputSchema[0] ('n'): defaultValue must be a number",
+            "nodes[0] ('s'): humanReview.userInputSchema[1] ('t'): defaultValue must be one of"
+            " ['gold']",
+            "nodes[0] ('s'): humanReview.userInputSchema[2] ('b'): allowedValues entry 1 is not"
+            " a boolean",
+        ]
+
     def test_a_gate_inside_a_map_whose_items_run_at_once_is_refused(self) -> None:
         # The items would wait at one gate (one stepId) together: a decision could not
         # say which item it is for, and the run's workflow task failed on it.
