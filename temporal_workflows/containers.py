@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from temporal_workflows.dispatcher import Dispatcher
 
 LOOP_VARIABLES = ("iteration", "loop_outputs")
+# A rejected router output review with onReject: retry only asked again, over the same
+# output; it now runs the selected choices again first (new activities in the history).
+ROUTER_RETRY_PATCH = "router-output-review-retry-runs-the-choices-again"
 
 
 @dataclass
@@ -114,12 +117,34 @@ class Containers:
                 raise
         output = outputs[selected[0]] if len(selected) == 1 else outputs
         if review is not None and review.requires_output_review:
+
+            async def run_again(rejected: Decision) -> None:
+                nonlocal output
+                if not workflow.patched(ROUTER_RETRY_PATCH):
+                    return
+                outer = scope.extra.get("rejection_feedback")
+                scope.extra["rejection_feedback"] = rejected.feedback
+                again: dict[str, Any] = {}
+                try:
+                    async with self.continuation.held():
+                        for choice in node.choices:
+                            if choice.name in selected:
+                                again[choice.name] = await self.dispatcher.run_sequence(
+                                    choice.steps, scope
+                                )
+                finally:
+                    scope.extra["rejection_feedback"] = outer
+                    if outer is None:
+                        del scope.extra["rejection_feedback"]
+                output = again[selected[0]] if len(selected) == 1 else again
+
             decision = await self.reviews.ask(
                 node,
                 review,
                 lambda _: review_gate(node, review, output),
                 node_run_id=lambda: node_run_id,
                 rev=OPEN_REV,
+                redo=run_again,
             )
             if decision.resolution == "edit":
                 output = decision.edited_output

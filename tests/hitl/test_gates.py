@@ -1,6 +1,8 @@
 """Gates before and after steps, routers, conditions and loops, decided over HTTP."""
 
-from tests.builders import echo
+import asyncio
+
+from tests.builders import echo, transform
 from tests.hitl.helpers import approve, start, wait_for_gate
 from tests.support.platform import Platform
 
@@ -362,6 +364,43 @@ class TestRouterCondititionLoop:
         run = await platform.wait(wf, run_id)
         assert run["status"] == "completed"
         assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-b"]
+
+    async def test_a_rejected_route_output_with_retry_runs_the_route_again(
+        self, platform: Platform
+    ) -> None:
+        # The review was asked again over the very same output: nothing ran again.
+        feedback = "has(rejection_feedback) ? rejection_feedback : 'none'"
+        reviewed = {
+            "id": "route",
+            "name": "route",
+            "nodeType": "router",
+            "conditionCel": "'a'",
+            "humanReview": {"requiresOutputReview": True, "onReject": "retry"},
+            "choices": [
+                {"name": "a", "steps": [transform("in-a", heard=feedback)]},
+                {"name": "b", "steps": [echo("in-b")]},
+            ],
+        }
+        after = transform("after", heard=feedback, got="previous_step_content")
+        wf, run_id = await start(platform, [reviewed, after])
+        run = await wait_for_gate(platform, wf, run_id, "route")
+        assert run["pendingRequirements"][0]["stepOutput"] == {"heard": "none"}
+        rejected = await approve(
+            platform, wf, run_id, stepId="route", resolution="reject", feedback="louder"
+        )
+        assert rejected.status_code == 200
+        for _ in range(300):
+            run = await wait_for_gate(platform, wf, run_id, "route")
+            if run["pendingRequirements"][0]["retryCount"] == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert run["pendingRequirements"][0]["stepOutput"] == {"heard": "louder"}
+        await approve(platform, wf, run_id, stepId="route", resolution="confirm")
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed"
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-a", "in-a", "after"]
+        # The feedback was the route's: the node after it does not hear it.
+        assert run["finalOutput"] == {"heard": "none", "got": {"heard": "louder"}}
 
     async def test_a_rejected_condition_with_else_branch_runs_the_false_steps(
         self, platform: Platform
