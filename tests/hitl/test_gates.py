@@ -458,3 +458,38 @@ class TestRouterCondititionLoop:
         run = await platform.wait(wf, run_id)
         assert run["status"] == "completed"
         assert run["finalOutput"] == [{"i": 0}]
+
+    async def test_an_iteration_retried_after_a_rejection_hears_the_feedback(
+        self, platform: Platform
+    ) -> None:
+        # The iteration ran again without `rejection_feedback` in its scope.
+        heard = "has(rejection_feedback) ? rejection_feedback : 'none'"
+        looped = {
+            "id": "loop",
+            "name": "loop",
+            "nodeType": "loop",
+            "loopConfig": {"maxIterations": 2},
+            "humanReview": {"requiresIterationReview": True, "onReject": "retry"},
+            "children": [transform("tick", i="iteration", heard=heard)],
+        }
+        wf, run_id = await start(platform, [looped])
+        run = await wait_for_gate(platform, wf, run_id, "loop")
+        assert run["pendingRequirements"][0]["stepOutput"] == {"i": 0, "heard": "none"}
+        await approve(platform, wf, run_id, stepId="loop", resolution="reject", feedback="more")
+        for _ in range(300):
+            run = await wait_for_gate(platform, wf, run_id, "loop")
+            if run["pendingRequirements"][0]["retryCount"] == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert run["pendingRequirements"][0]["stepOutput"] == {"i": 0, "heard": "more"}
+        await approve(platform, wf, run_id, stepId="loop", resolution="confirm")
+        for _ in range(300):
+            run = await wait_for_gate(platform, wf, run_id, "loop")
+            if run["pendingRequirements"][0]["iteration"] == 1:
+                break
+            await asyncio.sleep(0.05)
+        # Only the retried iteration hears it.
+        assert run["pendingRequirements"][0]["stepOutput"] == {"i": 1, "heard": "none"}
+        await approve(platform, wf, run_id, stepId="loop", resolution="confirm")
+        run = await platform.wait(wf, run_id)
+        assert run["finalOutput"] == [{"i": 0, "heard": "more"}, {"i": 1, "heard": "none"}]
