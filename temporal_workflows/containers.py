@@ -7,6 +7,8 @@ its frame. Semantics: docs/semantics.md, and docs/hitl.md for the gates.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +37,11 @@ if TYPE_CHECKING:
     from temporal_workflows.dispatcher import Dispatcher
 
 LOOP_VARIABLES = ("iteration", "loop_outputs")
+# A rejected router output review with onReject: retry only asked again, over the same
+# output; it now runs the selected choices again first (new activities in the history).
+ROUTER_RETRY_PATCH = "router-output-review-retry-runs-the-choices-again"
+# A loop iteration run again after a rejected review did not see the reviewer's feedback.
+LOOP_RETRY_PATCH = "loop-iteration-retry-sees-the-feedback"
 
 
 @dataclass
@@ -114,12 +121,27 @@ class Containers:
                 raise
         output = outputs[selected[0]] if len(selected) == 1 else outputs
         if review is not None and review.requires_output_review:
+
+            async def run_again(rejected: Decision) -> None:
+                nonlocal output
+                if not workflow.patched(ROUTER_RETRY_PATCH):
+                    return
+                again: dict[str, Any] = {}
+                async with self.continuation.held(), _feedback(scope, rejected):
+                    for choice in node.choices:
+                        if choice.name in selected:
+                            again[choice.name] = await self.dispatcher.run_sequence(
+                                choice.steps, scope
+                            )
+                output = again[selected[0]] if len(selected) == 1 else again
+
             decision = await self.reviews.ask(
                 node,
                 review,
                 lambda _: review_gate(node, review, output),
                 node_run_id=lambda: node_run_id,
                 rev=OPEN_REV,
+                redo=run_again,
             )
             if decision.resolution == "edit":
                 output = decision.edited_output
@@ -163,9 +185,13 @@ class Containers:
                 node.children, scope, at=resume, top_first=top_first, outputs=iteration_outputs
             )
 
-        async def run_again(_: Decision) -> None:
+        async def run_again(rejected: Decision) -> None:
             async with self.continuation.held():
-                await run_iteration()
+                if not workflow.patched(LOOP_RETRY_PATCH):
+                    await run_iteration()
+                    return
+                async with _feedback(scope, rejected):
+                    await run_iteration()
 
         def gate(_: int) -> Requirement:
             assert review is not None
@@ -261,6 +287,20 @@ class Containers:
                 "router's conditionCel gave no valid suggestion",
             )
         return suggestion
+
+
+@asynccontextmanager
+async def _feedback(scope: Scope, rejected: Decision) -> AsyncIterator[None]:
+    """The reviewer's feedback in scope (`rejection_feedback`) while a rejection is redone."""
+    outer = scope.extra.get("rejection_feedback")
+    scope.extra["rejection_feedback"] = rejected.feedback
+    try:
+        yield
+    finally:
+        if outer is None:
+            scope.extra.pop("rejection_feedback", None)
+        else:
+            scope.extra["rejection_feedback"] = outer
 
 
 def _route(node: WorkflowNode, source: str, scope: Scope, names: list[str]) -> list[str]:

@@ -206,6 +206,13 @@ def check_decision(req: Requirement, decision: Decision, schema: list[UserInputF
         check_choices(req, decision.selected_choices)
     elif r == "confirm" and req.requires_user_input:
         collect_input(schema, {})  # confirming a form accepts its defaults, if complete
+    elif r == "confirm" and req.requires_route_selection and req.suggested_choices is None:
+        # Confirming takes the suggestion; accepted without one, it failed the router.
+        raise GateError(
+            "invalid",
+            "confirm takes the router's suggested route, and its conditionCel gave no valid "
+            "one: choose with route_select",
+        )
 
 
 def check_choices(req: Requirement, selected: list[str] | None) -> None:
@@ -247,12 +254,19 @@ def collect_input(schema: list[UserInputField], given: dict[str, Any]) -> dict[s
             raise GateError("invalid", f"userInput.{name} is required")
         else:
             continue
-        expected = _TYPE_CHECKS[field.field_type]
-        if not isinstance(value, expected) or (
-            field.field_type == "number" and isinstance(value, bool)
-        ):
-            raise GateError("invalid", f"userInput.{name} must be a {field.field_type}")
-        if field.allowed_values is not None and value not in field.allowed_values:
-            raise GateError("invalid", f"userInput.{name} must be one of {field.allowed_values}")
+        problem = value_problem(field, value)
+        if problem is not None:
+            raise GateError("invalid", f"userInput.{name} {problem}")
         values[name] = value
     return values
+
+
+def value_problem(field: UserInputField, value: Any) -> str | None:
+    """Why `value` does not fit the form field (its type, its allowed values), or None."""
+    if not isinstance(value, _TYPE_CHECKS[field.field_type]) or (
+        field.field_type == "number" and isinstance(value, bool)
+    ):
+        return f"must be a {field.field_type}"
+    if field.allowed_values is not None and value not in field.allowed_values:
+        return f"must be one of {field.allowed_values}"
+    return None

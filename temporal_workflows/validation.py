@@ -19,6 +19,7 @@ from temporal_workflows.definition import (
     iter_nodes,
 )
 from temporal_workflows.expressions import ExpressionError, check_expression, template_expressions
+from temporal_workflows.gates import value_problem
 from temporal_workflows.json_data import data_problem
 
 MAX_DEPTH = 12
@@ -74,7 +75,7 @@ def check(spec: WorkflowSpec) -> list[Problem]:
     seen: dict[str, str] = {}
     count = 0
 
-    def visit(node: WorkflowNode, path: str, depth: int) -> None:
+    def visit(node: WorkflowNode, path: str, depth: int, in_map: str | None) -> None:
         nonlocal count
         count += 1
         where = f"{path} ({node.name!r})"
@@ -97,13 +98,25 @@ def check(spec: WorkflowSpec) -> list[Problem]:
         )
         problems.extend(Problem(where, m) for m in _shape(node))
         problems.extend(Problem(where, m) for m in _human_review(node))
+        if in_map is not None and node.human_review and node.human_review.is_active():
+            # A gate is named by its node id: items running at once would open the
+            # same gate twice, and one decision could not say which item it is for.
+            problems.append(
+                Problem(
+                    where,
+                    f"humanReview inside map {in_map!r} needs that map's maxConcurrency "
+                    "to be 1 (its items would wait at the same gate at once)",
+                )
+            )
         problems.extend(Problem(where, m) for m in _expressions(node))
+        if node.node_type == "map" and (node.max_concurrency or spec.max_concurrency) > 1:
+            in_map = in_map or node.name
         for label, seq in node.child_sequences():
             for i, child in enumerate(seq):
-                visit(child, f"{path}.{label}[{i}]", depth + 1)
+                visit(child, f"{path}.{label}[{i}]", depth + 1, in_map)
 
     for i, node in enumerate(spec.nodes):
-        visit(node, f"nodes[{i}]", 1)
+        visit(node, f"nodes[{i}]", 1, None)
     if count > MAX_NODES:
         problems.append(Problem("nodes", f"{count} nodes exceed the limit of {MAX_NODES}"))
     return problems
@@ -262,7 +275,24 @@ def _human_review(node: WorkflowNode) -> list[str]:
         out.append("humanReview.userInputSchema field names must be unique")
     if hr.user_input_schema and not hr.requires_user_input:
         out.append("humanReview.userInputSchema needs requiresUserInput")
+    out += _form_fields(hr)
     return out + _approvers(hr)
+
+
+def _form_fields(hr: HumanReview) -> list[str]:
+    """A default or allowed value its own field refuses could never be confirmed."""
+    out: list[str] = []
+    for i, field in enumerate(hr.user_input_schema):
+        where = f"humanReview.userInputSchema[{i}] ({field.name[:60]!r})"
+        typed = field.model_copy(update={"allowed_values": None})
+        unfit = [v for v in field.allowed_values or [] if value_problem(typed, v) is not None]
+        if unfit:
+            out.append(f"{where}: allowedValues entry {unfit[0]!r} is not a {field.field_type}")
+        elif field.default_value is not None:
+            problem = value_problem(field, field.default_value)
+            if problem is not None:
+                out.append(f"{where}: defaultValue {problem}")
+    return out
 
 
 def _approvers(hr: HumanReview) -> list[str]:

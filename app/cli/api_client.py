@@ -51,6 +51,11 @@ class SseEvent:
         return parsed if isinstance(parsed, dict) else {"data": parsed}
 
 
+def path_of(run: dict[str, Any]) -> str:
+    """`/workflows/{workflow}/runs/{run}` of a run record."""
+    return f"/workflows/{run['workflowDefinitionId']}/runs/{run['id']}"
+
+
 class TrellisApi:
     """A client of one Trellis API (`TRELLIS_URL`), with a bearer token when given."""
 
@@ -86,8 +91,7 @@ class TrellisApi:
 
     def run_path(self, run_id: str) -> str:
         """`/workflows/{workflow}/runs/{run}` for a bare run id (the API says whose it is)."""
-        run = self.get(f"/runs/{run_id}").data
-        return f"/workflows/{run['workflowDefinitionId']}/runs/{run_id}"
+        return path_of(self.get(f"/runs/{run_id}").data)
 
     def events(
         self, run_path: str, after: str | None = None, patience: float = RESUME_PATIENCE_SECONDS

@@ -10,6 +10,7 @@ import click
 from rich.console import Group
 from rich.text import Text
 
+from app.cli.api_client import path_of
 from app.cli.output import Session, api_options, compact, shown, styled, table, when
 from app.cli.run_watch import watch_run
 
@@ -218,11 +219,25 @@ def _json_object(text: str, option: str) -> dict[str, Any]:
     return value
 
 
-def _pairs(items: tuple[str, ...], option: str) -> dict[str, Any]:
+def _pairs(
+    items: tuple[str, ...], option: str, text_keys: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """KEY=VALUE pairs; the values of `text_keys` stay text even when they parse as JSON."""
     pairs = [item.partition("=") for item in items]
     if any(not sep or not key for key, sep, _ in pairs):
         raise click.BadParameter("use KEY=VALUE", param_hint=option)
-    return {key: _value(value) for key, _, value in pairs}
+    return {key: value if key in text_keys else _value(value) for key, _, value in pairs}
+
+
+def _text_fields(run: dict[str, Any], step_id: str) -> frozenset[str]:
+    """The string fields of the step's open form: `zip=02139` or `code=123` is text there."""
+    return frozenset(
+        field["name"]
+        for req in run.get("pendingRequirements") or []
+        if req.get("stepId") == step_id
+        for field in req.get("userInputSchema") or []
+        if field.get("fieldType") == "str"
+    )
 
 
 @click.command()
@@ -232,7 +247,8 @@ def _pairs(items: tuple[str, ...], option: str) -> dict[str, Any]:
 @click.option("--feedback", default=None,
               help="why, with --reject (recorded as the rejection's feedback)")  # fmt: skip
 @click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE",
-              help="answer a user-input gate (repeatable; JSON values allowed)")  # fmt: skip
+              help="answer a user-input gate (repeatable; JSON values allowed, "
+                   "but a text field takes the value as written)")  # fmt: skip
 @click.option("--choice", "choices", multiple=True, help="route(s) to select at a router gate")
 @click.option("--edited-output", default=None, metavar="JSON", help="replace the step's output")
 @api_options
@@ -247,9 +263,11 @@ def approve(
     edited_output: str | None,
 ) -> None:
     """Decide a gate: confirm (default), --reject, --input k=v, --choice, --edited-output."""
+    run = session.api.get(f"/runs/{run_id}").data
     body: dict[str, Any] = {"stepId": step_id, "resolution": "confirm"}
     if inputs:
-        body.update(resolution="user_input", userInput=_pairs(inputs, "--input"))
+        text = _text_fields(run, step_id)
+        body.update(resolution="user_input", userInput=_pairs(inputs, "--input", text))
     if choices:
         body.update(resolution="route_select", selectedChoices=list(choices))
     if edited_output is not None:
@@ -259,7 +277,7 @@ def approve(
         body["resolution"] = "reject"
     if feedback is not None:
         body["feedback"] = feedback
-    answer = session.api.post(f"{session.api.run_path(run_id)}/approve", body)
+    answer = session.api.post(f"{path_of(run)}/approve", body)
     session.emit(
         answer, lambda r: shown(f"run {r['runId']}: {r['message']} (", styled(r["status"]), ")")
     )

@@ -109,6 +109,8 @@ HUMAN_REVIEW_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("parallel_rejects_any_review", valid("parallel", **review(requiresConfirmation=True)), ["('P')", "parallel nodes must not define humanReview"]),
     ("parallel_rejects_even_an_empty_review", valid("parallel", **review()), ["('P')", "must not define humanReview"]),
     ("map_rejects_any_review", valid("map", **review(requiresConfirmation=True)), ["('M')", "map nodes must not define humanReview"]),
+    ("form_default_fits_its_field", step("A", **review(requiresUserInput=True, userInputSchema=[{"name": "n", "fieldType": "number", "defaultValue": "ten"}])), ["('A')", "userInputSchema[0] ('n'): defaultValue must be a number"]),
+    ("no_gate_under_a_concurrent_map", valid("map", children=[step("B", **review(requiresConfirmation=True))]), ["children[0] ('B')", "humanReview inside map 'M' needs that map's maxConcurrency to be 1"]),
     ("condition_rejects_user_input", valid("condition", **review(requiresUserInput=True)), ["('Q')", "requiresUserInput is not supported on condition"]),
     ("condition_rejects_output_review", valid("condition", **review(requiresOutputReview=True)), ["('Q')", "requiresOutputReview is not supported on condition"]),
     ("condition_rejects_iteration_review", valid("condition", **review(requiresIterationReview=True)), ["('Q')", "requiresIterationReview is not supported on condition"]),

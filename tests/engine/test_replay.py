@@ -154,6 +154,45 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
     await platform.api.post(f"{base}/cancel")
     await platform.wait(wf, run_id)
+    # A router's output review rejected with onReject: retry runs its choice again
+    # (containers.ROUTER_RETRY_PATCH).
+    router = {
+        "id": "route",
+        "name": "route",
+        "nodeType": "router",
+        "conditionCel": "'a'",
+        "humanReview": {"requiresOutputReview": True, "onReject": "retry"},
+        "choices": [
+            {"name": "a", "steps": [delay("in-a", 0)]},
+            {"name": "b", "steps": [echo("b")]},
+        ],
+    }
+    wf = await platform.create({"nodes": [router]})
+    run_id = runs["router_review_retried"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, run_id, "route")
+    await approve(platform, wf, run_id, stepId="route", resolution="reject", feedback="again")
+    for _ in range(300):
+        run = await wait_for_gate(platform, wf, run_id, "route")
+        if run["pendingRequirements"][0]["retryCount"] == 1:
+            break
+        await asyncio.sleep(0.05)
+    await approve(platform, wf, run_id, stepId="route", resolution="confirm")
+    await platform.wait(wf, run_id)
+    # A loop iteration rejected with onReject: retry runs again hearing the feedback
+    # (containers.LOOP_RETRY_PATCH).
+    looped = _loop("L", 1, [delay("tick", 0)])
+    looped["humanReview"] = {"requiresIterationReview": True, "onReject": "retry"}
+    wf = await platform.create({"nodes": [looped]})
+    run_id = runs["loop_review_retried"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, run_id, "L")
+    await approve(platform, wf, run_id, stepId="L", resolution="reject", feedback="again")
+    for _ in range(300):
+        run = await wait_for_gate(platform, wf, run_id, "L")
+        if run["pendingRequirements"][0]["retryCount"] == 1:
+            break
+        await asyncio.sleep(0.05)
+    await approve(platform, wf, run_id, stepId="L", resolution="confirm")
+    await platform.wait(wf, run_id)
     # Steps that write the run's queued writes before their call (the outbox's hand-off):
     # the run's start; a decision (written before its answer, not handed); a failed
     # step's hand-off, which the outbox writes again.

@@ -1,6 +1,8 @@
 """Gates before and after steps, routers, conditions and loops, decided over HTTP."""
 
-from tests.builders import echo
+import asyncio
+
+from tests.builders import echo, transform
 from tests.hitl.helpers import approve, start, wait_for_gate
 from tests.support.platform import Platform
 
@@ -343,6 +345,63 @@ class TestRouterCondititionLoop:
         run = await platform.wait(wf, run_id)
         assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-a"]
 
+    async def test_confirming_a_route_without_a_valid_suggestion_is_400(
+        self, platform: Platform
+    ) -> None:
+        # It was accepted (200) and then failed the run: "confirmed without a selection".
+        wf, run_id = await start(platform, [self.ROUTER], {"kind": "neither"})
+        run = await wait_for_gate(platform, wf, run_id, "route")
+        assert run["pendingRequirements"][0]["suggestedChoices"] is None
+        refused = await approve(platform, wf, run_id, stepId="route", resolution="confirm")
+        assert refused.status_code == 400, refused.text
+        assert "route_select" in refused.json()["error"]["message"]
+        run = await wait_for_gate(platform, wf, run_id, "route")
+        assert run["status"] == "awaiting_approval" and run["resolvedRequirements"] == []
+        chosen = await approve(
+            platform, wf, run_id, stepId="route", resolution="route_select", selectedChoices=["b"]
+        )
+        assert chosen.status_code == 200
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed"
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-b"]
+
+    async def test_a_rejected_route_output_with_retry_runs_the_route_again(
+        self, platform: Platform
+    ) -> None:
+        # The review was asked again over the very same output: nothing ran again.
+        feedback = "has(rejection_feedback) ? rejection_feedback : 'none'"
+        reviewed = {
+            "id": "route",
+            "name": "route",
+            "nodeType": "router",
+            "conditionCel": "'a'",
+            "humanReview": {"requiresOutputReview": True, "onReject": "retry"},
+            "choices": [
+                {"name": "a", "steps": [transform("in-a", heard=feedback)]},
+                {"name": "b", "steps": [echo("in-b")]},
+            ],
+        }
+        after = transform("after", heard=feedback, got="previous_step_content")
+        wf, run_id = await start(platform, [reviewed, after])
+        run = await wait_for_gate(platform, wf, run_id, "route")
+        assert run["pendingRequirements"][0]["stepOutput"] == {"heard": "none"}
+        rejected = await approve(
+            platform, wf, run_id, stepId="route", resolution="reject", feedback="louder"
+        )
+        assert rejected.status_code == 200
+        for _ in range(300):
+            run = await wait_for_gate(platform, wf, run_id, "route")
+            if run["pendingRequirements"][0]["retryCount"] == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert run["pendingRequirements"][0]["stepOutput"] == {"heard": "louder"}
+        await approve(platform, wf, run_id, stepId="route", resolution="confirm")
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed"
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-a", "in-a", "after"]
+        # The feedback was the route's: the node after it does not hear it.
+        assert run["finalOutput"] == {"heard": "none", "got": {"heard": "louder"}}
+
     async def test_a_rejected_condition_with_else_branch_runs_the_false_steps(
         self, platform: Platform
     ) -> None:
@@ -399,3 +458,38 @@ class TestRouterCondititionLoop:
         run = await platform.wait(wf, run_id)
         assert run["status"] == "completed"
         assert run["finalOutput"] == [{"i": 0}]
+
+    async def test_an_iteration_retried_after_a_rejection_hears_the_feedback(
+        self, platform: Platform
+    ) -> None:
+        # The iteration ran again without `rejection_feedback` in its scope.
+        heard = "has(rejection_feedback) ? rejection_feedback : 'none'"
+        looped = {
+            "id": "loop",
+            "name": "loop",
+            "nodeType": "loop",
+            "loopConfig": {"maxIterations": 2},
+            "humanReview": {"requiresIterationReview": True, "onReject": "retry"},
+            "children": [transform("tick", i="iteration", heard=heard)],
+        }
+        wf, run_id = await start(platform, [looped])
+        run = await wait_for_gate(platform, wf, run_id, "loop")
+        assert run["pendingRequirements"][0]["stepOutput"] == {"i": 0, "heard": "none"}
+        await approve(platform, wf, run_id, stepId="loop", resolution="reject", feedback="more")
+        for _ in range(300):
+            run = await wait_for_gate(platform, wf, run_id, "loop")
+            if run["pendingRequirements"][0]["retryCount"] == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert run["pendingRequirements"][0]["stepOutput"] == {"i": 0, "heard": "more"}
+        await approve(platform, wf, run_id, stepId="loop", resolution="confirm")
+        for _ in range(300):
+            run = await wait_for_gate(platform, wf, run_id, "loop")
+            if run["pendingRequirements"][0]["iteration"] == 1:
+                break
+            await asyncio.sleep(0.05)
+        # Only the retried iteration hears it.
+        assert run["pendingRequirements"][0]["stepOutput"] == {"i": 1, "heard": "none"}
+        await approve(platform, wf, run_id, stepId="loop", resolution="confirm")
+        run = await platform.wait(wf, run_id)
+        assert run["finalOutput"] == [{"i": 0, "heard": "more"}, {"i": 1, "heard": "none"}]

@@ -126,6 +126,41 @@ def test_approve_from_the_cli_and_watch_the_run_complete(dev: DevProcess, tmp_pa
     assert shown["finalOutput"]["config"] == {"greeting": "Hello, Ada!"}
 
 
+def test_approve_input_keeps_a_text_fields_value_as_written(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # `--input code=02139` was JSON-parsed only when it could be: `code=12345` became the
+    # number 12345 and the API refused it ("userInput.code must be a string").
+    form = {"requiresUserInput": True, "userInputSchema": [
+        {"name": "code", "fieldType": "string", "required": True},
+        {"name": "count", "fieldType": "number", "required": True},
+    ]}  # fmt: skip
+    definition = {"name": f"cli-{uuid.uuid4().hex[:8]}", "nodes": [
+        {"name": "Ask", "nodeType": "step", "executorKey": "builtin:transform",
+         "config": {"map": {"code": "user_input.code", "count": "user_input.count"}},
+         "humanReview": form},
+    ]}  # fmt: skip
+    path = tmp_path / "form.yaml"
+    path.write_text(yaml.safe_dump(definition))
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))[
+        "id"
+    ]
+    ok(trellis(dev, "workflows", "enable", workflow_id))
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    gate = wait_for_gate(dev, run_id)
+    ok(
+        trellis(
+            dev, "approve", run_id, gate["stepId"], "--input", "code=12345", "--input", "count=3"
+        )
+    )
+    deadline = time.monotonic() + 30
+    shown: dict[str, Any] = {}
+    while time.monotonic() < deadline and shown.get("status") != "completed":
+        shown = json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))
+        time.sleep(0.2)
+    assert shown["finalOutput"] == {"code": "12345", "count": 3}
+
+
 def test_watch_of_a_failing_run_ends_saying_why(dev: DevProcess, tmp_path: Path) -> None:
     # Node events carry no error: the watch ended "run … failed" and nothing more.
     path = tmp_path / "failing.yaml"

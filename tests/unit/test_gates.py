@@ -168,6 +168,17 @@ def test_a_route_selection_must_name_known_choices(
         check_decision(req, decision, [])
 
 
+def test_confirming_a_route_needs_a_suggestion_to_take() -> None:
+    n = node("router", requiresUserInput=True)
+    req = before_gate(n, review_of(n), ["a", "b"])
+    confirm = Decision(step_id="n1", resolution="confirm")
+    with pytest.raises(GateError, match="choose with route_select") as raised:
+        check_decision(req, confirm, [])
+    assert raised.value.kind == "invalid"
+    req.suggested_choices = ["b"]
+    check_decision(req, confirm, [])
+
+
 def test_form_values_are_checked_and_defaults_filled() -> None:
     schema = [*FORM, UserInputField(name="count", field_type="number", default_value=1)]
     values = collect_input(schema, {"amount": 2.5, "tier": "gold"})

@@ -275,6 +275,44 @@ class TestHumanReview:
             "nodes[0] ('s'): humanReview.userInputSchema field names must be unique"
         ]
 
+    def test_a_form_default_its_own_field_refuses_is_refused(self) -> None:
+        # It could never be confirmed, and a timer's onTimeout: approve skipped the node.
+        form = [
+            {"name": "n", "fieldType": "number", "defaultValue": "ten"},
+            {"name": "t", "allowedValues": ["gold"], "defaultValue": "tin"},
+            {"name": "b", "fieldType": "boolean", "allowedValues": [1, 2]},
+            {"name": "ok", "fieldType": "number", "allowedValues": [1, 2], "defaultValue": 2},
+            {"name": "no", "fieldType": "boolean", "defaultValue": False},
+        ]
+        review = {"requiresUserInput": True, "userInputSchema": form}
+        assert problems(echo("s", review)) == [
+            "nodes[0] ('s'): humanReview.userInputSchema[0] ('n'): defaultValue must be a number",
+            "nodes[0] ('s'): humanReview.userInputSchema[1] ('t'): defaultValue must be one of"
+            " ['gold']",
+            "nodes[0] ('s'): humanReview.userInputSchema[2] ('b'): allowedValues entry 1 is not"
+            " a boolean",
+        ]
+
+    def test_a_gate_inside_a_map_whose_items_run_at_once_is_refused(self) -> None:
+        # The items would wait at one gate (one stepId) together: a decision could not
+        # say which item it is for, and the run's workflow task failed on it.
+        gated = echo("g", {"requiresConfirmation": True})
+        deep = loop("l", gated)
+        assert problems(node("m", "map", itemsCel="[1, 2]", children=[deep])) == [
+            "nodes[0].children[0].children[0] ('g'): humanReview inside map 'm' needs that "
+            "map's maxConcurrency to be 1 (its items would wait at the same gate at once)"
+        ]
+
+    def test_a_gate_inside_a_map_of_one_item_at_a_time_is_accepted(self) -> None:
+        gated = echo("g", {"requiresConfirmation": True})
+        one = node("m", "map", itemsCel="[1, 2]", maxConcurrency=1, children=[gated])
+        assert problems(one) == []
+        outer = node("o", "map", itemsCel="[1, 2]", children=[one | {"id": "m"}])
+        assert problems(outer) == [
+            "nodes[0].children[0].children[0] ('g'): humanReview inside map 'o' needs that "
+            "map's maxConcurrency to be 1 (its items would wait at the same gate at once)"
+        ]
+
 
 class TestExpressions:
     def test_a_condition_expression_with_a_syntax_error_is_refused(self) -> None:
