@@ -22,7 +22,7 @@ import httpx
 from a2a.client import A2ACardResolver
 from a2a.types.a2a_pb2 import AgentCard
 
-from activities.executors.base import describe_error
+from activities.executors.base import BUILTIN_PREFIX, describe_error
 from activities.executors.builtin import BUILTIN_KEYS
 from activities.executors.catalog_file import (
     CatalogError,
@@ -138,6 +138,43 @@ class Catalog:
         if is_agent:
             return ExecutorRef(kind="a2a", key=key, agent_name=key)
         return f"{key!r} is not a built-in, an MCP tool or an A2A agent in the executor catalog"
+
+    def unlisted_servers(self, key: str) -> list[str]:
+        """Servers that could offer `key` but did not answer their last listing (down, or
+        not asked yet) and declare no tools: what they offer now is unknown."""
+        if key.startswith(BUILTIN_PREFIX):
+            return []
+        server_id, slash, _ = key.partition("/")
+        ids = [server_id] if slash and server_id in self._servers else list(self._servers)
+        return [
+            sid
+            for sid in ids
+            if self._servers[sid].status != "up" and self._server_specs[sid].tools is None
+        ]
+
+    async def current_resolution(self, key: str) -> ExecutorRef | str:
+        """What a key names, asking the unlisted servers again first when it names nothing.
+
+        A server down when this process started (or at its last refresh) may be up now: a
+        key naming one of its tools must not wait for the next refresh to be found.
+        """
+        found = self.resolution(key)
+        if isinstance(found, str) and (unlisted := self.unlisted_servers(key)):
+            await asyncio.gather(*(self._refresh_server(sid) for sid in unlisted))
+            found = self.resolution(key)
+        return found
+
+    async def rediscover_for(self, spec: WorkflowSpec) -> None:
+        """Before a save's check: ask the unlisted servers again if a step's key names
+        nothing, so a server that came up since the last refresh is not refused."""
+        keys = [n.executor_key for _, n in iter_nodes_at(spec.nodes) if n.executor_key]
+        unlisted = {
+            sid
+            for key in keys
+            if isinstance(self.resolution(key), str)
+            for sid in self.unlisted_servers(key)
+        }
+        await asyncio.gather(*(self._refresh_server(sid) for sid in sorted(unlisted)))
 
     def is_known_agent(self, name: str) -> bool:
         return name in self._agent_specs
