@@ -316,8 +316,8 @@ def _outcome(name: str, reply: Task | Message) -> Any:
     state, why = reply.status.state, _status_text(reply.status)
     if state == TaskState.TASK_STATE_COMPLETED:
         values = [_parts_value(list(a.parts)) for a in reply.artifacts]
-        if not values:
-            return why or None
+        if not values:  # no artifact: the agent's closing words, when it said any
+            return _message_text(reply.status) or None
         return values[0] if len(values) == 1 else values
     if state == TaskState.TASK_STATE_INPUT_REQUIRED:
         raise TransientError(
@@ -333,9 +333,13 @@ def _outcome(name: str, reply: Task | Message) -> Any:
 
 
 def _status_text(status: TaskStatus) -> str:
+    return _message_text(status) or "(no message)"
+
+
+def _message_text(status: TaskStatus) -> str:
     if not status.HasField("message"):
-        return "(no message)"
-    return get_message_text(status.message, delimiter=" ").strip() or "(no message)"
+        return ""
+    return get_message_text(status.message, delimiter=" ").strip()
 
 
 def _parts_value(parts: list[Part]) -> Any:

@@ -110,6 +110,20 @@ async def test_agent_without_streaming_is_polled(
     assert peers.agent_stats.task_reads["account-creator-v2"] > reads
 
 
+async def test_a_task_completed_without_an_artifact_gives_no_output(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    outcome = await registry.execute(make_call("quiet-agent"))
+    assert outcome.output is None
+
+
+async def test_a_task_completed_without_an_artifact_gives_its_closing_words(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    outcome = await registry.execute(make_call("quiet-agent", {"say": "all done"}))
+    assert outcome.output == "all done"
+
+
 async def test_failed_task_is_retryable_with_the_agents_message(
     registry: ExecutorRegistry, make_call: MakeCall
 ) -> None:
