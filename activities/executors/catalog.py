@@ -318,7 +318,7 @@ def _initial_server(spec: McpServerSpec, file: CatalogFile) -> ServerInfo:
         id=spec.id,
         transport="streamable-http" if spec.url else "stdio",
         url=shown_url(file.written(spec.url)) if spec.url else None,
-        command=[file.written(arg) for arg in spec.command] if spec.command else None,
+        command=file.written_command(spec),
         tools_source="static" if spec.tools is not None else "discovered",
         tools=[ToolInfo(name=n) for n in spec.tools or ()],
     )

@@ -147,12 +147,15 @@ class TestRoutesShowNoSecret:
             "    url: 'http://127.0.0.1:9/mcp?key=${MCP_KEY}'\n"
             "    headers: {X-Api-Key: '${MCP_KEY}', Authorization: 'Bearer s3cret-inline'}\n"
             "  - {id: local, command: [my-tools, '${MCP_KEY}'], env: {TOKEN: 'env-s3cret'}}\n"
+            "  - {id: spaced, command: 'my-tools --key ${ARG_KEY} \"a b\"'}\n"
             "a2aAgents:\n"
             "  - name: agent\n"
             "    url: 'http://bob:pa55word@127.0.0.1:9/'\n"
             "    headers: {X-Api-Key: 'agent-s3cret'}\n",
         )
-        catalog = load_catalog(path, refresh_seconds=3600, environ={"MCP_KEY": "resolved-k3y"})
+        catalog = load_catalog(
+            path, refresh_seconds=3600, environ={"MCP_KEY": "resolved-k3y", "ARG_KEY": "arg-s3cret"}
+        )
         app = FastAPI()
         app.state.catalog = catalog
         app.state.authenticator = Authenticator(None)  # dev mode: the scope checks pass
@@ -167,11 +170,14 @@ class TestRoutesShowNoSecret:
     ) -> None:
         response = await api.get("/api/v1/servers")
         assert response.status_code == 200
-        for secret in ("resolved-k3y", "s3cret-inline", "env-s3cret", "headers", "TOKEN"):
+        secrets = ("resolved-k3y", "s3cret-inline", "env-s3cret", "arg-s3cret", "headers", "TOKEN")
+        for secret in secrets:
             assert secret not in response.text
-        tools, local = response.json()
+        tools, local, spaced = response.json()
         assert tools["url"] == "http://127.0.0.1:9/mcp?key=${MCP_KEY}"
         assert local["command"] == ["my-tools", "${MCP_KEY}"]
+        # One string is split after its variables are resolved; it is shown as written.
+        assert spaced["command"] == ["my-tools", "--key", "${ARG_KEY}", "a b"]
 
     async def test_agents_show_no_header_and_no_password(self, api: httpx.AsyncClient) -> None:
         response = await api.get("/api/v1/agents")
