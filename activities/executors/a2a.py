@@ -142,7 +142,8 @@ class A2AExecutor:
                 config = ClientConfig(httpx_client=self._http, streaming=True)
                 client = self._clients[name] = ClientFactory(config).create(card)
         except Exception as exc:
-            raise TransientError(f"A2A agent {name!r} unreachable: {describe_error(exc)}") from None
+            reason = self._catalog.redacted(describe_error(exc))
+            raise TransientError(f"A2A agent {name!r} unreachable: {reason}") from None
         request = SendMessageRequest(message=_message(call, name))
         # Without streaming, ask for the task at once and poll it (so it can be cancelled).
         request.configuration.return_immediately = not card.capabilities.streaming
@@ -156,7 +157,8 @@ class A2AExecutor:
             raise
         except Exception as exc:
             self._clients.pop(name, None)  # a broken client is rebuilt from a fresh card
-            raise TransientError(f"A2A agent {name!r} call failed: {describe_error(exc)}") from None
+            reason = self._catalog.redacted(describe_error(exc))
+            raise TransientError(f"A2A agent {name!r} call failed: {reason}") from None
         return _outcome(name, reply)
 
     def _context(self, name: str) -> ClientCallContext:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,6 +43,8 @@ __all__ = ["Catalog", "CatalogError", "ExecutorRef", "load_catalog"]
 
 log = logging.getLogger(__name__)
 DISCOVERY_TIMEOUT_SECONDS = 10.0
+# The user and password of a URL quoted in a message (`http://bob:secret@host`).
+_URL_PASSWORD = re.compile(r"(?<=://)([^\s/:@]+):[^\s/@]*@")
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,15 @@ class Catalog:
         }
         await asyncio.gather(*(self._refresh_server(sid) for sid in sorted(unlisted)))
 
+    def redacted(self, text: str) -> str:
+        """An error message with each catalog URL in it as the routes show it (`${VAR}`
+        unresolved, a password masked): an A2A client's errors quote the URL they used."""
+        urls = [s.url for s in self.file.servers if s.url] + [a.url for a in self.file.agents]
+        for url in sorted(urls, key=len, reverse=True):
+            shown = shown_url(self.file.written(url))
+            text = text.replace(url, shown).replace(url.rstrip("/"), shown.rstrip("/"))
+        return _URL_PASSWORD.sub(r"\1:***@", text)
+
     def is_known_agent(self, name: str) -> bool:
         return name in self._agent_specs
 
@@ -279,8 +291,9 @@ class Catalog:
                 listed = await session.tools(refresh=True)
         except Exception as exc:
             await session.reset()
+            error = self.redacted(describe_error(exc))
             self._servers[server_id] = info.model_copy(
-                update={"status": "down", "error": describe_error(exc), "checked_at": now}
+                update={"status": "down", "error": error, "checked_at": now}
             )
             return
         tools = [
@@ -303,8 +316,9 @@ class Catalog:
             resolver = A2ACardResolver(self._http, self.agent_url(name))
             card = await resolver.get_agent_card(http_kwargs=agent_http_kwargs(self, name))
         except Exception as exc:
+            error = self.redacted(describe_error(exc))
             self._agents[name] = self._agents[name].model_copy(
-                update={"status": "down", "error": describe_error(exc), "checked_at": now}
+                update={"status": "down", "error": error, "checked_at": now}
             )
             return
         self._cards[name] = card

@@ -11,13 +11,14 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from activities.executors.base import TransientError
 from activities.executors.catalog import Catalog, CatalogError, load_catalog
 from activities.executors.registry import ExecutorRegistry
 from app.auth.guard import Authenticator
 from app.routes.catalog import router
 from tests.executors.conftest import MakeCall
 from tests.peers.catalog import PEER_API_KEY, Peers
-from tests.peers.serving import ServedApp
+from tests.peers.serving import ServedApp, free_port
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -185,6 +186,31 @@ class TestRoutesShowNoSecret:
         for secret in ("agent-s3cret", "pa55word", "headers"):
             assert secret not in response.text
         assert response.json()[0]["url"] == "http://bob:***@127.0.0.1:9/"
+
+
+async def test_errors_quoting_an_agent_url_show_it_as_written(
+    tmp_path: Path, make_call: MakeCall
+) -> None:
+    # The A2A client's errors quote the URL it used: the resolved one, password and all.
+    path = write(
+        tmp_path,
+        "a2aAgents:\n"
+        f"  - name: down\n    url: 'http://bob:pa55word@127.0.0.1:{free_port()}/?key=${{KEY}}'\n",
+    )
+    catalog = load_catalog(path, refresh_seconds=3600, environ={"KEY": "resolved-k3y"})
+    registry = ExecutorRegistry(catalog)
+    try:
+        await catalog.refresh()
+        error = catalog.agent("down").error
+        assert error is not None and "fetching agent card from http://bob:***@" in error
+        with pytest.raises(TransientError) as failed:
+            await registry.execute(make_call("down"))
+        for text in (error, str(failed.value)):
+            assert "pa55word" not in text and "resolved-k3y" not in text
+            assert "?key=${KEY}" in text
+    finally:
+        await registry.close()
+        await catalog.close()
 
 
 def test_the_catalog_repr_shows_no_header_or_env(tmp_path: Path) -> None:
