@@ -67,6 +67,10 @@ POLL_SECONDS = (0.1, 0.25, 0.5, 1.0)
 # to its end meanwhile, in the background: the step does not wait for it).
 DRAIN_SECONDS = 2.0
 CANCEL_TIMEOUT_SECONDS = 5.0
+# A card fetch is bounded on its own: the agents' client has no read timeout (a task's
+# stream may stay silent long), and an agent that never answers must fail the call soon,
+# so a pool moves on to its next member instead of waiting for the step's timeout.
+CARD_TIMEOUT_SECONDS = 10.0
 # The agents' HTTP connections: as many as the steps calling them at once (the worker's
 # activity limit bounds that; httpx's default of 100 made the 101st stream wait for one
 # to end). Up to 20 idle ones are kept (httpx's default: its pool compares every idle
@@ -120,7 +124,11 @@ class A2AExecutor:
         card = self._catalog.card(name)
         if card is None:
             resolver = A2ACardResolver(self._http, self._catalog.agent_url(name))
-            card = await resolver.get_agent_card(http_kwargs=agent_http_kwargs(self._catalog, name))
+            kwargs = {
+                **(agent_http_kwargs(self._catalog, name) or {}),
+                "timeout": CARD_TIMEOUT_SECONDS,
+            }
+            card = await resolver.get_agent_card(http_kwargs=kwargs)
             self._catalog.remember_card(name, card)
         return card
 
