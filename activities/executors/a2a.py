@@ -67,6 +67,10 @@ POLL_SECONDS = (0.1, 0.25, 0.5, 1.0)
 # to its end meanwhile, in the background: the step does not wait for it).
 DRAIN_SECONDS = 2.0
 CANCEL_TIMEOUT_SECONDS = 5.0
+# A card fetch is bounded on its own: the agents' client has no read timeout (a task's
+# stream may stay silent long), and an agent that never answers must fail the call soon,
+# so a pool moves on to its next member instead of waiting for the step's timeout.
+CARD_TIMEOUT_SECONDS = 10.0
 # The agents' HTTP connections: as many as the steps calling them at once (the worker's
 # activity limit bounds that; httpx's default of 100 made the 101st stream wait for one
 # to end). Up to 20 idle ones are kept (httpx's default: its pool compares every idle
@@ -120,7 +124,11 @@ class A2AExecutor:
         card = self._catalog.card(name)
         if card is None:
             resolver = A2ACardResolver(self._http, self._catalog.agent_url(name))
-            card = await resolver.get_agent_card(http_kwargs=agent_http_kwargs(self._catalog, name))
+            kwargs = {
+                **(agent_http_kwargs(self._catalog, name) or {}),
+                "timeout": CARD_TIMEOUT_SECONDS,
+            }
+            card = await resolver.get_agent_card(http_kwargs=kwargs)
             self._catalog.remember_card(name, card)
         return card
 
@@ -142,7 +150,8 @@ class A2AExecutor:
                 config = ClientConfig(httpx_client=self._http, streaming=True)
                 client = self._clients[name] = ClientFactory(config).create(card)
         except Exception as exc:
-            raise TransientError(f"A2A agent {name!r} unreachable: {describe_error(exc)}") from None
+            reason = self._catalog.redacted(describe_error(exc))
+            raise TransientError(f"A2A agent {name!r} unreachable: {reason}") from None
         request = SendMessageRequest(message=_message(call, name))
         # Without streaming, ask for the task at once and poll it (so it can be cancelled).
         request.configuration.return_immediately = not card.capabilities.streaming
@@ -156,7 +165,8 @@ class A2AExecutor:
             raise
         except Exception as exc:
             self._clients.pop(name, None)  # a broken client is rebuilt from a fresh card
-            raise TransientError(f"A2A agent {name!r} call failed: {describe_error(exc)}") from None
+            reason = self._catalog.redacted(describe_error(exc))
+            raise TransientError(f"A2A agent {name!r} call failed: {reason}") from None
         return _outcome(name, reply)
 
     def _context(self, name: str) -> ClientCallContext:
@@ -316,8 +326,8 @@ def _outcome(name: str, reply: Task | Message) -> Any:
     state, why = reply.status.state, _status_text(reply.status)
     if state == TaskState.TASK_STATE_COMPLETED:
         values = [_parts_value(list(a.parts)) for a in reply.artifacts]
-        if not values:
-            return why or None
+        if not values:  # no artifact: the agent's closing words, when it said any
+            return _message_text(reply.status) or None
         return values[0] if len(values) == 1 else values
     if state == TaskState.TASK_STATE_INPUT_REQUIRED:
         raise TransientError(
@@ -333,9 +343,13 @@ def _outcome(name: str, reply: Task | Message) -> Any:
 
 
 def _status_text(status: TaskStatus) -> str:
+    return _message_text(status) or "(no message)"
+
+
+def _message_text(status: TaskStatus) -> str:
     if not status.HasField("message"):
-        return "(no message)"
-    return get_message_text(status.message, delimiter=" ").strip() or "(no message)"
+        return ""
+    return get_message_text(status.message, delimiter=" ").strip()
 
 
 def _parts_value(parts: list[Part]) -> Any:

@@ -68,6 +68,8 @@ class BuiltinExecutor:
         if not isinstance(headers, dict):
             raise PermanentError("builtin:http config.headers must be an object")
         timeout = _number(cfg.get("timeout", 30), "timeout")
+        if timeout == 0:  # every attempt would time out before it connected
+            raise PermanentError("builtin:http config.timeout must be a positive number")
         sent = {str(k): str(v) for k, v in headers.items()}
         # The step's key, unless the config sets its own (any capitalisation).
         if not any(k.lower() == IDEMPOTENCY_HEADER.lower() for k in sent):

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,7 +23,7 @@ import httpx
 from a2a.client import A2ACardResolver
 from a2a.types.a2a_pb2 import AgentCard
 
-from activities.executors.base import describe_error
+from activities.executors.base import BUILTIN_PREFIX, describe_error
 from activities.executors.builtin import BUILTIN_KEYS
 from activities.executors.catalog_file import (
     CatalogError,
@@ -42,6 +43,8 @@ __all__ = ["Catalog", "CatalogError", "ExecutorRef", "load_catalog"]
 
 log = logging.getLogger(__name__)
 DISCOVERY_TIMEOUT_SECONDS = 10.0
+# The user and password of a URL quoted in a message (`http://bob:secret@host`).
+_URL_PASSWORD = re.compile(r"(?<=://)([^\s/:@]+):[^\s/@]*@")
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,52 @@ class Catalog:
         if is_agent:
             return ExecutorRef(kind="a2a", key=key, agent_name=key)
         return f"{key!r} is not a built-in, an MCP tool or an A2A agent in the executor catalog"
+
+    def unlisted_servers(self, key: str) -> list[str]:
+        """Servers that could offer `key` but did not answer their last listing (down, or
+        not asked yet) and declare no tools: what they offer now is unknown."""
+        if key.startswith(BUILTIN_PREFIX):
+            return []
+        server_id, slash, _ = key.partition("/")
+        ids = [server_id] if slash and server_id in self._servers else list(self._servers)
+        return [
+            sid
+            for sid in ids
+            if self._servers[sid].status != "up" and self._server_specs[sid].tools is None
+        ]
+
+    async def current_resolution(self, key: str) -> ExecutorRef | str:
+        """What a key names, asking the unlisted servers again first when it names nothing.
+
+        A server down when this process started (or at its last refresh) may be up now: a
+        key naming one of its tools must not wait for the next refresh to be found.
+        """
+        found = self.resolution(key)
+        if isinstance(found, str) and (unlisted := self.unlisted_servers(key)):
+            await asyncio.gather(*(self._refresh_server(sid) for sid in unlisted))
+            found = self.resolution(key)
+        return found
+
+    async def rediscover_for(self, spec: WorkflowSpec) -> None:
+        """Before a save's check: ask the unlisted servers again if a step's key names
+        nothing, so a server that came up since the last refresh is not refused."""
+        keys = [n.executor_key for _, n in iter_nodes_at(spec.nodes) if n.executor_key]
+        unlisted = {
+            sid
+            for key in keys
+            if isinstance(self.resolution(key), str)
+            for sid in self.unlisted_servers(key)
+        }
+        await asyncio.gather(*(self._refresh_server(sid) for sid in sorted(unlisted)))
+
+    def redacted(self, text: str) -> str:
+        """An error message with each catalog URL in it as the routes show it (`${VAR}`
+        unresolved, a password masked): an A2A client's errors quote the URL they used."""
+        urls = [s.url for s in self.file.servers if s.url] + [a.url for a in self.file.agents]
+        for url in sorted(urls, key=len, reverse=True):
+            shown = shown_url(self.file.written(url))
+            text = text.replace(url, shown).replace(url.rstrip("/"), shown.rstrip("/"))
+        return _URL_PASSWORD.sub(r"\1:***@", text)
 
     def is_known_agent(self, name: str) -> bool:
         return name in self._agent_specs
@@ -242,8 +291,9 @@ class Catalog:
                 listed = await session.tools(refresh=True)
         except Exception as exc:
             await session.reset()
+            error = self.redacted(describe_error(exc))
             self._servers[server_id] = info.model_copy(
-                update={"status": "down", "error": describe_error(exc), "checked_at": now}
+                update={"status": "down", "error": error, "checked_at": now}
             )
             return
         tools = [
@@ -266,8 +316,9 @@ class Catalog:
             resolver = A2ACardResolver(self._http, self.agent_url(name))
             card = await resolver.get_agent_card(http_kwargs=agent_http_kwargs(self, name))
         except Exception as exc:
+            error = self.redacted(describe_error(exc))
             self._agents[name] = self._agents[name].model_copy(
-                update={"status": "down", "error": describe_error(exc), "checked_at": now}
+                update={"status": "down", "error": error, "checked_at": now}
             )
             return
         self._cards[name] = card
@@ -281,7 +332,7 @@ def _initial_server(spec: McpServerSpec, file: CatalogFile) -> ServerInfo:
         id=spec.id,
         transport="streamable-http" if spec.url else "stdio",
         url=shown_url(file.written(spec.url)) if spec.url else None,
-        command=[file.written(arg) for arg in spec.command] if spec.command else None,
+        command=file.written_command(spec),
         tools_source="static" if spec.tools is not None else "discovered",
         tools=[ToolInfo(name=n) for n in spec.tools or ()],
     )

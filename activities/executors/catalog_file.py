@@ -7,6 +7,7 @@ back; values are shown as the file wrote them (`${VAR}` unresolved, `CatalogFile
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
@@ -130,10 +131,19 @@ class CatalogFile(_FileModel):
     )
     # Resolved value -> as the file wrote it, for every value that held a `${VAR}`.
     _written: dict[str, str] = PrivateAttr(default_factory=dict)
+    # A server's one-string command as the file wrote it, split, by server id: split after
+    # its `${VAR}`s were resolved, its arguments are no values `written` knows.
+    _written_commands: dict[str, list[str]] = PrivateAttr(default_factory=dict)
 
     def written(self, value: str) -> str:
         """How the file wrote a value (`${VAR}` unresolved): what the API may show."""
         return self._written.get(value, value)
+
+    def written_command(self, spec: McpServerSpec) -> list[str] | None:
+        """A server's command as the file wrote it (`${VAR}` unresolved)."""
+        if spec.command is None:
+            return None
+        return self._written_commands.get(spec.id) or [self.written(a) for a in spec.command]
 
 
 def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> CatalogFile:
@@ -165,7 +175,22 @@ def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> C
     except ValidationError as exc:
         raise fail(_one_line(exc)) from None
     file._written.update(written)
+    file._written_commands.update(_command_strings(data, file, written))
     return file
+
+
+def _command_strings(
+    data: dict[str, Any], file: CatalogFile, written: dict[str, str]
+) -> dict[str, list[str]]:
+    """Each one-string command that held a `${VAR}`, as written and split, by server id."""
+    entries = data.get("mcpServers") or []
+    found = {}
+    for spec, entry in zip(file.servers, entries, strict=False):
+        command = entry.get("command") if isinstance(entry, dict) else None
+        if isinstance(command, str) and command in written:
+            with contextlib.suppress(ValueError):  # as written it may not split (`$${"`)
+                found[spec.id] = shlex.split(written[command])
+    return found
 
 
 _SECTIONS: dict[Any, type[_FileModel]] = {"mcpServers": McpServerSpec, "a2aAgents": A2AAgentSpec}

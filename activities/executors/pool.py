@@ -107,7 +107,9 @@ class PoolExecutor:
                 },
             )
         detail = "; ".join([f"{n}: {e}" for n, e in failures] + skipped)
-        if failures and all(isinstance(e, PermanentError) for _, e in failures):
+        # An agent skipped for a card down at the last refresh was not tried: it may be up
+        # at the next attempt, so only a pool whose every agent refused for good is permanent.
+        if failures and not skipped and all(isinstance(e, PermanentError) for _, e in failures):
             raise PermanentError(f"every agent of the pool failed: {detail}")
         raise TransientError(f"every agent of the pool failed: {detail}")
 

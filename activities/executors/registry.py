@@ -9,7 +9,7 @@ import httpx
 from opentelemetry.trace import Tracer
 
 from activities.executors.a2a import CONNECTION_LIMITS, A2AExecutor
-from activities.executors.base import PermanentError, StepCall, StepOutcome
+from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
 from activities.executors.builtin import BuiltinExecutor
 from activities.executors.catalog import Catalog
 from activities.executors.http_guard import HttpPolicy
@@ -75,8 +75,16 @@ class ExecutorRegistry:
         key = call.executor_key
         if not key:
             raise PermanentError("the step names neither an executorKey nor an a2aPool")
-        ref = self.catalog.resolution(key)
+        ref = await self.catalog.current_resolution(key)
         if isinstance(ref, str):
+            if unlisted := self.catalog.unlisted_servers(key):
+                # The definition was checked when saved: the tool may be on a server that
+                # is down now, which is worth a retry, not the step's end.
+                servers = ", ".join(map(repr, unlisted))
+                raise TransientError(
+                    f"unknown executorKey: {ref}; MCP server(s) {servers} did not answer, "
+                    "so the tools they offer are unknown"
+                )
             raise PermanentError(f"unknown executorKey: {ref}")
         if ref.kind == "builtin":
             return await self.builtin.execute(call)

@@ -21,6 +21,8 @@ class ExecutorChecker(Protocol):
 
     def unknown_executor_problems(self, spec: WorkflowSpec) -> list[Problem]: ...
 
+    async def rediscover_for(self, spec: WorkflowSpec) -> None: ...
+
 
 def new_id() -> str:
     return str(uuid4())
@@ -43,7 +45,7 @@ class DefinitionService:
     catalog: ExecutorChecker
     run_canceller: RunCanceller | None = None
 
-    def _validated(self, spec: WorkflowSpec, *, check_executors: bool) -> WorkflowSpec:
+    async def _validated(self, spec: WorkflowSpec, *, check_executors: bool) -> WorkflowSpec:
         """Assign missing node ids and apply every save-time rule (DefinitionError → 400),
         the executor catalog's with the others: every problem is reported at once."""
         problems: list[Problem] = []
@@ -52,6 +54,7 @@ class DefinitionService:
         except DefinitionError as invalid:
             problems = list(invalid.problems)
         if check_executors:
+            await self.catalog.rediscover_for(spec)
             problems += self.catalog.unknown_executor_problems(spec)
         if problems:
             raise DefinitionError(problems)
@@ -59,7 +62,7 @@ class DefinitionService:
 
     async def create(self, body: WorkflowCreate, owner: str = LEGACY_OWNER) -> WorkflowRecord:
         """Store a new definition as version 1, always disabled, owned by `owner`."""
-        spec = self._validated(spec_of(body), check_executors=True)
+        spec = await self._validated(spec_of(body), check_executors=True)
         now = utcnow()
         record = WorkflowRecord(
             id=new_id(),
@@ -81,7 +84,7 @@ class DefinitionService:
             merged = spec.model_dump(by_alias=False) | {k: _plain(v) for k, v in changes.items()}
             # Executors are checked only when nodes are sent, so renaming a workflow
             # never fails because the catalog lost a tool since the last save.
-            spec = self._validated(
+            spec = await self._validated(
                 WorkflowSpec.model_validate(merged), check_executors="nodes" in changes
             )
         definition_changed = spec.model_dump() != current.spec().model_dump()

@@ -13,8 +13,11 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.helpers import new_text_part
 from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest
 
+from activities.executors import a2a as a2a_executor
 from activities.executors.a2a import TASK_PROGRESS_KEY
 from activities.executors.base import PermanentError, TransientError
+from activities.executors.catalog import Catalog
+from activities.executors.catalog_file import A2AAgentSpec, CatalogFile
 from activities.executors.registry import ExecutorRegistry
 from tests.executors.conftest import MakeCall
 from tests.peers.catalog import Peers
@@ -110,6 +113,20 @@ async def test_agent_without_streaming_is_polled(
     assert peers.agent_stats.task_reads["account-creator-v2"] > reads
 
 
+async def test_a_task_completed_without_an_artifact_gives_no_output(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    outcome = await registry.execute(make_call("quiet-agent"))
+    assert outcome.output is None
+
+
+async def test_a_task_completed_without_an_artifact_gives_its_closing_words(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    outcome = await registry.execute(make_call("quiet-agent", {"say": "all done"}))
+    assert outcome.output == "all done"
+
+
 async def test_failed_task_is_retryable_with_the_agents_message(
     registry: ExecutorRegistry, make_call: MakeCall
 ) -> None:
@@ -122,6 +139,27 @@ async def test_rejected_task_is_permanent_with_the_agents_message(
 ) -> None:
     with pytest.raises(PermanentError, match="does not handle this kind of task"):
         await registry.execute(make_call("rejecting-agent"))
+
+
+async def test_an_agent_that_never_answers_for_its_card_is_unreachable_soon(
+    make_call: MakeCall, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It accepts connections and says nothing: without a bound the card fetch waited for
+    # the step's timeout, and a pool trying it first never reached its next member.
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setattr(a2a_executor, "CARD_TIMEOUT_SECONDS", 0.5)
+    agent = A2AAgentSpec(name="silent", url=f"http://127.0.0.1:{port}/")
+    registry = ExecutorRegistry(Catalog(CatalogFile(agents=(agent,))))
+    try:
+        with pytest.raises(TransientError, match="'silent' unreachable"):
+            await asyncio.wait_for(registry.execute(make_call("silent")), 10)
+    finally:
+        await registry.close()
+        server.close()
 
 
 async def test_input_required_is_a_failed_attempt_saying_so(

@@ -86,6 +86,16 @@ async def test_http_connection_failure_is_retryable(
         await registry.execute(make_call("builtin:http", config))
 
 
+async def test_http_with_a_zero_timeout_is_permanent(
+    registry: ExecutorRegistry, make_call: MakeCall, http_peer: str
+) -> None:
+    # A zero timeout times every attempt out before it connects: a config error, not a
+    # failure worth retrying.
+    config = {"method": "POST", "url": f"{http_peer}/status/200", "json": {}, "timeout": 0}
+    with pytest.raises(PermanentError, match=r"config\.timeout must be a positive number"):
+        await registry.execute(make_call("builtin:http", config))
+
+
 async def test_delay_sleeps_and_heartbeats(registry: ExecutorRegistry, make_call: MakeCall) -> None:
     beats: list[object] = []
     call = make_call("builtin:delay", {"seconds": 0.3}, heartbeat=lambda *d: beats.append(d))

@@ -11,13 +11,14 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from activities.executors.base import TransientError
 from activities.executors.catalog import Catalog, CatalogError, load_catalog
 from activities.executors.registry import ExecutorRegistry
 from app.auth.guard import Authenticator
 from app.routes.catalog import router
 from tests.executors.conftest import MakeCall
 from tests.peers.catalog import PEER_API_KEY, Peers
-from tests.peers.serving import ServedApp
+from tests.peers.serving import ServedApp, free_port
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -147,12 +148,15 @@ class TestRoutesShowNoSecret:
             "    url: 'http://127.0.0.1:9/mcp?key=${MCP_KEY}'\n"
             "    headers: {X-Api-Key: '${MCP_KEY}', Authorization: 'Bearer s3cret-inline'}\n"
             "  - {id: local, command: [my-tools, '${MCP_KEY}'], env: {TOKEN: 'env-s3cret'}}\n"
+            "  - {id: spaced, command: 'my-tools --key ${ARG_KEY} \"a b\"'}\n"
             "a2aAgents:\n"
             "  - name: agent\n"
             "    url: 'http://bob:pa55word@127.0.0.1:9/'\n"
             "    headers: {X-Api-Key: 'agent-s3cret'}\n",
         )
-        catalog = load_catalog(path, refresh_seconds=3600, environ={"MCP_KEY": "resolved-k3y"})
+        catalog = load_catalog(
+            path, refresh_seconds=3600, environ={"MCP_KEY": "resolved-k3y", "ARG_KEY": "arg-s3cret"}
+        )
         app = FastAPI()
         app.state.catalog = catalog
         app.state.authenticator = Authenticator(None)  # dev mode: the scope checks pass
@@ -167,11 +171,14 @@ class TestRoutesShowNoSecret:
     ) -> None:
         response = await api.get("/api/v1/servers")
         assert response.status_code == 200
-        for secret in ("resolved-k3y", "s3cret-inline", "env-s3cret", "headers", "TOKEN"):
+        secrets = ("resolved-k3y", "s3cret-inline", "env-s3cret", "arg-s3cret", "headers", "TOKEN")
+        for secret in secrets:
             assert secret not in response.text
-        tools, local = response.json()
+        tools, local, spaced = response.json()
         assert tools["url"] == "http://127.0.0.1:9/mcp?key=${MCP_KEY}"
         assert local["command"] == ["my-tools", "${MCP_KEY}"]
+        # One string is split after its variables are resolved; it is shown as written.
+        assert spaced["command"] == ["my-tools", "--key", "${ARG_KEY}", "a b"]
 
     async def test_agents_show_no_header_and_no_password(self, api: httpx.AsyncClient) -> None:
         response = await api.get("/api/v1/agents")
@@ -179,6 +186,31 @@ class TestRoutesShowNoSecret:
         for secret in ("agent-s3cret", "pa55word", "headers"):
             assert secret not in response.text
         assert response.json()[0]["url"] == "http://bob:***@127.0.0.1:9/"
+
+
+async def test_errors_quoting_an_agent_url_show_it_as_written(
+    tmp_path: Path, make_call: MakeCall
+) -> None:
+    # The A2A client's errors quote the URL it used: the resolved one, password and all.
+    path = write(
+        tmp_path,
+        "a2aAgents:\n"
+        f"  - name: down\n    url: 'http://bob:pa55word@127.0.0.1:{free_port()}/?key=${{KEY}}'\n",
+    )
+    catalog = load_catalog(path, refresh_seconds=3600, environ={"KEY": "resolved-k3y"})
+    registry = ExecutorRegistry(catalog)
+    try:
+        await catalog.refresh()
+        error = catalog.agent("down").error
+        assert error is not None and "fetching agent card from http://bob:***@" in error
+        with pytest.raises(TransientError) as failed:
+            await registry.execute(make_call("down"))
+        for text in (error, str(failed.value)):
+            assert "pa55word" not in text and "resolved-k3y" not in text
+            assert "?key=${KEY}" in text
+    finally:
+        await registry.close()
+        await catalog.close()
 
 
 def test_the_catalog_repr_shows_no_header_or_env(tmp_path: Path) -> None:

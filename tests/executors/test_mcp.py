@@ -16,7 +16,7 @@ from activities.executors.registry import ExecutorRegistry
 from tests.executors.conftest import MakeCall
 from tests.peers.catalog import Peers
 from tests.peers.mcp_server import McpStats, build_mcp_server
-from tests.peers.serving import ServedApp
+from tests.peers.serving import ServedApp, free_port
 from tests.support.polling import eventually
 
 
@@ -130,7 +130,6 @@ async def test_a_tool_publishing_an_invalid_input_schema_is_permanent(make_call:
 
 
 async def test_unreachable_server_is_retryable(make_call: MakeCall) -> None:
-    from tests.peers.serving import free_port
 
     spec = McpServerSpec(id="down", url=f"http://127.0.0.1:{free_port()}/mcp", tools=("echo",))
     registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
@@ -265,3 +264,49 @@ async def test_a_call_refused_with_an_http_status_names_it(
     finally:
         await registry.close()
         served.stop()
+
+
+async def test_a_tool_of_a_server_down_at_start_is_found_when_a_step_names_it(
+    make_call: MakeCall,
+) -> None:
+    port = free_port()
+    spec = McpServerSpec(id="late", url=f"http://127.0.0.1:{port}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    served = None
+    try:
+        await registry.catalog.start()  # the server is down: no tools listed
+        assert registry.catalog.resolve("add") is None
+        served = ServedApp(build_mcp_server().streamable_http_app(), port=port).start()
+        # No refresh in between: the step asks the server itself.
+        outcome = await registry.execute(make_call("add", {"a": 1, "b": 2}))
+        assert outcome.output == {"total": 3}
+    finally:
+        await registry.close()
+        await registry.catalog.close()
+        if served:
+            served.stop()
+
+
+async def test_a_key_no_listed_server_offers_is_retryable_while_a_server_is_down(
+    make_call: MakeCall,
+) -> None:
+    spec = McpServerSpec(id="late", url=f"http://127.0.0.1:{free_port()}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.start()
+        with pytest.raises(TransientError, match="'late' did not answer"):
+            await registry.execute(make_call("add", {"a": 1, "b": 2}))
+        with pytest.raises(TransientError, match="'late' did not answer"):
+            await registry.execute(make_call("late/add", {"a": 1, "b": 2}))
+    finally:
+        await registry.close()
+        await registry.catalog.close()
+
+
+async def test_an_unknown_key_is_permanent_when_every_server_answered(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    with pytest.raises(PermanentError, match="unknown executorKey"):
+        await registry.execute(make_call("no-such-tool", {}))
+    with pytest.raises(PermanentError, match="offers no tool 'nothing'"):
+        await registry.execute(make_call("peer-http/nothing", {}))

@@ -51,6 +51,15 @@ async def test_pool_where_every_agent_rejects_is_permanent(
         await registry.execute(pool_call(make_call, ["rejecting-agent"]))
 
 
+async def test_pool_with_a_down_member_skipped_is_retryable_though_the_rest_reject(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    # dead-agent was skipped, not tried (its card was down at the last refresh): it may be
+    # up at the next attempt, so the step's retries are not given up.
+    with pytest.raises(TransientError, match="dead-agent: card down"):
+        await registry.execute(pool_call(make_call, ["dead-agent", "rejecting-agent"]))
+
+
 async def test_round_robin_start_depends_only_on_the_run(
     registry: ExecutorRegistry, make_call: MakeCall
 ) -> None:

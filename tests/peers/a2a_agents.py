@@ -3,7 +3,8 @@
 Kinds: `echo` (completes with one data artifact of what it received), `fail` (task
 failed), `slow` (works `config.seconds`, default 3, or until `config.untilWorking` of
 its tasks have worked at once; counts cancellations), `input`
-(asks for input), `reject` (rejects). Each has its own card and skills.
+(asks for input), `reject` (rejects), `bare` (completes without an artifact). Each has
+its own card and skills.
 """
 
 from __future__ import annotations
@@ -102,6 +103,10 @@ class PeerAgent(AgentExecutor):
             await updater.requires_input(say("Which plan should the account get?"))
         elif kind == "reject":
             await updater.reject(say(f"{self.spec.name} does not handle this kind of task"))
+        elif kind == "bare":
+            # Completes without an artifact, with `config.say` as its closing words if given.
+            words = (received.get("config") or {}).get("say")
+            await updater.complete(say(words) if words else None)
         else:
             if kind == "slow":
                 config = received.get("config") or {}

@@ -16,7 +16,8 @@ The catalog lists:
   `environment` declared statically: write `peer-stdio/echo`, since `echo` alone is
   offered twice);
 - A2A agents: the contract's names (echo agents with different skills),
-  `failing-agent`, `slow-agent`, `input-agent`, `rejecting-agent`, `lingering-agent`
+  `failing-agent`, `slow-agent`, `input-agent`, `rejecting-agent`, `quiet-agent`
+(completes without an artifact), `lingering-agent`
   (keeps each stream open 5 s after its task ended), `late-ending-agent` (0.2 s), and
   `dead-agent` (a URL where nothing listens, for failover).
 `peers.mcp_stats` and `peers.agent_stats` count what the peers saw; `peers.mcp_requests`
@@ -78,6 +79,7 @@ AGENTS = [
     AgentSpec("slow-agent", kind="slow"),
     AgentSpec("input-agent", kind="input"),
     AgentSpec("rejecting-agent", kind="reject"),
+    AgentSpec("quiet-agent", kind="bare"),
     # Keeps each stream open 5 s past the task's end.
     AgentSpec("lingering-agent", linger_seconds=5.0),
     # Ends each stream 0.2 s after the task's end (a server busy with other work).

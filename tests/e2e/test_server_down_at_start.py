@@ -1,0 +1,38 @@
+"""An MCP server down when the platform starts is asked again when a definition names one
+of its tools: it may be up by then, and the next refresh may be a minute away."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from activities.executors.catalog import Catalog
+from activities.executors.catalog_file import CatalogFile, McpServerSpec
+from activities.executors.registry import ExecutorRegistry
+from tests.builders import step
+from tests.peers.mcp_server import build_mcp_server
+from tests.peers.serving import ServedApp, free_port
+from tests.support.platform import running_platform
+
+
+async def test_a_tool_of_a_server_that_came_up_after_start_is_saved_and_runs(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    port = free_port()
+    spec = McpServerSpec(id="late", url=f"http://127.0.0.1:{port}/mcp")
+    catalog = Catalog(CatalogFile(servers=(spec,)), refresh_seconds=3600)
+    await catalog.start()
+    assert catalog.servers()[0].status == "down"
+    registry = ExecutorRegistry(catalog)
+    served = ServedApp(build_mcp_server().streamable_http_app(), port=port).start()
+    try:
+        async with running_platform(temporal_env.client, tmp_path, registry) as platform:
+            run = await platform.run({"nodes": [step("Add", "add", {"a": 2, "b": 3})]})
+
+            assert run["status"] == "completed", run
+            assert run["nodeRuns"][0]["outputSnapshot"] == {"total": 5}
+    finally:
+        await registry.close()
+        await catalog.close()
+        served.stop()
