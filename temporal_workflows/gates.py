@@ -42,6 +42,9 @@ class Decision(CamelModel):
     # were authenticated say "anonymous".
     decided_by: str | None = None
     source: DecisionSource = "user"
+    # What the API was asked, hashed, when the request carried an Idempotency-Key: echoed
+    # in the result, so a repeat under the key can be told from another request.
+    request_fingerprint: str | None = None
 
     @property
     def is_timeout(self) -> bool:
@@ -53,6 +56,7 @@ class DecisionResult(CamelModel):
     run_id: str
     status: str
     resolved_step_id: str
+    request_fingerprint: str | None = None
 
 
 class PendingUserInputField(CamelModel):

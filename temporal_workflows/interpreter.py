@@ -143,7 +143,10 @@ class TrellisRun:
             else ("awaiting_approval" if remaining > 0 else "running")
         )
         return DecisionResult(
-            run_id=self._inp.run_id, status=status, resolved_step_id=decision.step_id
+            run_id=self._inp.run_id,
+            status=status,
+            resolved_step_id=decision.step_id,
+            request_fingerprint=decision.request_fingerprint,
         )
 
     @decide.validator

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from app.auth.caller import CONTROL, READ
 from app.auth.guard import needs
-from app.deps import ControlsDep, RunDep
+from app.deps import KEY_REUSED, ControlsDep, IdempotencyKey, RunDep
 from app.openapi import errors
 from app.schemas.control import (
     ApproveRequest,
@@ -21,10 +21,20 @@ DECIDED = "conflict: the gate was decided already, or the run is not waiting at 
 STATE = "conflict: the run's status does not allow this (or it is no longer running)"
 
 
-@router.post("/approve", dependencies=[needs(CONTROL)], responses=errors(409, s409=DECIDED))
-async def approve(run: RunDep, body: ApproveRequest, controls: ControlsDep) -> ApproveResponse:
-    """Resolve one pending HITL requirement (exactly once)."""
-    result = await controls.decide(run, body)
+@router.post(
+    "/approve",
+    dependencies=[needs(CONTROL)],
+    responses=errors(409, s409=f"{DECIDED}; {KEY_REUSED}"),
+)
+async def approve(
+    run: RunDep,
+    body: ApproveRequest,
+    controls: ControlsDep,
+    idempotency_key: IdempotencyKey = None,
+) -> ApproveResponse:
+    """Resolve one pending HITL requirement (exactly once). With an `Idempotency-Key`, a
+    repeat of the request is answered as the first was and decides nothing again."""
+    result = await controls.decide(run, body, idempotency_key)
     return ApproveResponse(
         run_id=result.run_id,
         status=result.status,

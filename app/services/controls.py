@@ -7,6 +7,8 @@ to `app/errors.py`, and Temporal's refusals are wrapped with the run they concer
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -59,9 +61,18 @@ class ControlService:
     def who(self) -> str:
         return self.caller.sub
 
-    async def decide(self, run: RunRecord, body: ApproveRequest) -> DecisionResult:
-        """Resolve one pending requirement; returns once the workflow accepted it."""
-        if run.status in TERMINAL_RUN_STATUSES:
+    async def decide(
+        self, run: RunRecord, body: ApproveRequest, key: str | None = None
+    ) -> DecisionResult:
+        """Resolve one pending requirement; returns once the workflow accepted it.
+
+        Under an `Idempotency-Key` the Temporal update's id is the caller's key, so a
+        repeat (its answer lost) is answered with the first decision's result, even after
+        the run ended, and decides nothing again: a loop's next iteration review has the
+        same stepId, and a plain repeat would decide it too.
+        """
+        ended = run.status in TERMINAL_RUN_STATUSES
+        if ended and key is None:
             raise Conflict(f"Run is {run.status}, not awaiting approval")
         require_approver(self.caller, run, body.step_id)
         decision = Decision(
@@ -75,11 +86,20 @@ class ControlService:
             selected_choices=body.selected_choices,
             decided_by=self.who,
         )
+        update_id = None
+        if key is not None:
+            decision = decision.model_copy(update={"request_fingerprint": fingerprint(decision)})
+            update_id = keyed_update_id(DECIDE, self.who, key)
         settled_by = asyncio.get_running_loop().time() + GATE_SETTLE_SECONDS
         while True:
             try:
-                result: DecisionResult = await self._update(run, DECIDE, decision, DecisionResult)
-                return result
+                result: DecisionResult = await self._update(
+                    run, DECIDE, decision, DecisionResult, update_id=update_id
+                )
+            except RunRefused:
+                if ended:  # the key's first use is not this run's: it ended undecided
+                    raise Conflict(f"Run is {run.status}, not awaiting approval") from None
+                raise
             except WorkflowUpdateFailedError as exc:
                 if (
                     not _gate_not_open(exc)
@@ -87,7 +107,16 @@ class ControlService:
                     or not await self._store_shows_open(run.id, body.step_id)
                 ):
                     raise
-            await asyncio.sleep(GATE_SETTLE_POLL_SECONDS)
+                await asyncio.sleep(GATE_SETTLE_POLL_SECONDS)
+                continue
+            first = result.request_fingerprint
+            if first is not None and first != decision.request_fingerprint:
+                raise Conflict(
+                    "Idempotency-Key was first used for another decision on this run (step "
+                    f"{result.resolved_step_id!r}): repeat that request unchanged, or use a new "
+                    "key for a new decision"
+                )
+            return result
 
     async def _store_shows_open(self, run_id: str, step_id: str) -> bool:
         """Whether the read model still shows the gate waiting (the workflow wrote it)."""
@@ -179,12 +208,19 @@ class ControlService:
             return None
         return [dict(r) for r in reqs]
 
-    async def _update(self, run: RunRecord, name: str, arg: Any, result_type: type) -> Any:
+    async def _update(
+        self,
+        run: RunRecord,
+        name: str,
+        arg: Any,
+        result_type: type,
+        update_id: str | None = None,
+    ) -> Any:
         handle = self.temporal.get_workflow_handle(run.id)
         try:
             return await asyncio.wait_for(
                 handle.execute_update(
-                    name, arg, id=f"{name}-{uuid.uuid4()}", result_type=result_type
+                    name, arg, id=update_id or f"{name}-{uuid.uuid4()}", result_type=result_type
                 ),
                 UPDATE_TIMEOUT_SECONDS,
             )
@@ -193,6 +229,19 @@ class ControlService:
         except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
             # wait_for cancels the update call, which the SDK reports as its own error.
             raise UpdateNotTaken(run.id) from None
+
+
+def keyed_update_id(name: str, who: str, key: str) -> str:
+    """The update's id for a caller's Idempotency-Key: Temporal applies an update id once
+    per run and answers a repeat with its first result. A key is the caller's own."""
+    digest = hashlib.sha256(f"{who}\0{key}".encode()).hexdigest()[:40]
+    return f"{name}-key-{digest}"
+
+
+def fingerprint(decision: Decision) -> str:
+    """What a decision asks, hashed (who asks included), to tell a repeat from another."""
+    asked = decision.model_dump(mode="json", exclude={"request_fingerprint"})
+    return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
 
 def _gate_not_open(exc: WorkflowUpdateFailedError) -> bool:

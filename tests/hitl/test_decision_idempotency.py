@@ -1,0 +1,79 @@
+"""POST /approve under an Idempotency-Key: a repeat whose answer was lost decides nothing
+again (a loop's next iteration review has the same stepId), even once the run has ended."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.builders import echo, transform
+from tests.hitl.helpers import start, wait_for_gate
+from tests.support.platform import Platform
+
+
+async def _approve(p: Platform, wf: str, run_id: str, key: str | None, **body: Any) -> Any:
+    headers = {} if key is None else {"Idempotency-Key": key}
+    url = f"/api/v1/workflows/{wf}/runs/{run_id}/approve"
+    return await p.api.post(url, json=body, headers=headers)
+
+
+async def _gate_at_iteration(p: Platform, wf: str, run_id: str, n: int) -> dict[str, Any]:
+    for _ in range(300):
+        run = await wait_for_gate(p, wf, run_id, "loop")
+        if run["pendingRequirements"][0]["iteration"] == n:
+            return run
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"iteration {n}'s review never opened")
+
+
+async def test_a_repeat_under_the_key_does_not_decide_the_next_iteration(
+    platform: Platform,
+) -> None:
+    looped = {
+        "id": "loop",
+        "name": "loop",
+        "nodeType": "loop",
+        "loopConfig": {"maxIterations": 3},
+        "humanReview": {"requiresIterationReview": True, "onReject": "skip"},
+        "children": [transform("tick", i="iteration")],
+    }
+    wf, run_id = await start(platform, [looped])
+    await _gate_at_iteration(platform, wf, run_id, 0)
+    first = await _approve(platform, wf, run_id, "click-1", stepId="loop", resolution="confirm")
+    assert first.status_code == 200, first.text
+    await _gate_at_iteration(platform, wf, run_id, 1)
+
+    again = await _approve(platform, wf, run_id, "click-1", stepId="loop", resolution="confirm")
+    assert again.status_code == 200, again.text
+    assert again.json() == first.json()
+    other = await _approve(platform, wf, run_id, "click-1", stepId="loop", resolution="reject")
+    assert other.status_code == 409, other.text
+    assert other.json()["error"]["code"] == "conflict"
+    assert "Idempotency-Key was first used for another decision" in other.json()["error"]["message"]
+
+    # Neither decided iteration 1: its review still waits, and one decision is recorded.
+    await asyncio.sleep(0.5)
+    run = await _gate_at_iteration(platform, wf, run_id, 1)
+    assert len(run["resolvedRequirements"]) == 1
+    assert run["pendingRequirements"][0]["confirmed"] is None
+
+
+async def test_a_repeat_after_the_decision_ended_the_run_gets_the_first_answer(
+    platform: Platform,
+) -> None:
+    wf, run_id = await start(platform, [echo("send", {"requiresConfirmation": True})])
+    await wait_for_gate(platform, wf, run_id, "send")
+    first = await _approve(platform, wf, run_id, "k-1", stepId="send", resolution="confirm")
+    assert first.status_code == 200, first.text
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+
+    again = await _approve(platform, wf, run_id, "k-1", stepId="send", resolution="confirm")
+    assert again.status_code == 200, again.text
+    assert again.json() == first.json()
+    # A new key, or none, asks for a new decision: the run has none to take.
+    for key in ("k-2", None):
+        late = await _approve(platform, wf, run_id, key, stepId="send", resolution="confirm")
+        assert late.status_code == 409, late.text
+    after = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert after["resolvedRequirements"] == run["resolvedRequirements"]
