@@ -170,7 +170,7 @@ class StepRunner:
         try:
             rendered = expressions.render(node.config, variables)
         except expressions.ExpressionError as exc:
-            self._failed(step, str(exc), attempt=0)
+            self._failed(step, str(exc), attempt=1)
         if node.executor_key in PURE_BUILTINS:
             output = self._inline(step, rendered, variables)
             if self.inp.inline_steps_yield:

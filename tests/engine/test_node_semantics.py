@@ -59,6 +59,9 @@ class TestSequence:
         assert run["status"] == "failed"
         assert run["errorSummary"].startswith("Node 'greet' failed: CEL evaluation of")
         assert "missing" in run["errorSummary"]
+        # It started and failed in its one attempt (0 would say it never started).
+        (greet,) = run["nodeRuns"]
+        assert greet["status"] == "failed" and greet["startedAt"] and greet["attempt"] == 1
 
     async def test_an_integer_cel_cannot_hold_fails_the_step_instead_of_hanging_the_run(
         self, platform: Platform
