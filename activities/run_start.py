@@ -46,7 +46,7 @@ from activities.store.records import ResolvedDependency, RunRecord, WorkflowReco
 from temporal_workflows import search_attributes
 from temporal_workflows.cel_budget import EVALUATION_STEPS, MAX_TASK_STEPS
 from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, Identity, RunInput
-from temporal_workflows.json_data import MAX_OUTPUT_DEPTH
+from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_DEPTH
 from temporal_workflows.read_model import RECORDED_REV, START_FAILED_REV
 
 log = logging.getLogger("trellis.runs")
@@ -125,6 +125,8 @@ class RunStarter:
     client: Client
     task_queue: str
     default_gate_timeout_seconds: float | None = None
+    # TRELLIS_MAX_PAYLOAD_BYTES, for the steps the workflow evaluates itself.
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
 
     async def start(
         self,
@@ -166,6 +168,7 @@ class RunStarter:
                 cached=cached,
                 stop_after_node_id=stored.stop_after_node_id,
                 default_gate_timeout_seconds=stored.default_gate_timeout_seconds,
+                max_output_bytes=self.max_output_bytes,
             )
         except WorkflowAlreadyStartedError:
             return stored  # it ran and closed before its first write landed; not again
@@ -234,6 +237,7 @@ async def start_run_workflow(
     cached: dict[str, CachedOutput] | None = None,
     stop_after_node_id: str | None = None,
     default_gate_timeout_seconds: float | None = None,
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     history_event_budget: int | None = None,
     continue_as_new_after_events: int | None = None,
 ) -> None:
@@ -253,6 +257,7 @@ async def start_run_workflow(
         expression_task_steps=MAX_TASK_STEPS,
         expression_steps=EVALUATION_STEPS,
         max_output_depth=MAX_OUTPUT_DEPTH,
+        max_output_bytes=max_output_bytes,
         steps_write_queued=True,
         results_charged=True,
         status_shown_per_task=True,

@@ -17,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.run_start import RunStarter, WorkflowDisabled, new_run_record
 from activities.store.base import Store
+from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES
 from temporal_workflows.schedule_trigger import (
     START_SCHEDULED_RUN,
     ScheduledRunRequest,
@@ -34,9 +35,12 @@ def skip_log_key(schedule_id: str) -> str:
 
 
 class SchedulingActivities:
-    def __init__(self, store: Store, client: Client) -> None:
+    def __init__(
+        self, store: Store, client: Client, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    ) -> None:
         self._store = store
         self._client = client
+        self._max_output_bytes = max_output_bytes
 
     @activity.defn(name=START_SCHEDULED_RUN)
     async def start_scheduled_run(self, request: ScheduledRunRequest) -> ScheduledRunResult:
@@ -52,6 +56,7 @@ class SchedulingActivities:
             self._client,
             task_queue=activity.info().task_queue,
             default_gate_timeout_seconds=trigger.default_gate_timeout_seconds,
+            max_output_bytes=self._max_output_bytes,
         )
         record = new_run_record(workflow, "schedule", trigger.initial_input, run_id=request.run_id)
         try:

@@ -22,7 +22,7 @@ from activities.run_log import about_run
 from activities.store.base import Store, StoreUnavailable
 from temporal_workflows.clock import fixed_width
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
-from temporal_workflows.json_data import MAX_OUTPUT_DEPTH, deeper_than
+from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_DEPTH, deeper_than
 from temporal_workflows.read_model import (
     AttemptPhase,
     NodeRunStatus,
@@ -33,8 +33,6 @@ from temporal_workflows.read_model import (
 from temporal_workflows.retry import PERMANENT_ERROR_TYPE, progress_in
 
 log = logging.getLogger("trellis.steps")
-# The largest step output (TRELLIS_MAX_PAYLOAD_BYTES); large ones are kept out of history.
-DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 HEARTBEAT_EVERY_SECONDS = 1.0
 RUNNING_AFTER_SECONDS = 0.2
 # A step's end written while the store is unavailable is retried at these intervals.

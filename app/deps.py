@@ -134,6 +134,7 @@ async def get_run_starter(
         temporal,
         task_queue=settings.task_queue,
         default_gate_timeout_seconds=settings.default_gate_timeout_seconds,
+        max_output_bytes=settings.max_payload_bytes,
     )
 
 

@@ -26,6 +26,7 @@ from activities.run_log import run_fields
 from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
 from activities.store.records import RunRecord
+from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES
 from temporal_workflows.read_model import (
     OPEN_NODE_STATUSES,
     OPEN_RUN_STATUSES,
@@ -54,13 +55,14 @@ class Reconciler:
         interval: float = 5.0,
         never_started_after: timedelta = timedelta(seconds=30),
         metrics: RunMetrics | None = None,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     ) -> None:
         self._client = client
         self._metrics = metrics or RunMetrics()
         self._store = store
         self._interval = interval
         self._never_started_after = never_started_after
-        self._starter = RunStarter(store, client, task_queue)
+        self._starter = RunStarter(store, client, task_queue, max_output_bytes=max_output_bytes)
 
     async def run_forever(self) -> None:
         """Reconcile every `interval` seconds until cancelled; errors are logged, not fatal."""

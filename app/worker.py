@@ -18,12 +18,13 @@ from activities.executors.base import Executor
 from activities.metrics import RunMetrics
 from activities.projections import ProjectionActivities
 from activities.scheduling import SchedulingActivities
-from activities.steps import DEFAULT_MAX_OUTPUT_BYTES, StepActivities
+from activities.steps import StepActivities
 from activities.store.base import Store
 from app.sandbox import CompiledSandboxRunner
 from app.settings import Settings
 from app.startup_failure import StartupFailure
 from temporal_workflows.interpreter import TrellisRun
+from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES
 from temporal_workflows.schedule_trigger import ScheduleTrigger
 
 log = logging.getLogger("trellis.worker")
@@ -55,7 +56,7 @@ def build_worker(
     """A worker running the interpreter workflow and every activity it names."""
     steps = StepActivities(store, executor, max_output_bytes=max_output_bytes, metrics=metrics)
     projections = ProjectionActivities(store, metrics)
-    scheduling = SchedulingActivities(store, client)
+    scheduling = SchedulingActivities(store, client, max_output_bytes)
     return Worker(
         client,
         task_queue=task_queue,
@@ -132,6 +133,7 @@ async def run_worker(
             task_queue=settings.task_queue,
             interval=settings.reconcile_interval_seconds,
             metrics=metrics.run_metrics,
+            max_output_bytes=settings.max_payload_bytes,
         )
         async with worker:
             reconcile = asyncio.create_task(reconciler.run_forever())

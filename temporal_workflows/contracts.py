@@ -99,6 +99,10 @@ class RunInput(CamelModel):
     # A step output nesting deeper than this fails the step (json_data.MAX_OUTPUT_DEPTH);
     # set by the starter. None: a run started before the limit replays without it.
     max_output_depth: int | None = None
+    # A step output larger than this, as JSON, fails the step (TRELLIS_MAX_PAYLOAD_BYTES;
+    # the step activity checks its own). Set by the starter for the steps evaluated in the
+    # workflow. None: a run started before replays without it.
+    max_output_bytes: int | None = None
     # Steps all CEL evaluations of one workflow task share (cel_budget.TaskBudget); set by
     # the starter. None: a run started before the shared budget existed replays without it.
     expression_task_steps: int | None = None

@@ -19,6 +19,8 @@ MAX_DATA_DEPTH = 100
 # node's object of children) and Temporal payloads a few more, still below the 200 levels
 # pydantic's JSON parser reads (a payload deeper than that cannot be decoded at all).
 MAX_OUTPUT_DEPTH = 150
+# The largest step output, as JSON, unless TRELLIS_MAX_PAYLOAD_BYTES says otherwise.
+DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 
 
 def deeper_than(value: Any, limit: int) -> bool:

@@ -7,6 +7,7 @@ Semantics: docs/semantics.md (steps, retries, onError) and docs/hitl.md (gates).
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, NoReturn
@@ -221,6 +222,9 @@ class StepRunner:
         if limit is not None and deeper_than(output, limit):
             # Deeper, it could not be decoded from the outbox's payload: the run hung.
             self._failed(step, f"step output nests deeper than {limit} levels", attempt=1)
+        most = self.inp.max_output_bytes
+        if most is not None and (size := len(json.dumps(output, default=str))) > most:
+            self._failed(step, f"step output is {size} bytes; the limit is {most} bytes", attempt=1)
         finished = self.clock.stamp()
         self.recorder.node(
             node_run_id,

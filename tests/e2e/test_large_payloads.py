@@ -74,3 +74,19 @@ async def test_a_step_output_over_the_payload_limit_fails_the_step_clearly(
     run = await platform.run({"nodes": [step("Huge", "peer-http/large", {"size": 17_000_000})]})
     assert run["status"] == "failed"
     assert "the limit is 16777216 bytes" in run["errorSummary"]
+
+
+async def test_a_step_evaluated_in_the_workflow_has_the_same_output_limit(
+    platform: Platform,
+) -> None:
+    # builtin:echo runs in the workflow, not in an activity, and answers the run's input:
+    # 17 MB is within the body limit (16 MiB + 1 MiB) and over the output limit (16 MiB).
+    blob = "z" * 17_000_000
+    echo = {"name": "Echo", "nodeType": "step", "executorKey": "builtin:echo", "config": {}}
+    workflow_id = await platform.create({"nodes": [echo]})
+    run_id = await platform.trigger(workflow_id, {"blob": blob})
+    run = await platform.wait(workflow_id, run_id, within=60)
+    assert run["status"] == "failed"
+    assert "the limit is 16777216 bytes" in run["errorSummary"], run["errorSummary"]
+    (echoed,) = run["nodeRuns"]
+    assert echoed["status"] == "failed" and echoed["outputSnapshot"] is None
