@@ -135,11 +135,12 @@ class TrellisRun:
         on_reject = self._gates.open[decision.step_id].on_reject
         remaining = self._gates.accept(decision)
         status = (
-            # A rejection whose gate cancels the run ends it in this same workflow task.
-            "cancelled"
-            if decision.resolution == "reject" and on_reject == "cancel"
-            else "paused"
+            # A paused run applies its decisions when resumed (a cancelling rejection too).
+            "paused"
             if self._pause.paused
+            # A rejection whose gate cancels the run ends it in this same workflow task.
+            else "cancelled"
+            if decision.resolution == "reject" and on_reject == "cancel"
             else ("awaiting_approval" if remaining > 0 else "running")
         )
         return DecisionResult(

@@ -186,6 +186,20 @@ async def _assert_ended_cancelled(
     return run
 
 
+async def test_a_cancelling_rejection_while_paused_says_paused_and_cancels_on_resume(
+    platform: Platform,
+) -> None:
+    # The answer said "the run is cancelled" while the run stayed paused until resumed.
+    nodes = [echo("gate", {"requiresConfirmation": True, "onReject": "cancel"}), echo("after")]
+    wf, run_id = await _decide_while_paused(platform, nodes, "reject")
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert run["status"] == "paused"
+    assert (await control(platform, wf, run_id, "resume")).status_code == 200
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "cancelled"
+    assert [n["nodeId"] for n in run["nodeRuns"]] == ["gate"]
+
+
 @pytest.mark.parametrize("resolution", ["confirm", "reject"])
 async def test_a_gate_decided_while_paused_ends_cancelled_when_the_run_is_cancelled(
     platform: Platform, resolution: str
