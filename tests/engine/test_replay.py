@@ -24,7 +24,7 @@ from temporalio.worker import Replayer
 from app.tracing import temporal_interceptors
 from temporal_workflows.interpreter import TrellisRun
 from tests.builders import delay, echo, http_step, retries
-from tests.hitl.helpers import approve, wait_for_gate
+from tests.hitl.helpers import approve, wait_for_gate, wait_for_requirement
 from tests.support.continuing import start_continuing
 from tests.support.platform import Platform
 
@@ -171,11 +171,7 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     run_id = runs["router_review_retried"] = await platform.trigger(wf)
     await wait_for_gate(platform, wf, run_id, "route")
     await approve(platform, wf, run_id, stepId="route", resolution="reject", feedback="again")
-    for _ in range(300):
-        run = await wait_for_gate(platform, wf, run_id, "route")
-        if run["pendingRequirements"][0]["retryCount"] == 1:
-            break
-        await asyncio.sleep(0.05)
+    await wait_for_requirement(platform, wf, run_id, "route", retryCount=1)
     await approve(platform, wf, run_id, stepId="route", resolution="confirm")
     await platform.wait(wf, run_id)
     # A loop iteration rejected with onReject: retry runs again hearing the feedback
@@ -186,11 +182,7 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     run_id = runs["loop_review_retried"] = await platform.trigger(wf)
     await wait_for_gate(platform, wf, run_id, "L")
     await approve(platform, wf, run_id, stepId="L", resolution="reject", feedback="again")
-    for _ in range(300):
-        run = await wait_for_gate(platform, wf, run_id, "L")
-        if run["pendingRequirements"][0]["retryCount"] == 1:
-            break
-        await asyncio.sleep(0.05)
+    await wait_for_requirement(platform, wf, run_id, "L", retryCount=1)
     await approve(platform, wf, run_id, stepId="L", resolution="confirm")
     await platform.wait(wf, run_id)
     # Steps that write the run's queued writes before their call (the outbox's hand-off):

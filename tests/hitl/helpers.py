@@ -34,6 +34,20 @@ async def wait_for_gate(
         await asyncio.sleep(0.05)
 
 
+async def wait_for_requirement(
+    p: Platform, workflow_id: str, run_id: str, step_id: str, **expected: Any
+) -> dict[str, Any]:
+    """Poll until the step's pending requirement has the `expected` fields (a gate asked
+    again after a rejection: `retryCount`; a loop's next review: `iteration`)."""
+    for _ in range(300):
+        run = await wait_for_gate(p, workflow_id, run_id, step_id)
+        (req,) = [r for r in run["pendingRequirements"] if r["stepId"] == step_id]
+        if all(req.get(k) == v for k, v in expected.items()):
+            return run
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"gate {step_id} never showed {expected}")
+
+
 async def approve(p: Platform, workflow_id: str, run_id: str, **body: Any) -> Any:
     return await p.api.post(f"/api/v1/workflows/{workflow_id}/runs/{run_id}/approve", json=body)
 

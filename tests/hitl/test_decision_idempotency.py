@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from tests.builders import echo, transform
-from tests.hitl.helpers import start, wait_for_gate
+from tests.hitl.helpers import start, wait_for_gate, wait_for_requirement
 from tests.support.platform import Platform
 
 
@@ -15,15 +15,6 @@ async def _approve(p: Platform, wf: str, run_id: str, key: str | None, **body: A
     headers = {} if key is None else {"Idempotency-Key": key}
     url = f"/api/v1/workflows/{wf}/runs/{run_id}/approve"
     return await p.api.post(url, json=body, headers=headers)
-
-
-async def _gate_at_iteration(p: Platform, wf: str, run_id: str, n: int) -> dict[str, Any]:
-    for _ in range(300):
-        run = await wait_for_gate(p, wf, run_id, "loop")
-        if run["pendingRequirements"][0]["iteration"] == n:
-            return run
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"iteration {n}'s review never opened")
 
 
 async def test_a_repeat_under_the_key_does_not_decide_the_next_iteration(
@@ -38,10 +29,10 @@ async def test_a_repeat_under_the_key_does_not_decide_the_next_iteration(
         "children": [transform("tick", i="iteration")],
     }
     wf, run_id = await start(platform, [looped])
-    await _gate_at_iteration(platform, wf, run_id, 0)
+    await wait_for_requirement(platform, wf, run_id, "loop", iteration=0)
     first = await _approve(platform, wf, run_id, "click-1", stepId="loop", resolution="confirm")
     assert first.status_code == 200, first.text
-    await _gate_at_iteration(platform, wf, run_id, 1)
+    await wait_for_requirement(platform, wf, run_id, "loop", iteration=1)
 
     again = await _approve(platform, wf, run_id, "click-1", stepId="loop", resolution="confirm")
     assert again.status_code == 200, again.text
@@ -53,7 +44,7 @@ async def test_a_repeat_under_the_key_does_not_decide_the_next_iteration(
 
     # Neither decided iteration 1: its review still waits, and one decision is recorded.
     await asyncio.sleep(0.5)
-    run = await _gate_at_iteration(platform, wf, run_id, 1)
+    run = await wait_for_requirement(platform, wf, run_id, "loop", iteration=1)
     assert len(run["resolvedRequirements"]) == 1
     assert run["pendingRequirements"][0]["confirmed"] is None
 

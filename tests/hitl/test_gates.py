@@ -1,9 +1,7 @@
 """Gates before and after steps, routers, conditions and loops, decided over HTTP."""
 
-import asyncio
-
 from tests.builders import echo, transform
-from tests.hitl.helpers import approve, start, wait_for_gate
+from tests.hitl.helpers import approve, start, wait_for_gate, wait_for_requirement
 from tests.support.platform import Platform
 
 
@@ -389,11 +387,7 @@ class TestRouterCondititionLoop:
             platform, wf, run_id, stepId="route", resolution="reject", feedback="louder"
         )
         assert rejected.status_code == 200
-        for _ in range(300):
-            run = await wait_for_gate(platform, wf, run_id, "route")
-            if run["pendingRequirements"][0]["retryCount"] == 1:
-                break
-            await asyncio.sleep(0.05)
+        run = await wait_for_requirement(platform, wf, run_id, "route", retryCount=1)
         assert run["pendingRequirements"][0]["stepOutput"] == {"heard": "louder"}
         await approve(platform, wf, run_id, stepId="route", resolution="confirm")
         run = await platform.wait(wf, run_id)
@@ -476,18 +470,10 @@ class TestRouterCondititionLoop:
         run = await wait_for_gate(platform, wf, run_id, "loop")
         assert run["pendingRequirements"][0]["stepOutput"] == {"i": 0, "heard": "none"}
         await approve(platform, wf, run_id, stepId="loop", resolution="reject", feedback="more")
-        for _ in range(300):
-            run = await wait_for_gate(platform, wf, run_id, "loop")
-            if run["pendingRequirements"][0]["retryCount"] == 1:
-                break
-            await asyncio.sleep(0.05)
+        run = await wait_for_requirement(platform, wf, run_id, "loop", retryCount=1)
         assert run["pendingRequirements"][0]["stepOutput"] == {"i": 0, "heard": "more"}
         await approve(platform, wf, run_id, stepId="loop", resolution="confirm")
-        for _ in range(300):
-            run = await wait_for_gate(platform, wf, run_id, "loop")
-            if run["pendingRequirements"][0]["iteration"] == 1:
-                break
-            await asyncio.sleep(0.05)
+        run = await wait_for_requirement(platform, wf, run_id, "loop", iteration=1)
         # Only the retried iteration hears it.
         assert run["pendingRequirements"][0]["stepOutput"] == {"i": 1, "heard": "none"}
         await approve(platform, wf, run_id, stepId="loop", resolution="confirm")
