@@ -89,6 +89,7 @@ class Catalog:
         self._cards: dict[str, AgentCard] = {}
         self._http: httpx.AsyncClient | None = None
         self._loop: asyncio.Task[None] | None = None
+        self._asked: asyncio.Future[None] | None = None
 
     @property
     def sessions(self) -> McpSessions:
@@ -260,6 +261,13 @@ class Catalog:
             *(self._refresh_server(sid) for sid in self._servers),
             *(self._refresh_agent(name) for name in self._agents),
         )
+
+    async def refresh_on_demand(self) -> None:
+        """refresh(), shared: a caller arriving while one is under way waits for it rather
+        than asking every server and agent again (many clients, one round of requests)."""
+        if self._asked is None or self._asked.done():
+            self._asked = asyncio.ensure_future(self.refresh())
+        await asyncio.shield(self._asked)
 
     async def close(self) -> None:
         """Stop refreshing and close every connection."""

@@ -36,3 +36,30 @@ async def test_a_tool_of_a_server_that_came_up_after_start_is_saved_and_runs(
         await registry.close()
         await catalog.close()
         served.stop()
+
+
+async def test_the_servers_list_asks_again_on_demand(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    port = free_port()
+    spec = McpServerSpec(id="late", url=f"http://127.0.0.1:{port}/mcp")
+    catalog = Catalog(CatalogFile(servers=(spec,)), refresh_seconds=3600)
+    await catalog.start()
+    registry = ExecutorRegistry(catalog)
+    served = ServedApp(build_mcp_server().streamable_http_app(), port=port).start()
+    try:
+        async with running_platform(temporal_env.client, tmp_path, registry) as platform:
+            # Up since the last refresh, an hour away: the list shows what it last saw...
+            (late,) = (await platform.api.get("/api/v1/servers")).json()
+            assert late["status"] == "down"
+            # ...until asked to look again.
+            (late,) = (await platform.api.get("/api/v1/servers?refresh=true")).json()
+            assert late["status"] == "up", late
+            assert "add" in {tool["name"] for tool in late["tools"]}
+            assert (await platform.api.get("/api/v1/agents?refresh=true")).json() == []
+            refused = await platform.api.get("/api/v1/servers?refresh=maybe")
+            assert refused.status_code == 400, refused.text
+    finally:
+        await registry.close()
+        await catalog.close()
+        served.stop()
