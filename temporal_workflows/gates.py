@@ -210,13 +210,22 @@ def check_decision(req: Requirement, decision: Decision, schema: list[UserInputF
         check_choices(req, decision.selected_choices)
     elif r == "confirm" and req.requires_user_input:
         collect_input(schema, {})  # confirming a form accepts its defaults, if complete
-    elif r == "confirm" and req.requires_route_selection and req.suggested_choices is None:
-        # Confirming takes the suggestion; accepted without one, it failed the router.
-        raise GateError(
-            "invalid",
-            "confirm takes the router's suggested route, and its conditionCel gave no valid "
-            "one: choose with route_select",
-        )
+    elif r == "confirm" and req.requires_route_selection:
+        suggested = req.suggested_choices
+        if suggested is None:
+            # Confirming takes the suggestion; accepted without one, it failed the router.
+            raise GateError(
+                "invalid",
+                "confirm takes the router's suggested route, and its conditionCel gave no "
+                "valid one: choose with route_select",
+            )
+        if len(suggested) > 1 and not req.allow_multiple_selections:
+            # Confirmed, every suggested route ran, though the gate allows one.
+            raise GateError(
+                "invalid",
+                f"confirm takes the router's suggestion ({', '.join(suggested)}), and this "
+                "gate allows one route: choose with route_select",
+            )
 
 
 def check_choices(req: Requirement, selected: list[str] | None) -> None:

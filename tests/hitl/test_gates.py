@@ -363,6 +363,19 @@ class TestRouterCondititionLoop:
         assert run["status"] == "completed"
         assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-b"]
 
+    async def test_confirming_two_suggested_routes_needs_multiple_selections(
+        self, platform: Platform
+    ) -> None:
+        # Confirmed (200), both routes ran, though the gate allows one.
+        wf, run_id = await start(platform, [self.ROUTER], {"kind": ["a", "b"]})
+        run = await wait_for_gate(platform, wf, run_id, "route")
+        assert run["pendingRequirements"][0]["suggestedChoices"] == ["a", "b"]
+        refused = await approve(platform, wf, run_id, stepId="route", resolution="confirm")
+        assert refused.status_code == 400, refused.text
+        assert "allows one route" in refused.json()["error"]["message"]
+        run = await wait_for_gate(platform, wf, run_id, "route")
+        assert run["status"] == "awaiting_approval" and run["resolvedRequirements"] == []
+
     async def test_a_rejected_route_output_with_retry_runs_the_route_again(
         self, platform: Platform
     ) -> None:

@@ -179,6 +179,18 @@ def test_confirming_a_route_needs_a_suggestion_to_take() -> None:
     check_decision(req, confirm, [])
 
 
+def test_confirming_a_suggestion_of_two_routes_needs_multiple_selections() -> None:
+    n = node("router", requiresUserInput=True)
+    req = before_gate(n, review_of(n), ["a", "b"])
+    req.suggested_choices = ["a", "b"]
+    confirm = Decision(step_id="n1", resolution="confirm")
+    with pytest.raises(GateError, match=r"\(a, b\), and this gate allows one route") as raised:
+        check_decision(req, confirm, [])
+    assert raised.value.kind == "invalid"
+    req.allow_multiple_selections = True
+    check_decision(req, confirm, [])
+
+
 def test_form_values_are_checked_and_defaults_filled() -> None:
     schema = [*FORM, UserInputField(name="count", field_type="number", default_value=1)]
     values = collect_input(schema, {"amount": 2.5, "tier": "gold"})
