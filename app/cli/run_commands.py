@@ -263,6 +263,16 @@ def approve(
     edited_output: str | None,
 ) -> None:
     """Decide a gate: confirm (default), --reject, --input k=v, --choice, --edited-output."""
+    given = {
+        "--reject": reject,
+        "--input": bool(inputs),
+        "--choice": bool(choices),
+        "--edited-output": edited_output is not None,
+    }
+    if sum(given.values()) > 1:
+        # Each makes another decision; one of them would silently win.
+        chosen = " and ".join(flag for flag, on in given.items() if on)
+        raise click.UsageError(f"{chosen} are different decisions: give one")
     run = session.api.get(f"/runs/{run_id}").data
     body: dict[str, Any] = {"stepId": step_id, "resolution": "confirm"}
     if inputs:
