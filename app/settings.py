@@ -12,6 +12,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from activities.executors.http_guard import DEFAULT_MAX_RESPONSE_BYTES, parse_networks
+from temporal_workflows.definition import MAX_GATE_TIMEOUT_SECONDS
 
 
 class Settings(BaseSettings):
@@ -63,7 +64,9 @@ class Settings(BaseSettings):
     # (none when a cluster is used and this is not set).
     temporal_ui_url: str | None = None
     # Gate timeout for nodes whose humanReview sets none (null: wait indefinitely).
-    default_gate_timeout_seconds: float | None = Field(default=None, gt=0)
+    default_gate_timeout_seconds: float | None = Field(
+        default=None, gt=0, le=MAX_GATE_TIMEOUT_SECONDS
+    )
     # How often MCP servers are asked for their tools and A2A cards fetched, in seconds.
     catalog_refresh_seconds: float = Field(default=60.0, gt=0)
 

@@ -12,6 +12,9 @@ from pydantic import ConfigDict, Field
 
 from temporal_workflows.base import INTEGRAL, CamelModel
 
+# The longest a gate may wait before its onTimeout applies (a node's, or the default).
+MAX_GATE_TIMEOUT_SECONDS = 366 * 86_400
+
 
 class DefinitionModel(CamelModel):
     """A part of a definition: strict, so `"1"` is no number and `0` no boolean (what the
@@ -92,7 +95,7 @@ class HumanReview(DefinitionModel):
     requires_iteration_review: bool = False
     iteration_review_message: str | None = Field(default=None, max_length=MAX_MESSAGE_LENGTH)
     on_reject: OnReject = "skip"
-    timeout_seconds: float | None = Field(default=None, gt=0, le=366 * 86_400)
+    timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_GATE_TIMEOUT_SECONDS)
     on_timeout: OnTimeout = "cancel"
     # How often a rejected review may send the step round again (onReject=retry).
     max_retries: Annotated[int, Field(ge=0, le=100), INTEGRAL] = 3

@@ -196,6 +196,17 @@ def test_a_web_ui_url_that_is_not_an_http_url_is_refused(
     ]
 
 
+def test_the_default_gate_timeout_is_bounded_as_a_nodes_is(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A node's timeoutSeconds stops at 366 days; the default had no bound.
+    assert main(["api", "--default-gate-timeout-seconds", "40000000"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "trellis api: invalid value '40000000.0' for --default-gate-timeout-seconds / "
+        "TRELLIS_DEFAULT_GATE_TIMEOUT_SECONDS: must be less than or equal to 31622400"
+    ]
+
+
 def test_each_bad_setting_is_a_line_of_its_own(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
