@@ -256,6 +256,13 @@ def _from_run_refused(exc: RunRefused) -> ApiError:
         return Conflict(f"Run {exc.run_id} is no longer running ({exc.error.message})")
     if unreachable(exc.error):
         return _from_rpc(exc.error)
+    if exc.error.status == RPCStatusCode.FAILED_PRECONDITION:
+        # Temporal takes no update while the run's workflow task keeps failing (a bug, a
+        # worker deployed with incompatible code): nothing applied; a fixed worker runs it.
+        return ServiceUnavailable(
+            f"Run {exc.run_id} cannot take this now: its workflow task is failing in the "
+            f"worker (the worker's log says why), and nothing was applied ({exc.error.message})"
+        )
     return ApiError(f"Temporal refused the request: {exc.error.message}")
 
 

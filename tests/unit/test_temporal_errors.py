@@ -47,6 +47,21 @@ async def test_a_call_temporal_did_not_answer_in_time_is_503(exc: Exception) -> 
     assert error["message"].startswith("Temporal is unreachable: ")
 
 
+async def test_an_update_refused_while_the_runs_workflow_task_fails_is_503() -> None:
+    # What the dev server answers an update once the run's workflow task has failed
+    # repeatedly (checked against it); it was a 500 "Temporal refused the request".
+    refused = RPCError(
+        "Unable to perform workflow execution update due to Workflow Task in failed state.",
+        RPCStatusCode.FAILED_PRECONDITION,
+        b"",
+    )
+    response = await _get(RunRefused("run-1", refused))
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert error["code"] == "service_unavailable"
+    assert error["message"].startswith("Run run-1 cannot take this now: its workflow task is")
+
+
 async def test_any_other_cancelled_call_is_still_a_500() -> None:
     response = await _get(RPCError("cancelled by peer", RPCStatusCode.CANCELLED, b""))
     assert response.status_code == 500
