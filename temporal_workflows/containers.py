@@ -42,6 +42,9 @@ LOOP_VARIABLES = ("iteration", "loop_outputs")
 ROUTER_RETRY_PATCH = "router-output-review-retry-runs-the-choices-again"
 # A loop iteration run again after a rejected review did not see the reviewer's feedback.
 LOOP_RETRY_PATCH = "loop-iteration-retry-sees-the-feedback"
+# A router whose conditionCel gave an empty list completed, running no choice; it fails now
+# (a router picks a choice), and a gate's suggestion of none is no suggestion.
+EMPTY_ROUTE_PATCH = "router-selecting-no-choice-fails"
 
 
 @dataclass
@@ -311,6 +314,8 @@ def _route(node: WorkflowNode, source: str, scope: Scope, names: list[str]) -> l
             node.name,
             f"conditionCel must yield a choice name or a list of names, got {value!r}",
         )
+    if not selected and workflow.patched(EMPTY_ROUTE_PATCH):
+        raise NodeFailed(node.name, "conditionCel selected no choice (an empty list)")
     unknown = [v for v in selected if v not in names]
     if unknown:
         raise NodeFailed(

@@ -338,6 +338,17 @@ class TestRouter:
             "(choices: tech, general)"
         )
 
+    async def test_an_empty_selection_fails_as_selecting_no_choice(
+        self, platform: Platform
+    ) -> None:
+        # It completed with {} and ran nothing: a router picks a choice.
+        run = await platform.run(self.ROUTER, {"strategy": []})
+        assert run["status"] == "failed"
+        assert run["errorSummary"] == (
+            "Node 'research-router' failed: conditionCel selected no choice (an empty list)"
+        )
+        assert names(run) == ["research-router"]
+
 
 class TestLoop:
     async def test_runs_max_iterations_and_outputs_a_list(self, platform: Platform) -> None:

@@ -231,6 +231,18 @@ async def _record_all(platform: Platform) -> dict[str, str]:
         ],
     }
     await _start_continued(platform, runs["continued_nested"], [nested, echo("after")])
+    # A router whose conditionCel selected no choice completed, running none (recorded
+    # before containers.EMPTY_ROUTE_PATCH, which fails it).
+    router = {
+        "id": "none",
+        "name": "none",
+        "nodeType": "router",
+        "conditionCel": "input.picks",
+        "choices": [{"name": "a", "steps": [echo("ra")]}, {"name": "b", "steps": [echo("rb")]}],
+    }
+    wf = await platform.create({"nodes": [router, delay("after-none", 0)]})
+    run_id = runs["router_selected_none"] = await platform.trigger(wf, {"picks": []})
+    await platform.wait(wf, run_id)
     return runs
 
 
