@@ -52,8 +52,9 @@ function headers(extra = {}) {
 }
 
 /** Call the API; resolves to the JSON body (null for 204), rejects with ApiError. */
-export async function api(path, { method = "GET", body, signal } = {}) {
-  const init = { method, signal, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+export async function api(path, { method = "GET", body, signal, extraHeaders = {} } = {}) {
+  const own = body === undefined ? {} : { "Content-Type": "application/json" };
+  const init = { method, signal, headers: headers({ ...own, ...extraHeaders }) };
   if (body !== undefined) init.body = JSON.stringify(body);
   let response;
   try {

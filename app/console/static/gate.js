@@ -189,7 +189,17 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     h("div.actions", {}, button("reject", rejectWord, "danger"))));
 
   const form = h("form.decision", { novalidate: true, on: { submit } }, parts);
+  // The Idempotency-Key of the last decision sent: sending the same decision again (its
+  // answer was lost) repeats it under the same key, so it is applied once; a loop's next
+  // iteration review has the same stepId and a keyless repeat would decide it unseen.
+  let lastSent = { decision: null, key: null };
   return form;
+
+  function keyFor(decision) {
+    const text = JSON.stringify(decision);
+    if (lastSent.decision !== text) lastSent = { decision: text, key: newKey() };
+    return lastSent.key;
+  }
 
   function button(resolution, label, style = "primary") {
     return h(`button.${style}`, { type: "submit", name: "resolution", value: resolution }, label);
@@ -214,9 +224,10 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     // the card stays until it says what happened.
     card.classList.add("deciding");
     try {
+      const decision = { stepId: item.stepId, resolution, ...built.body };
       const result = await api(
         `/workflows/${encodeURIComponent(item.workflowId)}/runs/${encodeURIComponent(item.runId)}/approve`,
-        { method: "POST", body: { stepId: item.stepId, resolution, ...built.body } });
+        { method: "POST", body: decision, extraHeaders: { "Idempotency-Key": keyFor(decision) } });
       decided(result, resolution);
     } catch (err) {
       buttons.forEach((b) => { b.disabled = false; });
@@ -273,4 +284,10 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
       err.details.length ? h("ul", {}, err.details.map((d) => h("li", {}, d.path ? `${d.path}: ${d.message}` : d.message))) : null));
     return field;
   }
+}
+
+/** A random key (crypto.randomUUID needs a secure context; the console may be on plain http). */
+function newKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return "console-" + [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
