@@ -130,16 +130,21 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
   if (req.requiresRouteSelection) {
     const multiple = !!req.allowMultipleSelections;
     const suggested = new Set(req.suggestedChoices || []);
+    // A tie (several suggested, one allowed) is the approver's to break: checking each
+    // radio button would leave the last one chosen, silently.
+    const tie = !multiple && suggested.size > 1;
     const group = newId("route");
     const legendId = newId("legend");
     const boxes = (req.availableChoices || []).map((choice, i) => {
       const id = `${group}-${i}`;
-      const box = h("input", { type: multiple ? "checkbox" : "radio", name: group, id, value: choice, checked: suggested.has(choice) });
+      const box = h("input", { type: multiple ? "checkbox" : "radio", name: group, id, value: choice, checked: !tie && suggested.has(choice) });
       return h("span.choice", {}, box,
         h("label", { for: id }, choice, suggested.has(choice) ? h("span.suggested", {}, " (suggested)") : null));
     });
-    parts.push(h("fieldset.field", { "aria-labelledby": legendId },
+    const tieId = newId("tie");
+    parts.push(h("fieldset.field", { "aria-labelledby": legendId, "aria-describedby": tie ? tieId : null },
       h("legend", { id: legendId }, multiple ? "Routes to take (one or more)" : "Route to take"),
+      tie ? h("p.hint", { id: tieId }, `The suggestion names ${suggested.size} routes; this gate takes one. Choose it.`) : null,
       h("div.choices", {}, boxes)));
     primary = ["route_select", multiple ? "Take selected routes" : "Take selected route", () => {
       const selected = [...card.querySelectorAll(`input[name="${group}"]:checked`)].map((b) => b.value);
