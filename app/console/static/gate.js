@@ -1,6 +1,6 @@
 // One open gate as a card with its decision form, generated from the requirement.
 
-import { api, ApiError } from "./api.js";
+import { api, ApiError, requestKeys } from "./api.js";
 import { h, newId, notice, jsonBlock, duration, announce, add } from "./dom.js";
 import { jsonEditor } from "./jsoneditor.js";
 import { inputFields } from "./inputform.js";
@@ -194,17 +194,11 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     h("div.actions", {}, button("reject", rejectWord, "danger"))));
 
   const form = h("form.decision", { novalidate: true, on: { submit } }, parts);
-  // The Idempotency-Key of the last decision sent: sending the same decision again (its
-  // answer was lost) repeats it under the same key, so it is applied once; a loop's next
-  // iteration review has the same stepId and a keyless repeat would decide it unseen.
-  let lastSent = { decision: null, key: null };
+  // The same decision sent again (its answer was lost) goes under the same Idempotency-Key
+  // and is applied once: a loop's next iteration review has the same stepId, and a keyless
+  // repeat would decide it unseen.
+  const keyFor = requestKeys();
   return form;
-
-  function keyFor(decision) {
-    const text = JSON.stringify(decision);
-    if (lastSent.decision !== text) lastSent = { decision: text, key: newKey() };
-    return lastSent.key;
-  }
 
   function button(resolution, label, style = "primary") {
     return h(`button.${style}`, { type: "submit", name: "resolution", value: resolution }, label);
@@ -291,8 +285,3 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
   }
 }
 
-/** A random key (crypto.randomUUID needs a secure context; the console may be on plain http). */
-function newKey() {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return "console-" + [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
