@@ -64,8 +64,8 @@ export function requestKeys() {
   };
 }
 
-// crypto.randomUUID needs a secure context; the console may be served over plain http.
-function newKey() {
+/** A fresh Idempotency-Key (crypto.randomUUID needs a secure context; plain http has none). */
+export function newKey() {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return "console-" + [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
