@@ -207,6 +207,32 @@ class TestRouteSelection:
             "route",
         ]
 
+    async def test_a_tie_of_suggested_routes_on_a_one_route_gate_preselects_none(
+        self, console: Console
+    ) -> None:
+        # The suggestion names both routes but the gate takes one: picking one of them for
+        # the approver (the last radio button checked wins) would hide the tie.
+        p = console.platform
+        wf, run_id = await start(p, route_gate(), {"kind": ["express", "standard"]})
+        await wait_for_gate(p, wf, run_id, "route")
+        await console.goto("/console/approvals")
+        card = console.page.locator(f'article[data-run-id="{run_id}"]')
+        await expect(card.get_by_role("radio", name="express (suggested)")).not_to_be_checked()
+        await expect(card.get_by_role("radio", name="standard (suggested)")).not_to_be_checked()
+        tie = "The suggestion names 2 routes; this gate takes one. Choose it."
+        await expect(
+            card.get_by_role("group", name="Route to take")
+        ).to_have_accessible_description(tie)
+        sent = approve_requests(console.page)
+        await card.get_by_role("button", name="Take selected route").click()
+        await expect(card.get_by_role("alert")).to_contain_text("Choose a route first.")
+        assert sent == []
+        await card.get_by_role("radio", name="express (suggested)").check()
+        await card.get_by_role("button", name="Take selected route").click()
+        await expect(card.get_by_role("status")).to_contain_text("Route chosen: route")
+        run = await p.wait(wf, run_id)
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-express"]
+
 
 class TestOutputReview:
     async def test_an_edited_output_replaces_the_steps_output_downstream(

@@ -205,3 +205,34 @@ async def test_a_node_that_ran_many_times_shows_its_latest_runs_first(console: C
     await expect(runs).to_have_count(20)
     await expect(runs.first).to_have_attribute("data-node-run-id", f"{run_id}.again.25")
     await expect(runs.last).to_have_attribute("data-node-run-id", f"{run_id}.again.6")
+
+
+async def test_a_retry_sent_again_after_its_answer_was_lost_starts_one_child(
+    console: Console,
+) -> None:
+    p = console.platform
+    wf, run_id = await start(p, confirm_gate())
+    await wait_for_gate(p, wf, run_id, "ship")
+    await p.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/cancel")
+    await p.wait(wf, run_id)
+    page = console.page
+    keys: list[str | None] = []
+
+    async def first_answer_lost(route: Any) -> None:
+        keys.append(route.request.headers.get("idempotency-key"))
+        if len(keys) == 1:
+            await route.fetch()  # the child starts; the browser never hears back
+            await route.abort("connectionreset")
+        else:
+            await route.continue_()
+
+    await page.route("**/retry", first_answer_lost)
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await confirm(console, "retry")
+    await expect(page.get_by_role("alert").filter(has_text="Retry refused")).to_be_visible()
+    await confirm(console, "retry")
+    notice = page.get_by_role("status").filter(has_text="Retry: started run")
+    await expect(notice).to_be_visible()
+    children = (await p.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}/children")).json()
+    assert len(children["runs"]) == 1, children
+    assert keys[0] and keys[0] == keys[1], keys

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import Any
 
 from playwright.async_api import expect
 
@@ -120,3 +121,35 @@ async def test_in_dev_mode_nobody_signs_in_and_unknown_pages_say_so(console: Con
     await console.check_accessible()
     await console.goto("/console/no/such/page")
     await expect(page.get_by_role("heading", name="Page not found")).to_be_visible()
+
+
+async def test_a_trigger_sent_twice_starts_one_run(console: Console) -> None:
+    # A double click, then the same input sent again after its answer was lost: one run.
+    p = console.platform
+    wf = await p.create({"name": "Once only", "nodes": [echo("hello")]})
+    page = console.page
+    keys: list[str | None] = []
+
+    async def first_answer_lost(route: Any) -> None:
+        if route.request.method != "POST":
+            await route.continue_()
+            return
+        keys.append(route.request.headers.get("idempotency-key"))
+        if len(keys) == 1:
+            await route.fetch()  # the run starts; the browser never hears back
+            await route.abort("connectionreset")
+        else:
+            await route.continue_()
+
+    await page.route(f"**/api/v1/workflows/{wf}/runs", first_answer_lost)
+    await console.goto(f"/console/workflows/{wf}")
+    await page.get_by_role("button", name="Trigger run").dblclick()
+    await expect(page.get_by_role("alert")).to_contain_text("could not be reached")
+    assert len(keys) == 1, keys
+    await page.get_by_role("button", name="Trigger run").click()
+    await console.drawn()
+    await expect(page).to_have_url(re.compile(r"/runs/run-"))
+    runs = (await p.api.get(f"/api/v1/workflows/{wf}/runs")).json()["runs"]
+    assert len(runs) == 1, runs
+    assert page.url.endswith(runs[0]["id"])
+    assert keys[0] and keys[0] == keys[1], keys

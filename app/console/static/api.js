@@ -51,9 +51,29 @@ function headers(extra = {}) {
   return all;
 }
 
+/**
+ * Idempotency-Keys for one form: the same request sent again (its answer was lost, or a
+ * second click) gets the same key, so the API applies it once; another request a new key.
+ */
+export function requestKeys() {
+  let last = { request: null, key: null };
+  return (request) => {
+    const text = JSON.stringify(request);
+    if (last.request !== text) last = { request: text, key: newKey() };
+    return last.key;
+  };
+}
+
+/** A fresh Idempotency-Key (crypto.randomUUID needs a secure context; plain http has none). */
+export function newKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return "console-" + [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 /** Call the API; resolves to the JSON body (null for 204), rejects with ApiError. */
-export async function api(path, { method = "GET", body, signal } = {}) {
-  const init = { method, signal, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+export async function api(path, { method = "GET", body, signal, extraHeaders = {} } = {}) {
+  const own = body === undefined ? {} : { "Content-Type": "application/json" };
+  const init = { method, signal, headers: headers({ ...own, ...extraHeaders }) };
   if (body !== undefined) init.body = JSON.stringify(body);
   let response;
   try {

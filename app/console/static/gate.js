@@ -1,6 +1,6 @@
 // One open gate as a card with its decision form, generated from the requirement.
 
-import { api, ApiError } from "./api.js";
+import { api, ApiError, requestKeys } from "./api.js";
 import { h, newId, notice, jsonBlock, duration, announce, add } from "./dom.js";
 import { jsonEditor } from "./jsoneditor.js";
 import { inputFields } from "./inputform.js";
@@ -130,16 +130,21 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
   if (req.requiresRouteSelection) {
     const multiple = !!req.allowMultipleSelections;
     const suggested = new Set(req.suggestedChoices || []);
+    // A tie (several suggested, one allowed) is the approver's to break: checking each
+    // radio button would leave the last one chosen, silently.
+    const tie = !multiple && suggested.size > 1;
     const group = newId("route");
     const legendId = newId("legend");
     const boxes = (req.availableChoices || []).map((choice, i) => {
       const id = `${group}-${i}`;
-      const box = h("input", { type: multiple ? "checkbox" : "radio", name: group, id, value: choice, checked: suggested.has(choice) });
+      const box = h("input", { type: multiple ? "checkbox" : "radio", name: group, id, value: choice, checked: !tie && suggested.has(choice) });
       return h("span.choice", {}, box,
         h("label", { for: id }, choice, suggested.has(choice) ? h("span.suggested", {}, " (suggested)") : null));
     });
-    parts.push(h("fieldset.field", { "aria-labelledby": legendId },
+    const tieId = newId("tie");
+    parts.push(h("fieldset.field", { "aria-labelledby": legendId, "aria-describedby": tie ? tieId : null },
       h("legend", { id: legendId }, multiple ? "Routes to take (one or more)" : "Route to take"),
+      tie ? h("p.hint", { id: tieId }, `The suggestion names ${suggested.size} routes; this gate takes one. Choose it.`) : null,
       h("div.choices", {}, boxes)));
     primary = ["route_select", multiple ? "Take selected routes" : "Take selected route", () => {
       const selected = [...card.querySelectorAll(`input[name="${group}"]:checked`)].map((b) => b.value);
@@ -189,6 +194,10 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     h("div.actions", {}, button("reject", rejectWord, "danger"))));
 
   const form = h("form.decision", { novalidate: true, on: { submit } }, parts);
+  // The same decision sent again (its answer was lost) goes under the same Idempotency-Key
+  // and is applied once: a loop's next iteration review has the same stepId, and a keyless
+  // repeat would decide it unseen.
+  const keyFor = requestKeys();
   return form;
 
   function button(resolution, label, style = "primary") {
@@ -214,9 +223,10 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     // the card stays until it says what happened.
     card.classList.add("deciding");
     try {
+      const decision = { stepId: item.stepId, resolution, ...built.body };
       const result = await api(
         `/workflows/${encodeURIComponent(item.workflowId)}/runs/${encodeURIComponent(item.runId)}/approve`,
-        { method: "POST", body: { stepId: item.stepId, resolution, ...built.body } });
+        { method: "POST", body: decision, extraHeaders: { "Idempotency-Key": keyFor(decision) } });
       decided(result, resolution);
     } catch (err) {
       buttons.forEach((b) => { b.disabled = false; });
@@ -274,3 +284,4 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     return field;
   }
 }
+

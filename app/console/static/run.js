@@ -1,7 +1,7 @@
 // The run page: status, controls, open gates, the definition tree with live node statuses
 // (Server-Sent Events), each node's runs, lineage and a link to the Temporal Web UI.
 
-import { api, follow, ApiError } from "./api.js";
+import { api, follow, ApiError, newKey } from "./api.js";
 import { h, fill, badge, facts, when, duration, jsonBlock, notice, announce, add } from "./dom.js";
 import { renderTree } from "./tree.js";
 import { syncGates, tickClocks } from "./gate.js";
@@ -39,6 +39,9 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     add(main, h("h1", { tabindex: "-1" }, "Run"), notice("error", `Could not load the run: ${err.message}`));
     return null;
   }
+  // Retry, replay and rerun start a run: pressed again after a lost answer, the same
+  // Idempotency-Key starts none; pressed again after an answer, a new key starts another.
+  const startKeys = new Map();
   let selected = null;
   let nodeRuns = []; // the chosen node's latest node runs, newest first
   let nodeRunsTotal = 0;
@@ -194,7 +197,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     });
     if (!ok) return;
     try {
-      const result = await api(`${base}/${c.action}`, { method: "POST" });
+      const result = await startRun(`${base}/${c.action}`, c.child);
       if (c.child) {
         const childId = result.runId;
         fill(controlResult, notice("success", `${c.label}: started run `, runLink(childId), "."));
@@ -207,6 +210,21 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       renderLineage();
     } catch (err) {
       fill(controlResult, notice("error", `${c.label} refused: ${err.message}`));
+    }
+  }
+
+  /** POST a control; one that starts a run carries a key kept until the API answers. */
+  async function startRun(path, startsRun) {
+    if (!startsRun) return api(path, { method: "POST" });
+    if (!startKeys.has(path)) startKeys.set(path, newKey());
+    try {
+      const result = await api(path, { method: "POST", extraHeaders: { "Idempotency-Key": startKeys.get(path) } });
+      startKeys.delete(path);
+      return result;
+    } catch (err) {
+      // Unanswered (no connection, 5xx): it may have started; the same key asks again.
+      if (err instanceof ApiError && err.status > 0 && err.status < 500) startKeys.delete(path);
+      throw err;
     }
   }
 
@@ -289,7 +307,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     });
     if (!ok) return;
     try {
-      const result = await api(`${base}/nodes/${encodeURIComponent(node.id)}/rerun`, { method: "POST" });
+      const result = await startRun(`${base}/nodes/${encodeURIComponent(node.id)}/rerun`, true);
       fill(controlResult, notice("success", "Rerun: started run ", runLink(result.run_id), "."));
       renderLineage();
     } catch (err) {

@@ -1,7 +1,7 @@
 // One workflow: its state, a trigger form, its runs by status, its versions with a diff,
 // and its definition tree.
 
-import { api, ApiError } from "./api.js";
+import { api, ApiError, requestKeys } from "./api.js";
 import { h, fill, notice, query, when, newId, badge, facts, add } from "./dom.js";
 import { toggleButton } from "./workflows.js";
 import { renderTree } from "./tree.js";
@@ -50,6 +50,9 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
 
   function renderTrigger() {
     const errors = h("div", { "aria-live": "assertive" });
+    // A double click, or the same input sent again after a lost answer, starts one run.
+    const keyFor = requestKeys();
+    const send = h("button.primary", { type: "submit", disabled: !wf.enabled }, "Trigger run");
     const editor = jsonEditor({
       label: "Initial input (JSON object)", name: "initialInput", value: {}, rows: 6, expect: "object",
       hint: "Steps see it as input in their templates and CEL expressions.",
@@ -60,7 +63,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
       h("form", { novalidate: true, on: { submit } },
         editor.element,
         errors,
-        h("div.actions", {}, h("button.primary", { type: "submit", disabled: !wf.enabled }, "Trigger run"))));
+        h("div.actions", {}, send)));
 
     async function submit(event) {
       event.preventDefault();
@@ -70,11 +73,15 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
         return;
       }
       fill(errors);
+      const body = { triggerSource: "manual", initialInput };
+      send.disabled = true;
       try {
-        const accepted = await api(`${path}/runs`, { method: "POST", body: { triggerSource: "manual", initialInput } });
+        const accepted = await api(`${path}/runs`, { method: "POST", body, extraHeaders: { "Idempotency-Key": keyFor(body) } });
         navigate(`${consolePath}/runs/${encodeURIComponent(accepted.runId)}`);
       } catch (err) {
+        send.disabled = !wf.enabled;
         fill(errors, notice("error", `Not started: ${err.message}`));
+        send.focus(); // disabling it took the focus away
       }
     }
   }
