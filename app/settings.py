@@ -54,7 +54,8 @@ class Settings(BaseSettings):
     # The worker's Prometheus /metrics (Trellis's worker metrics and the Temporal SDK's):
     # served on this port when set, bound to this address (docs/operations.md, Metrics).
     worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
-    worker_metrics_host: str = "127.0.0.1"
+    # Not empty: the metrics server cannot bind "" (it would fail after the checks).
+    worker_metrics_host: str = Field(default="127.0.0.1", min_length=1)
     # Run details and pages of runs the API keeps to answer again while nothing they show
     # was written (app/services/read_cache.py), in bytes per API process; 0 turns it off.
     read_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)

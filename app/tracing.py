@@ -115,11 +115,13 @@ def _check_exporter(environ: Mapping[str, str]) -> None:
             f"OTEL_TRACES_EXPORTER={exporter!r}: Trellis exports traces over OTLP only "
             "(otlp, or none to turn tracing off)"
         )
-    protocol = next((environ[n] for n in PROTOCOLS if environ.get(n)), SUPPORTED_PROTOCOL)
+    # The traces variable wins over the general one, so the hint names the one that is set.
+    variable = next((n for n in PROTOCOLS if environ.get(n)), None)
+    protocol = environ[variable] if variable else SUPPORTED_PROTOCOL
     if protocol.strip() != SUPPORTED_PROTOCOL:
         raise TracingSettingsError(
             f"OTLP protocol {protocol!r}: Trellis exports over http/protobuf (a collector's "
-            "port 4318); set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"
+            f"port 4318); set {variable}=http/protobuf"
         )
 
 

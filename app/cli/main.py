@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -78,5 +80,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except StartupFailure as exc:
         click.echo(f"trellis {command}: {exc}", err=True)
+        if argv is None:  # the `trellis` process itself, not a caller in this process
+            _exit_without_finalizing(1)
         return 1
     return result if isinstance(result, int) else 0
+
+
+def _exit_without_finalizing(code: int) -> None:
+    """Exit at once, after flushing what was written. After a failed connect, the Temporal
+    SDK's core (1.35) can crash the interpreter's finalization ("Fatal Python error:
+    PyGILState_Release", SIGABRT or SIGSEGV: exit 134/139, not 1); a process that did not
+    start has nothing left to finalize."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,14 @@ def test_setup_never_prints_the_store_password(
     assert result.returncode != 0
     assert "preparing the store mongodb://admin:***@127.0.0.1:9/trellis failed" in result.stderr
     assert "s3cr3t" not in result.stdout + result.stderr
+
+
+def test_setup_on_an_unreachable_cluster_exits_1_with_one_line(tmp_path: Path) -> None:
+    # The Temporal SDK's core could crash the interpreter's exit after a failed connect
+    # (SIGABRT/SIGSEGV), more often on a busy machine: four at once, five times, so a
+    # crash shows.
+    env = trellis_env(tmp_path, TRELLIS_TEMPORAL_ADDRESS="127.0.0.1:1")
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: run_trellis(["setup", "--wait", "0"], env), range(20)))
+    for result in results:
+        assert (result.returncode, result.stderr.count("\n")) == (1, 1), result.stderr

@@ -61,3 +61,20 @@ def test_a_worker_on_a_namespace_the_cluster_lacks_says_so_and_exits(
         "(--temporal-namespace / TRELLIS_TEMPORAL_NAMESPACE)"
     ]
     assert not ready.exists()
+
+
+def test_a_worker_that_cannot_reach_its_store_says_so_in_one_line(tmp_path: Path) -> None:
+    # MongoDB gives up after its 5 s server selection; the password never shows.
+    url = f"mongodb://trellis:s3cret-pw@127.0.0.1:{free_port()}/trellis"
+    env = trellis_env(tmp_path, TRELLIS_STORE_URL=url)
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "worker"],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()  # one line, no traceback
+    assert line.startswith(
+        "trellis worker: cannot reach the store at mongodb://trellis:***@127.0.0.1:"
+    )
+    assert "(--store-url / TRELLIS_STORE_URL): MongoDB store unavailable" in line
+    assert "s3cret-pw" not in line

@@ -61,8 +61,15 @@ def test_otel_service_name_names_the_service(monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
-        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "http/protobuf"),
-        ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, "http/protobuf"),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"),
+        # The traces variable overrides the general one: setting that would not help.
+        (
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            },
+            "set OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf",
+        ),
         ({"OTEL_TRACES_EXPORTER": "zipkin"}, "OTLP only"),
     ],
     ids=["grpc", "traces-grpc", "zipkin"],
