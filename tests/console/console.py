@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,3 +82,21 @@ class Console:
             problems = await (page or self.page).evaluate(A11Y_CHECKS)
             assert problems == [], problems
         await (page or self.page).set_viewport_size(WIDE)
+
+
+def first_answer_lost(keys: list[str | None]) -> Callable[[Any], Awaitable[None]]:
+    """A route handler for POSTs: the first reaches the API, whose answer the browser never
+    gets (the connection is reset); later ones pass. Each POST's Idempotency-Key is noted."""
+
+    async def handle(route: Any) -> None:
+        if route.request.method != "POST":
+            await route.continue_()
+            return
+        keys.append(route.request.headers.get("idempotency-key"))
+        if len(keys) == 1:
+            await route.fetch()  # the API acts on it
+            await route.abort("connectionreset")
+        else:
+            await route.continue_()
+
+    return handle

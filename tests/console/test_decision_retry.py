@@ -6,7 +6,7 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from tests.console.console import Console
+from tests.console.console import Console, first_answer_lost
 from tests.console.test_reopened_gates import gate_opened, reviewed_loop
 from tests.hitl.helpers import start, wait_for_gate
 
@@ -22,15 +22,7 @@ async def test_sending_a_decision_again_after_its_answer_was_lost_decides_nothin
     page = console.page
     keys: list[str | None] = []
 
-    async def answer_lost(route: Any) -> None:
-        keys.append(route.request.headers.get("idempotency-key"))
-        if len(keys) == 1:
-            await route.fetch()  # the API decides; the browser never hears back
-            await route.abort("connectionreset")
-        else:
-            await route.continue_()
-
-    await page.route("**/approve", answer_lost)
+    await page.route("**/approve", first_answer_lost(keys))
     await console.goto("/console/approvals")
     card = page.locator(f'article[data-run-id="{run_id}"]').first
     await card.get_by_role("button", name="Continue loop").click()

@@ -7,7 +7,7 @@ from typing import Any
 from playwright.async_api import expect
 
 from tests.builders import condition, delay, echo, loop, parallel, router, step
-from tests.console.console import Console
+from tests.console.console import Console, first_answer_lost
 from tests.console.definitions import confirm_gate
 from tests.hitl.helpers import approve, start, wait_for_gate
 
@@ -218,15 +218,7 @@ async def test_a_retry_sent_again_after_its_answer_was_lost_starts_one_child(
     page = console.page
     keys: list[str | None] = []
 
-    async def first_answer_lost(route: Any) -> None:
-        keys.append(route.request.headers.get("idempotency-key"))
-        if len(keys) == 1:
-            await route.fetch()  # the child starts; the browser never hears back
-            await route.abort("connectionreset")
-        else:
-            await route.continue_()
-
-    await page.route("**/retry", first_answer_lost)
+    await page.route("**/retry", first_answer_lost(keys))
     await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
     await confirm(console, "retry")
     await expect(page.get_by_role("alert").filter(has_text="Retry refused")).to_be_visible()

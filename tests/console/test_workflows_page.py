@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
 
 from playwright.async_api import expect
 
 from tests.builders import echo
-from tests.console.console import Console
+from tests.console.console import Console, first_answer_lost
 
 LIVE = 15_000  # ms
 
@@ -130,18 +129,7 @@ async def test_a_trigger_sent_twice_starts_one_run(console: Console) -> None:
     page = console.page
     keys: list[str | None] = []
 
-    async def first_answer_lost(route: Any) -> None:
-        if route.request.method != "POST":
-            await route.continue_()
-            return
-        keys.append(route.request.headers.get("idempotency-key"))
-        if len(keys) == 1:
-            await route.fetch()  # the run starts; the browser never hears back
-            await route.abort("connectionreset")
-        else:
-            await route.continue_()
-
-    await page.route(f"**/api/v1/workflows/{wf}/runs", first_answer_lost)
+    await page.route(f"**/api/v1/workflows/{wf}/runs", first_answer_lost(keys))
     await console.goto(f"/console/workflows/{wf}")
     await page.get_by_role("button", name="Trigger run").dblclick()
     await expect(page.get_by_role("alert")).to_contain_text("could not be reached")
