@@ -3,6 +3,8 @@ of its tools: it may be up by then, and the next refresh may be a minute away.""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
@@ -13,12 +15,15 @@ from activities.executors.registry import ExecutorRegistry
 from tests.builders import step
 from tests.peers.mcp_server import build_mcp_server
 from tests.peers.serving import ServedApp, free_port
-from tests.support.platform import running_platform
+from tests.support.platform import Platform, running_platform
 
 
-async def test_a_tool_of_a_server_that_came_up_after_start_is_saved_and_runs(
+@asynccontextmanager
+async def _server_up_after_start(
     temporal_env: WorkflowEnvironment, tmp_path: Path
-) -> None:
+) -> AsyncIterator[Platform]:
+    """A platform whose catalog saw its one MCP server ("late") down at start, an hour
+    before its next refresh; the server is up once the platform is."""
     port = free_port()
     spec = McpServerSpec(id="late", url=f"http://127.0.0.1:{port}/mcp")
     catalog = Catalog(CatalogFile(servers=(spec,)), refresh_seconds=3600)
@@ -28,38 +33,34 @@ async def test_a_tool_of_a_server_that_came_up_after_start_is_saved_and_runs(
     served = ServedApp(build_mcp_server().streamable_http_app(), port=port).start()
     try:
         async with running_platform(temporal_env.client, tmp_path, registry) as platform:
-            run = await platform.run({"nodes": [step("Add", "add", {"a": 2, "b": 3})]})
-
-            assert run["status"] == "completed", run
-            assert run["nodeRuns"][0]["outputSnapshot"] == {"total": 5}
+            yield platform
     finally:
         await registry.close()
         await catalog.close()
         served.stop()
+
+
+async def test_a_tool_of_a_server_that_came_up_after_start_is_saved_and_runs(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with _server_up_after_start(temporal_env, tmp_path) as platform:
+        run = await platform.run({"nodes": [step("Add", "add", {"a": 2, "b": 3})]})
+
+    assert run["status"] == "completed", run
+    assert run["nodeRuns"][0]["outputSnapshot"] == {"total": 5}
 
 
 async def test_the_servers_list_asks_again_on_demand(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    port = free_port()
-    spec = McpServerSpec(id="late", url=f"http://127.0.0.1:{port}/mcp")
-    catalog = Catalog(CatalogFile(servers=(spec,)), refresh_seconds=3600)
-    await catalog.start()
-    registry = ExecutorRegistry(catalog)
-    served = ServedApp(build_mcp_server().streamable_http_app(), port=port).start()
-    try:
-        async with running_platform(temporal_env.client, tmp_path, registry) as platform:
-            # Up since the last refresh, an hour away: the list shows what it last saw...
-            (late,) = (await platform.api.get("/api/v1/servers")).json()
-            assert late["status"] == "down"
-            # ...until asked to look again.
-            (late,) = (await platform.api.get("/api/v1/servers?refresh=true")).json()
-            assert late["status"] == "up", late
-            assert "add" in {tool["name"] for tool in late["tools"]}
-            assert (await platform.api.get("/api/v1/agents?refresh=true")).json() == []
-            refused = await platform.api.get("/api/v1/servers?refresh=maybe")
-            assert refused.status_code == 400, refused.text
-    finally:
-        await registry.close()
-        await catalog.close()
-        served.stop()
+    async with _server_up_after_start(temporal_env, tmp_path) as platform:
+        # Up since the last refresh, an hour away: the list shows what it last saw...
+        (late,) = (await platform.api.get("/api/v1/servers")).json()
+        assert late["status"] == "down"
+        # ...until asked to look again.
+        (late,) = (await platform.api.get("/api/v1/servers?refresh=true")).json()
+        assert late["status"] == "up", late
+        assert "add" in {tool["name"] for tool in late["tools"]}
+        assert (await platform.api.get("/api/v1/agents?refresh=true")).json() == []
+        refused = await platform.api.get("/api/v1/servers?refresh=maybe")
+        assert refused.status_code == 400, refused.text
