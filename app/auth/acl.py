@@ -5,7 +5,7 @@ workflow they can see is 403."""
 
 from __future__ import annotations
 
-from activities.store.access import PERMISSIONS, Guarded, Permission, owner_principal
+from activities.store.access import PERMISSIONS, Grant, Guarded, Permission, owner_principal
 from activities.store.base import Viewer
 from activities.store.records import RunRecord
 from app.auth.caller import CONTROL, Caller
@@ -42,6 +42,21 @@ def require(caller: Caller, workflow: Guarded, permission: Permission) -> None:
     if permission not in held:
         raise Forbidden(
             f"This request needs the {permission} permission on workflow {workflow.id!r}"
+        )
+
+
+def require_grantable(caller: Caller, workflow: Guarded, grants: list[Grant]) -> None:
+    """403 when new grants would add a permission the caller does not hold: SHARE lets
+    its holder pass on what they have, not make themselves (or anyone) an editor.
+    Permissions a principal holds already, and removals, pass."""
+    held = permissions_of(caller, workflow)
+    before = {g.principal: set(g.permissions) for g in workflow.grants}
+    added = {p for g in grants for p in g.permissions if p not in before.get(g.principal, set())}
+    missing = [p for p in PERMISSIONS if p in added and p not in held]
+    if missing:
+        raise Forbidden(
+            f"Granting {', '.join(missing)} needs holding it on workflow {workflow.id!r}: "
+            "a grant may add only permissions its granter holds"
         )
 
 

@@ -103,6 +103,38 @@ async def test_share_permission_lets_another_user_change_grants(api: httpx.Async
     assert (await api.get(f"{API}/workflows/{wf}", headers=as_user("erin"))).status_code == 200
 
 
+async def test_a_grant_adds_only_permissions_its_granter_holds(api: httpx.AsyncClient) -> None:
+    wf = await create(api, ALICE)
+    start = [
+        {"principal": "user:bob", "permissions": ["VIEW", "SHARE"]},
+        {"principal": "role:ops", "permissions": ["VIEW", "EDIT"]},
+    ]
+    await share(api, wf, start)
+    as_bob = f"{API}/workflows/{wf}/permissions"
+    escalations: list[tuple[list[dict[str, Any]], str]] = [
+        ([{"principal": "user:bob", "permissions": ["SHARE", "EDIT"]}, start[1]], "EDIT"),
+        ([start[0], start[1], {"principal": "user:erin", "permissions": ["DELETE"]}], "DELETE"),
+        ([start[0], {"principal": "role:ops", "permissions": ["EDIT", "DELETE"]}], "DELETE"),
+    ]
+    for grants, permission in escalations:
+        response = await api.put(as_bob, json={"grants": grants}, headers=BOB)
+        assert_error(response, 403, "forbidden", permission)
+    assert (await api.get(as_bob, headers=ALICE)).json()["grants"] == start
+    assert_error(
+        await api.put(f"{API}/workflows/{wf}", json={"name": "bob's"}, headers=BOB),
+        403,
+        "forbidden",
+        "EDIT",
+    )
+    # What bob holds he may pass on; what others hold already stays; removing is allowed.
+    passed_on = [start[0], {"principal": "user:erin", "permissions": ["VIEW", "SHARE"]}]
+    response = await api.put(as_bob, json={"grants": [*passed_on, start[1]]}, headers=BOB)
+    assert response.status_code == 200, response.text
+    response = await api.put(as_bob, json={"grants": passed_on}, headers=BOB)
+    assert response.status_code == 200, response.text
+    assert (await api.get(as_bob, headers=ALICE)).json()["grants"] == passed_on
+
+
 async def test_bad_grants_are_400_and_change_nothing(api: httpx.AsyncClient) -> None:
     wf = await create(api, ALICE)
     await share(api, wf, [{"principal": "user:bob", "permissions": ["VIEW"]}])
