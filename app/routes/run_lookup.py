@@ -2,17 +2,40 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from functools import partial
+
+from fastapi import APIRouter, Request, Response
 
 from app.auth.caller import READ
 from app.auth.guard import needs
-from app.deps import AnyRunDep, StoreDep
+from app.deps import AnyRunDep, ReadCacheDep, StoreDep
+from app.errors import NotFound
+from app.routes.cached_read import cached_read
+from app.routes.conditional import NOT_MODIFIED
+from app.routes.model_response import json_body
 from app.schemas.run import RunPublic
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
 
-@router.get("/{run_id}", dependencies=[needs(READ)])
-async def find_run(run: AnyRunDep, store: StoreDep) -> RunPublic:
+@router.get(
+    "/{run_id}", dependencies=[needs(READ)], response_model=RunPublic, responses=NOT_MODIFIED
+)
+async def find_run(
+    request: Request, run: AnyRunDep, store: StoreDep, cache: ReadCacheDep
+) -> Response:
     """One run, whichever workflow it belongs to (`workflowDefinitionId` names it)."""
-    return RunPublic.from_record(run, await store.list_node_runs([run.id]))
+    run_id = run.id
+
+    async def build() -> bytes:
+        # Read again: the read lane calls this later, for a request this route checked once.
+        fresh = await store.get_run(run_id)
+        if fresh is None:
+            raise NotFound(f"Run {run_id!r} not found")
+        return json_body(RunPublic.from_record(fresh, await store.list_node_runs([run_id])))
+
+    # A run never moves to another workflow, so the lane checks access on this one.
+    return await cached_read(
+        request, cache, read="run_detail", workflow_id=run.workflow_definition_id,
+        changes=partial(store.run_changes, run_id), view="all", build=build,
+    )  # fmt: skip

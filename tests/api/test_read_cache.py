@@ -83,7 +83,8 @@ async def test_a_read_run_is_gone_with_its_workflow(
     client: httpx.AsyncClient, create: Create, worker_store: Store
 ) -> None:
     workflow_id, run_id = await _run_of(create, worker_store, "deleted-with-runs")
-    await _get(client, f"/api/v1/workflows/{workflow_id}/runs/{run_id}")
+    await _read_twice(client, f"/api/v1/workflows/{workflow_id}/runs/{run_id}")
+    await _read_twice(client, f"/api/v1/runs/{run_id}")
     await _get(client, f"/api/v1/workflows/{workflow_id}/runs")
     assert await worker_store.delete_workflow(workflow_id)
     for url in (f"/api/v1/workflows/{workflow_id}/runs/{run_id}", f"/api/v1/runs/{run_id}"):
@@ -142,6 +143,24 @@ async def test_a_detail_answers_304_to_its_own_etag_until_a_write(
     assert changed.headers["etag"] != tag
     summary = await client.get(f"{url}?nodeRuns=summary", headers={"If-None-Match": tag})
     assert summary.status_code == 200  # another view: its own answer, even at one count
+
+
+async def test_a_run_found_by_its_id_alone_is_kept_and_shows_every_write(
+    client: httpx.AsyncClient, create: Create, worker_store: Store
+) -> None:
+    workflow_id, run_id = await _run_of(create, worker_store, "cached-lookup")
+    url = f"/api/v1/runs/{run_id}"
+    first = await client.get(url)
+    assert first.json()["workflowDefinitionId"] == workflow_id
+    assert first.json() == await _get(client, url)
+    tag = first.headers["etag"]
+    assert (await client.get(url, headers={"If-None-Match": tag})).status_code == 304
+
+    await worker_store.update_run(run_id, 1, {"status": "running"})
+    changed = await client.get(url, headers={"If-None-Match": tag})
+    assert changed.status_code == 200 and changed.json()["status"] == "running"
+    await worker_store.upsert_node_run(node_run(run_id, rev=1, status="completed"))
+    assert [n["status"] for n in (await _get(client, url))["nodeRuns"]] == ["completed"]
 
 
 async def test_a_page_answers_304_to_its_own_etag_until_a_write(
