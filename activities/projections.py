@@ -49,9 +49,6 @@ async def write_batch(
     events are unkeyed.
     """
     counted = [p for p in batch.runs if p.event and p.event.get("type") in COUNTED_EVENTS]
-    # A batch runs again when its completion was lost (a worker crash, a failed
-    # workflow task): writes its earlier attempt applied are not counted twice.
-    applied_before = await store.run_rev(counted[0].run_id) if counted else None
     keys = iter(_event_keys(batch, execution))
     runs, node_runs = iter(batch.runs), iter(batch.node_runs)
     writes = []
@@ -81,10 +78,12 @@ async def write_batch(
     metrics.batch_landed(_oldest_write(batch), now)
     if not counted:
         return
+    # A batch runs again when its completion was lost (a worker crash, a failed workflow
+    # task): a run write lands only over an older rev (newer_only), so one that lands is
+    # counted, and what an earlier attempt applied does not land again.
     run_landed = iter(ok for kind, ok in zip(batch.order, landed, strict=True) if kind == "r")
     for p, ok in zip(batch.runs, run_landed, strict=True):
-        first_time = applied_before is None or p.rev > applied_before
-        if ok and first_time and p.event and p.event.get("type") in COUNTED_EVENTS:
+        if ok and p.event and p.event.get("type") in COUNTED_EVENTS:
             metrics.run_written(p.workflow_id, p.event, p.changes)
 
 

@@ -106,9 +106,6 @@ class Store(Protocol):
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 
-    async def run_rev(self, run_id: str) -> int | None:
-        """The run's stored rev (None: no such run), without reading the run itself."""
-
     async def list_runs(
         self,
         workflow_id: str | None,

@@ -308,11 +308,6 @@ class MongoStore:
             doc = await self._db().runs.find_one({"_id": run_id})
         return None if doc is None else _record(RunRecord, doc)
 
-    async def run_rev(self, run_id: str) -> int | None:
-        with _errors():
-            doc = await self._db().runs.find_one({"_id": run_id}, {"rev": 1})
-        return None if doc is None else int(doc.get("rev", 0))
-
     async def list_runs(
         self,
         workflow_id: str | None,

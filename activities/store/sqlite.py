@@ -321,11 +321,6 @@ class SqliteStore:
             row = await _one(db, "SELECT doc FROM runs WHERE id = ?", (run_id,))
         return None if row is None else _load(RunRecord, row[0])
 
-    async def run_rev(self, run_id: str) -> int | None:
-        async with self._read() as db:
-            row = await _one(db, "SELECT rev FROM runs WHERE id = ?", (run_id,))
-        return None if row is None else int(row[0])
-
     async def list_runs(
         self,
         workflow_id: str | None,
