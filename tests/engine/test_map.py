@@ -131,6 +131,25 @@ async def test_an_item_whose_step_skips_on_error_yields_none(platform: Platform)
     assert sorted(statuses) == ["completed", "completed", "skipped"]
 
 
+async def test_an_item_goes_on_after_a_skipped_step_that_is_not_its_last(
+    platform: Platform,
+) -> None:
+    failing = {
+        "id": "get",
+        "name": "get",
+        "nodeType": "step",
+        "executorKey": "builtin:transform",
+        "stepConfig": {"onError": "skip"},
+        "config": {"map": {"v": "10 / item"}},
+    }
+    after = _echo("after", seen="{{ index }}")
+    run = await platform.run({"nodes": [_map([failing, after], "input.items")]}, {"items": [2, 0]})
+    assert run["status"] == "completed", run["errorSummary"]
+    assert [o["config"]["seen"] for o in run["finalOutput"]] == [0, 1]
+    statuses = [n["status"] for n in run["nodeRuns"] if n["nodeName"] == "after"]
+    assert statuses == ["completed", "completed"]
+
+
 async def test_an_item_that_fails_fails_the_map_and_the_run(platform: Platform) -> None:
     failing = {
         "id": "get",
