@@ -1,7 +1,7 @@
 """CEL evaluation and `{{ … }}` templates: pure functions, safe inside the workflow sandbox.
 
 Compiled programs are cached by source text; compiling is deterministic, so the cache
-only saves time. Nothing here runs at import time beyond building the environment.
+only saves time. Nothing here runs at import time beyond building the environments.
 `template_parts` is the one place a string is cut into text and expressions: `render`
 (run time) and `template_expressions` (save time) both use it, so a definition that saves
 evaluates exactly the expressions that were checked. Every evaluation runs under a step
@@ -10,6 +10,8 @@ budget (`cel_budget`); a whole config renders under one. The rules are in docs/s
 
 from __future__ import annotations
 
+import difflib
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from temporal_workflows.cel_budget import (
     release,
     static_problem,
 )
+from temporal_workflows.cel_names import free_names
 
 # The names a CEL expression or template may read (documented in docs/semantics.md).
 SCOPE_VARIABLES = frozenset(
@@ -54,6 +57,7 @@ SCOPE_VARIABLES = frozenset(
 
 _BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ENV = celpy.Environment(runner_class=BudgetedRunner)
+_PLAIN_ENV = celpy.Environment()
 _PROGRAMS: dict[str, tuple[Any, frozenset[str]]] = {}
 
 
@@ -91,10 +95,29 @@ def _parse_message(source: str, exc: Exception) -> str:
 
 def check_expression(source: str) -> None:
     """Parse a CEL expression; raise ExpressionError naming the position when it is invalid,
-    or saying why it cannot fit its budget."""
+    saying why it cannot fit its budget, or naming a variable no scope has (a misspelt
+    `inptu` would fail every evaluation that reaches it)."""
     if not source or not source.strip():
         raise ExpressionError("CEL expression is empty")
     _program(source)
+    for name in free_names(_ENV.compile(source)):
+        if name not in SCOPE_VARIABLES and not _cel_name(name):
+            close = difflib.get_close_matches(name, SCOPE_VARIABLES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ExpressionError(
+                f"CEL expression {_brief(source)} reads {name!r}, which is no variable"
+                f"{hint}; the variables are {', '.join(sorted(SCOPE_VARIABLES))}"
+            )
+
+
+@functools.cache
+def _cel_name(name: str) -> bool:
+    """Whether CEL itself knows the name (a type such as `int` or `map`, `google`)."""
+    try:
+        _PLAIN_ENV.program(_PLAIN_ENV.compile(name)).evaluate({})
+    except Exception:
+        return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,25 @@ class TestSaveTimeCheck:
             with pytest.raises(ExpressionError, match="CEL expression is empty"):
                 check_expression(source)
 
-    def test_names_are_not_checked_until_run_time(self) -> None:
-        # Which variables exist depends on where the node sits (a loop adds `iteration`).
-        check_expression("no_such_variable == 1")
+    def test_a_name_no_scope_has_is_refused_with_a_hint(self) -> None:
+        with pytest.raises(ExpressionError) as info:
+            check_expression("inptu.a == 1 || true")
+        assert "reads 'inptu', which is no variable (did you mean 'input'?)" in str(info.value)
+        with pytest.raises(ExpressionError, match="reads 'no_such_variable'"):
+            check_expression("input.items.exists(x, x == no_such_variable)")
+
+    def test_names_of_any_scope_macro_bound_names_and_cel_types_pass(self) -> None:
+        # Which variables exist depends on where the node sits (a loop adds `iteration`,
+        # a map `item`): a name some scope has is left to run time.
+        for source in (
+            "iteration < 3 && item == index",
+            "input.items.exists(x, [1, 2].all(y, x != y))",
+            "input.items.map(i, i > 1, i * 2).size() > 0",
+            "input.items.filter(input, input > 1) == [] && .input.a == 1",
+            "type(input) == map && type(input.a) == int",
+            "has(input.a) ? input.a : previous_step_outputs",
+        ):
+            check_expression(source)
 
 
 class TestEvaluation:

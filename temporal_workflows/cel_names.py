@@ -1,0 +1,54 @@
+"""The variables a CEL expression reads: the names it does not bind itself.
+
+A comprehension macro (`list.exists(x, x > 1)`, also `all`, `exists_one`, `map`,
+`filter`) binds its first argument inside its other arguments; every other identifier
+that starts an expression (`input` in `input.items`, `.input` too) is read from the
+run's scope when it is evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lark import Token, Tree
+
+# Macros whose first argument names the element inside the others.
+BINDING_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+
+
+def free_names(ast: Tree[Token]) -> list[str]:
+    """The identifiers `ast` reads that it does not bind, in order, once each."""
+    return list(dict.fromkeys(_free(ast, frozenset())))
+
+
+def _free(node: Tree[Token] | Token, bound: frozenset[str]) -> Iterator[str]:
+    if not isinstance(node, Tree):
+        return
+    if node.data in ("ident", "dot_ident"):
+        name = str(node.children[0])
+        if name not in bound:
+            yield name
+        return
+    if node.data == "member_dot_arg":
+        target, method, *rest = node.children
+        yield from _free(target, bound)
+        args = rest[0].children if rest and isinstance(rest[0], Tree) else []
+        element = _bare_ident(args[0]) if args else None
+        if str(method) in BINDING_MACROS and element is not None and len(args) >= 2:
+            for arg in args[1:]:
+                yield from _free(arg, bound | {element})
+            return
+        for arg in args:
+            yield from _free(arg, bound)
+        return
+    for child in node.children:
+        yield from _free(child, bound)
+
+
+def _bare_ident(node: Tree[Token] | Token) -> str | None:
+    """The name when `node` is an identifier alone (`x`), else None."""
+    while isinstance(node, Tree) and len(node.children) == 1 and node.data != "ident":
+        node = node.children[0]
+    if isinstance(node, Tree) and node.data == "ident":
+        return str(node.children[0])
+    return None
