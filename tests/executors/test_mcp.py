@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 
 import pytest
@@ -205,6 +206,27 @@ async def test_a_cancelled_call_is_cancelled_on_the_server_and_leaves_its_sessio
     finally:
         await registry.close()
         served.stop()
+
+
+async def test_a_cancelled_call_leaves_a_stdio_session_serving_the_next(
+    make_call: MakeCall,
+) -> None:
+    command = [sys.executable, "-m", "tests.peers.mcp_server", "--stdio"]
+    spec = McpServerSpec(id="piped", command=command)
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        hung = asyncio.create_task(registry.execute(make_call("piped/sleepy", {"seconds": 60})))
+        await asyncio.sleep(0.5)
+        hung.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await hung
+        async with asyncio.timeout(5):
+            outcome = await registry.execute(make_call("piped/echo", {"text": "x"}))
+        assert outcome.output == {"result": "x"}
+        assert registry.catalog.sessions.get("piped").connects == 1
+    finally:
+        await registry.close()
 
 
 async def test_arguments_the_server_refuses_as_invalid_params_are_not_retried(
