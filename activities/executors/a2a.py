@@ -169,6 +169,15 @@ class A2AExecutor:
             raise TransientError(f"A2A agent {name!r} call failed: {reason}") from None
         return _outcome(name, reply)
 
+    async def _cancel_remote(self, client: Client, task_id: str, name: str) -> None:
+        try:
+            async with asyncio.timeout(CANCEL_TIMEOUT_SECONDS):
+                request = CancelTaskRequest(id=task_id)
+                await client.cancel_task(request, context=self._context(name))
+        except Exception as exc:  # best effort: the step is cancelled either way
+            reason = self._catalog.redacted(describe_error(exc))
+            log.warning("could not cancel A2A task %s: %s", task_id, reason)
+
     def _context(self, name: str) -> ClientCallContext:
         """What one request to the agent carries: its catalog headers."""
         return ClientCallContext(service_parameters=self._catalog.agent_headers(name))
@@ -185,7 +194,8 @@ class A2AExecutor:
         try:
             read = await client.get_task(GetTaskRequest(id=task_id), context=self._context(name))
         except Exception as exc:  # an agent that restarted may have forgotten it
-            log.info("A2A task %s of an earlier attempt: %s", task_id, describe_error(exc))
+            reason = self._catalog.redacted(describe_error(exc))  # it may quote the agent's URL
+            log.info("A2A task %s of an earlier attempt: %s", task_id, reason)
             return None
         state = read.status.state
         if state != TaskState.TASK_STATE_COMPLETED and state in TERMINAL | INTERRUPTED:
@@ -197,7 +207,7 @@ class A2AExecutor:
         try:
             return await self._poll(client, task_id, name)
         except asyncio.CancelledError:
-            await _cancel_remote(client, task_id, self._context(name))
+            await self._cancel_remote(client, task_id, name)
             raise
 
     async def _poll(self, client: Client, task_id: str, name: str) -> Task:
@@ -266,7 +276,7 @@ class A2AExecutor:
             return await self._poll(client, task_id, name)
         except asyncio.CancelledError:
             if task_id and state not in TERMINAL:
-                await _cancel_remote(client, task_id, self._context(name))
+                await self._cancel_remote(client, task_id, name)
             raise
 
 
@@ -286,14 +296,6 @@ def _poll_delays() -> Iterator[float]:
     yield from POLL_SECONDS
     while True:
         yield POLL_SECONDS[-1]
-
-
-async def _cancel_remote(client: Client, task_id: str, context: ClientCallContext) -> None:
-    try:
-        async with asyncio.timeout(CANCEL_TIMEOUT_SECONDS):
-            await client.cancel_task(CancelTaskRequest(id=task_id), context=context)
-    except Exception as exc:  # best effort: the step is cancelled either way
-        log.warning("could not cancel A2A task %s: %s", task_id, describe_error(exc))
 
 
 def _message(call: StepCall, name: str) -> Message:

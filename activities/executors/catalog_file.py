@@ -79,7 +79,8 @@ class _FileModel(BaseModel):
 class McpServerSpec(_FileModel):
     id: Annotated[Text, _check(_SERVER_ID.match, "may hold letters, digits, '_', '.', '-' only")]
     url: Url | None = None
-    # One string is split like a shell would, so a quoted argument keeps its spaces.
+    # One string is split like a shell would, so a quoted argument keeps its spaces (the
+    # file's are split before their `${VAR}`s resolve: `_split_commands`).
     command: Annotated[
         list[Word] | None,
         BeforeValidator(lambda v: shlex.split(v) if isinstance(v, str) else v),
@@ -131,9 +132,6 @@ class CatalogFile(_FileModel):
     )
     # Resolved value -> as the file wrote it, for every value that held a `${VAR}`.
     _written: dict[str, str] = PrivateAttr(default_factory=dict)
-    # A server's one-string command as the file wrote it, split, by server id: split after
-    # its `${VAR}`s were resolved, its arguments are no values `written` knows.
-    _written_commands: dict[str, list[str]] = PrivateAttr(default_factory=dict)
 
     def written(self, value: str) -> str:
         """How the file wrote a value (`${VAR}` unresolved): what the API may show."""
@@ -143,7 +141,7 @@ class CatalogFile(_FileModel):
         """A server's command as the file wrote it (`${VAR}` unresolved)."""
         if spec.command is None:
             return None
-        return self._written_commands.get(spec.id) or [self.written(a) for a in spec.command]
+        return [self.written(a) for a in spec.command]
 
 
 def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> CatalogFile:
@@ -167,7 +165,7 @@ def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> C
     if not isinstance(data, dict | None):
         raise fail("the top level must be a mapping with mcpServers and/or a2aAgents")
     try:
-        data, written = interpolate(data or {}, environ or {})
+        data, written = interpolate(_split_commands(data or {}), environ or {})
     except InterpolationError as exc:
         raise fail(str(exc)) from None
     try:
@@ -175,22 +173,26 @@ def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> C
     except ValidationError as exc:
         raise fail(_one_line(exc)) from None
     file._written.update(written)
-    file._written_commands.update(_command_strings(data, file, written))
     return file
 
 
-def _command_strings(
-    data: dict[str, Any], file: CatalogFile, written: dict[str, str]
-) -> dict[str, list[str]]:
-    """Each one-string command that held a `${VAR}`, as written and split, by server id."""
-    entries = data.get("mcpServers") or []
-    found = {}
-    for spec, entry in zip(file.servers, entries, strict=False):
+def _split_commands(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with each one-string stdio command split into arguments, before `${VAR}`s
+    resolve: a value holding a space (`/tmp/my dir/server.py`) stays one argument.
+
+    A string that does not split (an unclosed quote) is left to the model, which names it.
+    """
+    entries = data.get("mcpServers")
+    if not isinstance(entries, list):
+        return data
+    split = []
+    for entry in entries:
         command = entry.get("command") if isinstance(entry, dict) else None
-        if isinstance(command, str) and command in written:
-            with contextlib.suppress(ValueError):  # as written it may not split (`$${"`)
-                found[spec.id] = shlex.split(written[command])
-    return found
+        if isinstance(command, str):
+            with contextlib.suppress(ValueError):
+                entry = {**entry, "command": shlex.split(command)}
+        split.append(entry)
+    return {**data, "mcpServers": split}
 
 
 _SECTIONS: dict[Any, type[_FileModel]] = {"mcpServers": McpServerSpec, "a2aAgents": A2AAgentSpec}

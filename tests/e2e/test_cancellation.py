@@ -64,3 +64,34 @@ async def test_cancelling_a_run_cancels_the_agents_task_within_seconds(
 
     assert run["status"] == "cancelled", run
     await eventually(lambda: stats.cancellations["slow-agent"] > cancellations, within=5)
+
+
+async def test_cancelling_a_run_through_the_api_cancels_the_tool_call_on_its_server(
+    platform: Platform, peers: Peers
+) -> None:
+    naps = peers.mcp_stats.naps
+    begun, cancelled = naps["begun"], naps["cancelled"]
+    workflow_id = await platform.create({"nodes": [step("Nap", "sleepy", {"seconds": 30})]})
+    run_id = await platform.trigger(workflow_id)
+    await eventually(lambda: naps["begun"] > begun)
+
+    response = await platform.api.post(f"/api/v1/workflows/{workflow_id}/runs/{run_id}/cancel")
+
+    assert response.status_code == 200, response.text
+    await eventually(lambda: naps["cancelled"] > cancelled, within=5)
+    run = await platform.wait(workflow_id, run_id)
+    assert run["status"] == "cancelled", run
+    assert node_runs(run)["Nap"]["status"] == "cancelled"
+
+
+async def test_a_tool_call_past_its_step_timeout_is_cancelled_on_its_server(
+    platform: Platform, peers: Peers
+) -> None:
+    naps = peers.mcp_stats.naps
+    cancelled = naps["cancelled"]
+    nap = step("Nap", "sleepy", {"seconds": 30}, stepConfig={"timeoutSeconds": 1})
+
+    run = await platform.run({"nodes": [nap]})
+
+    assert run["status"] == "failed", run
+    await eventually(lambda: naps["cancelled"] > cancelled, within=5)

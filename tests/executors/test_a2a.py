@@ -4,6 +4,7 @@ next attempt following the task an earlier one started."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from typing import Any
 
@@ -20,7 +21,10 @@ from activities.executors.catalog import Catalog
 from activities.executors.catalog_file import A2AAgentSpec, CatalogFile
 from activities.executors.registry import ExecutorRegistry
 from tests.executors.conftest import MakeCall
+from tests.peers.a2a_agents import AgentSpec, AgentStats, agents_app
 from tests.peers.catalog import Peers
+from tests.peers.serving import ServedApp, free_port
+from tests.support.loopback import LOOPBACK_ALLOWED
 
 
 async def test_agent_receives_text_and_data_and_returns_its_artifact(
@@ -303,3 +307,41 @@ async def test_a_next_attempt_sends_anew_when_the_earlier_task_cannot_answer(
     else:
         assert (await registry.execute(call)).output["text"] == "anew"
     assert peers.agent_stats.calls[agent] == calls + 1
+
+
+def _refusing_posts(app: Any) -> Any:
+    """`app` serving its card, but answering every POST (a JSON-RPC call) 502."""
+
+    async def refusing(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            await send({"type": "http.response.start", "status": 502, "headers": []})
+            await send({"type": "http.response.body", "body": b"bad gateway"})
+            return
+        await app(scope, receive, send)
+
+    return refusing
+
+
+async def test_the_worker_log_never_quotes_an_agents_password(
+    make_call: MakeCall, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The agent's card names the URL with its password, as the catalog does; the errors
+    # of `tasks/get` (an earlier attempt's task) and `message/send` quote that URL.
+    port = free_port()
+    base = f"http://bob:pa55word@127.0.0.1:{port}"
+    spec = AgentSpec("gated")
+    served = ServedApp(_refusing_posts(agents_app([spec], base, AgentStats())), port=port)
+    served.start()
+    agent = A2AAgentSpec(name="gated", url=f"{base}/agents/gated/")
+    registry = ExecutorRegistry(Catalog(CatalogFile(agents=(agent,))), http_policy=LOOPBACK_ALLOWED)
+    earlier = {TASK_PROGRESS_KEY: {"agent": "gated", "id": "task-1"}}
+    try:
+        with caplog.at_level(logging.INFO, logger="activities.executors"):
+            with pytest.raises(TransientError, match="502") as info:
+                await registry.execute(make_call("gated", attempt=2, earlier_progress=earlier))
+    finally:
+        await registry.close()
+        served.stop()
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("activities")]
+    assert any("task-1" in line and "bob:***@" in line for line in logged), logged
+    assert all("pa55word" not in line for line in [*logged, str(info.value)]), logged

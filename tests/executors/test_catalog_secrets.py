@@ -4,6 +4,7 @@ and PATH, and the catalog routes never show a header, an env value or a resolved
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -67,6 +68,34 @@ async def test_a_stdio_server_gets_only_its_declared_env_and_path(
     assert outcome.output["PEER_MODE"] == "isolated"
 
 
+def peer_script(directory: Path) -> Path:
+    """A script starting the test MCP server (pass `--stdio`) from `directory`."""
+    directory.mkdir()
+    repo = Path(__file__).resolve().parents[2]
+    script = directory / "peer.py"
+    script.write_text(
+        f"import sys\nsys.path.insert(0, {str(repo)!r})\n"
+        "from tests.peers.mcp_server import main\nmain()\n",
+        encoding="utf-8",
+    )
+    return script
+
+
+async def test_a_stdio_server_starts_from_a_path_holding_a_space(
+    tmp_path: Path, make_call: MakeCall
+) -> None:
+    script = peer_script(tmp_path / "my dir")
+    path = write(tmp_path, "mcpServers:\n  - {id: spaced, command: '${PYTHON} ${PEER} --stdio'}\n")
+    catalog = load_catalog(path, environ={"PYTHON": sys.executable, "PEER": str(script)})
+    registry = ExecutorRegistry(catalog)
+    try:
+        await catalog.refresh()
+        outcome = await registry.execute(make_call("spaced/add", {"a": 1, "b": 2}))
+        assert outcome.output == {"total": 3}
+    finally:
+        await registry.close()
+
+
 class TestVariables:
     def test_variables_resolve_at_load(self, tmp_path: Path) -> None:
         path = write(
@@ -86,6 +115,25 @@ class TestVariables:
         assert remote.headers == {"Authorization": "Bearer t0k", "X-Tenant": "7"}
         assert local.command == ["my-tools", "--profile", "prod"]
         assert local.env == {"API_KEY": "k3y", "LITERAL": "costs ${PRICE}"}
+
+    def test_a_one_string_command_splits_before_its_variables_resolve(self, tmp_path: Path) -> None:
+        # A value holding a space stays one argument; `$${` still writes a literal `${`.
+        path = write(
+            tmp_path,
+            "mcpServers:\n"
+            "  - id: local\n"
+            "    command: '${PYTHON} ${SERVER} --name \"${NAME}\" --literal $${HOME}'\n",
+        )
+        environ = {"PYTHON": "python3", "SERVER": "/tmp/my dir/server.py", "NAME": "a b"}
+        [local] = load_catalog(path, environ=environ).file.servers
+        assert local.command == [
+            "python3",
+            "/tmp/my dir/server.py",
+            "--name",
+            "a b",
+            "--literal",
+            "${HOME}",
+        ]
 
     def test_a_missing_variable_stops_loading_naming_it_and_where(self, tmp_path: Path) -> None:
         path = write(
@@ -177,7 +225,7 @@ class TestRoutesShowNoSecret:
         tools, local, spaced = response.json()
         assert tools["url"] == "http://127.0.0.1:9/mcp?key=${MCP_KEY}"
         assert local["command"] == ["my-tools", "${MCP_KEY}"]
-        # One string is split after its variables are resolved; it is shown as written.
+        # One string is split before its variables resolve; it is shown as written.
         assert spaced["command"] == ["my-tools", "--key", "${ARG_KEY}", "a b"]
 
     async def test_agents_show_no_header_and_no_password(self, api: httpx.AsyncClient) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 
 import pytest
@@ -179,6 +180,53 @@ async def test_a_call_the_server_answers_with_an_error_leaves_the_calls_beside_i
     finally:
         await registry.close()
         served.stop()
+
+
+async def test_a_cancelled_call_is_cancelled_on_the_server_and_leaves_its_session(
+    make_call: MakeCall,
+) -> None:
+    # The SDK tells the server (`notifications/cancelled`, or at protocol 2026 the request's
+    # stream closed) and the session it shares with other calls stays connected.
+    stats = McpStats()
+    served = ServedApp(build_mcp_server(stats).streamable_http_app()).start()
+    spec = McpServerSpec(id="shared", url=f"{served.base_url}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        beside = asyncio.create_task(registry.execute(make_call("shared/sleepy", {"seconds": 1})))
+        hung = asyncio.create_task(registry.execute(make_call("shared/sleepy", {"seconds": 60})))
+        await eventually(lambda: stats.naps["begun"] == 2, every=0.01)
+        hung.cancel()
+        await eventually(lambda: stats.naps["cancelled"] == 1, within=5)
+        assert (await beside).output == {"result": "awake"}
+        assert (await registry.execute(make_call("shared/echo", {"text": "x"}))).output == {
+            "result": "x"
+        }
+        assert registry.catalog.sessions.get("shared").connects == 1
+    finally:
+        await registry.close()
+        served.stop()
+
+
+async def test_a_cancelled_call_leaves_a_stdio_session_serving_the_next(
+    make_call: MakeCall,
+) -> None:
+    command = [sys.executable, "-m", "tests.peers.mcp_server", "--stdio"]
+    spec = McpServerSpec(id="piped", command=command)
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        hung = asyncio.create_task(registry.execute(make_call("piped/sleepy", {"seconds": 60})))
+        await asyncio.sleep(0.5)
+        hung.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await hung
+        async with asyncio.timeout(5):
+            outcome = await registry.execute(make_call("piped/echo", {"text": "x"}))
+        assert outcome.output == {"result": "x"}
+        assert registry.catalog.sessions.get("piped").connects == 1
+    finally:
+        await registry.close()
 
 
 async def test_arguments_the_server_refuses_as_invalid_params_are_not_retried(

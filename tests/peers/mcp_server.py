@@ -47,6 +47,8 @@ class McpStats:
     # `apply_effect`: calls received and side effects performed, by idempotency key.
     effect_calls: Counter[str] = field(default_factory=Counter)
     effects: Counter[str] = field(default_factory=Counter)
+    # `sleepy`: naps begun, and naps the client cancelled (`notifications/cancelled`).
+    naps: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -106,9 +108,16 @@ def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
     def large(size: int) -> dict[str, Any]:
         return {"text": "x" * size, "size": size}
 
-    @server.tool(description="Sleep, then answer.")
+    @server.tool(description="Sleep, then answer; a cancelled nap is counted.")
     async def sleepy(seconds: float = 1.0) -> str:
-        await asyncio.sleep(seconds)
+        with stats.lock:
+            stats.naps["begun"] += 1
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:  # how the server applies the client's cancellation
+            with stats.lock:
+                stats.naps["cancelled"] += 1
+            raise
         return "awake"
 
     def echo_arguments(ctx: Context) -> dict[str, Any]:
