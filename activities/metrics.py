@@ -22,6 +22,9 @@ GATE_DECIDED = "requirement_resolved"
 # The run events this module counts (the write activity checks for them before counting).
 COUNTED_EVENTS = frozenset({RUN_STARTED, GATE_OPENED, GATE_DECIDED, *RUN_ENDINGS})
 RESOLUTIONS = frozenset({"confirm", "reject", "edit", "user_input", "route_select"})
+# Run ends that close the gates still open without a decision: each counts its gates'
+# waits under the run's end as their resolution.
+GATES_CLOSED_BY = {"run_cancelled": "cancelled", "run_failed": "failed"}
 STEP_OUTCOMES = ("completed", "failed", "cancelled")
 
 # Steps take milliseconds (a built-in) to an hour (an agent); gates wait seconds to weeks.
@@ -62,7 +65,8 @@ class RunMetrics:
         )
         self.gate_wait = Histogram(
             "trellis_gate_wait_seconds",
-            "Time from a gate opening to its decision (a person's, or its timeout's)",
+            "Time from a gate opening to its decision (a person's, its timeout's) or to the "
+            "end of its run (cancelled, failed) while it waited",
             ["workflow_id", "resolution"],
             buckets=GATE_BUCKETS,
             registry=registry,
@@ -85,6 +89,17 @@ class RunMetrics:
             self.gates_opened.labels(workflow_id).inc()
         elif kind == GATE_DECIDED:
             self._gate_decided(workflow_id, str(event.get("stepId")), changes)
+
+    def gates_closed(
+        self, workflow_id: str, gates: list[dict[str, Any]], ended_at: Any, resolution: str
+    ) -> None:
+        """Gates the run's end closed while they waited (`resolution`: how the run ended)."""
+        ended = parse_time(ended_at)
+        for gate in gates:
+            opened = parse_time(gate.get("createdAt"))
+            if opened is not None and ended is not None:
+                wait = max(0.0, (ended - opened).total_seconds())
+                self.gate_wait.labels(workflow_id, resolution).observe(wait)
 
     def run_ended(self, workflow_id: str, status: str) -> None:
         self.runs_ended.labels(workflow_id, status).inc()

@@ -14,12 +14,13 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.metrics import COUNTED_EVENTS, RunMetrics
+from activities.metrics import COUNTED_EVENTS, GATES_CLOSED_BY, RunMetrics
 from activities.store.base import Store
 from temporal_workflows.contracts import (
     NOW,
     RECORD_BATCH,
     ProjectionBatch,
+    RunProjection,
 )
 
 
@@ -49,6 +50,8 @@ async def write_batch(
     events are unkeyed.
     """
     counted = [p for p in batch.runs if p.event and p.event.get("type") in COUNTED_EVENTS]
+    ending = next((p for p in counted if p.event and p.event.get("type") in GATES_CLOSED_BY), None)
+    left_open = await _gates_left_open(store, batch, ending) if ending else []
     keys = iter(_event_keys(batch, execution))
     runs, node_runs = iter(batch.runs), iter(batch.node_runs)
     writes = []
@@ -85,6 +88,31 @@ async def write_batch(
     for p, ok in zip(batch.runs, run_landed, strict=True):
         if ok and p.event and p.event.get("type") in COUNTED_EVENTS:
             metrics.run_written(p.workflow_id, p.event, p.changes)
+            if p is ending:
+                resolution = GATES_CLOSED_BY[str(p.event.get("type"))]
+                ended_at = p.changes.get("finished_at")
+                metrics.gates_closed(p.workflow_id, left_open, ended_at, resolution)
+
+
+async def _gates_left_open(
+    store: Store, batch: ProjectionBatch, ending: RunProjection
+) -> list[dict[str, Any]]:
+    """The gates still waiting when the run ended: the run's end clears them from its
+    pending list without a decision, so they are found in what was written before it (the
+    stored run, then this batch's earlier writes) and not among its decided ones."""
+    stored = await store.get_run(ending.run_id)
+    waiting = {_gate_key(g): g for g in (stored.pending_requirements if stored else [])}
+    for p in batch.runs:
+        if p is ending:
+            break
+        waiting.update({_gate_key(g): g for g in p.changes.get("pending_requirements") or []})
+    decided = {_gate_key(g) for g in ending.changes.get("resolved_requirements") or []}
+    return [g for key, g in waiting.items() if key not in decided]
+
+
+def _gate_key(gate: dict[str, Any]) -> tuple[str, str]:
+    # A gate re-opened after a rejection has the same step id and a new opening time.
+    return str(gate.get("stepId")), str(gate.get("createdAt"))
 
 
 async def write_node_run(

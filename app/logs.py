@@ -33,6 +33,36 @@ _SECRETS = (
 _CLUES = ("bearer", "basic", "eyj", "://", "token", "key", "secret", "passw", "authorization")
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
+# A request's path and query as uvicorn logs them stay percent-encoded (and it encodes a
+# path's `=` as %3D itself), so there a name, its `=` or the space after `Bearer` may be
+# escaped: `?%74oken=…`, `/hooks/token%3D…`, `access%5Ftoken=…`.
+_SECRET_NAMES = (
+    "access_token", "accesstoken", "token", "api_key", "apikey", "secret", "password",
+    "passwd", "authorization", "client_secret",
+)  # fmt: skip
+
+
+def _escapable(word: str) -> str:
+    """A pattern for `word` with any of its characters possibly percent-encoded."""
+    spelled = []
+    for char in word:
+        codes = {f"%{ord(c):02x}" for c in (char.lower(), char.upper())}
+        spelled.append("(?:" + "|".join([re.escape(char), *sorted(codes)]) + ")")
+    return "".join(spelled)
+
+
+_ENCODED_SECRETS = (
+    (re.compile(r"(?i)((?:bearer|basic)(?:%20|\+)+)[^\s/&;?#]+"), r"\1***"),
+    (
+        re.compile(
+            "(?i)((?:"
+            + "|".join(_escapable(name) for name in _SECRET_NAMES)
+            + r")(?:=|%3d|:|%3a))[^\s/&;?#]+"
+        ),
+        r"\1***",
+    ),
+)
+
 
 # Libraries whose INFO lines are per request: kept to WARNING and above.
 CHATTY_LOGGERS = (
@@ -58,6 +88,33 @@ def scrub_secrets(text: str) -> str:
     for pattern, replacement in _SECRETS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def scrub_request_path(path: str) -> str:
+    """A request's path and query as the access log shows them, with secrets masked: also
+    those whose name or separator is percent-encoded."""
+    if "%" in path or "+" in path:
+        for pattern, replacement in _ENCODED_SECRETS:
+            path = pattern.sub(replacement, path)
+    return scrub_secrets(path)
+
+
+def _message(record: logging.LogRecord) -> str:
+    """The record's message; an access line's with its path masked before it is formatted."""
+    args = record.args
+    if record.name == "uvicorn.access" and isinstance(args, tuple) and len(args) == 5:
+        client, method, path, version, status = args
+        try:
+            return str(record.msg) % (
+                client,
+                method,
+                scrub_request_path(str(path)),
+                version,
+                status,
+            )
+        except (TypeError, ValueError):
+            pass  # not uvicorn's access line after all: the formatter's scrub still applies
+    return record.getMessage()
 
 
 def run_context(record: logging.LogRecord) -> dict[str, str]:
@@ -93,7 +150,12 @@ def _access(record: logging.LogRecord) -> dict[str, Any]:
     if record.name != "uvicorn.access" or not isinstance(args, tuple) or len(args) != 5:
         return {}
     client, method, path, _version, status = args
-    return {"client": client, "method": method, "path": scrub_secrets(str(path)), "status": status}
+    return {
+        "client": client,
+        "method": method,
+        "path": scrub_request_path(str(path)),
+        "status": status,
+    }
 
 
 class TextFormatter(logging.Formatter):
@@ -101,7 +163,7 @@ class TextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
-        line = f"{stamp}Z {record.levelname:<7} {record.name}: {record.getMessage()}"
+        line = f"{stamp}Z {record.levelname:<7} {record.name}: {_message(record)}"
         context = {**run_context(record), **trace_fields(full=False)}
         if context:
             line += " " + " ".join(f"{k}={v}" for k, v in context.items())
@@ -118,7 +180,7 @@ class JsonFormatter(logging.Formatter):
             "time": datetime.fromtimestamp(record.created, UTC).isoformat().replace("+00:00", "Z"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": _message(record),
             **run_context(record),
             **trace_fields(),
             **_access(record),

@@ -21,7 +21,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from app.logs import scrub_secrets
+from app.logs import scrub_request_path
 
 if TYPE_CHECKING:  # neither is loaded where it is not used: a worker serves no FastAPI app
     from fastapi.telemetry import TelemetryConfig
@@ -93,12 +93,13 @@ URL_ATTRIBUTES = ("url.query", "url.full", "http.target", "http.url")
 
 class SecretsMasked(SpanProcessor):
     """A caller's `?access_token=…` (or a key, a password) masked in a span's URL attributes
-    as in the log lines (app/logs.py): a span is as readable as a log line."""
+    as in the access log (app/logs.py), percent-encoded too: a span is as readable as a log
+    line."""
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         for key in URL_ATTRIBUTES:
             value = (span.attributes or {}).get(key)
-            if isinstance(value, str) and (clean := scrub_secrets(value)) != value:
+            if isinstance(value, str) and (clean := scrub_request_path(value)) != value:
                 span.set_attribute(key, clean)
 
 

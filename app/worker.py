@@ -19,7 +19,7 @@ from activities.metrics import RunMetrics
 from activities.projections import ProjectionActivities
 from activities.scheduling import SchedulingActivities
 from activities.steps import StepActivities
-from activities.store.base import Store, StoreUnavailable
+from activities.store.base import Store, StoreError
 from app.sandbox import CompiledSandboxRunner
 from app.settings import Settings
 from app.startup_failure import StartupFailure
@@ -86,6 +86,7 @@ async def run_worker(
     from activities.executors.tracing import TRACER_NAME
     from activities.store.factory import open_store
     from app.outbound import executor_catalog, http_policy, service_token_signer
+    from app.platform.preflight import store_unreachable
     from app.reconciler import Reconciler
     from app.temporal import connect_temporal
     from app.tracing import temporal_interceptors
@@ -95,9 +96,10 @@ async def run_worker(
     store = open_store(settings.resolved_store_url)
     try:
         await store.connect()
-    except StoreUnavailable as exc:
-        # One line, as for Temporal: a supervisor restarts the worker once the store answers.
-        raise WorkerStartError(_store_unreachable(settings, exc)) from None
+    except StoreError as exc:
+        # One line, as for Temporal: a supervisor restarts the worker once the store answers
+        # (a SQLite file that cannot be opened too, not only a server that does not answer).
+        raise WorkerStartError(store_unreachable(settings, exc)) from None
     registry: ExecutorRegistry | None = None
     metrics: WorkerMetrics | None = None
     # Whatever start-up opened is closed however it ends: an open store and catalog (their
@@ -165,14 +167,6 @@ def _unreachable(settings: Settings, exc: Exception) -> str:
     )
     reason = " ".join(str(exc).split()) or type(exc).__name__
     return f"cannot reach Temporal at {settings.resolved_temporal_address} ({setting}): {reason}"
-
-
-def _store_unreachable(settings: Settings, exc: Exception) -> str:
-    from app.redaction import redacted_url
-
-    reason = " ".join(str(exc).split())
-    url = redacted_url(settings.resolved_store_url)
-    return f"cannot reach the store at {url} (--store-url / TRELLIS_STORE_URL): {reason}"
 
 
 async def _require_namespace(client: Client, settings: Settings) -> None:

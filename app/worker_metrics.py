@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import socket
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from threading import Thread
 from typing import Any
 
-from prometheus_client import start_http_server
+from prometheus_client import make_wsgi_app, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
@@ -44,6 +44,35 @@ class TemporalSdkMetrics(Collector):
             log.warning("Temporal SDK metrics unavailable at %s: %s", self.url, exc)
             return
         yield from text_string_to_metric_families(text)
+
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def answering_head(app: WsgiApp) -> WsgiApp:
+    """prometheus_client's app answers HEAD with 405: answer it as GET, without the body
+    (a probe or a load balancer's health check asks with HEAD)."""
+
+    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD") != "HEAD":
+            return app(environ, allowing_head(start_response))
+        answered: list[Any] = []
+        body = b"".join(app({**environ, "REQUEST_METHOD": "GET"}, lambda *a: answered.extend(a)))
+        status, headers = answered[0], answered[1]
+        start_response(status, [*headers, ("Content-Length", str(len(body)))])
+        return []
+
+    return wrapped
+
+
+def allowing_head(start_response: Callable[..., Any]) -> Callable[..., Any]:
+    """A 405's or OPTIONS's `Allow` header names HEAD too."""
+
+    def start(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+        fixed = [(k, f"{v},HEAD" if k.lower() == "allow" else v) for k, v in headers]
+        return start_response(status, fixed, *rest)
+
+    return start
 
 
 def sdk_runtime(port: int) -> Runtime:
@@ -78,6 +107,8 @@ class WorkerMetrics:
         registry.register(TemporalSdkMetrics(sdk_port))
         run_metrics = RunMetrics(registry)
         server, thread = start_http_server(port, addr=host, registry=registry)
+        # Swapped in at once; a scrape in between meets the library's own app (GET alike).
+        server.set_app(answering_head(make_wsgi_app(registry)))
         log.info("worker metrics at http://%s:%d/metrics", host, port)
         return cls(run_metrics, runtime, server, thread)
 

@@ -27,6 +27,7 @@ from activities.executors.base import (
 )
 from activities.executors.http_guard import AddressRefused, HttpPolicy, guarded_client
 from activities.executors.tracing import CallTracer, trace_context, url_attribute
+from activities.executors.url_mask import mask_urls, masked_url
 from temporal_workflows.builtins import ECHO, TRANSFORM, BuiltinError, echo, transform
 
 HTTP, DELAY = "builtin:http", "builtin:delay"
@@ -91,7 +92,10 @@ class BuiltinExecutor:
         try:
             request = self._http.build_request(method, url, timeout=seconds, **kwargs)
         except httpx.InvalidURL as exc:
-            raise PermanentError(f"builtin:http config.url {url!r} is invalid: {exc}") from None
+            reason = mask_urls(str(exc), url)
+            raise PermanentError(
+                f"builtin:http config.url {masked_url(url)!r} is invalid: {reason}"
+            ) from None
         try:
             response = await self._http.send(request, stream=True)
             try:
@@ -102,14 +106,21 @@ class BuiltinExecutor:
             raise PermanentError(str(exc)) from None
         except httpx.TooManyRedirects:
             limit = self.policy.max_redirects
-            raise PermanentError(f"{method} {url} redirected more than {limit} times") from None
+            shown = masked_url(url)
+            raise PermanentError(f"{method} {shown} redirected more than {limit} times") from None
         except httpx.HTTPError as exc:
-            raise TransientError(f"{method} {url} failed: {type(exc).__name__}: {exc}") from exc
+            # The error may quote the URL it was sending to: a redirect's, not only ours.
+            sent = str(exc.request.url) if _has_request(exc) else ""
+            reason = mask_urls(str(exc), url, sent)
+            raise TransientError(
+                f"{method} {masked_url(url)} failed: {type(exc).__name__}: {reason}"
+            ) from exc
         trace.get_current_span().set_attribute("http.response.status_code", response.status_code)
         body = _body(response, content)
         if response.is_success:
             return {"status": response.status_code, "headers": dict(response.headers), "body": body}
-        message = f"{method} {url} returned {response.status_code}: {str(body)[:500]}"
+        shown = masked_url(url)
+        message = f"{method} {shown} returned {response.status_code}: {str(body)[:500]}"
         if 400 <= response.status_code < 500 and response.status_code not in _RETRYABLE_4XX:
             raise PermanentError(message)
         raise TransientError(message)
@@ -162,9 +173,17 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes:
 def _too_big(response: httpx.Response, limit: int) -> str:
     request = response.request
     return (
-        f"{request.method} {request.url} answered with more than {limit} bytes "
+        f"{request.method} {masked_url(str(request.url))} answered with more than {limit} bytes "
         "(TRELLIS_HTTP_MAX_RESPONSE_BYTES)"
     )
+
+
+def _has_request(exc: httpx.HTTPError) -> bool:
+    try:
+        exc.request  # noqa: B018 - httpx raises RuntimeError when it has none
+    except RuntimeError:
+        return False
+    return True
 
 
 def _body(response: httpx.Response, content: bytes) -> Any:

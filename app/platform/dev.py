@@ -23,6 +23,7 @@ from app.platform.preflight import (
     check_distinct_ports,
     check_service_tokens,
     check_store,
+    check_store_reachable,
     check_tracing,
     check_worker_metrics_port,
     ensure_port_free,
@@ -236,6 +237,7 @@ async def run_dev(settings: Settings, startup_timeout: float = 60.0) -> int:
     children: list[Child] = []
     with data_dir_lock(data_dir):
         preflight(settings)
+        await check_store_reachable(settings)
         try:
             api_url = await _start(settings, children, stop, startup_timeout)
             print(_banner(settings, api_url), flush=True)

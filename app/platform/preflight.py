@@ -93,9 +93,7 @@ def check_store(settings: Settings) -> None:
     from app.redaction import redacted_url
 
     url = settings.resolved_store_url
-    setting = (
-        "--store-url / TRELLIS_STORE_URL" if settings.store_url else "--data-dir / TRELLIS_DATA_DIR"
-    )
+    setting = _store_setting(settings)
     try:
         open_store(url)  # not connected: a store that is down is the readiness probe's
     except ValueError as exc:
@@ -106,6 +104,38 @@ def check_store(settings: Settings) -> None:
         raise PreflightError(
             f"{setting}: cannot create the directory of {redacted_url(url)}: {exc.strerror}"
         ) from None
+
+
+async def check_store_reachable(settings: Settings) -> None:
+    """The store opens (a SQLite file, a MongoDB server that answers), or one line says why.
+
+    The API opened it only inside uvicorn's lifespan, where a failure was a traceback and
+    uvicorn's own exit code 3.
+    """
+    from activities.store.base import StoreError
+    from activities.store.factory import open_store
+
+    store = open_store(settings.resolved_store_url)
+    try:
+        await store.connect()
+    except StoreError as exc:
+        raise PreflightError(store_unreachable(settings, exc)) from None
+    await store.close()
+
+
+def store_unreachable(settings: Settings, exc: Exception) -> str:
+    """One line naming the store (its password masked), its setting and why it failed."""
+    from app.redaction import redacted_url, scrub
+
+    url = settings.resolved_store_url
+    reason = scrub(" ".join(str(exc).split()), url) or type(exc).__name__
+    return f"cannot reach the store at {redacted_url(url)} ({_store_setting(settings)}): {reason}"
+
+
+def _store_setting(settings: Settings) -> str:
+    if settings.store_url:
+        return "--store-url / TRELLIS_STORE_URL"
+    return "--data-dir / TRELLIS_DATA_DIR"
 
 
 def check_service_tokens(settings: Settings) -> None:

@@ -16,6 +16,7 @@ from app.platform.preflight import (
     check_auth,
     check_service_tokens,
     check_store,
+    check_store_reachable,
     check_tracing,
     check_worker_metrics_port,
     ensure_port_free,
@@ -41,6 +42,8 @@ def run_api(settings: Settings) -> None:
     check_tracing()
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
     check_store(settings)
+    # Opened once here for a one-line error; the app opens its own in its lifespan.
+    asyncio.run(check_store_reachable(settings))
     # Checked here for a one-line error; the app loads (and starts, and closes) its own copy.
     load_executor_catalog(settings)
 

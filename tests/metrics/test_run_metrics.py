@@ -13,7 +13,7 @@ from activities.projections import ProjectionActivities
 from activities.run_start import new_run_record
 from temporal_workflows.contracts import ProjectionBatch, RunProjection
 from temporal_workflows.read_model import run_event
-from tests.builders import delay, echo, http_step
+from tests.builders import condition, delay, echo, http_step, parallel
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.metrics.conftest import Metered
 from tests.support.polling import eventually
@@ -72,6 +72,52 @@ async def test_a_gate_is_counted_opened_and_its_wait_observed_at_the_decision(
     await eventually(lambda: metered.value(f"{wait}_count", **labels) == 1)
     assert 0.3 <= metered.value(f"{wait}_sum", **labels) < 10
     assert metered.value("trellis_gates_opened_total", workflow_id=wf) == 1
+
+
+async def test_a_gate_closed_by_its_run_s_cancel_is_observed_as_cancelled(
+    metered: Metered,
+) -> None:
+    p = metered.platform
+    wf, run_id = await start(p, [echo("send", {"requiresConfirmation": True})])
+    await wait_for_gate(p, wf, run_id, "send")
+    await asyncio.sleep(0.3)
+    assert (await control(p, wf, run_id, "cancel")).status_code == 200
+    assert (await p.wait(wf, run_id))["status"] == "cancelled"
+
+    wait = "trellis_gate_wait_seconds"
+    labels = {"workflow_id": wf, "resolution": "cancelled"}
+    await eventually(lambda: metered.value(f"{wait}_count", **labels) == 1)
+    assert 0.3 <= metered.value(f"{wait}_sum", **labels) < 10
+    assert metered.value(ENDED, workflow_id=wf, status="cancelled") == 1
+
+
+async def test_a_gate_whose_run_failed_meanwhile_is_observed_as_failed(metered: Metered) -> None:
+    p = metered.platform
+    gate = echo("send", {"requiresConfirmation": True})
+    # The other branch fails once the gate is open (a condition holds its steps in order).
+    late = condition("late", "true", delay("d", 0.5), http_step("bad", f"{p.peer_url}/status/404"))
+    wf, run_id = await start(p, [parallel("both", gate, late)])
+    await wait_for_gate(p, wf, run_id, "send")
+    assert (await p.wait(wf, run_id))["status"] == "failed"
+
+    labels = {"workflow_id": wf, "resolution": "failed"}
+    await eventually(lambda: metered.value("trellis_gate_wait_seconds_count", **labels) == 1)
+
+
+async def test_a_rejection_that_cancels_the_run_is_observed_once_as_reject(
+    metered: Metered,
+) -> None:
+    p = metered.platform
+    review = {"requiresConfirmation": True, "onReject": "cancel"}
+    wf, run_id = await start(p, [echo("send", review), echo("after")])
+    await wait_for_gate(p, wf, run_id, "send")
+    assert (await approve(p, wf, run_id, stepId="send", resolution="reject")).status_code == 200
+    assert (await p.wait(wf, run_id))["status"] == "cancelled"
+
+    wait = "trellis_gate_wait_seconds"
+    await eventually(lambda: metered.value(ENDED, workflow_id=wf, status="cancelled") == 1)
+    assert metered.value(f"{wait}_count", workflow_id=wf, resolution="reject") == 1
+    assert metered.value(f"{wait}_count", workflow_id=wf, resolution="cancelled") == 0
 
 
 async def test_every_read_model_batch_observes_its_write_lag(metered: Metered) -> None:

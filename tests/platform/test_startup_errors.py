@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.platform.conftest import run_trellis, trellis_env
+from tests.support.server import free_port
 
 
 @pytest.fixture
@@ -201,3 +202,34 @@ def test_a_data_dir_that_cannot_be_created_is_one_line_naming_it(
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"trellis {command}: --data-dir / TRELLIS_DATA_DIR: cannot create ")
     assert line.endswith(": Not a directory")
+
+
+@pytest.mark.parametrize("command", ["api", "worker", "dev"])
+def test_a_store_file_that_cannot_be_opened_is_one_line_naming_it(
+    tmp_path: Path, command: str
+) -> None:
+    # A directory where the database file should be: its directory exists, the file cannot open.
+    (tmp_path / "store.db").mkdir()
+    url = f"sqlite:///{tmp_path}/store.db"
+    env = trellis_env(tmp_path / "data", TRELLIS_STORE_URL=url)
+    result = run_trellis([command], env)
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()  # one line, no traceback
+    assert line.startswith(
+        f"trellis {command}: cannot reach the store at {url} (--store-url / TRELLIS_STORE_URL): "
+    )
+    assert line.endswith("unable to open database file")
+
+
+def test_an_api_whose_mongodb_does_not_answer_says_so_without_its_password(tmp_path: Path) -> None:
+    # MongoDB gives up after its 5 s server selection.
+    url = f"mongodb://trellis:s3cret-pw@127.0.0.1:{free_port()}/trellis"
+    env = trellis_env(tmp_path / "data", TRELLIS_STORE_URL=url)
+    result = run_trellis(["api"], env)
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        "trellis api: cannot reach the store at mongodb://trellis:***@127.0.0.1:"
+    )
+    assert "(--store-url / TRELLIS_STORE_URL): MongoDB store unavailable" in line
+    assert "s3cret-pw" not in result.stderr + result.stdout

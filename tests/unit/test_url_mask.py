@@ -1,0 +1,28 @@
+"""What an error message shows of a URL: where it went, never what it carried."""
+
+from __future__ import annotations
+
+import pytest
+
+from activities.executors.url_mask import mask_urls, masked_url
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://api.test/hook", "https://api.test/hook"),
+        ("https://api.test/hook?token=abc&page=2", "https://api.test/hook?token=***&page=***"),
+        ("https://api.test/?%74oken=abc&flag", "https://api.test/?%74oken=***&flag"),
+        ("https://bot:pw@api.test:8443/x#frag", "https://bot:***@api.test:8443/x"),
+        ("http://[::1/x?token=abc", "http:***"),
+    ],
+)
+def test_a_url_keeps_its_host_and_path_and_masks_what_it_carried(url: str, shown: str) -> None:
+    assert masked_url(url) == shown
+
+
+def test_urls_quoted_in_an_error_are_masked() -> None:
+    text = "Redirect to https://b.test/cb?code=xyz failed"
+    assert mask_urls(text, "https://b.test/cb?code=xyz") == (
+        "Redirect to https://b.test/cb?code=*** failed"
+    )
