@@ -248,7 +248,8 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     const heading = h("p.result-title", { tabindex: "-1" }, `${RESOLUTION_WORDS[resolution] || "Decided"}: ${item.stepName || item.stepId}`);
     const panel = notice("success", heading,
       h("p", {}, result.message, ". The run is now ", h("strong", { dataset: { runStatus: result.status } }, result.status.replace(/_/g, " ")), "."),
-      showRunLink ? h("p", {}, h("a", { href: runPath }, "Follow the run")) : null);
+      showRunLink ? h("p", {}, h("a", { href: runPath }, "Follow the run")) : null,
+      h("button.secondary.small", { type: "button", on: { click: dismiss } }, "Dismiss"));
     form.replaceWith(panel);
     card.classList.add("decided");
     // Decided: its age and its deadline's countdown stop where they were.
@@ -259,6 +260,13 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     heading.focus();
     announce(`${RESOLUTION_WORDS[resolution] || "Decided"}. ${result.message}`);
     if (onDecided) onDecided(item, result);
+  }
+
+  // The outcome stays through every refresh (the gate is no longer listed) until dismissed.
+  function dismiss() {
+    card.remove();
+    const heading = document.querySelector("main h1");
+    if (heading) heading.focus();
   }
 
   /** Show why the decision was not taken; returns the field the server named, if any. */
