@@ -8,9 +8,9 @@ from typing import Any
 from playwright.async_api import expect
 
 from tests.console.console import Console
-from tests.console.definitions import form_gate
+from tests.console.definitions import form_gate, review_gate, route_gate
 from tests.console.test_sign_in import READ_AND_CONTROL, sign_in
-from tests.hitl.helpers import wait_for_gate
+from tests.hitl.helpers import start, wait_for_gate
 from tests.support.identity import token
 
 GIVEN_BACK = "What you typed is back"
@@ -120,3 +120,37 @@ async def test_a_trigger_input_comes_back_after_signing_in_again(jwt_console: Co
     run = (await p.api.get(f"/api/v1/workflows/{wf}/runs/{runs[0]['id']}")).json()
     assert run["initialInput"] == {"invoice": "INV-7"}
     assert len(keys) == 2 and keys[0] and keys[0] == keys[1], keys
+
+
+async def test_an_edited_output_and_a_chosen_route_come_back_after_signing_in_again(
+    jwt_console: Console,
+) -> None:
+    console = jwt_console
+    p = console.platform
+    review_wf, review_run = await start(p, review_gate())
+    route_wf, route_run = await start(p, route_gate(), {"kind": "express"})
+    await wait_for_gate(p, review_wf, review_run, "draft")
+    await wait_for_gate(p, route_wf, route_run, "route")
+    page = console.page
+    await console.goto("/console/sign-in")
+    await sign_in(console, token("alice", READ_AND_CONTROL))
+    review = page.locator(f'article[data-run-id="{review_run}"]')
+    route = page.locator(f'article[data-run-id="{route_run}"]')
+    edited = '{"text": "final copy"}'
+    await review.get_by_label("Step output (JSON)").fill(edited)
+    await route.get_by_role("radio", name="standard").check()
+
+    await sign_in_again(console)
+    await page.get_by_role("button", name="Refresh").click()
+    await signed_in_again(console)
+    await expect(review.get_by_label("Step output (JSON)")).to_have_value(edited)
+    await expect(route.get_by_role("radio", name="standard")).to_be_checked()
+    await expect(route.get_by_role("radio", name="express (suggested)")).not_to_be_checked()
+    await review.get_by_role("button", name="Approve edited output").click()
+    await route.get_by_role("button", name="Take selected route").click()
+    await expect(route.get_by_role("status")).to_contain_text("Route chosen: route")
+    await expect(review.get_by_role("status")).to_contain_text("Approved with edits: draft")
+    reviewed = await p.wait(review_wf, review_run)
+    assert reviewed["resolvedRequirements"][0]["editedOutput"] == {"text": "final copy"}
+    routed = await p.wait(route_wf, route_run)
+    assert routed["resolvedRequirements"][0]["selectedChoices"] == ["standard"]
