@@ -100,3 +100,28 @@ async def test_the_outcome_stays_when_the_run_ends_before_the_answer_arrives(
     result = page.locator("section[aria-labelledby=gates-h]").get_by_role("status")
     await expect(result).to_contain_text("Approved: ship")
     await expect(result.locator(".result-title")).to_be_focused()
+
+
+async def test_a_decided_card_keeps_its_outcome_through_refreshes_until_dismissed(
+    console: Console,
+) -> None:
+    # Its gate is no longer pending once decided: a refresh must not take the outcome away.
+    p = console.platform
+    wf, run_id = await start(p, confirm_gate())
+    await wait_for_gate(p, wf, run_id, "ship")
+    page = console.page
+    await console.goto("/console/approvals")
+    card = page.locator(f'article[data-run-id="{run_id}"]')
+    await card.get_by_role("button", name="Approve").click()
+    await expect(card.get_by_role("status")).to_contain_text("Approved: ship")
+    await p.wait(wf, run_id)
+    await page.locator("h1").focus()  # the focus no longer holds the card
+    async with page.expect_response(lambda r: "/api/v1/approvals" in r.url, timeout=LIVE):
+        pass  # the periodic refresh, every 10 s
+    await page.get_by_role("button", name="Refresh").click()
+    await expect(page.locator(".summary")).to_contain_text("Nothing is waiting for you.")
+    await expect(card.get_by_role("status")).to_contain_text("Approved: ship")
+
+    await card.get_by_role("button", name="Dismiss").click()
+    await expect(card).to_have_count(0)
+    await expect(page.get_by_role("heading", name="Approvals")).to_be_focused()

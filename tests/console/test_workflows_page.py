@@ -141,3 +141,21 @@ async def test_a_trigger_sent_twice_starts_one_run(console: Console) -> None:
     assert len(runs) == 1, runs
     assert page.url.endswith(runs[0]["id"])
     assert keys[0] and keys[0] == keys[1], keys
+
+
+async def test_every_version_can_be_compared_beyond_a_page_of_them(console: Console) -> None:
+    # More versions than the API's default page of a list (20): the oldest stays comparable.
+    p = console.platform
+    wf = await p.create({"nodes": [echo("greet", text="v1")]})
+    for n in range(2, 26):
+        put = await p.api.put(
+            f"/api/v1/workflows/{wf}", json={"nodes": [echo("greet", text=f"v{n}")]}
+        )
+        assert put.json()["version"] == n
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}")
+    versions = page.locator("section[aria-labelledby=versions-h]")
+    await expect(versions.get_by_label("Compare").locator("option")).to_have_count(25)
+    await versions.get_by_label("Compare").select_option("1")
+    await versions.get_by_role("button", name="Show differences").click()
+    await expect(versions).to_contain_text("v1 → v25: 1 line added, 1 removed")

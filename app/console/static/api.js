@@ -54,14 +54,18 @@ function headers(extra = {}) {
 /**
  * Idempotency-Keys for one form: the same request sent again (its answer was lost, or a
  * second click) gets the same key, so the API applies it once; another request a new key.
+ * `sent` (from `keyFor.sent()`) carries on a form redrawn after signing in again.
  */
-export function requestKeys() {
-  let last = { request: null, key: null };
-  return (request) => {
+export function requestKeys(sent = null) {
+  let last = sent || { request: null, key: null };
+  const keyFor = (request) => {
     const text = JSON.stringify(request);
     if (last.request !== text) last = { request: text, key: newKey() };
     return last.key;
   };
+  /** The last request sent and its key, or null before the first. */
+  keyFor.sent = () => (last.request === null ? null : { ...last });
+  return keyFor;
 }
 
 /** A fresh Idempotency-Key (crypto.randomUUID needs a secure context; plain http has none). */

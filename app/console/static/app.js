@@ -7,6 +7,7 @@ import { renderRun } from "./run.js";
 import { renderWorkflows } from "./workflows.js";
 import { renderWorkflow } from "./workflow.js";
 import { renderSignIn } from "./signin.js";
+import { keepDrafts } from "./drafts.js";
 
 const ROUTES = [
   [/^\/console\/?$/, "approvals", renderApprovals],
@@ -95,6 +96,7 @@ window.addEventListener("popstate", () => show(true));
 
 window.addEventListener("trellis:unauthorized", () => {
   if (location.pathname.startsWith("/console/sign-in")) return;
+  keepDrafts(); // what the user typed comes back once they have signed in again
   const next = location.pathname + location.search;
   navigate(`/console/sign-in?next=${encodeURIComponent(next)}`, { replace: true });
 });

@@ -4,6 +4,7 @@ import { api, ApiError, requestKeys } from "./api.js";
 import { h, newId, notice, jsonBlock, duration, announce, add } from "./dom.js";
 import { jsonEditor } from "./jsoneditor.js";
 import { inputFields } from "./inputform.js";
+import { draftOf, signedInAgain } from "./drafts.js";
 
 const RESOLUTION_WORDS = {
   confirm: "Approved",
@@ -194,10 +195,12 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     h("div.actions", {}, button("reject", rejectWord, "danger"))));
 
   const form = h("form.decision", { novalidate: true, on: { submit } }, parts);
-  // The same decision sent again (its answer was lost) goes under the same Idempotency-Key
-  // and is applied once: a loop's next iteration review has the same stepId, and a keyless
-  // repeat would decide it unseen.
-  const keyFor = requestKeys();
+  const draft = draftOf(`gate:${gateKey(item)}`, form, () => ({ sent: keyFor.sent() }));
+  // The same decision sent again (its answer was lost, or refused for an expired sign-in)
+  // goes under the same Idempotency-Key and is applied once: a loop's next iteration review
+  // has the same stepId, and a keyless repeat would decide it unseen.
+  const keyFor = requestKeys(draft && draft.sent);
+  if (draft) errors.replaceChildren(signedInAgain());
   return form;
 
   function button(resolution, label, style = "primary") {
@@ -229,6 +232,7 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
         { method: "POST", body: decision, extraHeaders: { "Idempotency-Key": keyFor(decision) } });
       decided(result, resolution);
     } catch (err) {
+      if (err instanceof ApiError && err.status === 401) return; // the sign-in page took over
       buttons.forEach((b) => { b.disabled = false; });
       const field = showFailure(err);
       // Disabling the buttons took the focus away: back to the field the server named, or
@@ -244,7 +248,8 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     const heading = h("p.result-title", { tabindex: "-1" }, `${RESOLUTION_WORDS[resolution] || "Decided"}: ${item.stepName || item.stepId}`);
     const panel = notice("success", heading,
       h("p", {}, result.message, ". The run is now ", h("strong", { dataset: { runStatus: result.status } }, result.status.replace(/_/g, " ")), "."),
-      showRunLink ? h("p", {}, h("a", { href: runPath }, "Follow the run")) : null);
+      showRunLink ? h("p", {}, h("a", { href: runPath }, "Follow the run")) : null,
+      h("button.secondary.small", { type: "button", on: { click: dismiss } }, "Dismiss"));
     form.replaceWith(panel);
     card.classList.add("decided");
     // Decided: its age and its deadline's countdown stop where they were.
@@ -255,6 +260,13 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     heading.focus();
     announce(`${RESOLUTION_WORDS[resolution] || "Decided"}. ${result.message}`);
     if (onDecided) onDecided(item, result);
+  }
+
+  // The outcome stays through every refresh (the gate is no longer listed) until dismissed.
+  function dismiss() {
+    card.remove();
+    const heading = document.querySelector("main h1");
+    if (heading) heading.focus();
   }
 
   /** Show why the decision was not taken; returns the field the server named, if any. */

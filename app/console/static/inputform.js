@@ -19,6 +19,18 @@ function typeOf(field) {
 
 const has = (value) => value !== undefined && value !== null;
 
+// A number as JSON writes it (collect_input receives JSON): JS Number() would also take
+// "0x10", "Infinity" or " 12 ". An int field takes an integer only ("1e3" is a float in
+// JSON); a float field any finite JSON number.
+const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+const JSON_INTEGER = /^-?(0|[1-9]\d*)$/;
+
+function parseNumber(text, integer) {
+  const n = Number(text);
+  if (integer) return JSON_INTEGER.test(text) && Number.isSafeInteger(n) ? n : { invalid: "must be an integer" };
+  return JSON_NUMBER.test(text) && Number.isFinite(n) ? n : { invalid: "must be a number" };
+}
+
 /** One form control per field; returns {element, read()} where read() gives {values, errors}. */
 export function inputFields(schema) {
   const controls = schema.map(fieldControl);
@@ -93,10 +105,7 @@ function fieldControl(field) {
     read = () => {
       const text = input.value;
       if (text.trim() === "") return undefined;
-      if (kind === "number") {
-        const n = Number(text.trim());
-        return Number.isFinite(n) ? n : { invalid: true };
-      }
+      if (kind === "number") return parseNumber(text, field.fieldType === "int");
       return text;
     };
   }
@@ -141,7 +150,7 @@ function check(field, kind, value) {
     if (has(field.value) || !field.required) return { value: undefined };
     return { error: `${name} is required` };
   }
-  if (value && value.invalid) return { error: `${name} must be a number` };
+  if (value && value.invalid) return { error: `${name} ${value.invalid}` };
   const ok = {
     string: typeof value === "string",
     number: typeof value === "number",
@@ -164,7 +173,7 @@ function sentence(text) {
 }
 
 function kindHint(kind, field) {
-  if (kind === "number") return "A number.";
+  if (kind === "number") return field.fieldType === "int" ? "A whole number." : "A number.";
   if (kind === "array") return 'A JSON list, e.g. ["a", "b"].';
   if (kind === "object") return 'A JSON object, e.g. {"key": "value"}.';
   return "";

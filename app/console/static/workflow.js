@@ -7,6 +7,7 @@ import { toggleButton } from "./workflows.js";
 import { renderTree } from "./tree.js";
 import { renderDiff } from "./diff.js";
 import { jsonEditor } from "./jsoneditor.js";
+import { draftOf, signedInAgain } from "./drafts.js";
 
 const RUNS_PER_PAGE = 20;
 // What a version diff compares: the definition as saved, without bookkeeping.
@@ -50,20 +51,21 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
 
   function renderTrigger() {
     const errors = h("div", { "aria-live": "assertive" });
-    // A double click, or the same input sent again after a lost answer, starts one run.
-    const keyFor = requestKeys();
     const send = h("button.primary", { type: "submit", disabled: !wf.enabled }, "Trigger run");
     const editor = jsonEditor({
       label: "Initial input (JSON object)", name: "initialInput", value: {}, rows: 6, expect: "object",
       hint: "Steps see it as input in their templates and CEL expressions.",
     });
+    const form = h("form", { novalidate: true, on: { submit } }, editor.element, errors, h("div.actions", {}, send));
     fill(triggerSection,
       h("h2", { id: "trigger-h" }, "Trigger a run"),
       wf.enabled ? null : notice("info", "This workflow is disabled: enable it to trigger a run."),
-      h("form", { novalidate: true, on: { submit } },
-        editor.element,
-        errors,
-        h("div.actions", {}, send)));
+      form);
+    const draft = draftOf(`trigger:${workflowId}`, form, () => ({ sent: keyFor.sent() }));
+    // A double click, or the same input sent again after a lost answer (or after signing in
+    // again), starts one run.
+    const keyFor = requestKeys(draft && draft.sent);
+    if (draft) fill(errors, signedInAgain());
 
     async function submit(event) {
       event.preventDefault();
@@ -79,6 +81,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
         const accepted = await api(`${path}/runs`, { method: "POST", body, extraHeaders: { "Idempotency-Key": keyFor(body) } });
         navigate(`${consolePath}/runs/${encodeURIComponent(accepted.runId)}`);
       } catch (err) {
+        if (err instanceof ApiError && err.status === 401) return; // the sign-in page took over
         send.disabled = !wf.enabled;
         fill(errors, notice("error", `Not started: ${err.message}`));
         send.focus(); // disabling it took the focus away
