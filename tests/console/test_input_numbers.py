@@ -10,7 +10,7 @@ from tests.console.test_inbox import approve_requests
 from tests.hitl.helpers import wait_for_gate
 
 # What JS Number() reads as a number but JSON (and so the server) does not.
-NOT_JSON_NUMBERS = ["0x10", "Infinity", " 12 ", "+5", ".5", "5.", "1e400", "0b11"]
+NOT_JSON_NUMBERS = ["0x10", "Infinity", "+5", ".5", "5.", "1e400", "0b11", "1 2"]
 
 READ_FIELD = """async ([fieldType, text]) => {
   const { inputFields } = await import("/console/assets/inputform.js");
@@ -56,6 +56,9 @@ async def test_an_int_field_takes_integers_only(console: Console) -> None:
     page = console.page
     await console.goto("/console/approvals")
     assert await page.evaluate(READ_FIELD, ["int", "-12"]) == -12
-    for text in ["12.0", "1e3", "0x10", " 12", "9007199254740993"]:
+    for text in ["12.0", "1e3", "0x10", "+12", "9007199254740993"]:
         assert await page.evaluate(READ_FIELD, ["int", text]) == "n must be an integer", text
+    # Spaces around a number are JSON's whitespace (a pasted value often has them).
+    assert await page.evaluate(READ_FIELD, ["int", " 12 "]) == 12
+    assert await page.evaluate(READ_FIELD, ["float", "\t-1.5 "]) == -1.5
     assert await page.evaluate(READ_FIELD, ["float", "-0.5e-2"]) == -0.005

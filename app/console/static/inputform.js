@@ -19,13 +19,14 @@ function typeOf(field) {
 
 const has = (value) => value !== undefined && value !== null;
 
-// A number as JSON writes it (collect_input receives JSON): JS Number() would also take
-// "0x10", "Infinity" or " 12 ". An int field takes an integer only ("1e3" is a float in
-// JSON); a float field any finite JSON number.
+// A number as JSON writes it (collect_input receives JSON; spaces around it are JSON's
+// whitespace): JS Number() would also take "0x10", "Infinity" or "+5". An int field takes
+// an integer only ("1e3" is a float in JSON); a float field any finite JSON number.
 const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 const JSON_INTEGER = /^-?(0|[1-9]\d*)$/;
 
-function parseNumber(text, integer) {
+function parseNumber(raw, integer) {
+  const text = raw.trim();
   const n = Number(text);
   if (integer) return JSON_INTEGER.test(text) && Number.isSafeInteger(n) ? n : { invalid: "must be an integer" };
   return JSON_NUMBER.test(text) && Number.isFinite(n) ? n : { invalid: "must be a number" };
