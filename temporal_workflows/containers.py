@@ -45,6 +45,9 @@ LOOP_RETRY_PATCH = "loop-iteration-retry-sees-the-feedback"
 # A router whose conditionCel gave an empty list completed, running no choice; it fails now
 # (a router picks a choice), and a gate's suggestion of none is no suggestion.
 EMPTY_ROUTE_PATCH = "router-selecting-no-choice-fails"
+# A route selection approved by its timer with no suggestion failed the router (and the
+# run); it is skipped now, as a step whose timed-out form lacks a required value is.
+UNSUGGESTED_TIMEOUT_PATCH = "route-timed-out-without-suggestion-skips"
 
 
 @dataclass
@@ -284,6 +287,11 @@ class Containers:
         if decision.resolution == "route_select" and decision.selected_choices:
             return decision.selected_choices
         if suggestion is None:
+            if decision.is_timeout and workflow.patched(UNSUGGESTED_TIMEOUT_PATCH):
+                raise NodeSkipped(
+                    "timed out with no suggested route: the router's conditionCel gave no "
+                    "valid suggestion to approve"
+                )
             raise NodeFailed(
                 node.name,
                 "confirmed without a selection, and the "

@@ -243,6 +243,21 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     wf = await platform.create({"nodes": [router, delay("after-none", 0)]})
     run_id = runs["router_selected_none"] = await platform.trigger(wf, {"picks": []})
     await platform.wait(wf, run_id)
+    # A route selection whose timer approved it with no suggestion failed the router
+    # (recorded before containers.UNSUGGESTED_TIMEOUT_PATCH, which skips it).
+    unsuggested = {
+        **router,
+        "id": "pick",
+        "name": "pick",
+        "humanReview": {
+            "requiresUserInput": True,
+            "timeoutSeconds": 1,
+            "onTimeout": "approve",
+        },
+    }
+    wf = await platform.create({"nodes": [unsuggested, delay("after-pick", 0)]})
+    run_id = runs["route_timed_out_unsuggested"] = await platform.trigger(wf, {"picks": []})
+    await platform.wait(wf, run_id)
     return runs
 
 

@@ -116,6 +116,32 @@ async def test_a_timeout_with_approve_of_a_form_missing_a_required_value_says_so
     assert "amount" in form["error"]
 
 
+async def test_a_timeout_with_approve_of_a_route_selection_without_suggestion_skips_it(
+    platform: Platform,
+) -> None:
+    # It failed the run, where a timed-out form without a required value skips its step.
+    router = {
+        "id": "pick",
+        "name": "pick",
+        "nodeType": "router",
+        "conditionCel": "input.picks",
+        "choices": [{"name": "a", "steps": [echo("ra")]}, {"name": "b", "steps": [echo("rb")]}],
+        "humanReview": {"requiresUserInput": True, "timeoutSeconds": 1, "onTimeout": "approve"},
+    }
+    wf = await platform.create({"nodes": [router, echo("after")]}, enable=True)
+    run_id = await platform.trigger(wf, {"picks": []})
+    gate = await wait_for_gate(platform, wf, run_id, "pick")
+    assert gate["pendingRequirements"][0]["requiresRouteSelection"] is True
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed", run["errorSummary"]
+    by_name = {n["nodeName"]: n for n in run["nodeRuns"]}
+    assert set(by_name) == {"pick", "after"}
+    assert by_name["pick"]["status"] == "skipped"
+    assert by_name["pick"]["error"].startswith("timed out with no suggested route")
+    assert by_name["after"]["status"] == "completed"
+    assert run["resolvedRequirements"][0]["resolution"] == "timeout:approve"
+
+
 async def test_a_timeout_with_skip_skips_the_step(platform: Platform) -> None:
     run = await timed_out(platform, "skip")
     assert run["status"] == "completed"
