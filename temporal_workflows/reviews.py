@@ -22,7 +22,12 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.gate_policy import after_rejection, takes_else_branch
     from temporal_workflows.gates import Decision, Requirement
     from temporal_workflows.open_gates import OpenGates
-    from temporal_workflows.outcomes import NodeFailed, NodeSkipped, RunCancelled
+    from temporal_workflows.outcomes import (
+        SKIPPED_BY_REVIEWER,
+        NodeFailed,
+        NodeSkipped,
+        RunCancelled,
+    )
     from temporal_workflows.read_model import BEFORE_RUN_REV
     from temporal_workflows.recorder import RunRecorder
     from temporal_workflows.run_status import Activity, Pause
@@ -90,7 +95,7 @@ class Reviews:
                     self.recorder.failed(node_run_id(), node, failed.error)
                 raise
             if verdict == "skip":
-                raise NodeSkipped()
+                raise NodeSkipped(_skipped_because(review, decision, retry_count))
             retry_count += 1
             if redo is not None:
                 if self._closes(node):
@@ -156,3 +161,15 @@ class Reviews:
                 self.recorder.cancelled(node_run_id, node, "cancelled while paused")
             raise
         return decision
+
+
+def _skipped_because(review: HumanReview, decision: Decision, retry_count: int) -> str:
+    """The skipped node run's error: who or what skipped it (a timer is no reviewer)."""
+    if decision.is_timeout:
+        return "skipped: the gate timed out (onTimeout: skip)"
+    if review.on_reject == "retry":  # the retries ran out, and the step's onError is skip
+        feedback = f": {decision.feedback}" if decision.feedback else ""
+        return (
+            f"rejected by reviewer after {retry_count} retries{feedback}; skipped (onError: skip)"
+        )
+    return SKIPPED_BY_REVIEWER

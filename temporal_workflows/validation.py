@@ -169,7 +169,8 @@ def _step(node: WorkflowNode) -> list[str]:
         out.append("a2aPool lists an agent twice")
     if node.executor_key is not None and not node.executor_key.strip():
         out.append("executorKey must not be empty")
-    # Only a pool step reads it; to any other executor it is an argument like the rest.
+    # Only a pool step reads it (checked here); no executor is ever passed it (executors'
+    # RESERVED_CONFIG_KEYS), so on another step it is inert.
     strategy = node.config.get("poolStrategy", POOL_STRATEGIES[0])
     if node.a2a_pool and strategy not in POOL_STRATEGIES:
         out.append(

@@ -8,7 +8,7 @@ from zoneinfo import available_timezones
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from app.schemas.cron import CRON_PATTERN, is_cron
+from app.schemas.cron import CRON_PATTERN, MACROS, is_cron
 from app.schemas.omittable import not_null, omittable
 from app.schemas.run_data import run_data
 from temporal_workflows.base import INTEGRAL, CamelModel
@@ -67,7 +67,7 @@ class ScheduleCreate(CamelModel):
             raise ValueError(
                 f"{value[:200]!r} is not a cron expression this API accepts: five fields "
                 "(minute hour day-of-month month day-of-week) of *, values, ranges and "
-                "/steps, or @yearly, @monthly, @weekly, @daily, @hourly (see docs)"
+                f"/steps, or one of {', '.join(MACROS)} (see docs)"
             )
         return value
 

@@ -99,7 +99,8 @@ async def test_a_timeout_with_approve_runs_the_step(platform: Platform) -> None:
 async def test_a_timeout_with_approve_of_a_form_missing_a_required_value_says_so(
     platform: Platform,
 ) -> None:
-    # The node was skipped with "skipped by reviewer", though no reviewer acted.
+    # The node was skipped with "skipped by reviewer", though no reviewer acted (a form
+    # that cannot be completed says why instead).
     review = {
         "requiresUserInput": True,
         "userInputSchema": [{"name": "amount", "type": "number", "required": True}],
@@ -146,6 +147,8 @@ async def test_a_timeout_with_skip_skips_the_step(platform: Platform) -> None:
     run = await timed_out(platform, "skip")
     assert run["status"] == "completed"
     assert [n["status"] for n in run["nodeRuns"]] == ["skipped", "completed"]
+    # Not "skipped by reviewer": no reviewer acted.
+    assert run["nodeRuns"][0]["error"] == "skipped: the gate timed out (onTimeout: skip)"
 
 
 async def test_a_timeout_with_cancel_cancels_the_run(platform: Platform) -> None:

@@ -267,6 +267,26 @@ class TestOutputReview:
             ("draft", "failed", "rejected by reviewer after 1 retries: b"),
         ]
 
+    async def test_rejections_past_max_retries_skip_a_step_whose_on_error_is_skip(
+        self, platform: Platform
+    ) -> None:
+        # The skipped node run said only "skipped by reviewer", losing the feedback.
+        review = {**self.REVIEW, "maxRetries": 0}
+        draft = {**echo("draft", review), "stepConfig": {"onError": "skip"}}
+        wf, run_id = await start(platform, [draft, echo("after")])
+        await wait_for_gate(platform, wf, run_id, "draft")
+        await approve(platform, wf, run_id, stepId="draft", resolution="reject", feedback="no")
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed", run["errorSummary"]
+        assert [(n["nodeName"], n["status"], n["error"]) for n in run["nodeRuns"]] == [
+            (
+                "draft",
+                "skipped",
+                "rejected by reviewer after 0 retries: no; skipped (onError: skip)",
+            ),
+            ("after", "completed", None),
+        ]
+
 
 class TestCompatibility:
     """The contract's resolution x requirement table, the invalid half."""
