@@ -34,6 +34,7 @@ from TRELLIS_TOKEN or --token when the API requires one; --json prints the API's
   trellis runs pause | resume | cancel | retry RUN_ID
   trellis approvals                      the inbox of gates waiting for a person
   trellis approve RUN_ID STEP_ID [--reject] [--feedback TEXT] [--input k=v …]
+                 [--choice NAME …] [--edited-output JSON]
 
 \b
 Try authentication:

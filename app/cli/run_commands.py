@@ -240,7 +240,7 @@ def _text_fields(run: dict[str, Any], step_id: str) -> frozenset[str]:
     )
 
 
-@click.command()
+@click.command(short_help="Decide a gate: confirm, --reject, --input, --choice, --edited-output.")
 @click.argument("run_id")
 @click.argument("step_id")
 @click.option("--reject", is_flag=True, help="reject instead of confirming")
