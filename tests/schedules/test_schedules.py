@@ -7,6 +7,9 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
+import pytest
+from temporalio.service import RPCError, RPCStatusCode
+
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -75,13 +78,14 @@ class TestFiring:
         assert skip["reason"] == "workflow disabled" and skip["timestamp"]
         assert await runs_of(platform, wf) == []
 
-    async def test_a_deleted_workflows_schedule_deletes_itself_when_it_fires(
+    async def test_a_schedule_its_deleted_workflow_left_behind_deletes_itself_when_it_fires(
         self, platform: Platform
     ) -> None:
         wf = await platform.create(ECHO)
         created = (await platform.api.post(url(wf), json=DAILY)).json()
         handle = platform.client.get_schedule_handle(created["id"])
-        assert (await platform.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+        # As when the delete could not list it (Temporal down, visibility lagging).
+        assert await platform.store.delete_workflow(wf)
         await handle.trigger()
 
         async def gone() -> bool:
@@ -90,6 +94,24 @@ class TestFiring:
             ]
 
         assert await eventually(gone)
+
+    async def test_deleting_the_workflow_deletes_its_schedules_paused_ones_too(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        paused = (await platform.api.post(url(wf), json={**DAILY, "paused": True})).json()
+        active = (await platform.api.post(url(wf), json={"intervalSeconds": 3600})).json()
+
+        async def both_listed() -> bool:
+            return len((await platform.api.get(url(wf))).json()["schedules"]) == 2
+
+        await eventually(both_listed)
+        assert (await platform.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+        # A paused schedule never fires, so it could not delete itself as an active one does.
+        for created in (paused, active):
+            with pytest.raises(RPCError) as gone:
+                await platform.client.get_schedule_handle(created["id"]).describe()
+            assert gone.value.status == RPCStatusCode.NOT_FOUND
 
 
 class TestManaging:
