@@ -212,6 +212,20 @@ class TestValidation:
         assert response.status_code == 400
         assert "unknown IANA time zone" in response.json()["error"]["message"]
 
+    async def test_the_machines_localtime_is_no_time_zone_and_creates_nothing(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(
+            url(wf), json={"cron": "0 * * * *", "timeZone": "localtime"}
+        )
+        assert response.status_code == 400, response.text
+        assert "unknown IANA time zone" in response.json()["error"]["message"]
+        assert not [s async for s in await platform.client.list_schedules() if wf in s.id]
+        document = (await platform.api.get("/openapi.json")).json()
+        zones = document["components"]["schemas"]["ScheduleCreate"]["properties"]["timeZone"]
+        assert "localtime" not in zones["enum"] and "Europe/Berlin" in zones["enum"]
+
     async def test_an_input_no_run_can_hold_is_400_and_creates_or_changes_nothing(
         self, platform: Platform
     ) -> None:
