@@ -43,11 +43,11 @@ class LineageService:
         self, workflow: WorkflowRecord, source: RunRecord, idempotency_key: str | None = None
     ) -> RunRecord:
         """A child on the source's snapshot reusing every completed step, rerunning the rest."""
-        require_enabled(workflow)
         asked = lineage_request("retry", source, None, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
+        require_enabled(workflow)
         if source.status not in RETRYABLE:
             raise InvalidRequest(
                 f"Run {source.id!r} is {source.status}; only a failed or cancelled run "
@@ -68,11 +68,11 @@ class LineageService:
         idempotency_key: str | None = None,
     ) -> RunRecord:
         """A child that replays the nodes before `node_id` from cache, runs it, and stops."""
-        require_enabled(workflow)
         asked = lineage_request("node_rerun", source, node_id, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
+        require_enabled(workflow)
         top = source.definition_snapshot.nodes
         index = next((i for i, n in enumerate(top) if n.id == node_id), None)
         if index is None:
@@ -105,11 +105,11 @@ class LineageService:
         self, workflow: WorkflowRecord, source: RunRecord, idempotency_key: str | None = None
     ) -> RunRecord:
         """A fresh child on the live definition with the source's initial input."""
-        require_enabled(workflow)
         asked = lineage_request("replay", source, None, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
+        require_enabled(workflow)
         record = child_record(
             workflow,
             source,
