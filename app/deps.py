@@ -324,6 +324,9 @@ async def get_schedule_id(
     return schedule_id
 
 
+# The largest event id a request may name: 18 digits, within the stores' 64-bit integers
+# (a larger one reached SQLite and was a 500).
+MAX_EVENT_ID = 10**18 - 1
 # An event id: digits (or empty: from the start); left out rather than null.
 _EVENT_ID = WithJsonSchema({"type": "string", "pattern": "^[0-9]{0,18}$"})
 

@@ -276,6 +276,16 @@ class TestTemporalAnswers:
             assert response.status_code == 404, response.text
             assert response.json()["error"]["message"] == f"Schedule not found: {gone}"
 
+    async def test_skips_after_an_id_no_store_can_hold_is_400(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, {"intervalSeconds": 3600}) as made:
+            skips = url(wf, made["id"]) + "/skips"
+            largest = await platform.api.get(skips, params={"afterId": 10**18 - 1})
+            assert largest.status_code == 200 and largest.json() == {"skips": []}
+            response = await platform.api.get(skips, params={"afterId": 10**20})
+            assert response.status_code == 400, response.text
+            assert response.json()["error"]["details"][0]["path"] == "afterId"
+
     async def test_a_backwards_range_wraps_around(self, platform: Platform) -> None:
         # Temporal refuses FRI-MON; the API splits it (FRI-SAT,SUN-MON) and keeps it as given.
         wf = await platform.create(ECHO)
