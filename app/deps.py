@@ -35,6 +35,7 @@ from app.services.readiness import ReadinessProbe
 from app.services.run_cancel import RunCanceller
 from app.services.run_listing import RunListing
 from app.services.runs import RunService
+from app.services.schedule_removal import ScheduleRemover
 from app.services.schedules import ScheduleService, schedule_prefix
 from app.settings import Settings
 from app.temporal_link import TemporalLink
@@ -144,8 +145,13 @@ RunStarterDep = Annotated[RunStarter, Depends(get_run_starter)]
 async def get_definitions(
     store: StoreDep, catalog: CatalogDep, link: TemporalLinkDep
 ) -> DefinitionService:
-    # Deleting a workflow cancels its open runs first (dialling Temporal only if any).
-    return DefinitionService(store=store, catalog=catalog, run_canceller=RunCanceller(store, link))
+    # Deleting a workflow deletes its schedules and cancels its open runs first.
+    return DefinitionService(
+        store=store,
+        catalog=catalog,
+        run_canceller=RunCanceller(store, link),
+        schedule_remover=ScheduleRemover(link),
+    )
 
 
 async def get_runs(store: StoreDep, starter: RunStarterDep, caller: CallerDep) -> RunService:
@@ -318,6 +324,9 @@ async def get_schedule_id(
     return schedule_id
 
 
+# The largest event id a request may name: 18 digits, within the stores' 64-bit integers
+# (a larger one reached SQLite and was a 500).
+MAX_EVENT_ID = 10**18 - 1
 # An event id: digits (or empty: from the start); left out rather than null.
 _EVENT_ID = WithJsonSchema({"type": "string", "pattern": "^[0-9]{0,18}$"})
 

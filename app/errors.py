@@ -316,7 +316,11 @@ def _mapped(
 async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
     # A 500 is always a bug: log it with its traceback, show the client nothing internal.
     log.exception("unhandled error", exc_info=exc)
-    return error_response(500, "internal_error", "Internal server error")
+    response = error_response(500, "internal_error", "Internal server error")
+    # Starlette raises the error again after this answer and uvicorn then drops the
+    # connection: said here, a client does not send its next request down it (reset).
+    response.headers["Connection"] = "close"
+    return response
 
 
 def install_error_handlers(

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response, status
 
 from app.auth.caller import READ, WRITE
 from app.auth.guard import needs
-from app.deps import ScheduleIdDep, SchedulesDep, WorkflowDep
+from app.deps import MAX_EVENT_ID, ScheduleIdDep, SchedulesDep, WorkflowDep
 from app.schemas.schedule import (
     ScheduleCreate,
     ScheduleFired,
@@ -84,7 +84,7 @@ async def trigger_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) 
 async def list_skips(
     schedule_id: ScheduleIdDep,
     schedules: SchedulesDep,
-    after_id: Annotated[int, Query(alias="afterId", ge=0)] = 0,
+    after_id: Annotated[int, Query(alias="afterId", ge=0, le=MAX_EVENT_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> ScheduleSkipList:
     """Firings that started no run (e.g. the workflow was disabled), oldest first."""

@@ -18,8 +18,10 @@ OverlapPolicy = Literal[
 ]
 
 
-# The IANA zones this machine knows; the schema lists them.
-TIME_ZONES: list[Any] = sorted(available_timezones() | {"UTC"})
+# The IANA zones this machine knows; the schema lists them. `localtime` is no IANA name
+# but a link to the machine's own zone (/etc/localtime), which Temporal's server would
+# read from its own machine.
+TIME_ZONES: list[Any] = sorted((available_timezones() - {"localtime"}) | {"UTC"})
 _ZONES = frozenset(TIME_ZONES)
 
 

@@ -39,11 +39,18 @@ class RunCanceller(Protocol):
     async def cancel_open_runs(self, workflow_id: str) -> list[str]: ...
 
 
+class ScheduleRemover(Protocol):
+    """Deletes a workflow's schedules (in Temporal) before its records go."""
+
+    async def delete_schedules(self, workflow_id: str) -> list[str]: ...
+
+
 @dataclass
 class DefinitionService:
     store: Store
     catalog: ExecutorChecker
     run_canceller: RunCanceller | None = None
+    schedule_remover: ScheduleRemover | None = None
 
     async def _validated(self, spec: WorkflowSpec, *, check_executors: bool) -> WorkflowSpec:
         """Assign missing node ids and apply every save-time rule (DefinitionError → 400),
@@ -131,6 +138,9 @@ class DefinitionService:
         The run engine extends this to cancel the workflow's running runs first, so no
         activity writes a node run for a definition that no longer exists.
         """
+        # Schedules first: a firing between the cancel and the delete would start a run.
+        if self.schedule_remover is not None:
+            await self.schedule_remover.delete_schedules(current.id)
         if self.run_canceller is not None:
             await self.run_canceller.cancel_open_runs(current.id)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.run_start import RunStarter, new_run_id
+from activities.run_start import RunStarter, new_run_id, start_was_refused
 from activities.store.records import RunRecord, WorkflowRecord
 from app.errors import Conflict
 from temporal_workflows.contracts import Identity
@@ -61,7 +61,8 @@ async def repeated_run(
     """The run the key's first use recorded, if any, started now if it never was.
 
     One whose workflow never started (the API died between record and start, or Temporal
-    refused it with a 503) is started; any other is returned unchanged.
+    refused it with a 503) is started (unless the workflow is disabled: 400); any other is
+    returned unchanged.
     """
     if key is None:
         return None
@@ -69,4 +70,8 @@ async def repeated_run(
     if existing is None:
         return None
     require_same_request(existing, asked)
+    if existing.status != "pending" and not start_was_refused(existing):
+        # It started: answered as it was first, even if the workflow was disabled since (a
+        # 400 would tell a client whose answer was lost that nothing runs).
+        return existing
     return await starter.start(workflow, existing, restart_refused=True)

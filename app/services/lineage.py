@@ -42,23 +42,27 @@ class LineageService:
     async def retry(
         self, workflow: WorkflowRecord, source: RunRecord, idempotency_key: str | None = None
     ) -> RunRecord:
-        """A child on the source's snapshot reusing every completed step, rerunning the rest."""
-        require_enabled(workflow)
-        asked = lineage_request("retry", source, None, self.triggered_by)
+        """A child on the source's snapshot reusing every completed step, rerunning the rest.
+
+        A node rerun's child is retried as it was asked for: up to its node, never further.
+        """
+        stop = source.stop_after_node_id
+        asked = lineage_request("retry", source, stop, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
+        require_enabled(workflow)
         if source.status not in RETRYABLE:
             raise InvalidRequest(
                 f"Run {source.id!r} is {source.status}; only a failed or cancelled run "
                 "can be retried"
             )
-        steps = reusable_steps(source.definition_snapshot.nodes)
+        steps = reusable_steps(up_to(source.definition_snapshot.nodes, stop))
         cached, deps = await self._reuse(source, steps)
         record = child_record(
             workflow, source, "retry", deps, key=idempotency_key, triggered_by=self.triggered_by
         )
-        return await self._start(workflow, record, asked, cached=cached)
+        return await self._start(workflow, record, asked, cached=cached, stop_after_node_id=stop)
 
     async def rerun_node(
         self,
@@ -68,11 +72,11 @@ class LineageService:
         idempotency_key: str | None = None,
     ) -> RunRecord:
         """A child that replays the nodes before `node_id` from cache, runs it, and stops."""
-        require_enabled(workflow)
         asked = lineage_request("node_rerun", source, node_id, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
+        require_enabled(workflow)
         top = source.definition_snapshot.nodes
         index = next((i for i, n in enumerate(top) if n.id == node_id), None)
         if index is None:
@@ -105,11 +109,11 @@ class LineageService:
         self, workflow: WorkflowRecord, source: RunRecord, idempotency_key: str | None = None
     ) -> RunRecord:
         """A fresh child on the live definition with the source's initial input."""
-        require_enabled(workflow)
         asked = lineage_request("replay", source, None, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
+        require_enabled(workflow)
         record = child_record(
             workflow,
             source,
@@ -159,6 +163,12 @@ class LineageService:
                 )
             )
         return cached, deps
+
+
+def up_to(nodes: list[WorkflowNode], node_id: str | None) -> list[WorkflowNode]:
+    """The top-level nodes up to and including `node_id` (a rerun's target), or all."""
+    ids = [n.id for n in nodes]
+    return nodes[: ids.index(node_id) + 1] if node_id in ids else nodes
 
 
 def reusable_steps(nodes: list[WorkflowNode]) -> list[WorkflowNode]:

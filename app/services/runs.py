@@ -27,11 +27,11 @@ class RunService:
     ) -> RunRecord:
         """Validate and start a run; with an idempotency key, a repeat returns the same run
         (app/services/idempotency.py)."""
-        require_enabled(workflow)
         asked = trigger_request(body, self.triggered_by)
         repeat = await repeated_run(self.starter, workflow, idempotency_key, asked)
         if repeat is not None:
             return repeat
+        require_enabled(workflow)
         cached = await self._cached_outputs(workflow, body)
         record = new_run_record(
             workflow,

@@ -66,6 +66,11 @@ def schedule_prefix(workflow_id: str) -> str:
     return f"sched-{workflow_id}-"
 
 
+def schedules_query(workflow_id: str) -> str:
+    """The visibility query listing the workflow's schedules."""
+    return f"{search_attributes.DEFINITION_ID.name} = '{workflow_id}'"
+
+
 @dataclass
 class ScheduleService:
     client: Client
@@ -90,8 +95,8 @@ class ScheduleService:
 
     async def list_all(self, workflow: WorkflowRecord) -> ScheduleList:
         """The workflow's schedules, oldest first (visibility is eventually consistent)."""
-        query = f"{search_attributes.DEFINITION_ID.name} = '{workflow.id}'"
-        ids = [s.id async for s in await self.client.list_schedules(query=query)]
+        listed = await self.client.list_schedules(query=schedules_query(workflow.id))
+        ids = [s.id async for s in listed]
         # Described a few at a time: one after another, a hundred schedules took seconds.
         limit = asyncio.Semaphore(DESCRIBE_CONCURRENCY)
 

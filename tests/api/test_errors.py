@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator
 
 import httpx
+import pytest
 
 from activities.store.base import Store
 from tests.api.helpers import API, assert_error
@@ -57,6 +58,21 @@ class TestErrorShape:
         await store.close()
         response = await client.get(f"{API}/workflows")
         assert_error(response, 500, "database_error", "Database operation failed")
+
+    async def test_after_an_unexpected_500_the_next_request_is_answered(
+        self, client: httpx.AsyncClient, store: Store, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        async def broken(*_: object, **__: object) -> None:
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr(store, "list_workflows", broken)
+        response = await client.get(f"{API}/workflows")
+        assert_error(response, 500, "internal_error", "Internal server error")
+        # The server drops the connection after an unhandled error; it says so, or the
+        # client's next request on the kept-alive connection was reset.
+        assert response.headers["connection"] == "close"
+        monkeypatch.undo()
+        assert (await client.get(f"{API}/workflows")).status_code == 200
 
 
 class TestBodyLimit:

@@ -9,6 +9,7 @@ from temporalio.client import WorkflowExecutionStatus
 from activities.executors.catalog import load_catalog
 from app.services.definitions import DefinitionService
 from app.services.run_cancel import RunCanceller
+from app.services.schedule_removal import ScheduleRemover
 from app.settings import Settings
 from app.temporal_link import TemporalLink
 from tests.support.platform import Platform
@@ -59,7 +60,10 @@ class TestDeleteCancelsRuns:
         # An address nothing listens on: the delete must not need it.
         unreachable = TemporalLink(Settings(temporal_address="127.0.0.1:1"))
         service = DefinitionService(
-            platform.store, load_catalog(None), RunCanceller(platform.store, unreachable)
+            platform.store,
+            load_catalog(None),
+            RunCanceller(platform.store, unreachable),
+            ScheduleRemover(unreachable),
         )
         await service.delete(record)
         assert await platform.store.get_workflow(wf) is None

@@ -226,6 +226,32 @@ class TestNodeRerun:
         assert (platform.peer.calls["rerun-a"], platform.peer.calls["rerun-b"]) == (1, 2)
         assert platform.peer.calls["rerun-c"] == 1
 
+    async def test_a_retry_of_a_failed_rerun_stops_after_the_same_node(
+        self, platform: Platform
+    ) -> None:
+        flaky = f"{platform.peer_url}/flaky/stop-b?failures=2"  # fails the source and the rerun
+        steps = [http_step("a", f"{platform.peer_url}/echo/stop-a"), http_step("b", flaky)]
+        wf = await platform.create(
+            {"nodes": [*steps, http_step("c", f"{platform.peer_url}/echo/stop-c")]}
+        )
+        source = await platform.wait(wf, await platform.trigger(wf))
+        rerun = await platform.api.post(runs_url(wf, source["id"]) + "/nodes/b/rerun")
+        failed = await platform.wait(wf, rerun.json()["run_id"])
+        assert failed["status"] == "failed", failed
+        url, key = runs_url(wf, failed["id"]) + "/retry", {"Idempotency-Key": "retry-rerun"}
+        response = await platform.api.post(url, headers=key)
+        assert response.status_code == 200, response.text
+        child = await platform.wait(wf, response.json()["runId"])
+        # Retried as it was asked for: up to b, never the downstream c the rerun left out.
+        assert child["status"] == "completed" and [n["nodeId"] for n in child["nodeRuns"]] == [
+            "a",
+            "b",
+        ]
+        assert [d["nodeId"] for d in child["resolvedDependencies"]] == ["a", "b"]
+        assert platform.peer.calls["stop-c"] == 0 and platform.peer.calls["stop-a"] == 1
+        repeat = await platform.api.post(url, headers=key)
+        assert repeat.status_code == 200 and repeat.json()["runId"] == child["id"], repeat.text
+
     async def test_a_nested_node_is_refused(self, platform: Platform) -> None:
         wf = await platform.create(
             {

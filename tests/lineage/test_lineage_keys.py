@@ -148,3 +148,33 @@ async def test_keys_are_shared_with_triggers_within_a_workflow(platform: Platfor
     assert other.status_code == 200, other.text
     await platform.wait(elsewhere, other.json()["runId"])
     await platform.wait(wf, triggered.json()["runId"])
+
+
+@pytest.mark.parametrize("route", [*ROUTES, pytest.param(None, id="trigger")])
+async def test_a_repeat_after_the_workflow_was_disabled_answers_the_same_run(
+    platform: Platform, route: Route | None
+) -> None:
+    wf = await platform.create(counted_flow(platform))
+    source, tag = await failed_source(platform, wf)
+    if route is None:
+        url, status, id_field = runs_url(wf), 202, "runId"
+        body: dict[str, Any] | None = {"initialInput": {"tag": tag}}
+    else:
+        url, status, id_field = runs_url(wf, source) + route.path, route.status, route.id_field
+        body = None
+    first = await platform.api.post(url, json=body, headers={"Idempotency-Key": "lost"})
+    assert first.status_code == status, first.text
+    run_id = first.json()[id_field]
+    await platform.wait(wf, run_id)
+    toggled = await platform.api.post(f"/api/v1/workflows/{wf}/toggle", json={"enabled": False})
+    assert toggled.status_code == 200, toggled.text
+    # The answer was lost: the repeat must not say that nothing runs.
+    repeat = await platform.api.post(url, json=body, headers={"Idempotency-Key": "lost"})
+    assert repeat.status_code == status, repeat.text
+    assert without_status(repeat.json()) == without_status(first.json())
+    # A new request is refused as before, and creates nothing.
+    fresh = await platform.api.post(url, json=body, headers={"Idempotency-Key": "new"})
+    assert fresh.status_code == 400, fresh.text
+    assert "disabled" in fresh.json()["error"]["message"]
+    listed = (await platform.api.get(runs_url(wf))).json()["runs"]
+    assert sorted(r["id"] for r in listed) == sorted([source, run_id])

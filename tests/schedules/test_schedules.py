@@ -7,6 +7,9 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
+import pytest
+from temporalio.service import RPCError, RPCStatusCode
+
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -75,13 +78,14 @@ class TestFiring:
         assert skip["reason"] == "workflow disabled" and skip["timestamp"]
         assert await runs_of(platform, wf) == []
 
-    async def test_a_deleted_workflows_schedule_deletes_itself_when_it_fires(
+    async def test_a_schedule_its_deleted_workflow_left_behind_deletes_itself_when_it_fires(
         self, platform: Platform
     ) -> None:
         wf = await platform.create(ECHO)
         created = (await platform.api.post(url(wf), json=DAILY)).json()
         handle = platform.client.get_schedule_handle(created["id"])
-        assert (await platform.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+        # As when the delete could not list it (Temporal down, visibility lagging).
+        assert await platform.store.delete_workflow(wf)
         await handle.trigger()
 
         async def gone() -> bool:
@@ -90,6 +94,24 @@ class TestFiring:
             ]
 
         assert await eventually(gone)
+
+    async def test_deleting_the_workflow_deletes_its_schedules_paused_ones_too(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        paused = (await platform.api.post(url(wf), json={**DAILY, "paused": True})).json()
+        active = (await platform.api.post(url(wf), json={"intervalSeconds": 3600})).json()
+
+        async def both_listed() -> bool:
+            return len((await platform.api.get(url(wf))).json()["schedules"]) == 2
+
+        await eventually(both_listed)
+        assert (await platform.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+        # A paused schedule never fires, so it could not delete itself as an active one does.
+        for created in (paused, active):
+            with pytest.raises(RPCError) as gone:
+                await platform.client.get_schedule_handle(created["id"]).describe()
+            assert gone.value.status == RPCStatusCode.NOT_FOUND
 
 
 class TestManaging:
@@ -190,6 +212,20 @@ class TestValidation:
         assert response.status_code == 400
         assert "unknown IANA time zone" in response.json()["error"]["message"]
 
+    async def test_the_machines_localtime_is_no_time_zone_and_creates_nothing(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        response = await platform.api.post(
+            url(wf), json={"cron": "0 * * * *", "timeZone": "localtime"}
+        )
+        assert response.status_code == 400, response.text
+        assert "unknown IANA time zone" in response.json()["error"]["message"]
+        assert not [s async for s in await platform.client.list_schedules() if wf in s.id]
+        document = (await platform.api.get("/openapi.json")).json()
+        zones = document["components"]["schemas"]["ScheduleCreate"]["properties"]["timeZone"]
+        assert "localtime" not in zones["enum"] and "Europe/Berlin" in zones["enum"]
+
     async def test_an_input_no_run_can_hold_is_400_and_creates_or_changes_nothing(
         self, platform: Platform
     ) -> None:
@@ -239,6 +275,16 @@ class TestTemporalAnswers:
             response = await platform.api.get(url(wf, gone) + "/skips")
             assert response.status_code == 404, response.text
             assert response.json()["error"]["message"] == f"Schedule not found: {gone}"
+
+    async def test_skips_after_an_id_no_store_can_hold_is_400(self, platform: Platform) -> None:
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, {"intervalSeconds": 3600}) as made:
+            skips = url(wf, made["id"]) + "/skips"
+            largest = await platform.api.get(skips, params={"afterId": 10**18 - 1})
+            assert largest.status_code == 200 and largest.json() == {"skips": []}
+            response = await platform.api.get(skips, params={"afterId": 10**20})
+            assert response.status_code == 400, response.text
+            assert response.json()["error"]["details"][0]["path"] == "afterId"
 
     async def test_a_backwards_range_wraps_around(self, platform: Platform) -> None:
         # Temporal refuses FRI-MON; the API splits it (FRI-SAT,SUN-MON) and keeps it as given.

@@ -1,0 +1,50 @@
+"""Deleting a workflow's Temporal Schedules before its records are deleted.
+
+Without this a paused schedule of a deleted workflow stayed in Temporal for ever, and an
+active one fired once more (up to a year later) before deleting itself
+(activities/scheduling.py keeps that as the safety net).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from app.errors import ServiceUnavailable
+from app.services.schedules import schedules_query
+from app.temporal_link import TemporalLink
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ScheduleRemover:
+    temporal: TemporalLink
+
+    async def delete_schedules(self, workflow_id: str) -> list[str]:
+        """Delete every schedule Temporal lists for the workflow; their ids."""
+        try:
+            client = await self.temporal.require()
+        except ServiceUnavailable:
+            # The delete needs no Temporal otherwise; each schedule deletes itself when it
+            # next fires and finds no workflow.
+            log.warning("schedules of %s left to delete themselves: Temporal is down", workflow_id)
+            return []
+        # Visibility lags: a schedule made a moment ago may not be listed yet (the safety
+        # net above covers it).
+        listed = await client.list_schedules(query=schedules_query(workflow_id))
+        ids = [s.id async for s in listed]
+        await asyncio.gather(*(_delete(client, schedule_id) for schedule_id in ids))
+        return ids
+
+
+async def _delete(client: Client, schedule_id: str) -> None:
+    try:
+        await client.get_schedule_handle(schedule_id).delete()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:  # deleted meanwhile: done all the same
+            raise
