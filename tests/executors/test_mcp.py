@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 from starlette.responses import PlainTextResponse
@@ -141,13 +143,24 @@ async def test_unreachable_server_is_retryable(make_call: MakeCall) -> None:
         await registry.close()
 
 
-async def test_session_is_reused_across_calls(make_call: MakeCall) -> None:
-    stats = McpStats()
+@asynccontextmanager
+async def served_registry(stats: McpStats, server_id: str) -> AsyncIterator[ExecutorRegistry]:
+    """A registry whose catalog holds one test MCP server (counting into `stats`), listed
+    (discovery shares the session with calls)."""
     served = ServedApp(build_mcp_server(stats).streamable_http_app()).start()
-    spec = McpServerSpec(id="counted", url=f"{served.base_url}/mcp")
+    spec = McpServerSpec(id=server_id, url=f"{served.base_url}/mcp")
     registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
     try:
-        await registry.catalog.refresh()  # discovery shares the session with calls
+        await registry.catalog.refresh()
+        yield registry
+    finally:
+        await registry.close()
+        served.stop()
+
+
+async def test_session_is_reused_across_calls(make_call: MakeCall) -> None:
+    stats = McpStats()
+    async with served_registry(stats, "counted") as registry:
         calls = [registry.execute(make_call("echo", {"text": str(i)})) for i in range(10)]
         await asyncio.gather(*calls)
         for i in range(10):
@@ -155,9 +168,6 @@ async def test_session_is_reused_across_calls(make_call: MakeCall) -> None:
         assert stats.methods["tools/call"] == 20
         assert stats.handshakes == 1
         assert registry.catalog.sessions.get("counted").connects == 1
-    finally:
-        await registry.close()
-        served.stop()
 
 
 async def test_a_call_the_server_answers_with_an_error_leaves_the_calls_beside_it(
@@ -166,20 +176,13 @@ async def test_a_call_the_server_answers_with_an_error_leaves_the_calls_beside_i
     # A JSON-RPC error is an answer: the connection works, and the steps sharing it
     # (a parallel block's children) go on; it is not dropped and reconnected.
     stats = McpStats()
-    served = ServedApp(build_mcp_server(stats).streamable_http_app()).start()
-    spec = McpServerSpec(id="shared", url=f"{served.base_url}/mcp")
-    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
-    try:
-        await registry.catalog.refresh()
+    async with served_registry(stats, "shared") as registry:
         beside = asyncio.create_task(registry.execute(make_call("shared/sleepy", {"seconds": 0.5})))
         await eventually(lambda: stats.methods["tools/call"] >= 1, every=0.01)
         with pytest.raises(TransientError, match="refused by the server"):
             await registry.execute(make_call("shared/refuses", {}))
         assert (await beside).output == {"result": "awake"}
         assert registry.catalog.sessions.get("shared").connects == 1
-    finally:
-        await registry.close()
-        served.stop()
 
 
 async def test_a_cancelled_call_is_cancelled_on_the_server_and_leaves_its_session(
@@ -188,11 +191,7 @@ async def test_a_cancelled_call_is_cancelled_on_the_server_and_leaves_its_sessio
     # The SDK tells the server (`notifications/cancelled`, or at protocol 2026 the request's
     # stream closed) and the session it shares with other calls stays connected.
     stats = McpStats()
-    served = ServedApp(build_mcp_server(stats).streamable_http_app()).start()
-    spec = McpServerSpec(id="shared", url=f"{served.base_url}/mcp")
-    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
-    try:
-        await registry.catalog.refresh()
+    async with served_registry(stats, "shared") as registry:
         beside = asyncio.create_task(registry.execute(make_call("shared/sleepy", {"seconds": 1})))
         hung = asyncio.create_task(registry.execute(make_call("shared/sleepy", {"seconds": 60})))
         await eventually(lambda: stats.naps["begun"] == 2, every=0.01)
@@ -203,9 +202,6 @@ async def test_a_cancelled_call_is_cancelled_on_the_server_and_leaves_its_sessio
             "result": "x"
         }
         assert registry.catalog.sessions.get("shared").connects == 1
-    finally:
-        await registry.close()
-        served.stop()
 
 
 async def test_a_cancelled_call_leaves_a_stdio_session_serving_the_next(
@@ -235,17 +231,10 @@ async def test_arguments_the_server_refuses_as_invalid_params_are_not_retried(
     # Valid against the tool's schema, refused by the server itself (JSON-RPC -32602): the
     # same arguments would be refused on every attempt.
     stats = McpStats()
-    served = ServedApp(build_mcp_server(stats).streamable_http_app()).start()
-    spec = McpServerSpec(id="strict", url=f"{served.base_url}/mcp")
-    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
-    try:
-        await registry.catalog.refresh()
+    async with served_registry(stats, "strict") as registry:
         with pytest.raises(PermanentError, match="value 7 is not one this server takes"):
             await registry.execute(make_call("strict/refuses_arguments", {"value": 7}))
         assert registry.catalog.sessions.get("strict").connects == 1
-    finally:
-        await registry.close()
-        served.stop()
 
 
 async def test_session_reconnects_after_the_server_restarts(make_call: MakeCall) -> None:
