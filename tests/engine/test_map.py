@@ -33,6 +33,20 @@ def _echo(node_id: str, **config: Any) -> dict[str, Any]:
     }
 
 
+def _dividing(on_error: str | None = None) -> dict[str, Any]:
+    """A step `get` outputting {"v": 10 / item}: it fails for an item of 0."""
+    step: dict[str, Any] = {
+        "id": "get",
+        "name": "get",
+        "nodeType": "step",
+        "executorKey": "builtin:transform",
+        "config": {"map": {"v": "10 / item"}},
+    }
+    if on_error is not None:
+        step["stepConfig"] = {"onError": on_error}
+    return step
+
+
 def _delay(node_id: str, seconds: float, **extra: Any) -> dict[str, Any]:
     return {
         "id": node_id,
@@ -116,14 +130,7 @@ async def test_at_most_max_concurrency_items_run_at_once(platform: Platform) -> 
 
 
 async def test_an_item_whose_step_skips_on_error_yields_none(platform: Platform) -> None:
-    failing = {
-        "id": "get",
-        "name": "get",
-        "nodeType": "step",
-        "executorKey": "builtin:transform",
-        "stepConfig": {"onError": "skip"},
-        "config": {"map": {"v": "10 / item"}},
-    }
+    failing = _dividing(on_error="skip")
     run = await platform.run({"nodes": [_map([failing], "input.items")]}, {"items": [2, 0, 5]})
     assert run["status"] == "completed", run["errorSummary"]
     assert run["finalOutput"] == [{"v": 5.0}, None, {"v": 2.0}]
@@ -134,14 +141,7 @@ async def test_an_item_whose_step_skips_on_error_yields_none(platform: Platform)
 async def test_an_item_goes_on_after_a_skipped_step_that_is_not_its_last(
     platform: Platform,
 ) -> None:
-    failing = {
-        "id": "get",
-        "name": "get",
-        "nodeType": "step",
-        "executorKey": "builtin:transform",
-        "stepConfig": {"onError": "skip"},
-        "config": {"map": {"v": "10 / item"}},
-    }
+    failing = _dividing(on_error="skip")
     after = _echo("after", seen="{{ index }}")
     run = await platform.run({"nodes": [_map([failing, after], "input.items")]}, {"items": [2, 0]})
     assert run["status"] == "completed", run["errorSummary"]
@@ -151,13 +151,7 @@ async def test_an_item_goes_on_after_a_skipped_step_that_is_not_its_last(
 
 
 async def test_an_item_that_fails_fails_the_map_and_the_run(platform: Platform) -> None:
-    failing = {
-        "id": "get",
-        "name": "get",
-        "nodeType": "step",
-        "executorKey": "builtin:transform",
-        "config": {"map": {"v": "10 / item"}},
-    }
+    failing = _dividing()
     run = await platform.run({"nodes": [_map([failing], "input.items")]}, {"items": [2, 0]})
     assert run["status"] == "failed"
     [m] = [n for n in run["nodeRuns"] if n["nodeName"] == "M"]
