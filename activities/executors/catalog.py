@@ -33,6 +33,7 @@ from activities.executors.catalog_file import (
 )
 from activities.executors.catalog_models import AgentInfo, ServerInfo, SkillInfo, ToolInfo
 from activities.executors.tls import default_tls
+from activities.executors.url_mask import password_masked
 from temporal_workflows.definition import WorkflowSpec, iter_nodes_at
 from temporal_workflows.validation import Problem
 
@@ -378,9 +379,4 @@ def agent_http_kwargs(catalog: Catalog, name: str) -> dict[str, object] | None:
 
 def shown_url(url: str) -> str:
     """A URL as the catalog routes show it: a password written into it is masked."""
-    scheme, sep, rest = url.partition("://")
-    authority, slash, tail = rest.partition("/")
-    userinfo, at, host = authority.rpartition("@")
-    if not sep or not at or ":" not in userinfo:
-        return url
-    return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{slash}{tail}"
+    return password_masked(url)

@@ -1,4 +1,6 @@
-"""A URL as an error message may show it: where it went, never what it carried.
+"""A URL as an error message, a log line or an answer may show it: where it went, never
+what it carried. One place for the platform's URL masks (app/redaction.py and the
+catalog's routes use them too).
 
 A `builtin:http` step's error is kept in the run's record, its events and Temporal's
 history; a token in the URL's query string (or a password in its user info) would stay
@@ -7,22 +9,37 @@ there for anyone who may read the run.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
-
 MASK = "***"
+
+
+def password_of(url: str) -> str | None:
+    """The password written into `scheme://user:<password>@host…`, if any."""
+    _scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    authority = rest.split("/", 1)[0].split("?", 1)[0]
+    userinfo, at, _hosts = authority.rpartition("@")
+    if not at:
+        return None
+    _user, colon, password = userinfo.partition(":")
+    return password if colon and password else None
+
+
+def password_masked(url: str) -> str:
+    """`url` as written, but for its password (`scheme://user:***@host…`)."""
+    if password_of(url) is None:
+        return url
+    scheme, _, rest = url.partition("://")
+    authority, slash, tail = rest.partition("/")
+    userinfo, _, hosts = authority.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return f"{scheme}://{user}:{MASK}@{hosts}{slash}{tail}"
 
 
 def masked_url(url: str) -> str:
     """`url` with its password and every query value masked, its fragment left out."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # not a URL httpx could send either: show its scheme only
-        return f"{url.partition(':')[0]}:{MASK}"
-    userinfo, at, host = parts.netloc.rpartition("@")
-    if at:
-        user, colon, _password = userinfo.partition(":")
-        host = f"{user}:{MASK}@{host}" if colon else f"{user}@{host}"
-    return urlunsplit((parts.scheme, host, parts.path, _masked_query(parts.query), ""))
+    head, question, query = url.partition("#")[0].partition("?")
+    return password_masked(head) + (question + _masked_query(query) if question else "")
 
 
 def mask_urls(text: str, *urls: str) -> str:
