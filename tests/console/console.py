@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.console.browser import ARTIFACTS, NARROW, WIDE
+from tests.hitl.helpers import start, wait_for_gate
 from tests.support.platform import Platform
 
 A11Y_CHECKS = (Path(__file__).parent / "a11y.js").read_text()
@@ -37,6 +38,14 @@ class Console:
         finally:
             await context.close()
         assert console.errors == [], f"errors in the page: {console.errors}"
+
+    async def at_gate(
+        self, nodes: list[dict[str, Any]], step_id: str, initial: dict[str, Any] | None = None
+    ) -> tuple[str, str]:
+        """A workflow of `nodes` started, its run waiting at `step_id`'s gate: (wf, run)."""
+        wf, run_id = await start(self.platform, nodes, initial)
+        await wait_for_gate(self.platform, wf, run_id, step_id)
+        return wf, run_id
 
     async def goto(self, path: str, page: Any = None) -> Any:
         """Open a console path and wait until its page is drawn."""

@@ -8,7 +8,6 @@ from playwright.async_api import expect
 
 from tests.console.console import Console, first_answer_lost
 from tests.console.test_reopened_gates import gate_opened, reviewed_loop
-from tests.hitl.helpers import start, wait_for_gate
 
 
 async def test_sending_a_decision_again_after_its_answer_was_lost_decides_nothing_more(
@@ -17,8 +16,7 @@ async def test_sending_a_decision_again_after_its_answer_was_lost_decides_nothin
     # Every iteration review of a loop has the same step id: a repeat without the decision's
     # Idempotency-Key would decide the next iteration, which nobody has looked at yet.
     p = console.platform
-    wf, run_id = await start(p, reviewed_loop())
-    await wait_for_gate(p, wf, run_id, "lp")
+    wf, run_id = await console.at_gate(reviewed_loop(), "lp")
     page = console.page
     keys: list[str | None] = []
 
@@ -39,9 +37,7 @@ async def test_sending_a_decision_again_after_its_answer_was_lost_decides_nothin
 
 async def test_another_decision_from_the_same_form_gets_a_new_key(console: Console) -> None:
     # A key is one decision: after a refused input the corrected one is another request.
-    p = console.platform
-    wf, run_id = await start(p, reviewed_loop())
-    await wait_for_gate(p, wf, run_id, "lp")
+    _wf, run_id = await console.at_gate(reviewed_loop(), "lp")
     page = console.page
     keys: list[str | None] = []
 

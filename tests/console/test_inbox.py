@@ -10,7 +10,7 @@ from playwright.async_api import expect
 
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate, form_gate, review_gate, route_gate
-from tests.hitl.helpers import start, wait_for_gate
+from tests.hitl.helpers import wait_for_gate
 
 LIVE = 15_000  # ms: how long a live change may take to show
 
@@ -88,8 +88,7 @@ class TestUserInputForm:
         self, console: Console
     ) -> None:
         p = console.platform
-        wf, run_id = await start(p, form_gate())
-        await wait_for_gate(p, wf, run_id, "collect")
+        wf, run_id = await console.at_gate(form_gate(), "collect")
         await console.goto("/console/approvals")
         card = console.page.locator(f'article[data-run-id="{run_id}"]')
         await card.get_by_label("amount").fill("3")
@@ -122,8 +121,7 @@ class TestConfirmAndReject:
         self, console: Console
     ) -> None:
         p = console.platform
-        wf, run_id = await start(p, confirm_gate("Ship order 42?"))
-        await wait_for_gate(p, wf, run_id, "ship")
+        wf, run_id = await console.at_gate(confirm_gate("Ship order 42?"), "ship")
         await console.goto("/console/approvals")
         card = console.page.locator(f'article[data-run-id="{run_id}"]')
         await expect(card).to_contain_text("Ship order 42?")
@@ -141,8 +139,7 @@ class TestConfirmAndReject:
 
     async def test_a_gate_can_be_approved_with_the_keyboard_alone(self, console: Console) -> None:
         p = console.platform
-        wf, run_id = await start(p, confirm_gate())
-        await wait_for_gate(p, wf, run_id, "ship")
+        wf, run_id = await console.at_gate(confirm_gate(), "ship")
         await console.goto("/console/approvals")
         page = console.page
         # Focus order: skip link, brand, navigation, Refresh, the card's links, Approve.
@@ -168,8 +165,7 @@ class TestRouteSelection:
         self, console: Console
     ) -> None:
         p = console.platform
-        wf, run_id = await start(p, route_gate(), {"kind": "express"})
-        await wait_for_gate(p, wf, run_id, "route")
+        wf, run_id = await console.at_gate(route_gate(), "route", {"kind": "express"})
         await console.goto("/console/approvals")
         card = console.page.locator(f'article[data-run-id="{run_id}"]')
         express = card.get_by_role("radio", name="express (suggested)")
@@ -187,8 +183,7 @@ class TestRouteSelection:
         self, console: Console
     ) -> None:
         p = console.platform
-        wf, run_id = await start(p, route_gate(multiple=True), {"kind": "standard"})
-        await wait_for_gate(p, wf, run_id, "route")
+        wf, run_id = await console.at_gate(route_gate(multiple=True), "route", {"kind": "standard"})
         await console.goto("/console/approvals")
         card = console.page.locator(f'article[data-run-id="{run_id}"]')
         await expect(card.get_by_role("checkbox", name="standard (suggested)")).to_be_checked()
@@ -213,8 +208,7 @@ class TestRouteSelection:
         # The suggestion names both routes but the gate takes one: picking one of them for
         # the approver (the last radio button checked wins) would hide the tie.
         p = console.platform
-        wf, run_id = await start(p, route_gate(), {"kind": ["express", "standard"]})
-        await wait_for_gate(p, wf, run_id, "route")
+        wf, run_id = await console.at_gate(route_gate(), "route", {"kind": ["express", "standard"]})
         await console.goto("/console/approvals")
         card = console.page.locator(f'article[data-run-id="{run_id}"]')
         await expect(card.get_by_role("radio", name="express (suggested)")).not_to_be_checked()
@@ -239,8 +233,7 @@ class TestOutputReview:
         self, console: Console
     ) -> None:
         p = console.platform
-        wf, run_id = await start(p, review_gate())
-        await wait_for_gate(p, wf, run_id, "draft")
+        wf, run_id = await console.at_gate(review_gate(), "draft")
         await console.goto("/console/approvals")
         card = console.page.locator(f'article[data-run-id="{run_id}"]')
         editor = card.get_by_label("Step output (JSON)")
@@ -259,11 +252,9 @@ class TestOutputReview:
 
 
 async def test_the_inbox_picks_up_new_gates_and_says_when_nothing_waits(console: Console) -> None:
-    p = console.platform
     await console.goto("/console/approvals")
     await expect(console.page.locator(".summary")).to_have_text("Nothing is waiting for you.")
     await console.shoot("inbox-empty")
-    wf, run_id = await start(p, confirm_gate())
-    await wait_for_gate(p, wf, run_id, "ship")
+    _wf, run_id = await console.at_gate(confirm_gate(), "ship")
     await console.page.get_by_role("button", name="Refresh").click()
     await expect(console.page.locator(f'article[data-run-id="{run_id}"]')).to_be_visible()

@@ -10,7 +10,6 @@ from playwright.async_api import expect
 from tests.builders import echo, loop
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate
-from tests.hitl.helpers import start, wait_for_gate
 from tests.support.platform import Platform
 
 LIVE = 15_000  # ms
@@ -41,8 +40,7 @@ async def test_a_loops_next_iteration_review_gets_a_new_form_on_the_run_page(
     # Every iteration's gate has the same step id: the page must not take the next one for
     # the gate it has just decided.
     p = console.platform
-    wf, run_id = await start(p, reviewed_loop())
-    await wait_for_gate(p, wf, run_id, "lp")
+    wf, run_id = await console.at_gate(reviewed_loop(), "lp")
     page = console.page
     await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
     gates = page.locator("section[aria-labelledby=gates-h]")
@@ -61,8 +59,7 @@ async def test_a_review_reopened_after_a_rejection_gets_a_new_form_in_the_inbox(
 ) -> None:
     p = console.platform
     review = {"requiresOutputReview": True, "outputReviewMessage": "Good?", "onReject": "retry"}
-    wf, run_id = await start(p, [echo("check", review, v=1)])
-    await wait_for_gate(p, wf, run_id, "check")
+    wf, run_id = await console.at_gate([echo("check", review, v=1)], "check")
     page = console.page
     await console.goto("/console/approvals")
     cards = page.locator(f'article[data-run-id="{run_id}"]')
@@ -82,9 +79,7 @@ async def test_the_outcome_stays_when_the_run_ends_before_the_answer_arrives(
 ) -> None:
     # The decision's answer comes back late (a slow network); meanwhile the run's events say
     # the gate closed and the run completed. The card must still say what happened.
-    p = console.platform
-    wf, run_id = await start(p, confirm_gate())
-    await wait_for_gate(p, wf, run_id, "ship")
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
     page = console.page
 
     async def late(route: Any) -> None:
@@ -107,8 +102,7 @@ async def test_a_decided_card_keeps_its_outcome_through_refreshes_until_dismisse
 ) -> None:
     # Its gate is no longer pending once decided: a refresh must not take the outcome away.
     p = console.platform
-    wf, run_id = await start(p, confirm_gate())
-    await wait_for_gate(p, wf, run_id, "ship")
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
     page = console.page
     await console.goto("/console/approvals")
     card = page.locator(f'article[data-run-id="{run_id}"]')

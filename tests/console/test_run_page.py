@@ -9,7 +9,7 @@ from playwright.async_api import expect
 from tests.builders import condition, delay, echo, loop, parallel, router, step
 from tests.console.console import Console, first_answer_lost
 from tests.console.definitions import confirm_gate
-from tests.hitl.helpers import approve, start, wait_for_gate
+from tests.hitl.helpers import approve, start
 
 LIVE = 15_000  # ms
 
@@ -26,8 +26,7 @@ async def confirm(console: Console, action: str) -> None:
 
 async def test_controls_ask_first_and_the_page_follows_the_run_live(console: Console) -> None:
     p = console.platform
-    wf, run_id = await start(p, confirm_gate())
-    await wait_for_gate(p, wf, run_id, "ship")
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
     page = console.page
     sent: list[str] = []
     page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
@@ -86,8 +85,7 @@ async def test_focus_returns_to_the_control_even_when_a_live_update_redrew_it(
     # The run moves on while the dialog is open, so the page re-draws its controls; on
     # Escape the focus goes back to the new Pause button, not to the page's body.
     p = console.platform
-    wf, run_id = await start(p, [*confirm_gate(), delay("wait", 3)])
-    await wait_for_gate(p, wf, run_id, "ship")
+    wf, run_id = await console.at_gate([*confirm_gate(), delay("wait", 3)], "ship")
     page = console.page
     await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
     status = page.locator("[data-role=run-status] .badge")
@@ -211,8 +209,7 @@ async def test_a_retry_sent_again_after_its_answer_was_lost_starts_one_child(
     console: Console,
 ) -> None:
     p = console.platform
-    wf, run_id = await start(p, confirm_gate())
-    await wait_for_gate(p, wf, run_id, "ship")
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
     await p.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/cancel")
     await p.wait(wf, run_id)
     page = console.page
