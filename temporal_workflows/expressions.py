@@ -58,15 +58,18 @@ SCOPE_VARIABLES = frozenset(
 _BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ENV = celpy.Environment(runner_class=BudgetedRunner)
 _PLAIN_ENV = celpy.Environment()
-_PROGRAMS: dict[str, tuple[Any, frozenset[str]]] = {}
+# Per source: the program, every name token in it (the scope variables to convert), and
+# the identifiers it reads unbound (the save-time check).
+_PROGRAMS: dict[str, tuple[Any, frozenset[str], tuple[str, ...]]] = {}
 
 
 class ExpressionError(ValueError):
     """A CEL expression that does not parse, or fails or mistypes when evaluated."""
 
 
-def _program(source: str) -> tuple[Any, frozenset[str]]:
-    """The compiled program and the names it reads; ExpressionError if it cannot run."""
+def _program(source: str) -> tuple[Any, frozenset[str], tuple[str, ...]]:
+    """The compiled program, the names it may read and those it reads unbound;
+    ExpressionError if it cannot run."""
     found = _PROGRAMS.get(source)
     if found is None:
         try:
@@ -77,7 +80,8 @@ def _program(source: str) -> tuple[Any, frozenset[str]]:
         if problem is not None:
             raise ExpressionError(f"CEL expression {_brief(source)} is too costly: {problem}")
         names = frozenset(str(t) for t in ast.scan_values(lambda v: isinstance(v, str)))
-        found = _PROGRAMS[source] = (_ENV.program(ast, functions=FUNCTIONS), names)
+        program = _ENV.program(ast, functions=FUNCTIONS)
+        found = _PROGRAMS[source] = (program, names, tuple(free_names(ast)))
     return found
 
 
@@ -99,8 +103,7 @@ def check_expression(source: str) -> None:
     `inptu` would fail every evaluation that reaches it)."""
     if not source or not source.strip():
         raise ExpressionError("CEL expression is empty")
-    _program(source)
-    for name in free_names(_ENV.compile(source)):
+    for name in _program(source)[2]:
         if name not in SCOPE_VARIABLES and not _cel_name(name):
             close = difflib.get_close_matches(name, SCOPE_VARIABLES, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -302,7 +305,7 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
     It spends `budget` (a fresh one when None: see `fresh_budget`); running out is an
     ExpressionError.
     """
-    program, names = _program(source)
+    program, names, _ = _program(source)
     # Only the variables the expression names: converting every step's outputs is costly.
     activation = {name: _variable(source, name, scope[name]) for name in names if name in scope}
     budget = budget or fresh_budget()

@@ -28,7 +28,8 @@ async def find_run(
     run_id = run.id
 
     async def build() -> bytes:
-        # Read again: the read lane calls this later, for a request this route checked once.
+        # Read again, after the change count (a read from before it could be kept under a
+        # newer count), and by the read lane later, for a request this route checked once.
         fresh = await store.get_run(run_id)
         if fresh is None:
             raise NotFound(f"Run {run_id!r} not found")
