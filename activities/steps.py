@@ -239,6 +239,7 @@ class _Attempt:
             attempt=self._attempt,
             started_at=self.started_at,
             input_snapshot=self._step.config,
+            **(self._step.placement or {}),
             **fields,
         )
 

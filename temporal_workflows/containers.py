@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         review_gate,
     )
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped
+    from temporal_workflows.placement import Placement
     from temporal_workflows.read_model import OPEN_REV
     from temporal_workflows.recorder import RunRecorder
     from temporal_workflows.reviews import Reviews, review_of
@@ -187,9 +188,10 @@ class Containers:
                 iteration_outputs.clear()
             # Between iterations of a top-level loop runs have always continued as new.
             top_first = self.continuation.is_top(node) and iteration > 0
-            last = await self.dispatcher.run_sequence(
-                node.children, scope, at=resume, top_first=top_first, outputs=iteration_outputs
-            )
+            with scope.placed(Placement(node_run_id, iteration=iteration)):
+                last = await self.dispatcher.run_sequence(
+                    node.children, scope, at=resume, top_first=top_first, outputs=iteration_outputs
+                )
 
         async def run_again(rejected: Decision) -> None:
             async with self.continuation.held():

@@ -200,6 +200,8 @@ class StepInput(CamelModel):
     # What the last of those activities sent with its last heartbeat: work it started (an
     # A2A task, say) that this one can pick up rather than start again.
     earlier_progress: dict[str, Any] | None = None
+    # Where the node run sits inside its container (placement.py's fields); None: top level.
+    placement: dict[str, Any] | None = None
 
 
 class StepPlan(CamelModel):

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.frames import NodeFrame, SequenceFrame
     from temporal_workflows.history import HistoryBudget
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped, RunCancelled
+    from temporal_workflows.placement import Placement
     from temporal_workflows.recorder import RunRecorder
     from temporal_workflows.reviews import Reviews
     from temporal_workflows.run_status import Activity, Pause
@@ -121,8 +122,9 @@ class Dispatcher:
         """Record a container's node run around its body; failures name the container."""
         if frame is not None:
             node_run_id = frame.node_run_id  # carried over continue-as-new
+            self.recorder.place(node_run_id, scope.placement)
         else:
-            node_run_id = self.recorder.next_node_run_id(node)
+            node_run_id = self.recorder.next_node_run_id(node, scope.placement)
             self.recorder.node(
                 node_run_id,
                 node,
@@ -133,7 +135,8 @@ class Dispatcher:
             )
         self.activity.enter(node_run_id, node.name)
         try:
-            snapshot, output = await body(node, scope, node_run_id, frame)
+            with scope.placed(Placement(node_run_id)):
+                snapshot, output = await body(node, scope, node_run_id, frame)
         except NodeSkipped as skipped:
             self.recorder.skipped(node_run_id, node, skipped)
             scope.previous_step_outputs[node.name] = None

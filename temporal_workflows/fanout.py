@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.definition import WorkflowNode
     from temporal_workflows.frames import BranchFrame, MapFrame, ParallelFrame, SequenceFrame
     from temporal_workflows.outcomes import NodeFailed, RunStopped
+    from temporal_workflows.placement import Placement
     from temporal_workflows.recorder import RunRecorder
     from temporal_workflows.scope import Scope
 
@@ -73,6 +74,7 @@ class FanOut:
         def branch(index: int, item: Any) -> Branch:
             async def run(item_scope: Scope, at: BranchFrame | None) -> Any:
                 item_scope.extra.update(item=item, index=index)
+                item_scope.placement = Placement(node_run_id, item_index=index)
                 sequence = at.sequence if at is not None else None
                 return await self.dispatcher.run_sequence(node.children, item_scope, at=sequence)
 

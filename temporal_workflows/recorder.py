@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.open_gates import OpenGates
     from temporal_workflows.outbox import Outbox
     from temporal_workflows.outcomes import NodeSkipped
+    from temporal_workflows.placement import Placement
     from temporal_workflows.read_model import (
         FINAL_REV,
         OPEN_REV,
@@ -57,6 +58,8 @@ class RunRecorder:
         self.status = "pending"
         # Node runs per node id so far (carried across continue-as-new).
         self.node_counts: dict[str, int] = {}
+        # Where each node run inside a container sits (see placement.py), by its id.
+        self._placements: dict[str, dict[str, Any]] = {}
 
     async def publish(
         self,
@@ -127,10 +130,20 @@ class RunRecorder:
     def handed_written(self, handed: ProjectionBatch) -> None:
         self._outbox.confirm(handed)
 
-    def next_node_run_id(self, node: WorkflowNode) -> str:
+    def next_node_run_id(self, node: WorkflowNode, placement: Placement | None) -> str:
         count = self.node_counts.get(node.node_id, 0) + 1
         self.node_counts[node.node_id] = count
-        return node_run_id(self._inp.run_id, node.node_id, count)
+        new_id = node_run_id(self._inp.run_id, node.node_id, count)
+        self.place(new_id, placement)
+        return new_id
+
+    def place(self, node_run_id: str, placement: Placement | None) -> None:
+        """Every write of this node run shows where it sits (nothing for a top-level one)."""
+        if placement is not None:
+            self._placements[node_run_id] = placement.fields()
+
+    def placement_of(self, node_run_id: str) -> dict[str, Any] | None:
+        return self._placements.get(node_run_id)
 
     def node(
         self,
@@ -156,7 +169,7 @@ class RunRecorder:
             node_type=node.node_type,
             status=status,
             rev=rev,
-            **fields,
+            **{**self._placements.get(node_run_id, {}), **fields},
         )
         self._outbox.add_node(
             NodeRunProjection(

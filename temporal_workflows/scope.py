@@ -5,10 +5,13 @@ The same variables serve CEL expressions and `{{ … }}` templates (docs/semanti
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from temporal_workflows.frames import ScopeState
+from temporal_workflows.placement import Placement
 
 
 @dataclass
@@ -21,6 +24,9 @@ class Scope:
     previous_step_outputs: dict[str, Any] = field(default_factory=dict)
     # Node-specific extras: step_choices, user_input, rejection_feedback, iteration, ...
     extra: dict[str, Any] = field(default_factory=dict)
+    # The container node run (and item or iteration) whose children run in this scope;
+    # derived again from frames on resume, so not carried across continue-as-new.
+    placement: Placement | None = None
 
     def variables(self) -> dict[str, Any]:
         """Every variable by name, for CEL and templates."""
@@ -46,7 +52,17 @@ class Scope:
             previous_step_content=self.previous_step_content,
             previous_step_outputs=dict(self.previous_step_outputs),
             extra=dict(self.extra),
+            placement=self.placement,
         )
+
+    @contextmanager
+    def placed(self, placement: Placement) -> Iterator[None]:
+        """Children of a container run under `placement`; the scope's own comes back after."""
+        outer, self.placement = self.placement, placement
+        try:
+            yield
+        finally:
+            self.placement = outer
 
     def state(self) -> ScopeState:
         """This scope's own data, to carry across continue-as-new."""

@@ -100,7 +100,7 @@ class StepRunner:
             node=node,
             scope=scope,
             config=node.step_config or StepConfig(),
-            node_run_id=self.recorder.next_node_run_id(node),
+            node_run_id=self.recorder.next_node_run_id(node, scope.placement),
         )
         cached = self.inp.cached_outputs.get(node.node_id)
         if cached is not None:
@@ -147,7 +147,7 @@ class StepRunner:
         async def run_again(rejected: Decision) -> None:
             nonlocal output
             step.extra["rejection_feedback"] = rejected.feedback
-            step.node_run_id = self.recorder.next_node_run_id(node)
+            step.node_run_id = self.recorder.next_node_run_id(node, step.scope.placement)
             output = await self._execute(step)
 
         decision = await self.reviews.ask(
@@ -188,6 +188,7 @@ class StepRunner:
             config=rendered,
             context=executor_context(variables),
             triggered_by=self.inp.triggered_by,
+            placement=self.recorder.placement_of(step.node_run_id),
         )
         self.activity.enter(step.node_run_id, node.name)
         try:

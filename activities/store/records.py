@@ -118,4 +118,8 @@ class NodeRunRecord(StoredModel):
     finished_at: datetime | None = None
     resolved_executor: dict[str, Any] | None = None
     reused_from_node_run_id: str | None = None
+    # Where it sits inside a container (temporal_workflows/placement.py); None: top level.
+    parent_node_run_id: str | None = None
+    item_index: int | None = None
+    iteration: int | None = None
     rev: int = 0

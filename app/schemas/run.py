@@ -110,6 +110,11 @@ class NodeRunPublic(CamelModel):
     finished_at: datetime | None = None
     resolved_executor: dict[str, Any] | None = None
     reused_from_node_run_id: str | None = None
+    # The container node run whose children it runs, and which map item or loop iteration
+    # (0-based) of it; null for a top-level node run.
+    parent_node_run_id: str | None = None
+    item_index: int | None = None
+    iteration: int | None = None
 
     @classmethod
     def from_record(cls, record: NodeRunRecord) -> NodeRunPublic:

@@ -192,7 +192,9 @@ async def test_the_tree_shows_branches_routes_and_bodies_with_their_statuses(
 async def test_a_node_that_ran_many_times_shows_its_latest_runs_first(console: Console) -> None:
     p = console.platform
     wf, run_id = await start(p, [loop("repeat", echo("again"), max_iterations=25)])
-    assert (await p.wait(wf, run_id))["status"] == "completed"
+    run = await p.wait(wf, run_id)
+    assert run["status"] == "completed"
+    [repeat] = [n for n in run["nodeRuns"] if n["nodeName"] == "repeat"]
     page = console.page
     await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
     await expect(page.locator("dl.facts").first).to_contain_text("26 (26 completed)")
@@ -203,6 +205,11 @@ async def test_a_node_that_ran_many_times_shows_its_latest_runs_first(console: C
     await expect(runs).to_have_count(20)
     await expect(runs.first).to_have_attribute("data-node-run-id", f"{run_id}.again.25")
     await expect(runs.last).to_have_attribute("data-node-run-id", f"{run_id}.again.6")
+    # Each card says which iteration (0-based) it ran in, inside the loop's node run.
+    facts = runs.first.locator("dl.facts > div")
+    await expect(facts.filter(has_text="Iteration").locator("dd")).to_have_text("24")
+    await expect(facts.filter(has_text="Inside").locator("dd")).to_have_text(repeat["id"])
+    await expect(facts.filter(has_text="Item")).to_have_count(0)
 
 
 async def test_a_retry_sent_again_after_its_answer_was_lost_starts_one_child(

@@ -329,6 +329,10 @@ export async function renderRun(main, [workflowId, runId], { config }) {
         ["Took", started && finished ? duration((finished - started) / 1000) : null],
         ["Executor", nr.resolvedExecutor ? executorText(nr.resolvedExecutor) : null],
         ["Reused from", nr.reusedFromNodeRunId ? h("code", {}, nr.reusedFromNodeRunId) : null],
+        // Where it sits: a map's item or a loop's iteration (0-based), inside which node run.
+        ["Item", nr.itemIndex == null ? null : String(nr.itemIndex)],
+        ["Iteration", nr.iteration == null ? null : String(nr.iteration)],
+        ["Inside", nr.parentNodeRunId ? h("code", {}, nr.parentNodeRunId) : null],
       ]),
       nr.error ? notice("error", h("strong", {}, "Error: "), nr.error) : null,
       snapshot("in", "Input snapshot", nr.inputSnapshot),
