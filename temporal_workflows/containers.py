@@ -46,6 +46,9 @@ LOOP_RETRY_PATCH = "loop-iteration-retry-sees-the-feedback"
 # A router whose conditionCel gave an empty list completed, running no choice; it fails now
 # (a router picks a choice), and a gate's suggestion of none is no suggestion.
 EMPTY_ROUTE_PATCH = "router-selecting-no-choice-fails"
+# A choice named twice by conditionCel ran once but made the output the several-choices
+# map ({name: output}); it is now selected once, as if named once.
+DUPLICATE_ROUTE_PATCH = "router-choice-named-twice-selected-once"
 # A route selection approved by its timer with no suggestion failed the router (and the
 # run); it is skipped now, as a step whose timed-out form lacks a required value is.
 UNSUGGESTED_TIMEOUT_PATCH = "route-timed-out-without-suggestion-skips"
@@ -326,6 +329,9 @@ def _route(node: WorkflowNode, source: str, scope: Scope, names: list[str]) -> l
         )
     if not selected and workflow.patched(EMPTY_ROUTE_PATCH):
         raise NodeFailed(node.name, "conditionCel selected no choice (an empty list)")
+    once = list(dict.fromkeys(selected))
+    if len(once) < len(selected) and workflow.patched(DUPLICATE_ROUTE_PATCH):
+        selected = once
     unknown = [v for v in selected if v not in names]
     if unknown:
         raise NodeFailed(

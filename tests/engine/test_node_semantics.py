@@ -328,6 +328,15 @@ class TestRouter:
         assert names(run) == ["research-router", "hn", "deep", "web"]
         assert run["finalOutput"] == {"tech": {"v": "deep"}, "general": {"v": "web"}}
 
+    async def test_a_choice_named_twice_is_selected_once(self, platform: Platform) -> None:
+        # It ran once but output {"tech": …}, as if several choices had been selected.
+        run = await platform.run(self.ROUTER, {"strategy": ["tech", "tech"]})
+        assert run["status"] == "completed", run["errorSummary"]
+        assert names(run) == ["research-router", "hn", "deep"]
+        assert run["finalOutput"] == {"v": "deep"}
+        [router] = [n for n in run["nodeRuns"] if n["nodeName"] == "research-router"]
+        assert router["inputSnapshot"]["selected"] == ["tech"]
+
     async def test_an_unknown_choice_fails_naming_value_and_choices(
         self, platform: Platform
     ) -> None:

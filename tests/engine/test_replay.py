@@ -258,6 +258,21 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     wf = await platform.create({"nodes": [unsuggested, delay("after-pick", 0)]})
     run_id = runs["route_timed_out_unsuggested"] = await platform.trigger(wf, {"picks": []})
     await platform.wait(wf, run_id)
+    # A router whose conditionCel named a choice twice ran it once but output the
+    # several-choices map {a: …} (recorded before containers.DUPLICATE_ROUTE_PATCH, which
+    # selects it once); a condition on that output picks which delay runs next.
+    twice = {**router, "id": "twice", "name": "twice"}
+    after_twice = {
+        "id": "shape",
+        "name": "shape",
+        "nodeType": "condition",
+        "conditionCel": "'a' in previous_step_content",
+        "trueSteps": [delay("as-map", 0)],
+        "falseSteps": [delay("as-output", 0)],
+    }
+    wf = await platform.create({"nodes": [twice, after_twice]})
+    run_id = runs["router_selected_twice"] = await platform.trigger(wf, {"picks": ["a", "a"]})
+    await platform.wait(wf, run_id)
     return runs
 
 
