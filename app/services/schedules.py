@@ -34,7 +34,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.scheduling import skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
-from app.errors import ScheduleRefused
+from app.errors import NotFound, ScheduleRefused
 from app.schemas.cron import normalized
 from app.schemas.schedule import (
     OverlapPolicy,
@@ -108,14 +108,15 @@ class ScheduleService:
                     if exc.error.status != RPCStatusCode.NOT_FOUND:
                         raise
                     return None  # deleted, still listed for a moment
+                except NotFound:
+                    return None  # made outside Trellis under our prefix and attribute
 
         found = [s for s in await asyncio.gather(*map(described, ids)) if s is not None]
         return ScheduleList(schedules=sorted(found, key=lambda s: (s.created_at, s.id)))
 
     async def get(self, schedule_id: str) -> SchedulePublic:
         """One schedule, described by Temporal."""
-        desc = await _temporal(schedule_id, self._handle(schedule_id).describe())
-        return await self._public(desc)
+        return _public(*await self._describe(schedule_id))
 
     async def replace(
         self, workflow: WorkflowRecord, schedule_id: str, body: ScheduleCreate
@@ -124,7 +125,9 @@ class ScheduleService:
         handle = self._handle(schedule_id)
         new = self._schedule(workflow, schedule_id, body)
 
-        def updater(current: ScheduleUpdateInput) -> ScheduleUpdate:
+        async def updater(current: ScheduleUpdateInput) -> ScheduleUpdate:
+            if await self._trigger_of(current.description) is None:
+                raise _not_ours(schedule_id)
             # Keep the paused state here; it changes through pause()/unpause() below.
             new.state = current.description.schedule.state
             return ScheduleUpdate(schedule=new)
@@ -135,9 +138,9 @@ class ScheduleService:
     async def set_paused(self, schedule_id: str, paused: bool) -> SchedulePublic:
         """Pause or unpause (a no-op when already so); returns the schedule."""
         handle = self._handle(schedule_id)
-        desc = await _temporal(schedule_id, handle.describe())
+        desc, trigger = await self._describe(schedule_id)
         if desc.schedule.state.paused == paused:
-            return await self._public(desc)
+            return _public(desc, trigger)
         if paused:
             await _temporal(schedule_id, handle.pause(note="Paused through the Trellis API"))
         else:
@@ -146,16 +149,18 @@ class ScheduleService:
 
     async def trigger(self, schedule_id: str) -> None:
         """Fire the schedule once now (its overlap policy applies)."""
+        await self._describe(schedule_id)
         await _temporal(schedule_id, self._handle(schedule_id).trigger())
 
     async def delete(self, schedule_id: str) -> None:
         """Delete the schedule; runs it started are not affected."""
+        await self._describe(schedule_id)
         await _temporal(schedule_id, self._handle(schedule_id).delete())
 
     async def skips(self, schedule_id: str, after_id: int, limit: int) -> ScheduleSkipList:
         """Firings that started no run, oldest first, after the given skip id (404 for a
         schedule Temporal does not have, as every other path of a schedule)."""
-        await _temporal(schedule_id, self._handle(schedule_id).describe())
+        await self._describe(schedule_id)
         events = await self.store.list_events(skip_log_key(schedule_id), after_id, limit)
         return ScheduleSkipList(skips=[ScheduleSkip.model_validate(e) for e in events])
 
@@ -196,38 +201,65 @@ class ScheduleService:
             state=ScheduleState(paused=body.paused),
         )
 
-    async def _public(self, desc: ScheduleDescription) -> SchedulePublic:
+    async def _describe(self, schedule_id: str) -> tuple[ScheduleDescription, ScheduleTriggerInput]:
+        """The schedule and its trigger's argument; 404 for one Trellis did not make."""
+        desc = await _temporal(schedule_id, self._handle(schedule_id).describe())
+        trigger = await self._trigger_of(desc)
+        if trigger is None:
+            raise _not_ours(schedule_id)
+        return desc, trigger
+
+    async def _trigger_of(self, desc: ScheduleDescription) -> ScheduleTriggerInput | None:
+        """The argument of a schedule Trellis made; None for any other schedule (one made
+        in Temporal under our id prefix is not ours to show or change)."""
         action = desc.schedule.action
-        assert isinstance(action, ScheduleActionStartWorkflow)
-        [trigger] = await self.client.data_converter.decode(
-            list(action.args),
-            [ScheduleTriggerInput],
-        )
-        assert isinstance(trigger, ScheduleTriggerInput)
-        overlap: OverlapPolicy = OVERLAP_NAMES[desc.schedule.policy.overlap]
-        return SchedulePublic(
-            id=desc.id,
-            workflow_id=trigger.workflow_id,
-            cron=trigger.cron,
-            interval_seconds=trigger.interval_seconds,
-            time_zone=trigger.time_zone,
-            initial_input=trigger.initial_input,
-            overlap_policy=overlap,
-            paused=desc.schedule.state.paused,
-            note=desc.schedule.state.note,
-            num_actions=desc.info.num_actions,
-            next_action_times=list(desc.info.next_action_times[:5]),
-            recent_actions=[
-                ScheduleActionPublic(
-                    scheduled_at=a.scheduled_at,
-                    started_at=a.started_at,
-                    trigger_workflow_id=getattr(a.action, "workflow_id", ""),
-                )
-                for a in desc.info.recent_actions
-            ],
-            created_at=desc.info.created_at,
-            updated_at=desc.info.last_updated_at,
-        )
+        if (
+            not isinstance(action, ScheduleActionStartWorkflow)
+            or action.workflow != SCHEDULE_WORKFLOW_TYPE
+            or len(action.args) != 1
+        ):
+            return None
+        try:
+            [trigger] = await self.client.data_converter.decode(
+                list(action.args), [ScheduleTriggerInput]
+            )
+        except (ValueError, RuntimeError):  # not JSON, or not a trigger's argument
+            return None
+        if not isinstance(trigger, ScheduleTriggerInput) or trigger.schedule_id != desc.id:
+            return None
+        return trigger
+
+
+def _not_ours(schedule_id: str) -> NotFound:
+    # The message of a schedule Temporal does not have (app/errors.py): it is not ours.
+    return NotFound(f"Schedule not found: {schedule_id}")
+
+
+def _public(desc: ScheduleDescription, trigger: ScheduleTriggerInput) -> SchedulePublic:
+    overlap: OverlapPolicy = OVERLAP_NAMES[desc.schedule.policy.overlap]
+    return SchedulePublic(
+        id=desc.id,
+        workflow_id=trigger.workflow_id,
+        cron=trigger.cron,
+        interval_seconds=trigger.interval_seconds,
+        time_zone=trigger.time_zone,
+        initial_input=trigger.initial_input,
+        overlap_policy=overlap,
+        paused=desc.schedule.state.paused,
+        note=desc.schedule.state.note,
+        num_actions=desc.info.num_actions,
+        next_action_times=list(desc.info.next_action_times[:5]),
+        recent_actions=[
+            ScheduleActionPublic(
+                scheduled_at=a.scheduled_at,
+                started_at=a.started_at,
+                trigger_workflow_id=getattr(a.action, "workflow_id", ""),
+            )
+            for a in desc.info.recent_actions
+        ],
+        created_at=desc.info.created_at,
+        updated_at=desc.info.last_updated_at,
+    )
 
 
 async def _temporal(schedule_id: str, call: Awaitable[T]) -> T:

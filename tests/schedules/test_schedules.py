@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from temporalio.client import (
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleIntervalSpec,
+    ScheduleSpec,
+    ScheduleState,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
+from temporal_workflows import search_attributes
+from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -295,3 +305,67 @@ class TestTemporalAnswers:
         assert created["cron"] == "0 9 * * FRI-MON"
         days = {datetime.fromisoformat(t).strftime("%a") for t in created["nextActionTimes"]}
         assert days == {"Fri", "Sat", "Sun", "Mon"}
+
+    async def test_a_schedule_made_outside_trellis_is_not_listed_and_is_404(
+        self, platform: Platform
+    ) -> None:
+        # Under the workflow's id prefix and search attribute, but starting another workflow
+        # (or ours with another argument): GET and the list were a 500.
+        wf = await platform.create(ECHO)
+        attributes = TypedSearchAttributes(
+            [SearchAttributePair(search_attributes.DEFINITION_ID, wf)]
+        )
+        foreign = {
+            f"sched-{wf}-other": ScheduleActionStartWorkflow(
+                "SomeoneElsesWorkflow", id="theirs", task_queue="theirs"
+            ),
+            f"sched-{wf}-otherarg": ScheduleActionStartWorkflow(
+                SCHEDULE_WORKFLOW_TYPE, {"report": "weekly"}, id="theirs", task_queue="theirs"
+            ),
+        }
+        for schedule_id, action in foreign.items():
+            await platform.client.create_schedule(
+                schedule_id,
+                Schedule(
+                    action=action,
+                    spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(hours=1))]),
+                    state=ScheduleState(paused=True),
+                ),
+                search_attributes=attributes,
+            )
+        try:
+            async with schedule(platform, wf, {"intervalSeconds": 3600}) as ours:
+
+                async def all_visible() -> bool:
+                    query = f"TrellisDefinitionId = '{wf}'"
+                    ids = {s.id async for s in await platform.client.list_schedules(query=query)}
+                    return ids == {ours["id"], *foreign}
+
+                await eventually(all_visible)
+                listed = await platform.api.get(url(wf))
+                assert listed.status_code == 200, listed.text
+                assert [s["id"] for s in listed.json()["schedules"]] == [ours["id"]]
+                for schedule_id in foreign:
+                    for method, path in (
+                        ("GET", ""),
+                        ("PUT", ""),
+                        ("POST", "/pause"),
+                        ("POST", "/trigger"),
+                        ("GET", "/skips"),
+                        ("DELETE", ""),
+                    ):
+                        response = await platform.api.request(
+                            method,
+                            url(wf, schedule_id) + path,
+                            json={"intervalSeconds": 60} if method == "PUT" else None,
+                        )
+                        assert response.status_code == 404, (method, path, response.text)
+                        message = response.json()["error"]["message"]
+                        assert message == f"Schedule not found: {schedule_id}"
+                    # Left as its owner made it.
+                    described = await platform.client.get_schedule_handle(schedule_id).describe()
+                    assert described.schedule.state.paused and described.info.num_actions == 0
+                    assert described.info.last_updated_at is None
+        finally:
+            for schedule_id in foreign:
+                await platform.client.get_schedule_handle(schedule_id).delete()
