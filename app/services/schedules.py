@@ -34,7 +34,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.scheduling import skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
-from app.errors import NotFound, ScheduleRefused
+from app.errors import InvalidRequest, NotFound, ScheduleRefused
 from app.schemas.cron import normalized
 from app.schemas.schedule import (
     OverlapPolicy,
@@ -60,6 +60,10 @@ OVERLAP_NAMES: dict[ScheduleOverlapPolicy, OverlapPolicy] = {v: k for k, v in OV
 T = TypeVar("T")
 
 DESCRIBE_CONCURRENCY = 16
+# A throwaway schedule asking Temporal when a cron fires (`_require_firing`); its action
+# names a workflow type nothing runs, and it is paused, so it never fires.
+PROBE_PREFIX = "trellis-cron-check-"
+PROBE_WORKFLOW_TYPE = "TrellisCronCheck"
 
 
 def schedule_prefix(workflow_id: str) -> str:
@@ -81,6 +85,7 @@ class ScheduleService:
     async def create(self, workflow: WorkflowRecord, body: ScheduleCreate) -> SchedulePublic:
         """Create a Temporal Schedule for the workflow (paused when asked)."""
         schedule_id = f"{schedule_prefix(workflow.id)}{uuid.uuid4().hex[:12]}"
+        await self._require_firing(body)
         await _temporal(
             schedule_id,
             self.client.create_schedule(
@@ -122,6 +127,7 @@ class ScheduleService:
         self, workflow: WorkflowRecord, schedule_id: str, body: ScheduleCreate
     ) -> SchedulePublic:
         """Replace timing, input and overlap policy; pause or unpause when that changed."""
+        await self._require_firing(body)
         handle = self._handle(schedule_id)
         new = self._schedule(workflow, schedule_id, body)
 
@@ -180,14 +186,6 @@ class ScheduleService:
             time_zone=body.time_zone,
             default_gate_timeout_seconds=self.default_gate_timeout_seconds,
         )
-        spec = ScheduleSpec(
-            # Backwards ranges (FRI-MON) wrap; Temporal wants them split in two.
-            cron_expressions=[normalized(body.cron)] if body.cron else [],
-            intervals=[ScheduleIntervalSpec(every=timedelta(seconds=body.interval_seconds))]
-            if body.interval_seconds
-            else [],
-            time_zone_name=body.time_zone,
-        )
         return Schedule(
             action=ScheduleActionStartWorkflow(
                 SCHEDULE_WORKFLOW_TYPE,
@@ -196,10 +194,38 @@ class ScheduleService:
                 task_queue=self.task_queue,
                 static_summary=f"Schedule of {workflow.name!r}",
             ),
-            spec=spec,
+            spec=_spec(body),
             policy=SchedulePolicy(overlap=OVERLAP[body.overlap_policy]),
             state=ScheduleState(paused=body.paused),
         )
+
+    async def _require_firing(self, body: ScheduleCreate) -> None:
+        """400 for a cron no date matches (`0 0 31 2 *`): Temporal keeps such a schedule
+        and never fires it. Temporal's calendar decides, on a paused probe schedule with
+        the same spec, made and deleted before anything of the workflow's changes."""
+        if body.cron is None:
+            return  # an interval always fires
+        probe_id = f"{PROBE_PREFIX}{uuid.uuid4().hex}"
+        probe = Schedule(
+            action=ScheduleActionStartWorkflow(
+                PROBE_WORKFLOW_TYPE, id=f"{probe_id}-run", task_queue=self.task_queue
+            ),
+            spec=_spec(body),
+            state=ScheduleState(paused=True, note="Trellis: when does this cron fire?"),
+        )
+        handle = await _temporal(probe_id, self.client.create_schedule(probe_id, probe))
+        try:
+            desc = await _temporal(probe_id, handle.describe())
+        finally:
+            await _temporal(probe_id, handle.delete())
+        if not desc.info.next_action_times:
+            problem = (
+                f"{body.cron!r} never fires: no date matches its day of month, month and "
+                "day of week (a schedule needs all three)"
+            )
+            raise InvalidRequest(
+                f"Invalid request: cron: {problem}", [{"path": "cron", "message": problem}]
+            )
 
     async def _describe(self, schedule_id: str) -> tuple[ScheduleDescription, ScheduleTriggerInput]:
         """The schedule and its trigger's argument; 404 for one Trellis did not make."""
@@ -228,6 +254,17 @@ class ScheduleService:
         if not isinstance(trigger, ScheduleTriggerInput) or trigger.schedule_id != desc.id:
             return None
         return trigger
+
+
+def _spec(body: ScheduleCreate) -> ScheduleSpec:
+    return ScheduleSpec(
+        # Backwards ranges (FRI-MON) wrap; Temporal wants them split in two.
+        cron_expressions=[normalized(body.cron)] if body.cron else [],
+        intervals=[ScheduleIntervalSpec(every=timedelta(seconds=body.interval_seconds))]
+        if body.interval_seconds
+        else [],
+        time_zone_name=body.time_zone,
+    )
 
 
 def _not_ours(schedule_id: str) -> NotFound:

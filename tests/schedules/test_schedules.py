@@ -208,6 +208,32 @@ class TestValidation:
             assert "is not a cron expression this API accepts" in response.text
         assert (await platform.api.get(url(wf))).json()["schedules"] == []
 
+    async def test_a_cron_that_never_fires_is_400_and_creates_or_changes_nothing(
+        self, platform: Platform
+    ) -> None:
+        # February 30th and 31st, the 31st of a month of 30 days: each was a 201 with no
+        # next times, a schedule that would never fire. A rare date is no error: Temporal
+        # requires day of month and day of week both, and a leap day on a Monday comes.
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, {"intervalSeconds": 3600}) as kept:
+            for cron in ("0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *"):
+                for method, target in (("POST", url(wf)), ("PUT", url(wf, kept["id"]))):
+                    response = await platform.api.request(method, target, json={"cron": cron})
+                    assert response.status_code == 400, (method, cron, response.text)
+                    error = response.json()["error"]
+                    assert error["code"] == "invalid_request"
+                    assert error["details"][0]["path"] == "cron"
+                    assert "never fires" in error["message"], error
+            listed = (await platform.api.get(url(wf))).json()["schedules"]
+            assert [(s["id"], s["intervalSeconds"], s["updatedAt"]) for s in listed] == [
+                (kept["id"], 3600, None)
+            ]
+        assert not [s async for s in await platform.client.list_schedules() if wf in s.id]
+        leap = await platform.api.post(url(wf), json={"cron": "0 0 29 2 1", "paused": True})
+        assert leap.status_code == 201, leap.text
+        assert leap.json()["nextActionTimes"][0].startswith("2044-02-29")
+        await platform.api.delete(url(wf, leap.json()["id"]))
+
     async def test_an_explicit_null_is_400(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
         response = await platform.api.post(url(wf), json={"cron": None, "intervalSeconds": 60})
