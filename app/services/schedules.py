@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
 
+from temporalio.api.common.v1 import Payload
 from temporalio.client import (
     Client,
     Schedule,
@@ -131,9 +132,12 @@ class ScheduleService:
         handle = self._handle(schedule_id)
         new = self._schedule(workflow, schedule_id, body)
 
-        async def updater(current: ScheduleUpdateInput) -> ScheduleUpdate:
-            if await self._trigger_of(current.description) is None:
+        async def updater(current: ScheduleUpdateInput) -> ScheduleUpdate | None:
+            trigger = await self._trigger_of(current.description)
+            if trigger is None:
                 raise _not_ours(schedule_id)
+            if await self._unchanged(current.description.schedule, trigger, new):
+                return None  # Temporal records every update, one changing nothing too
             # Keep the paused state here; it changes through pause()/unpause() below.
             new.state = current.description.schedule.state
             return ScheduleUpdate(schedule=new)
@@ -226,6 +230,26 @@ class ScheduleService:
             raise InvalidRequest(
                 f"Invalid request: cron: {problem}", [{"path": "cron", "message": problem}]
             )
+
+    async def _unchanged(
+        self, current: Schedule, trigger: ScheduleTriggerInput, new: Schedule
+    ) -> bool:
+        """Whether `new` asks for what `current` (made with `trigger`) already is: the timing,
+        input and settings as given are the trigger's argument; the spec follows from it."""
+        was, will = current.action, new.action
+        if not isinstance(was, ScheduleActionStartWorkflow):
+            return False
+        if not isinstance(will, ScheduleActionStartWorkflow):
+            return False
+        summary = was.static_summary
+        if isinstance(summary, Payload):  # a described schedule's summary is still encoded
+            [summary] = await self.client.data_converter.decode([summary], [str])
+        return (
+            list(will.args) == [trigger]
+            and current.policy.overlap == new.policy.overlap
+            and (was.workflow, was.id, was.task_queue) == (will.workflow, will.id, will.task_queue)
+            and summary == will.static_summary
+        )
 
     async def _describe(self, schedule_id: str) -> tuple[ScheduleDescription, ScheduleTriggerInput]:
         """The schedule and its trigger's argument; 404 for one Trellis did not make."""

@@ -167,6 +167,25 @@ class TestManaging:
             assert body["overlapPolicy"] == "allow_all" and body["paused"] is True
             assert body["timeZone"] == "UTC" and body["initialInput"] == {}
 
+    async def test_a_put_that_changes_nothing_leaves_the_schedule_as_it_was(
+        self, platform: Platform
+    ) -> None:
+        # Temporal records every update: a PUT of the schedule as it was moved updatedAt.
+        wf = await platform.create(ECHO)
+        body = {"cron": "0 9 * * 1-5", "initialInput": {"x": 1}, "paused": True}
+        defaults = {"timeZone": "UTC", "overlapPolicy": "skip"}
+        async with schedule(platform, wf, body) as created:
+            for same in (body, {**body, **defaults}):
+                response = await platform.api.put(url(wf, created["id"]), json=same)
+                assert response.status_code == 200, response.text
+                assert response.json() == created
+            assert (await platform.api.get(url(wf, created["id"]))).json() == created
+            changed = await platform.api.put(
+                url(wf, created["id"]), json={**body, "initialInput": {"x": 2}}
+            )
+            assert changed.json()["updatedAt"] is not None
+            assert changed.json()["initialInput"] == {"x": 2}
+
     async def test_pause_and_unpause(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
         async with schedule(platform, wf, DAILY) as created:
