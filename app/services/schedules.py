@@ -19,6 +19,7 @@ from temporalio.client import (
     Client,
     Schedule,
     ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
     ScheduleDescription,
     ScheduleHandle,
     ScheduleIntervalSpec,
@@ -46,7 +47,9 @@ from app.schemas.schedule import (
     ScheduleSkip,
     ScheduleSkipList,
 )
+from app.services.schedule_key import MEMO, create_request, keyed_suffix, require_first_request
 from temporal_workflows import search_attributes
+from temporal_workflows.contracts import Identity
 from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE, ScheduleTriggerInput
 
 OVERLAP: dict[OverlapPolicy, ScheduleOverlapPolicy] = {
@@ -82,21 +85,38 @@ class ScheduleService:
     store: Store
     task_queue: str
     default_gate_timeout_seconds: float | None = None
+    # Who asks: a schedule create's Idempotency-Key is the caller's own.
+    created_by: Identity | None = None
 
-    async def create(self, workflow: WorkflowRecord, body: ScheduleCreate) -> SchedulePublic:
-        """Create a Temporal Schedule for the workflow (paused when asked)."""
-        schedule_id = f"{schedule_prefix(workflow.id)}{uuid.uuid4().hex[:12]}"
+    async def create(
+        self, workflow: WorkflowRecord, body: ScheduleCreate, idempotency_key: str | None = None
+    ) -> SchedulePublic:
+        """Create a Temporal Schedule for the workflow (paused when asked); under an
+        `Idempotency-Key`, a repeat answers the schedule its first use made."""
+        key_part, memo = uuid.uuid4().hex[:12], None
+        if idempotency_key is not None:
+            key_part = keyed_suffix(workflow.id, idempotency_key)
+            memo = {MEMO: create_request(body, self.created_by)}
+        schedule_id = f"{schedule_prefix(workflow.id)}{key_part}"
         await self._require_firing(body)
-        await _temporal(
-            schedule_id,
-            self.client.create_schedule(
+        try:
+            await _temporal(
                 schedule_id,
-                self._schedule(workflow, schedule_id, body),
-                search_attributes=TypedSearchAttributes(
-                    [SearchAttributePair(search_attributes.DEFINITION_ID, workflow.id)]
+                self.client.create_schedule(
+                    schedule_id,
+                    self._schedule(workflow, schedule_id, body),
+                    memo=memo,
+                    search_attributes=TypedSearchAttributes(
+                        [SearchAttributePair(search_attributes.DEFINITION_ID, workflow.id)]
+                    ),
                 ),
-            ),
-        )
+            )
+        except ScheduleAlreadyRunningError:
+            if memo is None:
+                raise
+            # The key's first use made it (before, or concurrently and won).
+            desc, _ = await self._describe(schedule_id)
+            await require_first_request(desc, memo[MEMO])
         return await self.get(schedule_id)
 
     async def list_all(self, workflow: WorkflowRecord) -> ScheduleList:
