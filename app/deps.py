@@ -151,7 +151,7 @@ async def get_definitions(
         store=store,
         catalog=catalog,
         run_canceller=RunCanceller(store, link),
-        schedule_remover=ScheduleRemover(link),
+        schedule_remover=ScheduleRemover(link, store),
     )
 
 

@@ -183,9 +183,11 @@ class ScheduleService:
         await _temporal(schedule_id, self._handle(schedule_id).trigger())
 
     async def delete(self, schedule_id: str) -> None:
-        """Delete the schedule; runs it started are not affected."""
+        """Delete the schedule and its skips; runs it started are not affected."""
         await self._describe(schedule_id)
         await _temporal(schedule_id, self._handle(schedule_id).delete())
+        # After the schedule: a firing before the delete may still log a skip.
+        await self.store.delete_events(skip_log_key(schedule_id))
 
     async def skips(self, schedule_id: str, after_id: int, limit: int) -> ScheduleSkipList:
         """Firings that started no run, oldest first, after the given skip id (404 for a

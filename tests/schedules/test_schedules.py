@@ -18,6 +18,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.scheduling import skip_log_key
 from temporal_workflows import search_attributes
 from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE
 from tests.support.platform import Platform
@@ -414,3 +415,73 @@ class TestTemporalAnswers:
         finally:
             for schedule_id in foreign:
                 await platform.client.get_schedule_handle(schedule_id).delete()
+
+
+async def logged_skips(platform: Platform, schedule_id: str) -> list[dict[str, Any]]:
+    return await platform.store.list_events(skip_log_key(schedule_id), 0, 100)
+
+
+async def skip_once(platform: Platform, workflow_id: str, schedule_id: str) -> None:
+    """Fire the schedule of a disabled workflow and wait for its skip in the store."""
+    fired = await platform.api.post(url(workflow_id, schedule_id) + "/trigger")
+    assert fired.status_code == 202, fired.text
+    await eventually(lambda: logged_skips(platform, schedule_id))
+
+
+class TestSkipLogs:
+    """A schedule's skips go with it; they stayed in the store after every delete."""
+
+    async def test_deleting_a_schedule_deletes_its_skips_and_its_id_made_anew_has_none(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO, enable=False)
+        key = {"Idempotency-Key": "again"}
+        made = (await platform.api.post(url(wf), json=DAILY, headers=key)).json()
+        await skip_once(platform, wf, made["id"])
+        assert (await platform.api.delete(url(wf, made["id"]))).status_code == 204
+        assert await logged_skips(platform, made["id"]) == []
+        # The same key makes the same id again: it starts with no skips.
+        again = (await platform.api.post(url(wf), json=DAILY, headers=key)).json()
+        try:
+            assert again["id"] == made["id"]
+            skips = await platform.api.get(url(wf, again["id"]) + "/skips")
+            assert skips.status_code == 200 and skips.json() == {"skips": []}
+        finally:
+            await platform.api.delete(url(wf, again["id"]))
+
+    async def test_deleting_the_workflow_deletes_its_schedules_skips(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO, enable=False)
+        made = (await platform.api.post(url(wf), json=DAILY)).json()
+        await skip_once(platform, wf, made["id"])
+
+        async def listed() -> bool:
+            return bool((await platform.api.get(url(wf))).json()["schedules"])
+
+        await eventually(listed)  # the delete finds schedules through visibility
+        assert (await platform.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+        assert await logged_skips(platform, made["id"]) == []
+
+    async def test_a_schedule_deleting_itself_after_its_workflow_deletes_its_skips(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO, enable=False)
+        made = (await platform.api.post(url(wf), json=DAILY)).json()
+        await skip_once(platform, wf, made["id"])
+        # As when the workflow's delete could not list it (Temporal down, visibility lag).
+        assert await platform.store.delete_workflow(wf)
+        await platform.client.get_schedule_handle(made["id"]).trigger()
+
+        async def gone() -> bool:
+            try:
+                await platform.client.get_schedule_handle(made["id"]).describe()
+            except RPCError as exc:
+                return exc.status == RPCStatusCode.NOT_FOUND
+            return False
+
+        async def no_skips() -> bool:
+            return await logged_skips(platform, made["id"]) == []
+
+        await eventually(gone)
+        await eventually(no_skips)  # the activity deletes them after the schedule
