@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import TypeVar
 
 from temporalio.api.common.v1 import Payload
 from temporalio.client import (
@@ -22,22 +19,19 @@ from temporalio.client import (
     ScheduleAlreadyRunningError,
     ScheduleDescription,
     ScheduleHandle,
-    ScheduleIntervalSpec,
     ScheduleOverlapPolicy,
     SchedulePolicy,
-    ScheduleSpec,
     ScheduleState,
     ScheduleUpdate,
     ScheduleUpdateInput,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCStatusCode
 
 from activities.scheduling import skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
-from app.errors import InvalidRequest, NotFound, ScheduleRefused
-from app.schemas.cron import normalized
+from app.errors import NotFound, ScheduleRefused
 from app.schemas.schedule import (
     OverlapPolicy,
     ScheduleActionPublic,
@@ -48,6 +42,7 @@ from app.schemas.schedule import (
     ScheduleSkipList,
 )
 from app.services.schedule_key import MEMO, create_request, keyed_suffix, require_first_request
+from app.services.schedule_timing import require_firing, schedule_spec, temporal_call
 from temporal_workflows import search_attributes
 from temporal_workflows.contracts import Identity
 from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE, ScheduleTriggerInput
@@ -61,13 +56,8 @@ OVERLAP: dict[OverlapPolicy, ScheduleOverlapPolicy] = {
     "allow_all": ScheduleOverlapPolicy.ALLOW_ALL,
 }
 OVERLAP_NAMES: dict[ScheduleOverlapPolicy, OverlapPolicy] = {v: k for k, v in OVERLAP.items()}
-T = TypeVar("T")
 
 DESCRIBE_CONCURRENCY = 16
-# A throwaway schedule asking Temporal when a cron fires (`_require_firing`); its action
-# names a workflow type nothing runs, and it is paused, so it never fires.
-PROBE_PREFIX = "trellis-cron-check-"
-PROBE_WORKFLOW_TYPE = "TrellisCronCheck"
 
 
 def schedule_prefix(workflow_id: str) -> str:
@@ -98,9 +88,9 @@ class ScheduleService:
             key_part = keyed_suffix(workflow.id, idempotency_key)
             memo = {MEMO: create_request(body, self.created_by)}
         schedule_id = f"{schedule_prefix(workflow.id)}{key_part}"
-        await self._require_firing(body)
+        await require_firing(self.client, self.task_queue, body)
         try:
-            await _temporal(
+            await temporal_call(
                 schedule_id,
                 self.client.create_schedule(
                     schedule_id,
@@ -148,7 +138,7 @@ class ScheduleService:
         self, workflow: WorkflowRecord, schedule_id: str, body: ScheduleCreate
     ) -> SchedulePublic:
         """Replace timing, input and overlap policy; pause or unpause when that changed."""
-        await self._require_firing(body)
+        await require_firing(self.client, self.task_queue, body)
         handle = self._handle(schedule_id)
         new = self._schedule(workflow, schedule_id, body)
 
@@ -162,7 +152,7 @@ class ScheduleService:
             new.state = current.description.schedule.state
             return ScheduleUpdate(schedule=new)
 
-        await _temporal(schedule_id, handle.update(updater))
+        await temporal_call(schedule_id, handle.update(updater))
         return await self.set_paused(schedule_id, body.paused)
 
     async def set_paused(self, schedule_id: str, paused: bool) -> SchedulePublic:
@@ -172,20 +162,22 @@ class ScheduleService:
         if desc.schedule.state.paused == paused:
             return _public(desc, trigger)
         if paused:
-            await _temporal(schedule_id, handle.pause(note="Paused through the Trellis API"))
+            await temporal_call(schedule_id, handle.pause(note="Paused through the Trellis API"))
         else:
-            await _temporal(schedule_id, handle.unpause(note="Unpaused through the Trellis API"))
+            await temporal_call(
+                schedule_id, handle.unpause(note="Unpaused through the Trellis API")
+            )
         return await self.get(schedule_id)
 
     async def trigger(self, schedule_id: str) -> None:
         """Fire the schedule once now (its overlap policy applies)."""
         await self._describe(schedule_id)
-        await _temporal(schedule_id, self._handle(schedule_id).trigger())
+        await temporal_call(schedule_id, self._handle(schedule_id).trigger())
 
     async def delete(self, schedule_id: str) -> None:
         """Delete the schedule and its skips; runs it started are not affected."""
         await self._describe(schedule_id)
-        await _temporal(schedule_id, self._handle(schedule_id).delete())
+        await temporal_call(schedule_id, self._handle(schedule_id).delete())
         # After the schedule: a firing before the delete may still log a skip.
         await self.store.delete_events(skip_log_key(schedule_id))
 
@@ -220,38 +212,10 @@ class ScheduleService:
                 task_queue=self.task_queue,
                 static_summary=f"Schedule of {workflow.name!r}",
             ),
-            spec=_spec(body),
+            spec=schedule_spec(body),
             policy=SchedulePolicy(overlap=OVERLAP[body.overlap_policy]),
             state=ScheduleState(paused=body.paused),
         )
-
-    async def _require_firing(self, body: ScheduleCreate) -> None:
-        """400 for a cron no date matches (`0 0 31 2 *`): Temporal keeps such a schedule
-        and never fires it. Temporal's calendar decides, on a paused probe schedule with
-        the same spec, made and deleted before anything of the workflow's changes."""
-        if body.cron is None:
-            return  # an interval always fires
-        probe_id = f"{PROBE_PREFIX}{uuid.uuid4().hex}"
-        probe = Schedule(
-            action=ScheduleActionStartWorkflow(
-                PROBE_WORKFLOW_TYPE, id=f"{probe_id}-run", task_queue=self.task_queue
-            ),
-            spec=_spec(body),
-            state=ScheduleState(paused=True, note="Trellis: when does this cron fire?"),
-        )
-        handle = await _temporal(probe_id, self.client.create_schedule(probe_id, probe))
-        try:
-            desc = await _temporal(probe_id, handle.describe())
-        finally:
-            await _temporal(probe_id, handle.delete())
-        if not desc.info.next_action_times:
-            problem = (
-                f"{body.cron!r} never fires: no date matches its day of month, month and "
-                "day of week (a schedule needs all three)"
-            )
-            raise InvalidRequest(
-                f"Invalid request: cron: {problem}", [{"path": "cron", "message": problem}]
-            )
 
     async def _unchanged(
         self, current: Schedule, trigger: ScheduleTriggerInput, new: Schedule
@@ -275,7 +239,7 @@ class ScheduleService:
 
     async def _describe(self, schedule_id: str) -> tuple[ScheduleDescription, ScheduleTriggerInput]:
         """The schedule and its trigger's argument; 404 for one Trellis did not make."""
-        desc = await _temporal(schedule_id, self._handle(schedule_id).describe())
+        desc = await temporal_call(schedule_id, self._handle(schedule_id).describe())
         trigger = await self._trigger_of(desc)
         if trigger is None:
             raise _not_ours(schedule_id)
@@ -300,17 +264,6 @@ class ScheduleService:
         if not isinstance(trigger, ScheduleTriggerInput) or trigger.schedule_id != desc.id:
             return None
         return trigger
-
-
-def _spec(body: ScheduleCreate) -> ScheduleSpec:
-    return ScheduleSpec(
-        # Backwards ranges (FRI-MON) wrap; Temporal wants them split in two.
-        cron_expressions=[normalized(body.cron)] if body.cron else [],
-        intervals=[ScheduleIntervalSpec(every=timedelta(seconds=body.interval_seconds))]
-        if body.interval_seconds
-        else [],
-        time_zone_name=body.time_zone,
-    )
 
 
 def _not_ours(schedule_id: str) -> NotFound:
@@ -343,11 +296,3 @@ def _public(desc: ScheduleDescription, trigger: ScheduleTriggerInput) -> Schedul
         created_at=desc.info.created_at,
         updated_at=desc.info.last_updated_at,
     )
-
-
-async def _temporal(schedule_id: str, call: Awaitable[T]) -> T:
-    """Await a Temporal call on a schedule; what Temporal refuses is about the schedule."""
-    try:
-        return await call
-    except RPCError as exc:
-        raise ScheduleRefused(exc, schedule_id) from exc
