@@ -48,9 +48,12 @@ class SchedulingActivities:
         trigger = request.trigger
         workflow = await self._store.get_workflow(trigger.workflow_id)
         if workflow is None:
-            # The definition is gone: stop the schedule so it does not fire forever.
+            # The definition is gone: stop the schedule so it does not fire forever, and
+            # its skips go with it (no API can show them; an id made anew must not).
             await self._delete_schedule(trigger.schedule_id)
-            return await self._skip(trigger, DELETED)
+            await self._store.delete_events(skip_log_key(trigger.schedule_id))
+            activity.logger.info("schedule %s deleted: %s", trigger.schedule_id, DELETED)
+            return ScheduledRunResult(skipped_reason=DELETED)
         starter = RunStarter(
             self._store,
             self._client,

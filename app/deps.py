@@ -60,8 +60,9 @@ MAX_PAGE = 1_000_000
 Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100)]
 
-# Makes a request that starts a run (trigger, retry, rerun, replay) safe to repeat: the
-# same key and request answer the same run (app/services/idempotency.py).
+# Makes a request that starts a run (trigger, retry, rerun, replay) or creates a schedule
+# safe to repeat: the same key and request answer the same run (app/services/idempotency.py)
+# or schedule (app/services/schedule_key.py).
 IdempotencyKey = Annotated[
     str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)
 ]
@@ -150,7 +151,7 @@ async def get_definitions(
         store=store,
         catalog=catalog,
         run_canceller=RunCanceller(store, link),
-        schedule_remover=ScheduleRemover(link),
+        schedule_remover=ScheduleRemover(link, store),
     )
 
 
@@ -167,13 +168,14 @@ async def get_controls(temporal: TemporalDep, store: StoreDep, caller: CallerDep
 
 
 async def get_schedules(
-    temporal: TemporalDep, store: StoreDep, settings: SettingsDep
+    temporal: TemporalDep, store: StoreDep, settings: SettingsDep, caller: CallerDep
 ) -> ScheduleService:
     return ScheduleService(
         client=temporal,
         store=store,
         task_queue=settings.task_queue,
         default_gate_timeout_seconds=settings.default_gate_timeout_seconds,
+        created_by=caller.identity(),
     )
 
 

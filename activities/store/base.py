@@ -176,6 +176,9 @@ class Store(Protocol):
     async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:
         """Events of a run with id > after_id, in order; each carries its `id`."""
 
+    async def delete_events(self, run_id: str) -> None:
+        """Delete a log's events (a deleted schedule's skips); their ids are never reused."""
+
     def watch_event_runs(self) -> AsyncIterator[set[str]]:
         """The ids of runs that got events, as events are written by any process.
 

@@ -510,6 +510,10 @@ class MongoStore:
             docs = await cursor.to_list()
         return [{**from_bson_safe(d)["event"], "id": d["_id"]} for d in docs]
 
+    async def delete_events(self, run_id: str) -> None:
+        with _errors():
+            await self._db().events.delete_many({"run_id": run_id})
+
     async def watch_event_runs(self) -> AsyncIterator[set[str]]:
         # One change stream on the events collection (MongoDB needs a replica set for
         # change streams; a standalone server raises, and live streams poll instead).

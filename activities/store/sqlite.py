@@ -529,6 +529,10 @@ class SqliteStore:
             )
         return [{**json.loads(doc), "id": event_id} for event_id, doc in rows]
 
+    async def delete_events(self, run_id: str) -> None:
+        async with self._write() as db:
+            await db.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+
     async def watch_event_runs(self) -> AsyncIterator[set[str]]:
         # Its own read-only connection, read on the loop's thread like requests' reads: a
         # look that finds nothing (the usual case, 200 times a second) costs microseconds,

@@ -8,7 +8,15 @@ from fastapi import APIRouter, Query, Response, status
 
 from app.auth.caller import READ, WRITE
 from app.auth.guard import needs
-from app.deps import MAX_EVENT_ID, ScheduleIdDep, SchedulesDep, WorkflowDep
+from app.deps import (
+    KEY_REUSED,
+    MAX_EVENT_ID,
+    IdempotencyKey,
+    ScheduleIdDep,
+    SchedulesDep,
+    WorkflowDep,
+)
+from app.openapi import errors
 from app.schemas.schedule import (
     ScheduleCreate,
     ScheduleFired,
@@ -20,12 +28,20 @@ from app.schemas.schedule import (
 router = APIRouter(prefix="/workflows/{workflow_id}/schedules", tags=["schedules"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, dependencies=[needs(WRITE, "EDIT")])
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    dependencies=[needs(WRITE, "EDIT")],
+    responses=errors(409, s409=KEY_REUSED),
+)
 async def create_schedule(
-    workflow: WorkflowDep, body: ScheduleCreate, schedules: SchedulesDep
+    workflow: WorkflowDep,
+    body: ScheduleCreate,
+    schedules: SchedulesDep,
+    idempotency_key: IdempotencyKey = None,
 ) -> SchedulePublic:
     """Create a recurring schedule (cron or interval) for the workflow."""
-    return await schedules.create(workflow, body)
+    return await schedules.create(workflow, body, idempotency_key)
 
 
 @router.get("", dependencies=[needs(READ)])

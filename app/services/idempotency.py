@@ -45,13 +45,18 @@ def require_same_request(run: RunRecord, asked: Asked) -> None:
     As the IETF idempotency-key draft and payment APIs do: a key reused by mistake (a
     client bug) must not be answered with a run that is not what was asked for.
     """
-    first = asked_of(run)
-    differs = [name for name, sent in asked.items() if first[name] != sent]
+    require_same(asked_of(run), asked, "run", run.id)
+
+
+def require_same(first: Asked, asked: Asked, kind: str, made_id: str) -> None:
+    """Conflict (409) naming what differs, unless `asked` is the request `first` (which
+    made the `kind` `made_id`); schedules' keys (app/services/schedules.py) use it too."""
+    differs = [name for name, sent in asked.items() if first.get(name) != sent]
     if differs:
         raise Conflict(
-            f"Idempotency-Key was first used for run {run.id} with a different request "
+            f"Idempotency-Key was first used for {kind} {made_id} with a different request "
             f"({', '.join(differs)} differ): repeat that request unchanged, or use a new "
-            "key for a new run"
+            f"key for a new {kind}"
         )
 
 

@@ -2,7 +2,7 @@
 
 Without this a paused schedule of a deleted workflow stayed in Temporal for ever, and an
 active one fired once more (up to a year later) before deleting itself
-(activities/scheduling.py keeps that as the safety net).
+(activities/scheduling.py keeps that as the safety net). A schedule's skip log goes with it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.scheduling import skip_log_key
+from activities.store.base import Store
 from app.errors import ServiceUnavailable
 from app.services.schedules import schedules_query
 from app.temporal_link import TemporalLink
@@ -24,9 +26,10 @@ log = logging.getLogger(__name__)
 @dataclass
 class ScheduleRemover:
     temporal: TemporalLink
+    store: Store
 
     async def delete_schedules(self, workflow_id: str) -> list[str]:
-        """Delete every schedule Temporal lists for the workflow; their ids."""
+        """Delete every schedule Temporal lists for the workflow, with its skips; their ids."""
         try:
             client = await self.temporal.require()
         except ServiceUnavailable:
@@ -39,6 +42,8 @@ class ScheduleRemover:
         listed = await client.list_schedules(query=schedules_query(workflow_id))
         ids = [s.id async for s in listed]
         await asyncio.gather(*(_delete(client, schedule_id) for schedule_id in ids))
+        for schedule_id in ids:
+            await self.store.delete_events(skip_log_key(schedule_id))
         return ids
 
 

@@ -9,33 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import TypeVar
 
+from temporalio.api.common.v1 import Payload
 from temporalio.client import (
     Client,
     Schedule,
     ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
     ScheduleDescription,
     ScheduleHandle,
-    ScheduleIntervalSpec,
     ScheduleOverlapPolicy,
     SchedulePolicy,
-    ScheduleSpec,
     ScheduleState,
     ScheduleUpdate,
     ScheduleUpdateInput,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCStatusCode
 
 from activities.scheduling import skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
-from app.errors import ScheduleRefused
-from app.schemas.cron import normalized
+from app.errors import NotFound, ScheduleRefused
 from app.schemas.schedule import (
     OverlapPolicy,
     ScheduleActionPublic,
@@ -45,7 +41,10 @@ from app.schemas.schedule import (
     ScheduleSkip,
     ScheduleSkipList,
 )
+from app.services.schedule_key import MEMO, create_request, keyed_suffix, require_first_request
+from app.services.schedule_timing import require_firing, schedule_spec, temporal_call
 from temporal_workflows import search_attributes
+from temporal_workflows.contracts import Identity
 from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE, ScheduleTriggerInput
 
 OVERLAP: dict[OverlapPolicy, ScheduleOverlapPolicy] = {
@@ -57,7 +56,6 @@ OVERLAP: dict[OverlapPolicy, ScheduleOverlapPolicy] = {
     "allow_all": ScheduleOverlapPolicy.ALLOW_ALL,
 }
 OVERLAP_NAMES: dict[ScheduleOverlapPolicy, OverlapPolicy] = {v: k for k, v in OVERLAP.items()}
-T = TypeVar("T")
 
 DESCRIBE_CONCURRENCY = 16
 
@@ -77,20 +75,38 @@ class ScheduleService:
     store: Store
     task_queue: str
     default_gate_timeout_seconds: float | None = None
+    # Who asks: a schedule create's Idempotency-Key is the caller's own.
+    created_by: Identity | None = None
 
-    async def create(self, workflow: WorkflowRecord, body: ScheduleCreate) -> SchedulePublic:
-        """Create a Temporal Schedule for the workflow (paused when asked)."""
-        schedule_id = f"{schedule_prefix(workflow.id)}{uuid.uuid4().hex[:12]}"
-        await _temporal(
-            schedule_id,
-            self.client.create_schedule(
+    async def create(
+        self, workflow: WorkflowRecord, body: ScheduleCreate, idempotency_key: str | None = None
+    ) -> SchedulePublic:
+        """Create a Temporal Schedule for the workflow (paused when asked); under an
+        `Idempotency-Key`, a repeat answers the schedule its first use made."""
+        key_part, memo = uuid.uuid4().hex[:12], None
+        if idempotency_key is not None:
+            key_part = keyed_suffix(workflow.id, idempotency_key)
+            memo = {MEMO: create_request(body, self.created_by)}
+        schedule_id = f"{schedule_prefix(workflow.id)}{key_part}"
+        await require_firing(self.client, self.task_queue, body)
+        try:
+            await temporal_call(
                 schedule_id,
-                self._schedule(workflow, schedule_id, body),
-                search_attributes=TypedSearchAttributes(
-                    [SearchAttributePair(search_attributes.DEFINITION_ID, workflow.id)]
+                self.client.create_schedule(
+                    schedule_id,
+                    self._schedule(workflow, schedule_id, body),
+                    memo=memo,
+                    search_attributes=TypedSearchAttributes(
+                        [SearchAttributePair(search_attributes.DEFINITION_ID, workflow.id)]
+                    ),
                 ),
-            ),
-        )
+            )
+        except ScheduleAlreadyRunningError:
+            if memo is None:
+                raise
+            # The key's first use made it (before, or concurrently and won).
+            desc, _ = await self._describe(schedule_id)
+            await require_first_request(desc, memo[MEMO])
         return await self.get(schedule_id)
 
     async def list_all(self, workflow: WorkflowRecord) -> ScheduleList:
@@ -108,54 +124,67 @@ class ScheduleService:
                     if exc.error.status != RPCStatusCode.NOT_FOUND:
                         raise
                     return None  # deleted, still listed for a moment
+                except NotFound:
+                    return None  # made outside Trellis under our prefix and attribute
 
         found = [s for s in await asyncio.gather(*map(described, ids)) if s is not None]
         return ScheduleList(schedules=sorted(found, key=lambda s: (s.created_at, s.id)))
 
     async def get(self, schedule_id: str) -> SchedulePublic:
         """One schedule, described by Temporal."""
-        desc = await _temporal(schedule_id, self._handle(schedule_id).describe())
-        return await self._public(desc)
+        return _public(*await self._describe(schedule_id))
 
     async def replace(
         self, workflow: WorkflowRecord, schedule_id: str, body: ScheduleCreate
     ) -> SchedulePublic:
         """Replace timing, input and overlap policy; pause or unpause when that changed."""
+        await require_firing(self.client, self.task_queue, body)
         handle = self._handle(schedule_id)
         new = self._schedule(workflow, schedule_id, body)
 
-        def updater(current: ScheduleUpdateInput) -> ScheduleUpdate:
+        async def updater(current: ScheduleUpdateInput) -> ScheduleUpdate | None:
+            trigger = await self._trigger_of(current.description)
+            if trigger is None:
+                raise _not_ours(schedule_id)
+            if await self._unchanged(current.description.schedule, trigger, new):
+                return None  # Temporal records every update, one changing nothing too
             # Keep the paused state here; it changes through pause()/unpause() below.
             new.state = current.description.schedule.state
             return ScheduleUpdate(schedule=new)
 
-        await _temporal(schedule_id, handle.update(updater))
+        await temporal_call(schedule_id, handle.update(updater))
         return await self.set_paused(schedule_id, body.paused)
 
     async def set_paused(self, schedule_id: str, paused: bool) -> SchedulePublic:
         """Pause or unpause (a no-op when already so); returns the schedule."""
         handle = self._handle(schedule_id)
-        desc = await _temporal(schedule_id, handle.describe())
+        desc, trigger = await self._describe(schedule_id)
         if desc.schedule.state.paused == paused:
-            return await self._public(desc)
+            return _public(desc, trigger)
         if paused:
-            await _temporal(schedule_id, handle.pause(note="Paused through the Trellis API"))
+            await temporal_call(schedule_id, handle.pause(note="Paused through the Trellis API"))
         else:
-            await _temporal(schedule_id, handle.unpause(note="Unpaused through the Trellis API"))
+            await temporal_call(
+                schedule_id, handle.unpause(note="Unpaused through the Trellis API")
+            )
         return await self.get(schedule_id)
 
     async def trigger(self, schedule_id: str) -> None:
         """Fire the schedule once now (its overlap policy applies)."""
-        await _temporal(schedule_id, self._handle(schedule_id).trigger())
+        await self._describe(schedule_id)
+        await temporal_call(schedule_id, self._handle(schedule_id).trigger())
 
     async def delete(self, schedule_id: str) -> None:
-        """Delete the schedule; runs it started are not affected."""
-        await _temporal(schedule_id, self._handle(schedule_id).delete())
+        """Delete the schedule and its skips; runs it started are not affected."""
+        await self._describe(schedule_id)
+        await temporal_call(schedule_id, self._handle(schedule_id).delete())
+        # After the schedule: a firing before the delete may still log a skip.
+        await self.store.delete_events(skip_log_key(schedule_id))
 
     async def skips(self, schedule_id: str, after_id: int, limit: int) -> ScheduleSkipList:
         """Firings that started no run, oldest first, after the given skip id (404 for a
         schedule Temporal does not have, as every other path of a schedule)."""
-        await _temporal(schedule_id, self._handle(schedule_id).describe())
+        await self._describe(schedule_id)
         events = await self.store.list_events(skip_log_key(schedule_id), after_id, limit)
         return ScheduleSkipList(skips=[ScheduleSkip.model_validate(e) for e in events])
 
@@ -175,14 +204,6 @@ class ScheduleService:
             time_zone=body.time_zone,
             default_gate_timeout_seconds=self.default_gate_timeout_seconds,
         )
-        spec = ScheduleSpec(
-            # Backwards ranges (FRI-MON) wrap; Temporal wants them split in two.
-            cron_expressions=[normalized(body.cron)] if body.cron else [],
-            intervals=[ScheduleIntervalSpec(every=timedelta(seconds=body.interval_seconds))]
-            if body.interval_seconds
-            else [],
-            time_zone_name=body.time_zone,
-        )
         return Schedule(
             action=ScheduleActionStartWorkflow(
                 SCHEDULE_WORKFLOW_TYPE,
@@ -191,48 +212,87 @@ class ScheduleService:
                 task_queue=self.task_queue,
                 static_summary=f"Schedule of {workflow.name!r}",
             ),
-            spec=spec,
+            spec=schedule_spec(body),
             policy=SchedulePolicy(overlap=OVERLAP[body.overlap_policy]),
             state=ScheduleState(paused=body.paused),
         )
 
-    async def _public(self, desc: ScheduleDescription) -> SchedulePublic:
+    async def _unchanged(
+        self, current: Schedule, trigger: ScheduleTriggerInput, new: Schedule
+    ) -> bool:
+        """Whether `new` asks for what `current` (made with `trigger`) already is: the timing,
+        input and settings as given are the trigger's argument; the spec follows from it."""
+        was, will = current.action, new.action
+        if not isinstance(was, ScheduleActionStartWorkflow):
+            return False
+        if not isinstance(will, ScheduleActionStartWorkflow):
+            return False
+        summary = was.static_summary
+        if isinstance(summary, Payload):  # a described schedule's summary is still encoded
+            [summary] = await self.client.data_converter.decode([summary], [str])
+        return (
+            list(will.args) == [trigger]
+            and current.policy.overlap == new.policy.overlap
+            and (was.workflow, was.id, was.task_queue) == (will.workflow, will.id, will.task_queue)
+            and summary == will.static_summary
+        )
+
+    async def _describe(self, schedule_id: str) -> tuple[ScheduleDescription, ScheduleTriggerInput]:
+        """The schedule and its trigger's argument; 404 for one Trellis did not make."""
+        desc = await temporal_call(schedule_id, self._handle(schedule_id).describe())
+        trigger = await self._trigger_of(desc)
+        if trigger is None:
+            raise _not_ours(schedule_id)
+        return desc, trigger
+
+    async def _trigger_of(self, desc: ScheduleDescription) -> ScheduleTriggerInput | None:
+        """The argument of a schedule Trellis made; None for any other schedule (one made
+        in Temporal under our id prefix is not ours to show or change)."""
         action = desc.schedule.action
-        assert isinstance(action, ScheduleActionStartWorkflow)
-        [trigger] = await self.client.data_converter.decode(
-            list(action.args),
-            [ScheduleTriggerInput],
-        )
-        assert isinstance(trigger, ScheduleTriggerInput)
-        overlap: OverlapPolicy = OVERLAP_NAMES[desc.schedule.policy.overlap]
-        return SchedulePublic(
-            id=desc.id,
-            workflow_id=trigger.workflow_id,
-            cron=trigger.cron,
-            interval_seconds=trigger.interval_seconds,
-            time_zone=trigger.time_zone,
-            initial_input=trigger.initial_input,
-            overlap_policy=overlap,
-            paused=desc.schedule.state.paused,
-            note=desc.schedule.state.note,
-            num_actions=desc.info.num_actions,
-            next_action_times=list(desc.info.next_action_times[:5]),
-            recent_actions=[
-                ScheduleActionPublic(
-                    scheduled_at=a.scheduled_at,
-                    started_at=a.started_at,
-                    trigger_workflow_id=getattr(a.action, "workflow_id", ""),
-                )
-                for a in desc.info.recent_actions
-            ],
-            created_at=desc.info.created_at,
-            updated_at=desc.info.last_updated_at,
-        )
+        if (
+            not isinstance(action, ScheduleActionStartWorkflow)
+            or action.workflow != SCHEDULE_WORKFLOW_TYPE
+            or len(action.args) != 1
+        ):
+            return None
+        try:
+            [trigger] = await self.client.data_converter.decode(
+                list(action.args), [ScheduleTriggerInput]
+            )
+        except (ValueError, RuntimeError):  # not JSON, or not a trigger's argument
+            return None
+        if not isinstance(trigger, ScheduleTriggerInput) or trigger.schedule_id != desc.id:
+            return None
+        return trigger
 
 
-async def _temporal(schedule_id: str, call: Awaitable[T]) -> T:
-    """Await a Temporal call on a schedule; what Temporal refuses is about the schedule."""
-    try:
-        return await call
-    except RPCError as exc:
-        raise ScheduleRefused(exc, schedule_id) from exc
+def _not_ours(schedule_id: str) -> NotFound:
+    # The message of a schedule Temporal does not have (app/errors.py): it is not ours.
+    return NotFound(f"Schedule not found: {schedule_id}")
+
+
+def _public(desc: ScheduleDescription, trigger: ScheduleTriggerInput) -> SchedulePublic:
+    overlap: OverlapPolicy = OVERLAP_NAMES[desc.schedule.policy.overlap]
+    return SchedulePublic(
+        id=desc.id,
+        workflow_id=trigger.workflow_id,
+        cron=trigger.cron,
+        interval_seconds=trigger.interval_seconds,
+        time_zone=trigger.time_zone,
+        initial_input=trigger.initial_input,
+        overlap_policy=overlap,
+        paused=desc.schedule.state.paused,
+        note=desc.schedule.state.note,
+        num_actions=desc.info.num_actions,
+        next_action_times=list(desc.info.next_action_times[:5]),
+        recent_actions=[
+            ScheduleActionPublic(
+                scheduled_at=a.scheduled_at,
+                started_at=a.started_at,
+                trigger_workflow_id=getattr(a.action, "workflow_id", ""),
+            )
+            for a in desc.info.recent_actions
+        ],
+        created_at=desc.info.created_at,
+        updated_at=desc.info.last_updated_at,
+    )

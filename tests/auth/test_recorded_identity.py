@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.auth.caller import ALL_SCOPES, CONTROL, READ
+from app.auth.caller import ALL_SCOPES, CONTROL, READ, WRITE
 from tests.builders import echo
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.identity import ALICE_TOKEN, as_user
@@ -149,3 +149,26 @@ async def test_an_idempotency_key_is_the_callers_own(jwt_platform: Platform) -> 
         assert again.json()["runId"] == first.json()["runId"]
         run = await p.wait(wf, first.json()["runId"])
         assert run["triggeredBy"]["userId"] == "alice"
+
+
+async def test_a_schedule_key_is_the_callers_own(jwt_platform: Platform) -> None:
+    # As a trigger's: Bob repeating Alice's key is not answered with Alice's schedule.
+    p = jwt_platform
+    wf, _ = await start(p, [echo("only")])
+    body = {"grants": [{"principal": "user:bob", "permissions": ["VIEW", "EDIT"]}]}
+    assert (await p.api.put(f"/api/v1/workflows/{wf}/permissions", json=body)).is_success
+    schedules, key = f"/api/v1/workflows/{wf}/schedules", {"Idempotency-Key": "nightly"}
+    first = await p.api.post(schedules, json={"intervalSeconds": 3600}, headers=key)
+    assert first.status_code == 201, first.text
+    try:
+        refused = await p.api.post(
+            schedules,
+            json={"intervalSeconds": 3600},
+            headers={**as_user("bob", [READ, WRITE]), **key},
+        )
+        assert refused.status_code == 409, refused.text
+        assert "(createdBy differ)" in refused.json()["error"]["message"]
+        again = await p.api.post(schedules, json={"intervalSeconds": 3600}, headers=key)
+        assert again.json()["id"] == first.json()["id"]
+    finally:
+        await p.api.delete(f"{schedules}/{first.json()['id']}")

@@ -63,7 +63,7 @@ class TestDeleteCancelsRuns:
             platform.store,
             load_catalog(None),
             RunCanceller(platform.store, unreachable),
-            ScheduleRemover(unreachable),
+            ScheduleRemover(unreachable, platform.store),
         )
         await service.delete(record)
         assert await platform.store.get_workflow(wf) is None

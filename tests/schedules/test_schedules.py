@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from temporalio.client import (
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleIntervalSpec,
+    ScheduleSpec,
+    ScheduleState,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.scheduling import skip_log_key
+from temporal_workflows import search_attributes
+from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -157,6 +168,25 @@ class TestManaging:
             assert body["overlapPolicy"] == "allow_all" and body["paused"] is True
             assert body["timeZone"] == "UTC" and body["initialInput"] == {}
 
+    async def test_a_put_that_changes_nothing_leaves_the_schedule_as_it_was(
+        self, platform: Platform
+    ) -> None:
+        # Temporal records every update: a PUT of the schedule as it was moved updatedAt.
+        wf = await platform.create(ECHO)
+        body = {"cron": "0 9 * * 1-5", "initialInput": {"x": 1}, "paused": True}
+        defaults = {"timeZone": "UTC", "overlapPolicy": "skip"}
+        async with schedule(platform, wf, body) as created:
+            for same in (body, {**body, **defaults}):
+                response = await platform.api.put(url(wf, created["id"]), json=same)
+                assert response.status_code == 200, response.text
+                assert response.json() == created
+            assert (await platform.api.get(url(wf, created["id"]))).json() == created
+            changed = await platform.api.put(
+                url(wf, created["id"]), json={**body, "initialInput": {"x": 2}}
+            )
+            assert changed.json()["updatedAt"] is not None
+            assert changed.json()["initialInput"] == {"x": 2}
+
     async def test_pause_and_unpause(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
         async with schedule(platform, wf, DAILY) as created:
@@ -197,6 +227,32 @@ class TestValidation:
             assert response.json()["error"]["code"] == "invalid_request"
             assert "is not a cron expression this API accepts" in response.text
         assert (await platform.api.get(url(wf))).json()["schedules"] == []
+
+    async def test_a_cron_that_never_fires_is_400_and_creates_or_changes_nothing(
+        self, platform: Platform
+    ) -> None:
+        # February 30th and 31st, the 31st of a month of 30 days: each was a 201 with no
+        # next times, a schedule that would never fire. A rare date is no error: Temporal
+        # requires day of month and day of week both, and a leap day on a Monday comes.
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, {"intervalSeconds": 3600}) as kept:
+            for cron in ("0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *"):
+                for method, target in (("POST", url(wf)), ("PUT", url(wf, kept["id"]))):
+                    response = await platform.api.request(method, target, json={"cron": cron})
+                    assert response.status_code == 400, (method, cron, response.text)
+                    error = response.json()["error"]
+                    assert error["code"] == "invalid_request"
+                    assert error["details"][0]["path"] == "cron"
+                    assert "never fires" in error["message"], error
+            listed = (await platform.api.get(url(wf))).json()["schedules"]
+            assert [(s["id"], s["intervalSeconds"], s["updatedAt"]) for s in listed] == [
+                (kept["id"], 3600, None)
+            ]
+        assert not [s async for s in await platform.client.list_schedules() if wf in s.id]
+        leap = await platform.api.post(url(wf), json={"cron": "0 0 29 2 1", "paused": True})
+        assert leap.status_code == 201, leap.text
+        assert leap.json()["nextActionTimes"][0].startswith("2044-02-29")
+        await platform.api.delete(url(wf, leap.json()["id"]))
 
     async def test_an_explicit_null_is_400(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
@@ -295,3 +351,137 @@ class TestTemporalAnswers:
         assert created["cron"] == "0 9 * * FRI-MON"
         days = {datetime.fromisoformat(t).strftime("%a") for t in created["nextActionTimes"]}
         assert days == {"Fri", "Sat", "Sun", "Mon"}
+
+    async def test_a_schedule_made_outside_trellis_is_not_listed_and_is_404(
+        self, platform: Platform
+    ) -> None:
+        # Under the workflow's id prefix and search attribute, but starting another workflow
+        # (or ours with another argument): GET and the list were a 500.
+        wf = await platform.create(ECHO)
+        attributes = TypedSearchAttributes(
+            [SearchAttributePair(search_attributes.DEFINITION_ID, wf)]
+        )
+        foreign = {
+            f"sched-{wf}-other": ScheduleActionStartWorkflow(
+                "SomeoneElsesWorkflow", id="theirs", task_queue="theirs"
+            ),
+            f"sched-{wf}-otherarg": ScheduleActionStartWorkflow(
+                SCHEDULE_WORKFLOW_TYPE, {"report": "weekly"}, id="theirs", task_queue="theirs"
+            ),
+        }
+        for schedule_id, action in foreign.items():
+            await platform.client.create_schedule(
+                schedule_id,
+                Schedule(
+                    action=action,
+                    spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(hours=1))]),
+                    state=ScheduleState(paused=True),
+                ),
+                search_attributes=attributes,
+            )
+        try:
+            async with schedule(platform, wf, {"intervalSeconds": 3600}) as ours:
+
+                async def all_visible() -> bool:
+                    query = f"TrellisDefinitionId = '{wf}'"
+                    ids = {s.id async for s in await platform.client.list_schedules(query=query)}
+                    return ids == {ours["id"], *foreign}
+
+                await eventually(all_visible)
+                listed = await platform.api.get(url(wf))
+                assert listed.status_code == 200, listed.text
+                assert [s["id"] for s in listed.json()["schedules"]] == [ours["id"]]
+                for schedule_id in foreign:
+                    for method, path in (
+                        ("GET", ""),
+                        ("PUT", ""),
+                        ("POST", "/pause"),
+                        ("POST", "/trigger"),
+                        ("GET", "/skips"),
+                        ("DELETE", ""),
+                    ):
+                        response = await platform.api.request(
+                            method,
+                            url(wf, schedule_id) + path,
+                            json={"intervalSeconds": 60} if method == "PUT" else None,
+                        )
+                        assert response.status_code == 404, (method, path, response.text)
+                        message = response.json()["error"]["message"]
+                        assert message == f"Schedule not found: {schedule_id}"
+                    # Left as its owner made it.
+                    described = await platform.client.get_schedule_handle(schedule_id).describe()
+                    assert described.schedule.state.paused and described.info.num_actions == 0
+                    assert described.info.last_updated_at is None
+        finally:
+            for schedule_id in foreign:
+                await platform.client.get_schedule_handle(schedule_id).delete()
+
+
+async def logged_skips(platform: Platform, schedule_id: str) -> list[dict[str, Any]]:
+    return await platform.store.list_events(skip_log_key(schedule_id), 0, 100)
+
+
+async def skip_once(platform: Platform, workflow_id: str, schedule_id: str) -> None:
+    """Fire the schedule of a disabled workflow and wait for its skip in the store."""
+    fired = await platform.api.post(url(workflow_id, schedule_id) + "/trigger")
+    assert fired.status_code == 202, fired.text
+    await eventually(lambda: logged_skips(platform, schedule_id))
+
+
+class TestSkipLogs:
+    """A schedule's skips go with it; they stayed in the store after every delete."""
+
+    async def test_deleting_a_schedule_deletes_its_skips_and_its_id_made_anew_has_none(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO, enable=False)
+        key = {"Idempotency-Key": "again"}
+        made = (await platform.api.post(url(wf), json=DAILY, headers=key)).json()
+        await skip_once(platform, wf, made["id"])
+        assert (await platform.api.delete(url(wf, made["id"]))).status_code == 204
+        assert await logged_skips(platform, made["id"]) == []
+        # The same key makes the same id again: it starts with no skips.
+        again = (await platform.api.post(url(wf), json=DAILY, headers=key)).json()
+        try:
+            assert again["id"] == made["id"]
+            skips = await platform.api.get(url(wf, again["id"]) + "/skips")
+            assert skips.status_code == 200 and skips.json() == {"skips": []}
+        finally:
+            await platform.api.delete(url(wf, again["id"]))
+
+    async def test_deleting_the_workflow_deletes_its_schedules_skips(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO, enable=False)
+        made = (await platform.api.post(url(wf), json=DAILY)).json()
+        await skip_once(platform, wf, made["id"])
+
+        async def listed() -> bool:
+            return bool((await platform.api.get(url(wf))).json()["schedules"])
+
+        await eventually(listed)  # the delete finds schedules through visibility
+        assert (await platform.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+        assert await logged_skips(platform, made["id"]) == []
+
+    async def test_a_schedule_deleting_itself_after_its_workflow_deletes_its_skips(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO, enable=False)
+        made = (await platform.api.post(url(wf), json=DAILY)).json()
+        await skip_once(platform, wf, made["id"])
+        # As when the workflow's delete could not list it (Temporal down, visibility lag).
+        assert await platform.store.delete_workflow(wf)
+        await platform.client.get_schedule_handle(made["id"]).trigger()
+
+        async def gone() -> bool:
+            try:
+                await platform.client.get_schedule_handle(made["id"]).describe()
+            except RPCError as exc:
+                return exc.status == RPCStatusCode.NOT_FOUND
+            return False
+
+        async def no_skips() -> bool:
+            return await logged_skips(platform, made["id"]) == []
+
+        await eventually(gone)
+        await eventually(no_skips)  # the activity deletes them after the schedule

@@ -427,6 +427,18 @@ class TestEvents:
         listed = await store.list_events(run_id, first, 10)
         assert [e["id"] for e in listed] == [second] and second > first
 
+    async def test_deleting_a_log_deletes_its_events_only_and_keeps_ids_growing(
+        self, store: Store
+    ) -> None:
+        # A deleted schedule's skips: a schedule made anew under its id starts with none.
+        log, other = f"schedule:{new_id()}", new_id()
+        newest = [await store.append_event(r, {"type": "skip"}, key="k") for r in (other, log)]
+        await store.delete_events(log)
+        assert await store.list_events(log, 0, 10) == []
+        assert len(await store.list_events(other, 0, 10)) == 1
+        again = await store.append_event(log, {"type": "skip"}, key="k")
+        assert again > max(newest)
+
     async def test_datetimes_in_events_are_stored_as_text(self, store: Store) -> None:
         run_id = new_id()
         await store.append_event(run_id, {"at": at(0)})

@@ -1,0 +1,83 @@
+"""A schedule's timing on Temporal: its spec from the body, and whether it ever fires.
+
+Temporal accepts a cron no date matches (`0 0 31 2 *`) and keeps a schedule that never
+fires. Its own calendar says so (it requires day of month *and* day of week, unlike
+classic cron, so no evaluator of ours could stand in for it): `require_firing` asks it
+on a throwaway probe schedule before anything of the workflow's is made or changed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable
+from datetime import timedelta
+from typing import TypeVar
+
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleIntervalSpec,
+    ScheduleSpec,
+    ScheduleState,
+)
+from temporalio.service import RPCError
+
+from app.errors import InvalidRequest, ScheduleRefused
+from app.schemas.cron import normalized
+from app.schemas.schedule import ScheduleCreate
+
+T = TypeVar("T")
+
+# The probe names a workflow type nothing runs and is paused, so it never fires; it has
+# no search attribute, so no workflow lists it.
+PROBE_PREFIX = "trellis-cron-check-"
+PROBE_WORKFLOW_TYPE = "TrellisCronCheck"
+
+
+def schedule_spec(body: ScheduleCreate) -> ScheduleSpec:
+    """The Temporal spec of a create or replace body."""
+    return ScheduleSpec(
+        # Backwards ranges (FRI-MON) wrap; Temporal wants them split in two.
+        cron_expressions=[normalized(body.cron)] if body.cron else [],
+        intervals=[ScheduleIntervalSpec(every=timedelta(seconds=body.interval_seconds))]
+        if body.interval_seconds
+        else [],
+        time_zone_name=body.time_zone,
+    )
+
+
+async def require_firing(client: Client, task_queue: str, body: ScheduleCreate) -> None:
+    """InvalidRequest (400, path `cron`) when the body's cron never fires: Temporal's
+    calendar decides, on a paused probe schedule with the same spec, made and deleted."""
+    if body.cron is None:
+        return  # an interval always fires
+    probe_id = f"{PROBE_PREFIX}{uuid.uuid4().hex}"
+    probe = Schedule(
+        action=ScheduleActionStartWorkflow(
+            PROBE_WORKFLOW_TYPE, id=f"{probe_id}-run", task_queue=task_queue
+        ),
+        spec=schedule_spec(body),
+        state=ScheduleState(paused=True, note="Trellis: when does this cron fire?"),
+    )
+    handle = await temporal_call(probe_id, client.create_schedule(probe_id, probe))
+    try:
+        desc = await temporal_call(probe_id, handle.describe())
+    finally:
+        await temporal_call(probe_id, handle.delete())
+    if not desc.info.next_action_times:
+        problem = (
+            f"{body.cron!r} never fires: no date matches its day of month, month and "
+            "day of week (a schedule needs all three)"
+        )
+        raise InvalidRequest(
+            f"Invalid request: cron: {problem}", [{"path": "cron", "message": problem}]
+        )
+
+
+async def temporal_call(schedule_id: str, call: Awaitable[T]) -> T:
+    """Await a Temporal call on a schedule; what Temporal refuses is about the schedule."""
+    try:
+        return await call
+    except RPCError as exc:
+        raise ScheduleRefused(exc, schedule_id) from exc
