@@ -3,8 +3,9 @@
 Counted where the side effect happens, never in the workflow (it replays): the read-model
 write activity counts a run's start, its end, a gate opening and a gate's decision when
 that write lands in the store; the step activity times each attempt; the reconciler
-counts the runs it ends. Labels stay bounded: a workflow (definition) id, an executor
-kind, an outcome, a resolution — never a run id. docs/operations.md lists every metric.
+counts the runs it ends and the waits of the gates they held open. Labels stay bounded:
+a workflow (definition) id, an executor kind, an outcome, a resolution — never a run id.
+docs/operations.md lists every metric.
 """
 
 from __future__ import annotations

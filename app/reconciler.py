@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.metrics import RunMetrics
+from activities.metrics import GATES_CLOSED_BY, RunMetrics
 from activities.run_log import run_fields
 from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
@@ -111,6 +111,12 @@ class Reconciler:
         if not applied:
             return False
         self._metrics.run_ended(run.workflow_definition_id, new_status)
+        # The gates it was waiting at close with it, undecided: their waits are observed as
+        # the worker observes a cancelled or failed run's (the workflow never wrote its end).
+        if resolution := GATES_CLOSED_BY.get(f"run_{new_status}"):
+            self._metrics.gates_closed(
+                run.workflow_definition_id, run.pending_requirements, finished, resolution
+            )
         for node_run in await self._store.list_node_runs([run_id]):
             if node_run.status in OPEN_NODE_STATUSES:
                 node_run.status = "cancelled" if new_status == "cancelled" else "failed"

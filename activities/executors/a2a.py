@@ -49,7 +49,7 @@ from activities.executors.base import (
 )
 from activities.executors.catalog import Catalog, agent_http_kwargs
 from activities.executors.heartbeat import heartbeating
-from activities.executors.tracing import CallTracer
+from activities.executors.tracing import CallTracer, url_attribute
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,10 @@ class A2AExecutor:
 
     async def call(self, call: StepCall, name: str) -> Any:
         """Run one agent to a terminal state and return its output; raise on failure."""
-        attributes = {"a2a.agent.name": name, "url.full": self._catalog.agent_url(name)}
+        attributes = {
+            "a2a.agent.name": name,
+            "url.full": url_attribute(self._catalog.agent_url(name)),
+        }
         with self._calls.span(f"A2A {name}", attributes):
             return await self._call(call, name)
 

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,7 +32,7 @@ from activities.executors.catalog_file import (
 )
 from activities.executors.catalog_models import AgentInfo, ServerInfo, SkillInfo, ToolInfo
 from activities.executors.tls import default_tls
-from activities.executors.url_mask import password_masked
+from activities.executors.url_mask import masked_url, urls_masked
 from temporal_workflows.definition import WorkflowSpec, iter_nodes_at
 from temporal_workflows.validation import Problem
 
@@ -44,8 +43,6 @@ __all__ = ["Catalog", "CatalogError", "ExecutorRef", "load_catalog"]
 
 log = logging.getLogger(__name__)
 DISCOVERY_TIMEOUT_SECONDS = 10.0
-# The user and password of a URL quoted in a message (`http://bob:secret@host`).
-_URL_PASSWORD = re.compile(r"(?<=://)([^\s/:@]+):[^\s/@]*@")
 
 
 @dataclass(frozen=True)
@@ -183,12 +180,13 @@ class Catalog:
 
     def redacted(self, text: str) -> str:
         """An error message with each catalog URL in it as the routes show it (`${VAR}`
-        unresolved, a password masked): an A2A client's errors quote the URL they used."""
+        unresolved, a password and query values masked), and any other URL masked: an A2A
+        or MCP client's errors may quote the URL they used, as resolved or as normalised."""
         urls = [s.url for s in self.file.servers if s.url] + [a.url for a in self.file.agents]
         for url in sorted(urls, key=len, reverse=True):
             shown = shown_url(self.file.written(url))
             text = text.replace(url, shown).replace(url.rstrip("/"), shown.rstrip("/"))
-        return _URL_PASSWORD.sub(r"\1:***@", text)
+        return urls_masked(text)
 
     def is_known_agent(self, name: str) -> bool:
         return name in self._agent_specs
@@ -378,5 +376,6 @@ def agent_http_kwargs(catalog: Catalog, name: str) -> dict[str, object] | None:
 
 
 def shown_url(url: str) -> str:
-    """A URL as the catalog routes show it: a password written into it is masked."""
-    return password_masked(url)
+    """A URL as the catalog routes show it: a password and the query values written into
+    it are masked (any may be a token), as `builtin:http` shows its URL."""
+    return masked_url(url)

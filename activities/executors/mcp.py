@@ -7,6 +7,7 @@ permanent; `isError` results, protocol and connection failures are retryable.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types
@@ -28,9 +29,16 @@ from activities.executors.tracing import CallTracer, trace_context
 class McpExecutor:
     """Calls one tool on one catalog server over that server's shared session."""
 
-    def __init__(self, sessions: McpSessions, calls: CallTracer | None = None) -> None:
+    def __init__(
+        self,
+        sessions: McpSessions,
+        calls: CallTracer | None = None,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
         self._sessions = sessions
         self._calls = calls or CallTracer()
+        # The catalog's `redacted`: a client's error may quote the server's URL, token and all.
+        self._redact = redact or (lambda text: text)
 
     async def call(self, call: StepCall, server_id: str, tool_name: str) -> StepOutcome:
         session = self._sessions.get(server_id)
@@ -41,7 +49,7 @@ class McpExecutor:
                 tools = await session.tools(refresh=True)
         except Exception as exc:
             await session.reset()
-            reason = describe_error(exc)
+            reason = self._redact(describe_error(exc))
             raise TransientError(f"MCP server {server_id!r} unreachable: {reason}") from None
         tool = tools.get(tool_name)
         if tool is None:
@@ -59,6 +67,7 @@ class McpExecutor:
             try:
                 result = await session.call_tool(tool_name, arguments, meta=meta)
             except Exception as exc:
+                reason = self._redact(describe_error(exc))
                 if connection_lost(exc):
                     await session.reset()
                 else:  # an answer: perhaps "unknown tool", the listing being stale
@@ -67,14 +76,13 @@ class McpExecutor:
                     isinstance(exc, HttpRefused) and exc.status in _REFUSED_STATUSES
                 ):
                     raise PermanentError(
-                        f"MCP call {server_id}/{tool_name} refused: {describe_error(exc)}"
+                        f"MCP call {server_id}/{tool_name} refused: {reason}"
                     ) from None
-                raise TransientError(
-                    f"MCP call {server_id}/{tool_name} failed: {describe_error(exc)}"
-                ) from None
+                raise TransientError(f"MCP call {server_id}/{tool_name} failed: {reason}") from None
             if result.is_error:
                 await _unless_gone(session, server_id, tool_name)
-                raise TransientError(f"MCP tool {tool_name!r} reported an error: {_text(result)}")
+                reason = self._redact(_text(result))
+                raise TransientError(f"MCP tool {tool_name!r} reported an error: {reason}")
         return StepOutcome(
             output=result_output(result),
             resolved_executor={

@@ -62,7 +62,7 @@ class ExecutorRegistry:
         the catalog names a server (`Catalog.sessions`)."""
         from activities.executors.mcp import McpExecutor
 
-        return McpExecutor(self.catalog.sessions, self._calls)
+        return McpExecutor(self.catalog.sessions, self._calls, redact=self.catalog.redacted)
 
     async def execute(self, call: StepCall) -> StepOutcome:
         """Run one step attempt; PermanentError is non-retryable, anything else retryable."""

@@ -9,7 +9,12 @@ there for anyone who may read the run.
 
 from __future__ import annotations
 
+import re
+
 MASK = "***"
+# A URL quoted in a message: a scheme, then up to a space or a quote, not ending on the
+# punctuation that follows it in a sentence (`from http://h/?a=1: refused`).
+_QUOTED_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[^\s'\"<>.,:;)]")
 
 
 def password_of(url: str) -> str | None:
@@ -48,6 +53,11 @@ def mask_urls(text: str, *urls: str) -> str:
         if url:
             text = text.replace(url, masked_url(url))
     return text
+
+
+def urls_masked(text: str) -> str:
+    """`text` with every URL quoted in it masked (when which URLs is not known)."""
+    return _QUOTED_URL.sub(lambda found: masked_url(found.group()), text) if "://" in text else text
 
 
 def _masked_query(query: str) -> str:

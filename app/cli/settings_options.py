@@ -167,12 +167,25 @@ def _click_type(info: FieldInfo) -> Any:
     if get_origin(kind) is Literal:
         return click.Choice([str(v) for v in get_args(kind)], case_sensitive=False)
     if kind is int:
-        return click.INT
+        return AsTyped(click.INT)
     if kind is float:
-        return click.FLOAT
+        return AsTyped(click.FLOAT)
     if kind is Path:
         return click.Path(path_type=Path)
     return click.STRING
+
+
+class AsTyped(click.ParamType[Any, Any]):
+    """A number flag checked by click, but passed on as the user typed it: Settings converts
+    it, so a value it refuses is quoted as written (`'0'`, not click's `'0.0'`)."""
+
+    def __init__(self, number: click.ParamType[Any, Any]) -> None:
+        self.number = number
+        self.name = number.name
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        self.number.convert(value, param, ctx)  # not a number: click's usage error, as before
+        return value
 
 
 def settings_flags(command: str) -> Callable[[F], F]:

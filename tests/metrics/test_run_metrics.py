@@ -4,6 +4,7 @@ read-model write lag — each counted once, where the side effect lands."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from prometheus_client import CollectorRegistry
 from temporalio.testing import ActivityEnvironment
@@ -11,6 +12,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.metrics import RunMetrics
 from activities.projections import ProjectionActivities
 from activities.run_start import new_run_record
+from app.reconciler import Reconciler
 from temporal_workflows.contracts import ProjectionBatch, RunProjection
 from temporal_workflows.read_model import run_event
 from tests.builders import condition, delay, echo, http_step, parallel
@@ -102,6 +104,34 @@ async def test_a_gate_whose_run_failed_meanwhile_is_observed_as_failed(metered: 
 
     labels = {"workflow_id": wf, "resolution": "failed"}
     await eventually(lambda: metered.value("trellis_gate_wait_seconds_count", **labels) == 1)
+
+
+async def test_a_gate_of_a_run_terminated_in_temporal_is_observed_by_the_reconciler(
+    metered: Metered,
+) -> None:
+    # An operator terminates the run in the Web UI: the workflow never writes its end, the
+    # reconciler does (failed), and the gate it waited at closes with it.
+    p = metered.platform
+    reconciler = Reconciler(
+        p.client, p.store, task_queue=p.task_queue, interval=0.2, metrics=metered.metrics
+    )
+    wf, run_id = await start(p, [echo("send", {"requiresConfirmation": True})])
+    await wait_for_gate(p, wf, run_id, "send")
+    await asyncio.sleep(0.3)
+    await p.client.get_workflow_handle(run_id).terminate(reason="operator in Web UI")
+    loop = asyncio.create_task(reconciler.run_forever())
+    try:
+        assert (await p.wait(wf, run_id, within=10))["status"] == "failed"
+    finally:
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
+
+    wait = "trellis_gate_wait_seconds"
+    labels = {"workflow_id": wf, "resolution": "failed"}
+    assert metered.value(ENDED, workflow_id=wf, status="failed") == 1
+    assert metered.value(f"{wait}_count", **labels) == 1
+    assert 0.3 <= metered.value(f"{wait}_sum", **labels) < 10
 
 
 async def test_a_rejection_that_cancels_the_run_is_observed_once_as_reject(

@@ -117,6 +117,31 @@ def test_dev_on_port_zero_starts_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize(
+    ("flag", "typed", "reason"),
+    [
+        ("--reconcile-interval-seconds", "0", "must be greater than 0"),
+        ("--catalog-refresh-seconds", "-1e0", "must be greater than 0"),
+        ("--temporal-port", "00", "must be greater than or equal to 1"),
+    ],
+)
+def test_a_number_flag_refused_is_quoted_as_typed(
+    tmp_path: Path, flag: str, typed: str, reason: str
+) -> None:
+    # click converted it first: `invalid value '0.0'` for a `0` the user typed.
+    result = run_trellis(["worker", flag, typed], trellis_env(tmp_path / "data"))
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"trellis worker: invalid value '{typed}' for {flag} / TRELLIS_"), line
+    assert line.endswith(reason), line
+
+
+def test_a_number_flag_that_is_no_number_is_refused_by_click(tmp_path: Path) -> None:
+    result = run_trellis(["worker", "--reconcile-interval-seconds", "soon"], trellis_env(tmp_path))
+    assert result.returncode == 2
+    assert "'soon' is not a valid float" in result.stderr
+
+
 def test_help_documents_every_command_and_setting(tmp_path: Path) -> None:
     result = run_trellis(["--help"], trellis_env(tmp_path))
     assert result.returncode == 0

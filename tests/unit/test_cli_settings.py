@@ -202,7 +202,7 @@ def test_the_default_gate_timeout_is_bounded_as_a_nodes_is(
     # A node's timeoutSeconds stops at 366 days; the default had no bound.
     assert main(["api", "--default-gate-timeout-seconds", "40000000"]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "trellis api: invalid value '40000000.0' for --default-gate-timeout-seconds / "
+        "trellis api: invalid value '40000000' for --default-gate-timeout-seconds / "
         "TRELLIS_DEFAULT_GATE_TIMEOUT_SECONDS: must be less than or equal to 31622400"
     ]
 

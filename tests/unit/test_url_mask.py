@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from activities.executors.url_mask import mask_urls, masked_url
+from activities.executors.url_mask import mask_urls, masked_url, urls_masked
 
 
 @pytest.mark.parametrize(
@@ -26,3 +26,11 @@ def test_urls_quoted_in_an_error_are_masked() -> None:
     assert mask_urls(text, "https://b.test/cb?code=xyz") == (
         "Redirect to https://b.test/cb?code=*** failed"
     )
+
+
+def test_every_url_quoted_in_a_message_is_masked_when_which_is_not_known() -> None:
+    text = "fetching from http://bob:pw@a.test/?sig=xyz: refused ('https://b.test/x?k=1')."
+    assert urls_masked(text) == (
+        "fetching from http://bob:***@a.test/?sig=***: refused ('https://b.test/x?k=***')."
+    )
+    assert urls_masked("no URL, sig=xyz") == "no URL, sig=xyz"

@@ -20,6 +20,9 @@ const ROUTES = [
 
 let config = null;
 let cleanup = null;
+// Which show() is the latest: a page still drawing when another replaced it (a 401 brought
+// the sign-in page while it loaded) must not start its refresh timer or event stream after.
+let shown = 0;
 
 /** Go to a console path (history entry added unless `replace`). */
 export function navigate(path, { replace = false } = {}) {
@@ -29,6 +32,7 @@ export function navigate(path, { replace = false } = {}) {
 }
 
 async function show(moveFocus) {
+  const current = ++shown;
   if (cleanup) {
     cleanup();
     cleanup = null;
@@ -51,8 +55,14 @@ async function show(moveFocus) {
     const ctx = { config, navigate, search: new URLSearchParams(location.search) };
     fill(main);
     try {
-      cleanup = (await route[2](main, params, ctx)) || null;
+      const stop = (await route[2](main, params, ctx)) || null;
+      if (current !== shown) {
+        if (stop) stop(); // replaced while it drew: what it started stops at once
+        return;
+      }
+      cleanup = stop;
     } catch (err) {
+      if (current !== shown) return;
       fill(main, h("h1", { tabindex: "-1" }, "Something went wrong"),
         h("p", { role: "alert" }, `This page could not be drawn: ${err.message}. Reload to try again.`));
       console.error(err);
