@@ -10,13 +10,10 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.executors.catalog import load_catalog
-from activities.executors.registry import ExecutorRegistry
 from app.platform.devserver_flags import TUNING_ARGS
 from temporal_workflows import search_attributes
 from tests.peers.fixtures import peers  # noqa: F401  (one set of real peers per session)
-from tests.support.loopback import LOOPBACK_ALLOWED
-from tests.support.platform import Platform, running_platform
+from tests.support.platform import Platform, executor_registry, running_platform
 from tests.support.processes import processes  # noqa: F401  (API/worker subprocesses)
 from tests.support.refusing import refusing_client  # noqa: F401  (a Temporal that refuses starts)
 
@@ -52,12 +49,8 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
 @pytest.fixture
 async def platform(temporal_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[Platform]:
     """A whole platform with the built-in executors only (tests/e2e adds the peers)."""
-    catalog = load_catalog(None)
-    await catalog.start()
-    registry = ExecutorRegistry(catalog, http_policy=LOOPBACK_ALLOWED)
-    try:
-        async with running_platform(temporal_env.client, tmp_path, registry) as platform:
-            yield platform
-    finally:
-        await registry.close()
-        await catalog.close()
+    async with (
+        executor_registry() as registry,
+        running_platform(temporal_env.client, tmp_path, registry) as platform,
+    ):
+        yield platform

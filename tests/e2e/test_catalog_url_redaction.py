@@ -14,13 +14,11 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.executors.catalog import load_catalog
-from activities.executors.registry import ExecutorRegistry
 from app.logs import configure_logging
 from tests.builders import step
 from tests.events.sse import read_all
 from tests.support.http_peer import HttpPeer
-from tests.support.platform import Platform, running_platform
+from tests.support.platform import Platform, executor_registry, running_platform
 from tests.support.server import free_port, serving
 
 SECRET = "s3cret-catalog-token"
@@ -58,15 +56,11 @@ async def platform(
             f"  - {{name: failing-agent, url: '{peer}/status/500?{QUERY}'}}\n",
             encoding="utf-8",
         )
-        catalog = load_catalog(path, refresh_seconds=3600)
-        await catalog.start()
-        registry = ExecutorRegistry(catalog)
-        try:
-            async with running_platform(temporal_env.client, tmp_path, registry) as platform:
-                yield platform
-        finally:
-            await registry.close()
-            await catalog.close()
+        async with (
+            executor_registry(path) as registry,
+            running_platform(temporal_env.client, tmp_path, registry) as platform,
+        ):
+            yield platform
 
 
 async def _failed_run(platform: Platform, key: str) -> str:
