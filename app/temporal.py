@@ -17,6 +17,7 @@ from temporalio.runtime import Runtime
 from activities.payloads import data_converter
 from activities.store.base import Store
 from app.settings import Settings
+from app.temporal_runtime import forwarding_runtime
 
 
 def converter(settings: Settings, store: Store | None) -> DataConverter:
@@ -34,7 +35,8 @@ async def connect_temporal(
 ) -> Client:
     """A client for the configured cluster (or the embedded dev server).
 
-    `runtime`: the Temporal runtime to use (the worker's exports the SDK's metrics);
+    `runtime`: the Temporal runtime to use (the worker's exports the SDK's metrics; by
+    default one whose core logs go through our logging, app/temporal_runtime.py);
     `interceptors`: Temporal's tracing one when tracing is on (a worker inherits them).
     """
     return await Client.connect(
@@ -43,7 +45,7 @@ async def connect_temporal(
         tls=settings.temporal_tls,
         api_key=settings.temporal_api_key_value,
         data_converter=converter(settings, store),
-        runtime=runtime,
+        runtime=runtime or forwarding_runtime(),
         interceptors=interceptors,
     )
 

@@ -21,10 +21,11 @@ from typing import Any
 from prometheus_client import make_wsgi_app, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.runtime import PrometheusConfig, Runtime
 
 from activities.metrics import RunMetrics
 from app.prometheus import standard_registry
+from app.temporal_runtime import sdk_telemetry
 
 log = logging.getLogger("trellis.metrics")
 SDK_SCRAPE_TIMEOUT_SECONDS = 2.0
@@ -78,7 +79,7 @@ def allowing_head(start_response: Callable[..., Any]) -> Callable[..., Any]:
 def sdk_runtime(port: int) -> Runtime:
     """A Temporal runtime exporting the SDK's metrics on `127.0.0.1:port`."""
     metrics = PrometheusConfig(bind_address=f"127.0.0.1:{port}", counters_total_suffix=True)
-    return Runtime(telemetry=TelemetryConfig(metrics=metrics))
+    return Runtime(telemetry=sdk_telemetry(metrics))
 
 
 def free_loopback_port() -> int:
