@@ -10,7 +10,7 @@ import click
 from rich.console import Group
 from rich.text import Text
 
-from app.cli.api_client import path_of
+from app.cli.api_client import path_of, segment
 from app.cli.output import Session, api_options, compact, shown, styled, table, when
 from app.cli.run_watch import watch_run
 
@@ -34,7 +34,7 @@ def list_runs(
 ) -> None:
     """Runs of a workflow, newest first."""
     answer = session.api.get(
-        f"/workflows/{workflow_id}/runs", status=status, page=page, perPage=per_page
+        f"/workflows/{segment(workflow_id)}/runs", status=status, page=page, perPage=per_page
     )
     session.emit(answer, _run_table)
 
@@ -64,7 +64,7 @@ def start(
     initial = _json_object(input_json, "--input-json") if input_json else {}
     initial.update(_pairs(inputs, "--input"))
     body = {"triggerSource": "manual", "initialInput": initial}
-    answer = session.api.post(f"/workflows/{workflow_id}/runs", body)
+    answer = session.api.post(f"/workflows/{segment(workflow_id)}/runs", body)
     session.emit(answer, lambda r: shown("run ", r["runId"], " ", styled(r["status"])))
 
 
@@ -73,7 +73,7 @@ def start(
 @api_options
 def show_run(session: Session, run_id: str) -> None:
     """One run: status, node runs, pending approvals, final output."""
-    session.emit(session.api.get(f"/runs/{run_id}"), run_detail)
+    session.emit(session.api.get(f"/runs/{segment(run_id)}"), run_detail)
 
 
 def run_detail(run: dict[str, Any]) -> Any:
@@ -273,7 +273,7 @@ def approve(
         # Each makes another decision; one of them would silently win.
         chosen = " and ".join(flag for flag, on in given.items() if on)
         raise click.UsageError(f"{chosen} are different decisions: give one")
-    run = session.api.get(f"/runs/{run_id}").data
+    run = session.api.get(f"/runs/{segment(run_id)}").data
     body: dict[str, Any] = {"stepId": step_id, "resolution": "confirm"}
     if inputs:
         text = _text_fields(run, step_id)

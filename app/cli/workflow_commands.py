@@ -9,6 +9,7 @@ import click
 import yaml
 from rich.console import Group
 
+from app.cli.api_client import segment
 from app.cli.output import Session, api_options, shown, table, when
 
 
@@ -44,7 +45,7 @@ def _workflow_table(data: dict[str, Any]) -> Any:
 @api_options
 def show_workflow(session: Session, workflow_id: str) -> None:
     """One definition with its node tree."""
-    session.emit(session.api.get(f"/workflows/{workflow_id}"), _workflow_detail)
+    session.emit(session.api.get(f"/workflows/{segment(workflow_id)}"), _workflow_detail)
 
 
 def _workflow_detail(data: dict[str, Any]) -> Any:
@@ -98,9 +99,9 @@ def apply_workflow(session: Session, path: Path) -> None:
     else:
         from app.cli.node_ids import carry_ids
 
-        stored = session.api.get(f"/workflows/{existing}").data
+        stored = session.api.get(f"/workflows/{segment(existing)}").data
         carry_ids(_nodes(body), stored.get("nodes") or [])
-        answer = session.api.request("PUT", f"/workflows/{existing}", json=body)
+        answer = session.api.request("PUT", f"/workflows/{segment(existing)}", json=body)
         verb = "updated" if answer.data["version"] != stored["version"] else "unchanged"
     if verb == "unchanged":
         session.emit(answer, lambda w: f"workflow {w['id']} unchanged (version {w['version']})")
@@ -133,7 +134,7 @@ def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:
 
     if definition.get("id"):
         try:
-            return str(session.api.get(f"/workflows/{definition['id']}").data["id"])
+            return str(session.api.get(f"/workflows/{segment(definition['id'])}").data["id"])
         except ApiError as exc:
             if not str(exc).startswith("404"):
                 raise
@@ -155,7 +156,7 @@ def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:
 
 
 def _toggle(session: Session, workflow_id: str, enabled: bool) -> None:
-    answer = session.api.post(f"/workflows/{workflow_id}/toggle", {"enabled": enabled})
+    answer = session.api.post(f"/workflows/{segment(workflow_id)}/toggle", {"enabled": enabled})
     session.emit(
         answer, lambda w: f"workflow {w['id']} {'enabled' if w['enabled'] else 'disabled'}"
     )

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import pty
+import re
+import select
+import signal
 import subprocess
 import sys
 import threading
@@ -332,6 +337,100 @@ def test_an_api_error_is_one_line_and_exit_code_1(dev: DevProcess) -> None:
     assert result.returncode == 1
     assert "404 resource_not_found: Run 'no-such-run' not found" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_an_id_is_sent_as_that_id_never_as_another_path(dev: DevProcess, tmp_path: Path) -> None:
+    # Ids were put in the URL as given: `ID/runs` read a list of runs as a workflow (a
+    # traceback), `OTHER/../ID` enabled ID, and `x?page=2` asked for the run `x`.
+    target = json.loads(
+        ok(trellis(dev, "workflows", "apply", "-f",
+                   str(gated_definition(tmp_path / "t.yaml", f"cli-{uuid.uuid4().hex[:8]}")),
+                   "--json"))
+    )["id"]  # fmt: skip
+    for args in (
+        ("workflows", "show", f"{target}/runs"),
+        ("workflows", "enable", f"no-such-workflow/../{target}"),
+        ("runs", "show", "../workflows"),
+    ):
+        result = trellis(dev, *args)
+        assert result.returncode == 1, (args, result.stdout)
+        assert result.stderr == f"Error: {args[-1]!r} is not an id: ids have no '/'\n", args
+    assert not json.loads(ok(trellis(dev, "workflows", "show", target, "--json")))["enabled"]
+    for args, what in ((("runs", "show", "x?page=2"), "run"), (("runs", "show", ".."), "run"),
+                       (("workflows", "show", "x#y"), "workflow")):  # fmt: skip
+        result = trellis(dev, *args)
+        assert result.returncode == 1, args
+        assert f"400 invalid_request: Invalid {what} id {args[-1]!r}" in result.stderr, args
+
+
+def test_run_output_shows_its_text_as_written(dev: DevProcess, tmp_path: Path) -> None:
+    # The output line was JSON with `ensure_ascii`: "Hello, 日本!" read "Hello, \u65e5\u672c!".
+    path = tmp_path / "hello.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}",
+             "nodes": [{"name": "Greet", "nodeType": "step", "executorKey": "builtin:echo",
+                        "config": {"greeting": "Hello, {{ input.who }}!"}}]}
+        )
+    )  # fmt: skip
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    ok(trellis(dev, "workflows", "enable", workflow_id["id"]))
+    run_id = json.loads(
+        ok(trellis(dev, "runs", "start", workflow_id["id"], "--input", "who=日本", "--json"))
+    )["runId"]
+    assert ok(trellis(dev, "runs", "watch", run_id)).strip().endswith("completed")
+    shown = ok(trellis(dev, "runs", "show", run_id))
+    assert '"greeting":"Hello, 日本!"' in shown, shown
+
+
+def watched_on_a_terminal(dev: DevProcess, run_id: str, until: str) -> tuple[int, str]:
+    """`trellis runs watch` on a pseudo-terminal (its live view) until `until` is shown and
+    a second more, then Ctrl-C: its exit code and what it showed, without colour codes."""
+    main, child = pty.openpty()
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "runs", "watch", run_id],
+        env={**dev.env, "TRELLIS_URL": dev.api_url, "COLUMNS": "200"}, cwd=REPO,
+        stdin=child, stdout=child, stderr=child, start_new_session=True,
+    )  # fmt: skip
+    os.close(child)
+    shown = b""
+    try:
+        deadline = time.monotonic() + 30
+        stop_at: float | None = None
+        while watcher.poll() is None and time.monotonic() < (stop_at or deadline):
+            if select.select([main], [], [], 0.1)[0]:
+                shown += os.read(main, 65536)
+            if stop_at is None and until.encode() in shown:
+                stop_at = time.monotonic() + 1.0
+        watcher.send_signal(signal.SIGINT)
+        code = watcher.wait(timeout=10)
+        while select.select([main], [], [], 0.2)[0]:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        watcher.kill()
+        os.close(main)
+    return code, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode(errors="replace"))
+
+
+def test_the_live_view_of_a_run_at_a_gate_says_it_awaits_approval(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # The live view's head took the run's status from `run_*` events only: a run waiting at
+    # a gate (its `awaiting_approval` event) was shown as `running` for as long as it waited.
+    workflow_id = applied_workflow(dev, tmp_path)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    code, shown = watched_on_a_terminal(dev, run_id, until="waiting at Ask")
+    heads = re.findall(rf"run {run_id}  (\w+)", shown)
+    assert heads and heads[-1] == "awaiting_approval", shown
+    assert code == 130 and "Traceback" not in shown  # Ctrl-C ends the watch quietly
+    ok(trellis(dev, "runs", "cancel", run_id))
 
 
 def test_a_refused_definition_names_each_problem_once(dev: DevProcess, tmp_path: Path) -> None:
