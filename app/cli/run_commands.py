@@ -4,6 +4,8 @@ and `trellis approve`. A bare run id is enough: the API says which workflow it b
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -55,7 +57,12 @@ def _run_table(data: dict[str, Any]) -> Any:
 @click.argument("workflow_id")
 @click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE",
               help="the run's initial input (repeatable; JSON values allowed)")  # fmt: skip
-@click.option("--input-json", default=None, metavar="JSON", help="the whole initial input")
+@click.option(
+    "--input-json",
+    default=None,
+    metavar="JSON|@FILE|-",
+    help="the whole initial input: JSON, @FILE to read it from a file, - from stdin",
+)
 @api_options
 def start(
     session: Session, workflow_id: str, inputs: tuple[str, ...], input_json: str | None
@@ -205,11 +212,26 @@ def _value(text: str) -> Any:
 
 
 def _json(text: str, option: str) -> Any:
-    """A value that must be JSON; anything else is a one-line usage error."""
+    """A value that must be JSON, given inline, as `@FILE` or as `-` (stdin): an input
+    larger than a command line may carry (128 KiB an argument on Linux) comes from a file
+    or a pipe. JSON never starts with `@`, and `-` alone is not JSON. Anything else is a
+    one-line usage error."""
+    if text == "-" or text.startswith("@"):
+        text = _read_text(text, option)
     try:
         return json.loads(text)
     except ValueError as exc:
         raise click.BadParameter(f"not JSON ({exc})", param_hint=option) from None
+
+
+def _read_text(source: str, option: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    try:
+        return Path(source[1:]).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
+        raise click.BadParameter(f"cannot read {source[1:]!r}: {why}", param_hint=option) from None
 
 
 def _json_object(text: str, option: str) -> dict[str, Any]:
@@ -250,7 +272,12 @@ def _text_fields(run: dict[str, Any], step_id: str) -> frozenset[str]:
               help="answer a user-input gate (repeatable; JSON values allowed, "
                    "but a text field takes the value as written)")  # fmt: skip
 @click.option("--choice", "choices", multiple=True, help="route(s) to select at a router gate")
-@click.option("--edited-output", default=None, metavar="JSON", help="replace the step's output")
+@click.option(
+    "--edited-output",
+    default=None,
+    metavar="JSON|@FILE|-",
+    help="replace the step's output (JSON, @FILE or - for stdin)",
+)
 @api_options
 def approve(
     session: Session,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +77,9 @@ def _what(node: dict[str, Any]) -> str:
 
 @workflows.command("apply")
 @click.option(
-    "-f", "--file", "path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    required=True, help="the definition, YAML or JSON",
+    "-f", "--file", "path",
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
+    required=True, help="the definition, YAML or JSON (- reads it from stdin)",
 )  # fmt: skip
 @api_options
 def apply_workflow(session: Session, path: Path) -> None:
@@ -96,6 +98,12 @@ def apply_workflow(session: Session, path: Path) -> None:
     if existing is None:
         answer = session.api.post("/workflows", body)
         verb = "created"
+        if body.get("enabled") is True:
+            # A create ignores `enabled` (a new workflow starts disabled) and an update
+            # applies it: the file's `enabled: true` holds whichever of the two this is.
+            answer = session.api.post(
+                f"/workflows/{segment(answer.data['id'])}/toggle", {"enabled": True}
+            )
     else:
         from app.cli.node_ids import carry_ids
 
@@ -117,6 +125,8 @@ def _nodes(body: dict[str, Any]) -> list[Any]:
 def _read_definition(path: Path) -> Any:
     """The file's YAML (or JSON, which is YAML); a file that is neither is a one-line error."""
     try:
+        if str(path) == "-":
+            return yaml.safe_load(sys.stdin.read())
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise click.ClickException(f"{path}: not UTF-8 text ({exc.reason})") from None

@@ -42,11 +42,13 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
         process.kill_everything()
 
 
-def trellis(dev: DevProcess, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+def trellis(
+    dev: DevProcess, *args: str, stdin: str | None = None, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
     env = {**dev.env, "TRELLIS_URL": dev.api_url, **extra_env}
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
-        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60, input=stdin,
     )  # fmt: skip
 
 
@@ -258,6 +260,35 @@ def test_names_and_messages_are_shown_as_text_never_as_markup_or_control_codes(
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
+def test_a_run_input_larger_than_a_command_line_comes_from_a_file_or_stdin(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # `--input-json` took only inline JSON, and Linux refuses an argument over 128 KiB
+    # ("Argument list too long"): a larger input could not be given at all.
+    workflow_id = applied_workflow(dev, tmp_path)
+    given = {"who": "日本", "notes": "x" * 300_000}
+    path = tmp_path / "input.json"
+    path.write_text(json.dumps(given, ensure_ascii=False), encoding="utf-8")
+    for args, stdin in (([f"@{path}"], None), (["-"], json.dumps(given))):
+        result = trellis(dev, "runs", "start", workflow_id, "--input-json", *args,
+                         "--input", "n=1", "--json", stdin=stdin)  # fmt: skip
+        run_id = json.loads(ok(result))["runId"]
+        run = json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))
+        assert run["initialInput"] == {**given, "n": 1}, args
+        ok(trellis(dev, "runs", "cancel", run_id))
+    missing = trellis(dev, "runs", "start", workflow_id, "--input-json", f"@{tmp_path}/none")
+    assert missing.returncode == 2 and "cannot read" in missing.stderr, missing.stderr
+
+
+def test_apply_reads_the_definition_from_stdin(dev: DevProcess, tmp_path: Path) -> None:
+    path = gated_definition(tmp_path / "wf.yaml", f"cli-{uuid.uuid4().hex[:8]}")
+    created = json.loads(
+        ok(trellis(dev, "workflows", "apply", "-f", "-", "--json", stdin=path.read_text()))
+    )
+    again = ok(trellis(dev, "workflows", "apply", "-f", "-", stdin=path.read_text()))
+    assert again.strip() == f"workflow {created['id']} unchanged (version 1)"
+
+
 def test_apply_again_updates_the_workflow_of_the_same_name(dev: DevProcess, tmp_path: Path) -> None:
     name = f"cli-{uuid.uuid4().hex[:8]}"
     path = gated_definition(tmp_path / "wf.yaml", name)
@@ -271,6 +302,19 @@ def test_apply_again_updates_the_workflow_of_the_same_name(dev: DevProcess, tmp_
     assert changed.strip() == f"updated workflow {first['id']} (version 2)"
     stored = json.loads(ok(trellis(dev, "workflows", "show", first["id"], "--json")))
     assert [n["id"] for n in stored["nodes"]] == [n["id"] for n in first["nodes"]]
+
+
+def test_apply_of_a_file_saying_enabled_creates_it_enabled(dev: DevProcess, tmp_path: Path) -> None:
+    # A create ignores `enabled` and an update applies it: the first apply of the file
+    # left the workflow disabled without a word, the second enabled it.
+    path = gated_definition(tmp_path / "wf.yaml", f"cli-{uuid.uuid4().hex[:8]}")
+    path.write_text("enabled: true\n" + path.read_text())
+    created = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    assert created["enabled"] is True and created["version"] == 1
+    stored = json.loads(ok(trellis(dev, "workflows", "show", created["id"], "--json")))
+    assert stored["enabled"] is True
+    run_id = json.loads(ok(trellis(dev, "runs", "start", created["id"], "--json")))["runId"]
+    ok(trellis(dev, "runs", "cancel", run_id))
 
 
 def test_apply_of_a_file_whose_id_names_no_workflow_finds_it_by_name_next_time(
