@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -158,11 +159,22 @@ def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:
     name = definition.get("name")
     if not name:
         return None
-    found = session.api.get("/workflows", query=name, perPage=100).data["workflows"]
-    same = [w["id"] for w in found if w["name"] == name]
+    same = [w["id"] for w in _named_like(session, str(name)) if w["name"] == name]
     if len(same) > 1:
         raise click.ClickException(f"{len(same)} workflows are named {name!r}; give the file an id")
     return same[0] if same else None
+
+
+def _named_like(session: Session, name: str) -> Iterator[dict[str, Any]]:
+    """Every workflow whose name or description contains `name`, page by page: the one
+    named `name` exactly may be past the first page (`pg` among a hundred `pg-…`)."""
+    page = 1
+    while True:
+        data = session.api.get("/workflows", query=name, page=page, perPage=100).data
+        yield from data["workflows"]
+        if page >= data["pagination"]["totalPages"]:
+            return
+        page += 1
 
 
 def _toggle(session: Session, workflow_id: str, enabled: bool) -> None:

@@ -317,6 +317,23 @@ def test_apply_of_a_file_saying_enabled_creates_it_enabled(dev: DevProcess, tmp_
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
+def test_apply_finds_its_workflow_by_name_past_the_first_page_of_the_search(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # The name was looked up in the first 100 workflows whose name contains it, newest
+    # first: with 101 newer `NAME-…` ones, apply created it again (409 duplicate_entry).
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    path = gated_definition(tmp_path / "wf.yaml", name)
+    created = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    with httpx.Client(base_url=f"{dev.api_url}/api/v1") as api:
+        for i in range(101):
+            step = {"name": "S", "nodeType": "step", "executorKey": "builtin:echo"}
+            answer = api.post("/workflows", json={"name": f"{name}-{i}", "nodes": [step]})
+            assert answer.status_code == 201, answer.text
+    again = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
+    assert again.strip() == f"workflow {created['id']} unchanged (version 1)"
+
+
 def test_apply_of_a_file_whose_id_names_no_workflow_finds_it_by_name_next_time(
     dev: DevProcess, tmp_path: Path
 ) -> None:
