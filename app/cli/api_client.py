@@ -93,8 +93,7 @@ class TrellisApi:
             ) from None
         if response.is_error:
             raise ApiError(_error_line(response), response.text)
-        data = response.json() if response.content else None
-        return Answer(data, response.text)
+        return self._answer(response)
 
     def get(self, path: str, **params: Any) -> Answer:
         return self.request("GET", path, params={k: v for k, v in params.items() if v is not None})
@@ -170,7 +169,7 @@ class TrellisApi:
                 if response.status_code not in _UNAVAILABLE:
                     if response.is_error:
                         raise ApiError(_error_line(response), response.text)
-                    return Answer(response.json() if response.content else None, response.text)
+                    return self._answer(response)
                 why = f"HTTP {response.status_code}"
             except httpx.TransportError as exc:
                 why = type(exc).__name__
@@ -194,7 +193,19 @@ class TrellisApi:
             return False
         if response.is_error:
             raise ApiError(_error_line(response), response.text)
-        return bool(response.json().get("status") in TERMINAL_STATUSES)
+        return bool(self._answer(response).data.get("status") in TERMINAL_STATUSES)
+
+    def _answer(self, response: httpx.Response) -> Answer:
+        """A successful answer; one that is not JSON came from something else at the URL
+        (the console, a proxy's page, the Temporal UI), not from an API to read as one."""
+        try:
+            return Answer(response.json() if response.content else None, response.text)
+        except ValueError:
+            kind = response.headers.get("content-type", "no content type")
+            raise ApiError(
+                f"{response.request.url} answered {response.status_code} with {kind}, not "
+                "JSON: is it the Trellis API? set TRELLIS_URL or --url"
+            ) from None
 
 
 def _stream_headers(last_event_id: str | None) -> dict[str, str]:

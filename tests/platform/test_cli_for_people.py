@@ -400,6 +400,18 @@ def test_an_api_error_is_one_line_and_exit_code_1(dev: DevProcess) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_url_that_is_not_the_api_is_one_line_not_a_traceback(dev: DevProcess) -> None:
+    # The console's address (copied from the browser) answers 200 with its page: the CLI
+    # read it as JSON and died with a JSONDecodeError traceback.
+    console = f"{dev.api_url}/console"
+    for args in (("workflows", "list"), ("runs", "show", "run-1"), ("runs", "watch", "run-1")):
+        result = trellis(dev, *args, TRELLIS_URL=console)
+        assert result.returncode == 1, args
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"Error: {console}/api/v1/"), line
+        assert line.endswith("not JSON: is it the Trellis API? set TRELLIS_URL or --url"), line
+
+
 def test_an_id_is_sent_as_that_id_never_as_another_path(dev: DevProcess, tmp_path: Path) -> None:
     # Ids were put in the URL as given: `ID/runs` read a list of runs as a workflow (a
     # traceback), `OTHER/../ID` enabled ID, and `x?page=2` asked for the run `x`.
