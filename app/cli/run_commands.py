@@ -111,8 +111,11 @@ def run_detail(run: dict[str, Any]) -> Any:
 
 
 def approval_rows(run_id: str, pending: list[dict[str, Any]]) -> Any:
-    rows = [[r.get("stepId"), r.get("stepName"), _kind(r), _message(r)] for r in pending]
-    hint = shown((f"decide with: trellis approve {run_id} STEP_ID [--reject]", "magenta"))
+    rows = [[r.get("stepId"), r.get("stepName"), _needs(r), _message(r)] for r in pending]
+    hint = shown(
+        (f"decide with: trellis approve {run_id} STEP_ID [--reject | --input NAME=VALUE … | "
+         "--choice NAME … | --edited-output JSON]", "magenta")
+    )  # fmt: skip
     return Group(table("waiting for approval", ["STEP_ID", "STEP", "NEEDS", "MESSAGE"], rows), hint)
 
 
@@ -121,10 +124,23 @@ def _message(requirement: dict[str, Any]) -> str:
     return str(found[0]) if found else "-"
 
 
-def _kind(requirement: dict[str, Any]) -> str:
+def _needs(requirement: dict[str, Any]) -> str:
+    """What the gate asks, with what an approver types: the form's fields (`*` required)
+    and the routes to choose from, which the decision names."""
     flags = [k.removeprefix("requires") for k, v in requirement.items()
              if k.startswith("requires") and v is True]  # fmt: skip
-    return ", ".join(flags) or "confirmation"
+    needs = ", ".join(flags) or "confirmation"
+    fields = [f"{f.get('name')}{'*' if f.get('required') else ''} ({f.get('fieldType')})"
+              for f in requirement.get("userInputSchema") or []]  # fmt: skip
+    if fields:
+        needs += f"\n--input: {', '.join(fields)}"
+    choices = [str(c) for c in requirement.get("availableChoices") or []]
+    if choices:
+        many = " (one or more)" if requirement.get("allowMultipleSelections") else ""
+        suggested = requirement.get("suggestedChoices")
+        hint = f"; suggested {', '.join(map(str, suggested))}" if suggested else ""
+        needs += f"\n--choice{many}: {', '.join(choices)}{hint}"
+    return needs
 
 
 @runs.command("watch")

@@ -228,6 +228,42 @@ def test_tables_list_workflows_runs_and_the_inbox(dev: DevProcess, tmp_path: Pat
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
+def test_run_show_names_the_fields_and_routes_a_gate_asks_for(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # A gate's row said "UserInput" or "RouteSelection" and no more: an approver had to
+    # read the run's JSON to learn what to type after --input or --choice.
+    form = {"requiresUserInput": True, "userInputSchema": [
+        {"name": "zip", "fieldType": "string", "required": True},
+        {"name": "count", "fieldType": "number", "required": False},
+    ]}  # fmt: skip
+    route = {"name": "Pick", "nodeType": "router", "conditionCel": "'fast'",
+             "humanReview": {"requiresUserInput": True},
+             "choices": [{"name": name, "steps": [{"name": name.title(), "nodeType": "step",
+                                                   "executorKey": "builtin:echo"}]}
+                         for name in ("fast", "slow")]}  # fmt: skip
+    path = tmp_path / "asks.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}", "enabled": True,
+             "nodes": [{"name": "Both", "nodeType": "parallel", "children": [
+                 {"name": "Form", "nodeType": "step", "executorKey": "builtin:echo",
+                  "humanReview": form}, route]}]}
+        )
+    )  # fmt: skip
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id["id"], "--json")))["runId"]
+    deadline = time.monotonic() + 30
+    while len(json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))
+              ["pendingRequirements"]) < 2:  # fmt: skip
+        assert time.monotonic() < deadline, "the run never reached both gates"
+        time.sleep(0.2)
+    shown = ok(trellis(dev, "runs", "show", run_id, COLUMNS="200"))
+    assert "--input: zip* (str), count (float)" in shown, shown
+    assert "--choice: fast, slow; suggested fast" in shown, shown
+    ok(trellis(dev, "runs", "cancel", run_id))
+
+
 # Written by another user (a shared workflow) or by a step: rich markup that does not
 # parse, a link, and terminal control sequences (retitle the window, colour, clear screen).
 HOSTILE = "[/bold] [link=https://evil.example]x[/link] \x1b]0;owned\x07\x1b[2J\r\u202eevil"
