@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -51,9 +52,21 @@ class SseEvent:
         return parsed if isinstance(parsed, dict) else {"data": parsed}
 
 
+def segment(value: Any) -> str:
+    """An id as one segment of a path: `x?y`, `x#y` or `..` given as an id stays that id,
+    never another path or a query (the API answers that it is not a valid id). No id has a
+    `/`; the API would route an escaped one (`%2F`) as a separator all the same, to another
+    endpoint (`workflows show ID/runs` read a list of runs as a workflow), so it is refused."""
+    if "/" in str(value):
+        raise ApiError(f"{str(value)[:140]!r} is not an id: ids have no '/'")
+    quoted = quote(str(value), safe="")
+    # `.` and `..` are not escaped by `quote`, and the URL would drop them as dot segments.
+    return quoted.replace(".", "%2E") if quoted.strip(".") == "" else quoted
+
+
 def path_of(run: dict[str, Any]) -> str:
     """`/workflows/{workflow}/runs/{run}` of a run record."""
-    return f"/workflows/{run['workflowDefinitionId']}/runs/{run['id']}"
+    return f"/workflows/{segment(run['workflowDefinitionId'])}/runs/{segment(run['id'])}"
 
 
 class TrellisApi:
@@ -80,8 +93,7 @@ class TrellisApi:
             ) from None
         if response.is_error:
             raise ApiError(_error_line(response), response.text)
-        data = response.json() if response.content else None
-        return Answer(data, response.text)
+        return self._answer(response)
 
     def get(self, path: str, **params: Any) -> Answer:
         return self.request("GET", path, params={k: v for k, v in params.items() if v is not None})
@@ -91,7 +103,7 @@ class TrellisApi:
 
     def run_path(self, run_id: str) -> str:
         """`/workflows/{workflow}/runs/{run}` for a bare run id (the API says whose it is)."""
-        return path_of(self.get(f"/runs/{run_id}").data)
+        return path_of(self.get(f"/runs/{segment(run_id)}").data)
 
     def events(
         self, run_path: str, after: str | None = None, patience: float = RESUME_PATIENCE_SECONDS
@@ -157,7 +169,7 @@ class TrellisApi:
                 if response.status_code not in _UNAVAILABLE:
                     if response.is_error:
                         raise ApiError(_error_line(response), response.text)
-                    return Answer(response.json() if response.content else None, response.text)
+                    return self._answer(response)
                 why = f"HTTP {response.status_code}"
             except httpx.TransportError as exc:
                 why = type(exc).__name__
@@ -181,7 +193,19 @@ class TrellisApi:
             return False
         if response.is_error:
             raise ApiError(_error_line(response), response.text)
-        return bool(response.json().get("status") in TERMINAL_STATUSES)
+        return bool(self._answer(response).data.get("status") in TERMINAL_STATUSES)
+
+    def _answer(self, response: httpx.Response) -> Answer:
+        """A successful answer; one that is not JSON came from something else at the URL
+        (the console, a proxy's page, the Temporal UI), not from an API to read as one."""
+        try:
+            return Answer(response.json() if response.content else None, response.text)
+        except ValueError:
+            kind = response.headers.get("content-type", "no content type")
+            raise ApiError(
+                f"{response.request.url} answered {response.status_code} with {kind}, not "
+                "JSON: is it the Trellis API? set TRELLIS_URL or --url"
+            ) from None
 
 
 def _stream_headers(last_event_id: str | None) -> dict[str, str]:

@@ -144,5 +144,8 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table
 
 
 def compact(value: Any, limit: int = 200) -> str:
-    text = json.dumps(value, separators=(",", ":"), default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A value as one line of JSON, its text as written (`日本`, not `\\u65e5\\u672c`) but
+    for what a terminal would act on (see `clean`)."""
+    text = json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return clean(text, one_line=True)

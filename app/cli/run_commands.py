@@ -4,13 +4,15 @@ and `trellis approve`. A bare run id is enough: the API says which workflow it b
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Group
 from rich.text import Text
 
-from app.cli.api_client import path_of
+from app.cli.api_client import path_of, segment
 from app.cli.output import Session, api_options, compact, shown, styled, table, when
 from app.cli.run_watch import watch_run
 
@@ -34,7 +36,7 @@ def list_runs(
 ) -> None:
     """Runs of a workflow, newest first."""
     answer = session.api.get(
-        f"/workflows/{workflow_id}/runs", status=status, page=page, perPage=per_page
+        f"/workflows/{segment(workflow_id)}/runs", status=status, page=page, perPage=per_page
     )
     session.emit(answer, _run_table)
 
@@ -55,7 +57,12 @@ def _run_table(data: dict[str, Any]) -> Any:
 @click.argument("workflow_id")
 @click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE",
               help="the run's initial input (repeatable; JSON values allowed)")  # fmt: skip
-@click.option("--input-json", default=None, metavar="JSON", help="the whole initial input")
+@click.option(
+    "--input-json",
+    default=None,
+    metavar="JSON|@FILE|-",
+    help="the whole initial input: JSON, @FILE to read it from a file, - from stdin",
+)
 @api_options
 def start(
     session: Session, workflow_id: str, inputs: tuple[str, ...], input_json: str | None
@@ -64,7 +71,7 @@ def start(
     initial = _json_object(input_json, "--input-json") if input_json else {}
     initial.update(_pairs(inputs, "--input"))
     body = {"triggerSource": "manual", "initialInput": initial}
-    answer = session.api.post(f"/workflows/{workflow_id}/runs", body)
+    answer = session.api.post(f"/workflows/{segment(workflow_id)}/runs", body)
     session.emit(answer, lambda r: shown("run ", r["runId"], " ", styled(r["status"])))
 
 
@@ -73,7 +80,7 @@ def start(
 @api_options
 def show_run(session: Session, run_id: str) -> None:
     """One run: status, node runs, pending approvals, final output."""
-    session.emit(session.api.get(f"/runs/{run_id}"), run_detail)
+    session.emit(session.api.get(f"/runs/{segment(run_id)}"), run_detail)
 
 
 def run_detail(run: dict[str, Any]) -> Any:
@@ -104,8 +111,11 @@ def run_detail(run: dict[str, Any]) -> Any:
 
 
 def approval_rows(run_id: str, pending: list[dict[str, Any]]) -> Any:
-    rows = [[r.get("stepId"), r.get("stepName"), _kind(r), _message(r)] for r in pending]
-    hint = shown((f"decide with: trellis approve {run_id} STEP_ID [--reject]", "magenta"))
+    rows = [[r.get("stepId"), r.get("stepName"), _needs(r), _message(r)] for r in pending]
+    hint = shown(
+        (f"decide with: trellis approve {run_id} STEP_ID [--reject | --input NAME=VALUE … | "
+         "--choice NAME … | --edited-output JSON]", "magenta")
+    )  # fmt: skip
     return Group(table("waiting for approval", ["STEP_ID", "STEP", "NEEDS", "MESSAGE"], rows), hint)
 
 
@@ -114,10 +124,23 @@ def _message(requirement: dict[str, Any]) -> str:
     return str(found[0]) if found else "-"
 
 
-def _kind(requirement: dict[str, Any]) -> str:
+def _needs(requirement: dict[str, Any]) -> str:
+    """What the gate asks, with what an approver types: the form's fields (`*` required)
+    and the routes to choose from, which the decision names."""
     flags = [k.removeprefix("requires") for k, v in requirement.items()
              if k.startswith("requires") and v is True]  # fmt: skip
-    return ", ".join(flags) or "confirmation"
+    needs = ", ".join(flags) or "confirmation"
+    fields = [f"{f.get('name')}{'*' if f.get('required') else ''} ({f.get('fieldType')})"
+              for f in requirement.get("userInputSchema") or []]  # fmt: skip
+    if fields:
+        needs += f"\n--input: {', '.join(fields)}"
+    choices = [str(c) for c in requirement.get("availableChoices") or []]
+    if choices:
+        many = " (one or more)" if requirement.get("allowMultipleSelections") else ""
+        suggested = requirement.get("suggestedChoices")
+        hint = f"; suggested {', '.join(map(str, suggested))}" if suggested else ""
+        needs += f"\n--choice{many}: {', '.join(choices)}{hint}"
+    return needs
 
 
 @runs.command("watch")
@@ -205,11 +228,26 @@ def _value(text: str) -> Any:
 
 
 def _json(text: str, option: str) -> Any:
-    """A value that must be JSON; anything else is a one-line usage error."""
+    """A value that must be JSON, given inline, as `@FILE` or as `-` (stdin): an input
+    larger than a command line may carry (128 KiB an argument on Linux) comes from a file
+    or a pipe. JSON never starts with `@`, and `-` alone is not JSON. Anything else is a
+    one-line usage error."""
+    if text == "-" or text.startswith("@"):
+        text = _read_text(text, option)
     try:
         return json.loads(text)
     except ValueError as exc:
         raise click.BadParameter(f"not JSON ({exc})", param_hint=option) from None
+
+
+def _read_text(source: str, option: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    try:
+        return Path(source[1:]).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
+        raise click.BadParameter(f"cannot read {source[1:]!r}: {why}", param_hint=option) from None
 
 
 def _json_object(text: str, option: str) -> dict[str, Any]:
@@ -250,7 +288,12 @@ def _text_fields(run: dict[str, Any], step_id: str) -> frozenset[str]:
               help="answer a user-input gate (repeatable; JSON values allowed, "
                    "but a text field takes the value as written)")  # fmt: skip
 @click.option("--choice", "choices", multiple=True, help="route(s) to select at a router gate")
-@click.option("--edited-output", default=None, metavar="JSON", help="replace the step's output")
+@click.option(
+    "--edited-output",
+    default=None,
+    metavar="JSON|@FILE|-",
+    help="replace the step's output (JSON, @FILE or - for stdin)",
+)
 @api_options
 def approve(
     session: Session,
@@ -273,7 +316,7 @@ def approve(
         # Each makes another decision; one of them would silently win.
         chosen = " and ".join(flag for flag, on in given.items() if on)
         raise click.UsageError(f"{chosen} are different decisions: give one")
-    run = session.api.get(f"/runs/{run_id}").data
+    run = session.api.get(f"/runs/{segment(run_id)}").data
     body: dict[str, Any] = {"stepId": step_id, "resolution": "confirm"}
     if inputs:
         text = _text_fields(run, step_id)

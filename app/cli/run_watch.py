@@ -10,7 +10,7 @@ import click
 from rich.console import Group
 from rich.live import Live
 
-from app.cli.api_client import SseEvent
+from app.cli.api_client import SseEvent, path_of, segment
 from app.cli.output import Session, clean, shown, styled, table, when
 
 
@@ -34,9 +34,11 @@ class RunView:
 
     def apply(self, event: dict[str, Any]) -> None:
         kind = str(event.get("type", ""))
-        if kind.startswith("run_") and event.get("status"):
-            self.status = str(event["status"])
         node_run_id = event.get("nodeRunId")
+        # Every event about the run itself carries the run's status, not only `run_*` ones:
+        # `awaiting_approval` and `requirement_resolved` are the run's too.
+        if not node_run_id and event.get("status"):
+            self.status = str(event["status"])
         if node_run_id:
             node = self.nodes.setdefault(
                 str(node_run_id),
@@ -95,8 +97,8 @@ def _line(event: dict[str, Any]) -> str:
 def watch_run(session: Session, run_id: str) -> int:
     """Follow the run until it ends; 0 when it completed, 1 when it failed or was cancelled."""
     # Started during a restart or a deploy: wait for the API, as the stream does later.
-    run = session.api.get_when_up(f"/runs/{run_id}", waiting=_say_waiting).data
-    path = f"/workflows/{run['workflowDefinitionId']}/runs/{run_id}"
+    run = session.api.get_when_up(f"/runs/{segment(run_id)}", waiting=_say_waiting).data
+    path = path_of(run)
     view = RunView.of(run)
     events = session.api.events(path)
     if session.as_json:
@@ -104,7 +106,7 @@ def watch_run(session: Session, run_id: str) -> int:
             click.echo(raw.data)
             view.apply(raw.json)
         if view.status not in ("completed", "failed", "cancelled"):
-            view.status = session.api.get(f"/runs/{run_id}").data["status"]
+            view.status = session.api.get(f"/runs/{segment(run_id)}").data["status"]
         return 0 if view.status == "completed" else 1
     if session.console.is_terminal:
         with Live(view.render(), console=session.console, refresh_per_second=8) as live:
@@ -112,7 +114,7 @@ def watch_run(session: Session, run_id: str) -> int:
                 view.apply(_event(raw))
                 live.update(view.render())
             # Node events carry no error or attempt: the run's record has both.
-            run = session.api.get_when_up(f"/runs/{run_id}", waiting=_say_waiting).data
+            run = session.api.get_when_up(f"/runs/{segment(run_id)}", waiting=_say_waiting).data
             view = RunView.of(run)
             live.update(view.render())
     else:
@@ -120,7 +122,7 @@ def watch_run(session: Session, run_id: str) -> int:
             event = _event(raw)
             view.apply(event)
             session.console.print(_line(event), markup=False)
-        run = session.api.get_when_up(f"/runs/{run_id}", waiting=_say_waiting).data
+        run = session.api.get_when_up(f"/runs/{segment(run_id)}", waiting=_say_waiting).data
     status = str(run["status"])
     why = f": {run['errorSummary']}" if status != "completed" and run.get("errorSummary") else ""
     session.console.print(shown(f"run {run_id} ", styled(status), why))

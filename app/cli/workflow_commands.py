@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +11,7 @@ import click
 import yaml
 from rich.console import Group
 
+from app.cli.api_client import segment
 from app.cli.output import Session, api_options, shown, table, when
 
 
@@ -44,7 +47,7 @@ def _workflow_table(data: dict[str, Any]) -> Any:
 @api_options
 def show_workflow(session: Session, workflow_id: str) -> None:
     """One definition with its node tree."""
-    session.emit(session.api.get(f"/workflows/{workflow_id}"), _workflow_detail)
+    session.emit(session.api.get(f"/workflows/{segment(workflow_id)}"), _workflow_detail)
 
 
 def _workflow_detail(data: dict[str, Any]) -> Any:
@@ -75,8 +78,9 @@ def _what(node: dict[str, Any]) -> str:
 
 @workflows.command("apply")
 @click.option(
-    "-f", "--file", "path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    required=True, help="the definition, YAML or JSON",
+    "-f", "--file", "path",
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
+    required=True, help="the definition, YAML or JSON (- reads it from stdin)",
 )  # fmt: skip
 @api_options
 def apply_workflow(session: Session, path: Path) -> None:
@@ -95,12 +99,18 @@ def apply_workflow(session: Session, path: Path) -> None:
     if existing is None:
         answer = session.api.post("/workflows", body)
         verb = "created"
+        if body.get("enabled") is True:
+            # A create ignores `enabled` (a new workflow starts disabled) and an update
+            # applies it: the file's `enabled: true` holds whichever of the two this is.
+            answer = session.api.post(
+                f"/workflows/{segment(answer.data['id'])}/toggle", {"enabled": True}
+            )
     else:
         from app.cli.node_ids import carry_ids
 
-        stored = session.api.get(f"/workflows/{existing}").data
+        stored = session.api.get(f"/workflows/{segment(existing)}").data
         carry_ids(_nodes(body), stored.get("nodes") or [])
-        answer = session.api.request("PUT", f"/workflows/{existing}", json=body)
+        answer = session.api.request("PUT", f"/workflows/{segment(existing)}", json=body)
         verb = "updated" if answer.data["version"] != stored["version"] else "unchanged"
     if verb == "unchanged":
         session.emit(answer, lambda w: f"workflow {w['id']} unchanged (version {w['version']})")
@@ -116,6 +126,8 @@ def _nodes(body: dict[str, Any]) -> list[Any]:
 def _read_definition(path: Path) -> Any:
     """The file's YAML (or JSON, which is YAML); a file that is neither is a one-line error."""
     try:
+        if str(path) == "-":
+            return yaml.safe_load(sys.stdin.read())
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise click.ClickException(f"{path}: not UTF-8 text ({exc.reason})") from None
@@ -133,7 +145,7 @@ def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:
 
     if definition.get("id"):
         try:
-            return str(session.api.get(f"/workflows/{definition['id']}").data["id"])
+            return str(session.api.get(f"/workflows/{segment(definition['id'])}").data["id"])
         except ApiError as exc:
             if not str(exc).startswith("404"):
                 raise
@@ -147,15 +159,26 @@ def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:
     name = definition.get("name")
     if not name:
         return None
-    found = session.api.get("/workflows", query=name, perPage=100).data["workflows"]
-    same = [w["id"] for w in found if w["name"] == name]
+    same = [w["id"] for w in _named_like(session, str(name)) if w["name"] == name]
     if len(same) > 1:
         raise click.ClickException(f"{len(same)} workflows are named {name!r}; give the file an id")
     return same[0] if same else None
 
 
+def _named_like(session: Session, name: str) -> Iterator[dict[str, Any]]:
+    """Every workflow whose name or description contains `name`, page by page: the one
+    named `name` exactly may be past the first page (`pg` among a hundred `pg-…`)."""
+    page = 1
+    while True:
+        data = session.api.get("/workflows", query=name, page=page, perPage=100).data
+        yield from data["workflows"]
+        if page >= data["pagination"]["totalPages"]:
+            return
+        page += 1
+
+
 def _toggle(session: Session, workflow_id: str, enabled: bool) -> None:
-    answer = session.api.post(f"/workflows/{workflow_id}/toggle", {"enabled": enabled})
+    answer = session.api.post(f"/workflows/{segment(workflow_id)}/toggle", {"enabled": enabled})
     session.emit(
         answer, lambda w: f"workflow {w['id']} {'enabled' if w['enabled'] else 'disabled'}"
     )

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import pty
+import re
+import select
+import signal
 import subprocess
 import sys
 import threading
@@ -37,11 +42,13 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
         process.kill_everything()
 
 
-def trellis(dev: DevProcess, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+def trellis(
+    dev: DevProcess, *args: str, stdin: str | None = None, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
     env = {**dev.env, "TRELLIS_URL": dev.api_url, **extra_env}
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
-        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60, input=stdin,
     )  # fmt: skip
 
 
@@ -221,6 +228,42 @@ def test_tables_list_workflows_runs_and_the_inbox(dev: DevProcess, tmp_path: Pat
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
+def test_run_show_names_the_fields_and_routes_a_gate_asks_for(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # A gate's row said "UserInput" or "RouteSelection" and no more: an approver had to
+    # read the run's JSON to learn what to type after --input or --choice.
+    form = {"requiresUserInput": True, "userInputSchema": [
+        {"name": "zip", "fieldType": "string", "required": True},
+        {"name": "count", "fieldType": "number", "required": False},
+    ]}  # fmt: skip
+    route = {"name": "Pick", "nodeType": "router", "conditionCel": "'fast'",
+             "humanReview": {"requiresUserInput": True},
+             "choices": [{"name": name, "steps": [{"name": name.title(), "nodeType": "step",
+                                                   "executorKey": "builtin:echo"}]}
+                         for name in ("fast", "slow")]}  # fmt: skip
+    path = tmp_path / "asks.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}", "enabled": True,
+             "nodes": [{"name": "Both", "nodeType": "parallel", "children": [
+                 {"name": "Form", "nodeType": "step", "executorKey": "builtin:echo",
+                  "humanReview": form}, route]}]}
+        )
+    )  # fmt: skip
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id["id"], "--json")))["runId"]
+    deadline = time.monotonic() + 30
+    while len(json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))
+              ["pendingRequirements"]) < 2:  # fmt: skip
+        assert time.monotonic() < deadline, "the run never reached both gates"
+        time.sleep(0.2)
+    shown = ok(trellis(dev, "runs", "show", run_id, COLUMNS="200"))
+    assert "--input: zip* (str), count (float)" in shown, shown
+    assert "--choice: fast, slow; suggested fast" in shown, shown
+    ok(trellis(dev, "runs", "cancel", run_id))
+
+
 # Written by another user (a shared workflow) or by a step: rich markup that does not
 # parse, a link, and terminal control sequences (retitle the window, colour, clear screen).
 HOSTILE = "[/bold] [link=https://evil.example]x[/link] \x1b]0;owned\x07\x1b[2J\r\u202eevil"
@@ -253,6 +296,35 @@ def test_names_and_messages_are_shown_as_text_never_as_markup_or_control_codes(
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
+def test_a_run_input_larger_than_a_command_line_comes_from_a_file_or_stdin(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # `--input-json` took only inline JSON, and Linux refuses an argument over 128 KiB
+    # ("Argument list too long"): a larger input could not be given at all.
+    workflow_id = applied_workflow(dev, tmp_path)
+    given = {"who": "日本", "notes": "x" * 300_000}
+    path = tmp_path / "input.json"
+    path.write_text(json.dumps(given, ensure_ascii=False), encoding="utf-8")
+    for args, stdin in (([f"@{path}"], None), (["-"], json.dumps(given))):
+        result = trellis(dev, "runs", "start", workflow_id, "--input-json", *args,
+                         "--input", "n=1", "--json", stdin=stdin)  # fmt: skip
+        run_id = json.loads(ok(result))["runId"]
+        run = json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))
+        assert run["initialInput"] == {**given, "n": 1}, args
+        ok(trellis(dev, "runs", "cancel", run_id))
+    missing = trellis(dev, "runs", "start", workflow_id, "--input-json", f"@{tmp_path}/none")
+    assert missing.returncode == 2 and "cannot read" in missing.stderr, missing.stderr
+
+
+def test_apply_reads_the_definition_from_stdin(dev: DevProcess, tmp_path: Path) -> None:
+    path = gated_definition(tmp_path / "wf.yaml", f"cli-{uuid.uuid4().hex[:8]}")
+    created = json.loads(
+        ok(trellis(dev, "workflows", "apply", "-f", "-", "--json", stdin=path.read_text()))
+    )
+    again = ok(trellis(dev, "workflows", "apply", "-f", "-", stdin=path.read_text()))
+    assert again.strip() == f"workflow {created['id']} unchanged (version 1)"
+
+
 def test_apply_again_updates_the_workflow_of_the_same_name(dev: DevProcess, tmp_path: Path) -> None:
     name = f"cli-{uuid.uuid4().hex[:8]}"
     path = gated_definition(tmp_path / "wf.yaml", name)
@@ -266,6 +338,36 @@ def test_apply_again_updates_the_workflow_of_the_same_name(dev: DevProcess, tmp_
     assert changed.strip() == f"updated workflow {first['id']} (version 2)"
     stored = json.loads(ok(trellis(dev, "workflows", "show", first["id"], "--json")))
     assert [n["id"] for n in stored["nodes"]] == [n["id"] for n in first["nodes"]]
+
+
+def test_apply_of_a_file_saying_enabled_creates_it_enabled(dev: DevProcess, tmp_path: Path) -> None:
+    # A create ignores `enabled` and an update applies it: the first apply of the file
+    # left the workflow disabled without a word, the second enabled it.
+    path = gated_definition(tmp_path / "wf.yaml", f"cli-{uuid.uuid4().hex[:8]}")
+    path.write_text("enabled: true\n" + path.read_text())
+    created = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    assert created["enabled"] is True and created["version"] == 1
+    stored = json.loads(ok(trellis(dev, "workflows", "show", created["id"], "--json")))
+    assert stored["enabled"] is True
+    run_id = json.loads(ok(trellis(dev, "runs", "start", created["id"], "--json")))["runId"]
+    ok(trellis(dev, "runs", "cancel", run_id))
+
+
+def test_apply_finds_its_workflow_by_name_past_the_first_page_of_the_search(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # The name was looked up in the first 100 workflows whose name contains it, newest
+    # first: with 101 newer `NAME-…` ones, apply created it again (409 duplicate_entry).
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    path = gated_definition(tmp_path / "wf.yaml", name)
+    created = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    with httpx.Client(base_url=f"{dev.api_url}/api/v1") as api:
+        for i in range(101):
+            step = {"name": "S", "nodeType": "step", "executorKey": "builtin:echo"}
+            answer = api.post("/workflows", json={"name": f"{name}-{i}", "nodes": [step]})
+            assert answer.status_code == 201, answer.text
+    again = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
+    assert again.strip() == f"workflow {created['id']} unchanged (version 1)"
 
 
 def test_apply_of_a_file_whose_id_names_no_workflow_finds_it_by_name_next_time(
@@ -332,6 +434,112 @@ def test_an_api_error_is_one_line_and_exit_code_1(dev: DevProcess) -> None:
     assert result.returncode == 1
     assert "404 resource_not_found: Run 'no-such-run' not found" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_url_that_is_not_the_api_is_one_line_not_a_traceback(dev: DevProcess) -> None:
+    # The console's address (copied from the browser) answers 200 with its page: the CLI
+    # read it as JSON and died with a JSONDecodeError traceback.
+    console = f"{dev.api_url}/console"
+    for args in (("workflows", "list"), ("runs", "show", "run-1"), ("runs", "watch", "run-1")):
+        result = trellis(dev, *args, TRELLIS_URL=console)
+        assert result.returncode == 1, args
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"Error: {console}/api/v1/"), line
+        assert line.endswith("not JSON: is it the Trellis API? set TRELLIS_URL or --url"), line
+
+
+def test_an_id_is_sent_as_that_id_never_as_another_path(dev: DevProcess, tmp_path: Path) -> None:
+    # Ids were put in the URL as given: `ID/runs` read a list of runs as a workflow (a
+    # traceback), `OTHER/../ID` enabled ID, and `x?page=2` asked for the run `x`.
+    target = json.loads(
+        ok(trellis(dev, "workflows", "apply", "-f",
+                   str(gated_definition(tmp_path / "t.yaml", f"cli-{uuid.uuid4().hex[:8]}")),
+                   "--json"))
+    )["id"]  # fmt: skip
+    for args in (
+        ("workflows", "show", f"{target}/runs"),
+        ("workflows", "enable", f"no-such-workflow/../{target}"),
+        ("runs", "show", "../workflows"),
+    ):
+        result = trellis(dev, *args)
+        assert result.returncode == 1, (args, result.stdout)
+        assert result.stderr == f"Error: {args[-1]!r} is not an id: ids have no '/'\n", args
+    assert not json.loads(ok(trellis(dev, "workflows", "show", target, "--json")))["enabled"]
+    for args, what in ((("runs", "show", "x?page=2"), "run"), (("runs", "show", ".."), "run"),
+                       (("workflows", "show", "x#y"), "workflow")):  # fmt: skip
+        result = trellis(dev, *args)
+        assert result.returncode == 1, args
+        assert f"400 invalid_request: Invalid {what} id {args[-1]!r}" in result.stderr, args
+
+
+def test_run_output_shows_its_text_as_written(dev: DevProcess, tmp_path: Path) -> None:
+    # The output line was JSON with `ensure_ascii`: "Hello, 日本!" read "Hello, \u65e5\u672c!".
+    path = tmp_path / "hello.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}",
+             "nodes": [{"name": "Greet", "nodeType": "step", "executorKey": "builtin:echo",
+                        "config": {"greeting": "Hello, {{ input.who }}!"}}]}
+        )
+    )  # fmt: skip
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    ok(trellis(dev, "workflows", "enable", workflow_id["id"]))
+    run_id = json.loads(
+        ok(trellis(dev, "runs", "start", workflow_id["id"], "--input", "who=日本", "--json"))
+    )["runId"]
+    assert ok(trellis(dev, "runs", "watch", run_id)).strip().endswith("completed")
+    shown = ok(trellis(dev, "runs", "show", run_id))
+    assert '"greeting":"Hello, 日本!"' in shown, shown
+
+
+def watched_on_a_terminal(dev: DevProcess, run_id: str, until: str) -> tuple[int, str]:
+    """`trellis runs watch` on a pseudo-terminal (its live view) until `until` is shown and
+    a second more, then Ctrl-C: its exit code and what it showed, without colour codes."""
+    main, child = pty.openpty()
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "runs", "watch", run_id],
+        env={**dev.env, "TRELLIS_URL": dev.api_url, "COLUMNS": "200"}, cwd=REPO,
+        stdin=child, stdout=child, stderr=child, start_new_session=True,
+    )  # fmt: skip
+    os.close(child)
+    shown = b""
+    try:
+        deadline = time.monotonic() + 30
+        stop_at: float | None = None
+        while watcher.poll() is None and time.monotonic() < (stop_at or deadline):
+            if select.select([main], [], [], 0.1)[0]:
+                shown += os.read(main, 65536)
+            if stop_at is None and until.encode() in shown:
+                stop_at = time.monotonic() + 1.0
+        watcher.send_signal(signal.SIGINT)
+        code = watcher.wait(timeout=10)
+        while select.select([main], [], [], 0.2)[0]:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        watcher.kill()
+        os.close(main)
+    return code, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode(errors="replace"))
+
+
+def test_the_live_view_of_a_run_at_a_gate_says_it_awaits_approval(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # The live view's head took the run's status from `run_*` events only: a run waiting at
+    # a gate (its `awaiting_approval` event) was shown as `running` for as long as it waited.
+    workflow_id = applied_workflow(dev, tmp_path)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    code, shown = watched_on_a_terminal(dev, run_id, until="waiting at Ask")
+    heads = re.findall(rf"run {run_id}  (\w+)", shown)
+    assert heads and heads[-1] == "awaiting_approval", shown
+    assert code == 130 and "Traceback" not in shown  # Ctrl-C ends the watch quietly
+    ok(trellis(dev, "runs", "cancel", run_id))
 
 
 def test_a_refused_definition_names_each_problem_once(dev: DevProcess, tmp_path: Path) -> None:
