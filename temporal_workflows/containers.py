@@ -63,13 +63,20 @@ class Containers:
     continuation: Continuation
 
     async def condition(
-        self, node: WorkflowNode, scope: Scope, node_run_id: str, frame: ConditionFrame | None
+        self,
+        node: WorkflowNode,
+        scope: Scope,
+        node_run_id: str,
+        frame: ConditionFrame | None,
+        known: dict[str, Any],
     ) -> tuple[Any, Any]:
         """trueSteps or falseSteps by conditionCel (or falseSteps on an else_branch reject)."""
+        known["conditionCel"] = node.condition_cel or ""
         if frame is not None:
             snapshot, at = frame.snapshot, frame.at
         else:
             snapshot, at = await self._choose_branch(node, scope, node_run_id), None
+        known.update(snapshot)
         steps = node.true_steps if snapshot["branch"] == "trueSteps" else node.false_steps
         try:
             output = await self.dispatcher.run_sequence(steps, scope, at=at)
@@ -103,15 +110,22 @@ class Containers:
         return {"conditionCel": source, "result": value, "branch": branch}
 
     async def router(
-        self, node: WorkflowNode, scope: Scope, node_run_id: str, frame: RouterFrame | None
+        self,
+        node: WorkflowNode,
+        scope: Scope,
+        node_run_id: str,
+        frame: RouterFrame | None,
+        known: dict[str, Any],
     ) -> tuple[Any, Any]:
         """The choices conditionCel (or a person) selects, each run in turn."""
         source = node.condition_cel or ""
+        known["conditionCel"] = source
         review = review_of(node)
         if frame is not None:
             selected, outputs = frame.selected, dict(frame.outputs)
         else:
             selected, outputs = await self._select(node, review, scope, node_run_id), {}
+        known["selected"] = selected
         for choice in node.choices:
             if choice.name not in selected or choice.name in outputs:
                 continue
@@ -167,7 +181,12 @@ class Containers:
         return _route(node, node.condition_cel or "", scope, names)
 
     async def loop(
-        self, node: WorkflowNode, scope: Scope, node_run_id: str, frame: LoopFrame | None
+        self,
+        node: WorkflowNode,
+        scope: Scope,
+        node_run_id: str,
+        frame: LoopFrame | None,
+        known: dict[str, Any],
     ) -> tuple[Any, Any]:
         """The children, iteration after iteration, until maxIterations or endConditionCel."""
         assert node.loop_config is not None
@@ -208,6 +227,7 @@ class Containers:
             assert review is not None
             return iteration_gate(node, review, iteration, last)
 
+        known["iterations"] = len(outputs)  # completed so far
         while iteration < node.loop_config.max_iterations:
             try:
                 await run_iteration(at)
@@ -236,6 +256,7 @@ class Containers:
                     ended_by = "rejected"
                     break
             outputs.append(last)
+            known["iterations"] = len(outputs)
             iteration += 1
             if end:
                 done = _evaluate(

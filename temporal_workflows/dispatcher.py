@@ -29,8 +29,9 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.step_runner import StepRunner
 
 # A container's body: runs what it holds, from its frame when the run continued as new
-# inside it; returns (input snapshot, output).
-Body = Callable[[WorkflowNode, Scope, str, Any], Awaitable[tuple[Any, Any]]]
+# inside it; returns (input snapshot, output). It fills in the last argument, its input
+# snapshot so far, as it learns it: a failed node run shows what was known when it failed.
+Body = Callable[[WorkflowNode, Scope, str, Any, dict[str, Any]], Awaitable[tuple[Any, Any]]]
 
 
 @dataclass
@@ -134,10 +135,13 @@ class Dispatcher:
                 attempt=1,
             )
         self.activity.enter(node_run_id, node.name)
+        known: dict[str, Any] = {}
         try:
             with scope.placed(Placement(node_run_id)):
-                snapshot, output = await body(node, scope, node_run_id, frame)
+                snapshot, output = await body(node, scope, node_run_id, frame, known)
         except NodeSkipped as skipped:
+            if known:
+                skipped.fields.setdefault("input_snapshot", known)
             self.recorder.skipped(node_run_id, node, skipped)
             scope.previous_step_outputs[node.name] = None
             return None
@@ -147,7 +151,7 @@ class Dispatcher:
                 if failed.node_name == node.name
                 else f"child '{failed.node_name}' failed: {failed.error}"
             )
-            self.recorder.failed(node_run_id, node, error)
+            self.recorder.failed(node_run_id, node, error, **_snapshot_so_far(known))
             raise
         except (asyncio.CancelledError, RunCancelled):
             self.recorder.cancelled(node_run_id, node)
@@ -165,3 +169,8 @@ class Dispatcher:
         )
         scope.record(node.name, output)
         return output
+
+
+def _snapshot_so_far(known: dict[str, Any]) -> dict[str, Any]:
+    """The `input_snapshot` field of a container's node run that ended early, if any."""
+    return {"input_snapshot": known} if known else {}

@@ -40,9 +40,15 @@ class FanOut:
     continuation: Continuation
 
     async def parallel(
-        self, node: WorkflowNode, scope: Scope, node_run_id: str, frame: ParallelFrame | None
+        self,
+        node: WorkflowNode,
+        scope: Scope,
+        node_run_id: str,
+        frame: ParallelFrame | None,
+        known: dict[str, Any],
     ) -> tuple[Any, Any]:
         """Every child at once (at most maxConcurrency); the first failure stops the rest."""
+        known["children"] = [c.name for c in node.children]
 
         def branch(child: WorkflowNode) -> Branch:
             async def run(branch_scope: Scope, at: BranchFrame | None) -> Any:
@@ -65,11 +71,18 @@ class FanOut:
         return {"children": [c.name for c in node.children]}, output
 
     async def map(
-        self, node: WorkflowNode, scope: Scope, node_run_id: str, frame: MapFrame | None
+        self,
+        node: WorkflowNode,
+        scope: Scope,
+        node_run_id: str,
+        frame: MapFrame | None,
+        known: dict[str, Any],
     ) -> tuple[Any, Any]:
         """The children once per item of itemsCel's list, `item` and `index` in scope."""
         source = node.items_cel or ""
+        known["itemsCel"] = source
         items = frame.items if frame is not None else _items(node, source, scope)
+        known["items"] = len(items)
 
         def branch(index: int, item: Any) -> Branch:
             async def run(item_scope: Scope, at: BranchFrame | None) -> Any:

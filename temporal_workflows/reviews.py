@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
         NodeSkipped,
         RunCancelled,
     )
-    from temporal_workflows.read_model import BEFORE_RUN_REV
+    from temporal_workflows.read_model import BEFORE_RUN_REV, NodeRunStatus
     from temporal_workflows.recorder import RunRecorder
     from temporal_workflows.run_status import Activity, Pause
 
@@ -36,6 +36,11 @@ with workflow.unsafe.imports_passed_through():
 # awaiting_approval; on replay they still do. Closing it queues one more write, which
 # can move where the outbox cuts a batch (FLUSH_AT_WRITES): a local activity more.
 HELD_GATE_PATCH = "gate-held-by-a-pause-closes-on-cancel"
+# A gate decided while the run was paused (by a person or by its timer) left its node run
+# awaiting_approval until the run resumed; it now shows the node waiting to go on. One
+# more write, which can move where the outbox cuts a batch (as for HELD_GATE_PATCH); the
+# recorded histories replay without this guard too, so it is a precaution.
+DECIDED_WHILE_PAUSED_PATCH = "gate-decided-while-paused-shows-its-node-decided"
 # Builds the gate for the n-th time it opens (n = rejections retried so far).
 RequirementFor = Callable[[int], Requirement]
 # Runs the node again after a rejection the policy retries (a step, a loop iteration).
@@ -142,6 +147,11 @@ class Reviews:
             raise
         self.gates.record(req, decision, self.clock.now())
         self.activity.show()
+        if self.pause.paused and workflow.patched(DECIDED_WHILE_PAUSED_PATCH):
+            # Nothing awaits approval now; the decision applies when the run resumes. A
+            # step has not gone on (pending); a container's node run stays open (running).
+            held: NodeRunStatus = "pending" if node.node_type == "step" else "running"
+            self.recorder.node(node_run_id, node, held, event=None, rev=rev)
         await self.recorder.publish(
             "requirement_resolved",
             stepId=req.step_id,

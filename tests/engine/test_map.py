@@ -164,6 +164,18 @@ async def test_items_cel_must_yield_a_list(platform: Platform) -> None:
     assert "itemsCel must yield a list, got int" in run["errorSummary"]
 
 
+async def test_a_map_whose_items_cel_fails_shows_the_expression(platform: Platform) -> None:
+    run = await platform.run({"nodes": [_map([_echo("e")], "input.n")]}, {"n": 3})
+    [m] = [n for n in run["nodeRuns"] if n["nodeName"] == "M"]
+    assert m["status"] == "failed" and m["inputSnapshot"] == {"itemsCel": "input.n"}
+
+
+async def test_a_map_failed_by_an_item_shows_its_items(platform: Platform) -> None:
+    run = await platform.run({"nodes": [_map([_dividing()], "input.items")]}, {"items": [2, 0]})
+    [m] = [n for n in run["nodeRuns"] if n["nodeName"] == "M"]
+    assert m["status"] == "failed" and m["inputSnapshot"] == {"itemsCel": "input.items", "items": 2}
+
+
 async def test_an_empty_list_maps_to_an_empty_output(platform: Platform) -> None:
     run = await platform.run({"nodes": [_map([_echo("e")], "[]")]})
     assert run["status"] == "completed" and run["finalOutput"] == []

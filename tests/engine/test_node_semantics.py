@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from tests.builders import echo, transform
+from tests.builders import condition, echo, transform
 from tests.support.platform import Platform
 
 
@@ -277,6 +277,28 @@ class TestCondition:
             "Node 'B' failed: conditionCel must yield a bool, got str 'enterprise'"
         )
 
+    async def test_a_failed_condition_shows_its_expression(self, platform: Platform) -> None:
+        run = await platform.run(
+            {"nodes": [condition("B", "input.kind", transform("C", v="1"))]}, {"kind": "pro"}
+        )
+        [b] = run["nodeRuns"]
+        assert b["status"] == "failed" and b["inputSnapshot"] == {"conditionCel": "input.kind"}
+
+    async def test_a_condition_failed_by_its_branch_shows_the_branch_taken(
+        self, platform: Platform
+    ) -> None:
+        run = await platform.run(
+            {"nodes": [condition("B", "input.go", transform("C", v="input.missing"))]},
+            {"go": True},
+        )
+        [b] = [n for n in run["nodeRuns"] if n["nodeName"] == "B"]
+        assert b["status"] == "failed" and b["error"].startswith("child 'C' failed")
+        assert b["inputSnapshot"] == {
+            "conditionCel": "input.go",
+            "result": True,
+            "branch": "trueSteps",
+        }
+
     async def test_empty_false_branch_runs_nothing_and_outputs_null(
         self, platform: Platform
     ) -> None:
@@ -346,6 +368,23 @@ class TestRouter:
             "Node 'research-router' failed: router selected 'sports', which is not a choice "
             "(choices: tech, general)"
         )
+
+    async def test_a_failed_router_shows_its_expression(self, platform: Platform) -> None:
+        run = await platform.run(self.ROUTER, {"strategy": "sports"})
+        [router] = run["nodeRuns"]
+        assert router["status"] == "failed"
+        assert router["inputSnapshot"] == {"conditionCel": "input.strategy"}
+
+    async def test_a_router_failed_by_a_choice_shows_the_selection(
+        self, platform: Platform
+    ) -> None:
+        router = self.ROUTER["nodes"][0]
+        tech = {"name": "tech", "steps": [transform("hn", v="input.missing")]}
+        failing = {**router, "choices": [tech, router["choices"][1]]}
+        run = await platform.run({"nodes": [failing]}, {"strategy": "tech"})
+        [r] = [n for n in run["nodeRuns"] if n["nodeName"] == "research-router"]
+        assert r["status"] == "failed" and r["error"].startswith("child 'hn' failed")
+        assert r["inputSnapshot"] == {"conditionCel": "input.strategy", "selected": ["tech"]}
 
     async def test_an_empty_selection_fails_as_selecting_no_choice(
         self, platform: Platform

@@ -154,6 +154,17 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
     await platform.api.post(f"{base}/cancel")
     await platform.wait(wf, run_id)
+    # A gate's timer firing while the run is paused, the run resumed after it
+    # (recorded before such a decision moved the node run off awaiting_approval).
+    timed = {"requiresConfirmation": True, "timeoutSeconds": 1, "onTimeout": "skip"}
+    wf = await platform.create({"nodes": [echo("gate", timed), echo("after")]})
+    run_id = runs["timed_out_paused"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, run_id, "gate")
+    base = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    await platform.api.post(f"{base}/pause")
+    await asyncio.sleep(1.5)
+    await platform.api.post(f"{base}/resume")
+    await platform.wait(wf, run_id)
     # A router's output review rejected with onReject: retry runs its choice again
     # (containers.ROUTER_RETRY_PATCH).
     router = {
@@ -352,6 +363,7 @@ def test_every_representative_history_is_recorded() -> None:
         "paused_cancelled",
         "decided_paused_cancelled",
         "held_gate_cancelled",
+        "timed_out_paused",
         "handed",
         "status_shown",
         "continued_status_shown",

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import delay, echo
+from tests.builders import condition, delay, echo
 from tests.events.sse import read_all
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
@@ -92,12 +92,75 @@ async def test_a_gate_decided_while_paused_continues_only_after_resume(
     await asyncio.sleep(0.5)
     run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
     assert run["status"] == "paused" and len(run["nodeRuns"]) == 1
+    # Decided: no longer awaiting approval; it runs once the run resumes.
+    assert run["nodeRuns"][0]["status"] == "pending"
     assert (await control(platform, wf, run_id, "resume")).status_code == 200
     run = await platform.wait(wf, run_id)
     assert run["status"] == "completed"
     assert [(n["nodeId"], n["status"], bool(n["finishedAt"])) for n in run["nodeRuns"]] == [
         ("gate", "completed", True),
         ("after", "completed", True),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("on_timeout", "gate_ends"), [("skip", "skipped"), ("approve", "completed")]
+)
+async def test_a_gate_timer_firing_while_paused_decides_the_gate_and_the_run_waits_for_resume(
+    platform: Platform, on_timeout: str, gate_ends: str
+) -> None:
+    # The timer's decision was recorded, but the node run showed awaiting_approval until
+    # the run was resumed.
+    timed = {"requiresConfirmation": True, "timeoutSeconds": 1, "onTimeout": on_timeout}
+    wf, run_id = await start(platform, [echo("gate", timed), echo("after")])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    url = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    for _ in range(100):
+        run = (await platform.api.get(url)).json()
+        if run["resolvedRequirements"] and run["nodeRuns"][0]["status"] != "awaiting_approval":
+            break
+        await asyncio.sleep(0.1)
+    assert run["status"] == "paused" and run["pendingRequirements"] == []
+    [decided] = run["resolvedRequirements"]
+    assert decided["resolution"] == f"timeout:{on_timeout}" and decided["source"] == "timeout"
+    assert [(n["nodeId"], n["status"]) for n in run["nodeRuns"]] == [("gate", "pending")]
+    await asyncio.sleep(0.5)  # nothing after the gate runs while paused
+    run = (await platform.api.get(url)).json()
+    assert run["status"] == "paused" and [n["nodeId"] for n in run["nodeRuns"]] == ["gate"]
+    assert (await control(platform, wf, run_id, "resume")).status_code == 200
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+    assert [(n["nodeId"], n["status"]) for n in run["nodeRuns"]] == [
+        ("gate", gate_ends),
+        ("after", "completed"),
+    ]
+
+
+async def test_a_container_gate_timing_out_while_paused_shows_the_container_running(
+    platform: Platform,
+) -> None:
+    timed = {"requiresConfirmation": True, "timeoutSeconds": 1, "onTimeout": "approve"}
+    branch = condition("check", "true", echo("inside"), id="check", humanReview=timed)
+    wf, run_id = await start(platform, [branch])
+    await wait_for_gate(platform, wf, run_id, "check")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    url = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    for _ in range(100):
+        run = (await platform.api.get(url)).json()
+        if run["resolvedRequirements"]:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.3)
+    run = (await platform.api.get(url)).json()
+    assert run["status"] == "paused"
+    assert [(n["nodeId"], n["status"]) for n in run["nodeRuns"]] == [("check", "running")]
+    assert (await control(platform, wf, run_id, "resume")).status_code == 200
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+    assert [(n["nodeId"], n["status"]) for n in run["nodeRuns"]] == [
+        ("check", "completed"),
+        ("inside", "completed"),
     ]
 
 
