@@ -37,7 +37,21 @@ STREAM_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-Sent Events: `id`, `event` (the type) and `data` (the event as "
         "JSON) per event; a comment line as keep-alive; ends after the run ends",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        # One event (as FastAPI documents its own SSE routes): its fields, `data` JSON.
+        "content": {
+            "text/event-stream": {
+                "itemSchema": {
+                    "type": "object",
+                    "required": ["data", "event", "id"],
+                    "properties": {
+                        "data": {"type": "string", "contentMediaType": "application/json"},
+                        "event": {"type": "string"},
+                        "id": {"type": "string"},
+                        "retry": {"type": "integer", "minimum": 0},
+                    },
+                }
+            }
+        },
     }
 }
 

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 
 from app.main import create_app
@@ -221,3 +222,11 @@ async def test_the_stream_is_served_as_the_openapi_document_says(platform: Platf
     served = response.headers["content-type"].split(";")[0]
     assert served == "text/event-stream"
     assert list(documented) == [served]
+    # Each event as documented (Schemathesis checks every event against it).
+    event = documented[served]["itemSchema"]
+    stream = data_only(await read_all(platform.api, events_url(wf, run_id)))
+    assert stream
+    for message in stream:
+        fields = {"data": "\n".join(message.data), "event": message.event, "id": message.id}
+        jsonschema.validate(fields, event)
+        assert message.json()["type"] == message.event
