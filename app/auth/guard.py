@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Request, Security
 from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.requests import HTTPConnection
 
 from activities.store.access import Permission
 from app.auth.caller import ALL_SCOPES, DEV_CALLER, Caller
@@ -25,7 +26,24 @@ from app.settings import Settings
 # docs/operations.md says what /metrics holds), and /docs, /openapi.json (not API routes).
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
-bearer = HTTPBearer(
+
+class SingleBearer(HTTPBearer):
+    """HTTPBearer that refuses a request with more than one `Authorization` header.
+
+    Authorization is a singleton field (RFC 9110): HTTPBearer reads only the first, while a
+    proxy in front may have judged the request by another, so two are refused, not picked
+    from (in `jwt` mode; `dev` mode ignores tokens).
+    """
+
+    async def __call__(self, request: HTTPConnection) -> HTTPAuthorizationCredentials | None:
+        if len(request.headers.getlist("authorization")) > 1:
+            authenticator: Authenticator = request.app.state.authenticator
+            if authenticator.verifier is not None:
+                raise NotAuthenticated("Malformed credentials: more than one Authorization header")
+        return await super().__call__(request)
+
+
+bearer = SingleBearer(
     scheme_name="bearerAuth",
     bearerFormat="JWT",
     description="A JWT from your identity provider, or from `trellis token` (HS256).",

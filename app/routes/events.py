@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 from fastapi import APIRouter
@@ -30,7 +31,37 @@ ACCESS_RECHECK_SECONDS = 5.0
 SHUTDOWN_GRACE_SECONDS = 3.0
 
 
-@router.get("/events", response_class=EventSourceResponse, dependencies=[needs(READ)])
+# sse-starlette sets its media type per instance, so FastAPI would document no content
+# type for the 200 at all; state what the stream is.
+STREAM_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-Sent Events: `id`, `event` (the type) and `data` (the event as "
+        "JSON) per event; a comment line as keep-alive; ends after the run ends",
+        # One event (as FastAPI documents its own SSE routes): its fields, `data` JSON.
+        "content": {
+            "text/event-stream": {
+                "itemSchema": {
+                    "type": "object",
+                    "required": ["data", "event", "id"],
+                    "properties": {
+                        "data": {"type": "string", "contentMediaType": "application/json"},
+                        "event": {"type": "string"},
+                        "id": {"type": "string"},
+                        "retry": {"type": "integer", "minimum": 0},
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+@router.get(
+    "/events",
+    response_class=EventSourceResponse,
+    dependencies=[needs(READ)],
+    responses=STREAM_RESPONSE,
+)
 async def stream_events(
     run: RunDep, store: StoreDep, hub: EventHubDep, after: LastEventIdDep, caller: CallerDep
 ) -> EventSourceResponse:

@@ -32,6 +32,33 @@ KeysAndApi = tuple[KeySet, httpx.AsyncClient]
 
 
 class TestRefused:
+    async def test_two_authorization_headers_are_401_whichever_comes_first(
+        self, api: httpx.AsyncClient
+    ) -> None:
+        # HTTPBearer read only the first: a good token first and anything after it served
+        # the request, though a proxy in front may have judged it by the second.
+        alice = as_user("alice")["Authorization"]
+        for pair in ((alice, "Bearer not-a-jwt"), ("Bearer not-a-jwt", alice), (alice, alice)):
+            for _ in range(2):  # the second read of a path may be answered by the read lane
+                headers = [("Authorization", value) for value in pair]
+                response = await api.get(WORKFLOWS, headers=headers)
+                assert_error(response, 401, "authentication_required", "Authorization header")
+                assert response.headers["www-authenticate"].startswith("Bearer")
+        created = await api.post(
+            WORKFLOWS,
+            json={
+                "name": "x",
+                "nodes": [{"name": "a", "nodeType": "step", "executorKey": "builtin:echo"}],
+            },
+            headers=[("Authorization", alice), ("Authorization", alice)],
+        )
+        assert_error(created, 401, "authentication_required")
+        assert (await api.get(WORKFLOWS, headers=as_user("alice"))).json()["workflows"] == []
+
+    async def test_dev_mode_ignores_tokens_however_many(self, dev_api: httpx.AsyncClient) -> None:
+        headers = [("Authorization", "Bearer a"), ("Authorization", "Bearer b")]
+        assert (await dev_api.get(WORKFLOWS, headers=headers)).status_code == 200
+
     async def test_no_token_is_401_authentication_required(self, api: httpx.AsyncClient) -> None:
         response = await api.get(WORKFLOWS)
         assert_error(response, 401, "authentication_required", "Bearer")

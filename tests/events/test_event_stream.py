@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 
 from app.main import create_app
@@ -205,3 +206,27 @@ async def test_another_api_replica_streams_a_run_it_did_not_start(
         assert kinds[0] == "run_started" and kinds[-1] == "run_completed"
     finally:
         await store.close()
+
+
+async def test_the_stream_is_served_as_the_openapi_document_says(platform: Platform) -> None:
+    # The document named no content type for the stream's 200 (sse-starlette sets its
+    # media type per response), so clients and Schemathesis could not check it.
+    wf = await platform.create({"nodes": SLOW["nodes"][1:]})
+    run_id = await platform.trigger(wf)
+    await platform.wait(wf, run_id)
+    doc = (await platform.api.get("/openapi.json")).json()
+    path = "/api/v1/workflows/{workflow_id}/runs/{run_id}/events"
+    documented = doc["paths"][path]["get"]["responses"]["200"].get("content", {})
+    response = await platform.api.get(events_url(wf, run_id))
+    assert response.status_code == 200
+    served = response.headers["content-type"].split(";")[0]
+    assert served == "text/event-stream"
+    assert list(documented) == [served]
+    # Each event as documented (Schemathesis checks every event against it).
+    event = documented[served]["itemSchema"]
+    stream = data_only(await read_all(platform.api, events_url(wf, run_id)))
+    assert stream
+    for message in stream:
+        fields = {"data": "\n".join(message.data), "event": message.event, "id": message.id}
+        jsonschema.validate(fields, event)
+        assert message.json()["type"] == message.event
