@@ -80,6 +80,7 @@ class SqliteStore:
         """Open the file, switch to WAL and create or migrate the schema."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(_can_open, self.path)
             self._db = await aiosqlite.connect(
                 self.path, isolation_level=None, timeout=self._busy_timeout_ms / 1000
             )
@@ -651,6 +652,14 @@ def _store_error(exc: BaseException) -> BaseException:
 
 # OperationalErrors that pass: a lock held past the busy timeout, a file gone or unreadable.
 _UNAVAILABLE = re.compile(r"locked|busy|unable to open|disk I/O|readonly", re.IGNORECASE)
+
+
+def _can_open(path: Path) -> None:
+    """sqlite3's own error when the file cannot be opened, before aiosqlite starts its
+    thread: on a failed connect aiosqlite stops that thread without waiting for it, and its
+    last callback could meet the closed event loop of a process exiting on that error (a
+    traceback after the one-line start-up error)."""
+    sqlite3.connect(path).close()
 
 
 def _load(model: type[M], doc: str) -> M:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
@@ -85,6 +86,42 @@ async def test_reconnecting_to_a_migrated_file_keeps_its_data(db_path: Path) -> 
         assert await second.list_events("run-1", 0, 10) == [{"type": "x", "id": event_id}]
     finally:
         await second.close()
+
+
+def test_a_file_that_cannot_be_opened_fails_with_nothing_left_running(tmp_path: Path) -> None:
+    # A process that exits on the error (trellis api/worker/dev at start-up) closes its
+    # event loop at once; aiosqlite's thread, stopped without being waited for, then met
+    # the closed loop: "Exception in thread … Event loop is closed" after the error line.
+    (tmp_path / "store.db").mkdir()
+    script = textwrap.dedent(
+        f"""
+        import time
+        from pathlib import Path
+
+        import uvloop
+        from activities.store.base import StoreError
+        from activities.store.sqlite import SqliteStore
+
+        async def main() -> None:
+            try:
+                await SqliteStore(Path({str(tmp_path / "store.db")!r})).connect()
+            except StoreError as exc:
+                print(exc)
+
+        for _ in range(20):
+            # Closed as soon as the error is in, as a process exiting on it closes it.
+            loop = uvloop.new_event_loop()
+            loop.run_until_complete(main())
+            loop.close()
+        time.sleep(0.2)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.count("unable to open database file") == 20
 
 
 async def test_a_newer_schema_is_refused(db_path: Path) -> None:
