@@ -837,3 +837,28 @@ def test_a_watch_of_a_quiet_run_outlasts_api_restarts_spread_over_its_patience()
         api.server.server_close()
     assert kinds == ["awaiting_approval", "run_completed"]
     assert api.streams > 2  # it resumed across several stream ends
+
+
+def test_apply_from_stdin_names_it_stdin_in_its_errors(tmp_path: Path) -> None:
+    # The file was named `-`: "Error: -: not valid YAML or JSON …".
+    env = trellis_env(tmp_path, TRELLIS_URL="http://127.0.0.1:9")  # never asked: it fails first
+    for given, says in (("name: [unclosed\n", "not valid YAML or JSON at line"),
+                        ("- a list\n", "a definition is a mapping")):  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "app.cli", "workflows", "apply", "-f", "-"],
+            env=env, cwd=REPO, capture_output=True, text=True, timeout=60, input=given,
+        )  # fmt: skip
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.startswith(f"Error: <stdin>: {says}"), result.stderr
+
+
+def test_the_root_help_lists_the_client_commands_settings(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "--help"],
+        env=trellis_env(tmp_path), cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    settings = result.stdout.split("Settings per command")[1]
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in settings.splitlines()[1:] if line}
+    for variable in ("TRELLIS_URL", "TRELLIS_TOKEN"):
+        assert rows[variable] == "workflows, runs, approvals, approve", settings
