@@ -23,6 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.run_start import RunStartFailed, WorkflowDisabled
 from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable
 from app.openapi import allowed_methods
+from app.temporal_outage import unreachable
 from temporal_workflows.contracts import CONFLICT_ERROR, INVALID_ERROR, NOT_FOUND_ERROR
 from temporal_workflows.validation import DefinitionError
 
@@ -220,19 +221,6 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     else:
         message = str(exc.detail)
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
-
-
-UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED})
-# How the SDK's client reports a call that outran its own deadline (tonic's timeout layer):
-# CANCELLED, not DEADLINE_EXCEEDED. Temporal too slow to answer, not a bug.
-CLIENT_TIMEOUT = "Timeout expired"
-
-
-def unreachable(exc: RPCError) -> bool:
-    """Temporal did not answer: down, or too slow for the call's deadline."""
-    return exc.status in UNREACHABLE or (
-        exc.status == RPCStatusCode.CANCELLED and exc.message == CLIENT_TIMEOUT
-    )
 
 
 # The workflow's own error types (raised by its update handlers and validators).

@@ -26,6 +26,7 @@ from activities.run_log import run_fields
 from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
 from activities.store.records import RunRecord
+from app.temporal_outage import outage_cause
 from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES
 from temporal_workflows.read_model import (
     OPEN_NODE_STATUSES,
@@ -58,6 +59,9 @@ class Reconciler:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     ) -> None:
         self._client = client
+        self._address = client.service_client.config.target_host
+        # The last pass found Temporal unreachable (so the next good one says it is back).
+        self._temporal_down = False
         self._metrics = metrics or RunMetrics()
         self._store = store
         self._interval = interval
@@ -69,11 +73,29 @@ class Reconciler:
         while True:
             try:
                 await self.reconcile_once()
+                if self._temporal_down:
+                    self._temporal_down = False
+                    log.info("reconciliation resumed: Temporal at %s answers again", self._address)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("reconciliation pass failed")
+            except Exception as exc:
+                self._log_failed_pass(exc)
             await asyncio.sleep(self._interval)
+
+    def _log_failed_pass(self, exc: Exception) -> None:
+        """An outage is one line per pass (the next pass retries; the worker's pollers and
+        the SDK say the same); anything else is a bug, with its traceback."""
+        cause = outage_cause(exc)
+        if cause is None:
+            log.exception("reconciliation pass failed")
+            return
+        self._temporal_down = True
+        log.warning(
+            "reconciliation pass skipped: Temporal at %s is unreachable (%s); retrying in %gs",
+            self._address,
+            cause,
+            self._interval,
+        )
 
     async def reconcile_once(self) -> list[str]:
         """One pass; returns the ids of the runs it corrected."""

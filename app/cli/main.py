@@ -47,7 +47,7 @@ Flags override TRELLIS_* environment variables, which override the defaults;
 
 @click.group(
     help=HELP,
-    epilog=settings_overview(),
+    epilog=settings_overview(clients=(workflow_commands.workflows, *run_commands.COMMANDS)),
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 def cli() -> None:

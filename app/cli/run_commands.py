@@ -147,7 +147,10 @@ def _needs(requirement: dict[str, Any]) -> str:
 @click.argument("run_id")
 @api_options
 def watch(session: Session, run_id: str) -> int:
-    """Follow a run live (its event stream) until it ends; exit 0 if it completed."""
+    """Follow a run live (its event stream) until it ends.
+
+    Exit code 0: the run completed; 1: it failed or was cancelled; 3: the watch could not
+    follow it (unknown id, API refusing or unreachable)."""
     return watch_run(session, run_id)
 
 

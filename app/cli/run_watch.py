@@ -10,8 +10,19 @@ import click
 from rich.console import Group
 from rich.live import Live
 
-from app.cli.api_client import SseEvent, path_of, segment
+from app.cli.api_client import ApiError, SseEvent, path_of, segment
 from app.cli.output import Session, clean, shown, styled, table, when
+
+# Exit codes: 0 the run completed, 1 it failed or was cancelled, 2 a usage error (click's),
+# WATCH_FAILED the watch could not follow the run (so a script can tell the run's failure
+# from its own: an unknown id, an API refusing or not answering, a stream lost for good).
+WATCH_FAILED = 3
+
+
+class WatchFailed(click.ClickException):
+    """The watch itself failed; the run's outcome is unknown."""
+
+    exit_code = WATCH_FAILED
 
 
 @dataclass
@@ -95,7 +106,15 @@ def _line(event: dict[str, Any]) -> str:
 
 
 def watch_run(session: Session, run_id: str) -> int:
-    """Follow the run until it ends; 0 when it completed, 1 when it failed or was cancelled."""
+    """Follow the run until it ends; 0 when it completed, 1 when it failed or was cancelled;
+    WatchFailed when it cannot be followed."""
+    try:
+        return _watch(session, run_id)
+    except ApiError as exc:
+        raise WatchFailed(clean(exc, one_line=True)) from None
+
+
+def _watch(session: Session, run_id: str) -> int:
     # Started during a restart or a deploy: wait for the API, as the stream does later.
     run = session.api.get_when_up(f"/runs/{segment(run_id)}", waiting=_say_waiting).data
     path = path_of(run)

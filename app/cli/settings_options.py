@@ -8,7 +8,7 @@ read from the environment only.
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
@@ -269,10 +269,26 @@ def settings_help(command: str) -> str:
     return "\n".join(lines)
 
 
-def settings_overview() -> str:
-    """Which command reads which setting, for `trellis --help`."""
+def settings_overview(clients: Sequence[click.Command] = ()) -> str:
+    """Which command reads which setting, for `trellis --help`; `clients` are the commands
+    that talk to the API, whose own variables (their options' `envvar`) are listed too."""
     lines = ["\b", "Settings per command (environment variables; flags of the same name):"]
     for name in Settings.model_fields:
         commands = ", ".join(c for c in SETTINGS_COMMANDS if c in scope(name))
         lines.append(f"  {env_name(name):<40} {commands}")
+    readers: dict[str, list[str]] = {}
+    for command in clients:
+        for variable in _envvars(command):
+            readers.setdefault(variable, []).append(command.name or "")
+    for variable, names in readers.items():
+        lines.append(f"  {variable:<40} {', '.join(names)}")
     return "\n".join(lines)
+
+
+def _envvars(command: click.Command) -> list[str]:
+    """The variables a command or any of its subcommands reads, in the order declared."""
+    found = [p.envvar for p in command.params if isinstance(p.envvar, str)]
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            found += _envvars(sub)
+    return list(dict.fromkeys(found))

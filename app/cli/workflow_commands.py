@@ -76,24 +76,29 @@ def _what(node: dict[str, Any]) -> str:
     return str(node.get("executorKey") or node.get("a2aPool") or "")
 
 
+STDIN = "<stdin>"
+
+
 @workflows.command("apply")
 @click.option(
     "-f", "--file", "path",
-    type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True),
     required=True, help="the definition, YAML or JSON (- reads it from stdin)",
 )  # fmt: skip
 @api_options
-def apply_workflow(session: Session, path: Path) -> None:
+def apply_workflow(session: Session, path: str) -> None:
     """Create the definition, or update the one with its `id` (or, without one, its name)."""
     # Here, not at the top: the definition's model takes a third of a second to import,
     # which no other command needs.
     from app.cli.definition_lint import unknown_fields
 
-    definition = _read_definition(path)
+    # Kept as typed (a Path would read `./-` as `-`, stdin); messages name stdin as such.
+    source = STDIN if path == "-" else path
+    definition = _read_definition(path, source)
     if not isinstance(definition, dict):
-        raise click.ClickException(f"{path}: a definition is a mapping (name, nodes, …)")
+        raise click.ClickException(f"{source}: a definition is a mapping (name, nodes, …)")
     for where in unknown_fields(definition):
-        click.echo(f"warning: {path}: {where} is not a field of a definition; ignored", err=True)
+        click.echo(f"warning: {source}: {where} is not a field of a definition; ignored", err=True)
     existing = _existing_id(session, definition)
     body = {k: v for k, v in definition.items() if k != "id"}
     if existing is None:
@@ -123,19 +128,20 @@ def _nodes(body: dict[str, Any]) -> list[Any]:
     return nodes if isinstance(nodes, list) else []
 
 
-def _read_definition(path: Path) -> Any:
-    """The file's YAML (or JSON, which is YAML); a file that is neither is a one-line error."""
+def _read_definition(path: str, source: str) -> Any:
+    """The file's YAML (or JSON, which is YAML); a file that is neither is a one-line error
+    naming `source`."""
     try:
-        if str(path) == "-":
+        if path == "-":
             return yaml.safe_load(sys.stdin.read())
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
-        raise click.ClickException(f"{path}: not UTF-8 text ({exc.reason})") from None
+        raise click.ClickException(f"{source}: not UTF-8 text ({exc.reason})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise click.ClickException(f"{path}: not valid YAML or JSON{where}: {problem}") from None
+        raise click.ClickException(f"{source}: not valid YAML or JSON{where}: {problem}") from None
 
 
 def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:

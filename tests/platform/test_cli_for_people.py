@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from app.cli.api_client import TrellisApi
+from app.cli.run_watch import WATCH_FAILED
 from tests.platform.conftest import REPO, DevProcess, trellis_env
 from tests.support.server import free_port
 
@@ -436,13 +437,32 @@ def test_an_api_error_is_one_line_and_exit_code_1(dev: DevProcess) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_watch_that_cannot_follow_its_run_exits_3_not_as_a_failed_run(
+    dev: DevProcess,
+) -> None:
+    # Exit code 1 said "the run failed" for an unknown id too: a script could not tell.
+    for run_id in ("no-such-run", "a/b"):
+        result = trellis(dev, "runs", "watch", run_id)
+        assert result.returncode == WATCH_FAILED, result.stderr
+        [line] = result.stderr.splitlines()
+        assert line.startswith("Error: "), line
+    assert (
+        "404 resource_not_found: Run 'no-such-run' not found"
+        in trellis(dev, "runs", "watch", "no-such-run").stderr
+    )
+
+
 def test_a_url_that_is_not_the_api_is_one_line_not_a_traceback(dev: DevProcess) -> None:
     # The console's address (copied from the browser) answers 200 with its page: the CLI
     # read it as JSON and died with a JSONDecodeError traceback.
     console = f"{dev.api_url}/console"
-    for args in (("workflows", "list"), ("runs", "show", "run-1"), ("runs", "watch", "run-1")):
+    for args, code in (
+        (("workflows", "list"), 1),
+        (("runs", "show", "run-1"), 1),
+        (("runs", "watch", "run-1"), WATCH_FAILED),
+    ):
         result = trellis(dev, *args, TRELLIS_URL=console)
-        assert result.returncode == 1, args
+        assert result.returncode == code, args
         [line] = result.stderr.splitlines()
         assert line.startswith(f"Error: {console}/api/v1/"), line
         assert line.endswith("not JSON: is it the Trellis API? set TRELLIS_URL or --url"), line
@@ -817,3 +837,28 @@ def test_a_watch_of_a_quiet_run_outlasts_api_restarts_spread_over_its_patience()
         api.server.server_close()
     assert kinds == ["awaiting_approval", "run_completed"]
     assert api.streams > 2  # it resumed across several stream ends
+
+
+def test_apply_from_stdin_names_it_stdin_in_its_errors(tmp_path: Path) -> None:
+    # The file was named `-`: "Error: -: not valid YAML or JSON …".
+    env = trellis_env(tmp_path, TRELLIS_URL="http://127.0.0.1:9")  # never asked: it fails first
+    for given, says in (("name: [unclosed\n", "not valid YAML or JSON at line"),
+                        ("- a list\n", "a definition is a mapping")):  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "app.cli", "workflows", "apply", "-f", "-"],
+            env=env, cwd=REPO, capture_output=True, text=True, timeout=60, input=given,
+        )  # fmt: skip
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.startswith(f"Error: <stdin>: {says}"), result.stderr
+
+
+def test_the_root_help_lists_the_client_commands_settings(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "--help"],
+        env=trellis_env(tmp_path), cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    settings = result.stdout.split("Settings per command")[1]
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in settings.splitlines()[1:] if line}
+    for variable in ("TRELLIS_URL", "TRELLIS_TOKEN"):
+        assert rows[variable] == "workflows, runs, approvals, approve", settings

@@ -1,0 +1,118 @@
+"""While Temporal is down, the reconciler says so in one warning line per pass, naming the
+address and the cause; only an unexpected failure is logged with its traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+from temporalio.service import RetryConfig
+from temporalio.testing import WorkflowEnvironment
+
+from activities.store.sqlite import SqliteStore
+from app.platform.devserver import wait_for_temporal
+from app.reconciler import Reconciler
+from app.settings import Settings
+from tests.faults.test_temporal_restart import start_temporal
+from tests.support.polling import eventually
+from tests.support.processes import Processes
+from tests.support.server import free_port
+
+LOGGER = "trellis.reconciler"
+# Few, quick retries: a pass against a dead server fails in well under a second.
+QUICK = RetryConfig(initial_interval_millis=50, max_interval_millis=100, max_retries=2)
+
+
+@contextlib.asynccontextmanager
+async def reconciling(client: Client, store: SqliteStore) -> AsyncIterator[None]:
+    reconciler = Reconciler(client, store, task_queue="outage", interval=0.1)
+    loop = asyncio.create_task(reconciler.run_forever())
+    try:
+        yield
+    finally:
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    store = SqliteStore(tmp_path / "trellis.db")
+    await store.connect()
+    yield store
+    await store.close()
+
+
+def reconciler_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == LOGGER]
+
+
+def assert_one_line_warnings(records: list[logging.LogRecord], address: str) -> None:
+    assert records
+    for record in records:
+        assert record.levelno == logging.WARNING, record.getMessage()
+        assert record.exc_info is None, record.getMessage()
+        message = record.getMessage()
+        assert "\n" not in message
+        assert f"Temporal at {address} is unreachable" in message
+        assert "Connection refused" in message or "tcp connect error" in message, message
+
+
+async def test_a_temporal_down_from_the_start_is_a_warning_line_per_pass(
+    store: SqliteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    client = await Client.connect(address, lazy=True, retry_config=QUICK)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    async with reconciling(client, store):
+        await eventually(lambda: len(reconciler_records(caplog)) >= 3)
+    assert_one_line_warnings(reconciler_records(caplog), address)
+
+
+async def test_temporal_going_away_is_a_warning_line_and_its_return_is_said(
+    tmp_path: Path,
+    processes: Processes,
+    store: SqliteStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    port, db_file = free_port(), tmp_path / "temporal.db"
+    address = f"127.0.0.1:{port}"
+    temporal = start_temporal(processes, port, db_file)
+    await wait_for_temporal(Settings(temporal_address=address), within=60)
+    client = await Client.connect(address, retry_config=QUICK)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    async with reconciling(client, store):
+        await asyncio.sleep(0.5)
+        assert reconciler_records(caplog) == []  # passes that work say nothing
+        temporal.kill()
+        await eventually(lambda: len(reconciler_records(caplog)) >= 2, within=30)
+        assert_one_line_warnings(reconciler_records(caplog), address)
+        caplog.clear()
+        start_temporal(processes, port, db_file)
+        await eventually(lambda: infos(caplog), within=60)
+        await asyncio.sleep(0.5)
+    (back,) = infos(caplog)  # said once; the passes after it say nothing
+    assert back.getMessage() == f"reconciliation resumed: Temporal at {address} answers again"
+    assert reconciler_records(caplog)[-1] is back
+
+
+def infos(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in reconciler_records(caplog) if r.levelno == logging.INFO]
+
+
+async def test_an_unexpected_failure_keeps_its_traceback(
+    temporal_env: WorkflowEnvironment, store: SqliteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    await store.close()  # Temporal answers; the store does not: not an outage of Temporal
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    async with reconciling(temporal_env.client, store):
+        await eventually(lambda: reconciler_records(caplog))
+    record = reconciler_records(caplog)[0]
+    assert record.levelno == logging.ERROR
+    assert record.getMessage() == "reconciliation pass failed"
+    assert record.exc_info is not None
