@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, Iterator
 from typing import Any, cast
 
 import httpx
-from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
+from a2a.client import Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.helpers import get_message_text, new_data_part, new_text_part
 from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types.a2a_pb2 import (
@@ -39,6 +39,7 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf.json_format import MessageToDict
 
+from activities.executors.agent_card import fetch_card
 from activities.executors.base import (
     PermanentError,
     StepCall,
@@ -123,12 +124,11 @@ class A2AExecutor:
         """The agent's card: the catalog's copy, else fetched now (and remembered)."""
         card = self._catalog.card(name)
         if card is None:
-            resolver = A2ACardResolver(self._http, self._catalog.agent_url(name))
-            kwargs = {
+            kwargs: dict[str, object] = {
                 **(agent_http_kwargs(self._catalog, name) or {}),
                 "timeout": CARD_TIMEOUT_SECONDS,
             }
-            card = await resolver.get_agent_card(http_kwargs=kwargs)
+            card = await fetch_card(self._http, self._catalog.agent_url(name), kwargs)
             self._catalog.remember_card(name, card)
         return card
 

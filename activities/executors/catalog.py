@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
-from a2a.client import A2ACardResolver
 from a2a.types.a2a_pb2 import AgentCard
 
+from activities.executors.agent_card import fetch_card
 from activities.executors.base import BUILTIN_PREFIX, describe_error
 from activities.executors.builtin import BUILTIN_KEYS
 from activities.executors.catalog_file import (
@@ -320,8 +320,7 @@ class Catalog:
             self._http = httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT_SECONDS, verify=default_tls())
         now = datetime.now(UTC)
         try:
-            resolver = A2ACardResolver(self._http, self.agent_url(name))
-            card = await resolver.get_agent_card(http_kwargs=agent_http_kwargs(self, name))
+            card = await fetch_card(self._http, self.agent_url(name), agent_http_kwargs(self, name))
         except Exception as exc:
             error = self.redacted(describe_error(exc))
             self._agents[name] = self._agents[name].model_copy(

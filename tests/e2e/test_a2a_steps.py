@@ -85,3 +85,14 @@ async def test_a_failing_agent_under_on_error_skip_lets_the_run_complete(
     nodes = node_runs(run)
     assert nodes["Try"]["status"] == "skipped"
     assert nodes["After"]["outputSnapshot"]["config"]["seen"] == {"Try": None}
+
+
+async def test_an_agent_whose_url_carries_a_query_runs_a_step(platform: Platform) -> None:
+    # Its catalog URL is `…/agents/signed-agent?sig=…`, and it refuses any request without
+    # the query: the card (discovery) and the step's call both carry it.
+    run = await platform.run({"nodes": [step("Sign", "signed-agent", {"task": "Sign it"})]})
+
+    assert run["status"] == "completed", run
+    signed = node_runs(run)["Sign"]
+    assert signed["outputSnapshot"]["agent"] == "signed-agent"
+    assert signed["outputSnapshot"]["text"] == "Sign it"

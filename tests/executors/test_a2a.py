@@ -345,3 +345,18 @@ async def test_the_worker_log_never_quotes_an_agents_password(
     logged = [r.getMessage() for r in caplog.records if r.name.startswith("activities")]
     assert any("task-1" in line and "bob:***@" in line for line in logged), logged
     assert all("pa55word" not in line for line in [*logged, str(info.value)]), logged
+
+
+async def test_an_agent_whose_url_carries_a_query_is_called_with_it(
+    peers: Peers, make_call: MakeCall
+) -> None:
+    # The catalog has not fetched the card (never started): the executor fetches it, at
+    # `…/signed-agent/.well-known/agent-card.json?sig=…`, and calls the URL the card gives.
+    agent = A2AAgentSpec(name="signed-agent", url=peers.agent_url("signed-agent"))
+    registry = ExecutorRegistry(Catalog(CatalogFile(agents=(agent,))))
+    try:
+        outcome = await registry.execute(make_call("signed-agent", {"task": "Sign"}))
+    finally:
+        await registry.close()
+    assert outcome.output["agent"] == "signed-agent"
+    assert outcome.output["text"] == "Sign"

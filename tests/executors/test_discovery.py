@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from activities.executors.catalog import Catalog
 from activities.executors.catalog_file import CatalogFile, McpServerSpec
+from tests.peers.catalog import Peers
 from tests.peers.mcp_server import McpStats, build_mcp_server
 from tests.peers.serving import ServedApp, free_port
 
@@ -52,3 +53,14 @@ async def test_server_down_at_start_is_reported_then_found_after_refresh() -> No
         await catalog.close()
         if served:
             served.stop()
+
+
+async def test_an_agent_whose_url_carries_a_query_is_discovered(
+    catalog: Catalog, peers: Peers
+) -> None:
+    # `…/agents/signed-agent?sig=…`: the card is asked for under the path, the query kept
+    # (the SDK appended the card's path to the query, and the agent refused it).
+    agent = catalog.agent("signed-agent")
+    assert (agent.status, agent.error) == ("up", None)
+    asked = peers.agent_requests.seen(path_prefix="/agents/signed-agent/.well-known/")
+    assert [r.path for r in asked][:1] == ["/agents/signed-agent/.well-known/agent-card.json"]

@@ -4,7 +4,9 @@ Kinds: `echo` (completes with one data artifact of what it received), `fail` (ta
 failed), `slow` (works `config.seconds`, default 3, or until `config.untilWorking` of
 its tasks have worked at once; counts cancellations), `input`
 (asks for input), `reject` (rejects), `bare` (completes without an artifact). Each has
-its own card and skills.
+its own card and skills. An agent with a `query` answers only requests whose query string
+carries it (a signed URL: `…/agents/<name>?sig=…`), the card's request included; others
+get 403.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 from a2a.helpers import (
     get_data_parts,
@@ -36,6 +39,7 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -48,6 +52,8 @@ class AgentSpec:
     streaming: bool = True
     # Hold a stream open this long after its last event (a server that does not end it).
     linger_seconds: float = 0.0
+    # Required in every request's query string ("sig=abc"): the agent's URL carries it.
+    query: str = ""
 
 
 @dataclass
@@ -163,7 +169,7 @@ def agents_app(specs: list[AgentSpec], base_url: str, stats: AgentStats) -> Star
     """One app serving every agent at `<base_url>/agents/<name>/`."""
     mounts = []
     for spec in specs:
-        url = f"{base_url}/agents/{spec.name}/"
+        url = f"{base_url}/agents/{spec.name}/" + (f"?{spec.query}" if spec.query else "")
         card = agent_card(spec, url)
         handler = CountingHandler(
             spec.name,
@@ -181,7 +187,14 @@ def agents_app(specs: list[AgentSpec], base_url: str, stats: AgentStats) -> Star
 def _served(spec: AgentSpec, app: ASGIApp, stats: AgentStats) -> ASGIApp:
     """The agent's app, noting each request's connection and lingering if told to."""
 
+    required = set(parse_qsl(spec.query))
+
     async def served(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not required <= set(
+            parse_qsl(scope["query_string"].decode("latin-1"))
+        ):
+            await PlainTextResponse("signature missing", status_code=403)(scope, receive, send)
+            return
         if scope["type"] == "http" and scope.get("client"):
             stats.client_ports[spec.name].append(scope["client"][1])
         streaming = False

@@ -18,7 +18,8 @@ The catalog lists:
 - A2A agents: the contract's names (echo agents with different skills),
   `failing-agent`, `slow-agent`, `input-agent`, `rejecting-agent`, `quiet-agent`
 (completes without an artifact), `lingering-agent`
-  (keeps each stream open 5 s after its task ended), `late-ending-agent` (0.2 s), and
+  (keeps each stream open 5 s after its task ended), `late-ending-agent` (0.2 s),
+  `signed-agent` (its URL carries a query, `?sig=…`, that every request must carry), and
   `dead-agent` (a URL where nothing listens, for failover).
 `peers.mcp_stats` and `peers.agent_stats` count what the peers saw; `peers.mcp_requests`
 and `peers.agent_requests` keep every HTTP request's headers. The catalog gives `peer-http`
@@ -42,6 +43,9 @@ from tests.peers.a2a_agents import AgentSpec, AgentStats, agents_app
 from tests.peers.mcp_server import McpStats, build_mcp_server
 from tests.peers.recording import RequestLog
 from tests.peers.serving import ServedApp, free_port
+
+# The signature in `signed-agent`'s URL.
+SIGNED_AGENT_SIG = "peer-sig-5c1e"
 
 
 def _agent(name: str, skill: str, description: str, *tags: str, **kw: Any) -> AgentSpec:
@@ -84,6 +88,8 @@ AGENTS = [
     AgentSpec("lingering-agent", linger_seconds=5.0),
     # Ends each stream 0.2 s after the task's end (a server busy with other work).
     AgentSpec("late-ending-agent", linger_seconds=0.2),
+    # Answers only requests carrying its URL's query (a signed URL), its card's included.
+    AgentSpec("signed-agent", query=f"sig={SIGNED_AGENT_SIG}"),
 ]
 
 
@@ -105,6 +111,9 @@ class Peers:
     agent_requests: RequestLog
 
     def agent_url(self, name: str) -> str:
+        query = next((a.query for a in AGENTS if a.name == name and a.query), "")
+        if query:  # written the way a signed URL is: no slash before its query
+            return f"{self.agents_base_url}/agents/{name}?{query}"
         return f"{self.agents_base_url}/agents/{name}/"
 
 
