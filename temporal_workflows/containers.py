@@ -190,6 +190,11 @@ class Containers:
     ) -> tuple[Any, Any]:
         """The children, iteration after iteration, until maxIterations or endConditionCel."""
         assert node.loop_config is not None
+        # What a failed (or gate-skipped) loop's node run shows, as condition and router
+        # show their expression: how it would end, then how far it got.
+        if node.loop_config.end_condition_cel:
+            known["endConditionCel"] = node.loop_config.end_condition_cel
+        known["maxIterations"] = node.loop_config.max_iterations
         if frame is None:
             await self._confirm(node, node_run_id)
             outer = {k: scope.extra.get(k) for k in LOOP_VARIABLES}

@@ -438,6 +438,50 @@ class TestLoop:
         ids = [n["id"] for n in run["nodeRuns"] if n["nodeName"] == "tick"]
         assert len(set(ids)) == 2  # one node run per iteration
 
+    async def test_a_failed_loop_shows_how_it_would_end_and_how_far_it_got(
+        self, platform: Platform
+    ) -> None:
+        # The second iteration's child fails: one iteration done, of at most 5.
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "L",
+                        "nodeType": "loop",
+                        "loopConfig": {"maxIterations": 5, "endConditionCel": "iteration >= 3"},
+                        "children": [transform("tick", v="iteration == 0 ? 1 : input.missing")],
+                    }
+                ]
+            }
+        )
+        assert run["status"] == "failed"
+        loop = next(n for n in run["nodeRuns"] if n["nodeName"] == "L")
+        assert loop["status"] == "failed" and loop["error"].startswith("child 'tick' failed")
+        assert loop["inputSnapshot"] == {
+            "endConditionCel": "iteration >= 3",
+            "maxIterations": 5,
+            "iterations": 1,
+        }
+
+    async def test_a_failed_loop_without_an_end_condition_shows_its_bound(
+        self, platform: Platform
+    ) -> None:
+        run = await platform.run(
+            {
+                "nodes": [
+                    {
+                        "name": "L",
+                        "nodeType": "loop",
+                        "loopConfig": {"maxIterations": 3},
+                        "children": [transform("tick", v="input.missing")],
+                    }
+                ]
+            }
+        )
+        loop = next(n for n in run["nodeRuns"] if n["nodeName"] == "L")
+        assert loop["status"] == "failed"
+        assert loop["inputSnapshot"] == {"maxIterations": 3, "iterations": 0}
+
 
 class TestNesting:
     async def test_any_container_nests_any_node(self, platform: Platform) -> None:
