@@ -150,8 +150,10 @@ class Reviews:
         if self.pause.paused and workflow.patched(DECIDED_WHILE_PAUSED_PATCH):
             # Nothing awaits approval now; the decision applies when the run resumes. A
             # step has not gone on (pending); a container's node run stays open (running).
+            # `node_decided` tells a live stream so (record content, no command): without
+            # it a client following node events showed awaiting_approval until the resume.
             held: NodeRunStatus = "pending" if node.node_type == "step" else "running"
-            self.recorder.node(node_run_id, node, held, event=None, rev=rev)
+            self.recorder.node(node_run_id, node, held, event="node_decided", rev=rev)
         await self.recorder.publish(
             "requirement_resolved",
             stepId=req.step_id,

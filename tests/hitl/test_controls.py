@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.builders import condition, delay, echo
-from tests.events.sse import read_all
+from tests.events.sse import messages, read_all
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
 
@@ -162,6 +162,50 @@ async def test_a_container_gate_timing_out_while_paused_shows_the_container_runn
         ("check", "completed"),
         ("inside", "completed"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("gated", "held"),
+    [
+        (echo("gate", {"requiresConfirmation": True}), "pending"),
+        (
+            condition(
+                "gate",
+                "true",
+                echo("inside"),
+                id="gate",
+                humanReview={"requiresConfirmation": True},
+            ),
+            "running",
+        ),
+    ],
+    ids=["step", "container"],
+)
+async def test_a_live_stream_sees_a_gate_decided_while_paused_leave_awaiting_approval(
+    platform: Platform, gated: dict[str, Any], held: str
+) -> None:
+    # The node run moved on in the store, but its write carried no node event: a client
+    # following node events kept showing awaiting_approval until the run was resumed.
+    wf, run_id = await start(platform, [gated, echo("after")])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    url = f"/api/v1/workflows/{wf}/runs/{run_id}/events"
+    async with platform.api.stream("GET", url, timeout=30) as response:
+        decided = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+        assert decided.status_code == 200 and decided.json()["status"] == "paused"
+        seen: list[dict[str, Any]] = []
+        async with asyncio.timeout(10):
+            async for message in messages(response):
+                if message.data:
+                    seen.append(message.json())
+                if seen and seen[-1]["type"] == "requirement_resolved":
+                    break
+    gate_events = [(e["type"], e["status"]) for e in seen if e.get("nodeId") == "gate"]
+    # What a client folding node events into node statuses shows now.
+    assert gate_events[-1] == ("node_decided", held), gate_events
+    assert ("node_awaiting_approval", "awaiting_approval") in gate_events
+    assert (await control(platform, wf, run_id, "resume")).status_code == 200
+    assert (await platform.wait(wf, run_id))["status"] == "completed"
 
 
 async def test_cancel_stops_a_long_step_and_starts_nothing_after(platform: Platform) -> None:
