@@ -30,6 +30,23 @@ class TestErrorShape:
             await client.get(f"{API}/nothing-here"), 404, "resource_not_found", "/nothing-here"
         )
 
+    async def test_a_trailing_slash_is_404_not_a_redirect(self, client: httpx.AsyncClient) -> None:
+        # Starlette's redirect_slashes answered 307 before authentication, with the
+        # request's Host echoed into Location.
+        for path in (f"{API}/workflows/", f"{API}/workflows/w-1/", f"{API}/runs/r-1/events/"):
+            response = await client.get(path, follow_redirects=False)
+            assert_error(response, 404, "resource_not_found", path)
+            assert "location" not in response.headers
+
+    async def test_a_write_to_a_trailing_slash_is_404_and_changes_nothing(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        response = await client.post(
+            f"{API}/workflows/", json=workflow("w", step("A")), follow_redirects=False
+        )
+        assert_error(response, 404, "resource_not_found", f"{API}/workflows/")
+        assert await _count(client) == 0
+
     async def test_wrong_method_is_405(self, client: httpx.AsyncClient) -> None:
         response = await client.patch(f"{API}/workflows")
         assert_error(response, 405, "method_not_allowed", "PATCH")
