@@ -20,7 +20,7 @@ from app.api_metrics import MULTIPROC_DIR_VARIABLE, ApiMetrics
 from app.auth.guard import Authenticator, caller_before_body, check_routes
 from app.body_limit import BodyLimitMiddleware
 from app.console.routes import console_app
-from app.deps import get_temporal
+from app.deps import get_store, get_temporal
 from app.errors import install_error_handlers
 from app.head import HeadMiddleware
 from app.heap import freeze_startup_heap
@@ -111,7 +111,12 @@ def create_app(
     app.state.settings = settings
     app.state.read_cache = ReadCache(settings.read_cache_bytes)
     app.state.authenticator = Authenticator.from_settings(settings)
-    install_openapi(app, needs_temporal=get_temporal, token_optional=settings.auth_mode == "dev")
+    install_openapi(
+        app,
+        needs_temporal=get_temporal,
+        needs_store=get_store,
+        token_optional=settings.auth_mode == "dev",
+    )
     app.state.metrics = api_metrics or ApiMetrics()
     install_error_handlers(app, caller_first=caller_before_body)
     if tracer_provider is None:
