@@ -343,7 +343,10 @@ async def get_last_event_id(
     query is a 400 all the same: it was ignored whenever the header came too."""
     for name, given in (("lastEventId", query), ("Last-Event-ID", header)):
         if given and not (given.isdigit() and given.isascii() and len(given) <= 18):
-            raise InvalidRequest(f"Invalid {name} {given[:40]!r}: event ids are integers")
+            raise InvalidRequest(
+                f"Invalid {name} {given[:40]!r}: an event id is a non-negative integer "
+                "of at most 18 digits (0-9 only; empty or left out: from the first event)"
+            )
     value = header or query
     return int(value) if value else 0
 

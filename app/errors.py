@@ -9,6 +9,7 @@ RPC status means different things) wraps them in `RunRefused` / `ScheduleRefused
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -174,6 +175,30 @@ def _validation_details(exc: RequestValidationError) -> tuple[str, list[Detail]]
     return f"Invalid request: {summary}", details
 
 
+def _unparsed_body(exc: StarletteHTTPException) -> tuple[str, list[Detail]] | None:
+    """The malformed-JSON answer for a body FastAPI could not parse for a reason other than
+    its syntax (it says only "There was an error parsing the body"); None for any other error.
+
+    Python's parser refuses nesting past its recursion limit and integers of more than
+    `sys.get_int_max_str_digits()` digits, and bytes that are not UTF-8.
+    """
+    cause = exc.__cause__
+    if exc.status_code != 400:
+        return None
+    if isinstance(cause, UnicodeDecodeError):
+        reason = f"not UTF-8 ({cause.reason})"
+        return f"Malformed JSON body at position {cause.start}: {reason}", [
+            {"path": "body", "message": f"{reason} (position {cause.start})"}
+        ]
+    if isinstance(cause, RecursionError):
+        reason = "nested too deeply to parse (request data may nest at most 100 levels)"
+    elif isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        reason = f"an integer has more than {sys.get_int_max_str_digits()} digits"
+    else:
+        return None
+    return f"Malformed JSON body: {reason}", [{"path": "body", "message": reason}]
+
+
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     response = error_response(exc.status_code, exc.code, exc.message, exc.details)
@@ -206,8 +231,28 @@ async def _definition_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(400, "invalid_request", f"Invalid workflow definition: {exc}", details)
 
 
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
+def _http_error(
+    caller_first: Callable[[Request], Awaitable[None]] | None,
+) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    """The error body for an HTTP error of the framework (routing, body parsing, limit);
+    a body it could not parse is answered as malformed JSON, after `caller_first`."""
+
+    async def handler(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        unparsed = _unparsed_body(exc)
+        if unparsed is None:
+            return _framework_error(request, exc)
+        if caller_first is not None:
+            try:
+                await caller_first(request)
+            except ApiError as refused:
+                return await _api_error(request, refused)
+        return error_response(400, "invalid_request", *unparsed)
+
+    return handler
+
+
+def _framework_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     status = exc.status_code
     code = _HTTP_CODES.get(status, "invalid_request" if status < 500 else "internal_error")
     headers = getattr(exc, "headers", None)
@@ -319,7 +364,7 @@ def install_error_handlers(
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _request_validation(caller_first))
     app.add_exception_handler(DefinitionError, _definition_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error(caller_first))
     for exc_type, convert in _MAPPED.items():
         app.add_exception_handler(exc_type, _mapped(convert))
     app.add_exception_handler(Exception, _unexpected)

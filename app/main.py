@@ -9,6 +9,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 from opentelemetry.sdk.trace import TracerProvider
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
 from temporalio.client import Client
 
 from activities.executors.catalog import Catalog
@@ -18,7 +20,7 @@ from app.api_metrics import MULTIPROC_DIR_VARIABLE, ApiMetrics
 from app.auth.guard import Authenticator, caller_before_body, check_routes
 from app.body_limit import BodyLimitMiddleware
 from app.console.routes import console_app
-from app.deps import get_temporal
+from app.deps import get_store, get_temporal
 from app.errors import install_error_handlers
 from app.head import HeadMiddleware
 from app.heap import freeze_startup_heap
@@ -100,12 +102,21 @@ def create_app(
         summary="Durable workflows on Temporal: definitions, runs, approvals.",
         version="0.1.0",
         lifespan=lifespan,
+        # An unknown path is the documented 404: Starlette's redirect between a path with
+        # and without a trailing slash answered 307 before authentication, echoing the
+        # request's `Host` into `Location`. The console's one redirect is its own route.
+        redirect_slashes=False,
         telemetry=fastapi_telemetry(tracer_provider),
     )
     app.state.settings = settings
     app.state.read_cache = ReadCache(settings.read_cache_bytes)
     app.state.authenticator = Authenticator.from_settings(settings)
-    install_openapi(app, needs_temporal=get_temporal, token_optional=settings.auth_mode == "dev")
+    install_openapi(
+        app,
+        needs_temporal=get_temporal,
+        needs_store=get_store,
+        token_optional=settings.auth_mode == "dev",
+    )
     app.state.metrics = api_metrics or ApiMetrics()
     install_error_handlers(app, caller_first=caller_before_body)
     if tracer_provider is None:
@@ -137,8 +148,14 @@ def create_app(
         app.include_router(module.router, prefix=API_PREFIX)
     check_routes(app)
     # The console: static files beside the API (not API routes; see app/console/routes.py).
+    app.add_route("/console", _to_console, include_in_schema=False)
     app.mount("/console", console_app(settings, API_PREFIX), name="console")
     return app
+
+
+async def _to_console(request: Request) -> Response:
+    """The console's pages are under `/console/` (a path, not the request's `Host`)."""
+    return RedirectResponse("/console/")
 
 
 async def _open_store(settings: Settings, stack: AsyncExitStack) -> Store:

@@ -9,6 +9,8 @@ Which errors a route documents is worked out from what it is, in one place:
 - 404 `resource_not_found`: its path names a resource;
 - 413 `payload_too_large`: it takes a body (`TRELLIS_MAX_BODY_BYTES`);
 - 503 `service_unavailable`: it needs Temporal (depends on the Temporal client or link);
+- 503 `database_error`: it is under `/api/v1` and reads or writes the store (depends on
+  it): the store cannot be reached for now (docs/api.md, Errors);
 - anything else a route declares itself with `responses=errors(409, ...)`.
 
 In `dev` mode no token is needed, and the document says so: the bearer scheme stays (so
@@ -60,8 +62,9 @@ DESCRIPTIONS = {
     404: "resource_not_found: nothing with that id (or nothing the caller may see)",
     409: "conflict: the resource's state does not allow this now",
     413: "payload_too_large: the body is larger than TRELLIS_MAX_BODY_BYTES",
-    503: "service_unavailable: Temporal (or the store) cannot be reached right now",
+    503: "service_unavailable: Temporal cannot be reached right now",
 }
+STORE_UNAVAILABLE = "database_error: the document store cannot be reached for now; retry shortly"
 
 
 def errors(*statuses: int, **descriptions: str) -> dict[int | str, dict[str, Any]]:
@@ -79,24 +82,31 @@ def errors(*statuses: int, **descriptions: str) -> dict[int | str, dict[str, Any
 
 
 def install_openapi(
-    app: FastAPI, needs_temporal: Callable[..., Any], token_optional: bool = False
+    app: FastAPI,
+    needs_temporal: Callable[..., Any],
+    needs_store: Callable[..., Any],
+    token_optional: bool = False,
 ) -> None:
     """Serve the truthful document at /openapi.json (built once, on first request).
 
-    `needs_temporal` is the dependency whose presence means a route may answer 503;
-    `token_optional` (dev mode) documents every route as callable without a token.
+    `needs_temporal` and `needs_store` are the dependencies whose presence means a route
+    may answer 503 (`service_unavailable`, `database_error`); `token_optional` (dev mode)
+    documents every route as callable without a token.
     """
 
     def document() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = _document(app, needs_temporal, token_optional)
+            app.openapi_schema = _document(app, needs_temporal, needs_store, token_optional)
         return app.openapi_schema
 
     app.openapi = document  # type: ignore[method-assign]
 
 
 def _document(
-    app: FastAPI, needs_temporal: Callable[..., Any], token_optional: bool
+    app: FastAPI,
+    needs_temporal: Callable[..., Any],
+    needs_store: Callable[..., Any],
+    token_optional: bool,
 ) -> dict[str, Any]:
     schema = get_openapi(
         title=app.title,
@@ -119,6 +129,8 @@ def _document(
             responses.pop("422", None)
             for status in _statuses(route, operation, needs_temporal):
                 responses.setdefault(str(status), _error_response(DESCRIPTIONS[status]))
+            if (route.path or "").startswith(API_PREFIX) and _depends_on(route, needs_store):
+                _add_store_unavailable(responses)
             for response in responses.values():
                 _point_at_error_body(response)
     for unused in ("HTTPValidationError", "ValidationError"):
@@ -191,9 +203,20 @@ def _statuses(
         statuses.append(404)
     if has_body:
         statuses.append(413)
-    if any(d.call is needs_temporal for d in _dependencies(route.dependant)):
+    if _depends_on(route, needs_temporal):
         statuses.append(503)
     return statuses
+
+
+def _depends_on(route: RouteContext, call: Callable[..., Any]) -> bool:
+    return any(d.call is call for d in _dependencies(route.dependant))
+
+
+def _add_store_unavailable(responses: dict[str, Any]) -> None:
+    """503 `database_error`, beside Temporal's 503 where the route documents that."""
+    response = responses.setdefault("503", _error_response(STORE_UNAVAILABLE))
+    if "database_error" not in response.get("description", ""):
+        response["description"] = f"{response.get('description', '')}; {STORE_UNAVAILABLE}"
 
 
 def _dependencies(dependant: Dependant) -> Iterator[Dependant]:

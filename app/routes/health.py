@@ -17,7 +17,10 @@ async def healthz() -> Liveness:
     return Liveness()
 
 
-@router.get("/readyz", responses=errors(503))
+@router.get(
+    "/readyz",
+    responses=errors(503, s503="service_unavailable: the store or Temporal does not answer"),
+)
 async def readyz(probe: ReadinessDep) -> Readiness:
     """200 when the store and Temporal answer; 503 naming each part that does not.
     `checks.workers` says whether a worker polls the task queue (informative only)."""

@@ -30,6 +30,23 @@ class TestErrorShape:
             await client.get(f"{API}/nothing-here"), 404, "resource_not_found", "/nothing-here"
         )
 
+    async def test_a_trailing_slash_is_404_not_a_redirect(self, client: httpx.AsyncClient) -> None:
+        # Starlette's redirect_slashes answered 307 before authentication, with the
+        # request's Host echoed into Location.
+        for path in (f"{API}/workflows/", f"{API}/workflows/w-1/", f"{API}/runs/r-1/events/"):
+            response = await client.get(path, follow_redirects=False)
+            assert_error(response, 404, "resource_not_found", path)
+            assert "location" not in response.headers
+
+    async def test_a_write_to_a_trailing_slash_is_404_and_changes_nothing(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        response = await client.post(
+            f"{API}/workflows/", json=workflow("w", step("A")), follow_redirects=False
+        )
+        assert_error(response, 404, "resource_not_found", f"{API}/workflows/")
+        assert await _count(client) == 0
+
     async def test_wrong_method_is_405(self, client: httpx.AsyncClient) -> None:
         response = await client.patch(f"{API}/workflows")
         assert_error(response, 405, "method_not_allowed", "PATCH")
@@ -126,5 +143,30 @@ class TestDeepBodies:
             content=b'{"name": "x", "nodes": ' + b"[" * 20_000 + b"]" * 20_000 + b"}",
             headers={"content-type": "application/json"},
         )
-        assert_error(response, 400, "invalid_request")
+        assert_error(response, 400, "invalid_request", "Malformed JSON body", "nested too deeply")
+        assert response.json()["error"]["details"][0]["path"] == "body"
+        assert await _count(client) == 0
+
+    async def test_an_integer_of_too_many_digits_is_a_malformed_json_400(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        # Python refuses to parse an integer of more than 4,300 digits (CVE-2020-10735);
+        # FastAPI answered that with a bare "There was an error parsing the body".
+        body = b'{"name": "x", "nodes": [], "description": ' + b"9" * 5_000 + b"}"
+        response = await client.post(
+            f"{API}/workflows", content=body, headers={"content-type": "application/json"}
+        )
+        assert_error(response, 400, "invalid_request", "Malformed JSON body", "4300 digits")
+        assert response.json()["error"]["details"][0]["path"] == "body"
+        assert await _count(client) == 0
+
+    async def test_a_body_that_is_not_utf8_is_a_malformed_json_400_at_its_position(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        response = await client.post(
+            f"{API}/workflows",
+            content=b'{"name": "\xff"}',
+            headers={"content-type": "application/json"},
+        )
+        assert_error(response, 400, "invalid_request", "Malformed JSON body at position 10")
         assert await _count(client) == 0

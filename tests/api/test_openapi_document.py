@@ -45,11 +45,38 @@ def test_every_api_operation_documents_its_auth_errors_and_a_stable_id(tmp_path:
 def test_routes_that_need_temporal_document_503_and_lookups_404(tmp_path: Path) -> None:
     paths = document(tmp_path)["paths"]
     assert "503" in paths["/api/v1/workflows/{workflow_id}/runs"]["post"]["responses"]
-    assert "503" not in paths["/api/v1/workflows/{workflow_id}/runs"]["get"]["responses"]
+    read = paths["/api/v1/workflows/{workflow_id}/runs"]["get"]["responses"]
+    assert "service_unavailable" not in read["503"]["description"]  # reads need no Temporal
     assert "404" in paths["/api/v1/workflows/{workflow_id}"]["get"]["responses"]
     assert (
         "409" in paths["/api/v1/workflows/{workflow_id}/runs/{run_id}/approve"]["post"]["responses"]
     )
+
+
+def test_every_api_route_that_reads_the_store_documents_503_database_error(
+    tmp_path: Path,
+) -> None:
+    # docs/api.md: a store that cannot be reached for now is 503 `database_error`.
+    paths = document(tmp_path)["paths"]
+    for path, method in [
+        ("/api/v1/workflows", "get"),
+        ("/api/v1/workflows/{workflow_id}", "get"),
+        ("/api/v1/workflows/{workflow_id}/runs/{run_id}", "get"),
+        ("/api/v1/runs/{run_id}", "get"),
+        ("/api/v1/approvals", "get"),
+        ("/api/v1/workflows", "post"),
+        # Temporal's 503 and the store's share the status: both are described.
+        ("/api/v1/workflows/{workflow_id}/runs", "post"),
+        ("/api/v1/workflows/{workflow_id}", "delete"),
+    ]:
+        description = paths[path][method]["responses"]["503"]["description"]
+        assert "database_error" in description, (path, method)
+    assert (
+        "service_unavailable"
+        in paths["/api/v1/workflows/{workflow_id}/runs"]["post"]["responses"]["503"]["description"]
+    )
+    # The catalog is read from the executors file, not the store.
+    assert "503" not in paths["/api/v1/servers"]["get"]["responses"]
 
 
 def test_a_token_is_optional_in_dev_mode_and_required_in_jwt_mode(tmp_path: Path) -> None:

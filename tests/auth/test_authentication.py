@@ -86,6 +86,17 @@ class TestRefused:
         assert_error(response, 400, "invalid_request", "Malformed JSON body")
         assert (await api.get(WORKFLOWS, headers=as_user("alice"))).json()["workflows"] == []
 
+    async def test_a_body_too_deep_to_parse_without_a_token_is_401_before_the_400(
+        self, api: httpx.AsyncClient
+    ) -> None:
+        json_type = {"content-type": "application/json"}
+        deep = b'{"name": ' + b"[" * 20_000 + b"]" * 20_000 + b"}"
+        response = await api.post(WORKFLOWS, content=deep, headers=json_type)
+        assert_error(response, 401, "authentication_required", "Bearer")
+        headers = {**json_type, **as_user("alice")}
+        response = await api.post(WORKFLOWS, content=deep, headers=headers)
+        assert_error(response, 400, "invalid_request", "Malformed JSON body", "nested too deeply")
+
     async def test_another_scheme_is_401(self, api: httpx.AsyncClient) -> None:
         response = await api.get(WORKFLOWS, headers={"Authorization": "Basic YWxpY2U6cHc="})
         assert_error(response, 401, "authentication_required")

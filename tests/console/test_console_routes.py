@@ -32,7 +32,8 @@ class TestShell:
     async def test_console_without_a_slash_redirects_to_it(self, platform: Platform) -> None:
         response = await platform.api.get("/console", follow_redirects=False)
         assert response.status_code == 307
-        assert response.headers["location"].endswith("/console/")
+        # A path, never the request's Host (Starlette's slash redirect echoed it).
+        assert response.headers["location"] == "/console/"
 
     async def test_the_shell_preloads_every_module(self, platform: Platform) -> None:
         shell = (await platform.api.get("/console/")).text

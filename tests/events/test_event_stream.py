@@ -13,6 +13,7 @@ import pytest
 from app.main import create_app
 from app.routes import events as events_route
 from app.settings import Settings
+from tests.api.helpers import assert_error
 from tests.events.sse import Message, messages, read_all
 from tests.support.platform import Platform
 from tests.support.server import serving
@@ -179,6 +180,18 @@ class TestStream:
         )
         assert response.status_code == 400
         assert "Invalid lastEventId 'x1'" in response.json()["error"]["message"]
+
+    async def test_a_negative_or_too_long_last_event_id_is_400_saying_what_is_accepted(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(SLOW)
+        run_id = await platform.trigger(wf)
+        for given in ("-1", "1" * 19, "+3"):
+            response = await platform.api.get(
+                events_url(wf, run_id), headers={"Last-Event-ID": given}
+            )
+            assert_error(response, 400, "invalid_request", f"Invalid Last-Event-ID {given!r}")
+            assert "a non-negative integer of at most 18 digits" in response.text
 
     async def test_an_unknown_run_is_404(self, platform: Platform) -> None:
         wf = await platform.create(SLOW)
