@@ -532,15 +532,19 @@ def watched_on_a_terminal(dev: DevProcess, run_id: str, until: str) -> tuple[int
             if stop_at is None and until.encode() in shown:
                 stop_at = time.monotonic() + 1.0
         watcher.send_signal(signal.SIGINT)
-        code = watcher.wait(timeout=10)
-        while select.select([main], [], [], 0.2)[0]:
+        # Read on while it ends: a watcher whose last writes fill the terminal's buffer
+        # would otherwise block on them and never exit.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
             try:
-                chunk = os.read(main, 65536)
+                ready = select.select([main], [], [], 0.2)[0]
+                chunk = os.read(main, 65536) if ready else b""
             except OSError:
-                break
-            if not chunk:
-                break
+                chunk = b""
             shown += chunk
+            if not chunk and watcher.poll() is not None:
+                break
+        code = watcher.wait(timeout=1)
     finally:
         watcher.kill()
         os.close(main)
