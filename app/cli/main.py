@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import click
 
-from app.cli import run_commands, workflow_commands
+from app.cli import lineage_commands, run_commands, workflow_commands
 from app.cli.platform_commands import COMMANDS
 from app.cli.settings_options import SettingsError, invalid_settings, settings_overview
 from app.cli.token_command import token
@@ -32,6 +32,8 @@ from TRELLIS_TOKEN or --token when the API requires one; --json prints the API's
   trellis runs start WORKFLOW_ID [--input k=v …]
   trellis runs list WORKFLOW_ID [--status S] | show RUN_ID | watch RUN_ID
   trellis runs pause | resume | cancel | retry RUN_ID
+  trellis runs rerun RUN_ID NODE_ID | replay RUN_ID     a child run: one step again, or all
+  trellis runs children RUN_ID           the runs started from a run (retry, rerun, replay)
   trellis approvals                      the inbox of gates waiting for a person
   trellis approve RUN_ID STEP_ID [--reject] [--feedback TEXT] [--input k=v …]
                  [--choice NAME …] [--edited-output JSON]
@@ -45,16 +47,22 @@ Flags override TRELLIS_* environment variables, which override the defaults;
 """
 
 
+for _command in lineage_commands.COMMANDS:
+    run_commands.runs.add_command(_command)
+# The commands that talk to the API.
+CLIENTS = (workflow_commands.workflows, *run_commands.COMMANDS)
+
+
 @click.group(
     help=HELP,
-    epilog=settings_overview(clients=(workflow_commands.workflows, *run_commands.COMMANDS)),
+    epilog=settings_overview(clients=CLIENTS),
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 def cli() -> None:
     pass
 
 
-for _command in (*COMMANDS, token, workflow_commands.workflows, *run_commands.COMMANDS):
+for _command in (*COMMANDS, token, *CLIENTS):
     cli.add_command(_command)
 
 

@@ -38,39 +38,55 @@ def list_runs(
     answer = session.api.get(
         f"/workflows/{segment(workflow_id)}/runs", status=status, page=page, perPage=per_page
     )
-    session.emit(answer, _run_table)
+    session.emit(answer, run_table)
 
 
-def _run_table(data: dict[str, Any]) -> Any:
+def run_table(data: dict[str, Any], title: str = "runs") -> Any:
+    """A page of runs (`runs list`, `runs children`) as a table."""
     rows = [
         [r["id"], styled(r["status"]), r["triggerSource"], r["workflowVersion"],
          when(r["startedAt"]), when(r.get("finishedAt")), r.get("errorSummary")]
         for r in data["runs"]
     ]  # fmt: skip
     pages = data["pagination"]
-    title = f"runs ({pages['total']}; page {pages['page']} of {max(pages['totalPages'], 1)})"
+    title += f" ({pages['total']}; page {pages['page']} of {max(pages['totalPages'], 1)})"
     columns = ["RUN", "STATUS", "TRIGGER", "VERSION", "STARTED", "FINISHED", "ERROR"]
     return table(title, columns, rows)
 
 
+def input_options(func: Any) -> Any:
+    """`--input KEY=VALUE …` and `--input-json JSON|@FILE|-`: a run's initial input."""
+    func = click.option(
+        "--input-json",
+        default=None,
+        metavar="JSON|@FILE|-",
+        help="the whole initial input: JSON, @FILE to read it from a file, - from stdin",
+    )(func)
+    return click.option(
+        "--input",
+        "inputs",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="the run's initial input (repeatable; JSON values allowed)",
+    )(func)
+
+
+def initial_input(inputs: tuple[str, ...], input_json: str | None) -> dict[str, Any]:
+    """The initial input of `input_options`: `--input-json`'s object, `--input` pairs added."""
+    initial = _json_object(input_json, "--input-json") if input_json else {}
+    initial.update(_pairs(inputs, "--input"))
+    return initial
+
+
 @runs.command("start")
 @click.argument("workflow_id")
-@click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE",
-              help="the run's initial input (repeatable; JSON values allowed)")  # fmt: skip
-@click.option(
-    "--input-json",
-    default=None,
-    metavar="JSON|@FILE|-",
-    help="the whole initial input: JSON, @FILE to read it from a file, - from stdin",
-)
+@input_options
 @api_options
 def start(
     session: Session, workflow_id: str, inputs: tuple[str, ...], input_json: str | None
 ) -> None:
     """Trigger a run of a workflow's current version (it runs asynchronously)."""
-    initial = _json_object(input_json, "--input-json") if input_json else {}
-    initial.update(_pairs(inputs, "--input"))
-    body = {"triggerSource": "manual", "initialInput": initial}
+    body = {"triggerSource": "manual", "initialInput": initial_input(inputs, input_json)}
     answer = session.api.post(f"/workflows/{segment(workflow_id)}/runs", body)
     session.emit(answer, lambda r: shown("run ", r["runId"], " ", styled(r["status"])))
 

@@ -1,0 +1,63 @@
+"""`trellis runs rerun | replay | children`: runs that beget runs (a child run linked to
+its parent by `parentRunId`). A bare run id is enough, as for the other run commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from app.cli.api_client import segment
+from app.cli.output import Session, api_options, shown, styled
+from app.cli.run_commands import run_table
+
+
+def _started(what: str, child_id: str, status: str, parent_id: str) -> Any:
+    return shown(
+        f"{what} started: run {child_id} (",
+        styled(status),
+        f"), a child of run {parent_id}",
+        (f"\nfollow it with: trellis runs watch {child_id}", "magenta"),
+    )
+
+
+@click.command("rerun")
+@click.argument("run_id")
+@click.argument("node_id")
+@api_options
+def rerun(session: Session, run_id: str, node_id: str) -> None:
+    """Rerun one top-level step of a finished run (a child run).
+
+    The steps before it reuse their outputs, the ones after it do not run. NODE_ID is the
+    step's id in the definition (`trellis workflows show`)."""
+    run_path = session.api.run_path(run_id)
+    answer = session.api.post(f"{run_path}/nodes/{segment(node_id)}/rerun")
+    # Contract 13's body is snake_case (`run_id`), unlike the other control answers.
+    session.emit(answer, lambda r: _started("rerun", r["run_id"], r["status"], run_id))
+
+
+@click.command("replay")
+@click.argument("run_id")
+@api_options
+def replay(session: Session, run_id: str) -> None:
+    """Run the live definition again from scratch (a child run).
+
+    Every step runs anew, on the run's initial input."""
+    answer = session.api.post(f"{session.api.run_path(run_id)}/replay")
+    session.emit(answer, lambda r: _started("replay", r["runId"], r["status"], r["parentRunId"]))
+
+
+@click.command("children")
+@click.argument("run_id")
+@click.option("--page", type=int, default=1, show_default=True)
+@click.option("--per-page", type=int, default=20, show_default=True)
+@api_options
+def children(session: Session, run_id: str, page: int, per_page: int) -> None:
+    """Runs started from this one (retry, rerun, replay), newest first."""
+    answer = session.api.get(
+        f"{session.api.run_path(run_id)}/children", page=page, perPage=per_page
+    )
+    session.emit(answer, lambda data: run_table(data, f"children of run {run_id}"))
+
+
+COMMANDS = (rerun, replay, children)

@@ -1,0 +1,137 @@
+"""The people's CLI for runs that beget runs (`runs rerun | replay | children`), against
+a real `trellis dev`: each command changes what the API answers, and each refused one
+prints the API's message, exits 1 and changes nothing."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.platform.conftest import DevProcess, trellis_env
+from tests.platform.test_cli_for_people import applied_workflow, ok, trellis, wait_for_gate
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
+    """One `trellis dev` for the module."""
+    process = DevProcess.start(trellis_env(tmp_path_factory.mktemp("cli-more") / "data"))
+    try:
+        process.wait_ready(90)
+        yield process
+    finally:
+        process.stop()
+        process.kill_everything()
+
+
+def api(dev: DevProcess, path: str) -> httpx.Response:
+    return httpx.get(f"{dev.api_url}/api/v1{path}", timeout=10)
+
+
+def two_step_workflow(dev: DevProcess, tmp_path: Path) -> str:
+    """An enabled workflow of two top-level steps, `first` and `second`."""
+    path = tmp_path / "two.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}", "enabled": True, "nodes": [
+                {"id": "first", "name": "First", "nodeType": "step",
+                 "executorKey": "builtin:echo", "config": {"n": 1}},
+                {"id": "second", "name": "Second", "nodeType": "step",
+                 "executorKey": "builtin:echo", "config": {"who": "{{ input.who }}"}},
+            ]}
+        )
+    )  # fmt: skip
+    return str(json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))["id"])
+
+
+def finished(dev: DevProcess, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        run: dict[str, Any] = api(dev, f"/runs/{run_id}").json()
+        if run["status"] in ("completed", "failed", "cancelled"):
+            return run
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} did not finish")
+
+
+def completed_run(dev: DevProcess, tmp_path: Path) -> tuple[str, str]:
+    workflow_id = two_step_workflow(dev, tmp_path)
+    started = ok(trellis(dev, "runs", "start", workflow_id, "--input", "who=Ada", "--json"))
+    run_id = json.loads(started)["runId"]
+    assert finished(dev, run_id)["status"] == "completed"
+    return workflow_id, run_id
+
+
+def children_of(dev: DevProcess, workflow_id: str, run_id: str) -> list[dict[str, Any]]:
+    answer = api(dev, f"/workflows/{workflow_id}/runs/{run_id}/children").json()
+    return list(answer["runs"])
+
+
+def test_rerun_of_a_step_starts_a_child_run_that_runs_children_lists(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    _, run_id = completed_run(dev, tmp_path)
+    said = ok(trellis(dev, "runs", "rerun", run_id, "second"))
+    child_id = said.split("rerun started: run ")[1].split()[0]
+    assert f"a child of run {run_id}" in said
+    child = finished(dev, child_id)
+    assert (child["triggerSource"], child["parentRunId"]) == ("node_rerun", run_id)
+    assert child["status"] == "completed"
+    assert child["finalOutput"]["config"] == {"who": "Ada"}
+    listed = ok(trellis(dev, "runs", "children", run_id))
+    assert child_id in listed and "node_rerun" in listed
+
+
+def test_replay_starts_a_child_run_and_children_json_is_the_apis_answer(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id, run_id = completed_run(dev, tmp_path)
+    replayed = json.loads(ok(trellis(dev, "runs", "replay", run_id, "--json")))
+    assert (replayed["triggerSource"], replayed["parentRunId"]) == ("replay", run_id)
+    child = finished(dev, replayed["runId"])
+    assert (child["triggerSource"], child["parentRunId"]) == ("replay", run_id)
+    assert child["initialInput"] == {"who": "Ada"}
+    printed = ok(trellis(dev, "runs", "children", run_id, "--json"))
+    answered = api(dev, f"/workflows/{workflow_id}/runs/{run_id}/children")
+    assert printed == answered.text + "\n"
+    assert [r["id"] for r in answered.json()["runs"]] == [replayed["runId"]]
+
+
+def test_rerun_of_a_run_still_going_is_refused_with_the_apis_message(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied_workflow(dev, tmp_path)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    gate = wait_for_gate(dev, run_id)
+    node_id = api(dev, f"/workflows/{workflow_id}").json()["nodes"][1]["id"]
+    refused = trellis(dev, "runs", "rerun", run_id, node_id)
+    assert refused.returncode == 1, refused.stdout
+    assert refused.stderr.strip() == (
+        f"Error: 400 invalid_request: Run '{run_id}' is awaiting_approval; a node can be "
+        "rerun only from a completed or failed run"
+    )
+    assert children_of(dev, workflow_id, run_id) == []
+    ok(trellis(dev, "approve", run_id, gate["stepId"]))
+
+
+def test_an_unknown_run_or_node_is_the_apis_404_and_starts_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id, run_id = completed_run(dev, tmp_path)
+    for args, says in [
+        (("rerun", run_id, "no-such-node"), f"Node 'no-such-node' not found in run '{run_id}'"),
+        (("rerun", "no-such-run", "second"), "Run 'no-such-run' not found"),
+        (("replay", "no-such-run"), "Run 'no-such-run' not found"),
+        (("children", "no-such-run"), "Run 'no-such-run' not found"),
+    ]:
+        result = trellis(dev, "runs", *args)
+        assert result.returncode == 1, (args, result.stdout)
+        assert result.stderr.strip() == f"Error: 404 resource_not_found: {says}", args
+    assert children_of(dev, workflow_id, run_id) == []
