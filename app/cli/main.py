@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import click
 
-from app.cli import lineage_commands, run_commands, workflow_commands
+from app.cli import lineage_commands, run_commands, schedule_commands, workflow_commands
 from app.cli.platform_commands import COMMANDS
 from app.cli.settings_options import SettingsError, invalid_settings, settings_overview
 from app.cli.token_command import token
@@ -34,6 +34,9 @@ from TRELLIS_TOKEN or --token when the API requires one; --json prints the API's
   trellis runs pause | resume | cancel | retry RUN_ID
   trellis runs rerun RUN_ID NODE_ID | replay RUN_ID     a child run: one step again, or all
   trellis runs children RUN_ID           the runs started from a run (retry, rerun, replay)
+  trellis schedules list WORKFLOW_ID | show ID | delete ID | pause ID | unpause ID | trigger ID
+  trellis schedules create WORKFLOW_ID (--cron EXPR | --interval-seconds N) [--time-zone TZ]
+                 [--input k=v …] [--overlap-policy P] [--paused]
   trellis approvals                      the inbox of gates waiting for a person
   trellis approve RUN_ID STEP_ID [--reject] [--feedback TEXT] [--input k=v …]
                  [--choice NAME …] [--edited-output JSON]
@@ -50,7 +53,7 @@ Flags override TRELLIS_* environment variables, which override the defaults;
 for _command in lineage_commands.COMMANDS:
     run_commands.runs.add_command(_command)
 # The commands that talk to the API.
-CLIENTS = (workflow_commands.workflows, *run_commands.COMMANDS)
+CLIENTS = (workflow_commands.workflows, *run_commands.COMMANDS, schedule_commands.schedules)
 
 
 @click.group(

@@ -42,9 +42,11 @@ class Session:
     console: Console
 
     def emit(self, answer: Answer, render: Callable[[Any], Any]) -> None:
-        """--json: the API's answer exactly as sent; otherwise `render(data)`."""
+        """--json: the API's answer exactly as sent (nothing for an empty one, a 204);
+        otherwise `render(data)`."""
         if self.as_json:
-            click.echo(answer.text)
+            if answer.text:
+                click.echo(answer.text)
             return
         rendered = render(answer.data)
         if rendered is not None:

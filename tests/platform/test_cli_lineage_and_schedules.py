@@ -1,6 +1,6 @@
-"""The people's CLI for runs that beget runs (`runs rerun | replay | children`), against
-a real `trellis dev`: each command changes what the API answers, and each refused one
-prints the API's message, exits 1 and changes nothing."""
+"""The people's CLI for runs that beget runs (`runs rerun | replay | children`) and for
+schedules, against a real `trellis dev`: each command changes what the API answers, and
+each refused one prints the API's message, exits 1 and changes nothing."""
 
 from __future__ import annotations
 
@@ -135,3 +135,93 @@ def test_an_unknown_run_or_node_is_the_apis_404_and_starts_nothing(
         assert result.returncode == 1, (args, result.stdout)
         assert result.stderr.strip() == f"Error: 404 resource_not_found: {says}", args
     assert children_of(dev, workflow_id, run_id) == []
+
+
+def listed_schedules(dev: DevProcess, workflow_id: str) -> list[str]:
+    answer = api(dev, f"/workflows/{workflow_id}/schedules").json()
+    return [s["id"] for s in answer["schedules"]]
+
+
+def until_listed(dev: DevProcess, workflow_id: str, ids: list[str]) -> None:
+    """The list is a visibility query: a change shows there a moment later."""
+    deadline = time.monotonic() + 20
+    while listed_schedules(dev, workflow_id) != ids:
+        assert time.monotonic() < deadline, (listed_schedules(dev, workflow_id), ids)
+        time.sleep(0.2)
+
+
+def test_schedules_create_list_show_trigger_pause_and_delete(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = two_step_workflow(dev, tmp_path)
+    created = json.loads(
+        ok(
+            trellis(dev, "schedules", "create", workflow_id, "--cron", "0 9 * * MON-FRI",
+                    "--time-zone", "Europe/Berlin", "--input", "who=Ada", "--json")
+        )
+    )  # fmt: skip
+    schedule_id = created["id"]
+    assert (created["cron"], created["timeZone"]) == ("0 9 * * MON-FRI", "Europe/Berlin")
+    assert (created["initialInput"], created["paused"]) == ({"who": "Ada"}, False)
+    until_listed(dev, workflow_id, [schedule_id])
+    listed = ok(trellis(dev, "schedules", "list", workflow_id))
+    assert schedule_id in listed and "cron 0 9 * * MON-FRI (Europe/Berlin)" in listed
+    printed = ok(trellis(dev, "schedules", "show", schedule_id, "--json"))
+    assert printed == api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").text + "\n"
+    assert '{"who":"Ada"}' in ok(trellis(dev, "schedules", "show", schedule_id))
+    assert "Schedule fired" in ok(trellis(dev, "schedules", "trigger", schedule_id))
+    deadline = time.monotonic() + 30
+    while not (runs := api(dev, f"/workflows/{workflow_id}/runs").json()["runs"]):
+        assert time.monotonic() < deadline, "the trigger started no run"
+        time.sleep(0.2)
+    fired = api(dev, f"/runs/{runs[0]['id']}").json()
+    assert (fired["triggerSource"], fired["initialInput"]) == ("schedule", {"who": "Ada"})
+    ok(trellis(dev, "schedules", "pause", schedule_id))
+    assert api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").json()["paused"]
+    ok(trellis(dev, "schedules", "unpause", schedule_id))
+    assert not api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").json()["paused"]
+    deleted = trellis(dev, "schedules", "delete", schedule_id, "--json")
+    assert (deleted.returncode, deleted.stdout) == (0, ""), deleted.stderr
+    assert api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").status_code == 404
+    until_listed(dev, workflow_id, [])
+
+
+def test_a_bad_cron_is_the_apis_400_and_creates_nothing(dev: DevProcess, tmp_path: Path) -> None:
+    workflow_id = two_step_workflow(dev, tmp_path)
+    # Refused by the body's grammar, and by Temporal's calendar (February 31st never comes).
+    for cron, says in [("61 * * * *", "is not a cron expression"), ("0 0 31 2 *", "never fires")]:
+        refused = trellis(dev, "schedules", "create", workflow_id, "--cron", cron)
+        assert refused.returncode == 1, refused.stdout
+        error = httpx.post(
+            f"{dev.api_url}/api/v1/workflows/{workflow_id}/schedules", json={"cron": cron}
+        ).json()["error"]
+        assert says in error["message"]
+        line = f"Error: 400 invalid_request: {error['message']}"
+        assert refused.stderr.startswith(line), refused.stderr
+    # The list lags: once a schedule made after the refusals shows, it is the only one.
+    made = json.loads(
+        ok(trellis(dev, "schedules", "create", workflow_id, "--interval-seconds", "3600",
+                   "--paused", "--json"))
+    )  # fmt: skip
+    assert (made["intervalSeconds"], made["paused"]) == (3600, True)
+    until_listed(dev, workflow_id, [made["id"]])
+
+
+def test_an_unknown_schedule_is_the_apis_404_and_changes_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = two_step_workflow(dev, tmp_path)
+    made = json.loads(
+        ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "@daily", "--json"))
+    )
+    unknown = f"sched-{workflow_id}-000000000000"
+    for command in ("show", "pause", "trigger", "delete"):
+        result = trellis(dev, "schedules", command, unknown)
+        assert result.returncode == 1, (command, result.stdout)
+        says = f"Error: 404 resource_not_found: Schedule not found: {unknown}"
+        assert result.stderr.strip() == says, command
+    malformed = trellis(dev, "schedules", "delete", "not-a-schedule")
+    assert malformed.returncode == 2 and "'not-a-schedule' is not a schedule id" in malformed.stderr
+    kept = api(dev, f"/workflows/{workflow_id}/schedules/{made['id']}").json()
+    assert (kept["paused"], kept["numActions"]) == (False, 0)
+    until_listed(dev, workflow_id, [made["id"]])

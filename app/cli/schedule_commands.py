@@ -1,0 +1,173 @@
+"""`trellis schedules list | show | create | delete | pause | unpause | trigger`: a
+workflow's recurring runs (Temporal Schedules).
+
+A bare schedule id is enough: the API names every schedule `sched-{workflowId}-{12 hex}`
+(docs/lineage-events-schedules.md), so the id says whose it is."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+from rich.console import Group
+
+from app.cli.api_client import segment
+from app.cli.output import Session, api_options, compact, shown, table, when
+from app.cli.run_commands import initial_input, input_options
+
+OVERLAP_POLICIES = ("skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other",
+                    "allow_all")  # fmt: skip
+_SCHEDULE_ID = re.compile(r"sched-(?P<workflow>.+)-[0-9a-f]{12}")
+
+
+def schedule_path(schedule_id: str) -> str:
+    """`/workflows/{workflow}/schedules/{schedule}` for a bare schedule id."""
+    found = _SCHEDULE_ID.fullmatch(schedule_id)
+    if found is None:
+        raise click.BadParameter(
+            f"{schedule_id[:140]!r} is not a schedule id (sched-WORKFLOW_ID-HEX, "
+            "as `trellis schedules list WORKFLOW_ID` shows)",
+            param_hint="SCHEDULE_ID",
+        )
+    return f"/workflows/{segment(found['workflow'])}/schedules/{segment(schedule_id)}"
+
+
+@click.group()
+def schedules() -> None:
+    """Schedules: a workflow's runs on a cron or an interval."""
+
+
+@schedules.command("list")
+@click.argument("workflow_id")
+@api_options
+def list_schedules(session: Session, workflow_id: str) -> None:
+    """A workflow's schedules, oldest first (a new one can take a moment to be listed)."""
+    answer = session.api.get(f"/workflows/{segment(workflow_id)}/schedules")
+    session.emit(answer, _schedule_table)
+
+
+def _schedule_table(data: dict[str, Any]) -> Any:
+    rows = [
+        [s["id"], _timing(s), "paused" if s["paused"] else "active", s["overlapPolicy"],
+         s["numActions"], when(_first(s["nextActionTimes"]))]
+        for s in data["schedules"]
+    ]  # fmt: skip
+    columns = ["ID", "TIMING", "STATE", "OVERLAP", "FIRED", "NEXT"]
+    return table(f"schedules ({len(rows)})", columns, rows)
+
+
+def _timing(schedule: dict[str, Any]) -> str:
+    if schedule.get("cron") is not None:
+        return f"cron {schedule['cron']} ({schedule['timeZone']})"
+    return f"every {schedule['intervalSeconds']} s"
+
+
+def _first(values: list[str]) -> str | None:
+    return values[0] if values else None
+
+
+@schedules.command("show")
+@click.argument("schedule_id")
+@api_options
+def show_schedule(session: Session, schedule_id: str) -> None:
+    """One schedule with its next and recent firings."""
+    session.emit(session.api.get(schedule_path(schedule_id)), _schedule_detail)
+
+
+def _schedule_detail(s: dict[str, Any]) -> Any:
+    head = shown(
+        (f"schedule {s['id']}", "bold"),
+        ("  paused" if s["paused"] else "  active", "yellow" if s["paused"] else "green"),
+        f"\nworkflow {s['workflowId']}, {_timing(s)}, overlap {s['overlapPolicy']}, "
+        f"fired {s['numActions']} times, created {when(s['createdAt'])}, "
+        f"updated {when(s.get('updatedAt'))}",
+        f"\ninput: {compact(s['initialInput'], 2000)}",
+    )
+    parts: list[Any] = [head]
+    if s.get("note"):
+        parts.append(shown(f"note: {s['note']}"))
+    upcoming = [[when(t)] for t in s["nextActionTimes"]]
+    parts.append(table("next firings", ["AT"], upcoming))
+    recent = [[when(a["scheduledAt"]), when(a["startedAt"]), a["triggerWorkflowId"]]
+              for a in s["recentActions"]]  # fmt: skip
+    parts.append(table("recent firings", ["DUE", "FIRED", "TRIGGER WORKFLOW"], recent))
+    return Group(*parts)
+
+
+@schedules.command("create")
+@click.argument("workflow_id")
+@click.option("--cron", default=None, metavar="EXPR",
+              help="five fields, or @daily and friends (or --interval-seconds)")  # fmt: skip
+@click.option("--interval-seconds", type=int, default=None, metavar="N",
+              help="fire every N seconds (give this or --cron)")  # fmt: skip
+@click.option("--time-zone", default=None, metavar="TZ",
+              help="the cron's IANA time zone  [API default: UTC]")  # fmt: skip
+@input_options
+@click.option("--overlap-policy", type=click.Choice(OVERLAP_POLICIES), default=None,
+              help="a firing while the last one's start goes on  [API default: skip]")  # fmt: skip
+@click.option("--paused", is_flag=True, help="create it paused (it fires once unpaused)")
+@api_options
+def create_schedule(
+    session: Session,
+    workflow_id: str,
+    cron: str | None,
+    interval_seconds: int | None,
+    time_zone: str | None,
+    inputs: tuple[str, ...],
+    input_json: str | None,
+    overlap_policy: str | None,
+    paused: bool,
+) -> None:
+    """Create a schedule: each firing starts a run of the workflow's current version."""
+    given = {"cron": cron, "intervalSeconds": interval_seconds, "timeZone": time_zone,
+             "overlapPolicy": overlap_policy}  # fmt: skip
+    # Left out rather than null: the API refuses a null, and its defaults are its own.
+    body: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    if inputs or input_json:
+        body["initialInput"] = initial_input(inputs, input_json)
+    if paused:
+        body["paused"] = True
+    answer = session.api.post(f"/workflows/{segment(workflow_id)}/schedules", body)
+    session.emit(answer, lambda s: shown(f"created schedule {s['id']}: {_timing(s)}"))
+
+
+@schedules.command("delete")
+@click.argument("schedule_id")
+@api_options
+def delete_schedule(session: Session, schedule_id: str) -> None:
+    """Delete a schedule; the runs it started carry on."""
+    answer = session.api.request("DELETE", schedule_path(schedule_id))
+    session.emit(answer, lambda _: shown(f"deleted schedule {schedule_id}"))
+
+
+def _set_paused(session: Session, schedule_id: str, action: str) -> None:
+    answer = session.api.post(f"{schedule_path(schedule_id)}/{action}")
+    session.emit(
+        answer, lambda s: shown(f"schedule {s['id']} {'paused' if s['paused'] else 'active'}")
+    )
+
+
+@schedules.command("pause")
+@click.argument("schedule_id")
+@api_options
+def pause_schedule(session: Session, schedule_id: str) -> None:
+    """Stop firing until unpaused."""
+    _set_paused(session, schedule_id, "pause")
+
+
+@schedules.command("unpause")
+@click.argument("schedule_id")
+@api_options
+def unpause_schedule(session: Session, schedule_id: str) -> None:
+    """Fire again on the schedule's timing."""
+    _set_paused(session, schedule_id, "unpause")
+
+
+@schedules.command("trigger")
+@click.argument("schedule_id")
+@api_options
+def trigger_schedule(session: Session, schedule_id: str) -> None:
+    """Fire once now, as if the schedule's time had come."""
+    answer = session.api.post(f"{schedule_path(schedule_id)}/trigger")
+    session.emit(answer, lambda r: shown(f"schedule {r['scheduleId']}: {r['message']}"))
