@@ -26,7 +26,7 @@ from activities.store.base import DuplicateNameError, StoreError, StoreUnavailab
 from app.openapi import allowed_methods
 from app.temporal_outage import unreachable
 from temporal_workflows.contracts import CONFLICT_ERROR, INVALID_ERROR, NOT_FOUND_ERROR
-from temporal_workflows.validation import DefinitionError
+from temporal_workflows.validation import MAX_DEPTH, DefinitionError
 
 log = logging.getLogger(__name__)
 
@@ -148,13 +148,30 @@ def error_response(
     return JSONResponse(error_body(code, message, details), status_code=status)
 
 
+# A path longer than this many parts is shown by its first and last parts and its depth:
+# a tree nested past the validator's recursion limit would repeat `children[0]` hundreds
+# of times in the message and in its detail.
+PATH_PARTS_SHOWN = 16
+PATH_HEAD_PARTS, PATH_TAIL_PARTS = 6, 2
+
+
 def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
-    """`("body", "nodes", 0, "name")` → `nodes[0].name` (the request part is dropped)."""
+    """`("body", "nodes", 0, "name")` → `nodes[0].name` (the request part is dropped);
+    a deep one compactly: `nodes[0].children[0].children[0] … children[0] (300 levels deep)`
+    (levels: the list indices on the way, so a node tree's level)."""
     parts = list(loc)
     if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
         where = parts.pop(0)
         if not parts:
             return str(where)
+    if len(parts) <= PATH_PARTS_SHOWN:
+        return _joined(parts)
+    levels = sum(isinstance(part, int) for part in parts)
+    head, tail = parts[:PATH_HEAD_PARTS], parts[-PATH_TAIL_PARTS:]
+    return f"{_joined(head)} … {_joined(tail)} ({levels} levels deep)"
+
+
+def _joined(parts: list[Any]) -> str:
     out = ""
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -170,7 +187,11 @@ def _validation_details(exc: RequestValidationError) -> tuple[str, list[Detail]]
             return f"Malformed JSON body at position {pos}: {reason}", [
                 {"path": "body", "message": f"{reason} (position {pos})"}
             ]
-        details.append({"path": field_path(err["loc"]), "message": err["msg"]})
+        message = err["msg"]
+        if err.get("type") == "recursion_depth_exceeded" and "nodes" in err["loc"]:
+            # The validator's own words name no limit a user can act on.
+            message = f"nested too deeply (a node tree may be at most {MAX_DEPTH} levels deep)"
+        details.append({"path": field_path(err["loc"]), "message": message})
     summary = "; ".join(f"{d['path']}: {d['message']}" for d in details)
     return f"Invalid request: {summary}", details
 

@@ -11,6 +11,8 @@ Which errors a route documents is worked out from what it is, in one place:
 - 503 `service_unavailable`: it needs Temporal (depends on the Temporal client or link);
 - 503 `database_error`: it is under `/api/v1` and reads or writes the store (depends on
   it): the store cannot be reached for now (docs/api.md, Errors);
+- 500 `database_error`: the same routes: the store failed the operation (a bug or a
+  damaged store, never a passing outage);
 - anything else a route declares itself with `responses=errors(409, ...)`.
 
 In `dev` mode no token is needed, and the document says so: the bearer scheme stays (so
@@ -65,6 +67,10 @@ DESCRIPTIONS = {
     503: "service_unavailable: Temporal cannot be reached right now",
 }
 STORE_UNAVAILABLE = "database_error: the document store cannot be reached for now; retry shortly"
+STORE_FAILED = (
+    "database_error: the document store failed the operation, not for want of a connection"
+    " (logged with its traceback)"
+)
 
 
 def errors(*statuses: int, **descriptions: str) -> dict[int | str, dict[str, Any]]:
@@ -130,7 +136,7 @@ def _document(
             for status in _statuses(route, operation, needs_temporal):
                 responses.setdefault(str(status), _error_response(DESCRIPTIONS[status]))
             if (route.path or "").startswith(API_PREFIX) and _depends_on(route, needs_store):
-                _add_store_unavailable(responses)
+                _add_store_errors(responses)
             for response in responses.values():
                 _point_at_error_body(response)
     for unused in ("HTTPValidationError", "ValidationError"):
@@ -212,11 +218,12 @@ def _depends_on(route: RouteContext, call: Callable[..., Any]) -> bool:
     return any(d.call is call for d in _dependencies(route.dependant))
 
 
-def _add_store_unavailable(responses: dict[str, Any]) -> None:
-    """503 `database_error`, beside Temporal's 503 where the route documents that."""
-    response = responses.setdefault("503", _error_response(STORE_UNAVAILABLE))
-    if "database_error" not in response.get("description", ""):
-        response["description"] = f"{response.get('description', '')}; {STORE_UNAVAILABLE}"
+def _add_store_errors(responses: dict[str, Any]) -> None:
+    """500 and 503 `database_error`, beside any other 500 or 503 the route documents."""
+    for status, description in (("500", STORE_FAILED), ("503", STORE_UNAVAILABLE)):
+        response = responses.setdefault(status, _error_response(description))
+        if "database_error" not in response.get("description", ""):
+            response["description"] = f"{response.get('description', '')}; {description}"
 
 
 def _dependencies(dependant: Dependant) -> Iterator[Dependant]:

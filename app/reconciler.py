@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import UTC, datetime, timedelta
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType
@@ -35,6 +36,9 @@ from temporal_workflows.read_model import (
 )
 
 log = logging.getLogger("trellis.reconciler")
+# An outage is one WARNING when it starts and one INFO when it ends; in between, a
+# reminder this often, so a long outage neither floods the log nor goes silent.
+OUTAGE_REMINDER = timedelta(minutes=5)
 # A closed workflow's search attributes cannot change, so a corrected run keeps matching
 # the query until Temporal's retention removes it; `_correct` skips it cheaply (the store
 # already has it terminal).
@@ -57,11 +61,15 @@ class Reconciler:
         never_started_after: timedelta = timedelta(seconds=30),
         metrics: RunMetrics | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        outage_reminder: timedelta = OUTAGE_REMINDER,
     ) -> None:
         self._client = client
         self._address = client.service_client.config.target_host
-        # The last pass found Temporal unreachable (so the next good one says it is back).
-        self._temporal_down = False
+        # Monotonic times the current outage began and was last reported; None while
+        # Temporal answers (so the next good pass says it is back, once).
+        self._down_since: float | None = None
+        self._down_reported: float = 0.0
+        self._outage_reminder = outage_reminder.total_seconds()
         self._metrics = metrics or RunMetrics()
         self._store = store
         self._interval = interval
@@ -73,9 +81,15 @@ class Reconciler:
         while True:
             try:
                 await self.reconcile_once()
-                if self._temporal_down:
-                    self._temporal_down = False
-                    log.info("reconciliation resumed: Temporal at %s answers again", self._address)
+                if self._down_since is not None:
+                    down_for = time.monotonic() - self._down_since
+                    self._down_since = None
+                    log.info(
+                        "reconciliation resumed: Temporal at %s answers again"
+                        " (unreachable for %.0fs)",
+                        self._address,
+                        down_for,
+                    )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -83,19 +97,32 @@ class Reconciler:
             await asyncio.sleep(self._interval)
 
     def _log_failed_pass(self, exc: Exception) -> None:
-        """An outage is one line per pass (the next pass retries; the worker's pollers and
-        the SDK say the same); anything else is a bug, with its traceback."""
+        """An outage is one WARNING when it starts and a reminder every `outage_reminder`
+        (each pass retries; the worker's pollers and the SDK say the same); anything else
+        is a bug, logged every pass with its traceback."""
         cause = outage_cause(exc)
         if cause is None:
             log.exception("reconciliation pass failed")
             return
-        self._temporal_down = True
-        log.warning(
-            "reconciliation pass skipped: Temporal at %s is unreachable (%s); retrying in %gs",
-            self._address,
-            cause,
-            self._interval,
-        )
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = self._down_reported = now
+            log.warning(
+                "reconciliation paused: Temporal at %s is unreachable (%s); retrying every %gs,"
+                " reminding every %gs",
+                self._address,
+                cause,
+                self._interval,
+                self._outage_reminder,
+            )
+        elif now - self._down_reported >= self._outage_reminder:
+            self._down_reported = now
+            log.warning(
+                "reconciliation still paused: Temporal at %s is unreachable for %.0fs (%s)",
+                self._address,
+                now - self._down_since,
+                cause,
+            )
 
     async def reconcile_once(self) -> list[str]:
         """One pass; returns the ids of the runs it corrected."""

@@ -17,6 +17,7 @@ from app.errors import ServiceUnavailable
 from app.redaction import describe
 from app.settings import Settings
 from app.temporal import connect_temporal
+from app.temporal_outage import outage_cause
 
 log = logging.getLogger("trellis.temporal")
 HEALTH_TIMEOUT = timedelta(seconds=2)
@@ -71,16 +72,21 @@ class TemporalLink:
         """Why Temporal is not usable right now, or None when its health check passes."""
         try:
             client = await self.require()
+        except ServiceUnavailable as exc:
+            return exc.message
+        address = client.service_client.config.target_host
+        try:
             healthy = await _check_health(client)
             if healthy and await _namespace_missing(client):
                 # It passes the health check, then refuses every run.
                 return f"no namespace {client.namespace!r} (TRELLIS_TEMPORAL_NAMESPACE)"
-        except ServiceUnavailable as exc:
-            return exc.message
         except Exception as exc:
-            log.warning("Temporal health check failed: %s", describe(exc))
-            return "health check failed (the API's log says why)"
-        return None if healthy else "the workflow service reports not serving"
+            log.warning("Temporal health check at %s failed: %s", address, describe(exc))
+            if outage_cause(exc) is not None:
+                # Gone since the API connected: what is down and where, as at start-up.
+                return f"Temporal at {address} is unreachable"
+            return f"the health check of Temporal at {address} failed (the API's log says why)"
+        return None if healthy else f"Temporal at {address} reports not serving"
 
 
 async def _check_health(client: Client) -> bool:

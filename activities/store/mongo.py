@@ -42,6 +42,7 @@ from activities.store.records import (
     WorkflowRecord,
     WorkflowVersionRecord,
 )
+from activities.store.search_text import search_fold
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 Doc = dict[str, Any]
@@ -49,6 +50,8 @@ Doc = dict[str, Any]
 PAYLOAD_CHUNK_BYTES = 8 * 1024 * 1024
 # A workflow's ACL, and the principals that may VIEW it (kept beside it for filtered lists).
 _ACL_FIELDS = frozenset({"owner", "grants", "viewers"})
+# Kept beside a workflow for search; a workflow folded by an older rule is folded again.
+SEARCH_FOLD_VERSION = 1
 
 # (collection, keys, options): one index per query the store makes.
 _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
@@ -112,9 +115,26 @@ class MongoStore:
                     {"owner": {"$exists": False}},
                     {"$set": {"owner": LEGACY_OWNER, "grants": [], "viewers": ["user:dev"]}},
                 )
+                await self._fold_unfolded_workflows()
         except StoreError:
             await self.close()
             raise
+
+    async def _fold_unfolded_workflows(self) -> None:
+        """Workflows saved before search compared folded text get it (search_text.py)."""
+        unfolded = await (
+            self._db()
+            .workflows.find(
+                {"search_fold_version": {"$ne": SEARCH_FOLD_VERSION}},
+                projection={"name": True, "description": True},
+            )
+            .to_list()
+        )
+        for doc in unfolded:
+            await self._db().workflows.update_one(
+                {"_id": doc["_id"]},
+                {"$set": _search_fields(doc.get("name"), doc.get("description"))},
+            )
 
     async def close(self) -> None:
         if self._client is not None:
@@ -136,7 +156,12 @@ class MongoStore:
         with _errors():
             await write_bson_safe(
                 self._db().workflows.insert_one,
-                {"_id": record.id, **to_stored(record), "viewers": viewers},
+                {
+                    "_id": record.id,
+                    **to_stored(record),
+                    "viewers": viewers,
+                    **_search_fields(record.name, record.description),
+                },
             )
             await self._put_version(record)
 
@@ -157,8 +182,9 @@ class MongoStore:
     ) -> tuple[list[WorkflowRecord], int]:
         filter_: Doc = {}
         if query:
-            pattern = {"$regex": re.escape(query), "$options": "i"}
-            filter_ = {"$or": [{"name": pattern}, {"description": pattern}]}
+            # Folded text on both sides, as SQLite compares (search_text.py).
+            pattern = {"$regex": re.escape(search_fold(query))}
+            filter_ = {"$or": [{"name_fold": pattern}, {"description_fold": pattern}]}
         if viewer is not None:
             filter_["viewers"] = {"$in": sorted(viewer)}
         with _errors():
@@ -176,6 +202,7 @@ class MongoStore:
     async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
         # $set everything but the ACL: only set_workflow_grants changes owner and grants.
         fields = {k: v for k, v in to_stored(record).items() if k not in _ACL_FIELDS}
+        fields |= _search_fields(record.name, record.description)
         with _errors():
             result = await update_bson_safe(
                 lambda update: self._db().workflows.update_one({"_id": record.id}, update), fields
@@ -547,6 +574,15 @@ def event_run_id(change: Doc) -> str | None:
 
 # A list of runs leaves their definition snapshots out, in either form.
 _WITHOUT_SNAPSHOT = {"definition_snapshot": False, f"{JSON_FIELD}.definition_snapshot": False}
+
+
+def _search_fields(name: str | None, description: str | None) -> Doc:
+    """What search matches a workflow by, kept beside its document (search_text.py)."""
+    return {
+        "name_fold": search_fold(name or ""),
+        "description_fold": search_fold(description or ""),
+        "search_fold_version": SEARCH_FOLD_VERSION,
+    }
 
 
 def _record(model: type[M], doc: Doc) -> M:

@@ -37,6 +37,7 @@ from activities.store.records import (
     WorkflowRecord,
     WorkflowVersionRecord,
 )
+from activities.store.search_text import search_fold
 from activities.store.sqlite_reader import SqliteReader
 from activities.store.sqlite_rows import (
     NODE_RUN_COLUMNS,
@@ -184,7 +185,7 @@ class SqliteStore:
         clauses: list[str] = []
         params: tuple[str, ...] = ()
         if query:
-            pattern = "%" + escape_like(query.casefold()) + "%"
+            pattern = "%" + escape_like(search_fold(query)) + "%"
             clauses.append("(name_fold LIKE ? ESCAPE '\\' OR description_fold LIKE ? ESCAPE '\\')")
             params = (pattern, pattern)
         if viewer is not None:

@@ -12,6 +12,7 @@ from activities.store.records import (
     WorkflowRecord,
     WorkflowVersionRecord,
 )
+from activities.store.search_text import search_fold
 
 WORKFLOW_COLUMNS = "id, name, name_fold, description_fold, updated_at, doc"
 RUN_COLUMNS = (
@@ -36,9 +37,9 @@ def escape_like(text: str) -> str:
 
 def workflow_row(record: WorkflowRecord) -> tuple[Any, ...]:
     doc = to_stored(record)
-    # Search compares case-folded text; the unique `name` column stays as written.
-    name_fold = record.name.casefold()
-    description_fold = (record.description or "").casefold()
+    # Search compares folded text (search_text.py); the unique `name` stays as written.
+    name_fold = search_fold(record.name)
+    description_fold = search_fold(record.description or "")
     return record.id, record.name, name_fold, description_fold, doc["updated_at"], to_json(doc)
 
 

@@ -11,6 +11,7 @@ import aiosqlite
 
 from activities.store.base import StoreError
 from activities.store.non_finite import repair_non_finite_documents
+from activities.store.search_text import search_fold
 
 # A migration step: a statement, or a function for what SQL alone cannot do.
 Step = str | Callable[[aiosqlite.Connection], Awaitable[None]]
@@ -43,6 +44,19 @@ def _bump_workflow_of_run(run_id: str) -> str:
 # Migration 6's: a workflow's owner and grants, from its stored document (`row`: the
 # table or NEW). Shipped, so never change it; "dev" is the owner of workflows saved before
 # ACLs (access.LEGACY_OWNER). bench/access_check.py times it as the read before the column.
+async def refold_search_text(db: aiosqlite.Connection) -> None:
+    """Fold every workflow's name and description again, as search now folds them."""
+    async with db.execute(
+        "SELECT id, json_extract(doc, '$.name'), json_extract(doc, '$.description') FROM workflows"
+    ) as cursor:
+        rows = await cursor.fetchall()
+    for workflow_id, name, description in rows:
+        await db.execute(
+            "UPDATE workflows SET name_fold = ?, description_fold = ? WHERE id = ?",
+            (search_fold(name or ""), search_fold(description or ""), workflow_id),
+        )
+
+
 def access_from_document(row: str) -> str:
     return (
         f"json_object('id', {row}.id, 'owner', COALESCE(json_extract({row}.doc, '$.owner'),"
@@ -146,6 +160,11 @@ MIGRATIONS: list[list[Step]] = [
             f" UPDATE workflows SET access = {access_from_document('NEW')} WHERE id = NEW.id; END"
             for name, when in (("insert", "INSERT"), ("update", "UPDATE OF id, doc"))
         ),
+    ],
+    [
+        # Search folds accents and compatibility forms too (search_text.py): `istanbul`
+        # finds `İstanbul`, which casefold alone turned into `i` and a combining dot.
+        refold_search_text,
     ],
 ]
 

@@ -29,6 +29,7 @@ from app.platform.preflight import (
     ensure_port_free,
     load_executor_catalog,
 )
+from app.platform.ready_file import ready_writer
 from app.platform.serve import SHUTDOWN_MARGIN_SECONDS
 from app.platform.supervisor import Child, first_exit, stop_all
 from app.settings import Settings
@@ -102,10 +103,11 @@ def app_child(name: str, args: Sequence[str], env: dict[str, str], grace: float)
     return Child(name, [sys.executable, "-m", "app.cli", *args], env=env, grace_seconds=grace)
 
 
-async def wait_for_file(path: Path, within: float) -> None:
-    """Return once `path` exists."""
+async def wait_for_ready_file(path: Path, writer: int | None, within: float) -> None:
+    """Return once process `writer` has written its ready file at `path`."""
     deadline = time.monotonic() + within
-    while not await asyncio.to_thread(path.exists):
+    # A worker left over from a killed `trellis dev` may write one too: wait for our own's.
+    while await asyncio.to_thread(ready_writer, path) != writer:
         if time.monotonic() > deadline:
             raise DevServerError(f"the worker did not report ready within {within:.0f}s")
         await asyncio.sleep(0.05)
@@ -211,7 +213,7 @@ async def _start(
     api_url = f"http://{local_host(settings.api_host)}:{settings.api_port}"
     both = asyncio.gather(
         _announced(
-            wait_for_file(ready_file, within),
+            wait_for_ready_file(ready_file, worker.pid, within),
             started,
             f"worker ready: polling task queue {settings.task_queue!r}",
         ),
@@ -252,5 +254,8 @@ async def run_dev(settings: Settings, startup_timeout: float = 60.0) -> int:
         finally:
             # Reverse start order: API first (no new requests), then the worker, then Temporal.
             await stop_all(list(reversed(children)))
-            (data_dir / "worker.ready").unlink(missing_ok=True)
+            # A worker killed after its grace could not remove its own; ours alone.
+            ready_file = data_dir / "worker.ready"
+            if ready_writer(ready_file) in {c.pid for c in children if c.name == "worker"}:
+                ready_file.unlink(missing_ok=True)
             print("Trellis stopped.", file=sys.stderr, flush=True)

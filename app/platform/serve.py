@@ -22,6 +22,7 @@ from app.platform.preflight import (
     ensure_port_free,
     load_executor_catalog,
 )
+from app.platform.ready_file import ready_note, remove_ready, write_ready
 from app.settings import Settings
 
 # Beyond the worker's graceful shutdown: time to report what finished and close up.
@@ -113,11 +114,13 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop)
 
+    note = ready_note()
+
     async def announce() -> None:
         await ready.wait()
         freeze_startup_heap()
         if ready_file is not None:
-            await asyncio.to_thread(ready_file.write_text, "ready\n")
+            await asyncio.to_thread(write_ready, ready_file, note)
 
     announcer = asyncio.ensure_future(announce())
     try:
@@ -128,7 +131,8 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
     finally:
         announcer.cancel()
         if ready_file is not None:
-            await asyncio.to_thread(ready_file.unlink, missing_ok=True)
+            # Only our own: a newer worker may have announced itself there since.
+            await asyncio.to_thread(remove_ready, ready_file, note)
         if tracer_provider is not None:
             # The spans of the last steps, before the process exits.
             await asyncio.to_thread(tracer_provider.shutdown)

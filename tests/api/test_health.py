@@ -15,12 +15,15 @@ from temporalio.testing import WorkflowEnvironment
 from activities.executors.catalog import Catalog
 from activities.store.base import Store
 from app.main import create_app
+from app.platform.devserver import wait_for_temporal
 from app.settings import Settings
 from tests.api.conftest import api_client
 from tests.api.helpers import API, assert_error
 from tests.builders import workflow
+from tests.faults.test_temporal_restart import start_temporal
 from tests.support.cutting_proxy import CuttingProxy
 from tests.support.platform import executor_registry, running_platform
+from tests.support.processes import Processes
 from tests.support.server import free_port, serving
 
 
@@ -83,16 +86,39 @@ class TestReadyz:
             {"path": "store", "message": "not reachable (the API's log says why)"}
         ]
 
-    async def test_unreachable_temporal_is_503_naming_temporal(
+    async def test_unreachable_temporal_is_503_naming_temporal_and_its_address(
         self, settings: Settings, store: Store, catalog: Catalog
     ) -> None:
-        async with api_client(settings, store, catalog, await _dead_temporal()) as http:
+        dead = await _dead_temporal()
+        async with api_client(settings, store, catalog, dead) as http:
             response = await http.get("/readyz")
         assert_error(response, 503, "service_unavailable", "temporal")
-        # What is down, not the SDK's own words about the failed dial.
+        # What is down and where, not the SDK's own words about the failed dial.
+        address = dead.service_client.config.target_host
         assert response.json()["error"]["details"] == [
-            {"path": "temporal", "message": "health check failed (the API's log says why)"}
+            {"path": "temporal", "message": f"Temporal at {address} is unreachable"}
         ]
+
+    async def test_temporal_gone_after_start_up_is_503_naming_it_and_its_address(
+        self,
+        settings: Settings,
+        store: Store,
+        catalog: Catalog,
+        tmp_path: Path,
+        processes: Processes,
+    ) -> None:
+        port = free_port()
+        address = f"127.0.0.1:{port}"
+        temporal = start_temporal(processes, port, tmp_path / "temporal.db")
+        await wait_for_temporal(Settings(temporal_address=address), within=60)
+        async with api_client(settings, store, catalog, await Client.connect(address)) as http:
+            assert (await http.get("/readyz")).status_code == 200
+            temporal.kill()
+            response = await http.get("/readyz")
+        assert_error(response, 503, "service_unavailable", "temporal")
+        message = f"Temporal at {address} is unreachable"
+        assert response.json()["error"]["message"] == f"Not ready: temporal: {message}"
+        assert response.json()["error"]["details"] == [{"path": "temporal", "message": message}]
 
     async def test_a_namespace_the_cluster_lacks_is_503_naming_it(
         self, settings: Settings, store: Store, catalog: Catalog, temporal_env: WorkflowEnvironment

@@ -66,6 +66,15 @@ class TestListWorkflows:
         assert sorted(w["name"] for w in found["workflows"]) == ["Invoice approval", "Onboarding"]
         assert found["pagination"]["total"] == 2
 
+    @pytest.mark.parametrize("query", ["istanbul", "İST", "ISTANBUL"])
+    async def test_query_finds_a_dotted_capital_i_by_plain_i_and_by_itself(
+        self, client: httpx.AsyncClient, create: Callable[..., Any], query: str
+    ) -> None:
+        await create(workflow("İstanbul"))
+        await create(workflow("Ankara"))
+        found = (await client.get(f"{API}/workflows", params={"query": query})).json()
+        assert [w["name"] for w in found["workflows"]] == ["İstanbul"]
+
     @pytest.mark.parametrize(
         ("params", "field"),
         [

@@ -79,6 +79,27 @@ def test_every_api_route_that_reads_the_store_documents_503_database_error(
     assert "503" not in paths["/api/v1/servers"]["get"]["responses"]
 
 
+async def test_every_route_that_may_answer_503_database_error_documents_its_500_too(
+    client: httpx.AsyncClient,
+) -> None:
+    # docs/api.md: a store that fails an operation (not unreachable) is 500 `database_error`.
+    response = await client.get("/openapi.json")
+    assert response.status_code == 200
+    store_routes = [
+        (path, method, op["responses"])
+        for path, method, op in operations(response.json())
+        if "database_error" in op["responses"].get("503", {}).get("description", "")
+    ]
+    assert ("/api/v1/workflows", "get") in [(path, method) for path, method, _ in store_routes]
+    for path, method, responses in store_routes:
+        assert "500" in responses, (path, method)
+        assert responses["500"]["description"].startswith("database_error: "), (path, method)
+        schema = responses["500"]["content"]["application/json"]["schema"]
+        assert schema == {"$ref": "#/components/schemas/ErrorBody"}
+    paths = response.json()["paths"]
+    assert "500" not in paths["/api/v1/servers"]["get"]["responses"]  # no store behind it
+
+
 def test_a_token_is_optional_in_dev_mode_and_required_in_jwt_mode(tmp_path: Path) -> None:
     dev = document(tmp_path)["paths"]["/api/v1/workflows"]["get"]["security"]
     jwt = document(tmp_path, auth_mode="jwt", jwt_secret=SecretStr("x" * 40))["paths"][

@@ -297,6 +297,21 @@ class TestFieldRules:
 
 
 class TestWorkflowLevelRules:
+    async def test_a_tree_past_the_validators_depth_names_its_path_compactly(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        # 300 levels: the 400 repeated `children[0]` some 255 times (a 6 kB message).
+        error = await _assert_rejected_and_nothing_stored(
+            client, workflow("w", nested(300)), ["at most 12 levels deep"]
+        )
+        (detail,) = error["details"]
+        head = "nodes[0].children[0].children[0]"
+        assert detail["path"].startswith(f"{head} … children[0] (")
+        assert detail["path"].endswith(" levels deep)")
+        assert detail["message"] == "nested too deeply (a node tree may be at most 12 levels deep)"
+        assert error["message"] == f"Invalid request: {detail['path']}: {detail['message']}"
+        assert len(error["message"]) < 200
+
     @pytest.mark.parametrize(
         ("body", "fragments"),
         [

@@ -1,13 +1,16 @@
-"""While Temporal is down, the reconciler says so in one warning line per pass, naming the
-address and the cause; only an unexpected failure is logged with its traceback."""
+"""While Temporal is down, the reconciler says so in one warning line when the outage starts,
+naming the address and the cause, then only a reminder at a long interval, and once at INFO
+when it ends; only an unexpected failure is logged with its traceback."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client
@@ -29,8 +32,11 @@ QUICK = RetryConfig(initial_interval_millis=50, max_interval_millis=100, max_ret
 
 
 @contextlib.asynccontextmanager
-async def reconciling(client: Client, store: SqliteStore) -> AsyncIterator[None]:
-    reconciler = Reconciler(client, store, task_queue="outage", interval=0.1)
+async def reconciling(
+    client: Client, store: SqliteStore, *, reminder: timedelta | None = None
+) -> AsyncIterator[None]:
+    shortened = {} if reminder is None else {"outage_reminder": reminder}
+    reconciler = Reconciler(client, store, task_queue="outage", interval=0.1, **shortened)
     loop = asyncio.create_task(reconciler.run_forever())
     try:
         yield
@@ -63,18 +69,57 @@ def assert_one_line_warnings(records: list[logging.LogRecord], address: str) -> 
         assert "Connection refused" in message or "tcp connect error" in message, message
 
 
-async def test_a_temporal_down_from_the_start_is_a_warning_line_per_pass(
+async def test_a_long_outage_is_one_warning_not_one_per_pass(
     store: SqliteStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     address = f"127.0.0.1:{free_port()}"  # nothing listens there
     client = await Client.connect(address, lazy=True, retry_config=QUICK)
     caplog.set_level(logging.INFO, logger=LOGGER)
+    passes = failed_passes(client)
     async with reconciling(client, store):
-        await eventually(lambda: len(reconciler_records(caplog)) >= 3)
-    assert_one_line_warnings(reconciler_records(caplog), address)
+        await eventually(lambda: passes() >= 10, within=30)
+    (warning,) = reconciler_records(caplog)
+    assert_one_line_warnings([warning], address)
+    assert warning.getMessage().startswith("reconciliation paused: ")
+    assert "retrying every 0.1s, reminding every 300s" in warning.getMessage()
 
 
-async def test_temporal_going_away_is_a_warning_line_and_its_return_is_said(
+async def test_a_long_outage_is_reminded_at_the_reminder_interval(
+    store: SqliteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    client = await Client.connect(address, lazy=True, retry_config=QUICK)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    passes = failed_passes(client)
+    async with reconciling(client, store, reminder=timedelta(seconds=1)):
+        await eventually(lambda: len(reconciler_records(caplog)) >= 2, within=30)
+        await asyncio.sleep(0.5)
+    records = reconciler_records(caplog)
+    assert passes() > 2 * len(records)  # far fewer lines than passes
+    assert_one_line_warnings(records, address)
+    first, reminder = records[:2]
+    assert first.getMessage().startswith("reconciliation paused: ")
+    assert reminder.getMessage().startswith(
+        f"reconciliation still paused: Temporal at {address} is unreachable for "
+    )
+    assert reminder.created - first.created >= 1
+
+
+def failed_passes(client: Client) -> Callable[[], int]:
+    """Count the reconciler's calls to Temporal (each pass makes one first)."""
+    calls = 0
+    original = client.list_workflows
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return original(*args, **kwargs)
+
+    client.list_workflows = counting  # type: ignore[method-assign]
+    return lambda: calls
+
+
+async def test_temporal_going_away_is_one_warning_and_its_return_is_said(
     tmp_path: Path,
     processes: Processes,
     store: SqliteStore,
@@ -90,14 +135,18 @@ async def test_temporal_going_away_is_a_warning_line_and_its_return_is_said(
         await asyncio.sleep(0.5)
         assert reconciler_records(caplog) == []  # passes that work say nothing
         temporal.kill()
-        await eventually(lambda: len(reconciler_records(caplog)) >= 2, within=30)
-        assert_one_line_warnings(reconciler_records(caplog), address)
+        await eventually(lambda: reconciler_records(caplog), within=30)
+        await asyncio.sleep(1)  # more failed passes: still the one warning
+        (warning,) = reconciler_records(caplog)
+        assert_one_line_warnings([warning], address)
         caplog.clear()
         start_temporal(processes, port, db_file)
         await eventually(lambda: infos(caplog), within=60)
         await asyncio.sleep(0.5)
     (back,) = infos(caplog)  # said once; the passes after it say nothing
-    assert back.getMessage() == f"reconciliation resumed: Temporal at {address} answers again"
+    assert back.getMessage().startswith(
+        f"reconciliation resumed: Temporal at {address} answers again (unreachable for "
+    )
     assert reconciler_records(caplog)[-1] is back
 
 

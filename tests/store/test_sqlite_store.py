@@ -215,6 +215,26 @@ async def test_workflows_from_before_acls_belong_to_the_dev_caller(db_path: Path
         await store.close()
 
 
+async def test_workflows_folded_before_accents_were_are_found_by_plain_letters(
+    db_path: Path,
+) -> None:
+    store = SqliteStore(db_path)
+    await store.connect()
+    record = workflow("İstanbul")
+    await store.create_workflow(record)
+    await store.close()
+    with sqlite3.connect(db_path) as db:  # as the schema before refold_search_text kept it
+        db.execute("UPDATE workflows SET name_fold = ?", ("İstanbul".casefold(),))
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        items, _ = await store.list_workflows("istanbul", 1, 10)
+        assert [r.id for r in items] == [record.id]
+    finally:
+        await store.close()
+
+
 async def test_runs_from_before_the_change_counters_count_from_their_next_write(
     db_path: Path,
 ) -> None:

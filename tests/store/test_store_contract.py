@@ -76,6 +76,17 @@ class TestWorkflows:
         items, _ = await store.list_workflows("welcome", 1, 10)
         assert [r.id for r in items] == [hit.id]
 
+    async def test_search_folds_dotted_capital_i_and_accents_on_both_sides(
+        self, store: Store
+    ) -> None:
+        # casefold("İ") is "i" and a combining dot: "istanbul" did not match it.
+        hit = workflow("İstanbul deliveries", description="Café orders")
+        await store.create_workflow(hit)
+        await store.create_workflow(workflow("Ankara"))
+        for query in ("istanbul", "İST", "ISTANBUL", "cafe", "CAFÉ"):
+            items, total = await store.list_workflows(query, 1, 10)
+            assert ([r.id for r in items], total) == ([hit.id], 1), query
+
     async def test_search_treats_wildcards_literally(self, store: Store) -> None:
         hit = workflow("100% done_now")
         await store.create_workflow(hit)

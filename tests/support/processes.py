@@ -100,9 +100,11 @@ class Processes:
         self.started.append(found)
         return found
 
-    def worker(self, env: dict[str, str], within: float = 60.0) -> TrellisProcess:
-        """A worker, once it polls its task queue."""
-        ready = self.directory / f"worker-{uuid.uuid4().hex[:8]}.ready"
+    def worker(
+        self, env: dict[str, str], within: float = 60.0, ready: Path | None = None
+    ) -> TrellisProcess:
+        """A worker, once it polls its task queue (once `ready` exists; a fresh file by default)."""
+        ready = ready or self.directory / f"worker-{uuid.uuid4().hex[:8]}.ready"
         worker = self._spawn("worker", ["worker", "--ready-file", str(ready)], env)
         worker.ready_file = ready
         deadline = time.monotonic() + within
