@@ -41,6 +41,14 @@ HELD_GATE_PATCH = "gate-held-by-a-pause-closes-on-cancel"
 # more write, which can move where the outbox cuts a batch (as for HELD_GATE_PATCH); the
 # recorded histories replay without this guard too, so it is a precaution.
 DECIDED_WHILE_PAUSED_PATCH = "gate-decided-while-paused-shows-its-node-decided"
+# A container's gate decided while the run was not paused moved its node run to running
+# after the decision's write, with no node event: a live stream showed it awaiting_approval
+# until the container ended. Its `node_decided` now goes with the decision, paused or not,
+# and stands for the write `ask` made after the gate. Record content only, but the write
+# moves before the decision's flush (and a paused decision makes one write fewer), which can
+# move where the outbox cuts a batch; the recorded histories (router_review_retried,
+# loop_review_retried) replay without this guard too, so it is a precaution.
+CONTAINER_DECIDED_PATCH = "container-gate-decision-logs-node-decided"
 # Builds the gate for the n-th time it opens (n = rejections retried so far).
 RequirementFor = Callable[[int], Requirement]
 # Runs the node again after a rejection the policy retries (a step, a loop iteration).
@@ -83,7 +91,7 @@ class Reviews:
             req = requirement(retry_count)
             req.retry_count = retry_count
             decision = await self.open(req, review, node, node_run_id(), rev)
-            if node.node_type != "step":
+            if node.node_type != "step" and not workflow.patched(CONTAINER_DECIDED_PATCH):
                 # A container's node run stays open after its gate; a step's activity
                 # writes its own.
                 self.recorder.node(node_run_id(), node, "running", event=None)
@@ -147,7 +155,11 @@ class Reviews:
             raise
         self.gates.record(req, decision, self.clock.now())
         self.activity.show()
-        if self.pause.paused and workflow.patched(DECIDED_WHILE_PAUSED_PATCH):
+        if node.node_type != "step" and workflow.patched(CONTAINER_DECIDED_PATCH):
+            # A container's node run is open again at once (its body goes on, at resume
+            # when paused), and a live stream hears so before the decision's event.
+            self.recorder.node(node_run_id, node, "running", event="node_decided", rev=rev)
+        elif self.pause.paused and workflow.patched(DECIDED_WHILE_PAUSED_PATCH):
             # Nothing awaits approval now; the decision applies when the run resumes. A
             # step has not gone on (pending); a container's node run stays open (running).
             # `node_decided` tells a live stream so (record content, no command): without

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import condition, delay, echo
+from tests.builders import condition, delay, echo, loop
 from tests.events.sse import messages, read_all
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
@@ -206,6 +206,66 @@ async def test_a_live_stream_sees_a_gate_decided_while_paused_leave_awaiting_app
     assert ("node_awaiting_approval", "awaiting_approval") in gate_events
     assert (await control(platform, wf, run_id, "resume")).status_code == 200
     assert (await platform.wait(wf, run_id))["status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    "gated",
+    [
+        condition(
+            "gate",
+            "true",
+            delay("inside", 1),
+            id="gate",
+            humanReview={"requiresConfirmation": True},
+        ),
+        loop(
+            "gate",
+            delay("inside", 1),
+            max_iterations=1,
+            id="gate",
+            humanReview={"requiresConfirmation": True},
+        ),
+    ],
+    ids=["condition", "loop"],
+)
+async def test_a_live_stream_sees_a_container_gate_decided_leave_awaiting_approval(
+    platform: Platform, gated: dict[str, Any]
+) -> None:
+    # Decided while the run was not paused, the container's node run moved to running with
+    # no node event: a client following node events showed awaiting_approval until the
+    # container ended.
+    wf, run_id = await start(platform, [gated])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    url = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    async with platform.api.stream("GET", f"{url}/events", timeout=30) as response:
+        decided = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+        assert decided.status_code == 200 and decided.json()["status"] == "running"
+        run = (await platform.api.get(url)).json()
+        seen: list[dict[str, Any]] = []
+        async with asyncio.timeout(10):
+            async for message in messages(response):
+                if message.data:
+                    seen.append(message.json())
+                if seen and seen[-1]["type"] == "requirement_resolved":
+                    break
+    # The read model says so as the answer arrives, while the container's body runs.
+    shown = [(n["nodeId"], n["status"]) for n in run["nodeRuns"] if n["nodeId"] == "gate"]
+    assert shown == [("gate", "running")], run["nodeRuns"]
+    gate_events = [(e["type"], e["status"]) for e in seen if e.get("nodeId") == "gate"]
+    assert gate_events[-2:] == [
+        ("node_awaiting_approval", "awaiting_approval"),
+        ("node_decided", "running"),
+    ], gate_events
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+    events = await platform.store.list_events(run_id, 0, 100)
+    kinds = [e["type"] for e in events if e.get("nodeId") == "gate"]
+    assert kinds == [
+        "node_started",
+        "node_awaiting_approval",
+        "node_decided",
+        "node_completed",
+    ], kinds
 
 
 async def test_cancel_stops_a_long_step_and_starts_nothing_after(platform: Platform) -> None:
