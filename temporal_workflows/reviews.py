@@ -161,10 +161,13 @@ class Reviews:
             self.recorder.node(node_run_id, node, "running", event="node_decided", rev=rev)
         elif self.pause.paused and workflow.patched(DECIDED_WHILE_PAUSED_PATCH):
             # Nothing awaits approval now; the decision applies when the run resumes. A
-            # step has not gone on (pending); a container's node run stays open (running).
+            # step whose gate comes before it has not gone on (pending); one whose output
+            # was reviewed ran, its output not yet accepted (running, as a container's
+            # node run stays open: it showed pending, as if it had not run, before this).
             # `node_decided` tells a live stream so (record content, no command): without
             # it a client following node events showed awaiting_approval until the resume.
-            held: NodeRunStatus = "pending" if node.node_type == "step" else "running"
+            before = node.node_type == "step" and not req.is_post_execution
+            held: NodeRunStatus = "pending" if before else "running"
             self.recorder.node(node_run_id, node, held, event="node_decided", rev=rev)
         await self.recorder.publish(
             "requirement_resolved",

@@ -178,8 +178,10 @@ async def test_a_container_gate_timing_out_while_paused_shows_the_container_runn
             ),
             "running",
         ),
+        # It ran; its output is not accepted yet (it showed pending, as if it had not run).
+        (echo("gate", {"requiresOutputReview": True}), "running"),
     ],
-    ids=["step", "container"],
+    ids=["step", "container", "output-review"],
 )
 async def test_a_live_stream_sees_a_gate_decided_while_paused_leave_awaiting_approval(
     platform: Platform, gated: dict[str, Any], held: str
@@ -204,8 +206,19 @@ async def test_a_live_stream_sees_a_gate_decided_while_paused_leave_awaiting_app
     # What a client folding node events into node statuses shows now.
     assert gate_events[-1] == ("node_decided", held), gate_events
     assert ("node_awaiting_approval", "awaiting_approval") in gate_events
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert run["status"] == "paused"
+    assert [(n["nodeId"], n["status"]) for n in run["nodeRuns"]] == [("gate", held)]
     assert (await control(platform, wf, run_id, "resume")).status_code == 200
-    assert (await platform.wait(wf, run_id))["status"] == "completed"
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+    assert [(n["nodeId"], n["status"]) for n in run["nodeRuns"] if n["nodeId"] == "gate"] == [
+        ("gate", "completed")
+    ]
+    # The stream's last word on the gate's node run is its end, as the record says.
+    events = await platform.store.list_events(run_id, 0, 100)
+    ended = [(e["type"], e["status"]) for e in events if e.get("nodeId") == "gate"][-1]
+    assert ended == ("node_completed", "completed"), events
 
 
 @pytest.mark.parametrize(
