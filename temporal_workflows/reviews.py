@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.clock import RunClock
     from temporal_workflows.contracts import RunInput
     from temporal_workflows.definition import HumanReview, WorkflowNode
-    from temporal_workflows.gate_policy import after_rejection, takes_else_branch
+    from temporal_workflows.gate_policy import after_rejection, cancels_run, takes_else_branch
     from temporal_workflows.gates import Decision, Requirement
     from temporal_workflows.open_gates import OpenGates
     from temporal_workflows.outcomes import (
@@ -49,6 +49,13 @@ DECIDED_WHILE_PAUSED_PATCH = "gate-decided-while-paused-shows-its-node-decided"
 # move where the outbox cuts a batch; the recorded histories (router_review_retried,
 # loop_review_retried) replay without this guard too, so it is a precaution.
 CONTAINER_DECIDED_PATCH = "container-gate-decision-logs-node-decided"
+# A decision that cancels the run (a person's reject with onReject: cancel, a timer's
+# onTimeout: cancel) made while the run was paused held it paused until resumed, and only
+# then cancelled it. It now cancels at once: the gate's task raises instead of waiting for
+# the resume, which ends the run (and its other branches) in that workflow task — new
+# commands, so runs recorded before keep waiting (tests/histories/: rejected_ and
+# timed_out_paused_cancelled fail to replay without this guard).
+PAUSED_CANCEL_PATCH = "decision-cancelling-a-paused-run-cancels-at-once"
 # Builds the gate for the n-th time it opens (n = rejections retried so far).
 RequirementFor = Callable[[int], Requirement]
 # Runs the node again after a rejection the policy retries (a step, a loop iteration).
@@ -179,6 +186,12 @@ class Reviews:
         # Written before the decision's answer leaves, not handed to the next step: an
         # answered gate must not stay listed as pending while that step waits for a slot.
         self.recorder.flush_in_this_task()
+        if (
+            self.pause.paused
+            and cancels_run(review, decision)
+            and workflow.patched(PAUSED_CANCEL_PATCH)
+        ):
+            return decision  # `ask` cancels the run now: a resume may never come
         try:
             await self.pause.hold()
         except asyncio.CancelledError:

@@ -366,17 +366,49 @@ async def _assert_ended_cancelled(
     return run
 
 
-async def test_a_cancelling_rejection_while_paused_says_paused_and_cancels_on_resume(
+async def test_a_cancelling_rejection_while_paused_cancels_the_run_at_once(
     platform: Platform,
 ) -> None:
-    # The answer said "the run is cancelled" while the run stayed paused until resumed.
-    nodes = [echo("gate", {"requiresConfirmation": True, "onReject": "cancel"}), echo("after")]
-    wf, run_id = await _decide_while_paused(platform, nodes, "reject")
-    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
-    assert run["status"] == "paused"
-    assert (await control(platform, wf, run_id, "resume")).status_code == 200
-    run = await platform.wait(wf, run_id)
-    assert run["status"] == "cancelled"
+    # The run stayed paused until resumed, and only then was cancelled: a run nobody
+    # resumed never ended.
+    fan = {
+        "id": "fan",
+        "name": "fan",
+        "nodeType": "parallel",
+        "children": [
+            echo("gate", {"requiresConfirmation": True, "onReject": "cancel"}),
+            echo("other", {"requiresConfirmation": True}),
+        ],
+    }
+    wf, run_id = await start(platform, [fan, echo("after")])
+    await wait_for_gate(platform, wf, run_id, "other")
+    await wait_for_gate(platform, wf, run_id, "gate")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    decided = await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    assert decided.status_code == 200
+    assert decided.json()["status"] == "cancelled"
+    assert decided.json()["message"] == (
+        "Requirement resolved as reject; the run is cancelled (the gate's onReject is cancel)"
+    )
+    run = await _assert_ended_cancelled(platform, wf, run_id, {"fan", "gate", "other"})
+    assert run["errorSummary"] == "Cancelled at 'gate' (rejected by dev)"
+    # Nothing after the cancelled block ran, though the cancel ended the pause.
+    assert {n["nodeId"] for n in run["nodeRuns"]} == {"fan", "gate", "other"}
+    assert (await control(platform, wf, run_id, "resume")).status_code == 409
+
+
+async def test_a_gate_timer_cancelling_while_paused_cancels_the_run_at_once(
+    platform: Platform,
+) -> None:
+    # The timer's onTimeout: cancel was recorded, but the run stayed paused until resumed.
+    timed = {"requiresConfirmation": True, "timeoutSeconds": 1, "onTimeout": "cancel"}
+    wf, run_id = await start(platform, [echo("gate", timed), echo("after")])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    run = await _assert_ended_cancelled(platform, wf, run_id, {"gate"})
+    assert run["errorSummary"] == "Cancelled at 'gate' (timed out)"
+    [decided] = run["resolvedRequirements"]
+    assert decided["resolution"] == "timeout:cancel" and decided["source"] == "timeout"
     assert [n["nodeId"] for n in run["nodeRuns"]] == ["gate"]
 
 
