@@ -51,6 +51,15 @@ def takes_else_branch(review: HumanReview, decision: Decision) -> bool:
     )
 
 
+def cancels_run(review: HumanReview, decision: Decision) -> bool:
+    """The decision's policy cancels the run (`after_rejection` then raises RunCancelled)."""
+    if decision.resolution != "reject":
+        return False
+    if decision.is_timeout:
+        return review.on_timeout == "cancel"
+    return review.on_reject == "cancel"
+
+
 def after_rejection(
     review: HumanReview, decision: Decision, retry_count: int, node: WorkflowNode
 ) -> Literal["skip", "retry"]:

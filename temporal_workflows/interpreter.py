@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.outbox import Outbox
     from temporal_workflows.outcomes import NodeFailed, RunCancelled
     from temporal_workflows.recorder import RunRecorder
-    from temporal_workflows.reviews import Reviews
+    from temporal_workflows.reviews import PAUSED_CANCEL_PATCH, Reviews
     from temporal_workflows.run_status import Activity, Pause
     from temporal_workflows.scope import Scope
     from temporal_workflows.status_attribute import StatusAttribute
@@ -134,13 +134,15 @@ class TrellisRun:
         """Apply a decision to an open gate; exactly once per gate."""
         on_reject = self._gates.open[decision.step_id].on_reject
         remaining = self._gates.accept(decision)
+        cancels = decision.resolution == "reject" and on_reject == "cancel"
         status = (
-            # A paused run applies its decisions when resumed (a cancelling rejection too).
-            "paused"
+            # A rejection whose gate cancels the run ends it in this same workflow task,
+            # paused or not (a run paused before PAUSED_CANCEL_PATCH waited for its resume).
+            "cancelled"
+            if cancels and (not self._pause.paused or workflow.patched(PAUSED_CANCEL_PATCH))
+            # A paused run applies its other decisions when resumed.
+            else "paused"
             if self._pause.paused
-            # A rejection whose gate cancels the run ends it in this same workflow task.
-            else "cancelled"
-            if decision.resolution == "reject" and on_reject == "cancel"
             else ("awaiting_approval" if remaining > 0 else "running")
         )
         return DecisionResult(

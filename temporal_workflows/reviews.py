@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.clock import RunClock
     from temporal_workflows.contracts import RunInput
     from temporal_workflows.definition import HumanReview, WorkflowNode
-    from temporal_workflows.gate_policy import after_rejection, takes_else_branch
+    from temporal_workflows.gate_policy import after_rejection, cancels_run, takes_else_branch
     from temporal_workflows.gates import Decision, Requirement
     from temporal_workflows.open_gates import OpenGates
     from temporal_workflows.outcomes import (
@@ -41,6 +41,21 @@ HELD_GATE_PATCH = "gate-held-by-a-pause-closes-on-cancel"
 # more write, which can move where the outbox cuts a batch (as for HELD_GATE_PATCH); the
 # recorded histories replay without this guard too, so it is a precaution.
 DECIDED_WHILE_PAUSED_PATCH = "gate-decided-while-paused-shows-its-node-decided"
+# A container's gate decided while the run was not paused moved its node run to running
+# after the decision's write, with no node event: a live stream showed it awaiting_approval
+# until the container ended. Its `node_decided` now goes with the decision, paused or not,
+# and stands for the write `ask` made after the gate. Record content only, but the write
+# moves before the decision's flush (and a paused decision makes one write fewer), which can
+# move where the outbox cuts a batch; the recorded histories (router_review_retried,
+# loop_review_retried) replay without this guard too, so it is a precaution.
+CONTAINER_DECIDED_PATCH = "container-gate-decision-logs-node-decided"
+# A decision that cancels the run (a person's reject with onReject: cancel, a timer's
+# onTimeout: cancel) made while the run was paused held it paused until resumed, and only
+# then cancelled it. It now cancels at once: the gate's task raises instead of waiting for
+# the resume, which ends the run (and its other branches) in that workflow task — new
+# commands, so runs recorded before keep waiting (tests/histories/: rejected_ and
+# timed_out_paused_cancelled fail to replay without this guard).
+PAUSED_CANCEL_PATCH = "decision-cancelling-a-paused-run-cancels-at-once"
 # Builds the gate for the n-th time it opens (n = rejections retried so far).
 RequirementFor = Callable[[int], Requirement]
 # Runs the node again after a rejection the policy retries (a step, a loop iteration).
@@ -83,7 +98,7 @@ class Reviews:
             req = requirement(retry_count)
             req.retry_count = retry_count
             decision = await self.open(req, review, node, node_run_id(), rev)
-            if node.node_type != "step":
+            if node.node_type != "step" and not workflow.patched(CONTAINER_DECIDED_PATCH):
                 # A container's node run stays open after its gate; a step's activity
                 # writes its own.
                 self.recorder.node(node_run_id(), node, "running", event=None)
@@ -147,12 +162,19 @@ class Reviews:
             raise
         self.gates.record(req, decision, self.clock.now())
         self.activity.show()
-        if self.pause.paused and workflow.patched(DECIDED_WHILE_PAUSED_PATCH):
+        if node.node_type != "step" and workflow.patched(CONTAINER_DECIDED_PATCH):
+            # A container's node run is open again at once (its body goes on, at resume
+            # when paused), and a live stream hears so before the decision's event.
+            self.recorder.node(node_run_id, node, "running", event="node_decided", rev=rev)
+        elif self.pause.paused and workflow.patched(DECIDED_WHILE_PAUSED_PATCH):
             # Nothing awaits approval now; the decision applies when the run resumes. A
-            # step has not gone on (pending); a container's node run stays open (running).
+            # step whose gate comes before it has not gone on (pending); one whose output
+            # was reviewed ran, its output not yet accepted (running, as a container's
+            # node run stays open: it showed pending, as if it had not run, before this).
             # `node_decided` tells a live stream so (record content, no command): without
             # it a client following node events showed awaiting_approval until the resume.
-            held: NodeRunStatus = "pending" if node.node_type == "step" else "running"
+            before = node.node_type == "step" and not req.is_post_execution
+            held: NodeRunStatus = "pending" if before else "running"
             self.recorder.node(node_run_id, node, held, event="node_decided", rev=rev)
         await self.recorder.publish(
             "requirement_resolved",
@@ -164,6 +186,12 @@ class Reviews:
         # Written before the decision's answer leaves, not handed to the next step: an
         # answered gate must not stay listed as pending while that step waits for a slot.
         self.recorder.flush_in_this_task()
+        if (
+            self.pause.paused
+            and cancels_run(review, decision)
+            and workflow.patched(PAUSED_CANCEL_PATCH)
+        ):
+            return decision  # `ask` cancels the run now: a resume may never come
         try:
             await self.pause.hold()
         except asyncio.CancelledError:

@@ -160,8 +160,12 @@ class StepRunner:
         )
         if decision.resolution == "edit":
             output = decision.edited_output
-        # Completion is queued before the review; record the verdict over it.
-        self.recorder.node(step.node_run_id, node, "completed", event=None, output_snapshot=output)
+        # Completion is queued before the review; record the verdict over it. Its
+        # `node_completed` again (record content, no command): after the review's
+        # node_awaiting_approval, a live stream showed the step awaiting approval for good.
+        self.recorder.node(
+            step.node_run_id, node, "completed", event="node_completed", output_snapshot=output
+        )
         return output
 
     async def _execute(self, step: _Step) -> Any:

@@ -165,6 +165,42 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await asyncio.sleep(1.5)
     await platform.api.post(f"{base}/resume")
     await platform.wait(wf, run_id)
+    # Decisions that cancel the run, made while it is paused: a person's rejection (the
+    # other branch's gate still open) and a timer's onTimeout: cancel. Recorded before
+    # reviews.PAUSED_CANCEL_PATCH, when they cancelled the run only once it was resumed.
+    cancelling = [
+        echo("gate", {"requiresConfirmation": True, "onReject": "cancel"}),
+        echo("open", {"requiresConfirmation": True}),
+    ]
+    fan = {"id": "fan", "name": "fan", "nodeType": "parallel", "children": cancelling}
+    wf = await platform.create({"nodes": [fan, echo("after")]})
+    run_id = runs["rejected_paused_cancelled"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, run_id, "open")
+    await wait_for_gate(platform, wf, run_id, "gate")
+    base = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    await platform.api.post(f"{base}/pause")
+    await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    await asyncio.sleep(0.3)
+    await platform.api.post(f"{base}/resume")
+    await platform.wait(wf, run_id)
+    timed = {"requiresConfirmation": True, "timeoutSeconds": 1, "onTimeout": "cancel"}
+    wf = await platform.create({"nodes": [echo("gate", timed), echo("after")]})
+    run_id = runs["timed_out_paused_cancelled"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, run_id, "gate")
+    base = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    await platform.api.post(f"{base}/pause")
+    await asyncio.sleep(1.5)
+    await platform.api.post(f"{base}/resume")
+    await platform.wait(wf, run_id)
+    # The same rejection once it cancels the paused run at once (PAUSED_CANCEL_PATCH).
+    wf = await platform.create({"nodes": [fan, echo("after")]})
+    run_id = runs["rejected_paused_cancelled_at_once"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, run_id, "open")
+    await wait_for_gate(platform, wf, run_id, "gate")
+    base = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    await platform.api.post(f"{base}/pause")
+    await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    await platform.wait(wf, run_id)
     # A router's output review rejected with onReject: retry runs its choice again
     # (containers.ROUTER_RETRY_PATCH).
     router = {
@@ -364,6 +400,9 @@ def test_every_representative_history_is_recorded() -> None:
         "decided_paused_cancelled",
         "held_gate_cancelled",
         "timed_out_paused",
+        "rejected_paused_cancelled",
+        "timed_out_paused_cancelled",
+        "rejected_paused_cancelled_at_once",
         "handed",
         "status_shown",
         "continued_status_shown",

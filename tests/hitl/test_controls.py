@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import condition, delay, echo
+from tests.builders import condition, delay, echo, loop
 from tests.events.sse import messages, read_all
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
@@ -178,8 +178,10 @@ async def test_a_container_gate_timing_out_while_paused_shows_the_container_runn
             ),
             "running",
         ),
+        # It ran; its output is not accepted yet (it showed pending, as if it had not run).
+        (echo("gate", {"requiresOutputReview": True}), "running"),
     ],
-    ids=["step", "container"],
+    ids=["step", "container", "output-review"],
 )
 async def test_a_live_stream_sees_a_gate_decided_while_paused_leave_awaiting_approval(
     platform: Platform, gated: dict[str, Any], held: str
@@ -204,8 +206,79 @@ async def test_a_live_stream_sees_a_gate_decided_while_paused_leave_awaiting_app
     # What a client folding node events into node statuses shows now.
     assert gate_events[-1] == ("node_decided", held), gate_events
     assert ("node_awaiting_approval", "awaiting_approval") in gate_events
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert run["status"] == "paused"
+    assert [(n["nodeId"], n["status"]) for n in run["nodeRuns"]] == [("gate", held)]
     assert (await control(platform, wf, run_id, "resume")).status_code == 200
-    assert (await platform.wait(wf, run_id))["status"] == "completed"
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+    assert [(n["nodeId"], n["status"]) for n in run["nodeRuns"] if n["nodeId"] == "gate"] == [
+        ("gate", "completed")
+    ]
+    # The stream's last word on the gate's node run is its end, as the record says.
+    events = await platform.store.list_events(run_id, 0, 100)
+    ended = [(e["type"], e["status"]) for e in events if e.get("nodeId") == "gate"][-1]
+    assert ended == ("node_completed", "completed"), events
+
+
+@pytest.mark.parametrize(
+    "gated",
+    [
+        condition(
+            "gate",
+            "true",
+            delay("inside", 1),
+            id="gate",
+            humanReview={"requiresConfirmation": True},
+        ),
+        loop(
+            "gate",
+            delay("inside", 1),
+            max_iterations=1,
+            id="gate",
+            humanReview={"requiresConfirmation": True},
+        ),
+    ],
+    ids=["condition", "loop"],
+)
+async def test_a_live_stream_sees_a_container_gate_decided_leave_awaiting_approval(
+    platform: Platform, gated: dict[str, Any]
+) -> None:
+    # Decided while the run was not paused, the container's node run moved to running with
+    # no node event: a client following node events showed awaiting_approval until the
+    # container ended.
+    wf, run_id = await start(platform, [gated])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    url = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    async with platform.api.stream("GET", f"{url}/events", timeout=30) as response:
+        decided = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+        assert decided.status_code == 200 and decided.json()["status"] == "running"
+        run = (await platform.api.get(url)).json()
+        seen: list[dict[str, Any]] = []
+        async with asyncio.timeout(10):
+            async for message in messages(response):
+                if message.data:
+                    seen.append(message.json())
+                if seen and seen[-1]["type"] == "requirement_resolved":
+                    break
+    # The read model says so as the answer arrives, while the container's body runs.
+    shown = [(n["nodeId"], n["status"]) for n in run["nodeRuns"] if n["nodeId"] == "gate"]
+    assert shown == [("gate", "running")], run["nodeRuns"]
+    gate_events = [(e["type"], e["status"]) for e in seen if e.get("nodeId") == "gate"]
+    assert gate_events[-2:] == [
+        ("node_awaiting_approval", "awaiting_approval"),
+        ("node_decided", "running"),
+    ], gate_events
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed"
+    events = await platform.store.list_events(run_id, 0, 100)
+    kinds = [e["type"] for e in events if e.get("nodeId") == "gate"]
+    assert kinds == [
+        "node_started",
+        "node_awaiting_approval",
+        "node_decided",
+        "node_completed",
+    ], kinds
 
 
 async def test_cancel_stops_a_long_step_and_starts_nothing_after(platform: Platform) -> None:
@@ -293,17 +366,49 @@ async def _assert_ended_cancelled(
     return run
 
 
-async def test_a_cancelling_rejection_while_paused_says_paused_and_cancels_on_resume(
+async def test_a_cancelling_rejection_while_paused_cancels_the_run_at_once(
     platform: Platform,
 ) -> None:
-    # The answer said "the run is cancelled" while the run stayed paused until resumed.
-    nodes = [echo("gate", {"requiresConfirmation": True, "onReject": "cancel"}), echo("after")]
-    wf, run_id = await _decide_while_paused(platform, nodes, "reject")
-    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
-    assert run["status"] == "paused"
-    assert (await control(platform, wf, run_id, "resume")).status_code == 200
-    run = await platform.wait(wf, run_id)
-    assert run["status"] == "cancelled"
+    # The run stayed paused until resumed, and only then was cancelled: a run nobody
+    # resumed never ended.
+    fan = {
+        "id": "fan",
+        "name": "fan",
+        "nodeType": "parallel",
+        "children": [
+            echo("gate", {"requiresConfirmation": True, "onReject": "cancel"}),
+            echo("other", {"requiresConfirmation": True}),
+        ],
+    }
+    wf, run_id = await start(platform, [fan, echo("after")])
+    await wait_for_gate(platform, wf, run_id, "other")
+    await wait_for_gate(platform, wf, run_id, "gate")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    decided = await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    assert decided.status_code == 200
+    assert decided.json()["status"] == "cancelled"
+    assert decided.json()["message"] == (
+        "Requirement resolved as reject; the run is cancelled (the gate's onReject is cancel)"
+    )
+    run = await _assert_ended_cancelled(platform, wf, run_id, {"fan", "gate", "other"})
+    assert run["errorSummary"] == "Cancelled at 'gate' (rejected by dev)"
+    # Nothing after the cancelled block ran, though the cancel ended the pause.
+    assert {n["nodeId"] for n in run["nodeRuns"]} == {"fan", "gate", "other"}
+    assert (await control(platform, wf, run_id, "resume")).status_code == 409
+
+
+async def test_a_gate_timer_cancelling_while_paused_cancels_the_run_at_once(
+    platform: Platform,
+) -> None:
+    # The timer's onTimeout: cancel was recorded, but the run stayed paused until resumed.
+    timed = {"requiresConfirmation": True, "timeoutSeconds": 1, "onTimeout": "cancel"}
+    wf, run_id = await start(platform, [echo("gate", timed), echo("after")])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    run = await _assert_ended_cancelled(platform, wf, run_id, {"gate"})
+    assert run["errorSummary"] == "Cancelled at 'gate' (timed out)"
+    [decided] = run["resolvedRequirements"]
+    assert decided["resolution"] == "timeout:cancel" and decided["source"] == "timeout"
     assert [n["nodeId"] for n in run["nodeRuns"]] == ["gate"]
 
 

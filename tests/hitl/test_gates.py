@@ -1,6 +1,7 @@
 """Gates before and after steps, routers, conditions and loops, decided over HTTP."""
 
 from tests.builders import echo, transform
+from tests.events.sse import read_all
 from tests.hitl.helpers import approve, start, wait_for_gate, wait_for_requirement
 from tests.support.platform import Platform
 
@@ -203,6 +204,31 @@ class TestOutputReview:
         run = await platform.wait(wf, run_id)
         assert run["finalOutput"]["config"] == {"got": "edited"}
         assert run["nodeRuns"][0]["outputSnapshot"] == {"text": "edited"}
+
+    async def test_the_event_stream_ends_the_reviewed_step_completed(
+        self, platform: Platform
+    ) -> None:
+        # The accepted output was written with no node event: a client following node events
+        # showed the step awaiting approval for good.
+        wf, run_id = await start(platform, [echo("draft", self.REVIEW, text="v1")])
+        await wait_for_gate(platform, wf, run_id, "draft")
+        response = await approve(
+            platform, wf, run_id, stepId="draft", resolution="edit", editedOutput={"text": "v2"}
+        )
+        assert response.status_code == 200
+        run = await platform.wait(wf, run_id)
+        assert [(n["nodeId"], n["status"]) for n in run["nodeRuns"]] == [("draft", "completed")]
+        events = await read_all(platform.api, f"/api/v1/workflows/{wf}/runs/{run_id}/events")
+        kinds = [(m.event, m.json()["status"]) for m in events if m.event]
+        decided = kinds.index(("requirement_resolved", "running"))
+        assert kinds[decided - 2 : decided] == [
+            ("node_awaiting_approval", "awaiting_approval"),
+            ("awaiting_approval", "awaiting_approval"),
+        ]
+        assert kinds[decided + 1 :] == [
+            ("node_completed", "completed"),
+            ("run_completed", "completed"),
+        ], kinds
 
     async def test_an_edit_to_null_sets_the_output_to_null(self, platform: Platform) -> None:
         # It was refused as an edit without editedOutput.

@@ -9,6 +9,7 @@ import pytest
 from temporal_workflows.definition import HumanReview, WorkflowNode
 from temporal_workflows.gate_policy import (
     after_rejection,
+    cancels_run,
     resolved,
     takes_else_branch,
     timeout_decision,
@@ -124,3 +125,26 @@ def test_only_a_persons_reject_takes_the_else_branch() -> None:
     timer = timeout_decision(before_gate(n, review_of(n), None))
     assert not takes_else_branch(review_of(n), timer)
     assert not takes_else_branch(review_of(gated()), REJECT)
+
+
+@pytest.mark.parametrize("on_reject", ["skip", "cancel", "retry", "else_branch"])
+@pytest.mark.parametrize("on_timeout", ["skip", "cancel", "approve"])
+def test_cancels_run_says_what_the_rejection_policy_does(on_reject: str, on_timeout: str) -> None:
+    # A paused run is cancelled at once by a decision this says cancels it (reviews.py).
+    node_type = "condition" if on_reject == "else_branch" else "step"
+    n = gated(node_type, onReject=on_reject, onTimeout=on_timeout)
+    timer = timeout_decision(before_gate(n, review_of(n), None))
+    confirm = Decision(step_id="n1", resolution="confirm", decided_by="alice")
+    assert not cancels_run(review_of(n), confirm)
+    for decision in (REJECT, timer):
+        if decision.resolution != "reject" or takes_else_branch(review_of(n), decision):
+            assert not cancels_run(review_of(n), decision)
+            continue
+        try:
+            after_rejection(review_of(n), decision, 0, n)
+            cancelled = False
+        except RunCancelled:
+            cancelled = True
+        except NodeFailed:
+            cancelled = False
+        assert cancels_run(review_of(n), decision) is cancelled, decision
