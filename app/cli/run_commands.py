@@ -12,7 +12,7 @@ import click
 from rich.console import Group
 from rich.text import Text
 
-from app.cli.api_client import path_of, segment
+from app.cli.api_client import RESUME_PATIENCE_SECONDS, path_of, segment
 from app.cli.output import Session, api_options, compact, shown, styled, table, when
 from app.cli.run_watch import watch_run
 
@@ -161,13 +161,21 @@ def _needs(requirement: dict[str, Any]) -> str:
 
 @runs.command("watch")
 @click.argument("run_id")
+@click.option(
+    "--patience",
+    type=click.FloatRange(min=0),
+    default=RESUME_PATIENCE_SECONDS,
+    show_default=True,
+    metavar="SECONDS",
+    help="how long to wait while no API answers (a restart, a deploy) before exit 3",
+)
 @api_options
-def watch(session: Session, run_id: str) -> int:
+def watch(session: Session, run_id: str, patience: float) -> int:
     """Follow a run live (its event stream) until it ends.
 
     Exit code 0: the run completed; 1: it failed or was cancelled; 3: the watch could not
-    follow it (unknown id, API refusing or unreachable)."""
-    return watch_run(session, run_id)
+    follow it (unknown id, API refusing, or none answering for --patience seconds)."""
+    return watch_run(session, run_id, patience)
 
 
 def _control(session: Session, run_id: str, action: str) -> None:

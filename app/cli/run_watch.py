@@ -10,7 +10,7 @@ import click
 from rich.console import Group
 from rich.live import Live
 
-from app.cli.api_client import ApiError, SseEvent, path_of, segment
+from app.cli.api_client import RESUME_PATIENCE_SECONDS, ApiError, SseEvent, path_of, segment
 from app.cli.output import Session, clean, shown, styled, table, when
 
 # Exit codes: 0 the run completed, 1 it failed or was cancelled, 2 a usage error (click's),
@@ -105,47 +105,60 @@ def _line(event: dict[str, Any]) -> str:
     return clean(line, one_line=True)
 
 
-def watch_run(session: Session, run_id: str) -> int:
+def watch_run(session: Session, run_id: str, patience: float = RESUME_PATIENCE_SECONDS) -> int:
     """Follow the run until it ends; 0 when it completed, 1 when it failed or was cancelled;
-    WatchFailed when it cannot be followed."""
+    WatchFailed when it cannot be followed (or no API answers for `patience` seconds)."""
     try:
-        return _watch(session, run_id)
+        return _Watch(session, patience).follow(run_id)
     except ApiError as exc:
         raise WatchFailed(clean(exc, one_line=True)) from None
 
 
-def _watch(session: Session, run_id: str) -> int:
-    # Started during a restart or a deploy: wait for the API, as the stream does later.
-    run = session.api.get_when_up(f"/runs/{segment(run_id)}", waiting=_say_waiting).data
-    path = path_of(run)
-    view = RunView.of(run)
-    events = session.api.events(path)
-    if session.as_json:
-        for raw in events:
-            click.echo(raw.data)
-            view.apply(raw.json)
-        if view.status not in ("completed", "failed", "cancelled"):
-            view.status = session.api.get(f"/runs/{segment(run_id)}").data["status"]
-        return 0 if view.status == "completed" else 1
-    if session.console.is_terminal:
-        with Live(view.render(), console=session.console, refresh_per_second=8) as live:
+@dataclass
+class _Watch:
+    session: Session
+    patience: float
+
+    def _run(self, run_id: str) -> dict[str, Any]:
+        # Started during a restart or a deploy: wait for the API, as the stream does later.
+        answer = self.session.api.get_when_up(
+            f"/runs/{segment(run_id)}", patience=self.patience, waiting=_say_waiting
+        )
+        return answer.data  # type: ignore[no-any-return]
+
+    def follow(self, run_id: str) -> int:
+        session = self.session
+        run = self._run(run_id)
+        path = path_of(run)
+        view = RunView.of(run)
+        events = session.api.events(path, patience=self.patience)
+        if session.as_json:
             for raw in events:
-                view.apply(_event(raw))
+                click.echo(raw.data)
+                view.apply(raw.json)
+            if view.status not in ("completed", "failed", "cancelled"):
+                view.status = session.api.get(f"/runs/{segment(run_id)}").data["status"]
+            return 0 if view.status == "completed" else 1
+        if session.console.is_terminal:
+            with Live(view.render(), console=session.console, refresh_per_second=8) as live:
+                for raw in events:
+                    view.apply(_event(raw))
+                    live.update(view.render())
+                # Node events carry no error or attempt: the run's record has both.
+                run = self._run(run_id)
+                view = RunView.of(run)
                 live.update(view.render())
-            # Node events carry no error or attempt: the run's record has both.
-            run = session.api.get_when_up(f"/runs/{segment(run_id)}", waiting=_say_waiting).data
-            view = RunView.of(run)
-            live.update(view.render())
-    else:
-        for raw in events:
-            event = _event(raw)
-            view.apply(event)
-            session.console.print(_line(event), markup=False)
-        run = session.api.get_when_up(f"/runs/{segment(run_id)}", waiting=_say_waiting).data
-    status = str(run["status"])
-    why = f": {run['errorSummary']}" if status != "completed" and run.get("errorSummary") else ""
-    session.console.print(shown(f"run {run_id} ", styled(status), why))
-    return 0 if status == "completed" else 1
+        else:
+            for raw in events:
+                event = _event(raw)
+                view.apply(event)
+                session.console.print(_line(event), markup=False)
+            run = self._run(run_id)
+        status = str(run["status"])
+        failed = status != "completed" and run.get("errorSummary")
+        why = f": {run['errorSummary']}" if failed else ""
+        session.console.print(shown(f"run {run_id} ", styled(status), why))
+        return 0 if status == "completed" else 1
 
 
 def _say_waiting(message: str) -> None:

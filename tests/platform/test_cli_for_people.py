@@ -628,6 +628,25 @@ def test_an_unreachable_api_says_where_it_looked(tmp_path: Path) -> None:
     assert "cannot reach the Trellis API at http://127.0.0.1:9" in result.stderr
 
 
+def test_a_watch_waits_for_an_unreachable_api_as_long_as_its_patience(tmp_path: Path) -> None:
+    env = trellis_env(tmp_path, TRELLIS_URL="http://127.0.0.1:9")
+    watch = [sys.executable, "-m", "app.cli", "runs", "watch", "some-run"]
+    started = time.monotonic()
+    result = subprocess.run(
+        [*watch, "--patience", "1"], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 3
+    assert "cannot reach the Trellis API at http://127.0.0.1:9 (ConnectError) for 1 s" in (
+        result.stderr
+    )
+    assert time.monotonic() - started < 30  # not the default 120 s
+    refused = subprocess.run(
+        [*watch, "--patience", "-1"], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 2
+    assert "--patience" in refused.stderr
+
+
 def test_a_token_is_sent_as_a_bearer_header(tmp_path: Path) -> None:
     seen: list[str | None] = []
 
