@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from temporalio.client import (
@@ -21,7 +21,7 @@ from temporalio.client import (
     ScheduleSpec,
     ScheduleState,
 )
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from app.errors import InvalidRequest, ScheduleRefused
 from app.schemas.cron import normalized
@@ -33,6 +33,9 @@ T = TypeVar("T")
 # no search attribute, so no workflow lists it.
 PROBE_PREFIX = "trellis-cron-check-"
 PROBE_WORKFLOW_TYPE = "TrellisCronCheck"
+# A check takes milliseconds; a probe this old was left by an API that died mid-check.
+PROBE_MAX_AGE = timedelta(minutes=1)
+PROBES_QUERY = f"ScheduleId STARTS_WITH '{PROBE_PREFIX}'"
 
 
 def schedule_spec(body: ScheduleCreate) -> ScheduleSpec:
@@ -73,6 +76,35 @@ async def require_firing(client: Client, task_queue: str, body: ScheduleCreate) 
         raise InvalidRequest(
             f"Invalid request: cron: {problem}", [{"path": "cron", "message": problem}]
         )
+
+
+async def sweep_probes(client: Client, older_than: timedelta = PROBE_MAX_AGE) -> list[str]:
+    """Delete the cron-check probes older than `older_than` (left by an API that died
+    between making and deleting one); younger ones belong to checks in progress."""
+    swept: list[str] = []
+    cutoff = datetime.now(UTC) - older_than
+    async for listed in await client.list_schedules(query=PROBES_QUERY):
+        if not listed.id.startswith(PROBE_PREFIX):
+            continue
+        handle = client.get_schedule_handle(listed.id)
+        try:
+            desc = await handle.describe()
+            action = desc.schedule.action
+            # Only a probe: paused, starting the type nothing runs.
+            if (
+                not isinstance(action, ScheduleActionStartWorkflow)
+                or action.workflow != PROBE_WORKFLOW_TYPE
+                or not desc.schedule.state.paused
+                or desc.info.created_at > cutoff
+            ):
+                continue
+            await handle.delete()
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:  # its check deleted it meanwhile
+                raise
+            continue
+        swept.append(listed.id)
+    return swept
 
 
 async def temporal_call(schedule_id: str, call: Awaitable[T]) -> T:

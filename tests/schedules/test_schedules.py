@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
@@ -19,6 +21,8 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.scheduling import skip_log_key
+from app.reconciler import Reconciler
+from app.services.schedule_timing import PROBE_PREFIX, PROBE_WORKFLOW_TYPE
 from temporal_workflows import search_attributes
 from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE
 from tests.support.platform import Platform
@@ -485,3 +489,49 @@ class TestSkipLogs:
 
         await eventually(gone)
         await eventually(no_skips)  # the activity deletes them after the schedule
+
+
+class TestCronCheckProbes:
+    async def test_a_probe_left_by_a_stopped_api_is_deleted_and_one_in_use_is_kept(
+        self, platform: Platform
+    ) -> None:
+        # An API that died between making and deleting a probe left it in Temporal for ever:
+        # paused, listed by no workflow, in the Web UI.
+        def probe(probe_id: str) -> Schedule:
+            return Schedule(
+                action=ScheduleActionStartWorkflow(
+                    PROBE_WORKFLOW_TYPE, id=f"{probe_id}-run", task_queue=platform.task_queue
+                ),
+                spec=ScheduleSpec(cron_expressions=["0 0 31 2 *"]),
+                state=ScheduleState(paused=True),
+            )
+
+        left, in_use = (f"{PROBE_PREFIX}{uuid.uuid4().hex}" for _ in range(2))
+        await platform.client.create_schedule(left, probe(left))
+        await asyncio.sleep(1.5)
+        await platform.client.create_schedule(in_use, probe(in_use))
+        reconciler = Reconciler(
+            platform.client,
+            platform.store,
+            task_queue=platform.task_queue,
+            probe_max_age=timedelta(seconds=1),
+        )
+
+        async def exists(schedule_id: str) -> bool:
+            try:
+                await platform.client.get_schedule_handle(schedule_id).describe()
+            except RPCError as exc:
+                assert exc.status == RPCStatusCode.NOT_FOUND
+                return False
+            return True
+
+        async def left_gone() -> bool:
+            return not await exists(left)
+
+        sweeping = asyncio.create_task(reconciler.run_forever())
+        try:
+            await eventually(left_gone)
+            assert await exists(in_use)  # younger than a check may take: its check's own
+        finally:
+            sweeping.cancel()
+            await platform.client.get_schedule_handle(in_use).delete()
