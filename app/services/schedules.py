@@ -143,7 +143,7 @@ class ScheduleService:
         new = self._schedule(workflow, schedule_id, body)
 
         async def updater(current: ScheduleUpdateInput) -> ScheduleUpdate | None:
-            trigger = await self._trigger_of(current.description)
+            trigger = await trellis_trigger(self.client, current.description)
             if trigger is None:
                 raise _not_ours(schedule_id)
             if await self._unchanged(current.description.schedule, trigger, new):
@@ -240,30 +240,32 @@ class ScheduleService:
     async def _describe(self, schedule_id: str) -> tuple[ScheduleDescription, ScheduleTriggerInput]:
         """The schedule and its trigger's argument; 404 for one Trellis did not make."""
         desc = await temporal_call(schedule_id, self._handle(schedule_id).describe())
-        trigger = await self._trigger_of(desc)
+        trigger = await trellis_trigger(self.client, desc)
         if trigger is None:
             raise _not_ours(schedule_id)
         return desc, trigger
 
-    async def _trigger_of(self, desc: ScheduleDescription) -> ScheduleTriggerInput | None:
-        """The argument of a schedule Trellis made; None for any other schedule (one made
-        in Temporal under our id prefix is not ours to show or change)."""
-        action = desc.schedule.action
-        if (
-            not isinstance(action, ScheduleActionStartWorkflow)
-            or action.workflow != SCHEDULE_WORKFLOW_TYPE
-            or len(action.args) != 1
-        ):
-            return None
-        try:
-            [trigger] = await self.client.data_converter.decode(
-                list(action.args), [ScheduleTriggerInput]
-            )
-        except (ValueError, RuntimeError):  # not JSON, or not a trigger's argument
-            return None
-        if not isinstance(trigger, ScheduleTriggerInput) or trigger.schedule_id != desc.id:
-            return None
-        return trigger
+
+async def trellis_trigger(client: Client, desc: ScheduleDescription) -> ScheduleTriggerInput | None:
+    """The argument of a schedule Trellis made; None for any other schedule (one made in
+    Temporal under our id prefix, or with our search attribute, is not ours to show,
+    change or delete)."""
+    action = desc.schedule.action
+    if (
+        not isinstance(action, ScheduleActionStartWorkflow)
+        or action.workflow != SCHEDULE_WORKFLOW_TYPE
+        or len(action.args) != 1
+    ):
+        return None
+    try:
+        [trigger] = await client.data_converter.decode(list(action.args), [ScheduleTriggerInput])
+    except (ValueError, RuntimeError):  # not JSON, or not a trigger's argument
+        return None
+    if not isinstance(trigger, ScheduleTriggerInput) or trigger.schedule_id != desc.id:
+        return None
+    if not desc.id.startswith(schedule_prefix(trigger.workflow_id)):
+        return None
+    return trigger
 
 
 def _not_ours(schedule_id: str) -> NotFound:

@@ -128,6 +128,52 @@ class TestFiring:
                 await platform.client.get_schedule_handle(created["id"]).describe()
             assert gone.value.status == RPCStatusCode.NOT_FOUND
 
+    async def test_deleting_the_workflow_leaves_schedules_trellis_did_not_make(
+        self, platform: Platform
+    ) -> None:
+        # Every schedule with the workflow's search attribute was deleted, someone else's too.
+        wf = await platform.create(ECHO)
+        attributes = TypedSearchAttributes(
+            [SearchAttributePair(search_attributes.DEFINITION_ID, wf)]
+        )
+        foreign = {
+            f"reports-{wf}": ScheduleActionStartWorkflow(
+                "SomeoneElsesWorkflow", id="theirs", task_queue="theirs"
+            ),
+            f"sched-{wf}-theirs": ScheduleActionStartWorkflow(
+                SCHEDULE_WORKFLOW_TYPE, {"report": "weekly"}, id="theirs", task_queue="theirs"
+            ),
+        }
+        for schedule_id, action in foreign.items():
+            await platform.client.create_schedule(
+                schedule_id,
+                Schedule(
+                    action=action,
+                    spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(hours=1))]),
+                    state=ScheduleState(paused=True),
+                ),
+                search_attributes=attributes,
+            )
+        ours = (await platform.api.post(url(wf), json=DAILY)).json()
+        try:
+
+            async def all_visible() -> bool:
+                query = f"TrellisDefinitionId = '{wf}'"
+                ids = {s.id async for s in await platform.client.list_schedules(query=query)}
+                return ids == {ours["id"], *foreign}
+
+            await eventually(all_visible)
+            assert (await platform.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+            with pytest.raises(RPCError) as gone:
+                await platform.client.get_schedule_handle(ours["id"]).describe()
+            assert gone.value.status == RPCStatusCode.NOT_FOUND
+            for schedule_id in foreign:
+                described = await platform.client.get_schedule_handle(schedule_id).describe()
+                assert described.schedule.state.paused
+        finally:
+            for schedule_id in foreign:
+                await platform.client.get_schedule_handle(schedule_id).delete()
+
 
 class TestManaging:
     async def test_create_returns_the_schedule_as_given_with_next_times(
