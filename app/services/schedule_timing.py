@@ -3,7 +3,9 @@
 Temporal accepts a cron no date matches (`0 0 31 2 *`) and keeps a schedule that never
 fires. Its own calendar says so (it requires day of month *and* day of week, unlike
 classic cron, so no evaluator of ours could stand in for it): `require_firing` asks it
-on a throwaway probe schedule before anything of the workflow's is made or changed.
+on a throwaway probe schedule before anything of the workflow's is made or changed. A
+PUT asks a probe too (`kept_as`): how Temporal keeps the new timing, to compare with the
+schedule as it is in Temporal now.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from temporalio.client import (
     Schedule,
     ScheduleActionStartWorkflow,
     ScheduleIntervalSpec,
+    SchedulePolicy,
     ScheduleSpec,
     ScheduleState,
 )
@@ -53,22 +56,31 @@ def schedule_spec(body: ScheduleCreate) -> ScheduleSpec:
 async def require_firing(client: Client, task_queue: str, body: ScheduleCreate) -> None:
     """InvalidRequest (400, path `cron`) when the body's cron never fires: Temporal's
     calendar decides, on a paused probe schedule with the same spec, made and deleted."""
-    if body.cron is None:
-        return  # an interval always fires
+    if body.cron is not None:  # an interval always fires
+        await kept_as(client, task_queue, body)
+
+
+async def kept_as(
+    client: Client, task_queue: str, body: ScheduleCreate, policy: SchedulePolicy | None = None
+) -> Schedule:
+    """The schedule as Temporal keeps the body's spec and `policy` (it turns a cron into
+    calendars, fills defaults): a paused probe made with them, described and deleted.
+    InvalidRequest (400, path `cron`) when the body's cron never fires."""
     probe_id = f"{PROBE_PREFIX}{uuid.uuid4().hex}"
     probe = Schedule(
         action=ScheduleActionStartWorkflow(
             PROBE_WORKFLOW_TYPE, id=f"{probe_id}-run", task_queue=task_queue
         ),
         spec=schedule_spec(body),
-        state=ScheduleState(paused=True, note="Trellis: when does this cron fire?"),
+        policy=policy or SchedulePolicy(),
+        state=ScheduleState(paused=True, note="Trellis: how does Temporal keep this timing?"),
     )
     handle = await temporal_call(probe_id, client.create_schedule(probe_id, probe))
     try:
         desc = await temporal_call(probe_id, handle.describe())
     finally:
         await temporal_call(probe_id, handle.delete())
-    if not desc.info.next_action_times:
+    if body.cron is not None and not desc.info.next_action_times:
         problem = (
             f"{body.cron!r} never fires: no date matches its day of month, month and "
             "day of week (a schedule needs all three)"
@@ -76,6 +88,7 @@ async def require_firing(client: Client, task_queue: str, body: ScheduleCreate) 
         raise InvalidRequest(
             f"Invalid request: cron: {problem}", [{"path": "cron", "message": problem}]
         )
+    return desc.schedule
 
 
 async def sweep_probes(client: Client, older_than: timedelta = PROBE_MAX_AGE) -> list[str]:

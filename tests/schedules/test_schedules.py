@@ -16,6 +16,8 @@ from temporalio.client import (
     ScheduleIntervalSpec,
     ScheduleSpec,
     ScheduleState,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
@@ -236,6 +238,34 @@ class TestManaging:
             )
             assert changed.json()["updatedAt"] is not None
             assert changed.json()["initialInput"] == {"x": 2}
+
+    async def test_a_put_of_the_schedule_as_given_undoes_an_edit_made_in_temporal(
+        self, platform: Platform
+    ) -> None:
+        # Such a PUT compared with what Trellis had set, found it equal and left the Web UI's
+        # spec in place.
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, DAILY) as created:
+            handle = platform.client.get_schedule_handle(created["id"])
+            as_made = (await handle.describe()).schedule
+
+            def edited(current: ScheduleUpdateInput) -> ScheduleUpdate:
+                changed = current.description.schedule
+                changed.spec = ScheduleSpec(
+                    intervals=[ScheduleIntervalSpec(every=timedelta(hours=1))]
+                )
+                changed.policy.catchup_window = timedelta(minutes=5)
+                changed.state.paused = True
+                return ScheduleUpdate(schedule=changed)
+
+            await handle.update(edited)
+            response = await platform.api.put(url(wf, created["id"]), json=DAILY)
+            assert response.status_code == 200, response.text
+            now = (await handle.describe()).schedule
+            assert now.spec == as_made.spec and not now.spec.intervals
+            assert now.policy == as_made.policy
+            assert now.state.paused is False
+            assert response.json()["nextActionTimes"] == created["nextActionTimes"]
 
     async def test_pause_and_unpause(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
