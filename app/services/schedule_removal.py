@@ -2,7 +2,8 @@
 
 Without this a paused schedule of a deleted workflow stayed in Temporal for ever, and an
 active one fired once more (up to a year later) before deleting itself
-(activities/scheduling.py keeps that as the safety net). A schedule's skip log goes with it.
+(activities/scheduling.py keeps that as the safety net). A schedule's skip log goes with it,
+once the workflow's records are gone.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class ScheduleRemover:
     store: Store
 
     async def delete_schedules(self, workflow_id: str) -> list[str]:
-        """Delete the workflow's schedules Temporal lists, with their skips; their ids.
+        """Delete the workflow's schedules Temporal lists; their ids (for `delete_skips`).
         Only those Trellis made for it: one made in Temporal with the same search
         attribute is someone else's and is left alone."""
         try:
@@ -46,10 +47,14 @@ class ScheduleRemover:
         deleted = await asyncio.gather(
             *(_delete_ours(client, workflow_id, schedule_id) for schedule_id in listed_ids)
         )
-        ids = [schedule_id for schedule_id, ours in zip(listed_ids, deleted, strict=True) if ours]
-        for schedule_id in ids:
+        return [schedule_id for schedule_id, ours in zip(listed_ids, deleted, strict=True) if ours]
+
+    async def delete_skips(self, schedule_ids: list[str]) -> None:
+        """Delete the skip logs of the given schedules: after the workflow's records, so a
+        firing that read the workflow before writes its skip before this, or sees the
+        workflow gone after writing it and deletes it itself (activities/scheduling.py)."""
+        for schedule_id in schedule_ids:
             await self.store.delete_events(skip_log_key(schedule_id))
-        return ids
 
 
 async def _delete_ours(client: Client, workflow_id: str, schedule_id: str) -> bool:

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from temporalio.client import (
@@ -21,12 +21,19 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.testing import ActivityEnvironment
 
-from activities.scheduling import skip_log_key
+from activities.scheduling import SchedulingActivities, skip_log_key
+from activities.store.base import Store
+from activities.store.records import WorkflowRecord
 from app.reconciler import Reconciler
 from app.services.schedule_timing import PROBE_PREFIX, PROBE_WORKFLOW_TYPE
 from temporal_workflows import search_attributes
-from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE
+from temporal_workflows.schedule_trigger import (
+    SCHEDULE_WORKFLOW_TYPE,
+    ScheduledRunRequest,
+    ScheduleTriggerInput,
+)
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -611,3 +618,46 @@ class TestCronCheckProbes:
         finally:
             sweeping.cancel()
             await platform.client.get_schedule_handle(in_use).delete()
+
+    @pytest.mark.parametrize("deleted", ["workflow", "schedule"])
+    async def test_a_skip_written_by_a_firing_in_progress_at_a_delete_goes_too(
+        self, platform: Platform, deleted: str
+    ) -> None:
+        # The firing read the (disabled) workflow, the delete ran and swept the skips, and
+        # the firing's skip was written after: it stayed in the store for ever.
+        wf = await platform.create(ECHO, enable=False)
+        made = (await platform.api.post(url(wf), json=DAILY)).json()
+
+        async def listed() -> bool:
+            return bool((await platform.api.get(url(wf))).json()["schedules"])
+
+        await eventually(listed)  # so the workflow's delete deletes it
+        target = f"/api/v1/workflows/{wf}" if deleted == "workflow" else url(wf, made["id"])
+
+        class DeletedAfterTheRead:
+            """The store, but the delete (over HTTP) runs just after the firing's read."""
+
+            def __init__(self, store: Store) -> None:
+                self._store, self._reads = store, 0
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._store, name)
+
+            async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None:
+                found = await self._store.get_workflow(workflow_id)
+                self._reads += 1
+                if self._reads == 1:
+                    response = await platform.api.delete(target)
+                    assert response.status_code == 204, response.text
+                return found
+
+        activities = SchedulingActivities(
+            cast(Store, DeletedAfterTheRead(platform.store)), platform.client
+        )
+        request = ScheduledRunRequest(
+            run_id=f"run-{uuid.uuid4()}",
+            trigger=ScheduleTriggerInput(schedule_id=made["id"], workflow_id=wf),
+        )
+        result = await ActivityEnvironment().run(activities.start_scheduled_run, request)
+        assert result.skipped_reason is not None
+        assert await logged_skips(platform, made["id"]) == []
