@@ -77,8 +77,27 @@ class SchedulingActivities:
             "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
         }
         await self._store.append_event(skip_log_key(trigger.schedule_id), event)
+        if not await self._still_there(trigger):
+            # The workflow or the schedule was deleted since this firing read the workflow:
+            # the delete swept the skips (after the records, after the schedule), maybe
+            # before this one was written, so this writer takes it back.
+            await self._store.delete_events(skip_log_key(trigger.schedule_id))
+            activity.logger.info("schedule %s skip dropped: deleted", trigger.schedule_id)
+            return ScheduledRunResult(skipped_reason=DELETED)
         activity.logger.info("schedule %s skipped: %s", trigger.schedule_id, reason)
         return ScheduledRunResult(skipped_reason=reason)
+
+    async def _still_there(self, trigger: ScheduleTriggerInput) -> bool:
+        """Whether the workflow is in the store and the schedule in Temporal."""
+        if await self._store.get_workflow(trigger.workflow_id) is None:
+            return False
+        try:
+            await self._client.get_schedule_handle(trigger.schedule_id).describe()
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+            return False
+        return True
 
     async def _delete_schedule(self, schedule_id: str) -> None:
         try:

@@ -7,6 +7,9 @@ visibility query finds exactly those runs. A store sweep finds runs recorded but
 started (the API died between the record and the start) and starts them: the run id is
 the workflow id, so a start racing another is harmless.
 
+It also deletes the cron-check probe schedules an API left behind when it died mid-check
+(app/services/schedule_timing.py), at start and then once a minute.
+
 Every worker runs one; several never correct a run twice: a correction is written
 `newer_only` at `RECONCILED_REV`, so exactly one of them applies it (and only that one
 closes the node runs and logs the event).
@@ -27,6 +30,7 @@ from activities.run_log import run_fields
 from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
 from activities.store.records import RunRecord
+from app.services.schedule_timing import PROBE_MAX_AGE, sweep_probes
 from app.temporal_outage import outage_cause
 from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES
 from temporal_workflows.read_model import (
@@ -62,6 +66,7 @@ class Reconciler:
         metrics: RunMetrics | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         outage_reminder: timedelta = OUTAGE_REMINDER,
+        probe_max_age: timedelta = PROBE_MAX_AGE,
     ) -> None:
         self._client = client
         self._address = client.service_client.config.target_host
@@ -75,12 +80,16 @@ class Reconciler:
         self._interval = interval
         self._never_started_after = never_started_after
         self._starter = RunStarter(store, client, task_queue, max_output_bytes=max_output_bytes)
+        self._probe_max_age = probe_max_age
+        # Monotonic time of the last probe sweep (None: at the first pass).
+        self._probes_swept_at: float | None = None
 
     async def run_forever(self) -> None:
         """Reconcile every `interval` seconds until cancelled; errors are logged, not fatal."""
         while True:
             try:
                 await self.reconcile_once()
+                await self._sweep_probes()
                 if self._down_since is not None:
                     down_for = time.monotonic() - self._down_since
                     self._down_since = None
@@ -132,6 +141,17 @@ class Reconciler:
                 corrected.append(execution.id)
         corrected += await self._sweep_never_started()
         return corrected
+
+    async def _sweep_probes(self) -> None:
+        """Delete left-over cron-check probes, at most once per `probe_max_age` (a probe
+        is never needed longer; listing schedules every pass would cost for nothing)."""
+        now = time.monotonic()
+        if self._probes_swept_at is not None:
+            if now - self._probes_swept_at < self._probe_max_age.total_seconds():
+                return
+        for probe_id in await sweep_probes(self._client, self._probe_max_age):
+            log.warning("deleted cron-check schedule %s, left by an API that stopped", probe_id)
+        self._probes_swept_at = now
 
     async def _correct(
         self,

@@ -44,6 +44,8 @@ class ScheduleRemover(Protocol):
 
     async def delete_schedules(self, workflow_id: str) -> list[str]: ...
 
+    async def delete_skips(self, schedule_ids: list[str]) -> None: ...
+
 
 @dataclass
 class DefinitionService:
@@ -128,21 +130,27 @@ class DefinitionService:
 
     async def delete(self, current: WorkflowRecord) -> None:
         """Delete a definition with its versions and runs."""
-        await self.on_workflow_delete(current)
+        schedule_ids = await self.on_workflow_delete(current)
         if not await self.store.delete_workflow(current.id):
             raise NotFound(f"Workflow {current.id!r} not found")
+        if self.schedule_remover is not None:
+            # After the records (app/services/schedule_removal.py, delete_skips).
+            await self.schedule_remover.delete_skips(schedule_ids)
 
-    async def on_workflow_delete(self, current: WorkflowRecord) -> None:
-        """Hook run before a definition's records are deleted.
+    async def on_workflow_delete(self, current: WorkflowRecord) -> list[str]:
+        """Hook run before a definition's records are deleted; the ids of the schedules
+        it deleted, whose skips go after the records.
 
         The run engine extends this to cancel the workflow's running runs first, so no
         activity writes a node run for a definition that no longer exists.
         """
         # Schedules first: a firing between the cancel and the delete would start a run.
+        schedule_ids: list[str] = []
         if self.schedule_remover is not None:
-            await self.schedule_remover.delete_schedules(current.id)
+            schedule_ids = await self.schedule_remover.delete_schedules(current.id)
         if self.run_canceller is not None:
             await self.run_canceller.cancel_open_runs(current.id)
+        return schedule_ids
 
 
 def _plain(value: object) -> object:

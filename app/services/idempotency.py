@@ -9,6 +9,7 @@ the first use's run (that would accept a request that never runs).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from activities.run_start import RunStarter, new_run_id, start_was_refused
@@ -51,13 +52,38 @@ def require_same_request(run: RunRecord, asked: Asked) -> None:
 def require_same(first: Asked, asked: Asked, kind: str, made_id: str) -> None:
     """Conflict (409) naming what differs, unless `asked` is the request `first` (which
     made the `kind` `made_id`); schedules' keys (app/services/schedules.py) use it too."""
-    differs = [name for name, sent in asked.items() if first.get(name) != sent]
+    differs = [
+        name for name, sent in asked.items() if canonical(first.get(name)) != canonical(sent)
+    ]
     if differs:
         raise Conflict(
             f"Idempotency-Key was first used for {kind} {made_id} with a different request "
             f"({', '.join(differs)} differ): repeat that request unchanged, or use a new "
             f"key for a new {kind}"
         )
+
+
+def canonical(value: Any) -> str:
+    """A request's part as one JSON string, keys sorted. JSON has one number type, so
+    numbers equal in value are alike (`1` and `1.0`: a client library may send either);
+    `true` is no number (Python's `True == 1` made it equal to `1`)."""
+    return json.dumps(
+        _numbers_by_value(value),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+
+
+def _numbers_by_value(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _numbers_by_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_numbers_by_value(v) for v in value]
+    return value
 
 
 async def repeated_run(

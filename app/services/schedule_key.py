@@ -11,14 +11,13 @@ per field, since an `initialInput` may be large and the memo only has to compare
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from typing import Any
 
 from temporalio.client import ScheduleDescription
 
 from app.schemas.schedule import ScheduleCreate
-from app.services.idempotency import Asked, asker, require_same
+from app.services.idempotency import Asked, asker, canonical, require_same
 from temporal_workflows.contracts import Identity
 
 MEMO = "trellisCreateRequest"
@@ -43,5 +42,5 @@ async def require_first_request(desc: ScheduleDescription, asked: Asked) -> None
 
 
 def _digest(value: Any) -> str:
-    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    # Numbers equal in value digest alike, as a run trigger's key compares them.
+    return hashlib.sha256(canonical(value).encode()).hexdigest()

@@ -42,7 +42,7 @@ from app.schemas.schedule import (
     ScheduleSkipList,
 )
 from app.services.schedule_key import MEMO, create_request, keyed_suffix, require_first_request
-from app.services.schedule_timing import require_firing, schedule_spec, temporal_call
+from app.services.schedule_timing import kept_as, require_firing, schedule_spec, temporal_call
 from temporal_workflows import search_attributes
 from temporal_workflows.contracts import Identity
 from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE, ScheduleTriggerInput
@@ -138,15 +138,18 @@ class ScheduleService:
         self, workflow: WorkflowRecord, schedule_id: str, body: ScheduleCreate
     ) -> SchedulePublic:
         """Replace timing, input and overlap policy; pause or unpause when that changed."""
-        await require_firing(self.client, self.task_queue, body)
         handle = self._handle(schedule_id)
         new = self._schedule(workflow, schedule_id, body)
+        # What Temporal would keep for the new spec and policy (and whether the cron fires):
+        # "unchanged" means the schedule in Temporal is that now, an edit made in the Web UI
+        # included, not only that Trellis's argument is the same.
+        expected = await kept_as(self.client, self.task_queue, body, new.policy)
 
         async def updater(current: ScheduleUpdateInput) -> ScheduleUpdate | None:
-            trigger = await self._trigger_of(current.description)
+            trigger = await trellis_trigger(self.client, current.description)
             if trigger is None:
                 raise _not_ours(schedule_id)
-            if await self._unchanged(current.description.schedule, trigger, new):
+            if await self._unchanged(current.description.schedule, trigger, new, expected):
                 return None  # Temporal records every update, one changing nothing too
             # Keep the paused state here; it changes through pause()/unpause() below.
             new.state = current.description.schedule.state
@@ -218,10 +221,11 @@ class ScheduleService:
         )
 
     async def _unchanged(
-        self, current: Schedule, trigger: ScheduleTriggerInput, new: Schedule
+        self, current: Schedule, trigger: ScheduleTriggerInput, new: Schedule, expected: Schedule
     ) -> bool:
         """Whether `new` asks for what `current` (made with `trigger`) already is: the timing,
-        input and settings as given are the trigger's argument; the spec follows from it."""
+        input and settings as given are the trigger's argument, and the spec and policy in
+        Temporal are what `new`'s become there (`expected`), whoever changed them last."""
         was, will = current.action, new.action
         if not isinstance(was, ScheduleActionStartWorkflow):
             return False
@@ -232,7 +236,7 @@ class ScheduleService:
             [summary] = await self.client.data_converter.decode([summary], [str])
         return (
             list(will.args) == [trigger]
-            and current.policy.overlap == new.policy.overlap
+            and (current.spec, current.policy) == (expected.spec, expected.policy)
             and (was.workflow, was.id, was.task_queue) == (will.workflow, will.id, will.task_queue)
             and summary == will.static_summary
         )
@@ -240,30 +244,32 @@ class ScheduleService:
     async def _describe(self, schedule_id: str) -> tuple[ScheduleDescription, ScheduleTriggerInput]:
         """The schedule and its trigger's argument; 404 for one Trellis did not make."""
         desc = await temporal_call(schedule_id, self._handle(schedule_id).describe())
-        trigger = await self._trigger_of(desc)
+        trigger = await trellis_trigger(self.client, desc)
         if trigger is None:
             raise _not_ours(schedule_id)
         return desc, trigger
 
-    async def _trigger_of(self, desc: ScheduleDescription) -> ScheduleTriggerInput | None:
-        """The argument of a schedule Trellis made; None for any other schedule (one made
-        in Temporal under our id prefix is not ours to show or change)."""
-        action = desc.schedule.action
-        if (
-            not isinstance(action, ScheduleActionStartWorkflow)
-            or action.workflow != SCHEDULE_WORKFLOW_TYPE
-            or len(action.args) != 1
-        ):
-            return None
-        try:
-            [trigger] = await self.client.data_converter.decode(
-                list(action.args), [ScheduleTriggerInput]
-            )
-        except (ValueError, RuntimeError):  # not JSON, or not a trigger's argument
-            return None
-        if not isinstance(trigger, ScheduleTriggerInput) or trigger.schedule_id != desc.id:
-            return None
-        return trigger
+
+async def trellis_trigger(client: Client, desc: ScheduleDescription) -> ScheduleTriggerInput | None:
+    """The argument of a schedule Trellis made; None for any other schedule (one made in
+    Temporal under our id prefix, or with our search attribute, is not ours to show,
+    change or delete)."""
+    action = desc.schedule.action
+    if (
+        not isinstance(action, ScheduleActionStartWorkflow)
+        or action.workflow != SCHEDULE_WORKFLOW_TYPE
+        or len(action.args) != 1
+    ):
+        return None
+    try:
+        [trigger] = await client.data_converter.decode(list(action.args), [ScheduleTriggerInput])
+    except (ValueError, RuntimeError):  # not JSON, or not a trigger's argument
+        return None
+    if not isinstance(trigger, ScheduleTriggerInput) or trigger.schedule_id != desc.id:
+        return None
+    if not desc.id.startswith(schedule_prefix(trigger.workflow_id)):
+        return None
+    return trigger
 
 
 def _not_ours(schedule_id: str) -> NotFound:

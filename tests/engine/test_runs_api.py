@@ -192,6 +192,29 @@ class TestTrigger:
         listed = await platform.api.get(runs_url(wf))
         assert listed.json()["pagination"]["total"] == 1
 
+    async def test_under_a_key_numbers_equal_in_value_are_the_same_trigger_and_true_is_not_1(
+        self, platform: Platform
+    ) -> None:
+        # JSON has one number type (a client library may send 1.0 for 1); `true` was taken
+        # for `1` (Python's True == 1), answering a trigger that asked for another input.
+        wf = await platform.create(ECHO)
+        headers = {"Idempotency-Key": "order-44"}
+        first = await platform.api.post(
+            runs_url(wf), json={"initialInput": {"n": 1}}, headers=headers
+        )
+        assert first.status_code == 202, first.text
+        again = await platform.api.post(
+            runs_url(wf), json={"initialInput": {"n": 1.0}}, headers=headers
+        )
+        assert again.status_code == 202, again.text
+        assert again.json()["runId"] == first.json()["runId"]
+        other = await platform.api.post(
+            runs_url(wf), json={"initialInput": {"n": True}}, headers=headers
+        )
+        assert other.status_code == 409, other.text
+        assert "(initialInput differ)" in other.json()["error"]["message"]
+        await platform.wait(wf, first.json()["runId"])
+
     async def test_resolved_dependencies_need_a_parent_run(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
         response = await platform.api.post(

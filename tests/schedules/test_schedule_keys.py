@@ -89,3 +89,26 @@ async def test_a_key_whose_schedule_was_deleted_makes_it_anew(platform: Platform
     assert again.status_code == 201, again.text
     assert again.json()["id"] == made["id"] and again.json()["createdAt"] > made["createdAt"]
     await platform.api.delete(url(wf, made["id"]))
+
+
+async def test_numbers_equal_in_value_are_the_same_request_and_true_is_not_1(
+    platform: Platform,
+) -> None:
+    # JSON has one number type: 1.0 (as some client libraries send 1) was a 409.
+    wf = await platform.create(ECHO)
+    body = {**DAILY, "initialInput": {"n": 1, "rate": 2.5}}
+    made = (await platform.api.post(url(wf), json=body, headers=KEY)).json()
+    try:
+        again = await platform.api.post(
+            url(wf), json={**body, "initialInput": {"n": 1.0, "rate": 2.5}}, headers=KEY
+        )
+        assert again.status_code == 201, again.text
+        assert again.json()["id"] == made["id"]
+        for other in ({"n": True, "rate": 2.5}, {"n": 1, "rate": 2}):
+            response = await platform.api.post(
+                url(wf), json={**body, "initialInput": other}, headers=KEY
+            )
+            assert response.status_code == 409, (other, response.text)
+            assert "(initialInput differ)" in response.json()["error"]["message"]
+    finally:
+        await platform.api.delete(url(wf, made["id"]))

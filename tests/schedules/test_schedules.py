@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from temporalio.client import (
@@ -14,13 +16,24 @@ from temporalio.client import (
     ScheduleIntervalSpec,
     ScheduleSpec,
     ScheduleState,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.testing import ActivityEnvironment
 
-from activities.scheduling import skip_log_key
+from activities.scheduling import SchedulingActivities, skip_log_key
+from activities.store.base import Store
+from activities.store.records import WorkflowRecord
+from app.reconciler import Reconciler
+from app.services.schedule_timing import PROBE_PREFIX, PROBE_WORKFLOW_TYPE
 from temporal_workflows import search_attributes
-from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE
+from temporal_workflows.schedule_trigger import (
+    SCHEDULE_WORKFLOW_TYPE,
+    ScheduledRunRequest,
+    ScheduleTriggerInput,
+)
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -124,6 +137,52 @@ class TestFiring:
                 await platform.client.get_schedule_handle(created["id"]).describe()
             assert gone.value.status == RPCStatusCode.NOT_FOUND
 
+    async def test_deleting_the_workflow_leaves_schedules_trellis_did_not_make(
+        self, platform: Platform
+    ) -> None:
+        # Every schedule with the workflow's search attribute was deleted, someone else's too.
+        wf = await platform.create(ECHO)
+        attributes = TypedSearchAttributes(
+            [SearchAttributePair(search_attributes.DEFINITION_ID, wf)]
+        )
+        foreign = {
+            f"reports-{wf}": ScheduleActionStartWorkflow(
+                "SomeoneElsesWorkflow", id="theirs", task_queue="theirs"
+            ),
+            f"sched-{wf}-theirs": ScheduleActionStartWorkflow(
+                SCHEDULE_WORKFLOW_TYPE, {"report": "weekly"}, id="theirs", task_queue="theirs"
+            ),
+        }
+        for schedule_id, action in foreign.items():
+            await platform.client.create_schedule(
+                schedule_id,
+                Schedule(
+                    action=action,
+                    spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(hours=1))]),
+                    state=ScheduleState(paused=True),
+                ),
+                search_attributes=attributes,
+            )
+        ours = (await platform.api.post(url(wf), json=DAILY)).json()
+        try:
+
+            async def all_visible() -> bool:
+                query = f"TrellisDefinitionId = '{wf}'"
+                ids = {s.id async for s in await platform.client.list_schedules(query=query)}
+                return ids == {ours["id"], *foreign}
+
+            await eventually(all_visible)
+            assert (await platform.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+            with pytest.raises(RPCError) as gone:
+                await platform.client.get_schedule_handle(ours["id"]).describe()
+            assert gone.value.status == RPCStatusCode.NOT_FOUND
+            for schedule_id in foreign:
+                described = await platform.client.get_schedule_handle(schedule_id).describe()
+                assert described.schedule.state.paused
+        finally:
+            for schedule_id in foreign:
+                await platform.client.get_schedule_handle(schedule_id).delete()
+
 
 class TestManaging:
     async def test_create_returns_the_schedule_as_given_with_next_times(
@@ -186,6 +245,34 @@ class TestManaging:
             )
             assert changed.json()["updatedAt"] is not None
             assert changed.json()["initialInput"] == {"x": 2}
+
+    async def test_a_put_of_the_schedule_as_given_undoes_an_edit_made_in_temporal(
+        self, platform: Platform
+    ) -> None:
+        # Such a PUT compared with what Trellis had set, found it equal and left the Web UI's
+        # spec in place.
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, DAILY) as created:
+            handle = platform.client.get_schedule_handle(created["id"])
+            as_made = (await handle.describe()).schedule
+
+            def edited(current: ScheduleUpdateInput) -> ScheduleUpdate:
+                changed = current.description.schedule
+                changed.spec = ScheduleSpec(
+                    intervals=[ScheduleIntervalSpec(every=timedelta(hours=1))]
+                )
+                changed.policy.catchup_window = timedelta(minutes=5)
+                changed.state.paused = True
+                return ScheduleUpdate(schedule=changed)
+
+            await handle.update(edited)
+            response = await platform.api.put(url(wf, created["id"]), json=DAILY)
+            assert response.status_code == 200, response.text
+            now = (await handle.describe()).schedule
+            assert now.spec == as_made.spec and not now.spec.intervals
+            assert now.policy == as_made.policy
+            assert now.state.paused is False
+            assert response.json()["nextActionTimes"] == created["nextActionTimes"]
 
     async def test_pause_and_unpause(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
@@ -485,3 +572,92 @@ class TestSkipLogs:
 
         await eventually(gone)
         await eventually(no_skips)  # the activity deletes them after the schedule
+
+
+class TestCronCheckProbes:
+    async def test_a_probe_left_by_a_stopped_api_is_deleted_and_one_in_use_is_kept(
+        self, platform: Platform
+    ) -> None:
+        # An API that died between making and deleting a probe left it in Temporal for ever:
+        # paused, listed by no workflow, in the Web UI.
+        def probe(probe_id: str) -> Schedule:
+            return Schedule(
+                action=ScheduleActionStartWorkflow(
+                    PROBE_WORKFLOW_TYPE, id=f"{probe_id}-run", task_queue=platform.task_queue
+                ),
+                spec=ScheduleSpec(cron_expressions=["0 0 31 2 *"]),
+                state=ScheduleState(paused=True),
+            )
+
+        left, in_use = (f"{PROBE_PREFIX}{uuid.uuid4().hex}" for _ in range(2))
+        await platform.client.create_schedule(left, probe(left))
+        await asyncio.sleep(1.5)
+        await platform.client.create_schedule(in_use, probe(in_use))
+        reconciler = Reconciler(
+            platform.client,
+            platform.store,
+            task_queue=platform.task_queue,
+            probe_max_age=timedelta(seconds=1),
+        )
+
+        async def exists(schedule_id: str) -> bool:
+            try:
+                await platform.client.get_schedule_handle(schedule_id).describe()
+            except RPCError as exc:
+                assert exc.status == RPCStatusCode.NOT_FOUND
+                return False
+            return True
+
+        async def left_gone() -> bool:
+            return not await exists(left)
+
+        sweeping = asyncio.create_task(reconciler.run_forever())
+        try:
+            await eventually(left_gone)
+            assert await exists(in_use)  # younger than a check may take: its check's own
+        finally:
+            sweeping.cancel()
+            await platform.client.get_schedule_handle(in_use).delete()
+
+    @pytest.mark.parametrize("deleted", ["workflow", "schedule"])
+    async def test_a_skip_written_by_a_firing_in_progress_at_a_delete_goes_too(
+        self, platform: Platform, deleted: str
+    ) -> None:
+        # The firing read the (disabled) workflow, the delete ran and swept the skips, and
+        # the firing's skip was written after: it stayed in the store for ever.
+        wf = await platform.create(ECHO, enable=False)
+        made = (await platform.api.post(url(wf), json=DAILY)).json()
+
+        async def listed() -> bool:
+            return bool((await platform.api.get(url(wf))).json()["schedules"])
+
+        await eventually(listed)  # so the workflow's delete deletes it
+        target = f"/api/v1/workflows/{wf}" if deleted == "workflow" else url(wf, made["id"])
+
+        class DeletedAfterTheRead:
+            """The store, but the delete (over HTTP) runs just after the firing's read."""
+
+            def __init__(self, store: Store) -> None:
+                self._store, self._reads = store, 0
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._store, name)
+
+            async def get_workflow(self, workflow_id: str) -> WorkflowRecord | None:
+                found = await self._store.get_workflow(workflow_id)
+                self._reads += 1
+                if self._reads == 1:
+                    response = await platform.api.delete(target)
+                    assert response.status_code == 204, response.text
+                return found
+
+        activities = SchedulingActivities(
+            cast(Store, DeletedAfterTheRead(platform.store)), platform.client
+        )
+        request = ScheduledRunRequest(
+            run_id=f"run-{uuid.uuid4()}",
+            trigger=ScheduleTriggerInput(schedule_id=made["id"], workflow_id=wf),
+        )
+        result = await ActivityEnvironment().run(activities.start_scheduled_run, request)
+        assert result.skipped_reason is not None
+        assert await logged_skips(platform, made["id"]) == []
