@@ -1,4 +1,4 @@
-"""`trellis workflows list | show | apply | enable | disable`."""
+"""`trellis workflows list | show | apply | enable | disable | delete`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import yaml
 from rich.console import Group
 
 from app.cli.api_client import segment
-from app.cli.output import Session, api_options, shown, table, when
+from app.cli.output import Session, api_options, clean, shown, table, when
 
 
 @click.group()
@@ -204,3 +204,32 @@ def enable_workflow(session: Session, workflow_id: str) -> None:
 def disable_workflow(session: Session, workflow_id: str) -> None:
     """Disable a definition (no new runs start)."""
     _toggle(session, workflow_id, False)
+
+
+@workflows.command("delete")
+@click.argument("workflow_id")
+@click.option(
+    "--yes", "-y", is_flag=True, help="delete without asking (needed when not on a terminal)"
+)
+@api_options
+def delete_workflow(session: Session, workflow_id: str, yes: bool) -> None:
+    """Delete a definition with every version, schedule and run; its open runs are cancelled.
+
+    Asks first on a terminal; elsewhere (a pipe, a script) it deletes only with --yes."""
+    if not yes and not sys.stdin.isatty():
+        # Nothing to ask on: a script that meant it says --yes; one that did not loses nothing.
+        raise click.UsageError(
+            f"not deleting workflow {workflow_id!r}: there is no terminal to confirm on; "
+            "give --yes to delete it with its versions, schedules and runs"
+        )
+    if not yes:
+        # Read first: an unknown id is the API's 404 before anything is asked.
+        found = session.api.get(f"/workflows/{segment(workflow_id)}").data
+        question = (
+            f"Delete workflow {clean(found['name'], one_line=True)!r} ({found['id']}) with its "
+            "versions, schedules and runs (its open runs are cancelled)?"
+        )
+        if not click.confirm(question, default=False, err=True):
+            raise click.ClickException(f"workflow {workflow_id} not deleted")
+    answer = session.api.request("DELETE", f"/workflows/{segment(workflow_id)}")
+    session.emit(answer, lambda _: shown(f"deleted workflow {workflow_id}"))

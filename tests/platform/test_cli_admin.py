@@ -1,0 +1,113 @@
+"""The people's CLI for deleting workflows, against a real `trellis dev`: each
+command reads or changes what the API answers, --json prints the API's answer, and each
+refused one says why and changes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.platform.conftest import REPO, DevProcess, trellis_env
+from tests.platform.test_cli_for_people import ok, trellis, wait_for_gate
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
+    """One `trellis dev` for the module."""
+    env = trellis_env(tmp_path_factory.mktemp("cli-admin") / "data")
+    process = DevProcess.start(env)
+    try:
+        process.wait_ready(90)
+        yield process
+    finally:
+        process.stop()
+        process.kill_everything()
+
+
+def api(dev: DevProcess, path: str) -> httpx.Response:
+    return httpx.get(f"{dev.api_url}/api/v1{path}", timeout=10)
+
+
+def applied(dev: DevProcess, tmp_path: Path, *, gate: bool = False, enabled: bool = True) -> str:
+    """A workflow of one step (behind a gate when `gate`); its id."""
+    step: dict[str, Any] = {"id": "greet", "name": "Greet", "nodeType": "step",
+                            "executorKey": "builtin:echo", "config": {"n": 1}}  # fmt: skip
+    if gate:
+        step["humanReview"] = {"requiresConfirmation": True}
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, "enabled": enabled, "nodes": [step]}))
+    return str(json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))["id"])
+
+
+def refused(result: subprocess.CompletedProcess[str], code: int) -> str:
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    return result.stderr.strip()
+
+
+def on_a_terminal(dev: DevProcess, answer: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`trellis ARGS` with a pseudo-terminal for stdin, `answer` typed into it."""
+    main, child = pty.openpty()
+    try:
+        command = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", *args],
+            env={**dev.env, "TRELLIS_URL": dev.api_url}, cwd=REPO, text=True,
+            stdin=child, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        os.write(main, answer.encode())
+        stdout, stderr = command.communicate(timeout=30)
+    finally:
+        os.close(child)
+        os.close(main)
+    return subprocess.CompletedProcess(command.args, command.returncode, stdout, stderr)
+
+
+def test_delete_with_yes_deletes_the_workflow_its_schedules_and_its_open_runs(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path, gate=True)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    made = ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "@daily", "--json"))
+    schedule_id = json.loads(made)["id"]
+    deleted = trellis(dev, "workflows", "delete", workflow_id, "--yes", "--json")
+    assert (deleted.returncode, deleted.stdout) == (0, ""), deleted.stderr  # a 204: no body
+    assert api(dev, f"/workflows/{workflow_id}").status_code == 404
+    assert api(dev, f"/runs/{run_id}").status_code == 404
+    assert api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").status_code == 404
+    again = trellis(dev, "workflows", "delete", workflow_id, "--yes")
+    says = f"Error: 404 resource_not_found: Workflow '{workflow_id}' not found"
+    assert refused(again, 1) == says
+
+
+def test_delete_on_a_terminal_asks_first_and_a_no_keeps_the_workflow(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    kept = on_a_terminal(dev, "n\n", "workflows", "delete", workflow_id)
+    assert "Delete workflow 'cli-" in kept.stderr and "[y/N]" in kept.stderr
+    assert refused(kept, 1).endswith(f"Error: workflow {workflow_id} not deleted")
+    assert api(dev, f"/workflows/{workflow_id}").status_code == 200
+    gone = on_a_terminal(dev, "y\n", "workflows", "delete", workflow_id)
+    assert ok(gone).strip() == f"deleted workflow {workflow_id}"
+    assert api(dev, f"/workflows/{workflow_id}").status_code == 404
+
+
+def test_delete_with_no_terminal_and_no_yes_is_refused_and_deletes_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    result = trellis(dev, "workflows", "delete", workflow_id, stdin="y\n")
+    assert "there is no terminal to confirm on; give --yes" in refused(result, 2)
+    assert api(dev, f"/workflows/{workflow_id}").status_code == 200
