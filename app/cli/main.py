@@ -28,8 +28,8 @@ Run the platform:
 \b
 Use it (over the REST API at TRELLIS_URL, default http://127.0.0.1:8000; a token
 from TRELLIS_TOKEN or --token when the API requires one; --json prints the API's answer):
-  trellis workflows list | show ID | apply -f def.yaml | enable ID | disable ID
-                 | delete ID [--yes]
+  trellis workflows list | show ID [--version N] | versions ID | apply -f def.yaml
+                 | enable ID | disable ID | delete ID [--yes]
   trellis runs start WORKFLOW_ID [--input k=v …]
   trellis runs list WORKFLOW_ID [--status S] | show RUN_ID | watch RUN_ID
   trellis runs pause | resume | cancel | retry RUN_ID

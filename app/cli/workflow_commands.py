@@ -1,4 +1,4 @@
-"""`trellis workflows list | show | apply | enable | disable | delete`."""
+"""`trellis workflows list | show | versions | apply | enable | disable | delete`."""
 
 from __future__ import annotations
 
@@ -44,10 +44,16 @@ def _workflow_table(data: dict[str, Any]) -> Any:
 
 @workflows.command("show")
 @click.argument("workflow_id")
+@click.option("--version", "version", type=click.IntRange(min=1), default=None, metavar="N",
+              help="a kept version (`trellis workflows versions ID`), not the current")  # fmt: skip
 @api_options
-def show_workflow(session: Session, workflow_id: str) -> None:
-    """One definition with its node tree."""
-    session.emit(session.api.get(f"/workflows/{segment(workflow_id)}"), _workflow_detail)
+def show_workflow(session: Session, workflow_id: str, version: int | None) -> None:
+    """One definition with its node tree: the current version, or version N."""
+    if version is None:
+        session.emit(session.api.get(f"/workflows/{segment(workflow_id)}"), _workflow_detail)
+    else:
+        answer = session.api.get(f"/workflows/{segment(workflow_id)}/versions/{version}")
+        session.emit(answer, _version_detail)
 
 
 def _workflow_detail(data: dict[str, Any]) -> Any:
@@ -57,9 +63,37 @@ def _workflow_detail(data: dict[str, Any]) -> Any:
         f"version {data['version']}, {'enabled' if data['enabled'] else 'disabled'}, "
         f"updated {when(data['updatedAt'])}",
     )
+    return Group(head, _node_table(data))
+
+
+def _version_detail(data: dict[str, Any]) -> Any:
+    head = shown(
+        (data["name"], "bold"),
+        f"  {data['workflowId']}\nversion {data['version']}, saved {when(data['createdAt'])}",
+    )
+    return Group(head, _node_table(data))
+
+
+def _node_table(data: dict[str, Any]) -> Any:
     rows = [[depth * "  " + n.get("name", ""), n.get("nodeType"), n.get("id"), _what(n)]
             for depth, n in _walk(data.get("nodes") or [])]  # fmt: skip
-    return Group(head, table(None, ["NODE", "TYPE", "ID", "RUNS"], rows))
+    return table(None, ["NODE", "TYPE", "ID", "RUNS"], rows)
+
+
+@workflows.command("versions")
+@click.argument("workflow_id")
+@api_options
+def list_versions(session: Session, workflow_id: str) -> None:
+    """Every kept version of a definition, oldest first (each save that changed it)."""
+    answer = session.api.get(f"/workflows/{segment(workflow_id)}/versions")
+    session.emit(answer, _version_table)
+
+
+def _version_table(data: dict[str, Any]) -> Any:
+    rows = [[v["version"], v["name"], v["numNodes"], when(v["createdAt"]), v.get("description")]
+            for v in data["versions"]]  # fmt: skip
+    columns = ["VERSION", "NAME", "NODES", "SAVED", "DESCRIPTION"]
+    return table(f"versions ({len(rows)})", columns, rows)
 
 
 def _walk(nodes: list[dict[str, Any]], depth: int = 0) -> Any:

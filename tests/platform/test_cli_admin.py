@@ -1,6 +1,6 @@
-"""The people's CLI for deleting workflows, against a real `trellis dev`: each
-command reads or changes what the API answers, --json prints the API's answer, and each
-refused one says why and changes nothing."""
+"""The people's CLI for deleting workflows and reading their versions,
+against a real `trellis dev`: each command reads or changes what the API answers,
+--json prints the API's answer, and each refused one says why and changes nothing."""
 
 from __future__ import annotations
 
@@ -111,3 +111,34 @@ def test_delete_with_no_terminal_and_no_yes_is_refused_and_deletes_nothing(
     result = trellis(dev, "workflows", "delete", workflow_id, stdin="y\n")
     assert "there is no terminal to confirm on; give --yes" in refused(result, 2)
     assert api(dev, f"/workflows/{workflow_id}").status_code == 200
+
+
+def test_versions_lists_every_kept_version_and_show_version_shows_one(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    definition = api(dev, f"/workflows/{workflow_id}").json()
+    changed = tmp_path / "changed.yaml"
+    nodes = [{**definition["nodes"][0], "name": "Greet again"}]
+    changed.write_text(yaml.safe_dump({"id": workflow_id, "name": definition["name"],
+                                       "nodes": nodes}))  # fmt: skip
+    ok(trellis(dev, "workflows", "apply", "-f", str(changed)))
+    listed = ok(trellis(dev, "workflows", "versions", workflow_id))
+    assert "versions (2)" in listed and "Greet again" not in listed
+    printed = ok(trellis(dev, "workflows", "versions", workflow_id, "--json"))
+    answered = api(dev, f"/workflows/{workflow_id}/versions")
+    assert printed == answered.text + "\n"
+    assert [v["version"] for v in answered.json()["versions"]] == [1, 2]
+    first = ok(trellis(dev, "workflows", "show", workflow_id, "--version", "1"))
+    assert "version 1, saved" in first and "Greet" in first and "Greet again" not in first
+    printed = ok(trellis(dev, "workflows", "show", workflow_id, "--version", "2", "--json"))
+    assert printed == api(dev, f"/workflows/{workflow_id}/versions/2").text + "\n"
+    missing = trellis(dev, "workflows", "show", workflow_id, "--version", "9")
+    assert refused(missing, 1) == (
+        f"Error: 404 resource_not_found: Workflow '{workflow_id}' has no version 9"
+    )
+    unknown = trellis(dev, "workflows", "versions", "no-such-workflow")
+    assert (
+        refused(unknown, 1)
+        == "Error: 404 resource_not_found: Workflow 'no-such-workflow' not found"
+    )
