@@ -9,7 +9,13 @@ from collections.abc import Sequence
 
 import click
 
-from app.cli import lineage_commands, run_commands, schedule_commands, workflow_commands
+from app.cli import (
+    catalog_commands,
+    lineage_commands,
+    run_commands,
+    schedule_commands,
+    workflow_commands,
+)
 from app.cli.platform_commands import COMMANDS
 from app.cli.settings_options import SettingsError, invalid_settings, settings_overview
 from app.cli.token_command import token
@@ -38,6 +44,7 @@ from TRELLIS_TOKEN or --token when the API requires one; --json prints the API's
   trellis schedules list WORKFLOW_ID | show ID | delete ID | pause ID | unpause ID | trigger ID
   trellis schedules create WORKFLOW_ID (--cron EXPR | --interval-seconds N) [--time-zone TZ]
                  [--input k=v …] [--overlap-policy P] [--paused]
+  trellis catalog servers | agents [--refresh]   the MCP servers and A2A agents steps call
   trellis approvals                      the inbox of gates waiting for a person
   trellis approve RUN_ID STEP_ID [--reject] [--feedback TEXT] [--input k=v …]
                  [--choice NAME …] [--edited-output JSON]
@@ -54,7 +61,12 @@ Flags override TRELLIS_* environment variables, which override the defaults;
 for _command in lineage_commands.COMMANDS:
     run_commands.runs.add_command(_command)
 # The commands that talk to the API.
-CLIENTS = (workflow_commands.workflows, *run_commands.COMMANDS, schedule_commands.schedules)
+CLIENTS = (
+    workflow_commands.workflows,
+    *run_commands.COMMANDS,
+    schedule_commands.schedules,
+    catalog_commands.catalog,
+)
 
 
 @click.group(

@@ -1,5 +1,5 @@
-"""The people's CLI for deleting workflows and reading their versions,
-against a real `trellis dev`: each command reads or changes what the API answers,
+"""The people's CLI for deleting workflows, reading their versions and the executor
+catalog, against a real `trellis dev`: each command reads or changes what the API answers,
 --json prints the API's answer, and each refused one says why and changes nothing."""
 
 from __future__ import annotations
@@ -18,14 +18,20 @@ import httpx
 import pytest
 import yaml
 
+from tests.peers.catalog import Peers
 from tests.platform.conftest import REPO, DevProcess, trellis_env
 from tests.platform.test_cli_for_people import ok, trellis, wait_for_gate
 
 
 @pytest.fixture(scope="module")
-def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
-    """One `trellis dev` for the module."""
-    env = trellis_env(tmp_path_factory.mktemp("cli-admin") / "data")
+def dev(tmp_path_factory: pytest.TempPathFactory, peers: Peers) -> Iterator[DevProcess]:
+    """One `trellis dev` for the module, its catalog the test peers' (refreshed only on
+    demand, so two reads of the catalog answer the same)."""
+    env = trellis_env(
+        tmp_path_factory.mktemp("cli-admin") / "data",
+        TRELLIS_EXECUTORS_FILE=str(peers.catalog_path),
+        TRELLIS_CATALOG_REFRESH_SECONDS="3600",
+    )
     process = DevProcess.start(env)
     try:
         process.wait_ready(90)
@@ -142,3 +148,21 @@ def test_versions_lists_every_kept_version_and_show_version_shows_one(
         refused(unknown, 1)
         == "Error: 404 resource_not_found: Workflow 'no-such-workflow' not found"
     )
+
+
+def test_catalog_lists_the_mcp_servers_and_a2a_agents_as_the_api_answers(
+    dev: DevProcess,
+) -> None:
+    servers = ok(trellis(dev, "catalog", "servers", "--refresh"))
+    answered = api(dev, "/servers").json()
+    http_server = next(s for s in answered if s["id"] == "peer-http")
+    assert http_server["status"] == "up" and http_server["tools"]
+    row = next(line for line in servers.splitlines() if "peer-http" in line)
+    assert "up" in row and f" {len(http_server['tools'])} " in row, row
+    assert ok(trellis(dev, "catalog", "servers", "--json")) == api(dev, "/servers").text + "\n"
+    agents = ok(trellis(dev, "catalog", "agents"))
+    row = next(line for line in agents.splitlines() if "account-manager-v2 " in line)
+    assert "up" in row and "premium-accounts" in row, row
+    dead = next(line for line in agents.splitlines() if "dead-agent" in line)
+    assert "down" in dead, dead
+    assert ok(trellis(dev, "catalog", "agents", "--json")) == api(dev, "/agents").text + "\n"
