@@ -44,6 +44,8 @@ from TRELLIS_TOKEN or --token when the API requires one; --json prints the API's
   trellis schedules list WORKFLOW_ID | show ID | delete ID | pause ID | unpause ID | trigger ID
   trellis schedules create WORKFLOW_ID (--cron EXPR | --interval-seconds N) [--time-zone TZ]
                  [--input k=v …] [--overlap-policy P] [--paused]
+  trellis schedules update ID [the flags of create; --unpaused]   what is left out is kept
+  trellis schedules skips ID             firings that started no run, and why
   trellis catalog servers | agents [--refresh]   the MCP servers and A2A agents steps call
   trellis approvals                      the inbox of gates waiting for a person
   trellis approve RUN_ID STEP_ID [--reject] [--feedback TEXT] [--input k=v …]

@@ -1,6 +1,7 @@
-"""The people's CLI for deleting workflows, reading their versions and the executor
-catalog, against a real `trellis dev`: each command reads or changes what the API answers,
---json prints the API's answer, and each refused one says why and changes nothing."""
+"""The people's CLI for deleting workflows, reading their versions, updating schedules
+and reading their skips, and the executor catalog, against a real `trellis dev`: each
+command reads or changes what the API answers, --json prints the API's answer, and each
+refused one says why and changes nothing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import pty
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -166,3 +168,80 @@ def test_catalog_lists_the_mcp_servers_and_a2a_agents_as_the_api_answers(
     dead = next(line for line in agents.splitlines() if "dead-agent" in line)
     assert "down" in dead, dead
     assert ok(trellis(dev, "catalog", "agents", "--json")) == api(dev, "/agents").text + "\n"
+
+
+def schedule(dev: DevProcess, schedule_id: str) -> dict[str, Any]:
+    workflow_id = schedule_id.removeprefix("sched-")[:-13]
+    answer: dict[str, Any] = api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").json()
+    return answer
+
+
+def test_schedules_update_changes_what_its_flags_give_and_keeps_the_rest(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    made = ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "0 9 * * MON-FRI",
+                      "--time-zone", "Europe/Berlin", "--input", "who=Ada",
+                      "--overlap-policy", "buffer_one", "--json"))  # fmt: skip
+    schedule_id = json.loads(made)["id"]
+    said = ok(trellis(dev, "schedules", "update", schedule_id, "--interval-seconds", "120"))
+    assert said.strip() == f"updated schedule {schedule_id}: every 120 s"
+    now = schedule(dev, schedule_id)
+    assert (now["cron"], now["intervalSeconds"], now["timeZone"]) == (None, 120, "Europe/Berlin")
+    assert (now["initialInput"], now["overlapPolicy"], now["paused"]) == (
+        {"who": "Ada"}, "buffer_one", False,
+    )  # fmt: skip
+    printed = ok(trellis(dev, "schedules", "update", schedule_id, "--paused",
+                         "--input", "who=Bob", "--json"))  # fmt: skip
+    now = schedule(dev, schedule_id)
+    assert (now["intervalSeconds"], now["initialInput"], now["paused"]) == (
+        120,
+        {"who": "Bob"},
+        True,
+    )
+    assert json.loads(printed)["initialInput"] == {"who": "Bob"}
+    assert {k: v for k, v in json.loads(printed).items() if k != "recentActions"} == {
+        k: v for k, v in now.items() if k != "recentActions"
+    }
+
+
+def test_schedules_update_refused_by_the_api_changes_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    made = ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "@daily", "--json"))
+    schedule_id = json.loads(made)["id"]
+    before = schedule(dev, schedule_id)
+    bad = trellis(dev, "schedules", "update", schedule_id, "--cron", "61 * * * *",
+                  "--input", "who=Eve")  # fmt: skip
+    assert refused(bad, 1).startswith("Error: 400 invalid_request: ")
+    assert "is not a cron expression" in bad.stderr
+    unknown = f"sched-{workflow_id}-000000000000"
+    missing = trellis(dev, "schedules", "update", unknown, "--paused")
+    assert refused(missing, 1) == f"Error: 404 resource_not_found: Schedule not found: {unknown}"
+    after = schedule(dev, schedule_id)
+    assert (after["cron"], after["initialInput"], after["paused"]) == ("@daily", {}, False)
+    assert after == before
+
+
+def test_schedules_skips_lists_the_firings_that_started_no_run(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path, enabled=False)
+    made = ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "@daily", "--json"))
+    schedule_id = json.loads(made)["id"]
+    assert "(0)" in ok(trellis(dev, "schedules", "skips", schedule_id))
+    ok(trellis(dev, "schedules", "trigger", schedule_id))
+    path = f"/workflows/{workflow_id}/schedules/{schedule_id}/skips"
+    deadline = time.monotonic() + 30
+    while not api(dev, path).json()["skips"]:
+        assert time.monotonic() < deadline, "the firing of a disabled workflow logged no skip"
+        time.sleep(0.2)
+    listed = ok(trellis(dev, "schedules", "skips", schedule_id))
+    assert "skipped firings (1)" in listed and "workflow disabled" in listed
+    assert (
+        ok(trellis(dev, "schedules", "skips", schedule_id, "--json")) == api(dev, path).text + "\n"
+    )
+    unknown = f"sched-{workflow_id}-000000000000"
+    missing = trellis(dev, "schedules", "skips", unknown)
+    assert refused(missing, 1) == f"Error: 404 resource_not_found: Schedule not found: {unknown}"
