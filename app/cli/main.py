@@ -14,6 +14,7 @@ from app.cli import (
     lineage_commands,
     run_commands,
     schedule_commands,
+    share_commands,
     workflow_commands,
 )
 from app.cli.platform_commands import COMMANDS
@@ -36,6 +37,7 @@ Use it (over the REST API at TRELLIS_URL, default http://127.0.0.1:8000; a token
 from TRELLIS_TOKEN or --token when the API requires one; --json prints the API's answer):
   trellis workflows list | show ID [--version N] | versions ID | apply -f def.yaml
                  | enable ID | disable ID | delete ID [--yes]
+  trellis workflows share ID [--grant PRINCIPAL=PERM[,PERM…] …] [--revoke PRINCIPAL …]
   trellis runs start WORKFLOW_ID [--input k=v …]
   trellis runs list WORKFLOW_ID [--status S] | show RUN_ID | watch RUN_ID
   trellis runs pause | resume | cancel | retry RUN_ID
@@ -62,6 +64,8 @@ Flags override TRELLIS_* environment variables, which override the defaults;
 
 for _command in lineage_commands.COMMANDS:
     run_commands.runs.add_command(_command)
+for _command in share_commands.COMMANDS:
+    workflow_commands.workflows.add_command(_command)
 # The commands that talk to the API.
 CLIENTS = (
     workflow_commands.workflows,

@@ -1,7 +1,7 @@
-"""The people's CLI for deleting workflows, reading their versions, updating schedules
-and reading their skips, and the executor catalog, against a real `trellis dev`: each
-command reads or changes what the API answers, --json prints the API's answer, and each
-refused one says why and changes nothing."""
+"""The people's CLI for deleting and sharing workflows, their versions, schedule updates and
+skips, and the executor catalog, against a real `trellis dev` whose catalog names the test
+peers: each command reads or changes what the API answers, --json prints the API's answer,
+and each refused one says why and changes nothing."""
 
 from __future__ import annotations
 
@@ -245,3 +245,44 @@ def test_schedules_skips_lists_the_firings_that_started_no_run(
     unknown = f"sched-{workflow_id}-000000000000"
     missing = trellis(dev, "schedules", "skips", unknown)
     assert refused(missing, 1) == f"Error: 404 resource_not_found: Schedule not found: {unknown}"
+
+
+def grants(dev: DevProcess, workflow_id: str) -> dict[str, list[str]]:
+    answer = api(dev, f"/workflows/{workflow_id}/permissions").json()
+    return {g["principal"]: g["permissions"] for g in answer["grants"]}
+
+
+def test_share_grants_and_revokes_and_shows_the_owner_and_grants(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    shown = ok(trellis(dev, "workflows", "share", workflow_id))
+    assert f"workflow {workflow_id}, owned by user:dev" in shown and "grants (0)" in shown
+    ok(trellis(dev, "workflows", "share", workflow_id,
+               "--grant", "user:bob=EDIT", "--grant", "role:ops=view,share"))  # fmt: skip
+    assert grants(dev, workflow_id) == {"user:bob": ["VIEW", "EDIT"], "role:ops": ["VIEW", "SHARE"]}
+    printed = ok(trellis(dev, "workflows", "share", workflow_id, "--revoke", "user:bob",
+                         "--grant", "role:ops=DELETE", "--json"))  # fmt: skip
+    assert grants(dev, workflow_id) == {"role:ops": ["VIEW", "DELETE"]}
+    assert printed == api(dev, f"/workflows/{workflow_id}/permissions").text + "\n"
+    listed = ok(trellis(dev, "workflows", "share", workflow_id))
+    assert "role:ops" in listed and "VIEW, DELETE" in listed and "user:bob" not in listed
+
+
+def test_share_refused_changes_no_grant(dev: DevProcess, tmp_path: Path) -> None:
+    workflow_id = applied(dev, tmp_path)
+    ok(trellis(dev, "workflows", "share", workflow_id, "--grant", "user:bob=EDIT"))
+    bad = trellis(dev, "workflows", "share", workflow_id,
+                  "--grant", "user:carol=OWN", "--revoke", "user:bob")  # fmt: skip
+    assert refused(bad, 1).startswith("Error: 400 invalid_request: ")
+    assert "OWN" in bad.stderr or "permissions" in bad.stderr
+    malformed = trellis(dev, "workflows", "share", workflow_id, "--grant", "user:carol")
+    assert "'user:carol' is not PRINCIPAL=PERMISSION" in refused(malformed, 2)
+    owner = trellis(dev, "workflows", "share", workflow_id, "--grant", "user:dev=VIEW")
+    assert "user:dev owns the workflow" in refused(owner, 1)
+    assert grants(dev, workflow_id) == {"user:bob": ["VIEW", "EDIT"]}
+    unknown = trellis(dev, "workflows", "share", "no-such-workflow")
+    assert (
+        refused(unknown, 1)
+        == "Error: 404 resource_not_found: Workflow 'no-such-workflow' not found"
+    )
