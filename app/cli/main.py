@@ -9,7 +9,14 @@ from collections.abc import Sequence
 
 import click
 
-from app.cli import lineage_commands, run_commands, schedule_commands, workflow_commands
+from app.cli import (
+    catalog_commands,
+    lineage_commands,
+    run_commands,
+    schedule_commands,
+    share_commands,
+    workflow_commands,
+)
 from app.cli.platform_commands import COMMANDS
 from app.cli.settings_options import SettingsError, invalid_settings, settings_overview
 from app.cli.token_command import token
@@ -28,7 +35,9 @@ Run the platform:
 \b
 Use it (over the REST API at TRELLIS_URL, default http://127.0.0.1:8000; a token
 from TRELLIS_TOKEN or --token when the API requires one; --json prints the API's answer):
-  trellis workflows list | show ID | apply -f def.yaml | enable ID | disable ID
+  trellis workflows list | show ID [--version N] | versions ID | apply -f def.yaml
+                 | enable ID | disable ID | delete ID [--yes]
+  trellis workflows share ID [--grant PRINCIPAL=PERM[,PERM…] …] [--revoke PRINCIPAL …]
   trellis runs start WORKFLOW_ID [--input k=v …]
   trellis runs list WORKFLOW_ID [--status S] | show RUN_ID | watch RUN_ID
   trellis runs pause | resume | cancel | retry RUN_ID
@@ -37,6 +46,9 @@ from TRELLIS_TOKEN or --token when the API requires one; --json prints the API's
   trellis schedules list WORKFLOW_ID | show ID | delete ID | pause ID | unpause ID | trigger ID
   trellis schedules create WORKFLOW_ID (--cron EXPR | --interval-seconds N) [--time-zone TZ]
                  [--input k=v …] [--overlap-policy P] [--paused]
+  trellis schedules update ID [the flags of create; --unpaused]   what is left out is kept
+  trellis schedules skips ID             firings that started no run, and why
+  trellis catalog servers | agents [--refresh]   the MCP servers and A2A agents steps call
   trellis approvals                      the inbox of gates waiting for a person
   trellis approve RUN_ID STEP_ID [--reject] [--feedback TEXT] [--input k=v …]
                  [--choice NAME …] [--edited-output JSON]
@@ -52,8 +64,15 @@ Flags override TRELLIS_* environment variables, which override the defaults;
 
 for _command in lineage_commands.COMMANDS:
     run_commands.runs.add_command(_command)
+for _command in share_commands.COMMANDS:
+    workflow_commands.workflows.add_command(_command)
 # The commands that talk to the API.
-CLIENTS = (workflow_commands.workflows, *run_commands.COMMANDS, schedule_commands.schedules)
+CLIENTS = (
+    workflow_commands.workflows,
+    *run_commands.COMMANDS,
+    schedule_commands.schedules,
+    catalog_commands.catalog,
+)
 
 
 @click.group(

@@ -1,5 +1,5 @@
-"""`trellis schedules list | show | create | delete | pause | unpause | trigger`: a
-workflow's recurring runs (Temporal Schedules).
+"""`trellis schedules list | show | create | update | delete | pause | unpause | trigger |
+skips`: a workflow's recurring runs (Temporal Schedules).
 
 A bare schedule id is enough: the API names every schedule `sched-{workflowId}-{12 hex}`
 (docs/lineage-events-schedules.md), so the id says whose it is."""
@@ -7,6 +7,7 @@ A bare schedule id is enough: the API names every schedule `sched-{workflowId}-{
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -95,17 +96,28 @@ def _schedule_detail(s: dict[str, Any]) -> Any:
     return Group(*parts)
 
 
+def timing_options(func: Any) -> Any:
+    """`--cron | --interval-seconds`, `--time-zone`, the input and `--overlap-policy`: what
+    `create` sends and `update` changes."""
+    options: list[Callable[[Any], Any]] = [
+        click.option("--cron", default=None, metavar="EXPR",
+                     help="five fields, or @daily and friends (or --interval-seconds)"),
+        click.option("--interval-seconds", type=int, default=None, metavar="N",
+                     help="fire every N seconds (give this or --cron)"),
+        click.option("--time-zone", default=None, metavar="TZ",
+                     help="the cron's IANA time zone  [API default: UTC]"),
+        input_options,
+        click.option("--overlap-policy", type=click.Choice(OVERLAP_POLICIES), default=None,
+                     help="a firing while the last one's start goes on  [API default: skip]"),
+    ]  # fmt: skip
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @schedules.command("create")
 @click.argument("workflow_id")
-@click.option("--cron", default=None, metavar="EXPR",
-              help="five fields, or @daily and friends (or --interval-seconds)")  # fmt: skip
-@click.option("--interval-seconds", type=int, default=None, metavar="N",
-              help="fire every N seconds (give this or --cron)")  # fmt: skip
-@click.option("--time-zone", default=None, metavar="TZ",
-              help="the cron's IANA time zone  [API default: UTC]")  # fmt: skip
-@input_options
-@click.option("--overlap-policy", type=click.Choice(OVERLAP_POLICIES), default=None,
-              help="a firing while the last one's start goes on  [API default: skip]")  # fmt: skip
+@timing_options
 @click.option("--paused", is_flag=True, help="create it paused (it fires once unpaused)")
 @api_options
 def create_schedule(
@@ -171,3 +183,68 @@ def trigger_schedule(session: Session, schedule_id: str) -> None:
     """Fire once now, as if the schedule's time had come."""
     answer = session.api.post(f"{schedule_path(schedule_id)}/trigger")
     session.emit(answer, lambda r: shown(f"schedule {r['scheduleId']}: {r['message']}"))
+
+
+@schedules.command("update")
+@click.argument("schedule_id")
+@timing_options
+@click.option("--paused/--unpaused", "paused", default=None,
+              help="pause it, or let it fire again")  # fmt: skip
+@api_options
+def update_schedule(
+    session: Session,
+    schedule_id: str,
+    cron: str | None,
+    interval_seconds: int | None,
+    time_zone: str | None,
+    inputs: tuple[str, ...],
+    input_json: str | None,
+    overlap_policy: str | None,
+    paused: bool | None,
+) -> None:
+    """Change a schedule: what a flag gives, the rest kept as it is.
+
+    The API's PUT replaces the whole schedule, so this reads it and sends it back with the
+    flags applied: --cron replaces an interval and --interval-seconds a cron; --input and
+    --input-json replace the whole input (`--input-json '{}'` empties it). A change someone
+    makes between the read and the write is overwritten."""
+    path = schedule_path(schedule_id)
+    current = session.api.get(path).data
+    body: dict[str, Any] = {
+        "timeZone": current["timeZone"],
+        "initialInput": current["initialInput"],
+        "overlapPolicy": current["overlapPolicy"],
+        "paused": current["paused"],
+    }
+    if cron is None and interval_seconds is None:
+        timing = "cron" if current.get("cron") is not None else "intervalSeconds"
+        body[timing] = current[timing]
+    # Both given: both sent, and the API's 400 says one of them.
+    if cron is not None:
+        body["cron"] = cron
+    if interval_seconds is not None:
+        body["intervalSeconds"] = interval_seconds
+    given = {"timeZone": time_zone, "overlapPolicy": overlap_policy, "paused": paused}
+    body.update({k: v for k, v in given.items() if v is not None})
+    if inputs or input_json:
+        body["initialInput"] = initial_input(inputs, input_json)
+    answer = session.api.request("PUT", path, json=body)
+    session.emit(answer, lambda s: shown(f"updated schedule {s['id']}: {_timing(s)}"))
+
+
+@schedules.command("skips")
+@click.argument("schedule_id")
+@click.option("--after-id", type=click.IntRange(min=0), default=None, metavar="N",
+              help="only skips after the one with this id")  # fmt: skip
+@click.option("--limit", type=click.IntRange(1, 500), default=None, metavar="N",
+              help="at most N  [API default: 100]")  # fmt: skip
+@api_options
+def list_skips(session: Session, schedule_id: str, after_id: int | None, limit: int | None) -> None:
+    """Firings that started no run, and why (e.g. the workflow was disabled), oldest first."""
+    answer = session.api.get(f"{schedule_path(schedule_id)}/skips", afterId=after_id, limit=limit)
+    session.emit(answer, _skip_table)
+
+
+def _skip_table(data: dict[str, Any]) -> Any:
+    rows = [[s["id"], when(s["timestamp"]), s["reason"]] for s in data["skips"]]
+    return table(f"skipped firings ({len(rows)})", ["ID", "AT", "REASON"], rows)

@@ -1,4 +1,4 @@
-"""`trellis workflows list | show | apply | enable | disable`."""
+"""`trellis workflows list | show | versions | apply | enable | disable | delete`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import yaml
 from rich.console import Group
 
 from app.cli.api_client import segment
-from app.cli.output import Session, api_options, shown, table, when
+from app.cli.output import Session, api_options, clean, shown, table, when
 
 
 @click.group()
@@ -44,10 +44,16 @@ def _workflow_table(data: dict[str, Any]) -> Any:
 
 @workflows.command("show")
 @click.argument("workflow_id")
+@click.option("--version", "version", type=click.IntRange(min=1), default=None, metavar="N",
+              help="a kept version (`trellis workflows versions ID`), not the current")  # fmt: skip
 @api_options
-def show_workflow(session: Session, workflow_id: str) -> None:
-    """One definition with its node tree."""
-    session.emit(session.api.get(f"/workflows/{segment(workflow_id)}"), _workflow_detail)
+def show_workflow(session: Session, workflow_id: str, version: int | None) -> None:
+    """One definition with its node tree: the current version, or version N."""
+    if version is None:
+        session.emit(session.api.get(f"/workflows/{segment(workflow_id)}"), _workflow_detail)
+    else:
+        answer = session.api.get(f"/workflows/{segment(workflow_id)}/versions/{version}")
+        session.emit(answer, _version_detail)
 
 
 def _workflow_detail(data: dict[str, Any]) -> Any:
@@ -57,9 +63,37 @@ def _workflow_detail(data: dict[str, Any]) -> Any:
         f"version {data['version']}, {'enabled' if data['enabled'] else 'disabled'}, "
         f"updated {when(data['updatedAt'])}",
     )
+    return Group(head, _node_table(data))
+
+
+def _version_detail(data: dict[str, Any]) -> Any:
+    head = shown(
+        (data["name"], "bold"),
+        f"  {data['workflowId']}\nversion {data['version']}, saved {when(data['createdAt'])}",
+    )
+    return Group(head, _node_table(data))
+
+
+def _node_table(data: dict[str, Any]) -> Any:
     rows = [[depth * "  " + n.get("name", ""), n.get("nodeType"), n.get("id"), _what(n)]
             for depth, n in _walk(data.get("nodes") or [])]  # fmt: skip
-    return Group(head, table(None, ["NODE", "TYPE", "ID", "RUNS"], rows))
+    return table(None, ["NODE", "TYPE", "ID", "RUNS"], rows)
+
+
+@workflows.command("versions")
+@click.argument("workflow_id")
+@api_options
+def list_versions(session: Session, workflow_id: str) -> None:
+    """Every kept version of a definition, oldest first (each save that changed it)."""
+    answer = session.api.get(f"/workflows/{segment(workflow_id)}/versions")
+    session.emit(answer, _version_table)
+
+
+def _version_table(data: dict[str, Any]) -> Any:
+    rows = [[v["version"], v["name"], v["numNodes"], when(v["createdAt"]), v.get("description")]
+            for v in data["versions"]]  # fmt: skip
+    columns = ["VERSION", "NAME", "NODES", "SAVED", "DESCRIPTION"]
+    return table(f"versions ({len(rows)})", columns, rows)
 
 
 def _walk(nodes: list[dict[str, Any]], depth: int = 0) -> Any:
@@ -204,3 +238,32 @@ def enable_workflow(session: Session, workflow_id: str) -> None:
 def disable_workflow(session: Session, workflow_id: str) -> None:
     """Disable a definition (no new runs start)."""
     _toggle(session, workflow_id, False)
+
+
+@workflows.command("delete")
+@click.argument("workflow_id")
+@click.option(
+    "--yes", "-y", is_flag=True, help="delete without asking (needed when not on a terminal)"
+)
+@api_options
+def delete_workflow(session: Session, workflow_id: str, yes: bool) -> None:
+    """Delete a definition with every version, schedule and run; its open runs are cancelled.
+
+    Asks first on a terminal; elsewhere (a pipe, a script) it deletes only with --yes."""
+    if not yes and not sys.stdin.isatty():
+        # Nothing to ask on: a script that meant it says --yes; one that did not loses nothing.
+        raise click.UsageError(
+            f"not deleting workflow {workflow_id!r}: there is no terminal to confirm on; "
+            "give --yes to delete it with its versions, schedules and runs"
+        )
+    if not yes:
+        # Read first: an unknown id is the API's 404 before anything is asked.
+        found = session.api.get(f"/workflows/{segment(workflow_id)}").data
+        question = (
+            f"Delete workflow {clean(found['name'], one_line=True)!r} ({found['id']}) with its "
+            "versions, schedules and runs (its open runs are cancelled)?"
+        )
+        if not click.confirm(question, default=False, err=True):
+            raise click.ClickException(f"workflow {workflow_id} not deleted")
+    answer = session.api.request("DELETE", f"/workflows/{segment(workflow_id)}")
+    session.emit(answer, lambda _: shown(f"deleted workflow {workflow_id}"))

@@ -914,4 +914,4 @@ def test_the_root_help_lists_the_client_commands_settings(tmp_path: Path) -> Non
     settings = result.stdout.split("Settings per command")[1]
     rows = {line.split()[0]: line.split(None, 1)[1] for line in settings.splitlines()[1:] if line}
     for variable in ("TRELLIS_URL", "TRELLIS_TOKEN"):
-        assert rows[variable] == "workflows, runs, approvals, approve, schedules", settings
+        assert rows[variable] == "workflows, runs, approvals, approve, schedules, catalog", settings

@@ -1,0 +1,67 @@
+"""`trellis workflows share`: who may see and change a workflow (its owner and grants,
+docs/security.md), read, or changed grant by grant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Group
+
+from app.cli.api_client import segment
+from app.cli.output import Session, api_options, shown, table
+
+
+def _grant(value: str) -> tuple[str, list[str]]:
+    """`PRINCIPAL=PERM[,PERM…]` as the principal and its permissions (upper-cased)."""
+    principal, equals, listed = value.rpartition("=")
+    permissions = [p.strip().upper() for p in listed.split(",") if p.strip()]
+    if not equals or not principal or not permissions:
+        raise click.BadParameter(
+            f"{value[:140]!r} is not PRINCIPAL=PERMISSION[,PERMISSION…] "
+            "(e.g. user:bob=EDIT or role:ops=VIEW,SHARE)",
+            param_hint="--grant",
+        )
+    return principal, permissions
+
+
+@click.command("share")
+@click.argument("workflow_id")
+@click.option("--grant", "grants", multiple=True, metavar="PRINCIPAL=PERM[,PERM…]",
+              help="give user:ID or role:NAME exactly these of VIEW, EDIT, DELETE, SHARE "
+                   "(VIEW comes with any; repeatable)")  # fmt: skip
+@click.option("--revoke", "revokes", multiple=True, metavar="PRINCIPAL",
+              help="take every permission from user:ID or role:NAME (repeatable)")  # fmt: skip
+@api_options
+def share(
+    session: Session, workflow_id: str, grants: tuple[str, ...], revokes: tuple[str, ...]
+) -> None:
+    """Show a workflow's owner and grants; with --grant or --revoke, change them.
+
+    A grant replaces what the principal held; grants not named are kept. The API's PUT
+    replaces every grant, so this reads them and sends them back changed: a change someone
+    makes between the read and the write is overwritten."""
+    given = dict(_grant(g) for g in grants)
+    both = sorted(set(given) & set(revokes))
+    if both:
+        raise click.UsageError(f"{', '.join(both)}: both granted and revoked")
+    path = f"/workflows/{segment(workflow_id)}/permissions"
+    answer = session.api.get(path)
+    if given or revokes:
+        held = {g["principal"]: g["permissions"] for g in answer.data["grants"]}
+        for principal in revokes:
+            if held.pop(principal, None) is None:
+                click.echo(f"warning: {principal} has no grant on {workflow_id}", err=True)
+        held.update(given)
+        body = {"grants": [{"principal": p, "permissions": ps} for p, ps in held.items()]}
+        answer = session.api.request("PUT", path, json=body)
+    session.emit(answer, _permissions)
+
+
+def _permissions(data: dict[str, Any]) -> Any:
+    head = shown(f"workflow {data['workflowId']}, owned by ", (data["owner"], "bold"))
+    rows = [[g["principal"], ", ".join(g["permissions"])] for g in data["grants"]]
+    return Group(head, table(f"grants ({len(rows)})", ["PRINCIPAL", "PERMISSIONS"], rows))
+
+
+COMMANDS = (share,)

@@ -1,0 +1,288 @@
+"""The people's CLI for deleting and sharing workflows, their versions, schedule updates and
+skips, and the executor catalog, against a real `trellis dev` whose catalog names the test
+peers: each command reads or changes what the API answers, --json prints the API's answer,
+and each refused one says why and changes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.peers.catalog import Peers
+from tests.platform.conftest import REPO, DevProcess, trellis_env
+from tests.platform.test_cli_for_people import ok, trellis, wait_for_gate
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory, peers: Peers) -> Iterator[DevProcess]:
+    """One `trellis dev` for the module, its catalog the test peers' (refreshed only on
+    demand, so two reads of the catalog answer the same)."""
+    env = trellis_env(
+        tmp_path_factory.mktemp("cli-admin") / "data",
+        TRELLIS_EXECUTORS_FILE=str(peers.catalog_path),
+        TRELLIS_CATALOG_REFRESH_SECONDS="3600",
+    )
+    process = DevProcess.start(env)
+    try:
+        process.wait_ready(90)
+        yield process
+    finally:
+        process.stop()
+        process.kill_everything()
+
+
+def api(dev: DevProcess, path: str) -> httpx.Response:
+    return httpx.get(f"{dev.api_url}/api/v1{path}", timeout=10)
+
+
+def applied(dev: DevProcess, tmp_path: Path, *, gate: bool = False, enabled: bool = True) -> str:
+    """A workflow of one step (behind a gate when `gate`); its id."""
+    step: dict[str, Any] = {"id": "greet", "name": "Greet", "nodeType": "step",
+                            "executorKey": "builtin:echo", "config": {"n": 1}}  # fmt: skip
+    if gate:
+        step["humanReview"] = {"requiresConfirmation": True}
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, "enabled": enabled, "nodes": [step]}))
+    return str(json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))["id"])
+
+
+def refused(result: subprocess.CompletedProcess[str], code: int) -> str:
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    return result.stderr.strip()
+
+
+def on_a_terminal(dev: DevProcess, answer: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`trellis ARGS` with a pseudo-terminal for stdin, `answer` typed into it."""
+    main, child = pty.openpty()
+    try:
+        command = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", *args],
+            env={**dev.env, "TRELLIS_URL": dev.api_url}, cwd=REPO, text=True,
+            stdin=child, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        os.write(main, answer.encode())
+        stdout, stderr = command.communicate(timeout=30)
+    finally:
+        os.close(child)
+        os.close(main)
+    return subprocess.CompletedProcess(command.args, command.returncode, stdout, stderr)
+
+
+def test_delete_with_yes_deletes_the_workflow_its_schedules_and_its_open_runs(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path, gate=True)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    made = ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "@daily", "--json"))
+    schedule_id = json.loads(made)["id"]
+    deleted = trellis(dev, "workflows", "delete", workflow_id, "--yes", "--json")
+    assert (deleted.returncode, deleted.stdout) == (0, ""), deleted.stderr  # a 204: no body
+    assert api(dev, f"/workflows/{workflow_id}").status_code == 404
+    assert api(dev, f"/runs/{run_id}").status_code == 404
+    assert api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").status_code == 404
+    again = trellis(dev, "workflows", "delete", workflow_id, "--yes")
+    says = f"Error: 404 resource_not_found: Workflow '{workflow_id}' not found"
+    assert refused(again, 1) == says
+
+
+def test_delete_on_a_terminal_asks_first_and_a_no_keeps_the_workflow(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    kept = on_a_terminal(dev, "n\n", "workflows", "delete", workflow_id)
+    assert "Delete workflow 'cli-" in kept.stderr and "[y/N]" in kept.stderr
+    assert refused(kept, 1).endswith(f"Error: workflow {workflow_id} not deleted")
+    assert api(dev, f"/workflows/{workflow_id}").status_code == 200
+    gone = on_a_terminal(dev, "y\n", "workflows", "delete", workflow_id)
+    assert ok(gone).strip() == f"deleted workflow {workflow_id}"
+    assert api(dev, f"/workflows/{workflow_id}").status_code == 404
+
+
+def test_delete_with_no_terminal_and_no_yes_is_refused_and_deletes_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    result = trellis(dev, "workflows", "delete", workflow_id, stdin="y\n")
+    assert "there is no terminal to confirm on; give --yes" in refused(result, 2)
+    assert api(dev, f"/workflows/{workflow_id}").status_code == 200
+
+
+def test_versions_lists_every_kept_version_and_show_version_shows_one(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    definition = api(dev, f"/workflows/{workflow_id}").json()
+    changed = tmp_path / "changed.yaml"
+    nodes = [{**definition["nodes"][0], "name": "Greet again"}]
+    changed.write_text(yaml.safe_dump({"id": workflow_id, "name": definition["name"],
+                                       "nodes": nodes}))  # fmt: skip
+    ok(trellis(dev, "workflows", "apply", "-f", str(changed)))
+    listed = ok(trellis(dev, "workflows", "versions", workflow_id))
+    assert "versions (2)" in listed and "Greet again" not in listed
+    printed = ok(trellis(dev, "workflows", "versions", workflow_id, "--json"))
+    answered = api(dev, f"/workflows/{workflow_id}/versions")
+    assert printed == answered.text + "\n"
+    assert [v["version"] for v in answered.json()["versions"]] == [1, 2]
+    first = ok(trellis(dev, "workflows", "show", workflow_id, "--version", "1"))
+    assert "version 1, saved" in first and "Greet" in first and "Greet again" not in first
+    printed = ok(trellis(dev, "workflows", "show", workflow_id, "--version", "2", "--json"))
+    assert printed == api(dev, f"/workflows/{workflow_id}/versions/2").text + "\n"
+    missing = trellis(dev, "workflows", "show", workflow_id, "--version", "9")
+    assert refused(missing, 1) == (
+        f"Error: 404 resource_not_found: Workflow '{workflow_id}' has no version 9"
+    )
+    unknown = trellis(dev, "workflows", "versions", "no-such-workflow")
+    assert (
+        refused(unknown, 1)
+        == "Error: 404 resource_not_found: Workflow 'no-such-workflow' not found"
+    )
+
+
+def test_catalog_lists_the_mcp_servers_and_a2a_agents_as_the_api_answers(
+    dev: DevProcess,
+) -> None:
+    servers = ok(trellis(dev, "catalog", "servers", "--refresh"))
+    answered = api(dev, "/servers").json()
+    http_server = next(s for s in answered if s["id"] == "peer-http")
+    assert http_server["status"] == "up" and http_server["tools"]
+    row = next(line for line in servers.splitlines() if "peer-http" in line)
+    assert "up" in row and f" {len(http_server['tools'])} " in row, row
+    assert ok(trellis(dev, "catalog", "servers", "--json")) == api(dev, "/servers").text + "\n"
+    agents = ok(trellis(dev, "catalog", "agents"))
+    row = next(line for line in agents.splitlines() if "account-manager-v2 " in line)
+    assert "up" in row and "premium-accounts" in row, row
+    dead = next(line for line in agents.splitlines() if "dead-agent" in line)
+    assert "down" in dead, dead
+    assert ok(trellis(dev, "catalog", "agents", "--json")) == api(dev, "/agents").text + "\n"
+
+
+def schedule(dev: DevProcess, schedule_id: str) -> dict[str, Any]:
+    workflow_id = schedule_id.removeprefix("sched-")[:-13]
+    answer: dict[str, Any] = api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").json()
+    return answer
+
+
+def test_schedules_update_changes_what_its_flags_give_and_keeps_the_rest(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    made = ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "0 9 * * MON-FRI",
+                      "--time-zone", "Europe/Berlin", "--input", "who=Ada",
+                      "--overlap-policy", "buffer_one", "--json"))  # fmt: skip
+    schedule_id = json.loads(made)["id"]
+    said = ok(trellis(dev, "schedules", "update", schedule_id, "--interval-seconds", "120"))
+    assert said.strip() == f"updated schedule {schedule_id}: every 120 s"
+    now = schedule(dev, schedule_id)
+    assert (now["cron"], now["intervalSeconds"], now["timeZone"]) == (None, 120, "Europe/Berlin")
+    assert (now["initialInput"], now["overlapPolicy"], now["paused"]) == (
+        {"who": "Ada"}, "buffer_one", False,
+    )  # fmt: skip
+    printed = ok(trellis(dev, "schedules", "update", schedule_id, "--paused",
+                         "--input", "who=Bob", "--json"))  # fmt: skip
+    now = schedule(dev, schedule_id)
+    assert (now["intervalSeconds"], now["initialInput"], now["paused"]) == (
+        120,
+        {"who": "Bob"},
+        True,
+    )
+    assert json.loads(printed)["initialInput"] == {"who": "Bob"}
+    assert {k: v for k, v in json.loads(printed).items() if k != "recentActions"} == {
+        k: v for k, v in now.items() if k != "recentActions"
+    }
+
+
+def test_schedules_update_refused_by_the_api_changes_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    made = ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "@daily", "--json"))
+    schedule_id = json.loads(made)["id"]
+    before = schedule(dev, schedule_id)
+    bad = trellis(dev, "schedules", "update", schedule_id, "--cron", "61 * * * *",
+                  "--input", "who=Eve")  # fmt: skip
+    assert refused(bad, 1).startswith("Error: 400 invalid_request: ")
+    assert "is not a cron expression" in bad.stderr
+    unknown = f"sched-{workflow_id}-000000000000"
+    missing = trellis(dev, "schedules", "update", unknown, "--paused")
+    assert refused(missing, 1) == f"Error: 404 resource_not_found: Schedule not found: {unknown}"
+    after = schedule(dev, schedule_id)
+    assert (after["cron"], after["initialInput"], after["paused"]) == ("@daily", {}, False)
+    assert after == before
+
+
+def test_schedules_skips_lists_the_firings_that_started_no_run(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path, enabled=False)
+    made = ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "@daily", "--json"))
+    schedule_id = json.loads(made)["id"]
+    assert "(0)" in ok(trellis(dev, "schedules", "skips", schedule_id))
+    ok(trellis(dev, "schedules", "trigger", schedule_id))
+    path = f"/workflows/{workflow_id}/schedules/{schedule_id}/skips"
+    deadline = time.monotonic() + 30
+    while not api(dev, path).json()["skips"]:
+        assert time.monotonic() < deadline, "the firing of a disabled workflow logged no skip"
+        time.sleep(0.2)
+    listed = ok(trellis(dev, "schedules", "skips", schedule_id))
+    assert "skipped firings (1)" in listed and "workflow disabled" in listed
+    assert (
+        ok(trellis(dev, "schedules", "skips", schedule_id, "--json")) == api(dev, path).text + "\n"
+    )
+    unknown = f"sched-{workflow_id}-000000000000"
+    missing = trellis(dev, "schedules", "skips", unknown)
+    assert refused(missing, 1) == f"Error: 404 resource_not_found: Schedule not found: {unknown}"
+
+
+def grants(dev: DevProcess, workflow_id: str) -> dict[str, list[str]]:
+    answer = api(dev, f"/workflows/{workflow_id}/permissions").json()
+    return {g["principal"]: g["permissions"] for g in answer["grants"]}
+
+
+def test_share_grants_and_revokes_and_shows_the_owner_and_grants(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    workflow_id = applied(dev, tmp_path)
+    shown = ok(trellis(dev, "workflows", "share", workflow_id))
+    assert f"workflow {workflow_id}, owned by user:dev" in shown and "grants (0)" in shown
+    ok(trellis(dev, "workflows", "share", workflow_id,
+               "--grant", "user:bob=EDIT", "--grant", "role:ops=view,share"))  # fmt: skip
+    assert grants(dev, workflow_id) == {"user:bob": ["VIEW", "EDIT"], "role:ops": ["VIEW", "SHARE"]}
+    printed = ok(trellis(dev, "workflows", "share", workflow_id, "--revoke", "user:bob",
+                         "--grant", "role:ops=DELETE", "--json"))  # fmt: skip
+    assert grants(dev, workflow_id) == {"role:ops": ["VIEW", "DELETE"]}
+    assert printed == api(dev, f"/workflows/{workflow_id}/permissions").text + "\n"
+    listed = ok(trellis(dev, "workflows", "share", workflow_id))
+    assert "role:ops" in listed and "VIEW, DELETE" in listed and "user:bob" not in listed
+
+
+def test_share_refused_changes_no_grant(dev: DevProcess, tmp_path: Path) -> None:
+    workflow_id = applied(dev, tmp_path)
+    ok(trellis(dev, "workflows", "share", workflow_id, "--grant", "user:bob=EDIT"))
+    bad = trellis(dev, "workflows", "share", workflow_id,
+                  "--grant", "user:carol=OWN", "--revoke", "user:bob")  # fmt: skip
+    assert refused(bad, 1).startswith("Error: 400 invalid_request: ")
+    assert "OWN" in bad.stderr or "permissions" in bad.stderr
+    malformed = trellis(dev, "workflows", "share", workflow_id, "--grant", "user:carol")
+    assert "'user:carol' is not PRINCIPAL=PERMISSION" in refused(malformed, 2)
+    owner = trellis(dev, "workflows", "share", workflow_id, "--grant", "user:dev=VIEW")
+    assert "user:dev owns the workflow" in refused(owner, 1)
+    assert grants(dev, workflow_id) == {"user:bob": ["VIEW", "EDIT"]}
+    unknown = trellis(dev, "workflows", "share", "no-such-workflow")
+    assert (
+        refused(unknown, 1)
+        == "Error: 404 resource_not_found: Workflow 'no-such-workflow' not found"
+    )
