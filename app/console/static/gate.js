@@ -27,7 +27,7 @@ export function gateKind(req) {
  * A card for one gate. `item` has workflowId, workflowName, runId, stepId, stepName, message,
  * createdAt, timeoutAt and requirement (the StepRequirementSummary).
  */
-export function gateCard(item, { onDecided, headingLevel = "h2", showRunLink = true } = {}) {
+export function gateCard(item, { onDecided, onDismissed, headingLevel = "h2", showRunLink = true } = {}) {
   const req = item.requirement;
   const headingId = newId("gate");
   const card = h("article.card.gate", {
@@ -53,7 +53,7 @@ export function gateCard(item, { onDecided, headingLevel = "h2", showRunLink = t
       pausedBadge(item.runStatus)),
     item.message ? h("p.message", {}, item.message) : null,
     meta,
-    decisionForm(item, card, { onDecided, runPath, showRunLink }));
+    decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink }));
   return card;
 }
 
@@ -127,7 +127,7 @@ export function tickClocks(root = document) {
   }
 }
 
-function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
+function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink }) {
   const req = item.requirement;
   const errors = h("div.form-errors", { "aria-live": "assertive" });
   const parts = [];
@@ -278,6 +278,7 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     card.remove();
     const heading = document.querySelector("main h1");
     if (heading) heading.focus();
+    if (onDismissed) onDismissed(item);
   }
 
   /** Show why the decision was not taken; returns the field the server named, if any. */
