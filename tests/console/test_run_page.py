@@ -41,6 +41,11 @@ async def test_controls_ask_first_and_the_page_follows_the_run_live(console: Con
         "href", f"http://127.0.0.1:8233/namespaces/default/workflows/{run_id}"
     )
     await expect(page.locator("button[data-action=resume]")).to_be_disabled()
+    # A node's name for screen readers says its status in words, as its badge does.
+    ship = page.locator('button.node[data-node-id="ship"]')
+    await expect(ship).to_have_attribute(
+        "aria-label", "ship, step, builtin:echo: awaiting approval"
+    )
 
     await page.locator("button[data-action=pause]").click()
     dialog = page.get_by_role("dialog", name="Pause?")
@@ -62,6 +67,7 @@ async def test_controls_ask_first_and_the_page_follows_the_run_live(console: Con
     await confirm(console, "cancel")
     await expect(status).to_have_text("cancelled", timeout=LIVE)
     await expect(page.locator('button.node[data-node-id="ship"] .badge')).to_have_text("cancelled")
+    await expect(ship).to_have_attribute("aria-label", "ship, step, builtin:echo: cancelled")
 
     await confirm(console, "retry")
     notice = page.get_by_role("status").filter(has_text="Retry: started run")
