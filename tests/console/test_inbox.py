@@ -10,7 +10,7 @@ from playwright.async_api import expect
 
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate, form_gate, review_gate, route_gate
-from tests.hitl.helpers import wait_for_gate
+from tests.hitl.helpers import control, wait_for_gate
 
 LIVE = 15_000  # ms: how long a live change may take to show
 
@@ -258,3 +258,24 @@ async def test_the_inbox_picks_up_new_gates_and_says_when_nothing_waits(console:
     _wf, run_id = await console.at_gate(confirm_gate(), "ship")
     await console.page.get_by_role("button", name="Refresh").click()
     await expect(console.page.locator(f'article[data-run-id="{run_id}"]')).to_be_visible()
+
+
+async def test_a_cards_run_paused_mark_follows_its_run_being_paused_and_resumed(
+    console: Console,
+) -> None:
+    p = console.platform
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    await console.goto("/console/approvals")
+    card = console.page.locator(f'article[data-run-id="{run_id}"]')
+    paused = card.locator(".gate-head").get_by_text("run paused")
+    refresh = console.page.get_by_role("button", name="Refresh")
+    await expect(card).to_be_visible()
+    await expect(paused).to_have_count(0)
+    assert (await control(p, wf, run_id, "pause")).status_code == 200
+    await p.wait(wf, run_id, {"paused"})
+    await refresh.click()
+    await expect(paused).to_be_visible()
+    assert (await control(p, wf, run_id, "resume")).status_code == 200
+    await p.wait(wf, run_id, {"awaiting_approval"})
+    await refresh.click()
+    await expect(paused).to_have_count(0)

@@ -119,3 +119,23 @@ async def test_a_decided_card_keeps_its_outcome_through_refreshes_until_dismisse
     await card.get_by_role("button", name="Dismiss").click()
     await expect(card).to_have_count(0)
     await expect(page.get_by_role("heading", name="Approvals")).to_be_focused()
+
+
+async def test_dismissing_the_last_outcome_of_a_finished_run_leaves_no_waiting_heading(
+    console: Console,
+) -> None:
+    # The run page stops refreshing once its run is finished: the Dismiss itself must take
+    # "Waiting for a decision" away when nothing waits any more.
+    p = console.platform
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    gates = page.locator("section[aria-labelledby=gates-h]")
+    await gates.get_by_role("button", name="Approve").click()
+    await expect(gates.get_by_role("status")).to_contain_text("Approved: ship")
+    await p.wait(wf, run_id)
+    await expect(page.locator("dl.facts").first).to_contain_text("Finished")
+    await page.wait_for_timeout(1000)  # the page's last refreshes are done; as a person would
+    await gates.get_by_role("button", name="Dismiss").click()
+    await expect(page.get_by_role("heading", name="Waiting for a decision")).to_have_count(0)
+    await expect(page.get_by_role("heading", level=1)).to_be_focused()

@@ -41,6 +41,11 @@ async def test_controls_ask_first_and_the_page_follows_the_run_live(console: Con
         "href", f"http://127.0.0.1:8233/namespaces/default/workflows/{run_id}"
     )
     await expect(page.locator("button[data-action=resume]")).to_be_disabled()
+    # A node's name for screen readers says its status in words, as its badge does.
+    ship = page.locator('button.node[data-node-id="ship"]')
+    await expect(ship).to_have_attribute(
+        "aria-label", "ship, step, builtin:echo: awaiting approval"
+    )
 
     await page.locator("button[data-action=pause]").click()
     dialog = page.get_by_role("dialog", name="Pause?")
@@ -62,6 +67,7 @@ async def test_controls_ask_first_and_the_page_follows_the_run_live(console: Con
     await confirm(console, "cancel")
     await expect(status).to_have_text("cancelled", timeout=LIVE)
     await expect(page.locator('button.node[data-node-id="ship"] .badge')).to_have_text("cancelled")
+    await expect(ship).to_have_attribute("aria-label", "ship, step, builtin:echo: cancelled")
 
     await confirm(console, "retry")
     notice = page.get_by_role("status").filter(has_text="Retry: started run")
@@ -232,3 +238,20 @@ async def test_a_retry_sent_again_after_its_answer_was_lost_starts_one_child(
     children = (await p.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}/children")).json()
     assert len(children["runs"]) == 1, children
     assert keys[0] and keys[0] == keys[1], keys
+
+
+async def test_a_long_line_in_an_output_scrolls_in_its_box_not_the_page(console: Console) -> None:
+    # A gate's "Output so far" and a node run's snapshot hold whatever a step returned; a
+    # line of it wider than the screen must not make the whole page scroll sideways.
+    review = {"requiresIterationReview": True, "iterationReviewMessage": "Another round?"}
+    nodes = [loop("lp", echo("body", line="x" * 300), id="lp", humanReview=review)]
+    wf, run_id = await console.at_gate(nodes, "lp")
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await expect(page.get_by_text("Output so far")).to_be_visible()
+    await page.locator('button.node[data-node-id="body"]').click()
+    await page.locator("#node-detail").get_by_text("Output snapshot").click()
+    await expect(page.locator("#node-detail details[open] pre.json")).to_contain_text("x" * 300)
+    await console.shoot("run-long-output")  # fails when the page is wider than 390 px
+    wide = await page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert wide <= 0, f"the page is {wide}px wider than the window at 1280 px"

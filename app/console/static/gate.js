@@ -27,7 +27,7 @@ export function gateKind(req) {
  * A card for one gate. `item` has workflowId, workflowName, runId, stepId, stepName, message,
  * createdAt, timeoutAt and requirement (the StepRequirementSummary).
  */
-export function gateCard(item, { onDecided, headingLevel = "h2", showRunLink = true } = {}) {
+export function gateCard(item, { onDecided, onDismissed, headingLevel = "h2", showRunLink = true } = {}) {
   const req = item.requirement;
   const headingId = newId("gate");
   const card = h("article.card.gate", {
@@ -50,11 +50,16 @@ export function gateCard(item, { onDecided, headingLevel = "h2", showRunLink = t
     h("header.gate-head", {},
       h(headingLevel, { id: headingId }, title),
       h("span.kind", {}, gateKind(req)),
-      item.runStatus === "paused" ? h("span.badge.status-paused", {}, "run paused") : null),
+      pausedBadge(item.runStatus)),
     item.message ? h("p.message", {}, item.message) : null,
     meta,
-    decisionForm(item, card, { onDecided, runPath, showRunLink }));
+    decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink }));
   return card;
+}
+
+/** "run paused" on a gate whose run is paused: it is decided now, applied once resumed. */
+function pausedBadge(runStatus) {
+  return runStatus === "paused" ? h("span.badge.status-paused", { dataset: { role: "run-paused" } }, "run paused") : null;
 }
 
 function ageOf(createdAt) {
@@ -101,6 +106,12 @@ export function syncGates(list, items, options = {}) {
       card = gateCard(item, options);
       if (previous) previous.after(card);
       else list.prepend(card);
+    } else {
+      // A card that stays follows its run being paused or resumed since it was drawn.
+      const shown = card.querySelector("[data-role=run-paused]");
+      const wanted = pausedBadge(item.runStatus);
+      if (shown && !wanted) shown.remove();
+      else if (!shown && wanted) card.querySelector(".gate-head").append(wanted);
     }
     previous = card;
   }
@@ -116,7 +127,7 @@ export function tickClocks(root = document) {
   }
 }
 
-function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
+function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink }) {
   const req = item.requirement;
   const errors = h("div.form-errors", { "aria-live": "assertive" });
   const parts = [];
@@ -267,6 +278,7 @@ function decisionForm(item, card, { onDecided, runPath, showRunLink }) {
     card.remove();
     const heading = document.querySelector("main h1");
     if (heading) heading.focus();
+    if (onDismissed) onDismissed(item);
   }
 
   /** Show why the decision was not taken; returns the field the server named, if any. */

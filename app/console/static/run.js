@@ -244,7 +244,10 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     if (!gatesSection.firstChild) {
       add(gatesSection, h("h2", { id: "gates-h" }, "Waiting for a decision"), gateList);
     }
-    syncGates(gateList, items, { headingLevel: "h3", showRunLink: false, onDecided: scheduleRefresh });
+    // The last outcome dismissed on a run that waits no more takes the section's heading with it.
+    syncGates(gateList, items, {
+      headingLevel: "h3", showRunLink: false, onDecided: scheduleRefresh, onDismissed: renderGates,
+    });
   }
 
   async function selectNode(nodeId) {

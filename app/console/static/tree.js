@@ -57,7 +57,8 @@ export function renderTree(graph, { onSelect, showStatus = true } = {}) {
     const row = onSelect
       ? h("button.node", {
           type: "button", "aria-pressed": "false", dataset: { nodeId: node.id },
-          "aria-label": showStatus ? `${label}: ${node.status || "not run"}` : label,
+          // The badge's words ("awaiting approval"), not the raw value a screen reader spells out.
+          "aria-label": showStatus ? `${label}: ${status.textContent}` : label,
           on: { click: () => onSelect(node.id) },
         }, content)
       : h("div.node", { dataset: { nodeId: node.id } }, content);
@@ -82,7 +83,7 @@ export function renderTree(graph, { onSelect, showStatus = true } = {}) {
       const fresh = badge(status);
       entry.status.replaceWith(fresh);
       entry.status = fresh;
-      if (onSelect) entry.row.setAttribute("aria-label", `${entry.label}: ${status || "not run"}`);
+      if (onSelect) entry.row.setAttribute("aria-label", `${entry.label}: ${fresh.textContent}`);
     },
     select(nodeId) {
       for (const [id, entry] of rows) {
