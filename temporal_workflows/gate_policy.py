@@ -60,6 +60,22 @@ def cancels_run(review: HumanReview, decision: Decision) -> bool:
     return review.on_reject == "cancel"
 
 
+def fails_run(
+    review: HumanReview, decision: Decision, retry_count: int, node: WorkflowNode
+) -> bool:
+    """The decision's policy fails the run (`after_rejection` then raises NodeFailed).
+
+    Nothing catches a NodeFailed on its way up (containers have no onError; a step's
+    `skip` is applied here), so such a decision certainly ends the run.
+    """
+    if decision.resolution != "reject" or decision.is_timeout or review.on_reject != "retry":
+        return False
+    if retry_count < review.max_retries:
+        return False
+    config = node.step_config or StepConfig()
+    return not (node.node_type == "step" and config.on_error == "skip")
+
+
 def after_rejection(
     review: HumanReview, decision: Decision, retry_count: int, node: WorkflowNode
 ) -> Literal["skip", "retry"]:

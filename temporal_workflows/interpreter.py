@@ -30,14 +30,21 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         RunResult,
     )
+    from temporal_workflows.definition import iter_nodes
     from temporal_workflows.dispatcher import Dispatcher
+    from temporal_workflows.gate_policy import fails_run
     from temporal_workflows.gates import Decision, DecisionResult, Requirement
     from temporal_workflows.history import HistoryBudget
     from temporal_workflows.open_gates import OpenGates
     from temporal_workflows.outbox import Outbox
     from temporal_workflows.outcomes import NodeFailed, RunCancelled
     from temporal_workflows.recorder import RunRecorder
-    from temporal_workflows.reviews import PAUSED_CANCEL_PATCH, Reviews
+    from temporal_workflows.reviews import (
+        PAUSED_CANCEL_PATCH,
+        PAUSED_FAIL_PATCH,
+        Reviews,
+        review_of,
+    )
     from temporal_workflows.run_status import Activity, Pause
     from temporal_workflows.scope import Scope
     from temporal_workflows.status_attribute import StatusAttribute
@@ -132,14 +139,17 @@ class TrellisRun:
     @workflow.update(name=DECIDE)
     async def decide(self, decision: Decision) -> DecisionResult:
         """Apply a decision to an open gate; exactly once per gate."""
-        on_reject = self._gates.open[decision.step_id].on_reject
+        req = self._gates.open[decision.step_id]
         remaining = self._gates.accept(decision)
-        cancels = decision.resolution == "reject" and on_reject == "cancel"
+        cancels = decision.resolution == "reject" and req.on_reject == "cancel"
         status = (
             # A rejection whose gate cancels the run ends it in this same workflow task,
             # paused or not (a run paused before PAUSED_CANCEL_PATCH waited for its resume).
             "cancelled"
             if cancels and (not self._pause.paused or workflow.patched(PAUSED_CANCEL_PATCH))
+            # So does one that fails a paused run (reviews.PAUSED_FAIL_PATCH).
+            else "failed"
+            if self._pause.paused and self._fails_paused_run(req, decision)
             # A paused run applies its other decisions when resumed.
             else "paused"
             if self._pause.paused
@@ -150,6 +160,20 @@ class TrellisRun:
             status=status,
             resolved_step_id=decision.step_id,
             request_fingerprint=decision.request_fingerprint,
+        )
+
+    def _fails_paused_run(self, req: Requirement, decision: Decision) -> bool:
+        """The decision fails the paused run at once (as `Reviews.open` then does)."""
+        if decision.resolution != "reject" or req.on_reject != "retry":
+            return False
+        nodes = iter_nodes(self._inp.definition.nodes)
+        node = next((n for n in nodes if n.id == req.step_id), None)
+        review = review_of(node) if node is not None else None
+        return (
+            node is not None
+            and review is not None
+            and fails_run(review, decision, req.retry_count, node)
+            and workflow.patched(PAUSED_FAIL_PATCH)
         )
 
     @decide.validator

@@ -19,7 +19,12 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.clock import RunClock
     from temporal_workflows.contracts import RunInput
     from temporal_workflows.definition import HumanReview, WorkflowNode
-    from temporal_workflows.gate_policy import after_rejection, cancels_run, takes_else_branch
+    from temporal_workflows.gate_policy import (
+        after_rejection,
+        cancels_run,
+        fails_run,
+        takes_else_branch,
+    )
     from temporal_workflows.gates import Decision, Requirement
     from temporal_workflows.open_gates import OpenGates
     from temporal_workflows.outcomes import (
@@ -56,6 +61,12 @@ CONTAINER_DECIDED_PATCH = "container-gate-decision-logs-node-decided"
 # commands, so runs recorded before keep waiting (tests/histories/: rejected_ and
 # timed_out_paused_cancelled fail to replay without this guard).
 PAUSED_CANCEL_PATCH = "decision-cancelling-a-paused-run-cancels-at-once"
+# The same for a decision that fails the run (a person's reject with onReject: retry, its
+# retries spent, on a node whose onError is not skip): it held the paused run until
+# resumed, and only then failed it. It now fails it at once — new commands, so runs
+# recorded before keep waiting (tests/histories/rejected_paused_failed fails to replay
+# without this guard).
+PAUSED_FAIL_PATCH = "decision-failing-a-paused-run-fails-at-once"
 # Builds the gate for the n-th time it opens (n = rejections retried so far).
 RequirementFor = Callable[[int], Requirement]
 # Runs the node again after a rejection the policy retries (a step, a loop iteration).
@@ -186,12 +197,8 @@ class Reviews:
         # Written before the decision's answer leaves, not handed to the next step: an
         # answered gate must not stay listed as pending while that step waits for a slot.
         self.recorder.flush_in_this_task()
-        if (
-            self.pause.paused
-            and cancels_run(review, decision)
-            and workflow.patched(PAUSED_CANCEL_PATCH)
-        ):
-            return decision  # `ask` cancels the run now: a resume may never come
+        if self.pause.paused and ends_run_at_once(review, decision, req.retry_count, node):
+            return decision  # `ask` cancels or fails the run now: a resume may never come
         try:
             await self.pause.hold()
         except asyncio.CancelledError:
@@ -201,6 +208,20 @@ class Reviews:
                 self.recorder.cancelled(node_run_id, node, "cancelled while paused")
             raise
         return decision
+
+
+def ends_run_at_once(
+    review: HumanReview, decision: Decision, retry_count: int, node: WorkflowNode
+) -> bool:
+    """A decision made while paused that cancels or fails the run, and does so at once.
+
+    The guards are asked only for such a decision (each records its marker when asked).
+    """
+    if cancels_run(review, decision):
+        return workflow.patched(PAUSED_CANCEL_PATCH)
+    if fails_run(review, decision, retry_count, node):
+        return workflow.patched(PAUSED_FAIL_PATCH)
+    return False
 
 
 def _skipped_because(review: HumanReview, decision: Decision, retry_count: int) -> str:

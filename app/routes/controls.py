@@ -48,6 +48,7 @@ _NEXT = {
     "paused": "the run stays paused until resumed",
     "awaiting_approval": "the run waits for its other open gates",
     "cancelled": "the run is cancelled (the gate's onReject is cancel)",
+    "failed": "the run fails (the gate's retries are spent)",
 }
 
 

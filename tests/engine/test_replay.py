@@ -201,6 +201,33 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await platform.api.post(f"{base}/pause")
     await approve(platform, wf, run_id, stepId="gate", resolution="reject")
     await platform.wait(wf, run_id)
+    # A rejection that fails the run (onReject: retry, its retries spent), made while the
+    # run is paused, the other branch's gate still open. Recorded before
+    # reviews.PAUSED_FAIL_PATCH, when it failed the run only once it was resumed.
+    failing = [
+        echo("gate", {"requiresConfirmation": True, "onReject": "retry", "maxRetries": 0}),
+        echo("open", {"requiresConfirmation": True}),
+    ]
+    fan = {"id": "fan", "name": "fan", "nodeType": "parallel", "children": failing}
+    wf = await platform.create({"nodes": [fan, echo("after")]})
+    run_id = runs["rejected_paused_failed"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, run_id, "open")
+    await wait_for_gate(platform, wf, run_id, "gate")
+    base = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    await platform.api.post(f"{base}/pause")
+    await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    await asyncio.sleep(0.3)
+    await platform.api.post(f"{base}/resume")
+    await platform.wait(wf, run_id)
+    # The same rejection once it fails the paused run at once (PAUSED_FAIL_PATCH).
+    wf = await platform.create({"nodes": [fan, echo("after")]})
+    run_id = runs["rejected_paused_failed_at_once"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, run_id, "open")
+    await wait_for_gate(platform, wf, run_id, "gate")
+    base = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    await platform.api.post(f"{base}/pause")
+    await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    await platform.wait(wf, run_id)
     # A router's output review rejected with onReject: retry runs its choice again
     # (containers.ROUTER_RETRY_PATCH).
     router = {
@@ -403,6 +430,8 @@ def test_every_representative_history_is_recorded() -> None:
         "rejected_paused_cancelled",
         "timed_out_paused_cancelled",
         "rejected_paused_cancelled_at_once",
+        "rejected_paused_failed",
+        "rejected_paused_failed_at_once",
         "handed",
         "status_shown",
         "continued_status_shown",

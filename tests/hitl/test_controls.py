@@ -412,6 +412,79 @@ async def test_a_gate_timer_cancelling_while_paused_cancels_the_run_at_once(
     assert [n["nodeId"] for n in run["nodeRuns"]] == ["gate"]
 
 
+async def _assert_ended_failed(
+    platform: Platform, wf: str, run_id: str, ended: dict[str, str]
+) -> dict[str, Any]:
+    """The run ended failed, its node runs as `ended` says, with nothing else run: in the
+    run's record and its event stream (which ends with the run's failure)."""
+    run = await platform.wait(wf, run_id, within=5.0)
+    assert run["status"] == "failed" and run["pendingRequirements"] == []
+    nodes = {n["nodeId"]: n for n in run["nodeRuns"]}
+    assert {k: (n["status"], bool(n["finishedAt"])) for k, n in nodes.items()} == {
+        k: (status, True) for k, status in ended.items()
+    }, run["nodeRuns"]
+    events = await read_all(platform.api, f"/api/v1/workflows/{wf}/runs/{run_id}/events")
+    kinds = [(m.event, m.json().get("nodeId")) for m in events if m.event]
+    assert kinds[-1] == ("run_failed", None), kinds
+    assert (await control(platform, wf, run_id, "resume")).status_code == 409
+    return run
+
+
+async def test_a_rejection_failing_the_run_while_paused_fails_it_at_once(
+    platform: Platform,
+) -> None:
+    # The rejection (onReject: retry, no retries left) was recorded, but the run stayed
+    # paused until resumed, and only then failed: a run nobody resumed never ended.
+    fan = {
+        "id": "fan",
+        "name": "fan",
+        "nodeType": "parallel",
+        "children": [
+            echo("gate", {"requiresConfirmation": True, "onReject": "retry", "maxRetries": 0}),
+            echo("other", {"requiresConfirmation": True}),
+        ],
+    }
+    wf, run_id = await start(platform, [fan, echo("after")])
+    await wait_for_gate(platform, wf, run_id, "other")
+    await wait_for_gate(platform, wf, run_id, "gate")
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    decided = await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    assert decided.status_code == 200
+    assert decided.json()["status"] == "failed"
+    assert decided.json()["message"] == (
+        "Requirement resolved as reject; the run fails (the gate's retries are spent)"
+    )
+    ended = {"fan": "failed", "gate": "failed", "other": "cancelled"}
+    run = await _assert_ended_failed(platform, wf, run_id, ended)
+    assert run["errorSummary"] == "Node 'gate' failed: rejected by reviewer after 0 retries"
+
+
+async def test_an_output_review_failing_the_run_while_paused_fails_it_at_once(
+    platform: Platform,
+) -> None:
+    # The step ran again after a first rejection; the second, made while paused, spent
+    # its retries and fails the run (its onError is fail) without waiting for a resume.
+    review = {"requiresOutputReview": True, "onReject": "retry", "maxRetries": 1}
+    wf, run_id = await start(platform, [echo("gate", review), echo("after")])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    first = await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    assert first.status_code == 200 and first.json()["status"] == "running"
+    run = await platform.wait(wf, run_id, {"awaiting_approval"})
+    while [r["retryCount"] for r in run["pendingRequirements"]] != [1]:
+        await asyncio.sleep(0.05)
+        run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")).json()
+    assert (await control(platform, wf, run_id, "pause")).status_code == 200
+    decided = await approve(
+        platform, wf, run_id, stepId="gate", resolution="reject", feedback="still wrong"
+    )
+    assert decided.status_code == 200 and decided.json()["status"] == "failed"
+    run = await _assert_ended_failed(platform, wf, run_id, {"gate": "failed"})
+    assert run["errorSummary"] == (
+        "Node 'gate' failed: rejected by reviewer after 1 retries: still wrong"
+    )
+    assert [n["nodeId"] for n in run["nodeRuns"]] == ["gate", "gate"]
+
+
 @pytest.mark.parametrize("resolution", ["confirm", "reject"])
 async def test_a_gate_decided_while_paused_ends_cancelled_when_the_run_is_cancelled(
     platform: Platform, resolution: str

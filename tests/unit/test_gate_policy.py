@@ -10,6 +10,7 @@ from temporal_workflows.definition import HumanReview, WorkflowNode
 from temporal_workflows.gate_policy import (
     after_rejection,
     cancels_run,
+    fails_run,
     resolved,
     takes_else_branch,
     timeout_decision,
@@ -148,3 +149,26 @@ def test_cancels_run_says_what_the_rejection_policy_does(on_reject: str, on_time
         except NodeFailed:
             cancelled = False
         assert cancels_run(review_of(n), decision) is cancelled, decision
+
+
+@pytest.mark.parametrize("node_type", ["step", "loop", "router"])
+@pytest.mark.parametrize("on_error", ["fail", "skip", "retry"])
+@pytest.mark.parametrize("on_reject", ["skip", "cancel", "retry"])
+@pytest.mark.parametrize("retry_count", [0, 1])
+def test_fails_run_says_what_the_rejection_policy_does(
+    node_type: str, on_error: str, on_reject: str, retry_count: int
+) -> None:
+    # A paused run is failed at once by a decision this says fails it (reviews.py).
+    n = gated(node_type, on_error, onReject=on_reject, maxRetries=1, onTimeout="skip")
+    timer = timeout_decision(before_gate(n, review_of(n), None))
+    confirm = Decision(step_id="n1", resolution="confirm", decided_by="alice")
+    assert not fails_run(review_of(n), confirm, retry_count, n)
+    for decision in (REJECT, timer):
+        try:
+            after_rejection(review_of(n), decision, retry_count, n)
+            failed = False
+        except NodeFailed:
+            failed = True
+        except RunCancelled:
+            failed = False
+        assert fails_run(review_of(n), decision, retry_count, n) is failed, decision
