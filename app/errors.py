@@ -82,6 +82,13 @@ class Conflict(ApiError):
     code = "conflict"
 
 
+class PreconditionFailed(ApiError):
+    """An `If-Match` that names no current tag: the resource changed since it was read."""
+
+    status_code = 412
+    code = "precondition_failed"
+
+
 class DuplicateEntry(ApiError):
     status_code = 409
     code = "duplicate_entry"

@@ -45,6 +45,7 @@ class ErrorInfo(CamelModel):
         examples=["invalid_request"],
         description="Stable: invalid_request, authentication_required, forbidden, "
         "resource_not_found, method_not_allowed, conflict, duplicate_entry, "
+        "precondition_failed, "
         "payload_too_large, service_unavailable, internal_error, database_error",
     )
     message: str
@@ -63,6 +64,8 @@ DESCRIPTIONS = {
     403: "forbidden: the token lacks the scope, or the caller the permission, this needs",
     404: "resource_not_found: nothing with that id (or nothing the caller may see)",
     409: "conflict: the resource's state does not allow this now",
+    412: "precondition_failed: the If-Match tag is not the resource's current ETag (it "
+    "changed since it was read, or the tag is malformed); nothing was changed",
     413: "payload_too_large: the body is larger than TRELLIS_MAX_BODY_BYTES",
     503: "service_unavailable: Temporal cannot be reached right now",
 }

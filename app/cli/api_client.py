@@ -38,6 +38,8 @@ class Answer:
 
     data: Any
     text: str
+    # The resource's ETag when the API sent one: sent back in If-Match by a read-change-write.
+    etag: str | None = None
 
 
 @dataclass
@@ -64,6 +66,12 @@ def segment(value: Any) -> str:
     return quoted.replace(".", "%2E") if quoted.strip(".") == "" else quoted
 
 
+def if_match(read: Answer) -> dict[str, str]:
+    """`If-Match` with the ETag of `read`: a write based on it is refused (412) once the
+    resource changed since; none when the API sent no tag (an older API)."""
+    return {"If-Match": read.etag} if read.etag else {}
+
+
 def path_of(run: dict[str, Any]) -> str:
     """`/workflows/{workflow}/runs/{run}` of a run record."""
     return f"/workflows/{segment(run['workflowDefinitionId'])}/runs/{segment(run['id'])}"
@@ -81,11 +89,19 @@ class TrellisApi:
         self._http.close()
 
     def request(
-        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Answer:
         """Send one request to `/api/v1{path}`; ApiError unless it succeeded."""
         try:
-            response = self._http.request(method, f"{API}{path}", json=json, params=params)
+            response = self._http.request(
+                method, f"{API}{path}", json=json, params=params, headers=headers
+            )
         except httpx.HTTPError as exc:
             raise ApiError(
                 f"cannot reach the Trellis API at {self.url} ({type(exc).__name__}); "
@@ -199,7 +215,8 @@ class TrellisApi:
         """A successful answer; one that is not JSON came from something else at the URL
         (the console, a proxy's page, the Temporal UI), not from an API to read as one."""
         try:
-            return Answer(response.json() if response.content else None, response.text)
+            data = response.json() if response.content else None
+            return Answer(data, response.text, response.headers.get("etag"))
         except ValueError:
             kind = response.headers.get("content-type", "no content type")
             raise ApiError(

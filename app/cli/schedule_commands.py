@@ -13,7 +13,7 @@ from typing import Any
 import click
 from rich.console import Group
 
-from app.cli.api_client import segment
+from app.cli.api_client import if_match, segment
 from app.cli.output import Session, api_options, compact, shown, table, when
 from app.cli.run_commands import initial_input, input_options
 
@@ -206,10 +206,12 @@ def update_schedule(
 
     The API's PUT replaces the whole schedule, so this reads it and sends it back with the
     flags applied: --cron replaces an interval and --interval-seconds a cron; --input and
-    --input-json replace the whole input (`--input-json '{}'` empties it). A change someone
-    makes between the read and the write is overwritten."""
+    --input-json replace the whole input (`--input-json '{}'` empties it). The write names
+    the read's ETag: a change someone makes in between is kept and this fails (412, exit
+    1); run it again to apply the flags to the schedule as it is then."""
     path = schedule_path(schedule_id)
-    current = session.api.get(path).data
+    read = session.api.get(path)
+    current = read.data
     body: dict[str, Any] = {
         "timeZone": current["timeZone"],
         "initialInput": current["initialInput"],
@@ -228,7 +230,7 @@ def update_schedule(
     body.update({k: v for k, v in given.items() if v is not None})
     if inputs or input_json:
         body["initialInput"] = initial_input(inputs, input_json)
-    answer = session.api.request("PUT", path, json=body)
+    answer = session.api.request("PUT", path, json=body, headers=if_match(read))
     session.emit(answer, lambda s: shown(f"updated schedule {s['id']}: {_timing(s)}"))
 
 

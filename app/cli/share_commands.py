@@ -8,7 +8,7 @@ from typing import Any
 import click
 from rich.console import Group
 
-from app.cli.api_client import segment
+from app.cli.api_client import if_match, segment
 from app.cli.output import Session, api_options, shown, table
 
 
@@ -39,8 +39,9 @@ def share(
     """Show a workflow's owner and grants; with --grant or --revoke, change them.
 
     A grant replaces what the principal held; grants not named are kept. The API's PUT
-    replaces every grant, so this reads them and sends them back changed: a change someone
-    makes between the read and the write is overwritten."""
+    replaces every grant, so this reads them and sends them back changed, naming the read's
+    ETag: a change someone makes in between is kept and this fails (412, exit 1); run it
+    again to apply the grants to what is there then."""
     given = dict(_grant(g) for g in grants)
     both = sorted(set(given) & set(revokes))
     if both:
@@ -54,7 +55,7 @@ def share(
                 click.echo(f"warning: {principal} has no grant on {workflow_id}", err=True)
         held.update(given)
         body = {"grants": [{"principal": p, "permissions": ps} for p, ps in held.items()]}
-        answer = session.api.request("PUT", path, json=body)
+        answer = session.api.request("PUT", path, json=body, headers=if_match(answer))
     session.emit(answer, _permissions)
 
 

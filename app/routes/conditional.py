@@ -7,19 +7,33 @@ a poller (or a browser's cache, for the console) pays for a body only when there
 The release is part of the tag, so a new version's response shapes are never taken for
 an old one's. Answered only once the read would be a 200: access, the run's workflow and
 its existence are checked first.
+
+Conditional writes: a schedule and a workflow's permissions carry a strong `ETag` made from
+what their GET shows; a PUT with `If-Match` naming another tag is refused with 412
+(app/services/precondition.py) so a read-change-write client never overwrites a change made in
+between. Without `If-Match` a PUT is unconditional, as before.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import version
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request, Response
+from fastapi import Header, Request, Response
 
 RELEASE = version("trellis")
 NOT_MODIFIED: dict[int | str, dict[str, Any]] = {
     304: {"description": "Not Modified: the `If-None-Match` tag is current"}
 }
+
+
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        description="The ETag of the GET this change is based on: 412 if it changed since",
+    ),
+]
 
 
 def counted_response(request: Request, body: bytes, count: int | None, view: str) -> Response:

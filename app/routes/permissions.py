@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from activities.store.access import owner_principal
 from app.auth.acl import require_grantable
@@ -10,27 +10,45 @@ from app.auth.caller import SHARE
 from app.auth.guard import CallerDep, needs
 from app.deps import StoreDep, WorkflowDep
 from app.errors import InvalidRequest, NotFound
+from app.openapi import errors
+from app.routes.conditional import IfMatch
 from app.schemas.permissions import PermissionsUpdate, WorkflowPermissions
+from app.services.precondition import content_tag, require_match
 
 router = APIRouter(prefix="/workflows/{workflow_id}/permissions", tags=["permissions"])
 
 
 @router.get("", dependencies=[needs(SHARE)])
-async def get_permissions(workflow: WorkflowDep) -> WorkflowPermissions:
-    """The workflow's owner and grants."""
-    return WorkflowPermissions.of(workflow)
+async def get_permissions(workflow: WorkflowDep, response: Response) -> WorkflowPermissions:
+    """The workflow's owner and grants (and their `ETag`, for `If-Match`)."""
+    return tagged(response, WorkflowPermissions.of(workflow))
 
 
-@router.put("", dependencies=[needs(SHARE, "SHARE")])
+@router.put("", dependencies=[needs(SHARE, "SHARE")], responses=errors(412))
 async def replace_permissions(
-    workflow: WorkflowDep, body: PermissionsUpdate, store: StoreDep, caller: CallerDep
+    workflow: WorkflowDep,
+    body: PermissionsUpdate,
+    store: StoreDep,
+    caller: CallerDep,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> WorkflowPermissions:
     """Replace the grants; every grant can VIEW; the owner keeps every permission. A
-    caller may add only permissions they hold themselves (403 otherwise)."""
+    caller may add only permissions they hold themselves (403 otherwise); 412 when
+    `If-Match` is not the permissions' current `ETag`."""
+    current = content_tag(WorkflowPermissions.of(workflow))
+    require_match(if_match, current, f"The permissions of workflow {workflow.id}")
     owner = owner_principal(workflow.owner)
     if any(g.principal == owner for g in body.grants):
         raise InvalidRequest(f"{owner} owns the workflow and holds every permission already")
     require_grantable(caller, workflow, body.grants)
     if not await store.set_workflow_grants(workflow.id, body.grants):
         raise NotFound(f"Workflow {workflow.id!r} not found")
-    return WorkflowPermissions.of(workflow.model_copy(update={"grants": body.grants}))
+    return tagged(
+        response, WorkflowPermissions.of(workflow.model_copy(update={"grants": body.grants}))
+    )
+
+
+def tagged(response: Response, permissions: WorkflowPermissions) -> WorkflowPermissions:
+    response.headers["ETag"] = content_tag(permissions)
+    return permissions

@@ -17,6 +17,7 @@ from app.deps import (
     WorkflowDep,
 )
 from app.openapi import errors
+from app.routes.conditional import IfMatch
 from app.schemas.schedule import (
     ScheduleCreate,
     ScheduleFired,
@@ -24,6 +25,7 @@ from app.schemas.schedule import (
     SchedulePublic,
     ScheduleSkipList,
 )
+from app.services.schedules import schedule_tag
 
 router = APIRouter(prefix="/workflows/{workflow_id}/schedules", tags=["schedules"])
 
@@ -51,17 +53,34 @@ async def list_schedules(workflow: WorkflowDep, schedules: SchedulesDep) -> Sche
 
 
 @router.get("/{schedule_id}", dependencies=[needs(READ)])
-async def get_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> SchedulePublic:
-    """One schedule with its next and recent firings."""
-    return await schedules.get(schedule_id)
-
-
-@router.put("/{schedule_id}", dependencies=[needs(WRITE, "EDIT")])
-async def replace_schedule(
-    workflow: WorkflowDep, schedule_id: ScheduleIdDep, body: ScheduleCreate, schedules: SchedulesDep
+async def get_schedule(
+    schedule_id: ScheduleIdDep, schedules: SchedulesDep, response: Response
 ) -> SchedulePublic:
-    """Replace the schedule's timing, input, overlap policy and paused state."""
-    return await schedules.replace(workflow, schedule_id, body)
+    """One schedule with its next and recent firings (and its `ETag`, for `If-Match`)."""
+    return tagged(response, await schedules.get(schedule_id))
+
+
+@router.put(
+    "/{schedule_id}",
+    dependencies=[needs(WRITE, "EDIT")],
+    responses=errors(412),
+)
+async def replace_schedule(
+    workflow: WorkflowDep,
+    schedule_id: ScheduleIdDep,
+    body: ScheduleCreate,
+    schedules: SchedulesDep,
+    response: Response,
+    if_match: IfMatch = None,
+) -> SchedulePublic:
+    """Replace the schedule's timing, input, overlap policy and paused state (412 when
+    `If-Match` is not its current `ETag`)."""
+    return tagged(response, await schedules.replace(workflow, schedule_id, body, if_match))
+
+
+def tagged(response: Response, schedule: SchedulePublic) -> SchedulePublic:
+    response.headers["ETag"] = schedule_tag(schedule)
+    return schedule
 
 
 @router.delete(

@@ -41,6 +41,7 @@ from app.schemas.schedule import (
     ScheduleSkip,
     ScheduleSkipList,
 )
+from app.services.precondition import content_tag, require_match
 from app.services.schedule_key import MEMO, create_request, keyed_suffix, require_first_request
 from app.services.schedule_timing import kept_as, require_firing, schedule_spec, temporal_call
 from temporal_workflows import search_attributes
@@ -58,6 +59,14 @@ OVERLAP: dict[OverlapPolicy, ScheduleOverlapPolicy] = {
 OVERLAP_NAMES: dict[ScheduleOverlapPolicy, OverlapPolicy] = {v: k for k, v in OVERLAP.items()}
 
 DESCRIBE_CONCURRENCY = 16
+# What a schedule's firing changes by itself: not in its ETag, so a PUT based on a read is
+# refused for a change someone made, never because the schedule fired meanwhile.
+FIRINGS = {"num_actions", "next_action_times", "recent_actions"}
+
+
+def schedule_tag(schedule: SchedulePublic) -> str:
+    """The schedule's ETag: its settings, state, note and last update as the GET shows them."""
+    return content_tag(schedule, exclude=FIRINGS)
 
 
 def schedule_prefix(workflow_id: str) -> str:
@@ -135,9 +144,14 @@ class ScheduleService:
         return _public(*await self._describe(schedule_id))
 
     async def replace(
-        self, workflow: WorkflowRecord, schedule_id: str, body: ScheduleCreate
+        self,
+        workflow: WorkflowRecord,
+        schedule_id: str,
+        body: ScheduleCreate,
+        if_match: str | None = None,
     ) -> SchedulePublic:
-        """Replace timing, input and overlap policy; pause or unpause when that changed."""
+        """Replace timing, input and overlap policy; pause or unpause when that changed.
+        412 when `if_match` is given and is not the schedule's ETag, nothing changed."""
         handle = self._handle(schedule_id)
         new = self._schedule(workflow, schedule_id, body)
         # What Temporal would keep for the new spec and policy (and whether the cron fires):
@@ -149,6 +163,10 @@ class ScheduleService:
             trigger = await trellis_trigger(self.client, current.description)
             if trigger is None:
                 raise _not_ours(schedule_id)
+            # Checked on the description the update is made from; Temporal's conflict token
+            # is not passed by the SDK, so a change in the moment between the two still wins.
+            tag = schedule_tag(_public(current.description, trigger))
+            require_match(if_match, tag, f"Schedule {schedule_id}")
             if await self._unchanged(current.description.schedule, trigger, new, expected):
                 return None  # Temporal records every update, one changing nothing too
             # Keep the paused state here; it changes through pause()/unpause() below.

@@ -53,6 +53,20 @@ def test_routes_that_need_temporal_document_503_and_lookups_404(tmp_path: Path) 
     )
 
 
+def test_the_conditional_puts_document_if_match_and_412(tmp_path: Path) -> None:
+    paths = document(tmp_path)["paths"]
+    for path in (
+        "/api/v1/workflows/{workflow_id}/schedules/{schedule_id}",
+        "/api/v1/workflows/{workflow_id}/permissions",
+    ):
+        put = paths[path]["put"]
+        assert "precondition_failed" in put["responses"]["412"]["description"], path
+        assert {"name": "If-Match", "in": "header"}.items() <= put["parameters"][-1].items()
+        assert "412" not in paths[path]["get"]["responses"], path
+    code = document(tmp_path)["components"]["schemas"]["ErrorInfo"]["properties"]["code"]
+    assert "precondition_failed" in code["description"]
+
+
 def test_every_api_route_that_reads_the_store_documents_503_database_error(
     tmp_path: Path,
 ) -> None:

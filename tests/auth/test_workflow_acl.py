@@ -167,3 +167,34 @@ async def test_the_owner_keeps_every_permission_whatever_the_grants(
     response = await api.put(f"{API}/workflows/{wf}", json={"name": "still mine"}, headers=ALICE)
     assert response.status_code == 200
     assert (await api.delete(f"{API}/workflows/{wf}", headers=ALICE)).status_code == 204
+
+
+async def test_permissions_carry_an_etag_that_a_put_checks(api: httpx.AsyncClient) -> None:
+    wf = await create(api, ALICE)
+    path = f"{API}/workflows/{wf}/permissions"
+    read = await api.get(path, headers=ALICE)
+    tag = read.headers["etag"]
+    assert tag.startswith('"') and (await api.get(path, headers=ALICE)).headers["etag"] == tag
+    bob = {"grants": [{"principal": "user:bob", "permissions": ["VIEW"]}]}
+    made = await api.put(path, json=bob, headers={**ALICE, "If-Match": tag})
+    assert made.status_code == 200, made.text
+    assert made.headers["etag"] != tag
+    assert (await api.get(path, headers=ALICE)).headers["etag"] == made.headers["etag"]
+
+
+async def test_a_permissions_put_with_a_stale_etag_is_412_and_changes_nothing(
+    api: httpx.AsyncClient,
+) -> None:
+    wf = await create(api, ALICE)
+    path = f"{API}/workflows/{wf}/permissions"
+    stale = (await api.get(path, headers=ALICE)).headers["etag"]
+    assert (await share(api, wf, [{"principal": "user:bob", "permissions": ["VIEW"]}])).is_success
+    before = await api.get(path, headers=ALICE)
+    ops = {"grants": [{"principal": "role:ops", "permissions": ["EDIT"]}]}
+    for if_match in (stale, "garbage", f"W/{before.headers['etag']}"):
+        refused = await api.put(path, json=ops, headers={**ALICE, "If-Match": if_match})
+        assert_error(refused, 412, "precondition_failed", wf, "changed since")
+    after = await api.get(path, headers=ALICE)
+    assert after.json() == before.json()
+    assert after.headers["etag"] == before.headers["etag"]
+    assert (await api.put(path, json=ops, headers=ALICE)).status_code == 200

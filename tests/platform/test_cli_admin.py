@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,8 @@ import httpx
 import pytest
 import yaml
 
+from app.cli.api_client import Answer, TrellisApi
+from app.cli.main import main as cli_main
 from tests.peers.catalog import Peers
 from tests.platform.conftest import REPO, DevProcess, trellis_env
 from tests.platform.test_cli_for_people import ok, trellis, wait_for_gate
@@ -222,6 +224,52 @@ def test_schedules_update_refused_by_the_api_changes_nothing(
     after = schedule(dev, schedule_id)
     assert (after["cron"], after["initialInput"], after["paused"]) == ("@daily", {}, False)
     assert after == before
+
+
+def changed_right_after_the_read(
+    monkeypatch: pytest.MonkeyPatch, change: Callable[[], httpx.Response]
+) -> None:
+    """The CLI's next GET is followed, before it returns, by `change` made by someone else
+    through the API: a real change between the CLI's read and its PUT."""
+    read = TrellisApi.get
+
+    def get_then_change(self: TrellisApi, path: str, **params: Any) -> Answer:
+        answer = read(self, path, **params)
+        made = change()
+        assert made.is_success, made.text
+        return answer
+
+    monkeypatch.setattr(TrellisApi, "get", get_then_change)
+
+
+def test_a_change_between_the_read_and_the_write_is_kept_and_the_cli_exits_1(
+    dev: DevProcess,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # In this process (the change is made inside the CLI's read), against the real API.
+    workflow_id = applied(dev, tmp_path)
+    made = ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "@daily", "--json"))
+    schedule_id = json.loads(made)["id"]
+    schedule_url = f"{dev.api_url}/api/v1/workflows/{workflow_id}/schedules/{schedule_id}"
+    monkeypatch.setenv("TRELLIS_URL", dev.api_url)
+    changed_right_after_the_read(
+        monkeypatch, lambda: httpx.post(f"{schedule_url}/pause", timeout=10)
+    )
+    assert cli_main(["schedules", "update", schedule_id, "--interval-seconds", "120"]) == 1
+    said = capsys.readouterr().err.strip()
+    assert said.startswith(f"Error: 412 precondition_failed: Schedule {schedule_id} changed")
+    now = schedule(dev, schedule_id)
+    assert (now["cron"], now["intervalSeconds"], now["paused"]) == ("@daily", None, True)
+
+    grants_url = f"{dev.api_url}/api/v1/workflows/{workflow_id}/permissions"
+    bob = {"grants": [{"principal": "user:bob", "permissions": ["VIEW"]}]}
+    changed_right_after_the_read(monkeypatch, lambda: httpx.put(grants_url, json=bob, timeout=10))
+    assert cli_main(["workflows", "share", workflow_id, "--grant", "role:ops=EDIT"]) == 1
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("Error: 412 precondition_failed: The permissions of workflow")
+    assert httpx.get(grants_url, timeout=10).json()["grants"] == bob["grants"]
 
 
 def test_schedules_skips_lists_the_firings_that_started_no_run(

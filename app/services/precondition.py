@@ -1,0 +1,35 @@
+"""Conditional writes: a strong ETag from what a GET shows, and 412 for a stale If-Match.
+
+A read-change-write client (the CLI's `schedules update`, `workflows share`) sends back the
+tag of its read; a change made in between changes the tag, and its write is refused rather
+than overwriting that change (docs/api.md, Conditional writes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from pydantic import BaseModel
+
+from app.errors import PreconditionFailed
+
+
+def content_tag(model: BaseModel, exclude: set[str] | None = None) -> str:
+    """A strong ETag of `model` as the API shows it (without `exclude`): equal bodies,
+    equal tags, on any replica and release."""
+    shown = model.model_dump_json(by_alias=True, exclude=exclude)
+    return '"' + hashlib.sha256(shown.encode()).hexdigest()[:32] + '"'
+
+
+def require_match(header: str | None, tag: str, what: str) -> None:
+    """412 unless an If-Match header is absent, `*`, or names `tag` (RFC 9110's strong
+    comparison: a weak tag never matches; a malformed one names no tag, so 412 too)."""
+    if header is None:
+        return
+    given = [t.strip() for t in header.split(",")]
+    if "*" in given or tag in given:
+        return
+    raise PreconditionFailed(
+        f"{what} changed since it was read (If-Match {header[:100]!r} is not its current "
+        "ETag): read it again and make the change on what it is now"
+    )
