@@ -68,33 +68,42 @@ def fails_run(
     Nothing catches a NodeFailed on its way up (containers have no onError; a step's
     `skip` is applied here), so such a decision certainly ends the run.
     """
-    if decision.resolution != "reject" or decision.is_timeout or review.on_reject != "retry":
+    if decision.resolution != "reject":
         return False
-    if retry_count < review.max_retries:
-        return False
-    config = node.step_config or StepConfig()
-    return not (node.node_type == "step" and config.on_error == "skip")
+    return rejection_outcome(review, decision, retry_count, node) == "fail"
 
 
-def after_rejection(
+def rejection_outcome(
     review: HumanReview, decision: Decision, retry_count: int, node: WorkflowNode
-) -> Literal["skip", "retry"]:
-    """What a rejection does: skip the node or retry it; raises to cancel or fail the run."""
+) -> Literal["skip", "retry", "cancel", "fail"]:
+    """What a rejection (a person's, or a timer's) does to the node and the run."""
     policy = review.on_reject
     if decision.is_timeout:
         policy = "cancel" if review.on_timeout == "cancel" else "skip"
     if policy == "cancel":
-        why = "timed out" if decision.is_timeout else f"rejected by {decision.decided_by}"
-        raise RunCancelled(f"Cancelled at '{node.name}' ({why})")
+        return "cancel"
     if policy == "retry":
         if retry_count < review.max_retries:
             return "retry"
         config = node.step_config or StepConfig()
         if node.node_type == "step" and config.on_error == "skip":
             return "skip"
+        return "fail"
+    return "skip"
+
+
+def after_rejection(
+    review: HumanReview, decision: Decision, retry_count: int, node: WorkflowNode
+) -> Literal["skip", "retry"]:
+    """What a rejection does: skip the node or retry it; raises to cancel or fail the run."""
+    outcome = rejection_outcome(review, decision, retry_count, node)
+    if outcome == "cancel":
+        why = "timed out" if decision.is_timeout else f"rejected by {decision.decided_by}"
+        raise RunCancelled(f"Cancelled at '{node.name}' ({why})")
+    if outcome == "fail":
         raise NodeFailed(
             node.name,
             f"rejected by reviewer after {retry_count} retries"
             + (f": {decision.feedback}" if decision.feedback else ""),
         )
-    return "skip"
+    return outcome
