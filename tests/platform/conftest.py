@@ -208,3 +208,16 @@ def dev_processes() -> Iterator[list[DevProcess]]:
     yield started
     for dev in started:
         dev.kill_everything()
+
+
+@contextmanager
+def running_dev(env: dict[str, str], within: float = 90.0) -> Iterator[DevProcess]:
+    """`trellis dev` with `env`, ready; stopped and everything it started killed at the end
+    (a module's one platform: the CLI test files share this)."""
+    process = DevProcess.start(env)
+    try:
+        process.wait_ready(within)
+        yield process
+    finally:
+        process.stop()
+        process.kill_everything()

@@ -23,7 +23,7 @@ import yaml
 from app.cli.api_client import Answer, TrellisApi
 from app.cli.main import main as cli_main
 from tests.peers.catalog import Peers
-from tests.platform.conftest import REPO, DevProcess, trellis_env
+from tests.platform.conftest import REPO, DevProcess, running_dev, trellis_env
 from tests.platform.test_cli_for_people import ok, trellis, wait_for_gate
 
 
@@ -36,13 +36,8 @@ def dev(tmp_path_factory: pytest.TempPathFactory, peers: Peers) -> Iterator[DevP
         TRELLIS_EXECUTORS_FILE=str(peers.catalog_path),
         TRELLIS_CATALOG_REFRESH_SECONDS="3600",
     )
-    process = DevProcess.start(env)
-    try:
-        process.wait_ready(90)
+    with running_dev(env) as process:
         yield process
-    finally:
-        process.stop()
-        process.kill_everything()
 
 
 def api(dev: DevProcess, path: str) -> httpx.Response:

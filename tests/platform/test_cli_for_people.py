@@ -25,22 +25,16 @@ import yaml
 
 from app.cli.api_client import TrellisApi
 from app.cli.run_watch import WATCH_FAILED
-from tests.platform.conftest import REPO, DevProcess, trellis_env
+from tests.platform.conftest import REPO, DevProcess, running_dev, trellis_env
 from tests.support.server import free_port
 
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
     """One `trellis dev` for the module (JSON logs, so the log tests can read them)."""
-    process = DevProcess.start(
-        trellis_env(tmp_path_factory.mktemp("cli") / "data", TRELLIS_LOG_FORMAT="json")
-    )
-    try:
-        process.wait_ready(90)
+    env = trellis_env(tmp_path_factory.mktemp("cli") / "data", TRELLIS_LOG_FORMAT="json")
+    with running_dev(env) as process:
         yield process
-    finally:
-        process.stop()
-        process.kill_everything()
 
 
 def trellis(

@@ -15,20 +15,15 @@ import httpx
 import pytest
 import yaml
 
-from tests.platform.conftest import DevProcess, trellis_env
+from tests.platform.conftest import DevProcess, running_dev, trellis_env
 from tests.platform.test_cli_for_people import applied_workflow, ok, trellis, wait_for_gate
 
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
     """One `trellis dev` for the module."""
-    process = DevProcess.start(trellis_env(tmp_path_factory.mktemp("cli-more") / "data"))
-    try:
-        process.wait_ready(90)
+    with running_dev(trellis_env(tmp_path_factory.mktemp("cli-more") / "data")) as process:
         yield process
-    finally:
-        process.stop()
-        process.kill_everything()
 
 
 def api(dev: DevProcess, path: str) -> httpx.Response:
