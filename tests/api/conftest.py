@@ -18,6 +18,7 @@ from activities.store.base import Store
 from activities.store.factory import open_store
 from app.main import create_app
 from app.settings import Settings
+from app.temporal import with_pydantic
 from tests.support.server import free_port, serving
 
 # Every executor key and agent the contract's examples use. Tools are listed statically,
@@ -74,7 +75,10 @@ async def api_client(
     settings: Settings, store: Store, catalog: Catalog, temporal: Client
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The real app, served over HTTP on a free port, and a client for it."""
-    app = create_app(settings, store=store, temporal=temporal, catalog=catalog)
+    # The product's payloads (its clients all speak Pydantic), not the fixture client's.
+    app = create_app(
+        settings, store=store, temporal=with_pydantic(temporal, store, settings), catalog=catalog
+    )
     async with (
         serving(app) as base_url,
         httpx.AsyncClient(base_url=base_url, verify=default_tls()) as http,

@@ -27,6 +27,7 @@ from activities.store.base import Store
 from app.auth.caller import ALL_SCOPES
 from app.main import create_app
 from app.settings import Settings
+from app.temporal import with_pydantic
 from tests.support.server import serving
 
 SECRET = "trellis-test-jwt-secret-0123456789abcdef"
@@ -118,7 +119,9 @@ async def serve_api(
     settings: Settings, store: Store, catalog: Catalog, temporal: Client
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The real app in the given mode, over HTTP, and a client for it (no default token)."""
-    app = create_app(settings, store=store, temporal=temporal, catalog=catalog)
+    app = create_app(
+        settings, store=store, temporal=with_pydantic(temporal, store, settings), catalog=catalog
+    )
     async with (
         serving(app) as base_url,
         httpx.AsyncClient(base_url=base_url, verify=default_tls()) as http,
