@@ -29,22 +29,7 @@ from app.openapi import API_PREFIX, install_openapi
 from app.outbound import executor_catalog
 from app.read_lane import ReadLaneMiddleware
 from app.request_metrics import RequestMetricsMiddleware
-from app.routes import (
-    approvals,
-    controls,
-    events,
-    graph,
-    health,
-    lineage,
-    metrics,
-    permissions,
-    run_lookup,
-    runs,
-    schedules,
-    versions,
-    workflows,
-)
-from app.routes import catalog as catalog_routes
+from app.routes.served import ROUTES
 from app.services.event_hub import EventHub
 from app.services.read_cache import ReadCache
 from app.settings import Settings, get_settings
@@ -107,6 +92,8 @@ def create_app(
         # request's `Host` into `Location`. The console's one redirect is its own route.
         redirect_slashes=False,
         telemetry=fastapi_telemetry(tracer_provider),
+        # Built once per process (app/routes/served.py), not again for each app.
+        routes=list(ROUTES),
     )
     app.state.settings = settings
     app.state.read_cache = ReadCache(settings.read_cache_bytes)
@@ -129,23 +116,6 @@ def create_app(
         app.add_middleware(LoopbackHostMiddleware)
     # Outermost of ours: a request's duration includes every middleware's work.
     app.add_middleware(RequestMetricsMiddleware, histogram=app.state.metrics.requests, root=app)
-    app.include_router(health.router)
-    app.include_router(metrics.router)
-    for module in (
-        workflows,
-        versions,
-        catalog_routes,
-        runs,
-        run_lookup,
-        controls,
-        approvals,
-        lineage,
-        events,
-        graph,
-        schedules,
-        permissions,
-    ):
-        app.include_router(module.router, prefix=API_PREFIX)
     check_routes(app)
     # The console: static files beside the API (not API routes; see app/console/routes.py).
     app.add_route("/console", _to_console, include_in_schema=False)

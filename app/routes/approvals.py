@@ -7,9 +7,10 @@ from fastapi import APIRouter
 from app.auth.caller import READ
 from app.auth.guard import CallerDep, needs
 from app.deps import ApprovalsDep, Page, PerPage
+from app.openapi import API_PREFIX
 from app.schemas.control import ApprovalPage
 
-router = APIRouter(prefix="/approvals", tags=["approvals"])
+router = APIRouter(prefix=API_PREFIX + "/approvals", tags=["approvals"])
 
 
 @router.get("", dependencies=[needs(READ)])

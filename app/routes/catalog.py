@@ -10,8 +10,9 @@ from activities.executors.catalog_models import AgentInfo, ServerInfo
 from app.auth.caller import READ
 from app.auth.guard import needs
 from app.deps import CatalogDep
+from app.openapi import API_PREFIX
 
-router = APIRouter(tags=["catalog"])
+router = APIRouter(prefix=API_PREFIX, tags=["catalog"])
 
 # On demand: every server and agent is asked again before the answer (shared by callers
 # at once); otherwise the answer is the last refresh's (TRELLIS_CATALOG_REFRESH_SECONDS).

@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from app.auth.caller import CONTROL, READ
 from app.auth.guard import needs
 from app.deps import KEY_REUSED, ControlsDep, IdempotencyKey, RunDep
-from app.openapi import errors
+from app.openapi import API_PREFIX, errors
 from app.schemas.control import (
     ApproveRequest,
     ApproveResponse,
@@ -15,7 +15,7 @@ from app.schemas.control import (
     LiveRequirements,
 )
 
-router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["controls"])
+router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/runs/{run_id}", tags=["controls"])
 
 DECIDED = "conflict: the gate was decided already, or the run is not waiting at it"
 STATE = "conflict: the run's status does not allow this (or it is no longer running)"

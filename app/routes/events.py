@@ -14,10 +14,11 @@ from app.auth.caller import READ
 from app.auth.guard import CallerDep, needs
 from app.auth.stream_access import StreamAccess
 from app.deps import EventHubDep, LastEventIdDep, RunDep, StoreDep
+from app.openapi import API_PREFIX
 from app.services.event_hub import EventHub
 from app.services.event_stream import RunEventFollower
 
-router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["events"])
+router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/runs/{run_id}", tags=["events"])
 
 # Read at request time, so tests can shorten them; proxies drop idle streams after ~30-60 s.
 KEEP_ALIVE_SECONDS = 15.0

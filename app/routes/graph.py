@@ -7,9 +7,10 @@ from fastapi import APIRouter
 from app.auth.caller import READ
 from app.auth.guard import needs
 from app.deps import GraphDep, RunDep, WorkflowDep
+from app.openapi import API_PREFIX
 from app.schemas.graph import RunGraph, WorkflowGraph
 
-router = APIRouter(prefix="/workflows/{workflow_id}", tags=["graph"])
+router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}", tags=["graph"])
 
 
 @router.get("/graph", dependencies=[needs(READ)])

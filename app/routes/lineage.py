@@ -8,10 +8,10 @@ from activities.store.records import RunRecord
 from app.auth.caller import CONTROL
 from app.auth.guard import needs
 from app.deps import KEY_REUSED, IdempotencyKey, LineageDep, NodeIdDep, RunDep, WorkflowDep
-from app.openapi import errors
+from app.openapi import API_PREFIX, errors
 from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
 
-router = APIRouter(prefix="/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
+router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
 KEY_RESPONSES = errors(409, s409=KEY_REUSED)
 
 

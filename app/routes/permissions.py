@@ -10,12 +10,12 @@ from app.auth.caller import SHARE
 from app.auth.guard import CallerDep, needs
 from app.deps import StoreDep, WorkflowDep
 from app.errors import InvalidRequest, NotFound
-from app.openapi import errors
+from app.openapi import API_PREFIX, errors
 from app.routes.conditional import IfMatch
 from app.schemas.permissions import PermissionsUpdate, WorkflowPermissions
 from app.services.precondition import content_tag, require_match
 
-router = APIRouter(prefix="/workflows/{workflow_id}/permissions", tags=["permissions"])
+router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/permissions", tags=["permissions"])
 
 
 @router.get("", dependencies=[needs(SHARE)])

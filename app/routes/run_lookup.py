@@ -10,12 +10,13 @@ from app.auth.caller import READ
 from app.auth.guard import needs
 from app.deps import AnyRunDep, ReadCacheDep, StoreDep
 from app.errors import NotFound
+from app.openapi import API_PREFIX
 from app.routes.cached_read import cached_read
 from app.routes.conditional import NOT_MODIFIED
 from app.routes.model_response import json_body
 from app.schemas.run import RunPublic
 
-router = APIRouter(prefix="/runs", tags=["runs"])
+router = APIRouter(prefix=API_PREFIX + "/runs", tags=["runs"])
 
 
 @router.get(

@@ -27,7 +27,7 @@ from app.deps import (
     get_run_or_404,
     id_path,
 )
-from app.openapi import errors
+from app.openapi import API_PREFIX, errors
 from app.routes.cached_read import cached_read
 from app.routes.conditional import NOT_MODIFIED
 from app.routes.model_response import json_body, model_response
@@ -44,7 +44,7 @@ from app.schemas.run import (
 from app.schemas.workflow import Pagination
 from temporal_workflows.read_model import RunStatus
 
-router = APIRouter(prefix="/workflows/{workflow_id}/runs", tags=["runs"])
+router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/runs", tags=["runs"])
 
 # Opt-in for runs with thousands of node runs; without it, the contract's shapes.
 NodeRunsView = Annotated[Literal["all", "summary"], Query(alias="nodeRuns")]

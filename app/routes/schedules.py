@@ -16,7 +16,7 @@ from app.deps import (
     SchedulesDep,
     WorkflowDep,
 )
-from app.openapi import errors
+from app.openapi import API_PREFIX, errors
 from app.routes.conditional import IfMatch
 from app.schemas.schedule import (
     ScheduleCreate,
@@ -27,7 +27,7 @@ from app.schemas.schedule import (
 )
 from app.services.schedules import schedule_tag
 
-router = APIRouter(prefix="/workflows/{workflow_id}/schedules", tags=["schedules"])
+router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/schedules", tags=["schedules"])
 
 
 @router.post(

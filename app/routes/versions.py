@@ -7,9 +7,10 @@ from fastapi import APIRouter
 from app.auth.caller import READ
 from app.auth.guard import needs
 from app.deps import StoreDep, WorkflowDep, WorkflowVersionDep
+from app.openapi import API_PREFIX
 from app.schemas.version import WorkflowVersionList, WorkflowVersionPublic, WorkflowVersionSummary
 
-router = APIRouter(prefix="/workflows/{workflow_id}/versions", tags=["workflows"])
+router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/versions", tags=["workflows"])
 
 
 @router.get("", dependencies=[needs(READ)])

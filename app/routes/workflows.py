@@ -10,7 +10,7 @@ from app.auth.acl import viewer_of
 from app.auth.caller import READ, WRITE
 from app.auth.guard import CallerDep, needs
 from app.deps import DefinitionsDep, Page, PerPage, StoreDep, WorkflowDep
-from app.openapi import errors
+from app.openapi import API_PREFIX, errors
 from app.schemas.workflow import (
     Pagination,
     ToggleRequest,
@@ -21,7 +21,7 @@ from app.schemas.workflow import (
     WorkflowUpdate,
 )
 
-router = APIRouter(prefix="/workflows", tags=["workflows"])
+router = APIRouter(prefix=API_PREFIX + "/workflows", tags=["workflows"])
 DUPLICATE_NAME = "duplicate_entry: another workflow has this name"
 
 
