@@ -208,7 +208,7 @@ class TestRoutesShowNoSecret:
         app = FastAPI()
         app.state.catalog = catalog
         app.state.authenticator = Authenticator(None)  # dev mode: the scope checks pass
-        app.include_router(router, prefix="/api/v1")
+        app.include_router(router)  # its paths carry /api/v1
         served = ServedApp(app).start()
         async with httpx.AsyncClient(base_url=served.base_url) as client:
             yield client

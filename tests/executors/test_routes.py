@@ -19,7 +19,7 @@ async def api(catalog: Catalog) -> AsyncIterator[httpx.AsyncClient]:
     app = FastAPI()
     app.state.catalog = catalog
     app.state.authenticator = Authenticator(None)  # dev mode: the routes' scope checks pass
-    app.include_router(router, prefix="/api/v1")
+    app.include_router(router)  # its paths carry /api/v1
     served = ServedApp(app).start()
     async with httpx.AsyncClient(base_url=served.base_url) as client:
         yield client
