@@ -347,6 +347,25 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     wf = await platform.create({"nodes": [twice, after_twice]})
     run_id = runs["router_selected_twice"] = await platform.trigger(wf, {"picks": ["a", "a"]})
     await platform.wait(wf, run_id)
+    # Long chains of inline steps: 120 ran in one activation, and 2,000 failed on the
+    # expression budget one workflow task shares (recorded before the inline steps' slices,
+    # step_runner.INLINE_SLICE_PATCH).
+    for name, iterations in (("inline_chain", 120), ("inline_chain_budget_spent", 2000)):
+        counting = {"id": "inc", "name": "inc", "nodeType": "step"}
+        counting |= {
+            "executorKey": "builtin:transform",
+            "config": {"map": {"v": "previous_step_content.v + 1"}},
+        }
+        seed = {
+            "id": "seed",
+            "name": "seed",
+            "nodeType": "step",
+            "executorKey": "builtin:transform",
+        }
+        seed["config"] = {"map": {"v": "0"}}
+        wf = await platform.create({"nodes": [seed, _loop("count", iterations, [counting])]})
+        run_id = runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, run_id, within=60)
     return runs
 
 
