@@ -15,7 +15,7 @@ thirty of them fill memory. Ours keep the first error instead (and stop early, a
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import celpy
@@ -83,12 +83,13 @@ class TaskBudget:
     evaluation's) however many there are.
 
     `task` names the current workflow task deterministically (the history's length when
-    it started), so a replay charges the same evaluations to the same share.
+    it started, and the slice of inline steps within it), so a replay charges the same
+    evaluations to the same share.
     """
 
     def __init__(
         self,
-        task: Callable[[], int],
+        task: Callable[[], Hashable],
         steps: int = MAX_TASK_STEPS,
         evaluation_steps: int | None = EVALUATION_STEPS,
     ) -> None:
@@ -97,7 +98,7 @@ class TaskBudget:
         # What one evaluation in the task may spend (None: MAX_STEPS, as runs started
         # before EVALUATION_STEPS had).
         self.evaluation_steps = evaluation_steps or MAX_STEPS
-        self._key: int | None = None
+        self._key: Hashable = None
         self._share = self._fresh()
 
     def current(self) -> Budget:

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.gate_policy import fails_run
     from temporal_workflows.gates import Decision, DecisionResult, Requirement
     from temporal_workflows.history import HistoryBudget
+    from temporal_workflows.inline_slices import InlineSlices
     from temporal_workflows.open_gates import OpenGates
     from temporal_workflows.outbox import Outbox
     from temporal_workflows.outcomes import NodeFailed, RunCancelled
@@ -77,7 +78,10 @@ class TrellisRun:
         reviews = Reviews(
             inp, self._gates, self._recorder, self._pause, self._activity, self._clock
         )
-        steps = StepRunner(inp, self._recorder, reviews, self._activity, self._clock, self._history)
+        self._slices = InlineSlices()
+        steps = StepRunner(
+            inp, self._recorder, reviews, self._activity, self._clock, self._history, self._slices
+        )
         self._continuation = Continuation(
             inp, self._history, self._outbox, self._recorder, self._gates, self._pause
         )
@@ -102,7 +106,12 @@ class TrellisRun:
         self._status_attribute.start()
         if inp.expression_task_steps is not None:
             # The history's length names the workflow task (the same on replay).
-            task = workflow.info().get_current_history_length
+            # A slice of inline steps (inline_slices.py) starts a share of its own.
+            info, slices = workflow.info(), self._slices
+
+            def task() -> tuple[int, int]:
+                return info.get_current_history_length(), slices.cuts
+
             share_per_task(TaskBudget(task, inp.expression_task_steps, inp.expression_steps))
         charge_results(inp.results_charged)
         if inp.resume is None:

@@ -115,6 +115,10 @@ class RunRecorder:
         if self._outbox.backlogged():
             await self._outbox.drain()
 
+    async def write_queued(self) -> None:
+        """Wait until everything queued is written (its local activity ends the activation)."""
+        await self._outbox.drain()
+
     def flush_soon(self) -> None:
         """Write what is queued beside whatever the run does next (it is about to block)."""
         self._outbox.request_flush()

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.definition import HumanReview, StepConfig, WorkflowNode
     from temporal_workflows.gates import Decision, before_gate, collect_input, review_gate
     from temporal_workflows.history import ACTIVITY_EVENTS, LOCAL_ACTIVITY_EVENTS, HistoryBudget
+    from temporal_workflows.inline_slices import INLINE_SLICE_PATCH, InlineSlices
     from temporal_workflows.json_data import deeper_than
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped
     from temporal_workflows.read_model import BEFORE_RUN_REV, INLINE_DONE_REV, REVIEW_REV
@@ -93,6 +94,7 @@ class StepRunner:
     activity: Activity
     clock: RunClock
     history: HistoryBudget
+    slices: InlineSlices
 
     async def run(self, node: WorkflowNode, scope: Scope) -> Any:
         """Run a step node; its output, or None when it was skipped."""
@@ -179,7 +181,11 @@ class StepRunner:
         if node.executor_key in PURE_BUILTINS:
             output = self._inline(step, rendered, variables)
             if self.inp.inline_steps_yield:
-                await self.recorder.write_backlog()
+                if self.slices.counted() and workflow.patched(INLINE_SLICE_PATCH):
+                    await self.recorder.write_queued()
+                    self.slices.cut()
+                else:
+                    await self.recorder.write_backlog()
             return output
         request = StepInput(
             run_id=self.inp.run_id,
@@ -210,6 +216,7 @@ class StepRunner:
             raise
         finally:
             self.activity.leave(step.node_run_id)
+        self.slices.restart()
         self.clock.observe(result.started_at)
         self.clock.observe(result.finished_at)
         return result.output

@@ -350,7 +350,13 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     # Long chains of inline steps: 120 ran in one activation, and 2,000 failed on the
     # expression budget one workflow task shares (recorded before the inline steps' slices,
     # step_runner.INLINE_SLICE_PATCH).
-    for name, iterations in (("inline_chain", 120), ("inline_chain_budget_spent", 2000)):
+    # `inline_chain_sliced`: the same 120, recorded with the slices (cut at 50 and 100).
+    chains = (
+        ("inline_chain", 120),
+        ("inline_chain_budget_spent", 2000),
+        ("inline_chain_sliced", 120),
+    )
+    for name, iterations in chains:
         counting = {"id": "inc", "name": "inc", "nodeType": "step"}
         counting |= {
             "executorKey": "builtin:transform",
@@ -457,5 +463,8 @@ def test_every_representative_history_is_recorded() -> None:
         "continued_status_shown_resumed",
         "continued",
         "continued_nested",
+        "inline_chain",
+        "inline_chain_budget_spent",
+        "inline_chain_sliced",
         "continued_nested_resumed",
     }

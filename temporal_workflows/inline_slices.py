@@ -1,0 +1,39 @@
+"""Long chains of inline steps are cut into slices of activations.
+
+Inline steps (pure built-ins) run inside the workflow's activation, and an activation that
+runs for 2 s is reported deadlocked and retried for ever. A chain of them used to end its
+activation only at a full outbox batch (200 writes), and their expressions shared one
+budget for the whole workflow task: a loop of ~1,700 inline transforms failed on that
+budget, and 150 costly ones ran past 2 s on a loaded machine (the run stayed pending).
+Now every STEPS_PER_SLICE inline steps in a row the run waits for its queued writes (a
+local activity, which ends the activation), and the next slice's expressions draw on a
+fresh share. Deterministic: a count, never a clock. Runs whose history has no
+INLINE_SLICE_PATCH marker at a cut replay as they ran.
+"""
+
+from __future__ import annotations
+
+INLINE_SLICE_PATCH = "inline-steps-cut-into-slices"
+STEPS_PER_SLICE = 50
+
+
+class InlineSlices:
+    """Counts inline steps since the activation last ended at a known point."""
+
+    def __init__(self) -> None:
+        self._in_a_row = 0
+        self.cuts = 0
+
+    def counted(self) -> bool:
+        """One more inline step ran; True when the slice is full."""
+        self._in_a_row += 1
+        return self._in_a_row >= STEPS_PER_SLICE
+
+    def cut(self) -> None:
+        """The activation ended here: a new slice, with a fresh expression share."""
+        self._in_a_row = 0
+        self.cuts += 1
+
+    def restart(self) -> None:
+        """The activation ended for another reason (an activity's result arrived)."""
+        self._in_a_row = 0

@@ -1,0 +1,46 @@
+"""Long chains of inline steps run in slices of activations (inline_slices.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+
+from temporal_workflows.inline_slices import STEPS_PER_SLICE
+from tests.builders import transform
+from tests.support.platform import Platform
+
+
+def _counting_loop(iterations: int) -> list[dict[str, Any]]:
+    return [
+        transform("seed", v="0"),
+        {
+            "name": "count",
+            "nodeType": "loop",
+            "loopConfig": {"maxIterations": iterations},
+            "children": [transform("inc", v="previous_step_content.v + 1")],
+        },
+    ]
+
+
+async def test_a_loop_of_two_thousand_inline_steps_completes(platform: Platform) -> None:
+    # It failed at ~1,700: every expression of the workflow task shared 50,000 steps.
+    wf = await platform.create({"nodes": _counting_loop(2000)})
+    run_id = await platform.trigger(wf)
+    run = await platform.wait(wf, run_id, within=120)
+    assert run["status"] == "completed", run["errorSummary"]
+    # A loop outputs every iteration's last output.
+    assert run["finalOutput"] == [{"v": i} for i in range(1, 2001)]
+    assert len(run["nodeRuns"]) == 2 + 2000
+
+
+async def test_each_slice_of_inline_steps_ends_its_activation(platform: Platform) -> None:
+    wf = await platform.create({"nodes": _counting_loop(120)})
+    run_id = await platform.trigger(wf)
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed", run["errorSummary"]
+    history = await platform.client.get_workflow_handle(run_id).fetch_history()
+    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    # 121 inline steps: the queue written at 50 and at 100 (each a local activity's
+    # marker), beside the patch's marker and the final write.
+    assert len(markers) >= (121 // STEPS_PER_SLICE) + 1
