@@ -24,15 +24,25 @@ class InlineSlices:
         self._in_a_row = 0
         self.cuts = 0
 
-    def counted(self) -> bool:
-        """One more inline step ran; True when the slice is full."""
+    def count(self) -> None:
+        """One more inline step ran."""
         self._in_a_row += 1
+
+    def full(self) -> bool:
+        """The slice holds STEPS_PER_SLICE steps: the next one waits for a new slice."""
         return self._in_a_row >= STEPS_PER_SLICE
 
-    def cut(self) -> None:
-        """The activation ended here: a new slice, with a fresh expression share."""
-        self._in_a_row = 0
-        self.cuts += 1
+    def ticket(self) -> int:
+        """Taken before waiting at a cut: which slice the waiter saw."""
+        return self.cuts
+
+    def cut(self, ticket: int) -> None:
+        """The activation ended here: a new slice, with a fresh expression share. Only the
+        first of the steps that waited at the same cut starts it (the items of a map wait
+        there together; each restarting the count let them all run in one activation)."""
+        if ticket == self.cuts:
+            self._in_a_row = 0
+            self.cuts += 1
 
     def restart(self) -> None:
         """The activation ended for another reason (an activity's result arrived)."""

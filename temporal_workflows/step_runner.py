@@ -173,19 +173,24 @@ class StepRunner:
     async def _execute(self, step: _Step) -> Any:
         """One execution of the step: evaluated inline, or one activity for all attempts."""
         node = step.node
+        inline = node.executor_key in PURE_BUILTINS
+        if inline and self.inp.inline_steps_yield:
+            # Before the step's work, and again after each wait: the steps that waited
+            # together resume into one slice, and those past it wait for the next.
+            while self.slices.full() and workflow.patched(INLINE_SLICE_PATCH):
+                ticket = self.slices.ticket()
+                await self.recorder.write_queued()
+                self.slices.cut(ticket)
         variables = {**step.scope.variables(), **step.extra}
         try:
             rendered = expressions.render(node.config, variables)
         except expressions.ExpressionError as exc:
             self._failed(step, str(exc), attempt=1)
-        if node.executor_key in PURE_BUILTINS:
+        if inline:
             output = self._inline(step, rendered, variables)
             if self.inp.inline_steps_yield:
-                if self.slices.counted() and workflow.patched(INLINE_SLICE_PATCH):
-                    await self.recorder.write_queued()
-                    self.slices.cut()
-                else:
-                    await self.recorder.write_backlog()
+                self.slices.count()
+                await self.recorder.write_backlog()
             return output
         request = StepInput(
             run_id=self.inp.run_id,

@@ -44,3 +44,26 @@ async def test_each_slice_of_inline_steps_ends_its_activation(platform: Platform
     # 121 inline steps: the queue written at 50 and at 100 (each a local activity's
     # marker), beside the patch's marker and the final write.
     assert len(markers) >= (121 // STEPS_PER_SLICE) + 1
+
+
+async def test_map_items_resumed_after_a_cut_share_one_slice(platform: Platform) -> None:
+    # 300 items of two inline steps, with no limit on items at once: the items past the
+    # first slice all wait at the cut; once resumed, the first one starts the next slice
+    # and the rest count on in it (each resumed item restarting the count let the rest of
+    # the map run in one activation).
+    items = {
+        "id": "M",
+        "name": "M",
+        "nodeType": "map",
+        "itemsCel": "input.items",
+        "maxConcurrency": 300,
+        "children": [transform("a", v="item"), transform("b", v="previous_step_content.v * 2")],
+    }
+    wf = await platform.create({"nodes": [items]})
+    run_id = await platform.trigger(wf, {"items": list(range(300))})
+    run = await platform.wait(wf, run_id, within=60)
+    assert run["status"] == "completed", run["errorSummary"]
+    assert run["finalOutput"] == [{"v": 2 * i} for i in range(300)]
+    history = await platform.client.get_workflow_handle(run_id).fetch_history()
+    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert len(markers) >= 600 // STEPS_PER_SLICE
