@@ -7,20 +7,19 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 
 from temporal_workflows.inline_slices import STEPS_PER_SLICE
-from tests.builders import transform
+from tests.builders import loop, node, transform
 from tests.support.platform import Platform
 
 
 def _counting_loop(iterations: int) -> list[dict[str, Any]]:
-    return [
-        transform("seed", v="0"),
-        {
-            "name": "count",
-            "nodeType": "loop",
-            "loopConfig": {"maxIterations": iterations},
-            "children": [transform("inc", v="previous_step_content.v + 1")],
-        },
-    ]
+    inc = transform("inc", v="previous_step_content.v + 1")
+    return [transform("seed", v="0"), loop("count", inc, max_iterations=iterations)]
+
+
+async def _markers(platform: Platform, run_id: str) -> int:
+    """The run's marker events: a local activity's (each cut's write) or a patch's."""
+    history = await platform.client.get_workflow_handle(run_id).fetch_history()
+    return sum(e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED for e in history.events)
 
 
 async def test_a_loop_of_two_thousand_inline_steps_completes(platform: Platform) -> None:
@@ -39,11 +38,9 @@ async def test_each_slice_of_inline_steps_ends_its_activation(platform: Platform
     run_id = await platform.trigger(wf)
     run = await platform.wait(wf, run_id)
     assert run["status"] == "completed", run["errorSummary"]
-    history = await platform.client.get_workflow_handle(run_id).fetch_history()
-    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
-    # 121 inline steps: the queue written at 50 and at 100 (each a local activity's
-    # marker), beside the patch's marker and the final write.
-    assert len(markers) >= (121 // STEPS_PER_SLICE) + 1
+    # 121 inline steps: cut before the 51st and the 101st (a local activity's marker
+    # each), beside the patch's marker and the final write.
+    assert await _markers(platform, run_id) >= (121 // STEPS_PER_SLICE) + 1
 
 
 async def test_map_items_resumed_after_a_cut_share_one_slice(platform: Platform) -> None:
@@ -51,19 +48,11 @@ async def test_map_items_resumed_after_a_cut_share_one_slice(platform: Platform)
     # first slice all wait at the cut; once resumed, the first one starts the next slice
     # and the rest count on in it (each resumed item restarting the count let the rest of
     # the map run in one activation).
-    items = {
-        "id": "M",
-        "name": "M",
-        "nodeType": "map",
-        "itemsCel": "input.items",
-        "maxConcurrency": 300,
-        "children": [transform("a", v="item"), transform("b", v="previous_step_content.v * 2")],
-    }
+    steps = [transform("a", v="item"), transform("b", v="previous_step_content.v * 2")]
+    items = node("M", "map", itemsCel="input.items", maxConcurrency=300, children=steps)
     wf = await platform.create({"nodes": [items]})
     run_id = await platform.trigger(wf, {"items": list(range(300))})
     run = await platform.wait(wf, run_id, within=60)
     assert run["status"] == "completed", run["errorSummary"]
     assert run["finalOutput"] == [{"v": 2 * i} for i in range(300)]
-    history = await platform.client.get_workflow_handle(run_id).fetch_history()
-    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
-    assert len(markers) >= 600 // STEPS_PER_SLICE
+    assert await _markers(platform, run_id) >= 600 // STEPS_PER_SLICE

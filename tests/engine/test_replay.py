@@ -23,7 +23,7 @@ from temporalio.worker import Replayer
 
 from app.tracing import temporal_interceptors
 from temporal_workflows.interpreter import TrellisRun
-from tests.builders import delay, echo, http_step, retries
+from tests.builders import delay, echo, http_step, retries, transform
 from tests.hitl.helpers import approve, wait_for_gate, wait_for_requirement
 from tests.support.continuing import start_continuing
 from tests.support.platform import Platform
@@ -348,27 +348,17 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     run_id = runs["router_selected_twice"] = await platform.trigger(wf, {"picks": ["a", "a"]})
     await platform.wait(wf, run_id)
     # Long chains of inline steps: 120 ran in one activation, and 2,000 failed on the
-    # expression budget one workflow task shares (recorded before the inline steps' slices,
-    # step_runner.INLINE_SLICE_PATCH).
-    # `inline_chain_sliced`: the same 120, recorded with the slices (cut at 50 and 100).
+    # expression budget one workflow task shares (both recorded before the inline steps'
+    # slices, inline_slices.INLINE_SLICE_PATCH); `inline_chain_sliced`, the same 120,
+    # recorded with the slices.
     chains = (
         ("inline_chain", 120),
         ("inline_chain_budget_spent", 2000),
         ("inline_chain_sliced", 120),
     )
     for name, iterations in chains:
-        counting = {"id": "inc", "name": "inc", "nodeType": "step"}
-        counting |= {
-            "executorKey": "builtin:transform",
-            "config": {"map": {"v": "previous_step_content.v + 1"}},
-        }
-        seed = {
-            "id": "seed",
-            "name": "seed",
-            "nodeType": "step",
-            "executorKey": "builtin:transform",
-        }
-        seed["config"] = {"map": {"v": "0"}}
+        counting = transform("inc", v="previous_step_content.v + 1")
+        seed = transform("seed", v="0")
         wf = await platform.create({"nodes": [seed, _loop("count", iterations, [counting])]})
         run_id = runs[name] = await platform.trigger(wf)
         await platform.wait(wf, run_id, within=60)
