@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import tempfile
@@ -25,6 +26,8 @@ from app.platform.preflight import (
 from app.platform.ready_file import ready_note, remove_ready, write_ready
 from app.settings import Settings
 
+log = logging.getLogger(__name__)
+
 # Beyond the worker's graceful shutdown: time to report what finished and close up.
 SHUTDOWN_MARGIN_SECONDS = 8.0
 # The API on asyncio's own loop though uvloop is installed (for the worker): under 50
@@ -37,6 +40,7 @@ def run_api(settings: Settings) -> None:
     """Serve the API on uvicorn until SIGTERM/SIGINT (uvicorn handles both gracefully)."""
     if settings.api_workers == 1:
         pause_collector()  # until the app has started (app/heap.py)
+    _load_cel_parser()
     import uvicorn  # here, not above: a worker process has no use for it
 
     check_auth(settings)
@@ -141,12 +145,21 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
 def run_worker_process(settings: Settings, ready_file: Path | None = None) -> None:
     """Run the worker until SIGTERM/SIGINT; touch `ready_file` once it polls."""
     pause_collector()  # until it polls (app/heap.py)
+    _load_cel_parser()
     check_store(settings)
     load_executor_catalog(settings)
     check_service_tokens(settings)
     check_worker_metrics_port(settings)
     check_tracing()
     run_fast(_worker(settings, ready_file))
+
+
+def _load_cel_parser() -> None:
+    """CEL's parser from the user's cache (app/cel_parser.py): first thing, before anything
+    imports CEL."""
+    from app.cel_parser import use_saved_cel_parser
+
+    log.debug("CEL's parser: %s", use_saved_cel_parser())
 
 
 def run_fast(main: Coroutine[Any, Any, None]) -> None:

@@ -1,0 +1,96 @@
+"""CEL's parser is built once per user and loaded back by every later start (app/cel_parser.py).
+
+Each case is a fresh interpreter: the parser is a per-process singleton.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from tests.support.processes import Processes, process_env
+
+# Start as `trellis api` and `trellis worker` do, then evaluate through the interpreter's
+# own expression code; print what the start did and what the expressions gave.
+_START = """
+import json
+from app.cel_parser import use_saved_cel_parser
+outcome = use_saved_cel_parser()
+from temporal_workflows.expressions import evaluate, render
+print(json.dumps({
+    "outcome": outcome,
+    "sum": evaluate("input.a + size(input.b) * 2", {"input": {"a": 1, "b": [1, 2]}}),
+    "text": render("{{ true && !false }}-{{ 'x' in input }}", {"input": {"x": 1}}),
+}))
+"""
+
+
+def _start(cache_home: Path) -> dict[str, object]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+    done = subprocess.run(
+        [sys.executable, "-c", _START], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stderr == ""  # nothing logged, even when the cache is of no use
+    answer: dict[str, object] = json.loads(done.stdout)
+    assert (answer["sum"], answer["text"]) == (5, "true-true")
+    return answer
+
+
+def _saved(cache_home: Path) -> list[Path]:
+    return sorted((cache_home / "trellis").glob("cel-parser-*.pickle"))
+
+
+def test_the_first_start_saves_the_parser_and_the_next_loads_it(tmp_path: Path) -> None:
+    assert _start(tmp_path)["outcome"] == "built and saved"
+    [saved] = _saved(tmp_path)
+    written = saved.stat().st_mtime_ns
+    assert _start(tmp_path)["outcome"] == "loaded"
+    assert saved.stat().st_mtime_ns == written
+    assert [p.name for p in (tmp_path / "trellis").iterdir()] == [saved.name]  # no leftovers
+
+
+def test_a_torn_saved_parser_is_built_again_and_replaced(tmp_path: Path) -> None:
+    _start(tmp_path)
+    [saved] = _saved(tmp_path)
+    saved.write_bytes(saved.read_bytes()[:1000])
+    assert _start(tmp_path)["outcome"] == "built and saved"
+    assert _start(tmp_path)["outcome"] == "loaded"
+
+
+def test_a_parser_saved_by_other_versions_is_never_loaded(tmp_path: Path) -> None:
+    _start(tmp_path)
+    [saved] = _saved(tmp_path)
+    # Another Lark or Python writes another name; a file of that name is simply not read.
+    saved.rename(saved.with_name("cel-parser-0000000000000000.pickle"))
+    assert _start(tmp_path)["outcome"] == "built and saved"
+    assert len(_saved(tmp_path)) == 2
+
+
+def test_a_cache_that_cannot_be_written_costs_only_the_build(tmp_path: Path) -> None:
+    (tmp_path / "trellis").write_text("a file where the directory would be")
+    assert _start(tmp_path)["outcome"] == "built, not saved"
+    assert _start(tmp_path)["outcome"] == "built, not saved"
+    assert (tmp_path / "trellis").read_text() == "a file where the directory would be"
+
+
+def test_the_api_and_the_worker_start_on_the_saved_parser(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    cache_home = tmp_path / "cache"
+    env = process_env(
+        tmp_path / "data",
+        temporal_env.client.service_client.config.target_host,
+        XDG_CACHE_HOME=str(cache_home),
+        TRELLIS_LOG_LEVEL="debug",
+    )
+    processes.worker(env)
+    [saved] = _saved(cache_home)
+    written = saved.stat().st_mtime_ns
+    api = processes.api(env)
+    assert saved.stat().st_mtime_ns == written
+    assert "CEL's parser: loaded" in api.process.output()
