@@ -26,6 +26,7 @@ import yaml
 from app.cli.api_client import TrellisApi
 from app.cli.run_watch import WATCH_FAILED
 from tests.platform.conftest import REPO, DevProcess, running_dev, trellis_env
+from tests.support.cli_in_process import run_cli
 from tests.support.server import free_port
 
 
@@ -40,11 +41,8 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
 def trellis(
     dev: DevProcess, *args: str, stdin: str | None = None, **extra_env: str
 ) -> subprocess.CompletedProcess[str]:
-    env = {**dev.env, "TRELLIS_URL": dev.api_url, **extra_env}
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
-        env=env, cwd=REPO, capture_output=True, text=True, timeout=60, input=stdin,
-    )  # fmt: skip
+    """`trellis ARGS`, in this process (tests/support/cli_in_process.py)."""
+    return run_cli(args, {**dev.env, "TRELLIS_URL": dev.api_url, **extra_env}, stdin)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
