@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -70,9 +71,7 @@ async def serving_all(
 ) -> AsyncIterator[tuple[str, ...]]:
     """Run several apps, each on its own port; yield their base URLs in order.
 
-    They stop together: a uvicorn server takes ~0.15 s to stop (its main loop's tick, then
-    a fixed pause before it waits for connections), which one after another each test
-    setting up several servers paid in turn.
+    They stop together (`_Server.stop`), at once when no connection is open.
     """
     servers = [_server(app, port if len(apps) == 1 else None, graceful_seconds) for app in apps]
     handlers = _signal_handlers()
@@ -86,7 +85,7 @@ async def serving_all(
         yield tuple(url for _, url in servers)
     finally:
         for server, _ in servers:
-            server.should_exit = True
+            server.stop()
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         # Each server puts back the SIGINT/SIGTERM handlers it found when it started. Stopped
         # together they may do so out of order, leaving a stopped server's handler in place,
@@ -120,4 +119,41 @@ def _server(
         lifespan="on",
         timeout_graceful_shutdown=graceful_seconds,
     )
-    return uvicorn.Server(config), f"http://127.0.0.1:{port}"
+    return _Server(config), f"http://127.0.0.1:{port}"
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopped without its two 0.1 s waits where they wait for nothing.
+
+    Its main loop looks at `should_exit` every 0.1 s, and its shutdown pauses 0.1 s for
+    the connections it has just asked to close: ~0.2 s for every stop, which nearly every
+    test pays (~730 in the suite, ~70 s of its wall time). `stop()` wakes the loop at once
+    (it still ticks every 0.1 s: the Date header, a signal's `should_exit`), and a server
+    with no connection left skips the pause; with one open, uvicorn's shutdown runs as is.
+    """
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._stopped = asyncio.Event()
+
+    def stop(self) -> None:
+        self.should_exit = True
+        self._stopped.set()
+
+    async def main_loop(self) -> None:
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864_000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), 0.1)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.server_state.connections:
+            await super().shutdown(sockets)
+            return
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        if not self.force_exit:
+            await self.lifespan.shutdown()
