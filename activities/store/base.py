@@ -35,6 +35,11 @@ class DuplicateNameError(StoreError):
     """Another workflow already has this name; mapped to 409 `duplicate_entry`."""
 
 
+class ChangedMeanwhile(StoreError):
+    """A conditional write found what it was to change changed since the caller read it;
+    nothing was written (the API answers 412 `precondition_failed`)."""
+
+
 class Store(Protocol):
     async def connect(self) -> None:
         """Open connections and create/migrate the schema and indexes."""
@@ -69,8 +74,12 @@ class Store(Protocol):
         change of grants never undoes it).
         """
 
-    async def set_workflow_grants(self, workflow_id: str, grants: list[Grant]) -> bool:
-        """Replace a workflow's grants (the owner stays); False when it does not exist."""
+    async def set_workflow_grants(
+        self, workflow_id: str, grants: list[Grant], *, read: list[Grant] | None = None
+    ) -> bool:
+        """Replace a workflow's grants (the owner stays); False when it does not exist.
+        With `read`, only while its grants are still those, checked and written in one
+        step; `ChangedMeanwhile` (nothing written) when they are not."""
 
     async def delete_workflow(self, workflow_id: str) -> bool:
         """Delete a definition with its versions, runs, node runs and events."""

@@ -19,7 +19,13 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
-from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
+from activities.store.base import (
+    ChangedMeanwhile,
+    DuplicateNameError,
+    StoreError,
+    StoreUnavailable,
+    Viewer,
+)
 from activities.store.documents import (
     M,
     event_document,
@@ -210,14 +216,24 @@ class MongoStore:
             if result.matched_count and new_version:
                 await self._put_version(record)
 
-    async def set_workflow_grants(self, workflow_id: str, grants: list[Grant]) -> bool:
+    async def set_workflow_grants(
+        self, workflow_id: str, grants: list[Grant], *, read: list[Grant] | None = None
+    ) -> bool:
         with _errors():
-            doc = await self._db().workflows.find_one({"_id": workflow_id}, {"owner": 1})
+            doc = await self._db().workflows.find_one(
+                {"_id": workflow_id}, {"owner": 1, "grants": 1}
+            )
             if doc is None:
                 return False
             owner = doc.get("owner", LEGACY_OWNER)
+            held = doc.get("grants")
+            if read is not None and [Grant.model_validate(g) for g in held or []] != read:
+                raise ChangedMeanwhile(f"the grants of workflow {workflow_id} changed")
+            # Written only over the grants just compared: a write landing in between is
+            # not overwritten (no document matches, below).
+            unchanged = {"grants": held} if held is not None else {"grants": {"$exists": False}}
             result = await self._db().workflows.update_one(
-                {"_id": workflow_id},
+                {"_id": workflow_id, **(unchanged if read is not None else {})},
                 {
                     "$set": {
                         "owner": owner,
@@ -226,6 +242,9 @@ class MongoStore:
                     }
                 },
             )
+            if result.matched_count == 0 and read is not None:
+                if await self._db().workflows.find_one({"_id": workflow_id}, {"_id": 1}):
+                    raise ChangedMeanwhile(f"the grants of workflow {workflow_id} changed")
         return result.matched_count == 1
 
     async def delete_workflow(self, workflow_id: str) -> bool:

@@ -21,7 +21,13 @@ import aiosqlite
 from pydantic import ValidationError
 
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
-from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable, Viewer
+from activities.store.base import (
+    ChangedMeanwhile,
+    DuplicateNameError,
+    StoreError,
+    StoreUnavailable,
+    Viewer,
+)
 from activities.store.documents import (
     event_document,
     event_keys_for,
@@ -215,16 +221,21 @@ class SqliteStore:
             if cursor.rowcount and new_version:
                 await _put_version(db, record)
 
-    async def set_workflow_grants(self, workflow_id: str, grants: list[Grant]) -> bool:
+    async def set_workflow_grants(
+        self, workflow_id: str, grants: list[Grant], *, read: list[Grant] | None = None
+    ) -> bool:
         stored = to_json({"grants": [g.model_dump(mode="json", by_alias=False) for g in grants]})
-        async with self._write() as db:
+        async with self._write() as db:  # one transaction: the check and the write
             row = await _one(
                 db,
-                "SELECT COALESCE(json_extract(doc, '$.owner'), ?) FROM workflows WHERE id = ?",
+                "SELECT COALESCE(json_extract(doc, '$.owner'), ?),"
+                " COALESCE(json_extract(doc, '$.grants'), '[]') FROM workflows WHERE id = ?",
                 (LEGACY_OWNER, workflow_id),
             )
             if row is None:
                 return False
+            if read is not None and _grants(row[1]) != read:
+                raise ChangedMeanwhile(f"the grants of workflow {workflow_id} changed")
             await db.execute(
                 "UPDATE workflows SET doc = json_set(doc, '$.owner', ?,"
                 " '$.grants', json_extract(?, '$.grants')) WHERE id = ?",
@@ -661,6 +672,10 @@ def _can_open(path: Path) -> None:
     last callback could meet the closed event loop of a process exiting on that error (a
     traceback after the one-line start-up error)."""
     sqlite3.connect(path).close()
+
+
+def _grants(stored: str) -> list[Grant]:
+    return [Grant.model_validate(g) for g in json.loads(stored)]
 
 
 def _load(model: type[M], doc: str) -> M:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from activities.store.access import owner_principal
+from activities.store.base import ChangedMeanwhile
 from app.auth.acl import require_grantable
 from app.auth.caller import SHARE
 from app.auth.guard import CallerDep, needs
@@ -13,7 +14,7 @@ from app.errors import InvalidRequest, NotFound
 from app.openapi import API_PREFIX, errors
 from app.routes.conditional import IfMatch
 from app.schemas.permissions import PermissionsUpdate, WorkflowPermissions
-from app.services.precondition import content_tag, require_match
+from app.services.precondition import content_tag, holds_to_a_tag, require_match, stale
 
 router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/permissions", tags=["permissions"])
 
@@ -36,13 +37,21 @@ async def replace_permissions(
     """Replace the grants; every grant can VIEW; the owner keeps every permission. A
     caller may add only permissions they hold themselves (403 otherwise); 412 when
     `If-Match` is not the permissions' current `ETag`."""
-    current = content_tag(WorkflowPermissions.of(workflow))
-    require_match(if_match, current, f"The permissions of workflow {workflow.id}")
+    what = f"The permissions of workflow {workflow.id}"
+    require_match(if_match, content_tag(WorkflowPermissions.of(workflow)), what)
     owner = owner_principal(workflow.owner)
     if any(g.principal == owner for g in body.grants):
         raise InvalidRequest(f"{owner} owns the workflow and holds every permission already")
     require_grantable(caller, workflow, body.grants)
-    if not await store.set_workflow_grants(workflow.id, body.grants):
+    # Under If-Match, written only over the grants checked above: of writers that read the
+    # same tag one wins, and the others are told rather than overwriting it.
+    read = workflow.grants if holds_to_a_tag(if_match) else None
+    try:
+        found = await store.set_workflow_grants(workflow.id, body.grants, read=read)
+    except ChangedMeanwhile:
+        assert if_match is not None  # `read` is given only under If-Match
+        raise stale(if_match, what) from None
+    if not found:
         raise NotFound(f"Workflow {workflow.id!r} not found")
     return tagged(
         response, WorkflowPermissions.of(workflow.model_copy(update={"grants": body.grants}))

@@ -29,7 +29,18 @@ def require_match(header: str | None, tag: str, what: str) -> None:
     given = [t.strip() for t in header.split(",")]
     if "*" in given or tag in given:
         return
-    raise PreconditionFailed(
+    raise stale(header, what)
+
+
+def holds_to_a_tag(header: str | None) -> bool:
+    """Whether a write under this If-Match must find the resource as it was read (not
+    absent, not `*`): then the check and the write are to be one step."""
+    return header is not None and "*" not in (t.strip() for t in header.split(","))
+
+
+def stale(header: str, what: str) -> PreconditionFailed:
+    """The 412 for a write whose If-Match names no current tag."""
+    return PreconditionFailed(
         f"{what} changed since it was read (If-Match {header[:100]!r} is not its current "
         "ETag): read it again and make the change on what it is now"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -198,3 +199,29 @@ async def test_a_permissions_put_with_a_stale_etag_is_412_and_changes_nothing(
     assert after.json() == before.json()
     assert after.headers["etag"] == before.headers["etag"]
     assert (await api.put(path, json=ops, headers=ALICE)).status_code == 200
+
+
+async def test_puts_sent_at_once_with_one_etag_make_one_change_and_the_rest_are_412(
+    api: httpx.AsyncClient,
+) -> None:
+    """If-Match is checked and the grants written in one step: of several writers that
+    read the same tag, one wins and every other is told, none overwrites the winner."""
+    wf = await create(api, ALICE)
+    path = f"{API}/workflows/{wf}/permissions"
+    tag = (await api.get(path, headers=ALICE)).headers["etag"]
+    puts = [
+        api.put(
+            path,
+            json={"grants": [{"principal": f"user:writer-{i}", "permissions": ["VIEW"]}]},
+            headers={**ALICE, "If-Match": tag},
+        )
+        for i in range(8)
+    ]
+    answers = await asyncio.gather(*puts)
+    assert sorted(a.status_code for a in answers) == [200] + [412] * 7
+    [made] = [a for a in answers if a.status_code == 200]
+    for refused in (a for a in answers if a.status_code == 412):
+        assert_error(refused, 412, "precondition_failed", wf, "changed since")
+    now = await api.get(path, headers=ALICE)
+    assert now.json() == made.json()
+    assert now.headers["etag"] == made.headers["etag"]

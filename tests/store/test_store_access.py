@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from activities.store.access import Grant, WorkflowAccess
-from activities.store.base import Store
+from activities.store.base import ChangedMeanwhile, Store
 from tests.store.builders import at, new_id, run, workflow
 
 ALICE = frozenset({"user:alice"})
@@ -107,3 +109,25 @@ async def test_runs_by_status_only_of_visible_workflows(store: Store) -> None:
     assert [r.id for r in visible] == [mine_run.id]
     assert len(await store.list_runs_with_status("awaiting_approval", 10)) == 2
     assert await store.list_runs_with_status("awaiting_approval", 10, frozenset()) == []
+
+
+async def test_grants_set_over_what_was_read_are_refused_once_they_changed(store: Store) -> None:
+    record = workflow(owner="alice", grants=[grant("user:carol", "VIEW")])
+    await store.create_workflow(record)
+    read = [grant("user:carol", "VIEW")]
+    assert await store.set_workflow_grants(record.id, [grant("role:ops", "VIEW")], read=read)
+    # A second writer that read the same grants: refused, and the first one's write stays.
+    with pytest.raises(ChangedMeanwhile):
+        await store.set_workflow_grants(record.id, [grant("user:bob", "EDIT")], read=read)
+    stored = await store.get_workflow(record.id)
+    assert stored is not None and stored.grants == [grant("role:ops", "VIEW")]
+    assert (await store.list_workflows(None, 1, 10, frozenset({"user:bob"})))[1] == 0
+    assert not await store.set_workflow_grants(new_id(), [], read=[])  # unknown: False
+
+
+async def test_a_workflow_shared_with_no_one_is_read_as_having_no_grants(store: Store) -> None:
+    record = workflow(owner="alice")
+    await store.create_workflow(record)
+    assert await store.set_workflow_grants(record.id, [grant("user:bob", "VIEW")], read=[])
+    with pytest.raises(ChangedMeanwhile):
+        await store.set_workflow_grants(record.id, [], read=[])
