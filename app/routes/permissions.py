@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from activities.store.access import owner_principal
-from activities.store.base import ChangedMeanwhile
+from activities.store.access import Grant, owner_principal
+from activities.store.base import ChangedMeanwhile, Store
+from activities.store.records import WorkflowRecord
 from app.auth.acl import require_grantable
 from app.auth.caller import SHARE
 from app.auth.guard import CallerDep, needs
@@ -43,15 +44,7 @@ async def replace_permissions(
     if any(g.principal == owner for g in body.grants):
         raise InvalidRequest(f"{owner} owns the workflow and holds every permission already")
     require_grantable(caller, workflow, body.grants)
-    # Under If-Match, written only over the grants checked above: of writers that read the
-    # same tag one wins, and the others are told rather than overwriting it.
-    read = workflow.grants if holds_to_a_tag(if_match) else None
-    try:
-        found = await store.set_workflow_grants(workflow.id, body.grants, read=read)
-    except ChangedMeanwhile:
-        assert if_match is not None  # `read` is given only under If-Match
-        raise stale(if_match, what) from None
-    if not found:
+    if not await _set_grants(store, workflow, body.grants, if_match, what):
         raise NotFound(f"Workflow {workflow.id!r} not found")
     return tagged(
         response, WorkflowPermissions.of(workflow.model_copy(update={"grants": body.grants}))
@@ -61,3 +54,16 @@ async def replace_permissions(
 def tagged(response: Response, permissions: WorkflowPermissions) -> WorkflowPermissions:
     response.headers["ETag"] = content_tag(permissions)
     return permissions
+
+
+async def _set_grants(
+    store: Store, workflow: WorkflowRecord, grants: list[Grant], if_match: str | None, what: str
+) -> bool:
+    """Set the grants; under If-Match only over those checked (`workflow.grants`), in one
+    step: of writers that read the same tag one wins, the others are told (412)."""
+    if not holds_to_a_tag(if_match):
+        return await store.set_workflow_grants(workflow.id, grants)
+    try:
+        return await store.set_workflow_grants(workflow.id, grants, read=workflow.grants)
+    except ChangedMeanwhile:
+        raise stale(if_match, what) from None

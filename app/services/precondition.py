@@ -8,6 +8,7 @@ than overwriting that change (docs/api.md, Conditional writes).
 from __future__ import annotations
 
 import hashlib
+from typing import TypeGuard
 
 from pydantic import BaseModel
 
@@ -32,7 +33,7 @@ def require_match(header: str | None, tag: str, what: str) -> None:
     raise stale(header, what)
 
 
-def holds_to_a_tag(header: str | None) -> bool:
+def holds_to_a_tag(header: str | None) -> TypeGuard[str]:
     """Whether a write under this If-Match must find the resource as it was read (not
     absent, not `*`): then the check and the write are to be one step."""
     return header is not None and "*" not in (t.strip() for t in header.split(","))

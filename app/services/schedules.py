@@ -41,9 +41,10 @@ from app.schemas.schedule import (
     ScheduleSkip,
     ScheduleSkipList,
 )
-from app.services.precondition import content_tag, require_match
+from app.services.precondition import content_tag, holds_to_a_tag, require_match, stale
 from app.services.schedule_key import MEMO, create_request, keyed_suffix, require_first_request
 from app.services.schedule_timing import kept_as, require_firing, schedule_spec, temporal_call
+from app.services.schedule_update import update_over
 from temporal_workflows import search_attributes
 from temporal_workflows.contracts import Identity
 from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE, ScheduleTriggerInput
@@ -158,15 +159,14 @@ class ScheduleService:
         # "unchanged" means the schedule in Temporal is that now, an edit made in the Web UI
         # included, not only that Trellis's argument is the same.
         expected = await kept_as(self.client, self.task_queue, body, new.policy)
+        if holds_to_a_tag(if_match):
+            await self._replace_as_read(schedule_id, new, expected, if_match)
+            return await self.set_paused(schedule_id, body.paused)
 
         async def updater(current: ScheduleUpdateInput) -> ScheduleUpdate | None:
             trigger = await trellis_trigger(self.client, current.description)
             if trigger is None:
                 raise _not_ours(schedule_id)
-            # Checked on the description the update is made from; Temporal's conflict token
-            # is not passed by the SDK, so a change in the moment between the two still wins.
-            tag = schedule_tag(_public(current.description, trigger))
-            require_match(if_match, tag, f"Schedule {schedule_id}")
             if await self._unchanged(current.description.schedule, trigger, new, expected):
                 return None  # Temporal records every update, one changing nothing too
             # Keep the paused state here; it changes through pause()/unpause() below.
@@ -175,6 +175,25 @@ class ScheduleService:
 
         await temporal_call(schedule_id, handle.update(updater))
         return await self.set_paused(schedule_id, body.paused)
+
+    async def _replace_as_read(
+        self, schedule_id: str, new: Schedule, expected: Schedule, if_match: str
+    ) -> None:
+        """Replace the schedule only while it is as the caller read it (`if_match`): checked
+        on a description, and the update sent with that description's conflict token
+        (app/services/schedule_update.py). Of writers that read one tag, one is made;
+        Temporal drops the others' updates, which the description after each tells."""
+        what = f"Schedule {schedule_id}"
+        read, trigger = await self._describe(schedule_id)
+        require_match(if_match, schedule_tag(_public(read, trigger)), what)
+        if await self._unchanged(read.schedule, trigger, new, expected):
+            return  # Temporal records every update, one changing nothing too
+        # Keep the paused state here; it changes through set_paused() afterwards.
+        new.state = read.schedule.state
+        await temporal_call(schedule_id, update_over(self.client, read, new))
+        now, trigger = await self._describe(schedule_id)
+        if not await self._unchanged(now.schedule, trigger, new, expected):
+            raise stale(if_match, what)
 
     async def set_paused(self, schedule_id: str, paused: bool) -> SchedulePublic:
         """Pause or unpause (a no-op when already so); returns the schedule."""

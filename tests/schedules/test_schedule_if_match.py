@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tests.api.helpers import assert_error
@@ -117,3 +119,47 @@ async def test_a_firing_leaves_the_etag_as_it_was(platform: Platform) -> None:
 
         assert await eventually(fired) >= 1
         assert (await platform.api.get(path)).headers["etag"] == tag
+
+
+async def test_puts_sent_at_once_with_one_etag_make_one_change_and_the_rest_are_412(
+    platform: Platform,
+) -> None:
+    """Each update goes to Temporal with the conflict token of the description its tag was
+    checked on: Temporal drops all but the first, and each writer whose update was dropped
+    is told so (two to four of six were made before, the last write winning)."""
+    wf = await platform.create(ECHO)
+    async with schedule(platform, wf, DAILY) as created:
+        path = url(wf, created["id"])
+        tag = (await platform.api.get(path)).headers["etag"]
+        puts = [
+            platform.api.put(
+                path, json={**HOURLY, "initialInput": {"writer": i}}, headers={"If-Match": tag}
+            )
+            for i in range(6)
+        ]
+        answers = await asyncio.gather(*puts)
+        assert sorted(a.status_code for a in answers) == [200] + [412] * 5, [
+            a.text for a in answers
+        ]
+        [made] = [a for a in answers if a.status_code == 200]
+        for refused in (a for a in answers if a.status_code == 412):
+            assert_error(refused, 412, "precondition_failed", created["id"], "changed since")
+        now = await platform.api.get(path)
+        assert now.json()["initialInput"] == made.json()["initialInput"]
+        assert now.headers["etag"] == made.headers["etag"]
+
+
+async def test_a_put_under_a_tag_made_stale_by_a_pause_in_between_is_412(
+    platform: Platform,
+) -> None:
+    """A pause after the read makes the tag stale, and the PUT changes nothing, the pause
+    included (a PUT without If-Match would unpause it)."""
+    wf = await platform.create(ECHO)
+    async with schedule(platform, wf, DAILY) as created:
+        path = url(wf, created["id"])
+        tag = (await platform.api.get(path)).headers["etag"]
+        assert (await platform.api.post(path + "/pause")).status_code == 200
+        response = await platform.api.put(path, json=HOURLY, headers={"If-Match": tag})
+        assert_error(response, 412, "precondition_failed", created["id"], "changed since")
+        now = (await platform.api.get(path)).json()
+        assert (now["paused"], now["cron"], now["intervalSeconds"]) == (True, DAILY["cron"], None)
