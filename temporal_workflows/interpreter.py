@@ -156,9 +156,11 @@ class TrellisRun:
             # paused or not (a run paused before PAUSED_CANCEL_PATCH waited for its resume).
             "cancelled"
             if cancels and (not self._pause.paused or workflow.patched(PAUSED_CANCEL_PATCH))
-            # So does one that fails a paused run (reviews.PAUSED_FAIL_PATCH).
+            # A rejection that fails the run: unpaused, the run fails in the next moment;
+            # paused, in this workflow task too (reviews.PAUSED_FAIL_PATCH).
             else "failed"
-            if self._pause.paused and self._fails_paused_run(req, decision)
+            if self._fails_run(req, decision)
+            and (not self._pause.paused or workflow.patched(PAUSED_FAIL_PATCH))
             # A paused run applies its other decisions when resumed.
             else "paused"
             if self._pause.paused
@@ -171,8 +173,8 @@ class TrellisRun:
             request_fingerprint=decision.request_fingerprint,
         )
 
-    def _fails_paused_run(self, req: Requirement, decision: Decision) -> bool:
-        """The decision fails the paused run at once (as `Reviews.open` then does)."""
+    def _fails_run(self, req: Requirement, decision: Decision) -> bool:
+        """The decision fails the run (as `Reviews.open` then makes it do)."""
         if decision.resolution != "reject" or req.on_reject != "retry":
             return False
         nodes = iter_nodes(self._inp.definition.nodes)
@@ -182,7 +184,6 @@ class TrellisRun:
             node is not None
             and review is not None
             and fails_run(review, decision, req.retry_count, node)
-            and workflow.patched(PAUSED_FAIL_PATCH)
         )
 
     @decide.validator

@@ -228,6 +228,14 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await platform.api.post(f"{base}/pause")
     await approve(platform, wf, run_id, stepId="gate", resolution="reject")
     await platform.wait(wf, run_id)
+    # The same rejection unpaused: recorded when its decision answered `running` (the
+    # answer is the Update's result, which a replay does not compare).
+    wf = await platform.create({"nodes": [fan, echo("after")]})
+    run_id = runs["rejected_failed"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, run_id, "open")
+    await wait_for_gate(platform, wf, run_id, "gate")
+    await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    await platform.wait(wf, run_id)
     # A router's output review rejected with onReject: retry runs its choice again
     # (containers.ROUTER_RETRY_PATCH).
     router = {
@@ -447,6 +455,7 @@ def test_every_representative_history_is_recorded() -> None:
         "rejected_paused_cancelled_at_once",
         "rejected_paused_failed",
         "rejected_paused_failed_at_once",
+        "rejected_failed",
         "handed",
         "status_shown",
         "continued_status_shown",

@@ -459,6 +459,22 @@ async def test_a_rejection_failing_the_run_while_paused_fails_it_at_once(
     assert run["errorSummary"] == "Node 'gate' failed: rejected by reviewer after 0 retries"
 
 
+async def test_a_rejection_failing_a_running_run_answers_failed(platform: Platform) -> None:
+    # The answer said `running` ("run resuming") though the run failed the next moment;
+    # paused, the same decision answered `failed`.
+    gate = {"requiresConfirmation": True, "onReject": "retry", "maxRetries": 0}
+    wf, run_id = await start(platform, [echo("gate", gate), echo("after")])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    decided = await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    assert decided.status_code == 200
+    assert (decided.json()["status"], decided.json()["message"]) == (
+        "failed",
+        "Requirement resolved as reject; the run fails (the gate's retries are spent)",
+    )
+    run = await _assert_ended_failed(platform, wf, run_id, {"gate": "failed"})
+    assert run["errorSummary"] == "Node 'gate' failed: rejected by reviewer after 0 retries"
+
+
 async def test_an_output_review_failing_the_run_while_paused_fails_it_at_once(
     platform: Platform,
 ) -> None:
