@@ -5,6 +5,7 @@ Each case is a fresh interpreter: the parser is a per-process singleton.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -78,19 +79,22 @@ def test_a_cache_that_cannot_be_written_costs_only_the_build(tmp_path: Path) -> 
     assert (tmp_path / "trellis").read_text() == "a file where the directory would be"
 
 
-def test_the_api_and_the_worker_start_on_the_saved_parser(
+async def test_the_api_and_the_worker_start_on_the_saved_parser(
     temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
 ) -> None:
     cache_home = tmp_path / "cache"
+    _start(cache_home)
+    [saved] = _saved(cache_home)
+    written = saved.stat().st_mtime_ns
     env = process_env(
         tmp_path / "data",
         temporal_env.client.service_client.config.target_host,
         XDG_CACHE_HOME=str(cache_home),
         TRELLIS_LOG_LEVEL="debug",
     )
-    processes.worker(env)
-    [saved] = _saved(cache_home)
-    written = saved.stat().st_mtime_ns
-    api = processes.api(env)
+    api, worker = await asyncio.gather(
+        asyncio.to_thread(processes.api, env), asyncio.to_thread(processes.worker, env)
+    )
+    for started in (api.process, worker):
+        assert "CEL's parser: loaded" in started.output()
     assert saved.stat().st_mtime_ns == written
-    assert "CEL's parser: loaded" in api.process.output()
