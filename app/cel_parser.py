@@ -33,10 +33,16 @@ log = logging.getLogger(__name__)
 Outcome = Literal["already built", "loaded", "built and saved", "built, not saved"]
 
 
-def cache_dir() -> Path:
-    """Where the parser is kept: the XDG cache directory's `trellis` folder."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "trellis"
+def cache_dir() -> Path | None:
+    """Where the parser is kept: the XDG cache directory's `trellis` folder; None when
+    there is none (no home directory: a container's arbitrary user, say)."""
+    base = Path(os.environ.get("XDG_CACHE_HOME", ""))
+    if not base.is_absolute():  # unset, or relative: the XDG spec ignores a relative one
+        try:
+            base = Path.home() / ".cache"
+        except RuntimeError:
+            return None
+    return base / "trellis" if base.is_absolute() else None
 
 
 def use_saved_cel_parser(directory: Path | None = None) -> Outcome:
@@ -44,7 +50,11 @@ def use_saved_cel_parser(directory: Path | None = None) -> Outcome:
     saving it there when no usable one is; call before CEL is first imported."""
     if CELParser.CEL_PARSER is not None:
         return "already built"
-    path = (directory or cache_dir()) / f"cel-parser-{_digest()}.pickle"
+    directory = directory or cache_dir()
+    if directory is None:
+        CELParser()
+        return "built, not saved"
+    path = directory / f"cel-parser-{_digest()}.pickle"
     loaded = _load(path)
     if loaded is not None:
         CELParser.CEL_PARSER = loaded

@@ -12,8 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from app.cel_parser import cache_dir
 from tests.support.processes import Processes, process_env
 
 # Start as `trellis api` and `trellis worker` do, then evaluate through the interpreter's
@@ -31,11 +33,12 @@ print(json.dumps({
 """
 
 
-def _start(cache_home: Path) -> dict[str, object]:
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+def _start(cache_home: Path, **env_vars: str) -> dict[str, object]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home), **env_vars}
     done = subprocess.run(
-        [sys.executable, "-c", _START], env=env, capture_output=True, text=True, check=True
-    )
+        [sys.executable, "-c", _START], env=env, capture_output=True, text=True, check=True,
+        cwd=cache_home.parent,
+    )  # fmt: skip
     assert done.stderr == ""  # nothing logged, even when the cache is of no use
     answer: dict[str, object] = json.loads(done.stdout)
     assert (answer["sum"], answer["text"]) == (5, "true-true")
@@ -77,6 +80,28 @@ def test_a_cache_that_cannot_be_written_costs_only_the_build(tmp_path: Path) -> 
     assert _start(tmp_path)["outcome"] == "built, not saved"
     assert _start(tmp_path)["outcome"] == "built, not saved"
     assert (tmp_path / "trellis").read_text() == "a file where the directory would be"
+
+
+def test_a_user_without_a_home_directory_has_no_cache_directory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A container's arbitrary user (no HOME, no passwd entry): Python's `Path.home()`
+    # raises. Such a user cannot be made here (this Python lives in root's home), so the
+    # raise is Python's, stood in for; a start then builds the parser and saves nothing.
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert cache_dir() is None
+
+
+def test_a_relative_xdg_cache_home_is_ignored_for_the_home_directory(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert _start(tmp_path / "elsewhere", HOME=str(home), XDG_CACHE_HOME="rel")["outcome"] == (
+        "built and saved"
+    )
+    assert _saved(home / ".cache")
 
 
 async def test_the_api_and_the_worker_start_on_the_saved_parser(
