@@ -51,17 +51,15 @@ def use_saved_cel_parser(directory: Path | None = None) -> Outcome:
     if CELParser.CEL_PARSER is not None:
         return "already built"
     directory = directory or cache_dir()
-    if directory is None:
-        CELParser()
-        return "built, not saved"
-    path = directory / f"cel-parser-{_digest()}.pickle"
-    loaded = _load(path)
+    path = directory / f"cel-parser-{_digest()}.pickle" if directory else None
+    loaded = _load(path) if path else None
     if loaded is not None:
         CELParser.CEL_PARSER = loaded
         return "loaded"
     CELParser()  # builds the singleton with cel-python's own options
     assert CELParser.CEL_PARSER is not None
-    return "built and saved" if _save(CELParser.CEL_PARSER, path) else "built, not saved"
+    saved = path is not None and _save(CELParser.CEL_PARSER, path)
+    return "built and saved" if saved else "built, not saved"
 
 
 def _digest() -> str:
