@@ -259,6 +259,7 @@ async def start_run_workflow(
         max_output_depth=MAX_OUTPUT_DEPTH,
         max_output_bytes=max_output_bytes,
         steps_write_queued=True,
+        steps_write_node_runs=True,
         results_charged=True,
         status_shown_per_task=True,
         inline_steps_yield=True,

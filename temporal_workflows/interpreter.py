@@ -61,7 +61,9 @@ class TrellisRun:
         self._finished = False
         self._clock = RunClock()
         self._history = HistoryBudget(inp)
-        self._outbox = Outbox(self._clock, self._history, inp.steps_write_queued)
+        self._outbox = Outbox(
+            self._clock, self._history, inp.steps_write_queued, inp.steps_write_node_runs
+        )
         self._gates = OpenGates()
         self._pause = Pause(self._outbox)
         self._activity = Activity(self._gates, self._pause)

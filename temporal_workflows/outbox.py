@@ -4,12 +4,14 @@ Writes wait until the run is about to block, until many have queued, or until th
 half a second old by the run's clock; a local activity then writes them in order, in
 one store transaction. A run of quick steps costs one store write, not one per step.
 
-A step's activity may carry the queued run writes instead (`hand_off`) and write them
-before its call: then the workflow task that starts the step (a run's first, say)
-completes at once, with no local activity holding it open. Until that
-step reports them written, every later write of the outbox writes them again first, so
-order holds whichever lands first; run writes are applied only over an older rev,
-so landing twice logs each event once.
+A step's activity may carry the queued writes instead (`hand_off`) and write them
+before its call: then the workflow task that starts the step (a run's first, say, or the
+next of a loop whose body evaluates a step inline) completes at once, with no local
+activity holding it open. Until that step reports them written, every later write of the
+outbox writes them again first, so order holds whichever lands first. A retried step
+writes them again, maybe after later writes: run writes are applied only over an older
+rev; node-run writes are handed only when they end their node run (any later write of it
+has a higher rev, so the repeat is refused). Events are keyed, so each is logged once.
 
 Every write has a sequence number, counted from the execution's first write in the order
 the workflow queued them (deterministic, so a workflow task that runs again numbers its
@@ -36,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         RunProjection,
     )
     from temporal_workflows.history import LOCAL_ACTIVITY_EVENTS, HistoryBudget
+    from temporal_workflows.read_model import OPEN_NODE_STATUSES
 
 PROJECTION_TIMEOUT = timedelta(seconds=30)
 # The outbox is written when the run blocks, or at this many writes, or when its oldest
@@ -47,11 +50,15 @@ HAND_OFF_MAX_BYTES = 8 * 1024
 
 
 class Outbox:
-    def __init__(self, clock: RunClock, history: HistoryBudget, hand_offs: bool) -> None:
+    def __init__(
+        self, clock: RunClock, history: HistoryBudget, hand_offs: bool, hand_off_nodes: bool
+    ) -> None:
         self._clock = clock
         self._history = history
-        # False for a run started before hand-offs (it replays as it ran).
+        # False for a run started before hand-offs, or before they carried node runs (it
+        # replays as it ran).
         self._hand_offs = hand_offs
+        self._hand_off_nodes = hand_offs and hand_off_nodes
         # Writes not yet sent, in order ("r"/"n" per write), and counters.
         self._runs: list[RunProjection] = []
         self._nodes: list[NodeRunProjection] = []
@@ -101,27 +108,36 @@ class Outbox:
         """The queued writes, for the step about to start to write before its call; None
         when they must go the usual way (then `request_flush`).
 
-        Only run writes (their revs make a second landing harmless; node runs reuse
-        theirs), only small ones, and only when nothing written earlier may still land
-        after them (no batch in flight, none handed unconfirmed) or is asked for now.
+        Only writes a second landing cannot undo: run writes (each has a rev of its own)
+        and node-run writes that end their node run (a gate's writes share a rev, so an
+        old one landing again would reopen it); only small ones; and only when nothing
+        written earlier may still land after them (no batch in flight, none handed
+        unconfirmed) or is asked for now.
         """
         if (
             not self._hand_offs
             or not self._order
-            or self._nodes
             or self._handed is not None
             or self._writing
             or self._want_flush
         ):
             return None
-        size = len(json.dumps([[p.changes, p.event] for p in self._runs], default=str))
+        if self._nodes and not (self._hand_off_nodes and all(map(_ends_node_run, self._nodes))):
+            return None
+        size = len(
+            json.dumps(
+                [[p.changes, p.event] for p in self._runs]
+                + [[n.record, n.events] for n in self._nodes],
+                default=str,
+            )
+        )
         if size > HAND_OFF_MAX_BYTES:
             return None
         self._handed = ProjectionBatch(
-            runs=self._runs, order=self._order, first_seq=self._first_queued
+            runs=self._runs, node_runs=self._nodes, order=self._order, first_seq=self._first_queued
         )
         self._handed_upto = self._queued
-        self._runs, self._order = [], ""
+        self._runs, self._nodes, self._order = [], [], ""
         return self._handed
 
     def confirm(self, handed: ProjectionBatch) -> None:
@@ -189,7 +205,7 @@ class Outbox:
             # sent while a hand-off is unconfirmed, bar this one), so numbering runs on.
             batch = ProjectionBatch(
                 runs=[*handed.runs, *batch.runs],
-                node_runs=batch.node_runs,
+                node_runs=[*handed.node_runs, *batch.node_runs],
                 order=handed.order + batch.order,
                 first_seq=handed.first_seq,
             )
@@ -207,3 +223,8 @@ class Outbox:
         if handed is not None:
             self.confirm(handed)
         self._flushed = max(self._flushed, upto)
+
+
+def _ends_node_run(write: NodeRunProjection) -> bool:
+    """The write closes its node run: whatever the run writes of it later has a higher rev."""
+    return write.record.get("status") not in OPEN_NODE_STATUSES

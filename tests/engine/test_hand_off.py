@@ -7,12 +7,13 @@ logs each event once, however often a write lands.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from tests.builders import delay, http_step, retries, workflow
+from tests.builders import delay, echo, http_step, loop, retries, workflow
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
 
@@ -99,6 +100,65 @@ async def test_writes_handed_to_a_step_that_fails_are_written_again_and_logged_o
     assert ("node_skipped", "bad") in types
     assert types[-1] == ("run_completed", None)
     assert types.index(("node_skipped", "bad")) < types.index(("node_started", "after"))
+
+
+async def test_a_loop_of_an_inline_step_and_an_activity_step_runs_no_local_activity_between_them(
+    platform: Platform,
+) -> None:
+    # The inline step's node run is handed to the next activity step with the run's
+    # writes: each iteration's activity is scheduled in the task that ran the inline step.
+    body = loop("L", echo("b", i="{{ iteration }}"), delay("a", 0), max_iterations=6)
+    wf, run_id = await start(platform, [body])
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed", run["errorSummary"]
+
+    events = await _history(platform, run_id)
+    scheduled = [
+        i
+        for i, e in enumerate(events)
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert len(scheduled) == 6
+    between = [_local_activities(events[a:b]) for a, b in itertools.pairwise(scheduled)]
+    # The first iteration's writes hold the loop's open node run, which is not handed.
+    assert between[1:] == [0] * 4
+    echoed = [n for n in run["nodeRuns"] if n["nodeName"] == "b"]
+    assert [n["status"] for n in echoed] == ["completed"] * 6
+    assert [n["inputSnapshot"]["i"] for n in echoed] == list(range(6))
+    types = await _event_types(platform, run_id)
+    steps = [(t, node) for t, node in types if node in ("a", "b")]
+    iteration = [
+        ("node_started", "b"),
+        ("node_completed", "b"),
+        ("node_started", "a"),
+        ("node_completed", "a"),
+    ]
+    assert steps == iteration * 6
+
+
+async def test_an_inline_step_handed_to_a_step_that_fails_is_written_once_and_stays_completed(
+    platform: Platform,
+) -> None:
+    # The failing step's two attempts both write the inline step's node run before their
+    # call, and the workflow's next flush writes it again: one node run, its events once.
+    bad = http_step("bad", f"{platform.peer_url}/status/500", stepConfig=retries(1, "skip"))
+    wf, run_id = await start(platform, [echo("first", x=1), bad, delay("after", 0)])
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed", run["errorSummary"]
+    first = [n for n in run["nodeRuns"] if n["nodeName"] == "first"]
+    assert [(n["status"], n["inputSnapshot"]) for n in first] == [("completed", {"x": 1})]
+    types = await _event_types(platform, run_id)
+    assert types == [
+        ("run_started", None),
+        ("node_started", "first"),
+        ("node_completed", "first"),
+        ("node_started", "bad"),
+        ("node_started", "bad"),  # its second attempt
+        ("node_skipped", "bad"),
+        ("node_started", "after"),
+        ("node_completed", "after"),
+        ("run_completed", None),
+    ]
 
 
 async def test_pausing_while_the_handed_step_runs_answers_at_once(platform: Platform) -> None:

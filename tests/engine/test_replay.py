@@ -370,6 +370,14 @@ async def _record_all(platform: Platform) -> dict[str, str]:
         wf = await platform.create({"nodes": [seed, _loop("count", iterations, [counting])]})
         run_id = runs[name] = await platform.trigger(wf)
         await platform.wait(wf, run_id, within=60)
+    # Inline steps' node runs handed to the next activity step (the outbox's hand-off of
+    # node runs that end): a loop of an inline step and an activity, then a step that fails
+    # with the hand-off, which the outbox writes again.
+    bad = http_step("bad", f"{platform.peer_url}/status/400", stepConfig=retries(0, "skip"))
+    body = _loop("L", 3, [echo("b"), delay("a", 0)])
+    wf = await platform.create({"nodes": [body, echo("before-bad"), bad, delay("end", 0)]})
+    run_id = runs["inline_handed"] = await platform.trigger(wf)
+    await platform.wait(wf, run_id)
     return runs
 
 
@@ -466,4 +474,5 @@ def test_every_representative_history_is_recorded() -> None:
         "inline_chain_budget_spent",
         "inline_chain_sliced",
         "continued_nested_resumed",
+        "inline_handed",
     }
