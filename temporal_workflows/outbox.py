@@ -10,8 +10,9 @@ next of a loop whose body evaluates a step inline) completes at once, with no lo
 activity holding it open. Until that step reports them written, every later write of the
 outbox writes them again first, so order holds whichever lands first. A retried step
 writes them again, maybe after later writes: run writes are applied only over an older
-rev; node-run writes are handed only when they end their node run (any later write of it
-has a higher rev, so the repeat is refused). Events are keyed, so each is logged once.
+rev; node-run writes are handed only when settled: nothing written of their node run
+later shares their rev (an inline step's end; a container's start when it has no gate),
+so the repeat is refused. Events are keyed, so each is logged once.
 
 Every write has a sequence number, counted from the execution's first write in the order
 the workflow queued them (deterministic, so a workflow task that runs again numbers its
@@ -38,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
         RunProjection,
     )
     from temporal_workflows.history import LOCAL_ACTIVITY_EVENTS, HistoryBudget
-    from temporal_workflows.read_model import OPEN_NODE_STATUSES
 
 PROJECTION_TIMEOUT = timedelta(seconds=30)
 # The outbox is written when the run blocks, or at this many writes, or when its oldest
@@ -62,6 +62,7 @@ class Outbox:
         # Writes not yet sent, in order ("r"/"n" per write), and counters.
         self._runs: list[RunProjection] = []
         self._nodes: list[NodeRunProjection] = []
+        self._unsettled = 0  # queued node-run writes that may not be handed
         self._order = ""
         self._queued = 0
         # The sequence number of the first write not yet sent (writes are numbered from 0).
@@ -84,8 +85,11 @@ class Outbox:
         self._runs.append(projection)
         self._enqueued("r")
 
-    def add_node(self, projection: NodeRunProjection) -> None:
+    def add_node(self, projection: NodeRunProjection, settled: bool) -> None:
+        """Queue a node-run write; `settled` when nothing written of that node run later
+        shares its rev (a repeat of it landing late is refused), so it may be handed."""
         self._nodes.append(projection)
+        self._unsettled += not settled
         self._enqueued("n")
 
     def request_flush(self) -> None:
@@ -109,10 +113,10 @@ class Outbox:
         when they must go the usual way (then `request_flush`).
 
         Only writes a second landing cannot undo: run writes (each has a rev of its own)
-        and node-run writes that end their node run (a gate's writes share a rev, so an
-        old one landing again would reopen it); only small ones; and only when nothing
-        written earlier may still land after them (no batch in flight, none handed
-        unconfirmed) or is asked for now.
+        and settled node-run writes (a gate's writes share a rev, so an old one landing
+        again would reopen it); only small ones; and only when nothing written earlier
+        may still land after them (no batch in flight, none handed unconfirmed) or is
+        asked for now.
         """
         if (
             not self._hand_offs
@@ -122,7 +126,7 @@ class Outbox:
             or self._want_flush
         ):
             return None
-        if self._nodes and not (self._hand_off_nodes and all(map(_ends_node_run, self._nodes))):
+        if self._nodes and (self._unsettled or not self._hand_off_nodes):
             return None
         size = len(
             json.dumps(
@@ -210,7 +214,7 @@ class Outbox:
                 first_seq=handed.first_seq,
             )
         upto = self._queued
-        self._runs, self._nodes, self._order = [], [], ""
+        self._runs, self._nodes, self._order, self._unsettled = [], [], "", 0
         self._want_flush = False
         self._history.add(LOCAL_ACTIVITY_EVENTS)
         self._writing = True
@@ -223,8 +227,3 @@ class Outbox:
         if handed is not None:
             self.confirm(handed)
         self._flushed = max(self._flushed, upto)
-
-
-def _ends_node_run(write: NodeRunProjection) -> bool:
-    """The write closes its node run: whatever the run writes of it later has a higher rev."""
-    return write.record.get("status") not in OPEN_NODE_STATUSES

@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.placement import Placement
     from temporal_workflows.read_model import (
         FINAL_REV,
+        OPEN_NODE_STATUSES,
         OPEN_REV,
         NodeRunStatus,
         node_event,
@@ -181,7 +182,8 @@ class RunRecorder:
                 workflow_id=self._inp.workflow_id,
                 record=record,
                 events=events,
-            )
+            ),
+            settled=settled(node, status, rev),
         )
 
     def cancelled(self, node_run_id: str, node: WorkflowNode, error: str = "cancelled") -> None:
@@ -252,3 +254,18 @@ class RunRecorder:
             status=status,
             timestamp=timestamp or self._clock.event_time(),
         )
+
+
+def settled(node: WorkflowNode, status: NodeRunStatus, rev: int) -> bool:
+    """Nothing the run writes of this node run later shares this write's rev: a write
+    that closes it (later ones, a review's, are higher), or a container's start when it has
+    no gate (its gates write at the same rev, OPEN_REV)."""
+    if status not in OPEN_NODE_STATUSES:
+        return True
+    review = node.human_review
+    return (
+        status == "running"
+        and rev == OPEN_REV
+        and node.node_type != "step"
+        and (review is None or not review.is_active())
+    )

@@ -13,11 +13,12 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from tests.builders import delay, echo, http_step, loop, retries, workflow
+from tests.builders import delay, echo, http_step, loop, parallel, retries, workflow
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
 
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
+ACTIVITY_TASK_COMPLETED = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
 
 
 async def _history(platform: Platform, run_id: str) -> list[HistoryEvent]:
@@ -34,12 +35,11 @@ def _local_activities(events: list[HistoryEvent]) -> int:
     )
 
 
-def _until_step_scheduled(events: list[HistoryEvent], after: int = 0) -> list[HistoryEvent]:
-    """The events from index `after` up to the next activity's scheduling."""
-    for i in range(after, len(events)):
-        if events[i].event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            return events[after:i]
-    raise AssertionError("no activity was scheduled")
+def _before_first_activity_completed(events: list[HistoryEvent]) -> list[HistoryEvent]:
+    """The events before an activity first completes. A local activity's marker follows
+    the activities its task scheduled, so a marker of the run's first tasks is here."""
+    first = next(i for i, e in enumerate(events) if e.event_type == ACTIVITY_TASK_COMPLETED)
+    return events[:first]
 
 
 async def _event_types(platform: Platform, run_id: str) -> list[tuple[str, str | None]]:
@@ -56,7 +56,7 @@ async def test_a_run_starting_with_an_activity_step_starts_it_without_a_local_ac
     assert run["status"] == "completed"
 
     events = await _history(platform, run_id)
-    assert _local_activities(_until_step_scheduled(events)) == 0
+    assert _local_activities(_before_first_activity_completed(events)) == 0
     assert await _event_types(platform, run_id) == [
         ("run_started", None),
         ("node_started", "first"),
@@ -120,8 +120,7 @@ async def test_a_loop_of_an_inline_step_and_an_activity_step_runs_no_local_activ
     ]
     assert len(scheduled) == 6
     between = [_local_activities(events[a:b]) for a, b in itertools.pairwise(scheduled)]
-    # The first iteration's writes hold the loop's open node run, which is not handed.
-    assert between[1:] == [0] * 4
+    assert between == [0] * 5
     echoed = [n for n in run["nodeRuns"] if n["nodeName"] == "b"]
     assert [n["status"] for n in echoed] == ["completed"] * 6
     assert [n["inputSnapshot"]["i"] for n in echoed] == list(range(6))
@@ -134,6 +133,21 @@ async def test_a_loop_of_an_inline_step_and_an_activity_step_runs_no_local_activ
         ("node_completed", "a"),
     ]
     assert steps == iteration * 6
+
+
+async def test_a_parallel_node_schedules_its_activity_children_before_any_local_activity(
+    platform: Platform,
+) -> None:
+    # The run's start and the parallel node's (it has no gate) go with the first child.
+    fan = parallel("P", *(delay(f"c{i}", 0) for i in range(5)), id="P")
+    wf, run_id = await start(platform, [fan])
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed", run["errorSummary"]
+    events = await _history(platform, run_id)
+    assert _local_activities(_before_first_activity_completed(events)) == 0
+    types = await _event_types(platform, run_id)
+    assert types[:2] == [("run_started", None), ("node_started", "P")]
+    assert types[-2:] == [("node_completed", "P"), ("run_completed", None)]
 
 
 async def test_an_inline_step_handed_to_a_step_that_fails_is_written_once_and_stays_completed(
