@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -16,7 +15,7 @@ from temporalio.client import Client
 from activities.executors.catalog import Catalog
 from activities.store.base import Store
 from activities.store.factory import open_store
-from app.api_metrics import MULTIPROC_DIR_VARIABLE, ApiMetrics
+from app.api_metrics import ApiMetrics
 from app.auth.guard import Authenticator, caller_before_body, check_routes
 from app.body_limit import BodyLimitMiddleware
 from app.console.routes import console_app
@@ -32,10 +31,10 @@ from app.request_metrics import RequestMetricsMiddleware
 from app.routes.served import ROUTES
 from app.services.event_hub import EventHub
 from app.services.read_cache import ReadCache
-from app.settings import Settings, get_settings
+from app.settings import Settings
 from app.shutdown_answer import ShutdownAnswerMiddleware
 from app.temporal_link import TemporalLink
-from app.tracing import API_SERVICE, fastapi_telemetry, start_tracing, temporal_interceptors
+from app.tracing import fastapi_telemetry, temporal_interceptors
 
 log = logging.getLogger(__name__)
 
@@ -140,18 +139,3 @@ async def _open_catalog(settings: Settings, stack: AsyncExitStack) -> Catalog:
     await catalog.start()
     stack.push_async_callback(catalog.close)
     return catalog
-
-
-def app_from_env() -> FastAPI:
-    """The app configured from `TRELLIS_*` variables (`uvicorn --factory app.main:app_from_env`).
-
-    `trellis api --api-workers N` starts its processes this way; they share their metrics
-    through the directory it names in `PROMETHEUS_MULTIPROC_DIR` (app/api_metrics.py).
-    """
-    metrics = ApiMetrics(multiprocess_dir=os.environ.get(MULTIPROC_DIR_VARIABLE) or None)
-    return create_app(
-        get_settings(),
-        api_metrics=metrics,
-        tracer_provider=start_tracing(API_SERVICE),
-        own_process=True,
-    )

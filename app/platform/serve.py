@@ -62,14 +62,17 @@ def run_api(settings: Settings) -> None:
         with tempfile.TemporaryDirectory(prefix="trellis-metrics-") as metrics_dir:
             os.environ.update(settings_env(settings))
             os.environ[MULTIPROC_DIR_VARIABLE] = metrics_dir
+            # As one process is served (below): our log lines, the shutdown grace.
             uvicorn.run(
-                "app.main:app_from_env",
+                "app.api_process:app_from_env",
                 factory=True,
                 host=settings.api_host,
                 port=settings.api_port,
                 workers=settings.api_workers,
                 lifespan="on",
                 loop=EVENT_LOOP,
+                log_config=None,
+                timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,
             )
         return
 

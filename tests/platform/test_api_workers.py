@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import httpx
+from temporalio.testing import WorkflowEnvironment
 
 from tests.platform.conftest import alive, api_processes, child_pids, cmdline
+from tests.support.processes import Processes, process_env
 
 
 def test_two_api_workers_share_the_port_and_the_store_and_stop_on_sigterm(
@@ -31,3 +34,34 @@ def test_two_api_workers_share_the_port_and_the_store_and_stop_on_sigterm(
         assert api.wait(timeout=20) == 0
         time.sleep(0.5)
         assert not any(alive(p) for p in workers)  # SIGTERM stops the workers too
+
+
+async def test_api_workers_log_as_one_api_does_and_load_the_saved_cel_parser(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    # uvicorn starts each from an import: before app.api_process, they logged in uvicorn's
+    # own text format whatever TRELLIS_LOG_FORMAT said, and built CEL's parser anew.
+    cache_home = tmp_path / "cache"
+    env = process_env(
+        tmp_path / "data",
+        temporal_env.client.service_client.config.target_host,
+        TRELLIS_API_WORKERS="2",
+        TRELLIS_LOG_FORMAT="json",
+        TRELLIS_LOG_LEVEL="debug",
+        XDG_CACHE_HOME=str(cache_home),
+    )
+    api = processes.api(env)
+    async with httpx.AsyncClient(base_url=api.url) as client:
+        for _ in range(6):
+            assert (await client.get("/api/v1/workflows")).status_code == 200
+    code, _ = api.process.stop()
+    assert code == 0
+
+    lines = [json.loads(line) for line in api.process.output().splitlines() if line.strip()]
+    access = [e for e in lines if e["logger"] == "uvicorn.access"]
+    assert sum(e.get("path") == "/api/v1/workflows" for e in access) == 6
+    started = [e for e in lines if e["message"].startswith("Started server process")]
+    assert len(started) == 2
+    # `trellis api` builds and saves it before it starts them; they load it.
+    parsers = [e["message"] for e in lines if e["message"].startswith("CEL's parser")]
+    assert parsers == ["CEL's parser: built and saved"] + ["CEL's parser: loaded"] * 2

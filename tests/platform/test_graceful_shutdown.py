@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tests.builders import retries, step
@@ -138,13 +139,20 @@ async def test_sigterm_ends_live_event_streams_and_the_api_exits_promptly(
     assert seconds < 8  # streams ended at once; the 10 s grace was not waited out
 
 
+@pytest.mark.parametrize("api_workers", ["1", "2"])
 async def test_a_request_the_shutdown_grace_cuts_off_is_answered_503_and_safe_to_repeat(
-    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes, api_workers: str
 ) -> None:
     """An approval waiting for a worker when the API is stopped: once the API's grace has
     passed it is cancelled — answered 503 in the error body (uvicorn alone says a
-    plain-text 500, which a client does not repeat); repeated later, it applies once."""
-    env = env_for(temporal_env, tmp_path, TRELLIS_API_SHUTDOWN_GRACE_SECONDS="1")
+    plain-text 500, which a client does not repeat); repeated later, it applies once.
+    With `TRELLIS_API_WORKERS`, each of the API's processes keeps the same grace."""
+    env = env_for(
+        temporal_env,
+        tmp_path,
+        TRELLIS_API_SHUTDOWN_GRACE_SECONDS="1",
+        TRELLIS_API_WORKERS=api_workers,
+    )
     api_process = processes.api(env)
     worker = processes.worker(env)
     gate = step("Approve", "builtin:echo", id="gate", humanReview={"requiresConfirmation": True})
