@@ -113,10 +113,10 @@ class RunInput(CamelModel):
     # the starter. False: a run started before hand-offs flushes as it did (no patch marker,
     # which would cost every run a marker and a search-attribute update).
     steps_write_queued: bool = False
-    # The hand-off may carry node-run writes that end their node run (an inline step's),
-    # so a loop of an inline step and a remote one starts each remote step without a
-    # local activity first; set by the starter. False: a run started before replays as it
-    # ran.
+    # The hand-off may carry settled node-run writes (an inline step's end, a gate-less
+    # container's start: recorder.settled), so a loop of an inline step and a remote one,
+    # or a parallel node of remote ones, starts them without a local activity first; set
+    # by the starter. False: a run started before replays as it ran.
     steps_write_node_runs: bool = False
     # CEL evaluations pay for the size of their results (cel_budget.charge_result); set by
     # the starter. False: a run started before they did replays without it.
