@@ -67,11 +67,16 @@ class Store(Protocol):
         in the total alike.
         """
 
-    async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
+    async def update_workflow(
+        self, record: WorkflowRecord, new_version: bool, *, read: WorkflowRecord | None = None
+    ) -> None:
         """Replace a definition; when `new_version`, also keep `record.version` as a version.
 
         The stored owner and grants are kept whatever `record` says (a save racing a
-        change of grants never undoes it).
+        change of grants never undoes it). With `read`, only over the record as it was read
+        (its version, enabled and updated_at, compared and written in one step): else, or
+        when it is gone, ChangedMeanwhile and nothing written. Two saves of one read never
+        both land, so no version number is given twice and no save is lost.
         """
 
     async def set_workflow_grants(

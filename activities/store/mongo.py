@@ -205,14 +205,23 @@ class MongoStore:
             docs = await cursor.to_list()
         return [_record(WorkflowRecord, d) for d in docs], total
 
-    async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
+    async def update_workflow(
+        self, record: WorkflowRecord, new_version: bool, *, read: WorkflowRecord | None = None
+    ) -> None:
         # $set everything but the ACL: only set_workflow_grants changes owner and grants.
         fields = {k: v for k, v in to_stored(record).items() if k not in _ACL_FIELDS}
         fields |= _search_fields(record.name, record.description)
+        filter_: dict[str, Any] = {"_id": record.id}
+        if read is not None:
+            # Filtered on the record as read: a save landing in between matches nothing.
+            stored = to_stored(read)
+            filter_ |= {k: stored[k] for k in ("updated_at", "version", "enabled")}
         with _errors():
             result = await update_bson_safe(
-                lambda update: self._db().workflows.update_one({"_id": record.id}, update), fields
+                lambda update: self._db().workflows.update_one(filter_, update), fields
             )
+            if not result.matched_count and read is not None:
+                raise ChangedMeanwhile(f"workflow {record.id} changed since it was read")
             if result.matched_count and new_version:
                 await self._put_version(record)
 

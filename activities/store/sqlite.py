@@ -208,16 +208,28 @@ class SqliteStore:
         items = [_load(WorkflowRecord, r[0]) for r in rows]
         return items, total[0] if total else 0
 
-    async def update_workflow(self, record: WorkflowRecord, new_version: bool) -> None:
+    async def update_workflow(
+        self, record: WorkflowRecord, new_version: bool, *, read: WorkflowRecord | None = None
+    ) -> None:
+        where, args = "id = ?", list[Any]([record.id])
+        if read is not None:
+            # Compared and written in one statement, inside the write transaction.
+            where += (
+                " AND updated_at = ? AND json_extract(doc, '$.version') = ?"
+                " AND json_extract(doc, '$.enabled') = ?"
+            )
+            args += [workflow_row(read)[4], read.version, int(read.enabled)]
         async with self._write() as db:
             # The stored owner and grants stay: only set_workflow_grants changes them.
             cursor = await db.execute(
                 "UPDATE workflows SET id = ?, name = ?, name_fold = ?, description_fold = ?,"
                 " updated_at = ?, doc = json_set(?,"
                 " '$.owner', COALESCE(json_extract(doc, '$.owner'), ?),"
-                " '$.grants', json(COALESCE(json_extract(doc, '$.grants'), '[]'))) WHERE id = ?",
-                (*workflow_row(record), LEGACY_OWNER, record.id),
+                f" '$.grants', json(COALESCE(json_extract(doc, '$.grants'), '[]'))) WHERE {where}",
+                (*workflow_row(record), LEGACY_OWNER, *args),
             )
+            if not cursor.rowcount and read is not None:
+                raise ChangedMeanwhile(f"workflow {record.id} changed since it was read")
             if cursor.rowcount and new_version:
                 await _put_version(db, record)
 

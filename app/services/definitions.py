@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import uuid4
 
 from activities.store.access import LEGACY_OWNER
-from activities.store.base import DuplicateNameError, Store
+from activities.store.base import ChangedMeanwhile, DuplicateNameError, Store
 from activities.store.records import WorkflowRecord, utcnow
-from app.errors import DuplicateEntry, NotFound
+from app.errors import Conflict, DuplicateEntry, NotFound
 from app.schemas.workflow import WorkflowCreate, WorkflowUpdate
 from temporal_workflows.definition import WorkflowSpec
 from temporal_workflows.validation import DefinitionError, Problem, normalise
@@ -22,6 +22,10 @@ class ExecutorChecker(Protocol):
     def unknown_executor_problems(self, spec: WorkflowSpec) -> list[Problem]: ...
 
     async def rediscover_for(self, spec: WorkflowSpec) -> None: ...
+
+
+# A save read again this often, each time another landed first, answers 409.
+SAVE_ATTEMPTS = 20
 
 
 def new_id() -> str:
@@ -86,7 +90,14 @@ class DefinitionService:
         return record
 
     async def update(self, current: WorkflowRecord, body: WorkflowUpdate) -> WorkflowRecord:
-        """Apply the given fields; a changed definition becomes a new version."""
+        """Apply the given fields; a changed definition becomes a new version.
+
+        Written only over the record as read (see `_over_latest`): saves at once each get
+        a version of their own, and none undoes a toggle that landed in between.
+        """
+        return await self._over_latest(current, lambda read: self._updated(read, body))
+
+    async def _updated(self, current: WorkflowRecord, body: WorkflowUpdate) -> _Save | None:
         changes = body.spec_changes()
         spec = current.spec()
         if changes:
@@ -99,7 +110,7 @@ class DefinitionService:
         definition_changed = spec.model_dump() != current.spec().model_dump()
         enabled = current.enabled if body.enabled is None else body.enabled
         if not definition_changed and enabled == current.enabled:
-            return current
+            return None
         record = current.model_copy(
             update={
                 **dict(spec),
@@ -108,10 +119,33 @@ class DefinitionService:
                 "updated_at": utcnow(),
             }
         )
-        await self._saving(
-            record.name, self.store.update_workflow(record, new_version=definition_changed)
-        )
-        return record
+        return _Save(record, new_version=definition_changed)
+
+    async def _over_latest(
+        self, current: WorkflowRecord, change: Callable[[WorkflowRecord], Awaitable[_Save | None]]
+    ) -> WorkflowRecord:
+        """Write `change(current)` only over `current` as stored; when another save landed
+        first, read the record again and apply the change to that. A request's fields win
+        over what was there, as they would one after the other."""
+        for _ in range(SAVE_ATTEMPTS):
+            save = await change(current)
+            if save is None:
+                return current
+            try:
+                await self._saving(
+                    save.record.name,
+                    self.store.update_workflow(
+                        save.record, new_version=save.new_version, read=current
+                    ),
+                )
+            except ChangedMeanwhile:
+                latest = await self.store.get_workflow(current.id)
+                if latest is None:
+                    raise NotFound(f"Workflow {current.id!r} not found") from None
+                current = latest
+                continue
+            return save.record
+        raise Conflict(f"Workflow {current.id!r} is being changed by others; try again")
 
     async def _saving(self, name: str, write: Awaitable[None]) -> None:
         """Await a store write; a taken name becomes 409 naming it."""
@@ -121,12 +155,15 @@ class DefinitionService:
             raise DuplicateEntry(f"A workflow named {name!r} already exists") from None
 
     async def toggle(self, current: WorkflowRecord, enabled: bool) -> WorkflowRecord:
-        """Enable or disable; never a new version."""
-        if enabled == current.enabled:
-            return current
-        record = current.model_copy(update={"enabled": enabled, "updated_at": utcnow()})
-        await self.store.update_workflow(record, new_version=False)
-        return record
+        """Enable or disable; never a new version (and never undone by a save at once)."""
+
+        async def toggled(read: WorkflowRecord) -> _Save | None:
+            if enabled == read.enabled:
+                return None
+            record = read.model_copy(update={"enabled": enabled, "updated_at": utcnow()})
+            return _Save(record, new_version=False)
+
+        return await self._over_latest(current, toggled)
 
     async def delete(self, current: WorkflowRecord) -> None:
         """Delete a definition with its versions and runs."""
@@ -151,6 +188,14 @@ class DefinitionService:
         if self.run_canceller is not None:
             await self.run_canceller.cancel_open_runs(current.id)
         return schedule_ids
+
+
+@dataclass(frozen=True)
+class _Save:
+    """A record to write, and whether it is a new version of the definition."""
+
+    record: WorkflowRecord
+    new_version: bool
 
 
 def _plain(value: object) -> object:

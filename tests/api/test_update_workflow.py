@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
+from activities.executors.catalog import Catalog
+from activities.store.base import Store
+from app.errors import NotFound
+from app.schemas.workflow import WorkflowCreate, WorkflowUpdate
+from app.services.definitions import DefinitionService
 from tests.api.examples import CREATE_EXAMPLE, UPDATE_EXAMPLE
 from tests.api.helpers import API, assert_error, assert_every_node_complete, assert_sent_fields_kept
 from tests.builders import step, workflow
@@ -138,3 +144,71 @@ class TestUpdateWorkflow:
     async def test_malformed_id_is_400(self, client: httpx.AsyncClient) -> None:
         response = await client.put(f"{API}/workflows/bad%20id", json={"name": "x"})
         assert_error(response, 400, "invalid_request", "Invalid workflow id")
+
+
+class TestSavesAtOnce:
+    async def test_saves_sent_at_once_each_get_a_version_of_their_own(
+        self, client: httpx.AsyncClient, create: Create
+    ) -> None:
+        # Before saves were written over the record as read, two of eight often answered
+        # the same version and some descriptions were kept in no version at all.
+        created = await create(workflow("at-once"))
+        answers = await asyncio.gather(
+            *(_put(client, created, {"description": f"d{i}"}) for i in range(8))
+        )
+        assert [a.status_code for a in answers] == [200] * 8
+        answered = {a.json()["version"]: a.json()["description"] for a in answers}
+        assert sorted(answered) == list(range(2, 10))
+        assert await _versions(client, created) == list(range(1, 10))
+        for version, description in answered.items():
+            kept = await client.get(f"{API}/workflows/{created['id']}/versions/{version}")
+            assert kept.json()["description"] == description
+        latest = (await client.get(f"{API}/workflows/{created['id']}")).json()
+        assert (latest["version"], latest["description"]) == (9, answered[9])
+
+    async def test_a_toggle_sent_with_a_save_is_never_undone(
+        self, client: httpx.AsyncClient, create: Create
+    ) -> None:
+        created = await create(workflow("toggled-at-once"))
+        base = f"{API}/workflows/{created['id']}"
+        for i in range(10):
+            enabled = i % 2 == 0
+            toggle, save = await asyncio.gather(
+                client.post(f"{base}/toggle", json={"enabled": enabled}),
+                _put(client, created, {"description": f"d{i}"}),
+            )
+            assert (toggle.status_code, save.status_code) == (200, 200)
+            assert toggle.json()["enabled"] is enabled
+            assert (await client.get(base)).json()["enabled"] is enabled
+
+    async def test_a_save_over_a_stale_read_applies_its_fields_to_the_latest_record(
+        self, store: Store, catalog: Catalog
+    ) -> None:
+        # The route read the record, then a toggle landed before the save's write.
+        definitions = DefinitionService(store, catalog)
+        read = await definitions.create(WorkflowCreate.model_validate(workflow("stale")))
+        await definitions.toggle(read, True)
+        saved = await definitions.update(read, WorkflowUpdate(description="new"))
+        assert (saved.enabled, saved.version, saved.description) == (True, 2, "new")
+        assert await store.get_workflow(read.id) == saved
+        assert [v.version for v in await store.list_workflow_versions(read.id)] == [1, 2]
+
+    async def test_a_toggle_over_a_stale_read_keeps_the_save_that_landed_first(
+        self, store: Store, catalog: Catalog
+    ) -> None:
+        definitions = DefinitionService(store, catalog)
+        read = await definitions.create(WorkflowCreate.model_validate(workflow("stale-toggle")))
+        await definitions.update(read, WorkflowUpdate(description="new"))
+        enabled = await definitions.toggle(read, True)
+        assert (enabled.enabled, enabled.version, enabled.description) == (True, 2, "new")
+        assert await store.get_workflow(read.id) == enabled
+
+    async def test_a_save_over_a_workflow_deleted_meanwhile_is_404(
+        self, store: Store, catalog: Catalog
+    ) -> None:
+        definitions = DefinitionService(store, catalog)
+        read = await definitions.create(WorkflowCreate.model_validate(workflow("gone")))
+        await store.delete_workflow(read.id)
+        with pytest.raises(NotFound):
+            await definitions.update(read, WorkflowUpdate(description="new"))
+        assert await store.get_workflow(read.id) is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from activities.store.base import DuplicateNameError, Store
+from activities.store.base import ChangedMeanwhile, DuplicateNameError, Store
 from tests.store.builders import at, new_id, node_run, run, workflow
 from tests.store.conftest import StoreFactory
 
@@ -135,6 +135,44 @@ class TestWorkflows:
         await store.update_workflow(toggled, False)
         assert await store.get_workflow(record.id) == toggled
         assert [v.version for v in await store.list_workflow_versions(record.id)] == [1]
+
+    async def test_an_update_over_what_was_read_is_refused_once_it_changed(
+        self, store: Store
+    ) -> None:
+        record = workflow("v1")
+        await store.create_workflow(record)
+        first = record.model_copy(update={"name": "v2", "version": 2, "updated_at": at(9)})
+        await store.update_workflow(first, True, read=record)
+        # A second save of the same read: its version number is taken, its content lost.
+        second = record.model_copy(update={"name": "v2b", "version": 2, "updated_at": at(10)})
+        with pytest.raises(ChangedMeanwhile):
+            await store.update_workflow(second, True, read=record)
+        assert await store.get_workflow(record.id) == first
+        versions = await store.list_workflow_versions(record.id)
+        assert [(v.version, v.definition.name) for v in versions] == [(1, "v1"), (2, "v2")]
+        # A toggle read before the save is refused too; read after, it lands.
+        toggled = first.model_copy(update={"enabled": True, "updated_at": at(11)})
+        with pytest.raises(ChangedMeanwhile):
+            await store.update_workflow(toggled, False, read=record)
+        await store.update_workflow(toggled, False, read=first)
+        assert await store.get_workflow(record.id) == toggled
+
+    async def test_an_update_over_what_was_read_compares_enabled_too(self, store: Store) -> None:
+        record = workflow()
+        await store.create_workflow(record)
+        # Same version and time, enabled differs: a change the read did not see.
+        stale = record.model_copy(update={"enabled": True})
+        with pytest.raises(ChangedMeanwhile):
+            await store.update_workflow(stale.model_copy(update={"name": "x"}), False, read=stale)
+        assert await store.get_workflow(record.id) == record
+
+    async def test_an_update_over_a_deleted_workflow_is_refused(self, store: Store) -> None:
+        record = workflow()
+        await store.create_workflow(record)
+        await store.delete_workflow(record.id)
+        with pytest.raises(ChangedMeanwhile):
+            await store.update_workflow(record, False, read=record)
+        assert await store.get_workflow(record.id) is None
 
     async def test_unknown_version_is_none(self, store: Store) -> None:
         record = workflow()
