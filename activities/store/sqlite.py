@@ -49,7 +49,6 @@ from activities.store.sqlite_rows import (
     NODE_RUN_COLUMNS,
     RUN_COLUMNS,
     WORKFLOW_COLUMNS,
-    escape_like,
     marks,
     node_run_row,
     run_row,
@@ -191,9 +190,10 @@ class SqliteStore:
         clauses: list[str] = []
         params: tuple[str, ...] = ()
         if query:
-            pattern = "%" + escape_like(search_fold(query)) + "%"
-            clauses.append("(name_fold LIKE ? ESCAPE '\\' OR description_fold LIKE ? ESCAPE '\\')")
-            params = (pattern, pattern)
+            # instr, not LIKE: a LIKE pattern ends at a NUL (the rest matched everything).
+            folded = search_fold(query)
+            clauses.append("(instr(name_fold, ?) > 0 OR instr(description_fold, ?) > 0)")
+            params = (folded, folded)
         if viewer is not None:
             clauses.append(_visible("id", viewer))
             params = (*params, *sorted(viewer))

@@ -30,11 +30,6 @@ def to_json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
-def escape_like(text: str) -> str:
-    """Text for a LIKE pattern with `ESCAPE '\\'`: %, _ and \\ match only themselves."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def workflow_row(record: WorkflowRecord) -> tuple[Any, ...]:
     doc = to_stored(record)
     # Search compares folded text (search_text.py); the unique `name` stays as written.

@@ -87,6 +87,16 @@ class TestWorkflows:
             items, total = await store.list_workflows(query, 1, 10)
             assert ([r.id for r in items], total) == ([hit.id], 1), query
 
+    async def test_search_with_a_nul_matches_only_what_holds_it(self, store: Store) -> None:
+        # A LIKE pattern ended at the NUL: "\x00zzzzzz" matched every workflow.
+        await store.create_workflow(workflow("plain"))
+        held = workflow("a\x00b")
+        await store.create_workflow(held)
+        nothing, total = await store.list_workflows("\x00zzzzzz", 1, 10)
+        assert (nothing, total) == ([], 0)
+        found, _ = await store.list_workflows("a\x00", 1, 10)
+        assert [r.id for r in found] == [held.id]
+
     async def test_search_treats_wildcards_literally(self, store: Store) -> None:
         hit = workflow("100% done_now")
         await store.create_workflow(hit)
