@@ -4,10 +4,11 @@ parameters (400 for a malformed id, 404 for an unknown one), so routes only call
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Header, Path, Query, Request
-from pydantic import WithJsonSchema
+from pydantic import BeforeValidator, WithJsonSchema
 from temporalio.client import Client
 
 from activities.executors.catalog import Catalog
@@ -55,10 +56,23 @@ def id_path(what: str) -> Any:
     )
 
 
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
+def _whole_number(value: object) -> object:
+    """A path or query integer must be written as one: pydantic's lax mode took "1.0"."""
+    if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value):
+        raise ValueError("must be an integer")
+    return value
+
+
+# Every integer in a path or a query string (the body's are strict already).
+WHOLE_NUMBER = BeforeValidator(_whole_number)
+
 # Pages of every list (a page past the end is empty; past MAX_PAGE is refused).
 MAX_PAGE = 1_000_000
-Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
-PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100)]
+Page = Annotated[int, WHOLE_NUMBER, Query(ge=1, le=MAX_PAGE)]
+PerPage = Annotated[int, WHOLE_NUMBER, Query(alias="perPage", ge=1, le=100)]
 
 # Makes a request that starts a run (trigger, retry, rerun, replay) or creates a schedule
 # safe to repeat: the same key and request answer the same run (app/services/idempotency.py)
@@ -258,7 +272,9 @@ WorkflowAccessDep = Annotated[WorkflowAccess, Depends(get_workflow_access_or_404
 
 
 async def get_version_or_404(
-    workflow: WorkflowDep, version: Annotated[int, Path(ge=1, le=2**31 - 1)], store: StoreDep
+    workflow: WorkflowDep,
+    version: Annotated[int, WHOLE_NUMBER, Path(ge=1, le=2**31 - 1)],
+    store: StoreDep,
 ) -> WorkflowVersionRecord:
     """One kept version of the workflow in the path; 404 when it has no such version."""
     record = await store.get_workflow_version(workflow.id, version)

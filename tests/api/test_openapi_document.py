@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from pydantic import SecretStr
 
 from app.main import create_app
 from app.settings import Settings
 from tests.api.helpers import API, assert_error
+from tests.builders import workflow
 
 
 def document(tmp_path: Path, **settings: Any) -> dict[str, Any]:
@@ -141,3 +143,22 @@ async def test_a_page_past_the_limit_is_400_not_500(client: httpx.AsyncClient) -
     for path in ("/workflows", "/approvals"):
         response = await client.get(f"{API}{path}", params={"page": 2**62})
         assert_error(response, 400, "invalid_request", "page")
+
+
+@pytest.mark.parametrize("written", ["1.0", "1e0", " 1", "+1", "0x1"])
+async def test_an_integer_in_a_query_string_is_written_as_one(
+    client: httpx.AsyncClient, written: str
+) -> None:
+    # pydantic's lax mode took "1.0" for 1 (the body's integers are strict already).
+    created = await client.post(f"{API}/workflows", json=workflow("paged"))
+    wf = created.json()["id"]
+    for path, name in (
+        ("/workflows", "page"),
+        ("/workflows", "perPage"),
+        ("/approvals", "page"),
+        (f"/workflows/{wf}/runs", "perPage"),
+    ):
+        response = await client.get(f"{API}{path}", params={name: written})
+        assert_error(response, 400, "invalid_request", name)
+    listed = await client.get(f"{API}/workflows", params={"page": "1", "perPage": "20"})
+    assert listed.status_code == 200

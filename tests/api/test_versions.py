@@ -77,7 +77,7 @@ class TestGetVersion:
         response = await client.get(f"{API}/workflows/{created['id']}/versions/2")
         assert_error(response, 404, "resource_not_found", "no version 2")
 
-    @pytest.mark.parametrize("bad", ["0", "-1", "one", "1.5"])
+    @pytest.mark.parametrize("bad", ["0", "-1", "one", "1.5", "1.0", "1e0", "%201"])
     async def test_version_must_be_a_positive_integer(
         self, client: httpx.AsyncClient, create: Create, bad: str
     ) -> None:
