@@ -57,8 +57,7 @@ class LineageService:
                 f"Run {source.id!r} is {source.status}; only a failed or cancelled run "
                 "can be retried"
             )
-        steps = reusable_steps(up_to(source.definition_snapshot.nodes, stop))
-        cached, deps = await self._reuse(source, steps)
+        cached, deps = await self._reuse(source, up_to(source.definition_snapshot.nodes, stop))
         record = child_record(
             workflow, source, "retry", deps, key=idempotency_key, triggered_by=self.triggered_by
         )
@@ -93,7 +92,7 @@ class LineageService:
                 f"Run {source.id!r} is {source.status}; a node can be rerun only from a "
                 "completed or failed run"
             )
-        cached, deps = await self._reuse(source, reusable_steps(top[:index]))
+        cached, deps = await self._reuse(source, top[:index])
         deps.append(ResolvedDependency(node_id=node_id, resolution="rerun"))
         record = child_record(
             workflow,
@@ -141,14 +140,16 @@ class LineageService:
         return stored
 
     async def _reuse(
-        self, source: RunRecord, steps: list[WorkflowNode]
+        self, source: RunRecord, nodes: list[WorkflowNode]
     ) -> tuple[dict[str, CachedOutput], list[ResolvedDependency]]:
-        """Cached outputs and the dependency list: reuse where a step completed, else rerun."""
+        """Cached outputs and the dependency list of every step of `nodes`, in document
+        order: reused where it may be (`reusable_steps`) and completed, else rerun."""
         latest = latest_completed(await self.store.list_node_runs([source.id]))
+        reusable = {step.node_id for step in reusable_steps(nodes)}
         cached: dict[str, CachedOutput] = {}
         deps: list[ResolvedDependency] = []
-        for step in steps:
-            done = latest.get(step.node_id)
+        for step in (node for node in iter_nodes(nodes) if node.node_type == "step"):
+            done = latest.get(step.node_id) if step.node_id in reusable else None
             if done is None:
                 deps.append(ResolvedDependency(node_id=step.node_id, resolution="rerun"))
                 continue
