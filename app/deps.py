@@ -71,8 +71,8 @@ WHOLE_NUMBER = BeforeValidator(_whole_number)
 
 # Pages of every list (a page past the end is empty; past MAX_PAGE is refused).
 MAX_PAGE = 1_000_000
-Page = Annotated[int, WHOLE_NUMBER, Query(ge=1, le=MAX_PAGE)]
-PerPage = Annotated[int, WHOLE_NUMBER, Query(alias="perPage", ge=1, le=100)]
+Page = Annotated[int, Query(ge=1, le=MAX_PAGE), WHOLE_NUMBER]
+PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100), WHOLE_NUMBER]
 
 # Makes a request that starts a run (trigger, retry, rerun, replay) or creates a schedule
 # safe to repeat: the same key and request answer the same run (app/services/idempotency.py)
@@ -273,7 +273,7 @@ WorkflowAccessDep = Annotated[WorkflowAccess, Depends(get_workflow_access_or_404
 
 async def get_version_or_404(
     workflow: WorkflowDep,
-    version: Annotated[int, WHOLE_NUMBER, Path(ge=1, le=2**31 - 1)],
+    version: Annotated[int, Path(ge=1, le=2**31 - 1), WHOLE_NUMBER],
     store: StoreDep,
 ) -> WorkflowVersionRecord:
     """One kept version of the workflow in the path; 404 when it has no such version."""

@@ -49,8 +49,8 @@ router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/runs", tags=["r
 
 # Opt-in for runs with thousands of node runs; without it, the contract's shapes.
 NodeRunsView = Annotated[Literal["all", "summary"], Query(alias="nodeRuns")]
-NodePage = Annotated[int | None, WHOLE_NUMBER, Query(ge=1, le=MAX_PAGE)]
-NodePerPage = Annotated[int | None, WHOLE_NUMBER, Query(alias="perPage", ge=1, le=1000)]
+NodePage = Annotated[int | None, Query(ge=1, le=MAX_PAGE), WHOLE_NUMBER]
+NodePerPage = Annotated[int | None, Query(alias="perPage", ge=1, le=1000), WHOLE_NUMBER]
 
 
 @router.post(

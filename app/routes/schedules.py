@@ -120,8 +120,8 @@ async def trigger_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) 
 async def list_skips(
     schedule_id: ScheduleIdDep,
     schedules: SchedulesDep,
-    after_id: Annotated[int, WHOLE_NUMBER, Query(alias="afterId", ge=0, le=MAX_EVENT_ID)] = 0,
-    limit: Annotated[int, WHOLE_NUMBER, Query(ge=1, le=500)] = 100,
+    after_id: Annotated[int, Query(alias="afterId", ge=0, le=MAX_EVENT_ID), WHOLE_NUMBER] = 0,
+    limit: Annotated[int, Query(ge=1, le=500), WHOLE_NUMBER] = 100,
 ) -> ScheduleSkipList:
     """Firings that started no run (e.g. the workflow was disabled), oldest first."""
     return await schedules.skips(schedule_id, after_id, limit)
