@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+import json
+
+from fastapi import APIRouter, Depends, Request, status
 
 from activities.store.records import RunRecord
 from app.auth.caller import CONTROL
 from app.auth.guard import needs
 from app.deps import KEY_REUSED, IdempotencyKey, LineageDep, NodeIdDep, RunDep, WorkflowDep
+from app.errors import InvalidRequest
 from app.openapi import API_PREFIX, errors
 from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
 
@@ -56,11 +59,26 @@ async def rerun_node(
     )
 
 
+async def _no_input(request: Request) -> None:
+    """Replay forwards the source run's input as it was (contract 14: "no additional input
+    is accepted"): a body asking for something is refused, not ignored. No body, or `{}`."""
+    body = (await request.body()).strip()
+    try:
+        empty = not body or json.loads(body) == {}
+    except ValueError:
+        empty = False
+    if not empty:
+        raise InvalidRequest(
+            "A replay takes no body: the source run's initialInput is used as it was "
+            "(trigger a new run to give another input)"
+        )
+
+
 @router.post(
     "/replay",
     status_code=status.HTTP_202_ACCEPTED,
-    dependencies=[needs(CONTROL)],
-    responses=KEY_RESPONSES,
+    dependencies=[needs(CONTROL), Depends(_no_input)],
+    responses=errors(400, 409, s409=KEY_REUSED),
 )
 async def replay_run(
     workflow: WorkflowDep,

@@ -20,6 +20,10 @@ from temporal_workflows.validation import NODE_ID_PATTERN
 IdStr = Annotated[str, Field(pattern=NODE_ID_PATTERN.pattern)]
 
 
+# The trigger sources of child runs (contract 8b, GET …/children).
+CHILD_SOURCES = frozenset({"retry", "node_rerun", "replay"})
+
+
 class RunCreate(CamelModel):
     model_config = ConfigDict(
         strict=True,
@@ -55,6 +59,26 @@ class RunCreate(CamelModel):
                 if value is not None and not NODE_ID_PATTERN.match(value):
                     raise ValueError(f"[{i}].{field} {value[:140]!r} is not a well-formed id")
         return deps
+
+    @model_validator(mode="after")
+    def _children_are_retries(self) -> RunCreate:
+        """A run with a parent is a retry (contract 8b: a child's triggerSource is retry,
+        node_rerun or replay, and the last two have their own endpoints); those three
+        name a parent."""
+        if self.parent_run_id is not None:
+            if "trigger_source" not in self.model_fields_set:
+                self.trigger_source = "retry"
+            elif self.trigger_source != "retry":
+                raise ValueError(
+                    f"a run with parentRunId is a retry: triggerSource must be 'retry' "
+                    f"(or left out), not {self.trigger_source[:64]!r}"
+                )
+        elif self.trigger_source in CHILD_SOURCES:
+            raise ValueError(
+                f"triggerSource {self.trigger_source!r} is a child run's: it needs "
+                "parentRunId (node reruns and replays have their own endpoints)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _dependencies_need_parent(self) -> RunCreate:

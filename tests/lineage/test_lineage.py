@@ -347,6 +347,54 @@ class TestReplay:
         assert response.status_code == 400
         assert "Workflow is disabled" in response.json()["error"]["message"]
 
+    async def test_a_replay_refuses_a_body_asking_for_input(self, platform: Platform) -> None:
+        # Contract 14: "no additional input is accepted"; it was taken and ignored.
+        wf = await platform.create({"nodes": [transform("t", v="input.x")]})
+        source = await platform.wait(wf, await platform.trigger(wf, {"x": 1}))
+        url = runs_url(wf, source["id"]) + "/replay"
+        children = runs_url(wf, source["id"]) + "/children"
+        for body in ({"initialInput": {"x": 2}}, [], "x", {"anything": None}):
+            response = await platform.api.post(url, json=body)
+            assert response.status_code == 400, response.text
+            assert "takes no body" in response.json()["error"]["message"]
+        assert (await platform.api.get(children)).json()["pagination"]["total"] == 0
+        for accepted in (None, {}):
+            response = await platform.api.post(url, json=accepted)
+            assert response.status_code == 202, response.text
+        assert (await platform.api.get(children)).json()["pagination"]["total"] == 2
+
+
+class TestChildSources:
+    async def test_a_run_with_a_parent_is_a_retry(self, platform: Platform) -> None:
+        # Contract 8b: every child carries retry, node_rerun or replay; one made through
+        # POST …/runs with no triggerSource was "manual".
+        wf, source = await failed_run(platform, "sourced")
+        child_id = await platform.trigger(wf, parentRunId=source["id"])
+        child = (await platform.api.get(runs_url(wf, child_id))).json()
+        assert (child["triggerSource"], child["parentRunId"]) == ("retry", source["id"])
+        listed = (await platform.api.get(runs_url(wf, source["id"]) + "/children")).json()
+        assert [r["triggerSource"] for r in listed["runs"]] == ["retry"]
+
+    async def test_a_child_sources_trigger_needs_its_parent_and_a_parent_needs_retry(
+        self, platform: Platform
+    ) -> None:
+        wf, source = await failed_run(platform, "misnamed")
+        url = f"/api/v1/workflows/{wf}/runs"
+        before = (await platform.api.get(url)).json()["pagination"]["total"]
+        for body, says in (
+            ({"parentRunId": source["id"], "triggerSource": "manual"}, "must be 'retry'"),
+            ({"parentRunId": source["id"], "triggerSource": "replay"}, "must be 'retry'"),
+            ({"triggerSource": "node_rerun"}, "needs parentRunId"),
+            ({"triggerSource": "replay"}, "needs parentRunId"),
+            ({"triggerSource": "retry"}, "needs parentRunId"),
+        ):
+            response = await platform.api.post(url, json=body)
+            assert response.status_code == 400, response.text
+            assert says in response.json()["error"]["message"], response.text
+        assert (await platform.api.get(url)).json()["pagination"]["total"] == before
+        for fine in ("manual", "api", "schedule"):
+            assert (await platform.api.post(url, json={"triggerSource": fine})).status_code == 202
+
 
 class TestChildren:
     async def test_lists_every_kind_of_child_newest_first(self, platform: Platform) -> None:
