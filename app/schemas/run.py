@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Self
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from activities.store.records import NodeRunRecord, ResolvedDependency, RunHeader, RunRecord
 from app.schemas.run_data import run_data
@@ -18,6 +18,44 @@ from temporal_workflows.validation import NODE_ID_PATTERN
 # An id in a request body, under the rule of path ids (docs/api.md, "Ids"): malformed is a
 # 400 naming the field, before anything is looked up.
 IdStr = Annotated[str, Field(pattern=NODE_ID_PATTERN.pattern)]
+
+
+class DependencyRequest(ResolvedDependency):
+    """One `resolvedDependencies` entry as a trigger sends it: ids under the path-id rule,
+    and `sourceNodeRunId` given exactly when an output is reused (a rerun has none to
+    point at; one sent was recorded as lineage, unchecked). Errors name the entry's field."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                {
+                    "if": {"properties": {"resolution": {"const": "reuse_previous_output"}}},
+                    "then": {"required": ["sourceNodeRunId"]},
+                },
+                {
+                    "if": {"properties": {"resolution": {"const": "rerun"}}},
+                    "then": {"properties": {"sourceNodeRunId": {"type": "null"}}},
+                },
+            ]
+        }
+    )
+
+    node_id: IdStr
+    source_node_run_id: IdStr | None = None
+
+    @model_validator(mode="after")
+    def _source_exactly_when_reused(self) -> Self:
+        reused = self.resolution == "reuse_previous_output"
+        if reused and self.source_node_run_id is None:
+            raise ValueError(
+                f"node {self.node_id!r} reuses a previous output and needs sourceNodeRunId"
+            )
+        if not reused and self.source_node_run_id is not None:
+            raise ValueError(
+                f"node {self.node_id!r} is rerun: sourceNodeRunId names the output a "
+                "reuse_previous_output entry takes, and a rerun takes none"
+            )
+        return self
 
 
 # The trigger sources of child runs (contract 8b, GET …/children).
@@ -44,21 +82,7 @@ class RunCreate(CamelModel):
     trigger_source: str = Field(default="manual", min_length=1, max_length=64)
     initial_input: Annotated[dict[str, Any], run_data("initialInput")] = Field(default_factory=dict)
     parent_run_id: IdStr | None = None
-    resolved_dependencies: list[ResolvedDependency] = Field(default_factory=list, max_length=500)
-
-    @field_validator("resolved_dependencies")
-    @classmethod
-    def _dependency_ids_well_formed(
-        cls, deps: list[ResolvedDependency]
-    ) -> list[ResolvedDependency]:
-        for i, dep in enumerate(deps):
-            for field, value in (
-                ("nodeId", dep.node_id),
-                ("sourceNodeRunId", dep.source_node_run_id),
-            ):
-                if value is not None and not NODE_ID_PATTERN.match(value):
-                    raise ValueError(f"[{i}].{field} {value[:140]!r} is not a well-formed id")
-        return deps
+    resolved_dependencies: list[DependencyRequest] = Field(default_factory=list, max_length=500)
 
     @model_validator(mode="after")
     def _children_are_retries(self) -> RunCreate:
@@ -89,11 +113,6 @@ class RunCreate(CamelModel):
             if dep.node_id in listed:
                 raise ValueError(f"resolvedDependencies: node {dep.node_id!r} is listed twice")
             listed.add(dep.node_id)
-            if dep.resolution == "reuse_previous_output" and not dep.source_node_run_id:
-                raise ValueError(
-                    f"resolvedDependencies: node {dep.node_id!r} reuses a previous output "
-                    "and needs sourceNodeRunId"
-                )
         return self
 
 

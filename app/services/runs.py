@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from activities.run_start import RunStarter, new_run_record, require_enabled
 from activities.store.base import Store
-from activities.store.records import RunRecord, WorkflowRecord
+from activities.store.records import ResolvedDependency, RunRecord, WorkflowRecord
 from app.errors import InvalidRequest, NotFound
 from app.schemas.run import RunCreate
 from app.services.idempotency import Asked, asker, repeated_run, require_same_request
@@ -38,7 +38,7 @@ class RunService:
             body.trigger_source,
             body.initial_input,
             parent_run_id=body.parent_run_id,
-            resolved_dependencies=body.resolved_dependencies,
+            resolved_dependencies=list[ResolvedDependency](body.resolved_dependencies),
             idempotency_key=idempotency_key,
             triggered_by=self.triggered_by,
         )

@@ -131,32 +131,49 @@ class TestTrigger:
         listed = await platform.api.get(runs_url(wf))
         assert listed.json()["pagination"]["total"] == 1
 
-    async def test_a_malformed_parent_run_id_is_400_and_starts_nothing(
+    async def test_malformed_lineage_fields_are_400_naming_the_field_and_start_nothing(
         self, platform: Platform
     ) -> None:
         wf = await platform.create(ECHO)
-        for body in (
-            {"parentRunId": "!x"},
-            {
-                "parentRunId": "run-x",
-                "resolvedDependencies": [{"nodeId": "!n", "resolution": "rerun"}],
-            },
-            {
-                "parentRunId": "run-x",
-                "resolvedDependencies": [
-                    {
-                        "nodeId": "n1",
-                        "resolution": "reuse_previous_output",
-                        "sourceNodeRunId": "a b",
-                    }
-                ],
-            },
+        reuse = {"nodeId": "n1", "resolution": "reuse_previous_output"}
+        for body, path in (
+            ({"parentRunId": "!x"}, "parentRunId"),
+            (
+                {
+                    "parentRunId": "run-x",
+                    "resolvedDependencies": [{"nodeId": "!n", "resolution": "rerun"}],
+                },
+                "resolvedDependencies[0].nodeId",
+            ),
+            (
+                {
+                    "parentRunId": "run-x",
+                    "resolvedDependencies": [
+                        {"nodeId": "n0", "resolution": "rerun"},
+                        {**reuse, "sourceNodeRunId": "a b"},
+                    ],
+                },
+                "resolvedDependencies[1].sourceNodeRunId",
+            ),
+            (
+                {"parentRunId": "run-x", "resolvedDependencies": [reuse]},
+                "resolvedDependencies[0]",
+            ),
+            (
+                {
+                    "parentRunId": "run-x",
+                    "resolvedDependencies": [
+                        {"nodeId": "n1", "resolution": "rerun", "sourceNodeRunId": "run-x.n1.1"}
+                    ],
+                },
+                "resolvedDependencies[0]",
+            ),
         ):
             response = await platform.api.post(runs_url(wf), json=body)
             assert response.status_code == 400, body
             error = response.json()["error"]
             assert error["code"] == "invalid_request"
-            assert error["details"][0]["path"] in ("parentRunId", "resolvedDependencies")
+            assert [d["path"] for d in error["details"]] == [path], error
         listed = await platform.api.get(runs_url(wf))
         assert listed.json()["pagination"]["total"] == 0
 
