@@ -229,6 +229,24 @@ ReadinessDep = Annotated[ReadinessProbe, Depends(get_readiness)]
 
 # -- lookups of path parameters ------------------------------------------------
 
+# The ids a path may hold, as their errors name them.
+PATH_IDS = {
+    "workflow_id": "workflow id",
+    "run_id": "run id",
+    "node_run_id": "node run id",
+    "node_id": "node id",
+    "schedule_id": "schedule id",
+}
+
+
+def check_path_ids(request: Request) -> None:
+    """Every id in the request's path, in order, before any is looked up: a malformed run
+    id under an unknown workflow is a 400 (the id's fault), not the workflow's 404."""
+    for name, value in request.path_params.items():
+        if name in PATH_IDS:
+            check_id(value, PATH_IDS[name])
+
+
 
 async def get_workflow_or_404(
     workflow_id: Annotated[str, id_path("workflow id")],
@@ -238,7 +256,8 @@ async def get_workflow_or_404(
 ) -> WorkflowRecord:
     """The workflow named in the path: 400 when the id is malformed, 404 when unknown or
     not visible to the caller, 403 when the route's permission is more than they hold."""
-    record = await store.get_workflow(check_id(workflow_id, "workflow id"))
+    check_path_ids(request)
+    record = await store.get_workflow(workflow_id)
     return _permitted(record, workflow_id, caller, request)
 
 
@@ -253,7 +272,8 @@ async def get_workflow_access_or_404(
     Everything under a workflow (runs, node runs, events) is looked up through here, so it
     inherits the workflow's ACL without its definition being read.
     """
-    access = await store.get_workflow_access(check_id(workflow_id, "workflow id"))
+    check_path_ids(request)
+    access = await store.get_workflow_access(workflow_id)
     return _permitted(access, workflow_id, caller, request)
 
 
