@@ -247,7 +247,6 @@ def check_path_ids(request: Request) -> None:
             check_id(value, PATH_IDS[name])
 
 
-
 async def get_workflow_or_404(
     workflow_id: Annotated[str, id_path("workflow id")],
     store: StoreDep,
