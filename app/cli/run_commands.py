@@ -3,9 +3,6 @@ and `trellis approve`. A bare run id is enough: the API says which workflow it b
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -13,6 +10,7 @@ from rich.console import Group
 from rich.text import Text
 
 from app.cli.api_client import RESUME_PATIENCE_SECONDS, path_of, segment
+from app.cli.option_values import initial_input, input_options, json_value, pairs
 from app.cli.output import Session, api_options, compact, shown, styled, table, when
 from app.cli.run_watch import watch_run
 
@@ -52,30 +50,6 @@ def run_table(data: dict[str, Any], title: str = "runs") -> Any:
     title += f" ({pages['total']}; page {pages['page']} of {max(pages['totalPages'], 1)})"
     columns = ["RUN", "STATUS", "TRIGGER", "VERSION", "STARTED", "FINISHED", "ERROR"]
     return table(title, columns, rows)
-
-
-def input_options(func: Any) -> Any:
-    """`--input KEY=VALUE …` and `--input-json JSON|@FILE|-`: a run's initial input."""
-    func = click.option(
-        "--input-json",
-        default=None,
-        metavar="JSON|@FILE|-",
-        help="the whole initial input: JSON, @FILE to read it from a file, - from stdin",
-    )(func)
-    return click.option(
-        "--input",
-        "inputs",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="the run's initial input (repeatable; JSON values allowed)",
-    )(func)
-
-
-def initial_input(inputs: tuple[str, ...], input_json: str | None) -> dict[str, Any]:
-    """The initial input of `input_options`: `--input-json`'s object, `--input` pairs added."""
-    initial = _json_object(input_json, "--input-json") if input_json else {}
-    initial.update(_pairs(inputs, "--input"))
-    return initial
 
 
 @runs.command("start")
@@ -246,54 +220,6 @@ def _age(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
-def _value(text: str) -> Any:
-    """`--input` values: JSON when they parse (numbers, true, lists), else the text."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def _json(text: str, option: str) -> Any:
-    """A value that must be JSON, given inline, as `@FILE` or as `-` (stdin): an input
-    larger than a command line may carry (128 KiB an argument on Linux) comes from a file
-    or a pipe. JSON never starts with `@`, and `-` alone is not JSON. Anything else is a
-    one-line usage error."""
-    if text == "-" or text.startswith("@"):
-        text = _read_text(text, option)
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise click.BadParameter(f"not JSON ({exc})", param_hint=option) from None
-
-
-def _read_text(source: str, option: str) -> str:
-    if source == "-":
-        return sys.stdin.read()
-    try:
-        return Path(source[1:]).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
-        raise click.BadParameter(f"cannot read {source[1:]!r}: {why}", param_hint=option) from None
-
-
-def _json_object(text: str, option: str) -> dict[str, Any]:
-    value = _json(text, option)
-    if not isinstance(value, dict):
-        raise click.BadParameter("a JSON object ({...}) is needed", param_hint=option)
-    return value
-
-
-def _pairs(
-    items: tuple[str, ...], option: str, text_keys: frozenset[str] = frozenset()
-) -> dict[str, Any]:
-    """KEY=VALUE pairs; the values of `text_keys` stay text even when they parse as JSON."""
-    pairs = [item.partition("=") for item in items]
-    if any(not sep or not key for key, sep, _ in pairs):
-        raise click.BadParameter("use KEY=VALUE", param_hint=option)
-    return {key: value if key in text_keys else _value(value) for key, _, value in pairs}
-
-
 def _text_fields(run: dict[str, Any], step_id: str) -> frozenset[str]:
     """The string fields of the step's open form: `zip=02139` or `code=123` is text there."""
     return frozenset(
@@ -343,16 +269,16 @@ def approve(
         # Each makes another decision; one of them would silently win.
         chosen = " and ".join(flag for flag, on in given.items() if on)
         raise click.UsageError(f"{chosen} are different decisions: give one")
-    run = session.api.get(f"/runs/{segment(run_id)}").data
     body: dict[str, Any] = {"stepId": step_id, "resolution": "confirm"}
-    if inputs:
-        text = _text_fields(run, step_id)
-        body.update(resolution="user_input", userInput=_pairs(inputs, "--input", text))
-    if choices:
-        body.update(resolution="route_select", selectedChoices=list(choices))
     if edited_output is not None:
         # JSON only: a typo must not become the step's output (the decision is final).
-        body.update(resolution="edit", editedOutput=_json(edited_output, "--edited-output"))
+        body.update(resolution="edit", editedOutput=json_value(edited_output, "--edited-output"))
+    if choices:
+        body.update(resolution="route_select", selectedChoices=list(choices))
+    run = session.api.get(f"/runs/{segment(run_id)}").data
+    if inputs:
+        text = _text_fields(run, step_id)
+        body.update(resolution="user_input", userInput=pairs(inputs, "--input", text))
     if reject:
         body["resolution"] = "reject"
     if feedback is not None:

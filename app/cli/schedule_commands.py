@@ -14,8 +14,8 @@ import click
 from rich.console import Group
 
 from app.cli.api_client import if_match, segment
+from app.cli.option_values import initial_input, input_options
 from app.cli.output import Session, api_options, compact, shown, table, when
-from app.cli.run_commands import initial_input, input_options
 
 OVERLAP_POLICIES = ("skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other",
                     "allow_all")  # fmt: skip

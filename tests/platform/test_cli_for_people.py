@@ -399,6 +399,52 @@ def test_json_options_refuse_what_is_not_json_and_change_nothing(
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
+def usage_error(result: subprocess.CompletedProcess[str], flag: str) -> str:
+    """The one `Error:` line of a usage error (exit 2) naming `flag`, no traceback."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert flag in line, line
+    return line
+
+
+def test_numbers_json_cannot_carry_are_usage_errors_and_nan_given_as_a_value_is_text(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # NaN, Infinity and 1e999 were read as floats that no JSON body carries: a traceback
+    # ("Out of range float values are not JSON compliant") and exit code 1.
+    workflow_id = applied_workflow(dev, tmp_path)
+    runs = f"{dev.api_url}/api/v1/workflows/{workflow_id}/runs"
+    before = httpx.get(runs).json()["pagination"]["total"]
+    for args, flag in (
+        (("--input", "x=1e999"), "--input"),
+        (("--input", "x=[1, -1e999]"), "--input"),
+        (("--input-json", '{"x": NaN}'), "--input-json"),
+        (("--input-json", '{"x": Infinity}'), "--input-json"),
+        (("--input-json", '{"x": 1e999}'), "--input-json"),
+    ):
+        usage_error(trellis(dev, "runs", "start", workflow_id, *args), flag)
+    usage_error(
+        trellis(dev, "schedules", "create", workflow_id, "--interval-seconds", "60",
+                "--input", "x=1e999"),
+        "--input",
+    )  # fmt: skip
+    assert httpx.get(runs).json()["pagination"]["total"] == before
+    assert httpx.get(f"{runs.removesuffix('/runs')}/schedules").json()["schedules"] == []
+    # JSON has no NaN: as a KEY=VALUE value it is the text, as any other word is.
+    given = ("--input", "x=NaN", "--input", "y=-Infinity", "--json")
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, *given)))["runId"]
+    run = json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))
+    assert run["initialInput"] == {"x": "NaN", "y": "-Infinity"}
+    step_id = wait_for_gate(dev, run_id)["stepId"]
+    for args, flag in ((("--edited-output", "NaN"), "--edited-output"),
+                       (("--edited-output", "[1e999]"), "--edited-output"),
+                       (("--input", "count=1e999"), "--input")):  # fmt: skip
+        usage_error(trellis(dev, "approve", run_id, step_id, *args), flag)
+    assert wait_for_gate(dev, run_id)["stepId"] == step_id  # still waiting
+    ok(trellis(dev, "runs", "cancel", run_id))
+
+
 def test_apply_warns_of_each_key_the_api_would_ignore(dev: DevProcess, tmp_path: Path) -> None:
     path = tmp_path / "typo.yaml"
     path.write_text(
