@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import click
+import httpx
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -58,7 +59,7 @@ def api_options(func: F) -> F:
 
     @click.option(
         "--url", envvar="TRELLIS_URL", default=DEFAULT_URL, show_default=True,
-        help="the Trellis API [env TRELLIS_URL]",
+        callback=_api_url, help="the Trellis API [env TRELLIS_URL]",
     )  # fmt: skip
     @click.option(
         "--token", envvar="TRELLIS_TOKEN", default=None,
@@ -71,6 +72,25 @@ def api_options(func: F) -> F:
             return func(current, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _api_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """An http(s) URL with a host, else a usage error (exit 2, `runs watch` too): httpx
+    raised InvalidURL (a traceback) for `http://127.0.0.1:abc`, and a URL without a scheme
+    failed every request only once sent (a watch waited its patience for it)."""
+    try:
+        url = httpx.URL(value)
+        problem = None if url.scheme in ("http", "https") else "it is not http:// or https://"
+        problem = problem or (None if url.host else "it names no host")
+    except httpx.InvalidURL as exc:
+        problem = str(exc)
+    if problem:
+        raise click.BadParameter(
+            f"'{clean(value[:200], one_line=True)}' is not the URL of an API: {problem}",
+            ctx=ctx,
+            param_hint="--url / TRELLIS_URL",
+        )
+    return value
 
 
 @contextmanager

@@ -666,6 +666,18 @@ def test_an_unreachable_api_says_where_it_looked(tmp_path: Path) -> None:
     assert "cannot reach the Trellis API at http://127.0.0.1:9" in result.stderr
 
 
+def test_a_url_that_is_no_url_is_a_usage_error_for_every_command(tmp_path: Path) -> None:
+    # httpx.InvalidURL is no httpx.HTTPError: `http://127.0.0.1:abc` was a traceback and
+    # exit code 1, for `runs watch` too (1 says the run failed); a URL without a scheme
+    # was tried (and a watch waited its whole patience for it).
+    for url in ("http://127.0.0.1:abc", "http://[::1", "127.0.0.1:8000", "http://"):
+        for args in (("workflows", "list"), ("runs", "watch", "run-1"), ("approvals",)):
+            for env, flag in ((trellis_env(tmp_path, TRELLIS_URL=url), ()),
+                              (trellis_env(tmp_path), ("--url", url))):  # fmt: skip
+                line = usage_error(run_cli([*args, *flag], env), "--url / TRELLIS_URL")
+                assert f"'{url}' is not the URL of an API" in line, line
+
+
 def test_a_watch_waits_for_an_unreachable_api_as_long_as_its_patience(tmp_path: Path) -> None:
     env = trellis_env(tmp_path, TRELLIS_URL="http://127.0.0.1:9")
     watch = [sys.executable, "-m", "app.cli", "runs", "watch", "some-run"]
