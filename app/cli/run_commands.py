@@ -269,6 +269,9 @@ def approve(
         # Each makes another decision; one of them would silently win.
         chosen = " and ".join(flag for flag, on in given.items() if on)
         raise click.UsageError(f"{chosen} are different decisions: give one")
+    if feedback is not None and not reject:
+        # The API records feedback only with a rejection: any other decision drops it.
+        raise click.UsageError("--feedback goes with --reject: only a rejection records it")
     body: dict[str, Any] = {"stepId": step_id, "resolution": "confirm"}
     if edited_output is not None:
         # JSON only: a typo must not become the step's output (the decision is final).

@@ -112,7 +112,7 @@ def test_approve_from_the_cli_and_watch_the_run_complete(dev: DevProcess, tmp_pa
     try:
         gate = wait_for_gate(dev, run_id)
         assert gate["workflowId"] == workflow_id
-        approved = ok(trellis(dev, "approve", run_id, gate["stepId"], "--feedback", "go"))
+        approved = ok(trellis(dev, "approve", run_id, gate["stepId"]))
         assert f"run {run_id}" in approved
         out, err = watcher.communicate(timeout=30)
     finally:
@@ -644,6 +644,36 @@ def test_a_refused_definition_names_each_problem_once(dev: DevProcess, tmp_path:
     assert result.returncode == 1
     assert result.stderr.startswith("Error: 400"), result.stderr
     assert result.stderr.count("nodes[0].humanReview.onReject") == 1, result.stderr
+
+
+def api_run(dev: DevProcess, run_id: str) -> dict[str, Any]:
+    run: dict[str, Any] = httpx.get(f"{dev.api_url}/api/v1/runs/{run_id}").json()
+    return run
+
+
+def test_feedback_without_reject_is_refused_and_decides_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # `--feedback why` alone confirmed the gate and the API dropped the feedback: only a
+    # rejection records it.
+    workflow_id = applied_workflow(dev, tmp_path)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    step_id = wait_for_gate(dev, run_id)["stepId"]
+    for extra in ((), ("--choice", "a"), ("--input", "a=1"), ("--edited-output", "1")):
+        result = trellis(dev, "approve", run_id, step_id, "--feedback", "why", *extra)
+        assert usage_error(result, "--feedback").endswith(
+            "--feedback goes with --reject: only a rejection records it"
+        ), extra
+    assert wait_for_gate(dev, run_id)["stepId"] == step_id  # still waiting
+    ok(trellis(dev, "approve", run_id, step_id, "--reject", "--feedback", "why"))
+
+    def recorded() -> list[Any]:
+        return [r.get("rejectionFeedback") for r in api_run(dev, run_id)["resolvedRequirements"]]
+
+    deadline = time.monotonic() + 30
+    while recorded() != ["why"]:
+        assert time.monotonic() < deadline, "the rejection's feedback was not recorded"
+        time.sleep(0.2)
 
 
 def test_a_bad_decision_is_refused_with_the_api_message(dev: DevProcess, tmp_path: Path) -> None:
