@@ -12,7 +12,7 @@ import yaml
 from rich.console import Group
 
 from app.cli.api_client import segment
-from app.cli.output import Session, api_options, clean, shown, table, when
+from app.cli.output import Session, api_options, clean, compact, shown, table, when
 
 
 @click.group()
@@ -133,28 +133,48 @@ def apply_workflow(session: Session, path: str) -> None:
         raise click.ClickException(f"{source}: a definition is a mapping (name, nodes, …)")
     for where in unknown_fields(definition):
         click.echo(f"warning: {source}: {where} is not a field of a definition; ignored", err=True)
+    enabled = definition.get("enabled")
+    if "enabled" in definition and not isinstance(enabled, bool):
+        # A create ignored `enabled: "yes"` without a word, an update was the API's 400.
+        raise BadDefinition(
+            f"{source}: enabled is true or false (or left out), not {compact(enabled, 40)}"
+        )
     existing = _existing_id(session, definition)
     body = {k: v for k, v in definition.items() if k != "id"}
     if existing is None:
         answer = session.api.post("/workflows", body)
-        verb = "created"
-        if body.get("enabled") is True:
+        if enabled is True:
             # A create ignores `enabled` (a new workflow starts disabled) and an update
             # applies it: the file's `enabled: true` holds whichever of the two this is.
             answer = session.api.post(
                 f"/workflows/{segment(answer.data['id'])}/toggle", {"enabled": True}
             )
-    else:
-        from app.cli.node_ids import carry_ids
+        session.emit(answer, lambda w: f"created workflow {w['id']} (version {w['version']})")
+        return
+    from app.cli.node_ids import carry_ids
 
-        stored = session.api.get(f"/workflows/{segment(existing)}").data
-        carry_ids(_nodes(body), stored.get("nodes") or [])
-        answer = session.api.request("PUT", f"/workflows/{segment(existing)}", json=body)
-        verb = "updated" if answer.data["version"] != stored["version"] else "unchanged"
-    if verb == "unchanged":
-        session.emit(answer, lambda w: f"workflow {w['id']} unchanged (version {w['version']})")
-    else:
-        session.emit(answer, lambda w: f"{verb} workflow {w['id']} (version {w['version']})")
+    stored = session.api.get(f"/workflows/{segment(existing)}").data
+    carry_ids(_nodes(body), stored.get("nodes") or [])
+    answer = session.api.request("PUT", f"/workflows/{segment(existing)}", json=body)
+    session.emit(answer, lambda w: _applied(stored, w))
+
+
+class BadDefinition(click.ClickException):
+    """A definition the API would refuse or misread, refused before anything is sent."""
+
+    exit_code = 2
+
+
+def _applied(stored: dict[str, Any], now: dict[str, Any]) -> str:
+    """What an update changed: the definition (a new version), its being enabled, or
+    nothing. Enabling or disabling makes no new version, yet it is a change."""
+    toggled = "enabled" if now["enabled"] else "disabled"
+    if now["version"] != stored["version"]:
+        also = f"; {toggled}" if now["enabled"] != stored["enabled"] else ""
+        return f"updated workflow {now['id']} (version {now['version']}){also}"
+    if now["enabled"] != stored["enabled"]:
+        return f"workflow {now['id']} {toggled}; definition unchanged (version {now['version']})"
+    return f"workflow {now['id']} unchanged (version {now['version']})"
 
 
 def _nodes(body: dict[str, Any]) -> list[Any]:

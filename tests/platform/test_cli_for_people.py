@@ -346,6 +346,48 @@ def test_apply_of_a_file_saying_enabled_creates_it_enabled(dev: DevProcess, tmp_
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
+def test_apply_says_when_it_only_enabled_or_disabled_the_workflow(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # Enabling makes no new version: apply said "unchanged (version 1)" of a workflow it
+    # had just enabled.
+    path = gated_definition(tmp_path / "wf.yaml", f"cli-{uuid.uuid4().hex[:8]}")
+    created = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    plain = path.read_text()
+    path.write_text("enabled: true\n" + plain)
+    enabled = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
+    assert enabled.strip() == f"workflow {created['id']} enabled; definition unchanged (version 1)"
+    path.write_text("enabled: false\n" + plain.replace("Ship it?", "Ship it now?"))
+    both = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
+    assert both.strip() == f"updated workflow {created['id']} (version 2); disabled"
+    again = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
+    assert again.strip() == f"workflow {created['id']} unchanged (version 2)"
+
+
+def test_apply_refuses_an_enabled_that_is_not_true_or_false_and_sends_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # `enabled: "yes"` was dropped on a create (a disabled workflow, no word said) and
+    # the API's 400 on an update.
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    path = gated_definition(tmp_path / "wf.yaml", name)
+    plain = path.read_text()
+    path.write_text('enabled: "yes"\n' + plain)
+    result = trellis(dev, "workflows", "apply", "-f", str(path))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == f'Error: {path}: enabled is true or false (or left out), not "yes"\n'
+    listed = httpx.get(f"{dev.api_url}/api/v1/workflows", params={"query": name}).json()
+    assert listed["workflows"] == []
+    path.write_text(plain)
+    created = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    for given in ('"yes"', "1", "null"):
+        path.write_text(f"enabled: {given}\n" + plain.replace("Ship it?", "Changed?"))
+        result = trellis(dev, "workflows", "apply", "-f", str(path))
+        assert result.returncode == 2 and result.stderr.startswith(f"Error: {path}: enabled is")
+    stored = httpx.get(f"{dev.api_url}/api/v1/workflows/{created['id']}").json()
+    assert (stored["version"], stored["enabled"]) == (1, False)
+
+
 def test_apply_finds_its_workflow_by_name_past_the_first_page_of_the_search(
     dev: DevProcess, tmp_path: Path
 ) -> None:
