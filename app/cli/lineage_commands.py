@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from app.cli.api_client import segment
+from app.cli.limits import page_options
 from app.cli.output import Session, api_options, shown, styled
 from app.cli.run_commands import run_table
 
@@ -49,8 +50,7 @@ def replay(session: Session, run_id: str) -> None:
 
 @click.command("children")
 @click.argument("run_id")
-@click.option("--page", type=int, default=1, show_default=True)
-@click.option("--per-page", type=int, default=20, show_default=True)
+@page_options(per_page=20)
 @api_options
 def children(session: Session, run_id: str, page: int, per_page: int) -> None:
     """Runs started from this one (retry, rerun, replay), newest first."""

@@ -10,6 +10,7 @@ from rich.console import Group
 from rich.text import Text
 
 from app.cli.api_client import RESUME_PATIENCE_SECONDS, path_of, segment
+from app.cli.limits import page_options
 from app.cli.option_values import initial_input, input_options, json_value, pairs
 from app.cli.output import Session, api_options, compact, shown, styled, table, when
 from app.cli.run_watch import watch_run
@@ -26,8 +27,7 @@ def runs() -> None:
 @runs.command("list")
 @click.argument("workflow_id")
 @click.option("--status", type=click.Choice(RUN_STATUSES), default=None, help="only runs in it")
-@click.option("--page", type=int, default=1, show_default=True)
-@click.option("--per-page", type=int, default=20, show_default=True)
+@page_options(per_page=20)
 @api_options
 def list_runs(
     session: Session, workflow_id: str, status: str | None, page: int, per_page: int
@@ -194,8 +194,7 @@ def retry(session: Session, run_id: str) -> None:
 
 
 @click.command()
-@click.option("--page", type=int, default=1, show_default=True)
-@click.option("--per-page", type=int, default=50, show_default=True)
+@page_options(per_page=50)
 @api_options
 def approvals(session: Session, page: int, per_page: int) -> None:
     """The approvals inbox: every gate waiting for a person, oldest first."""

@@ -14,6 +14,7 @@ import click
 from rich.console import Group
 
 from app.cli.api_client import if_match, segment
+from app.cli.limits import MAX_INTERVAL_SECONDS
 from app.cli.option_values import initial_input, input_options
 from app.cli.output import Session, api_options, compact, shown, table, when
 
@@ -102,7 +103,8 @@ def timing_options(func: Any) -> Any:
     options: list[Callable[[Any], Any]] = [
         click.option("--cron", default=None, metavar="EXPR",
                      help="five fields, or @daily and friends (or --interval-seconds)"),
-        click.option("--interval-seconds", type=int, default=None, metavar="N",
+        click.option("--interval-seconds", type=click.IntRange(1, MAX_INTERVAL_SECONDS),
+                     default=None, metavar="N",
                      help="fire every N seconds (give this or --cron)"),
         click.option("--time-zone", default=None, metavar="TZ",
                      help="the cron's IANA time zone  [API default: UTC]"),
@@ -132,6 +134,9 @@ def create_schedule(
     paused: bool,
 ) -> None:
     """Create a schedule: each firing starts a run of the workflow's current version."""
+    if cron is None and interval_seconds is None:
+        raise click.UsageError("give --cron EXPR or --interval-seconds N: when it fires")
+    _one_timing(cron, interval_seconds)
     given = {"cron": cron, "intervalSeconds": interval_seconds, "timeZone": time_zone,
              "overlapPolicy": overlap_policy}  # fmt: skip
     # Left out rather than null: the API refuses a null, and its defaults are its own.
@@ -142,6 +147,11 @@ def create_schedule(
         body["paused"] = True
     answer = session.api.post(f"/workflows/{segment(workflow_id)}/schedules", body)
     session.emit(answer, lambda s: shown(f"created schedule {s['id']}: {_timing(s)}"))
+
+
+def _one_timing(cron: str | None, interval_seconds: int | None) -> None:
+    if cron is not None and interval_seconds is not None:
+        raise click.UsageError("--cron and --interval-seconds: give one (a schedule has one)")
 
 
 @schedules.command("delete")
@@ -209,6 +219,7 @@ def update_schedule(
     --input-json replace the whole input (`--input-json '{}'` empties it). The write names
     the read's ETag: a change someone makes in between is kept and this fails (412, exit
     1); run it again to apply the flags to the schedule as it is then."""
+    _one_timing(cron, interval_seconds)
     path = schedule_path(schedule_id)
     read = session.api.get(path)
     current = read.data
@@ -221,7 +232,6 @@ def update_schedule(
     if cron is None and interval_seconds is None:
         timing = "cron" if current.get("cron") is not None else "intervalSeconds"
         body[timing] = current[timing]
-    # Both given: both sent, and the API's 400 says one of them.
     if cron is not None:
         body["cron"] = cron
     if interval_seconds is not None:

@@ -9,6 +9,7 @@ import click
 from rich.console import Group
 
 from app.cli.api_client import if_match, segment
+from app.cli.limits import PERMISSIONS, PRINCIPAL
 from app.cli.output import Session, api_options, shown, table
 
 
@@ -22,7 +23,24 @@ def _grant(value: str) -> tuple[str, list[str]]:
             "(e.g. user:bob=EDIT or role:ops=VIEW,SHARE)",
             param_hint="--grant",
         )
-    return principal, permissions
+    unknown = [p for p in permissions if p not in PERMISSIONS]
+    if unknown:
+        raise click.BadParameter(
+            f"{', '.join(unknown)[:140]} in {value[:140]!r}: a permission is one of "
+            f"{', '.join(PERMISSIONS)}",
+            param_hint="--grant",
+        )
+    return _principal(principal, "--grant"), permissions
+
+
+def _principal(value: str, option: str) -> str:
+    """`user:ID` or `role:NAME`, as the API takes them (a bare `bob` it refuses)."""
+    if not PRINCIPAL.fullmatch(value):
+        raise click.BadParameter(
+            f"{value[:140]!r} is not a principal: user:ID or role:NAME (no spaces)",
+            param_hint=option,
+        )
+    return value
 
 
 @click.command("share")
@@ -43,6 +61,8 @@ def share(
     ETag: a change someone makes in between is kept and this fails (412, exit 1); run it
     again to apply the grants to what is there then."""
     given = dict(_grant(g) for g in grants)
+    for principal in revokes:
+        _principal(principal, "--revoke")
     both = sorted(set(given) & set(revokes))
     if both:
         raise click.UsageError(f"{', '.join(both)}: both granted and revoked")

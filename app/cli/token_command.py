@@ -18,7 +18,8 @@ WIDE = {"max_content_width": 100}
 )
 @click.option("--roles", default=None, help="comma-separated, e.g. ops,finance")
 @click.option("--name", default=None, help="display name")
-@click.option("--ttl", type=int, default=3600, show_default=True, help="lifetime in seconds")
+@click.option("--ttl", type=click.IntRange(min=1), default=3600, show_default=True,
+              help="lifetime in seconds")  # fmt: skip
 @settings_flags("token")
 def token(
     sub: str, scopes: str, roles: str | None, name: str | None, ttl: int, **params: Any

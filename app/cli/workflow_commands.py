@@ -12,6 +12,7 @@ import yaml
 from rich.console import Group
 
 from app.cli.api_client import segment
+from app.cli.limits import page_options
 from app.cli.output import Session, api_options, clean, compact, shown, table, when
 
 
@@ -22,8 +23,7 @@ def workflows() -> None:
 
 @workflows.command("list")
 @click.option("--query", default=None, help="only names or descriptions containing this")
-@click.option("--page", type=int, default=1, show_default=True)
-@click.option("--per-page", type=int, default=50, show_default=True)
+@page_options(per_page=50)
 @api_options
 def list_workflows(session: Session, query: str | None, page: int, per_page: int) -> None:
     """Workflow definitions, newest-updated first."""

@@ -315,12 +315,19 @@ def test_share_grants_and_revokes_and_shows_the_owner_and_grants(
 def test_share_refused_changes_no_grant(dev: DevProcess, tmp_path: Path) -> None:
     workflow_id = applied(dev, tmp_path)
     ok(trellis(dev, "workflows", "share", workflow_id, "--grant", "user:bob=EDIT"))
-    bad = trellis(dev, "workflows", "share", workflow_id,
-                  "--grant", "user:carol=OWN", "--revoke", "user:bob")  # fmt: skip
-    assert refused(bad, 1).startswith("Error: 400 invalid_request: ")
-    assert "OWN" in bad.stderr or "permissions" in bad.stderr
-    malformed = trellis(dev, "workflows", "share", workflow_id, "--grant", "user:carol")
-    assert "'user:carol' is not PRINCIPAL=PERMISSION" in refused(malformed, 2)
+    # A permission or a principal the API refuses was its 400 (exit 1, naming
+    # `grants[0].permissions`): now a usage error naming the flag, nothing sent.
+    for args, says in (
+        (("--grant", "user:carol=OWN", "--revoke", "user:bob"),
+         "Invalid value for --grant: OWN in 'user:carol=OWN': a permission is one of VIEW, "
+         "EDIT, DELETE, SHARE"),
+        (("--grant", "carol=VIEW"),
+         "Invalid value for --grant: 'carol' is not a principal: user:ID or role:NAME"),
+        (("--revoke", "bob"),
+         "Invalid value for --revoke: 'bob' is not a principal: user:ID or role:NAME"),
+        (("--grant", "user:carol"), "'user:carol' is not PRINCIPAL=PERMISSION"),
+    ):  # fmt: skip
+        assert says in refused(trellis(dev, "workflows", "share", workflow_id, *args), 2), args
     owner = trellis(dev, "workflows", "share", workflow_id, "--grant", "user:dev=VIEW")
     assert "user:dev owns the workflow" in refused(owner, 1)
     assert grants(dev, workflow_id) == {"user:bob": ["VIEW", "EDIT"]}
@@ -329,3 +336,55 @@ def test_share_refused_changes_no_grant(dev: DevProcess, tmp_path: Path) -> None
         refused(unknown, 1)
         == "Error: 404 resource_not_found: Workflow 'no-such-workflow' not found"
     )
+
+
+def test_paging_past_the_apis_limits_is_a_usage_error_naming_the_flag(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # Checked by the API alone: exit 1 and its 400 naming `perPage`, not the flag.
+    workflow_id = applied(dev, tmp_path)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    for command in (("workflows", "list"), ("runs", "list", workflow_id),
+                    ("runs", "children", run_id), ("approvals",)):  # fmt: skip
+        for flag, value, says in (
+            ("--per-page", "0", "0 is not in the range 1<=x<=100"),
+            ("--per-page", "101", "101 is not in the range 1<=x<=100"),
+            ("--per-page", "-1", "-1 is not in the range 1<=x<=100"),
+            ("--page", "0", "0 is not in the range 1<=x<=1000000"),
+            ("--page", "1000001", "1000001 is not in the range 1<=x<=1000000"),
+        ):
+            error = refused(trellis(dev, *command, flag, value), 2)
+            assert f"Error: Invalid value for '{flag}': {says}." in error, command
+        ok(trellis(dev, *command, "--per-page", "100", "--page", "1000000"))
+
+
+def test_schedules_timing_is_checked_before_anything_is_sent(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # Neither, both, or a zero interval was the API's 400 naming `intervalSeconds`.
+    workflow_id = applied(dev, tmp_path)
+    for args, says in (
+        ((), "Error: give --cron EXPR or --interval-seconds N: when it fires"),
+        (("--cron", "@daily", "--interval-seconds", "60"),
+         "Error: --cron and --interval-seconds: give one (a schedule has one)"),
+        (("--interval-seconds", "0"),
+         "Error: Invalid value for '--interval-seconds': 0 is not in the range "
+         "1<=x<=31622400."),
+    ):  # fmt: skip
+        result = trellis(dev, "schedules", "create", workflow_id, *args)
+        assert refused(result, 2).endswith(says), args
+    assert api(dev, f"/workflows/{workflow_id}/schedules").json()["schedules"] == []
+    given = ("--interval-seconds", "3600", "--paused", "--json")
+    created = json.loads(ok(trellis(dev, "schedules", "create", workflow_id, *given)))
+    both = trellis(dev, "schedules", "update", created["id"], "--cron", "@daily",
+                   "--interval-seconds", "60")  # fmt: skip
+    assert refused(both, 2).endswith("--cron and --interval-seconds: give one (a schedule has one)")
+    assert schedule(dev, created["id"])["intervalSeconds"] == 3600
+
+
+def test_token_with_a_lifetime_not_above_zero_is_a_usage_error(dev: DevProcess) -> None:
+    # Refused, but with exit code 1 (as a failed start), not 2.
+    for ttl in ("0", "-5"):
+        result = trellis(dev, "token", "--sub", "ada", "--scopes", "workflows-read",
+                         "--ttl", ttl, TRELLIS_JWT_SECRET="s" * 32)  # fmt: skip
+        assert f"Invalid value for '--ttl': {ttl} is not in the range x>=1" in refused(result, 2)
