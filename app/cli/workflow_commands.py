@@ -151,10 +151,13 @@ def apply_workflow(session: Session, path: str) -> None:
             )
         session.emit(answer, lambda w: f"created workflow {w['id']} (version {w['version']})")
         return
+    from app.cli.definition_defaults import left_out
     from app.cli.node_ids import carry_ids
 
     stored = session.api.get(f"/workflows/{segment(existing)}").data
     carry_ids(_nodes(body), stored.get("nodes") or [])
+    # The file is the definition: a field deleted from it must not keep its stored value.
+    body.update(left_out(definition))
     answer = session.api.request("PUT", f"/workflows/{segment(existing)}", json=body)
     session.emit(answer, lambda w: _applied(stored, w))
 

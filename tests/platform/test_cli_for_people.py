@@ -388,6 +388,33 @@ def test_apply_refuses_an_enabled_that_is_not_true_or_false_and_sends_nothing(
     assert (stored["version"], stored["enabled"]) == (1, False)
 
 
+def test_apply_makes_the_stored_definition_what_the_file_says(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # The update was the API's partial PUT: a description or maxConcurrency deleted from
+    # the file kept its stored value, and apply said "unchanged".
+    path = gated_definition(tmp_path / "wf.yaml", f"cli-{uuid.uuid4().hex[:8]}")
+    plain = path.read_text()
+    path.write_text("description: Ships things\nmaxConcurrency: 3\n" + plain)
+    created = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    assert (created["description"], created["maxConcurrency"]) == ("Ships things", 3)
+    path.write_text(plain)
+    applied = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
+    assert applied.strip() == f"updated workflow {created['id']} (version 2)"
+    stored = httpx.get(f"{dev.api_url}/api/v1/workflows/{created['id']}").json()
+    # What a create of the file would have stored.
+    assert (stored["description"], stored["maxConcurrency"]) == (None, 8)
+    assert ok(trellis(dev, "workflows", "apply", "-f", str(path))).strip() == (
+        f"workflow {created['id']} unchanged (version 2)"
+    )
+    # A required field left out is refused, as a create refuses it, and changes nothing.
+    path.write_text(yaml.safe_dump({"name": stored["name"]}))
+    refused = trellis(dev, "workflows", "apply", "-f", str(path))
+    assert refused.returncode == 1 and "nodes" in refused.stderr, refused.stderr
+    after = httpx.get(f"{dev.api_url}/api/v1/workflows/{created['id']}").json()
+    assert after["version"] == 2
+
+
 def test_apply_finds_its_workflow_by_name_past_the_first_page_of_the_search(
     dev: DevProcess, tmp_path: Path
 ) -> None:
