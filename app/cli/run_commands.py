@@ -101,17 +101,45 @@ def run_detail(run: dict[str, Any]) -> Any:
 
 
 def approval_rows(run_id: str, pending: list[dict[str, Any]]) -> Any:
-    rows = [[r.get("stepId"), r.get("stepName"), _needs(r), _message(r)] for r in pending]
+    rows = [
+        [r.get("stepId"), r.get("stepName"), _needs(r), _asked(_message(r), r)] for r in pending
+    ]
     hint = shown(
-        (f"decide with: trellis approve {run_id} STEP_ID [--reject | --input NAME=VALUE … | "
-         "--choice NAME … | --edited-output JSON]", "magenta")
+        (f"decide with: trellis approve {run_id} STEP_ID [{' | '.join(_decisions(pending))}]",
+         "magenta")
     )  # fmt: skip
     return Group(table("waiting for approval", ["STEP_ID", "STEP", "NEEDS", "MESSAGE"], rows), hint)
 
 
-def _message(requirement: dict[str, Any]) -> str:
+def _decisions(pending: list[dict[str, Any]]) -> list[str]:
+    """The decisions the waiting gates take besides confirming: the API refuses the others
+    (an --input at a confirmation, an --edited-output before the step ran)."""
+    decisions = ["--reject"]
+    if any(r.get("requiresUserInput") for r in pending):
+        decisions.append("--input NAME=VALUE …")
+    if any(r.get("requiresRouteSelection") for r in pending):
+        decisions.append("--choice NAME …")
+    if any(r.get("requiresOutputReview") and r.get("isPostExecution") for r in pending):
+        decisions.append("--edited-output JSON")
+    return decisions
+
+
+def _asked(message: str | None, requirement: dict[str, Any]) -> str:
+    """The gate's message, and the output it asks a person to review (an output review,
+    a loop's iteration), compact and cut short: `runs show --json` has all of it."""
+    asked = message or "-"
+    if requirement.get("isPostExecution") and "stepOutput" in requirement:
+        asked += f"\noutput: {compact(requirement['stepOutput'], OUTPUT_SHOWN)}"
+    return asked
+
+
+# Characters of a reviewed output a table shows: enough to recognise it, not a screenful.
+OUTPUT_SHOWN = 300
+
+
+def _message(requirement: dict[str, Any]) -> str | None:
     found = [v for k, v in requirement.items() if k.lower().endswith("message") and v]
-    return str(found[0]) if found else "-"
+    return str(found[0]) if found else None
 
 
 def _needs(requirement: dict[str, Any]) -> str:
@@ -204,7 +232,7 @@ def approvals(session: Session, page: int, per_page: int) -> None:
 def _inbox(data: dict[str, Any]) -> Any:
     rows = [
         [a["runId"], a["stepId"], a.get("stepName"), a["workflowName"], a.get("kind"),
-         _age(a.get("ageSeconds")), a.get("message")]
+         _age(a.get("ageSeconds")), _asked(a.get("message"), a.get("requirement") or {})]
         for a in data["approvals"]
     ]  # fmt: skip
     columns = ["RUN", "STEP_ID", "STEP", "WORKFLOW", "KIND", "WAITING", "MESSAGE"]

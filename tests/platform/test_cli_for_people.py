@@ -257,6 +257,39 @@ def test_run_show_names_the_fields_and_routes_a_gate_asks_for(
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
+def test_an_output_review_shows_the_output_and_offers_only_the_decisions_it_takes(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # NEEDS said OutputReview and MESSAGE `-`: the output under review was in the JSON
+    # only. The hint offered --input and --choice at every gate.
+    review = {"requiresOutputReview": True}
+    path = tmp_path / "review.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}", "enabled": True,
+             "nodes": [{"name": "Draft", "nodeType": "step", "executorKey": "builtin:echo",
+                        "config": {"a": "draft\x1b[2J", "z": "x" * 1000},
+                        "humanReview": review}]}
+        )
+    )  # fmt: skip
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id["id"], "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    for args in (("runs", "show", run_id), ("approvals", "--per-page", "100")):
+        out = ok(trellis(dev, *args, COLUMNS="1000"))
+        assert 'output: {"config":{"a":"draft\\u001b[2J","z":"xxx' in out, out
+        assert "…" in out and "x" * 1000 not in out and "\x1b" not in out, args
+    shown = ok(trellis(dev, "runs", "show", run_id, COLUMNS="1000"))
+    assert f"trellis approve {run_id} STEP_ID [--reject | --edited-output JSON]" in shown
+    confirm_only = applied_workflow(dev, tmp_path)
+    other = json.loads(ok(trellis(dev, "runs", "start", confirm_only, "--json")))["runId"]
+    wait_for_gate(dev, other)
+    hint = ok(trellis(dev, "runs", "show", other, COLUMNS="1000"))
+    assert f"trellis approve {other} STEP_ID [--reject]" in hint, hint
+    ok(trellis(dev, "runs", "cancel", run_id))
+    ok(trellis(dev, "runs", "cancel", other))
+
+
 # Written by another user (a shared workflow) or by a step: rich markup that does not
 # parse, a link, and terminal control sequences (retitle the window, colour, clear screen).
 HOSTILE = "[/bold] [link=https://evil.example]x[/link] \x1b]0;owned\x07\x1b[2J\r\u202eevil"
