@@ -165,6 +165,15 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table
     return listing
 
 
+def page_title(what: str, pages: dict[str, Any]) -> str:
+    """`runs (41; page 2 of 3)`; a page past the last says so (`page 99 of 1` did not)."""
+    last = max(pages["totalPages"], 1)
+    where = f"page {pages['page']} of {last}"
+    if pages["page"] > last:
+        where = f"page {pages['page']}, past the last ({last})"
+    return f"{what} ({pages['total']}; {where})"
+
+
 def compact(value: Any, limit: int = 200) -> str:
     """A value as one line of JSON, its text as written (`日本`, not `\\u65e5\\u672c`) but
     for what a terminal would act on (see `clean`)."""

@@ -12,7 +12,7 @@ from rich.text import Text
 from app.cli.api_client import RESUME_PATIENCE_SECONDS, path_of, segment
 from app.cli.limits import page_options
 from app.cli.option_values import initial_input, input_options, json_value, pairs
-from app.cli.output import Session, api_options, compact, shown, styled, table, when
+from app.cli.output import Session, api_options, compact, page_title, shown, styled, table, when
 from app.cli.run_watch import watch_run
 
 RUN_STATUSES = ("pending", "running", "paused", "awaiting_approval", "completed", "failed",
@@ -46,10 +46,8 @@ def run_table(data: dict[str, Any], title: str = "runs") -> Any:
          when(r["startedAt"]), when(r.get("finishedAt")), r.get("errorSummary")]
         for r in data["runs"]
     ]  # fmt: skip
-    pages = data["pagination"]
-    title += f" ({pages['total']}; page {pages['page']} of {max(pages['totalPages'], 1)})"
     columns = ["RUN", "STATUS", "TRIGGER", "VERSION", "STARTED", "FINISHED", "ERROR"]
-    return table(title, columns, rows)
+    return table(page_title(title, data["pagination"]), columns, rows)
 
 
 @runs.command("start")
@@ -218,7 +216,15 @@ def cancel(session: Session, run_id: str) -> None:
 def retry(session: Session, run_id: str) -> None:
     """Start a new run of a finished one, reusing what completed (a child run)."""
     answer = session.api.post(f"{session.api.run_path(run_id)}/retry")
-    session.emit(answer, lambda r: shown(f"retry started: run {r.get('runId') or r.get('id')}"))
+    session.emit(answer, lambda r: _retried(r.get("runId") or r.get("id")))
+
+
+def _retried(child_id: str) -> Any:
+    # As rerun and replay say (lineage_commands.py): the next thing one does is watch it.
+    return shown(
+        f"retry started: run {child_id}",
+        (f"\nfollow it with: trellis runs watch {child_id}", "magenta"),
+    )
 
 
 @click.command()

@@ -13,7 +13,7 @@ from rich.console import Group
 
 from app.cli.api_client import segment
 from app.cli.limits import page_options
-from app.cli.output import Session, api_options, clean, compact, shown, table, when
+from app.cli.output import Session, api_options, clean, compact, page_title, shown, table, when
 
 
 @click.group()
@@ -37,9 +37,11 @@ def _workflow_table(data: dict[str, Any]) -> Any:
          when(w["updatedAt"])]
         for w in data["workflows"]
     ]  # fmt: skip
-    pages = data["pagination"]
-    title = f"workflows ({pages['total']}; page {pages['page']} of {max(pages['totalPages'], 1)})"
-    return table(title, ["ID", "NAME", "ENABLED", "VERSION", "NODES", "UPDATED"], rows)
+    return table(
+        page_title("workflows", data["pagination"]),
+        ["ID", "NAME", "ENABLED", "VERSION", "NODES", "UPDATED"],
+        rows,
+    )
 
 
 @workflows.command("show")
@@ -283,7 +285,8 @@ def delete_workflow(session: Session, workflow_id: str, yes: bool) -> None:
         # Read first: an unknown id is the API's 404 before anything is asked.
         found = session.api.get(f"/workflows/{segment(workflow_id)}").data
         question = (
-            f"Delete workflow {clean(found['name'], one_line=True)!r} ({found['id']}) with its "
+            # Quoted by hand: repr() would escape clean's `\x1b` a second time (`\\x1b`).
+            f"Delete workflow '{clean(found['name'], one_line=True)}' ({found['id']}) with its "
             "versions, schedules and runs (its open runs are cancelled)?"
         )
         if not click.confirm(question, default=False, err=True):

@@ -388,3 +388,42 @@ def test_token_with_a_lifetime_not_above_zero_is_a_usage_error(dev: DevProcess) 
         result = trellis(dev, "token", "--sub", "ada", "--scopes", "workflows-read",
                          "--ttl", ttl, TRELLIS_JWT_SECRET="s" * 32)  # fmt: skip
         assert f"Invalid value for '--ttl': {ttl} is not in the range x>=1" in refused(result, 2)
+
+
+def test_the_delete_prompt_escapes_a_control_character_once(dev: DevProcess) -> None:
+    # The name went through clean() and then repr(): `\x1b` was shown as `\\x1b`.
+    created = httpx.post(
+        f"{dev.api_url}/api/v1/workflows",
+        json={"name": f"evil\x1b[2J-{uuid.uuid4().hex[:8]}",
+              "nodes": [{"name": "S", "nodeType": "step", "executorKey": "builtin:echo"}]},
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    kept = on_a_terminal(dev, "n\n", "workflows", "delete", created.json()["id"])
+    assert "Delete workflow 'evil\\x1b[2J-" in kept.stderr, kept.stderr
+    assert "\\\\x1b" not in kept.stderr and "\x1b[2J" not in kept.stderr
+
+
+def test_a_page_past_the_last_says_so(dev: DevProcess, tmp_path: Path) -> None:
+    # The title read "page 99 of 1".
+    workflow_id = applied(dev, tmp_path)
+    listed = ok(trellis(dev, "workflows", "list", "--query", workflow_id[:8], "--page", "99"))
+    assert "page 99, past the last (1)" in listed and "of 1" not in listed, listed
+    runs = ok(trellis(dev, "runs", "list", workflow_id, "--page", "99"))
+    assert "runs (0; page 99, past the last (1))" in runs, runs
+    assert "runs (0; page 1 of 1)" in ok(trellis(dev, "runs", "list", workflow_id))
+
+
+def test_retry_says_how_to_follow_the_child_run(dev: DevProcess, tmp_path: Path) -> None:
+    # rerun and replay said "follow it with: trellis runs watch …"; retry did not.
+    workflow_id = applied(dev, tmp_path, gate=True)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    ok(trellis(dev, "runs", "cancel", run_id))
+    deadline = time.monotonic() + 30
+    while api(dev, f"/runs/{run_id}").json()["status"] != "cancelled":
+        assert time.monotonic() < deadline, "the run was not cancelled"
+        time.sleep(0.2)
+    said = ok(trellis(dev, "runs", "retry", run_id)).splitlines()
+    child = said[0].removeprefix("retry started: run ")
+    assert said == [f"retry started: run {child}", f"follow it with: trellis runs watch {child}"]
+    ok(trellis(dev, "runs", "cancel", child))
