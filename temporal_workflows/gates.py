@@ -279,7 +279,8 @@ def value_problem(field: UserInputField, value: Any) -> str | None:
     if not isinstance(value, _TYPE_CHECKS[field.field_type]) or (
         field.field_type == "number" and isinstance(value, bool)
     ):
-        return f"must be a {field.field_type}"
+        article = "an" if field.field_type == "array" else "a"
+        return f"must be {article} {field.field_type}"
     if field.allowed_values is not None and value not in field.allowed_values:
         return f"must be one of {field.allowed_values}"
     return None

@@ -218,7 +218,9 @@ class RunRecorder:
             events=self._end_events("node_skipped", node_run_id, node, "skipped", fields),
             finished_at=self._clock.stamp(),
             error=skipped.error,
-            **fields,
+            # A skipped node outputs nothing: an output review rejected with skip left
+            # the rejected output on it.
+            **{"output_snapshot": None, **fields},
         )
 
     def _end_events(

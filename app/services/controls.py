@@ -75,15 +75,20 @@ class ControlService:
         if ended and key is None:
             raise Conflict(f"Run is {run.status}, not awaiting approval")
         require_approver(self.caller, run, body.step_id)
+        # Only what the resolution takes goes to the gate: a confirm's userInput was used
+        # unchecked (its check reads a confirm as the form's defaults) and a confirm's
+        # selectedChoices was kept in the audit trail though the suggestion ran.
+        resolution = body.resolution
+        edit = resolution == "edit"
         decision = Decision(
             step_id=body.step_id,
-            resolution=body.resolution,
+            resolution=resolution,
             feedback=body.feedback,
-            edited_output=body.edited_output,
+            edited_output=body.edited_output if edit else None,
             # Sent, even as null: `editedOutput: null` is an edit to an empty output.
-            has_edited_output="edited_output" in body.model_fields_set,
-            user_input=body.user_input,
-            selected_choices=body.selected_choices,
+            has_edited_output=edit and "edited_output" in body.model_fields_set,
+            user_input=body.user_input if resolution == "user_input" else None,
+            selected_choices=body.selected_choices if resolution == "route_select" else None,
             decided_by=self.who,
         )
         update_id = None

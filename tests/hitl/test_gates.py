@@ -171,6 +171,39 @@ class TestUserInput:
         run = await wait_for_gate(platform, wf, run_id, "form")
         assert run["status"] == "awaiting_approval" and run["resolvedRequirements"] == []
 
+    async def test_a_confirm_takes_the_forms_defaults_whatever_user_input_it_sends(
+        self, platform: Platform
+    ) -> None:
+        # A confirm's userInput skipped the check (which reads a confirm as the defaults)
+        # and reached the step: "tier": "bronze" answered 200, then skipped the step as if
+        # a timer had found the form incomplete; "amount": 999 ran it with 999.
+        review = {
+            "requiresUserInput": True,
+            "userInputSchema": [
+                {"name": "amount", "fieldType": "number", "required": True, "defaultValue": 5},
+                {
+                    "name": "tier",
+                    "fieldType": "string",
+                    "required": False,
+                    "allowedValues": ["gold", "silver"],
+                },
+            ],
+        }
+        step = echo("form", review, amount="{{ user_input.amount }}")
+        for sent in ({"tier": "bronze"}, {"amount": 999}):
+            wf, run_id = await start(platform, [step])
+            await wait_for_gate(platform, wf, run_id, "form")
+            answer = await approve(
+                platform, wf, run_id, stepId="form", resolution="confirm", userInput=sent
+            )
+            assert answer.status_code == 200, answer.text
+            run = await platform.wait(wf, run_id)
+            assert run["status"] == "completed", run["errorSummary"]
+            assert run["nodeRuns"][0]["status"] == "completed"
+            assert run["finalOutput"]["config"] == {"amount": 5}
+            decided = run["resolvedRequirements"][0]
+            assert (decided["resolution"], decided["userInput"]) == ("confirm", None)
+
 
 class TestOutputReview:
     REVIEW = {
@@ -313,6 +346,25 @@ class TestOutputReview:
             ("after", "completed", None),
         ]
 
+    async def test_an_output_rejected_with_skip_is_not_kept_on_the_skipped_node(
+        self, platform: Platform
+    ) -> None:
+        # A skipped node outputs nothing; the rejected output stayed on its node run.
+        review = {"requiresOutputReview": True, "onReject": "skip"}
+        wf, run_id = await start(
+            platform,
+            [
+                echo("draft", review, text="v1"),
+                echo("after", None, got="{{ previous_step_content }}"),
+            ],
+        )
+        await wait_for_gate(platform, wf, run_id, "draft")
+        await approve(platform, wf, run_id, stepId="draft", resolution="reject")
+        run = await platform.wait(wf, run_id)
+        draft, after = run["nodeRuns"]
+        assert (draft["status"], draft["outputSnapshot"]) == ("skipped", None)
+        assert after["outputSnapshot"]["config"] == {"got": None}
+
 
 class TestCompatibility:
     """The contract's resolution x requirement table, the invalid half."""
@@ -388,6 +440,20 @@ class TestRouterCondititionLoop:
         await approve(platform, wf, run_id, stepId="route", resolution="confirm")
         run = await platform.wait(wf, run_id)
         assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-a"]
+
+    async def test_a_confirm_records_no_choices_it_did_not_take(self, platform: Platform) -> None:
+        # The audit trail named the choices a confirm sent (even unknown ones), though
+        # the suggestion ran.
+        wf, run_id = await start(platform, [self.ROUTER], {"kind": "a"})
+        await wait_for_gate(platform, wf, run_id, "route")
+        answer = await approve(
+            platform, wf, run_id, stepId="route", resolution="confirm", selectedChoices=["q"]
+        )
+        assert answer.status_code == 200, answer.text
+        run = await platform.wait(wf, run_id)
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-a"]
+        decided = run["resolvedRequirements"][0]
+        assert (decided["resolution"], decided["selectedChoices"]) == ("confirm", None)
 
     async def test_confirming_a_route_without_a_valid_suggestion_is_400(
         self, platform: Platform

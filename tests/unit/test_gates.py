@@ -213,6 +213,12 @@ def test_form_values_that_break_the_schema_are_refused(given: dict[str, Any], me
     assert raised.value.kind == "invalid"
 
 
+def test_an_array_field_is_named_with_its_article() -> None:
+    schema = [UserInputField(name="tags", field_type="array", required=False)]
+    with pytest.raises(GateError, match=r"userInput\.tags must be an array$"):
+        collect_input(schema, {"tags": "x"})
+
+
 def test_confirming_a_form_accepts_its_defaults_only_when_complete() -> None:
     n = node(requiresUserInput=True)
     req = before_gate(n, review_of(n), None)
