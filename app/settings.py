@@ -14,6 +14,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from activities.executors.http_guard import DEFAULT_MAX_RESPONSE_BYTES, parse_networks
 from temporal_workflows.definition import MAX_GATE_TIMEOUT_SECONDS
 
+# The longest grace or interval a setting takes, in seconds (a day).
+MAX_WAIT_SECONDS = 86_400
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TRELLIS_", extra="ignore")
@@ -43,14 +46,15 @@ class Settings(BaseSettings):
     max_body_bytes: int | None = Field(default=None, gt=0)
     # On SIGTERM the worker stops polling and gives in-flight steps this long to finish
     # before it cancels them (Temporal's worker graceful shutdown), in seconds.
-    worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0)
+    # At most a day: inf or 1e300 passed the check, then crashed the start (OverflowError).
+    worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0, le=MAX_WAIT_SECONDS)
     # Workflows the worker keeps in memory between their tasks (Temporal's sticky cache);
     # one evicted is replayed from its history on its next task. 2,000 runs held at gates
     # measure ~280 MB RSS with the default (docs/benchmarks.md, bench/gate_memory.py).
     worker_max_cached_workflows: int = Field(default=1000, ge=0)
     # On SIGTERM the API stops accepting, ends live event streams at once and gives open
     # requests this long to finish before it cancels them, in seconds.
-    api_shutdown_grace_seconds: int = Field(default=10, ge=0)
+    api_shutdown_grace_seconds: int = Field(default=10, ge=0, le=MAX_WAIT_SECONDS)
     # The worker's Prometheus /metrics (Trellis's worker metrics and the Temporal SDK's):
     # served on this port when set, bound to this address (docs/operations.md, Metrics).
     worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
@@ -60,7 +64,7 @@ class Settings(BaseSettings):
     # was written (app/services/read_cache.py), in bytes per API process; 0 turns it off.
     read_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     # How often the reconciler compares open runs with Temporal, in seconds.
-    reconcile_interval_seconds: float = Field(default=5.0, gt=0)
+    reconcile_interval_seconds: float = Field(default=5.0, gt=0, le=MAX_WAIT_SECONDS)
     # The Temporal Web UI the console links runs to; unset: the embedded dev server's UI
     # (none when a cluster is used and this is not set).
     temporal_ui_url: str | None = None
@@ -69,7 +73,7 @@ class Settings(BaseSettings):
         default=None, gt=0, le=MAX_GATE_TIMEOUT_SECONDS
     )
     # How often MCP servers are asked for their tools and A2A cards fetched, in seconds.
-    catalog_refresh_seconds: float = Field(default=60.0, gt=0)
+    catalog_refresh_seconds: float = Field(default=60.0, gt=0, le=MAX_WAIT_SECONDS)
 
     # Who calls (docs/security.md): `dev` (no token; every caller is the local admin `dev`,
     # loopback only) or `jwt` (a verified bearer token on every request but the probes).

@@ -258,4 +258,7 @@ async def run_dev(settings: Settings, startup_timeout: float = 60.0) -> int:
             ready_file = data_dir / "worker.ready"
             if ready_writer(ready_file) in {c.pid for c in children if c.name == "worker"}:
                 ready_file.unlink(missing_ok=True)
-            print("Trellis stopped.", file=sys.stderr, flush=True)
+            if settings.log_format == "json":
+                log.info("Trellis stopped.")  # one object per line, as every other line
+            else:
+                print("Trellis stopped.", file=sys.stderr, flush=True)

@@ -43,6 +43,9 @@ def test_a_child_dying_stops_the_rest_and_exits_non_zero(
     for ln in dev.lines:
         if ln.startswith("{"):
             json.loads(ln)
+    # Its last word too (it was the one text line on stderr).
+    (stopped,) = [ln for ln in dev.lines if "Trellis stopped." in ln]
+    assert json.loads(stopped)["message"] == "Trellis stopped.", dev.output
     assert _wait_gone(list(children.values())) == []
 
 

@@ -207,6 +207,24 @@ def test_the_default_gate_timeout_is_bounded_as_a_nodes_is(
     ]
 
 
+@pytest.mark.parametrize("value", ["inf", "1e300", "86401"])
+def test_a_grace_or_interval_past_a_day_is_refused_before_anything_starts(
+    clean_env: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    # inf and 1e300 passed the check, then crashed the worker's start (OverflowError)
+    # after `trellis dev` had started Temporal.
+    assert main(["worker", "--worker-shutdown-grace-seconds", value]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"trellis worker: invalid value '{value}' for --worker-shutdown-grace-seconds / "
+        "TRELLIS_WORKER_SHUTDOWN_GRACE_SECONDS: must be less than or equal to 86400"
+    ]
+    for flag in ("--reconcile-interval-seconds", "--catalog-refresh-seconds"):
+        assert main(["dev", flag, value]) == 2
+        assert "must be less than or equal to 86400" in capsys.readouterr().err
+    assert main(["api", "--api-shutdown-grace-seconds", "86401"]) == 2
+    assert "must be less than or equal to 86400" in capsys.readouterr().err
+
+
 def test_each_bad_setting_is_a_line_of_its_own(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
