@@ -154,29 +154,41 @@ class Catalog:
             if self._servers[sid].status != "up" and self._server_specs[sid].tools is None
         ]
 
-    async def current_resolution(self, key: str) -> ExecutorRef | str:
-        """What a key names, asking the unlisted servers again first when it names nothing.
+    def listing_servers(self, key: str) -> list[str]:
+        """Servers that could offer `key` from their listing (they declare no tools),
+        whatever they answered last: what they offer now may have changed since."""
+        if key.startswith(BUILTIN_PREFIX):
+            return []
+        server_id, slash, _ = key.partition("/")
+        ids = [server_id] if slash and server_id in self._servers else list(self._servers)
+        return [sid for sid in ids if self._server_specs[sid].tools is None]
 
-        A server down when this process started (or at its last refresh) may be up now: a
-        key naming one of its tools must not wait for the next refresh to be found.
+    async def current_resolution(self, key: str) -> ExecutorRef | str:
+        """What a key names, asking the servers that could offer it again first when it
+        names nothing.
+
+        A server down when this process started (or at its last refresh) may be up now,
+        and one up may offer a tool added since its last listing: a key naming either
+        must not wait for the next refresh to be found.
         """
         found = self.resolution(key)
-        if isinstance(found, str) and (unlisted := self.unlisted_servers(key)):
-            await asyncio.gather(*(self._refresh_server(sid) for sid in unlisted))
+        if isinstance(found, str) and (listing := self.listing_servers(key)):
+            await asyncio.gather(*(self._refresh_server(sid) for sid in listing))
             found = self.resolution(key)
         return found
 
     async def rediscover_for(self, spec: WorkflowSpec) -> None:
-        """Before a save's check: ask the unlisted servers again if a step's key names
-        nothing, so a server that came up since the last refresh is not refused."""
+        """Before a save's check: ask the servers that could offer a key naming nothing
+        again, so a server that came up, or a tool added, since the last refresh is not
+        refused."""
         keys = [n.executor_key for _, n in iter_nodes_at(spec.nodes) if n.executor_key]
-        unlisted = {
+        listing = {
             sid
             for key in keys
             if isinstance(self.resolution(key), str)
-            for sid in self.unlisted_servers(key)
+            for sid in self.listing_servers(key)
         }
-        await asyncio.gather(*(self._refresh_server(sid) for sid in sorted(unlisted)))
+        await asyncio.gather(*(self._refresh_server(sid) for sid in sorted(listing)))
 
     def redacted(self, text: str) -> str:
         """An error message with each catalog URL in it as the routes show it (`${VAR}`

@@ -64,3 +64,31 @@ async def test_the_servers_list_asks_again_on_demand(
         assert (await platform.api.get("/api/v1/agents?refresh=true")).json() == []
         refused = await platform.api.get("/api/v1/servers?refresh=maybe")
         assert refused.status_code == 400, refused.text
+
+
+async def test_a_tool_added_to_a_running_server_is_saved_and_runs(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    # The server answered its listing an hour before the next refresh; the tool came
+    # after: a definition naming it was refused ("offers no tool") until that refresh.
+    server = build_mcp_server()
+    served = ServedApp(server.streamable_http_app()).start()
+    spec = McpServerSpec(id="growing", url=f"{served.base_url}/mcp")
+    catalog = Catalog(CatalogFile(servers=(spec,)), refresh_seconds=3600)
+    await catalog.start()
+    registry = ExecutorRegistry(catalog)
+
+    def late_tool(q: str) -> str:
+        return f"late:{q}"
+
+    try:
+        async with running_platform(temporal_env.client, tmp_path, registry) as platform:
+            server.add_tool(late_tool, name="late_tool")
+            run = await platform.run({"nodes": [step("Late", "growing/late_tool", {"q": "x"})]})
+    finally:
+        await registry.close()
+        await catalog.close()
+        served.stop()
+
+    assert run["status"] == "completed", run
+    assert run["nodeRuns"][0]["outputSnapshot"] == {"result": "late:x"}

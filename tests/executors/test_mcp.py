@@ -324,6 +324,35 @@ async def test_a_tool_of_a_server_down_at_start_is_found_when_a_step_names_it(
             served.stop()
 
 
+async def test_a_tool_added_to_a_running_server_is_found_when_a_step_names_it(
+    make_call: MakeCall,
+) -> None:
+    # The server answered its listing before the tool was added: the step failed for
+    # good ("unknown executorKey") until the worker's next refresh, though the API, asked
+    # again, had accepted the definition.
+    server = build_mcp_server()
+    served = ServedApp(server.streamable_http_app()).start()
+    spec = McpServerSpec(id="growing", url=f"{served.base_url}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.start()
+        assert registry.catalog.resolve("growing/late_tool") is None
+
+        def late_tool(q: str) -> str:
+            return f"late:{q}"
+
+        server.add_tool(late_tool, name="late_tool")
+        # No refresh in between: the step asks the server itself.
+        outcome = await registry.execute(make_call("growing/late_tool", {"q": "x"}))
+        assert outcome.output == {"result": "late:x"}
+        with pytest.raises(PermanentError, match="unknown executorKey"):
+            await registry.execute(make_call("growing/never_added", {}))
+    finally:
+        await registry.close()
+        await registry.catalog.close()
+        served.stop()
+
+
 async def test_a_key_no_listed_server_offers_is_retryable_while_a_server_is_down(
     make_call: MakeCall,
 ) -> None:
