@@ -22,12 +22,20 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 RESERVED_CONFIG_KEYS = frozenset({"poolStrategy"})
 
 
-def describe_error(exc: BaseException) -> str:
-    """A one-line description of an error, unwrapping anyio's exception groups."""
+def describe_error(exc: BaseException, depth: int = 0) -> str:
+    """A one-line description of an error, unwrapping anyio's exception groups.
+
+    A message that ends in a colon promised its cause (a2a-sdk's "Network communication
+    error fetching agent card from …:" over a timeout, whose own text is empty): the
+    cause is named after it."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    cause = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    if text.endswith(":") and cause is not None and depth < 3:
+        return f"{described} {describe_error(cause, depth + 1)}"
+    return described
 
 
 class PermanentError(Exception):

@@ -311,6 +311,8 @@ class Catalog:
         except Exception as exc:
             await session.reset()
             error = self.redacted(describe_error(exc))
+            if isinstance(exc, TimeoutError) and error == "TimeoutError":
+                error = f"TimeoutError: no tool listing within {DISCOVERY_TIMEOUT_SECONDS:g} s"
             self._servers[server_id] = info.model_copy(
                 update={"status": "down", "error": error, "checked_at": now}
             )

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import socket
+
+import pytest
+
+from activities.executors import catalog as catalog_module
 from activities.executors.catalog import Catalog
-from activities.executors.catalog_file import CatalogFile, McpServerSpec
+from activities.executors.catalog_file import A2AAgentSpec, CatalogFile, McpServerSpec
 from tests.peers.catalog import Peers
 from tests.peers.mcp_server import McpStats, build_mcp_server
 from tests.peers.serving import ServedApp, free_port
@@ -64,3 +69,33 @@ async def test_an_agent_whose_url_carries_a_query_is_discovered(
     assert (agent.status, agent.error) == ("up", None)
     asked = peers.agent_requests.seen(path_prefix="/agents/signed-agent/.well-known/")
     assert [r.path for r in asked][:1] == ["/agents/signed-agent/.well-known/agent-card.json"]
+
+
+async def test_a_peer_that_never_answers_is_reported_down_saying_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # It accepts connections and says nothing: the server read "TimeoutError", the agent
+    # "…fetching agent card from http://…:" with nothing after the colon.
+    monkeypatch.setattr(catalog_module, "DISCOVERY_TIMEOUT_SECONDS", 0.5)
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    catalog = Catalog(
+        CatalogFile(
+            servers=(McpServerSpec(id="mute", url=f"http://127.0.0.1:{port}/mcp"),),
+            agents=(A2AAgentSpec(name="mute-agent", url=f"http://127.0.0.1:{port}/a"),),
+        )
+    )
+    try:
+        await catalog.start()
+        (server,) = catalog.servers()
+        assert (server.status, server.error) == (
+            "down",
+            "TimeoutError: no tool listing within 0.5 s",
+        )
+        agent = catalog.agent("mute-agent")
+        assert agent.status == "down" and agent.error
+        assert not agent.error.rstrip().endswith(":"), agent.error
+        assert agent.error.endswith("ReadTimeout"), agent.error
+    finally:
+        await catalog.close()
+        silent.close()
