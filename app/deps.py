@@ -305,8 +305,9 @@ async def get_version_or_404(
 async def get_run_or_404(
     run_id: Annotated[str, id_path("run id")], workflow: WorkflowAccessDep, store: StoreDep
 ) -> RunRecord:
-    """The run named in the path, which must belong to the workflow in the path."""
-    run = await store.get_run(check_id(run_id, "run id"))
+    """The run named in the path, which must belong to the workflow in the path (its id
+    checked with the path's others, by the workflow's lookup)."""
+    run = await store.get_run(run_id)
     if run is None or run.workflow_definition_id != workflow.id:
         raise NotFound(f"Run {run_id!r} not found for workflow {workflow.id!r}")
     return run
@@ -339,8 +340,9 @@ AnyRunDep = Annotated[RunRecord, Depends(get_any_run_or_404)]
 async def get_node_run_or_404(
     node_run_id: Annotated[str, id_path("node run id")], run: RunDep, store: StoreDep
 ) -> NodeRunRecord:
-    """The node run named in the path, which must belong to the run in the path."""
-    record = await store.get_node_run(check_id(node_run_id, "node run id"))
+    """The node run named in the path, which must belong to the run in the path (its id
+    checked with the path's others, by the workflow's lookup)."""
+    record = await store.get_node_run(node_run_id)
     if record is None or record.workflow_run_id != run.id:
         raise NotFound(f"Node run {node_run_id!r} not found in run {run.id!r}")
     return record
@@ -354,8 +356,8 @@ async def get_node_id(node_id: Annotated[str, id_path("node id")]) -> str:
 async def get_schedule_id(
     schedule_id: Annotated[str, id_path("schedule id")], workflow: WorkflowDep
 ) -> str:
-    """A schedule id of the workflow in the path (Temporal says whether it exists)."""
-    check_id(schedule_id, "schedule id")
+    """A schedule id of the workflow in the path (Temporal says whether it exists); its
+    form checked with the path's other ids, by the workflow's lookup."""
     if not schedule_id.startswith(schedule_prefix(workflow.id)):
         raise NotFound(f"Schedule {schedule_id!r} not found for workflow {workflow.id!r}")
     return schedule_id

@@ -144,15 +144,7 @@ class Catalog:
     def unlisted_servers(self, key: str) -> list[str]:
         """Servers that could offer `key` but did not answer their last listing (down, or
         not asked yet) and declare no tools: what they offer now is unknown."""
-        if key.startswith(BUILTIN_PREFIX):
-            return []
-        server_id, slash, _ = key.partition("/")
-        ids = [server_id] if slash and server_id in self._servers else list(self._servers)
-        return [
-            sid
-            for sid in ids
-            if self._servers[sid].status != "up" and self._server_specs[sid].tools is None
-        ]
+        return [sid for sid in self.listing_servers(key) if self._servers[sid].status != "up"]
 
     def listing_servers(self, key: str) -> list[str]:
         """Servers that could offer `key` from their listing (they declare no tools),

@@ -24,7 +24,6 @@ from app.deps import (
     StoreDep,
     WorkflowAccessDep,
     WorkflowDep,
-    check_id,
     get_run_or_404,
     id_path,
 )
@@ -119,7 +118,7 @@ async def get_run(
     # workflow it names.
     return await cached_read(
         request, cache, read="run_detail", workflow_id=workflow.id,
-        changes=partial(store.run_changes, check_id(run_id, "run id")), view=node_runs,
+        changes=partial(store.run_changes, run_id), view=node_runs,
         build=build,
     )  # fmt: skip
 
