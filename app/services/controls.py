@@ -152,6 +152,13 @@ class ControlService:
         """Request Temporal cancellation: in-flight steps are cancelled, then the run."""
         if run.status in TERMINAL_RUN_STATUSES:
             raise Conflict(f"Run is already {run.status}")
+        # A started run with nothing in flight (at a gate, paused) ends as soon as
+        # Temporal cancels it, and a stream closes at the run's end: the request is logged
+        # first, so it precedes the end. A run still pending logs it with its cancel in
+        # the store when its workflow never started (`_cancel_unstarted`).
+        logged = run.status != "pending"
+        if logged:
+            await self._log_cancel_requested(run)
         try:
             await self._cancel_workflow(run.id)
         except RPCError as exc:
@@ -159,6 +166,10 @@ class ControlService:
                 raise RunRefused(run.id, exc) from exc
             if await self._cancel_unstarted(run, exc):
                 return
+        if not logged:
+            await self._log_cancel_requested(run)
+
+    async def _log_cancel_requested(self, run: RunRecord) -> None:
         await self.store.append_event(
             run.id,
             run_event(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.events.sse import messages
+from tests.events.sse import messages, read_all
+from tests.hitl.helpers import wait_for_gate
 from tests.support.platform import Platform
 
 FLOW = {
@@ -66,3 +67,29 @@ async def test_a_client_sees_approval_pause_resume_and_completion_in_order(
     positions = [seen.index(kind) for kind in order]
     assert positions == sorted(positions), seen
     assert seen[-1] == "run_completed"
+
+
+async def test_a_cancel_of_a_run_at_a_gate_is_streamed_before_the_runs_end(
+    platform: Platform,
+) -> None:
+    # A run with nothing in flight ends the moment Temporal cancels it: the API logged
+    # its cancel_requested after that, so the event sometimes followed run_cancelled
+    # (the stream, closed at the end, never showed it) and sometimes preceded it with a
+    # later timestamp. Six runs, every second one paused first, as the race needs.
+    wf = await platform.create(FLOW)
+    runs = [await platform.trigger(wf) for _ in range(6)]
+    for i, run_id in enumerate(runs):
+        run_url = f"/api/v1/workflows/{wf}/runs/{run_id}"
+        await wait_for_gate(platform, wf, run_id, "gate")
+        if i % 2:
+            assert (await platform.api.post(run_url + "/pause")).status_code == 200
+        assert (await platform.api.post(run_url + "/cancel")).status_code == 200
+    for run_id in runs:
+        assert (await platform.wait(wf, run_id))["status"] == "cancelled"
+        stream = await read_all(platform.api, f"/api/v1/workflows/{wf}/runs/{run_id}/events")
+        events = [m.json() for m in stream if m.event]
+        kinds = [e["type"] for e in events]
+        assert kinds.index("cancel_requested") < kinds.index("run_cancelled"), kinds
+        assert kinds[-1] == "run_cancelled", kinds
+        stamps = [e["timestamp"] for e in events]
+        assert stamps == sorted(stamps), list(zip(kinds, stamps, strict=True))
