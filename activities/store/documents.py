@@ -83,6 +83,18 @@ def event_document(event: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def merged_node_run(stored: dict[str, Any] | None, fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` written over a stored node run. Its `started_at` stays the first one set:
+    a node run starts once, though each attempt of a retried step writes its own start,
+    and so does a step gated before it runs once the gate is decided."""
+    if not stored:
+        return fields
+    merged = {**stored, **fields}
+    if stored.get("started_at"):
+        merged["started_at"] = stored["started_at"]
+    return merged
+
+
 def event_keys_for(
     events: Sequence[dict[str, Any]], keys: Sequence[str | None]
 ) -> list[str | None]:

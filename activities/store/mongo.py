@@ -32,6 +32,7 @@ from activities.store.documents import (
     event_keys_for,
     from_stored,
     iso_utc,
+    merged_node_run,
     stored_run_changes,
     to_stored,
 )
@@ -336,7 +337,7 @@ class MongoStore:
         # harmless, and events are only appended after the record write applied.
         with _errors():
             doc = await self._db().node_runs.find_one({"_id": fields["id"]})
-        merged = {**from_bson_safe(doc), **fields} if doc else fields
+        merged = merged_node_run(from_bson_safe(doc) if doc else None, fields)
         merged.pop("_id", None)
         record = from_stored(NodeRunRecord, merged)
         if not await self.upsert_node_run(record):

@@ -33,6 +33,7 @@ from activities.store.documents import (
     event_keys_for,
     from_stored,
     iso_utc,
+    merged_node_run,
     stored_run_changes,
 )
 from activities.store.records import (
@@ -414,7 +415,7 @@ class SqliteStore:
 
         def op(conn: sqlite3.Connection) -> bool:
             row = conn.execute("SELECT doc FROM node_runs WHERE id = ?", (fields["id"],)).fetchone()
-            merged = {**json.loads(row[0]), **fields} if row else fields
+            merged = merged_node_run(json.loads(row[0]) if row else None, fields)
             record = from_stored(NodeRunRecord, merged)
             if conn.execute(_UPSERT_NODE_RUN, node_run_row(record)).rowcount == 0:
                 return False

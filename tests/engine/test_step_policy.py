@@ -1,6 +1,7 @@
 """stepConfig: retries with backoff, onError, permanent errors, per-attempt timeouts."""
 
 import asyncio
+from datetime import datetime
 
 from tests.builders import http_step, retries
 from tests.support.platform import Platform
@@ -13,6 +14,25 @@ async def test_retries_until_the_step_succeeds(platform: Platform) -> None:
     node = run["nodeRuns"][0]
     assert node["attempt"] == 3 and node["error"] is None
     assert platform.peer.calls["r1"] == 3
+
+
+async def test_a_retried_steps_node_run_keeps_its_first_attempts_start(
+    platform: Platform,
+) -> None:
+    # Each attempt wrote its own start: a step retried for seconds read as a few
+    # milliseconds long, started after its first attempt had failed.
+    url = f"{platform.peer_url}/flaky/r1b?failures=2"
+    config = {"maxRetries": 2, "backoffBaseSeconds": 0.2, "backoffMaxSeconds": 0.2}
+    run = await platform.run({"nodes": [http_step("flaky", url, stepConfig=config)]})
+    assert run["status"] == "completed", run
+    (node,) = run["nodeRuns"]
+    assert node["attempt"] == 3
+    events = await platform.store.list_events(run["id"], 0, 100)
+    starts = [e["timestamp"] for e in events if e["type"] == "node_started"]
+    assert len(starts) == 3
+    assert node["startedAt"] <= starts[0], (node, starts)
+    took = datetime.fromisoformat(node["finishedAt"]) - datetime.fromisoformat(node["startedAt"])
+    assert took >= datetime.fromisoformat(starts[2]) - datetime.fromisoformat(starts[0]), took
 
 
 async def test_the_run_fails_after_the_last_attempt(platform: Platform) -> None:

@@ -293,6 +293,19 @@ class TestRuns:
         assert await store.merge_node_run(fields, events)  # unkeyed: logged again
         assert len(await store.list_events(run_id, 0, 10)) == 4
 
+    async def test_a_merged_node_run_keeps_the_first_start_written(self, store: Store) -> None:
+        # A retried step's attempts and a gated step's run each write a start.
+        run_id = new_id()
+        record = node_run(run_id, started_at=None, rev=1)
+        assert await store.upsert_node_run(record)
+        first = {"id": record.id, "rev": 2, "started_at": at(1), "status": "running"}
+        assert await store.merge_node_run(first)
+        again = {"id": record.id, "rev": 3, "started_at": at(5), "status": "completed"}
+        assert await store.merge_node_run(again)
+        merged = await store.get_node_run(record.id)
+        assert merged is not None
+        assert (merged.started_at, merged.status) == (at(1), "completed")
+
     async def test_update_of_unknown_run_is_false(self, store: Store) -> None:
         assert await store.update_run(new_id(), 1, {"status": "running"}) is False
 
