@@ -137,7 +137,7 @@ class Dispatcher:
         self.activity.enter(node_run_id, node.name)
         known: dict[str, Any] = {}
         try:
-            with scope.placed(Placement(node_run_id)):
+            with scope.placed(Placement.under(scope.placement, node_run_id)):
                 snapshot, output = await body(node, scope, node_run_id, frame, known)
         except NodeSkipped as skipped:
             if known:

@@ -87,7 +87,9 @@ class FanOut:
         def branch(index: int, item: Any) -> Branch:
             async def run(item_scope: Scope, at: BranchFrame | None) -> Any:
                 item_scope.extra.update(item=item, index=index)
-                item_scope.placement = Placement(node_run_id, item_index=index)
+                item_scope.placement = Placement.under(
+                    scope.placement, node_run_id, item_index=index
+                )
                 sequence = at.sequence if at is not None else None
                 return await self.dispatcher.run_sequence(node.children, item_scope, at=sequence)
 

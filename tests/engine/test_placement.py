@@ -1,5 +1,6 @@
 """Node runs inside a container show where they sit: `parentNodeRunId` (the container's
-node run), `itemIndex` (a map's item) and `iteration` (a loop's), null at the top level."""
+node run), `itemIndex` (the innermost map's item) and `iteration` (the innermost loop's),
+null at the top level."""
 
 from __future__ import annotations
 
@@ -84,10 +85,61 @@ async def test_loop_iterations_and_a_map_inside_them(platform: Platform) -> None
     assert [t["inputSnapshot"]["i"] for t in ticks] == [0, 1, 2]
     maps = _runs_of(run, "M")
     assert [_placed(m) for m in maps] == [(lp["id"], None, i) for i in range(3)]
+    # A map's children inside a loop name its item and the loop's iteration too.
     leaves = _runs_of(run, "leaf")
     assert sorted(_placed(leaf) for leaf in leaves) == sorted(
-        (m["id"], index, None) for m in maps for index in (0, 1)
+        (m["id"], index, m["iteration"]) for m in maps for index in (0, 1)
     )
+
+
+async def test_children_of_containers_inside_a_map_in_a_loop_keep_item_and_iteration(
+    platform: Platform,
+) -> None:
+    # A condition's or a parallel's children named only their container: the four runs
+    # of "deep" (two items, two iterations) could be told apart only by walking the chain.
+    condition = {
+        "id": "C",
+        "name": "C",
+        "nodeType": "condition",
+        "conditionCel": "true",
+        "trueSteps": [_step("deep")],
+    }
+    parallel = {
+        "id": "P",
+        "name": "P",
+        "nodeType": "parallel",
+        "children": [_step("branch", "builtin:delay", seconds=0), _step("other")],
+    }
+    inner = {
+        "id": "M",
+        "name": "M",
+        "nodeType": "map",
+        "itemsCel": "['a', 'b']",
+        "children": [condition, parallel],
+    }
+    loop = {
+        "id": "L",
+        "name": "L",
+        "nodeType": "loop",
+        "loopConfig": {"maxIterations": 2},
+        "children": [inner],
+    }
+    run = await platform.run({"nodes": [loop]})
+    assert run["status"] == "completed", run["errorSummary"]
+    by_id = {n["id"]: n for n in run["nodeRuns"]}
+    for name, container in (("deep", "C"), ("branch", "P"), ("C", "M"), ("P", "M")):
+        runs = _runs_of(run, name)
+        assert sorted((n["iteration"], n["itemIndex"]) for n in runs) == [
+            (0, 0),
+            (0, 1),
+            (1, 0),
+            (1, 1),
+        ], name
+        for n in runs:
+            assert by_id[n["parentNodeRunId"]]["nodeName"] == container
+    for n in _runs_of(run, "deep"):
+        parent = by_id[n["parentNodeRunId"]]
+        assert (parent["iteration"], parent["itemIndex"]) == (n["iteration"], n["itemIndex"])
 
 
 async def test_parallel_and_condition_children_name_their_container(platform: Platform) -> None:
