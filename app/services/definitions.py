@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import uuid4
@@ -51,6 +53,11 @@ class ScheduleRemover(Protocol):
     async def delete_skips(self, schedule_ids: list[str]) -> None: ...
 
 
+# One thread for every save's checks: they run one at a time (CEL's parsers are shared),
+# beside the event loop rather than on it.
+_CHECKS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="definition-checks")
+
+
 @dataclass
 class DefinitionService:
     store: Store
@@ -63,7 +70,11 @@ class DefinitionService:
         the executor catalog's with the others: every problem is reported at once."""
         problems: list[Problem] = []
         try:
-            spec = normalise(spec, new_id)
+            # Off the event loop: a large definition's expressions take seconds to check,
+            # and every other request (probes included) waited for them.
+            spec = await asyncio.get_running_loop().run_in_executor(
+                _CHECKS, normalise, spec, new_id
+            )
         except DefinitionError as invalid:
             problems = list(invalid.problems)
         if check_executors:

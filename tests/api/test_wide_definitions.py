@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -60,3 +61,37 @@ async def test_more_nodes_than_the_limit_are_refused_and_nothing_is_stored(
         f"{MAX_NODES + 1} nodes exceed the limit of {MAX_NODES}",
     )
     assert (await wide_client.get(f"{API}/workflows")).json()["pagination"]["total"] == 0
+
+
+async def test_a_save_checking_many_expressions_leaves_other_requests_answered(
+    wide_client: httpx.AsyncClient,
+) -> None:
+    # A definition's expressions were checked on the event loop: one save of 1,500 nodes
+    # of distinct long templates held every request, probes included, for 140 s.
+    def terms(i: int, j: int) -> str:
+        return " + ".join(f"input.a{i}x{j}x{t}" for t in range(50))
+
+    nodes = [
+        {
+            "name": f"s{i}",
+            "nodeType": "step",
+            "executorKey": "builtin:echo",
+            "config": {f"k{j}": "{{ " + terms(i, j) + " }}" for j in range(8)},
+        }
+        for i in range(30)
+    ]
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    save = asyncio.create_task(
+        wide_client.post(f"{API}/workflows", json={"name": "slow", "nodes": nodes})
+    )
+    waits: list[float] = []
+    while not save.done():
+        asked = loop.time()
+        assert (await wide_client.get("/healthz")).status_code == 200
+        waits.append(loop.time() - asked)
+        await asyncio.sleep(0.05)
+    took = loop.time() - began
+    assert (await save).status_code == 201
+    assert took > 0.5, took  # slow enough to tell
+    assert len(waits) > 3 and max(waits) < took / 3, (took, waits)
