@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.fanout import FanOut
     from temporal_workflows.frames import NodeFrame, SequenceFrame
     from temporal_workflows.history import HistoryBudget
+    from temporal_workflows.json_data import bounded_json_size
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped, RunCancelled
     from temporal_workflows.placement import Placement
     from temporal_workflows.recorder import RunRecorder
@@ -27,6 +28,9 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.run_status import Activity, Pause
     from temporal_workflows.scope import Scope
     from temporal_workflows.step_runner import StepRunner
+
+# A container's output over the steps' size limit fails it (`_check_output_size`).
+CONTAINER_OUTPUT_LIMIT_PATCH = "container-output-within-the-step-limit"
 
 # A container's body: runs what it holds, from its frame when the run continued as new
 # inside it; returns (input snapshot, output). It fills in the last argument, its input
@@ -139,6 +143,7 @@ class Dispatcher:
         try:
             with scope.placed(Placement.under(scope.placement, node_run_id)):
                 snapshot, output = await body(node, scope, node_run_id, frame, known)
+            self._check_output_size(node, output)
         except NodeSkipped as skipped:
             if known:
                 skipped.fields.setdefault("input_snapshot", known)
@@ -169,6 +174,16 @@ class Dispatcher:
         )
         scope.record(node.name, output)
         return output
+
+    def _check_output_size(self, node: WorkflowNode, output: Any) -> None:
+        """A container's output within the steps' limit: a map of many large item outputs
+        made one so large that recording it ran past the workflow task's 2 s (the run
+        hung for good). Runs that went past it before this rule replay as they ran."""
+        most = self.inp.max_output_bytes
+        if most is None or bounded_json_size(output, most) <= most:
+            return
+        if workflow.patched(CONTAINER_OUTPUT_LIMIT_PATCH):
+            raise NodeFailed(node.name, f"output is over the limit of {most} bytes of JSON")
 
 
 def _snapshot_so_far(known: dict[str, Any]) -> dict[str, Any]:

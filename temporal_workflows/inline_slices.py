@@ -9,12 +9,20 @@ Now every STEPS_PER_SLICE inline steps in a row the run waits for its queued wri
 local activity, which ends the activation), and the next slice's expressions draw on a
 fresh share. Deterministic: a count, never a clock. Runs whose history has no
 INLINE_SLICE_PATCH marker at a cut replay as they ran.
+
+A slice also ends once its steps' outputs add up to SLICE_OUTPUT_BYTES of JSON: each
+output is walked and serialized in the activation and again in the outbox's write, so
+fifty large ones (a map's echo steps each returning a large run input) ran past 2 s and
+the run hung for good, its worker slot with it. Runs whose history has no
+INLINE_SLICE_BYTES_PATCH marker at such a cut replay as they ran.
 """
 
 from __future__ import annotations
 
 INLINE_SLICE_PATCH = "inline-steps-cut-into-slices"
+INLINE_SLICE_BYTES_PATCH = "inline-slices-bounded-by-output-bytes"
 STEPS_PER_SLICE = 50
+SLICE_OUTPUT_BYTES = 1024 * 1024
 
 
 class InlineSlices:
@@ -22,15 +30,21 @@ class InlineSlices:
 
     def __init__(self) -> None:
         self._in_a_row = 0
+        self._bytes = 0
         self.cuts = 0
 
-    def count(self) -> None:
-        """One more inline step ran."""
+    def count(self, output_bytes: int = 0) -> None:
+        """One more inline step ran, its output `output_bytes` long as JSON."""
         self._in_a_row += 1
+        self._bytes += output_bytes
 
     def full(self) -> bool:
         """The slice holds STEPS_PER_SLICE steps: the next one waits for a new slice."""
         return self._in_a_row >= STEPS_PER_SLICE
+
+    def heavy(self) -> bool:
+        """The slice's outputs hold SLICE_OUTPUT_BYTES: the next step waits for a new one."""
+        return self._bytes >= SLICE_OUTPUT_BYTES
 
     def ticket(self) -> int:
         """Taken before waiting at a cut: which slice the waiter saw."""
@@ -41,9 +55,9 @@ class InlineSlices:
         first of the steps that waited at the same cut starts it (the items of a map wait
         there together; each restarting the count let them all run in one activation)."""
         if ticket == self.cuts:
-            self._in_a_row = 0
+            self._in_a_row = self._bytes = 0
             self.cuts += 1
 
     def restart(self) -> None:
         """The activation ended for another reason (an activity's result arrived)."""
-        self._in_a_row = 0
+        self._in_a_row = self._bytes = 0

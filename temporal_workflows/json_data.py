@@ -9,6 +9,7 @@ detail and list answered 500 and the reconciler's pass failed on it every time.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -23,21 +24,54 @@ MAX_OUTPUT_DEPTH = 150
 DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 
 
+# Checked by type, not isinstance: in a workflow, Temporal's sandbox replaces the builtin
+# isinstance with a wrapper several calls deep, and a step's output may hold a million
+# values (a map's echo steps over a large input spent seconds of a workflow task here).
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def deeper_than(value: Any, limit: int) -> bool:
     """Whether a JSON-like value nests more than `limit` levels of lists and objects."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
+        kind = type(item)
+        if kind is dict or (kind not in _LEAVES and isinstance(item, dict)):
             children: Any = item.values()
-        elif isinstance(item, list):
+        elif kind is list or (kind not in _LEAVES and isinstance(item, list)):
             children = item
         else:
             continue
-        if depth + 1 > limit:
+        depth += 1
+        if depth > limit:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        stack.extend((child, depth) for child in children if type(child) not in _LEAVES)
     return False
+
+
+def bounded_json_size(value: Any, limit: int) -> int:
+    """The size of `value` as JSON, or a size past `limit` once that is certain.
+
+    A container's output is its children's (a map's: every item's), each already within
+    the limit: serialized part by part, the count stops soon after passing the limit, so
+    the check costs at most about twice the limit however large the whole would be.
+    """
+    if isinstance(value, dict):
+        # As json.dumps writes them: `"key": value` parts, ", " between, braces around.
+        sizes: Any = (
+            len(json.dumps(str(key))) + 2 + len(json.dumps(part, default=str))
+            for key, part in value.items()
+        )
+    elif isinstance(value, list):
+        sizes = (len(json.dumps(part, default=str)) for part in value)
+    else:
+        return len(json.dumps(value, default=str))
+    total = 2
+    for count, size in enumerate(sizes):
+        total += size + (2 if count else 0)
+        if total > limit:
+            break
+    return total
 
 
 def data_problem(value: Any, path: str) -> str | None:

@@ -30,7 +30,11 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.definition import HumanReview, StepConfig, WorkflowNode
     from temporal_workflows.gates import Decision, before_gate, collect_input, review_gate
     from temporal_workflows.history import ACTIVITY_EVENTS, LOCAL_ACTIVITY_EVENTS, HistoryBudget
-    from temporal_workflows.inline_slices import INLINE_SLICE_PATCH, InlineSlices
+    from temporal_workflows.inline_slices import (
+        INLINE_SLICE_BYTES_PATCH,
+        INLINE_SLICE_PATCH,
+        InlineSlices,
+    )
     from temporal_workflows.json_data import deeper_than
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped
     from temporal_workflows.read_model import BEFORE_RUN_REV, INLINE_DONE_REV, REVIEW_REV
@@ -177,7 +181,7 @@ class StepRunner:
         if inline and self.inp.inline_steps_yield:
             # Before the step's work, and again after each wait: the steps that waited
             # together resume into one slice, and those past it wait for the next.
-            while self.slices.full() and workflow.patched(INLINE_SLICE_PATCH):
+            while self._slice_ended():
                 ticket = self.slices.ticket()
                 await self.recorder.write_queued()
                 self.slices.cut(ticket)
@@ -187,9 +191,9 @@ class StepRunner:
         except expressions.ExpressionError as exc:
             self._failed(step, str(exc), attempt=1)
         if inline:
-            output = self._inline(step, rendered, variables)
+            output, size = self._inline(step, rendered, variables)
             if self.inp.inline_steps_yield:
-                self.slices.count()
+                self.slices.count(size)
                 await self.recorder.write_backlog()
             return output
         request = StepInput(
@@ -226,8 +230,21 @@ class StepRunner:
         self.clock.observe(result.finished_at)
         return result.output
 
-    def _inline(self, step: _Step, rendered: dict[str, Any], variables: dict[str, Any]) -> Any:
-        """A pure built-in, evaluated right here: no activity, no retries, one record."""
+    def _slice_ended(self) -> bool:
+        """Whether the next inline step waits for a new slice (docs: inline_slices.py)."""
+        if self.slices.full():
+            return workflow.patched(INLINE_SLICE_PATCH)
+        return (
+            self.slices.heavy()
+            and workflow.patched(INLINE_SLICE_BYTES_PATCH)
+            and workflow.patched(INLINE_SLICE_PATCH)
+        )
+
+    def _inline(
+        self, step: _Step, rendered: dict[str, Any], variables: dict[str, Any]
+    ) -> tuple[Any, int]:
+        """A pure built-in, evaluated right here: no activity, no retries, one record.
+        Returns its output and the output's size as JSON (0 when runs had no size limit)."""
         node, node_run_id = step.node, step.node_run_id
         started = self.clock.stamp()
         key = node.executor_key or ""
@@ -239,7 +256,7 @@ class StepRunner:
         if limit is not None and deeper_than(output, limit):
             # Deeper, it could not be decoded from the outbox's payload: the run hung.
             self._failed(step, f"step output nests deeper than {limit} levels", attempt=1)
-        most = self.inp.max_output_bytes
+        most, size = self.inp.max_output_bytes, 0
         if most is not None and (size := len(json.dumps(output, default=str))) > most:
             self._failed(step, f"step output is {size} bytes; the limit is {most} bytes", attempt=1)
         finished = self.clock.stamp()
@@ -265,7 +282,7 @@ class StepRunner:
             resolved_executor={"kind": "builtin", "key": key, "inline": True},
             error=None,
         )
-        return output
+        return output, size
 
     async def _call(self, request: StepInput, config: StepConfig, node: WorkflowNode) -> StepOutput:
         """The step's activity: Temporal retries it per stepConfig."""

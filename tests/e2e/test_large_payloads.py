@@ -90,3 +90,28 @@ async def test_a_step_evaluated_in_the_workflow_has_the_same_output_limit(
     assert "the limit is 16777216 bytes" in run["errorSummary"], run["errorSummary"]
     (echoed,) = run["nodeRuns"]
     assert echoed["status"] == "failed" and echoed["outputSnapshot"] is None
+
+
+async def test_a_container_output_over_the_limit_fails_the_container(
+    platform: Platform,
+) -> None:
+    # Each item's echo (6 MB) is within the limit; the map's list of three is not. A
+    # map of many large outputs made one so large that recording it ran past the
+    # workflow task's 2 s, and the run hung for good.
+    echo = {"name": "Echo", "nodeType": "step", "executorKey": "builtin:echo", "config": {}}
+    fan = {
+        "name": "Fan",
+        "nodeType": "map",
+        "itemsCel": "[1, 2, 3]",
+        "children": [echo],
+    }
+    workflow_id = await platform.create({"nodes": [fan, _transform("After", v="1")]})
+    run_id = await platform.trigger(workflow_id, {"blob": "z" * 6_000_000})
+    run = await platform.wait(workflow_id, run_id, within=60)
+    assert run["status"] == "failed", run["status"]
+    assert run["errorSummary"] == (
+        "Node 'Fan' failed: output is over the limit of 16777216 bytes of JSON"
+    ), run["errorSummary"]
+    by_name = node_runs(run)
+    assert by_name["Fan"]["status"] == "failed" and by_name["Fan"]["outputSnapshot"] is None
+    assert "After" not in by_name

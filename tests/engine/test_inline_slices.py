@@ -69,3 +69,19 @@ async def test_map_items_resumed_after_a_cut_share_one_slice(platform: Platform)
     assert run["status"] == "completed", run["errorSummary"]
     assert run["finalOutput"] == [{"v": 2 * i} for i in range(300)]
     assert await _markers(platform, run_id, at_least=600 // STEPS_PER_SLICE)
+
+
+async def test_a_slice_ends_once_its_outputs_are_large(platform: Platform) -> None:
+    # Fifty large outputs walked and serialized in one activation ran past 2 s: the task
+    # was deemed deadlocked and retried for ever (a map of echo steps over a large run
+    # input; each echo returns the input). 24 outputs of ~300 KB are cut into slices of
+    # about 1 MB, where the count alone cut none.
+    echo = node("e", "step", executorKey="builtin:echo", config={"i": "{{ item }}"})
+    items = node("M", "map", itemsCel="input.items", maxConcurrency=24, children=[echo])
+    wf = await platform.create({"nodes": [items, transform("after", v="1")]})
+    run_input = {"items": list(range(24)), "pad": "x" * 300_000}
+    run_id = await platform.trigger(wf, run_input)
+    run = await platform.wait(wf, run_id, within=60)
+    assert run["status"] == "completed", run["errorSummary"]
+    assert len(run["nodeRuns"]) == 1 + 24 + 1
+    assert await _markers(platform, run_id, at_least=6)

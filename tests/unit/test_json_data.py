@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from activities.executors.base import PermanentError
 from activities.steps import _check_size
-from temporal_workflows.json_data import MAX_OUTPUT_DEPTH, data_problem, deeper_than
+from temporal_workflows.json_data import (
+    MAX_OUTPUT_DEPTH,
+    bounded_json_size,
+    data_problem,
+    deeper_than,
+)
 
 
 def nested(levels: int) -> Any:
@@ -24,6 +30,30 @@ def test_deeper_than_counts_lists_and_objects() -> None:
     assert deeper_than({"a": [1]}, 1)
     assert not deeper_than(nested(150), 150)
     assert deeper_than(nested(151), 150)
+
+
+def test_deeper_than_walks_subclasses_of_lists_and_objects_too() -> None:
+    # Checked by type first (the sandbox's isinstance is slow); subclasses still count.
+    class Obj(dict[str, Any]):
+        pass
+
+    class Seq(list[Any]):
+        pass
+
+    assert deeper_than(Obj(a=Seq([Obj(b=1)])), 2)
+    assert not deeper_than(Obj(a=Seq([Obj(b=1)])), 3)
+    assert deeper_than({"a": [{"b": {}}]}, 3)
+
+
+def test_bounded_json_size_is_exact_within_the_limit_and_stops_past_it() -> None:
+    value = {"a": [1, 2], "b": "x" * 10}
+    assert bounded_json_size(value, 1000) == len(json.dumps(value))
+    assert bounded_json_size([1, 2, 3], 100) == len(json.dumps([1, 2, 3]))
+    assert bounded_json_size("abc", 100) == 5
+    # Past the limit it stops counting: a thousand parts of 1 KB are not all serialized.
+    parts = ["y" * 1000] * 1000
+    size = bounded_json_size(parts, 5000)
+    assert 5000 < size < 7000
 
 
 def test_data_problem_names_the_place() -> None:
