@@ -255,3 +255,23 @@ async def test_a_long_line_in_an_output_scrolls_in_its_box_not_the_page(console:
     await console.shoot("run-long-output")  # fails when the page is wider than 390 px
     wide = await page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
     assert wide <= 0, f"the page is {wide}px wider than the window at 1280 px"
+
+
+async def test_a_long_unbroken_message_or_error_wraps_inside_its_card(console: Console) -> None:
+    # A gate's message and a failed run's error are the author's or the step's text: one
+    # holding a long URL made the inbox and the run page thousands of pixels wide.
+    url = "https://example.com/orders/" + "x" * 400
+    wf, run_id = await console.at_gate(confirm_gate(f"Check {url} first"), "ship")
+    page = console.page
+    await console.goto("/console/")
+    await expect(page.locator(".gate .message")).to_contain_text(url)
+    await console.shoot("inbox-long-message")  # fails when the page is wider than 390 px
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await expect(page.locator(".gate .message")).to_contain_text(url)
+    await console.shoot("run-long-message")
+    failing = [step("fetch", "builtin:transform", {"map": {"v": "input.no_such_" + "k" * 300}})]
+    wf, run_id = await start(console.platform, failing)
+    assert (await console.platform.wait(wf, run_id))["status"] == "failed"
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await expect(page.locator(".notice-error").first).to_contain_text("no_such_")
+    await console.shoot("run-long-error")

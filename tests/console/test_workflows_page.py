@@ -47,9 +47,14 @@ async def test_search_enable_trigger_and_filter_runs_by_status(console: Console)
     await console.drawn()
     editor = page.get_by_label("Initial input (JSON object)")
     await editor.fill('{"name": ')
-    await expect(page.locator(".json-status")).to_contain_text("not valid JSON")
+    await expect(page.locator(".json-status")).to_contain_text(
+        "Initial input (JSON object) is not valid JSON"
+    )
     await page.get_by_role("button", name="Trigger run").click()
-    await expect(page.get_by_role("alert")).to_contain_text("Not started")
+    # It read "the input not valid JSON".
+    await expect(page.get_by_role("alert")).to_contain_text(
+        "Not started: the input is not valid JSON"
+    )
     await editor.fill('{"name": "Ada"}')
     await expect(page.locator(".json-status")).to_have_text("Valid JSON")
     await page.get_by_role("button", name="Trigger run").click()

@@ -189,7 +189,7 @@ function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink
     primary = null;
     editBody = () => {
       const { value, error } = editor.read();
-      return error ? { error: `The edited output is ${error}` } : { body: { editedOutput: value } };
+      return error ? { error: `The edited output ${error}` } : { body: { editedOutput: value } };
     };
   } else {
     primary = ["confirm", req.kind === "iteration_review" ? "Continue loop" : "Approve", () => ({ body: {} })];

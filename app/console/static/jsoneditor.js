@@ -23,14 +23,14 @@ export function jsonEditor({ label, hint, value, name, rows, expect }) {
       }
       return { value: parsed };
     } catch (err) {
-      return { error: `not valid JSON: ${err.message}` };
+      return { error: `is not valid JSON: ${err.message}` };
     }
   }
 
   function show(result) {
     if (result.error) {
       area.setAttribute("aria-invalid", "true");
-      status.textContent = `${label}: ${result.error}`;
+      status.textContent = `${label} ${result.error}`;
       status.className = "json-status invalid";
     } else {
       area.removeAttribute("aria-invalid");
