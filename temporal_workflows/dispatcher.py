@@ -156,10 +156,12 @@ class Dispatcher:
                 if failed.node_name == node.name
                 else f"child '{failed.node_name}' failed: {failed.error}"
             )
-            self.recorder.failed(node_run_id, node, error, **_snapshot_so_far(known))
+            self.recorder.failed(node_run_id, node, error, **_ended_early(known))
             raise
-        except (asyncio.CancelledError, RunCancelled):
-            self.recorder.cancelled(node_run_id, node)
+        except (asyncio.CancelledError, RunCancelled) as stopped:
+            # A reviewer's cancel names where and why, here as on the step it stopped at.
+            why = str(stopped) if isinstance(stopped, RunCancelled) else "cancelled"
+            self.recorder.cancelled(node_run_id, node, why, **_ended_early(known))
             raise
         finally:
             self.activity.leave(node_run_id)
@@ -189,3 +191,9 @@ class Dispatcher:
 def _snapshot_so_far(known: dict[str, Any]) -> dict[str, Any]:
     """The `input_snapshot` field of a container's node run that ended early, if any."""
     return {"input_snapshot": known} if known else {}
+
+
+def _ended_early(known: dict[str, Any]) -> dict[str, Any]:
+    """A failed or cancelled container's fields: what it knew, and no output (a gate's
+    record left what it showed the reviewer, a loop's last iteration, as its output)."""
+    return {**_snapshot_so_far(known), "output_snapshot": None}

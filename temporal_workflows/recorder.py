@@ -186,7 +186,9 @@ class RunRecorder:
             settled=settled(node, status, rev),
         )
 
-    def cancelled(self, node_run_id: str, node: WorkflowNode, error: str = "cancelled") -> None:
+    def cancelled(
+        self, node_run_id: str, node: WorkflowNode, error: str = "cancelled", **fields: Any
+    ) -> None:
         self.node(
             node_run_id,
             node,
@@ -194,6 +196,7 @@ class RunRecorder:
             event="node_cancelled",
             finished_at=self._clock.stamp(),
             error=error,
+            **fields,
         )
 
     def failed(self, node_run_id: str, node: WorkflowNode, error: str, **fields: Any) -> None:

@@ -1,5 +1,7 @@
 """Gates before and after steps, routers, conditions and loops, decided over HTTP."""
 
+from typing import Any
+
 from tests.builders import echo, transform
 from tests.events.sse import read_all
 from tests.hitl.helpers import approve, start, wait_for_gate, wait_for_requirement
@@ -577,6 +579,42 @@ class TestRouterCondititionLoop:
         run = await platform.wait(wf, run_id)
         assert run["status"] == "completed"
         assert run["finalOutput"] == [{"i": 0}]
+
+    async def test_a_loop_ended_at_its_iteration_review_shows_why_and_no_output(
+        self, platform: Platform
+    ) -> None:
+        # Its node run read "cancelled" (a step's names the gate and who), with no input
+        # snapshot and the reviewed iteration's object as the loop's output; so did a
+        # loop failed there with its retries spent.
+        def looped(on_reject: str) -> dict[str, Any]:
+            return {
+                "id": "loop",
+                "name": "loop",
+                "nodeType": "loop",
+                "loopConfig": {"maxIterations": 3},
+                "humanReview": {
+                    "requiresIterationReview": True,
+                    "onReject": on_reject,
+                    "maxRetries": 0,
+                },
+                "children": [transform("tick", i="iteration")],
+            }
+
+        for on_reject, status, error in (
+            ("cancel", "cancelled", "Cancelled at 'loop' (rejected by dev)"),
+            ("retry", "failed", None),
+        ):
+            wf, run_id = await start(platform, [looped(on_reject)])
+            await wait_for_gate(platform, wf, run_id, "loop")
+            await approve(platform, wf, run_id, stepId="loop", resolution="reject")
+            run = await platform.wait(wf, run_id)
+            assert run["status"] == status, run
+            (loop_run,) = [n for n in run["nodeRuns"] if n["nodeName"] == "loop"]
+            assert loop_run["status"] == status, loop_run
+            if error is not None:
+                assert loop_run["error"] == error
+            assert loop_run["outputSnapshot"] is None, loop_run
+            assert loop_run["inputSnapshot"] == {"maxIterations": 3, "iterations": 0}
 
     async def test_an_iteration_retried_after_a_rejection_hears_the_feedback(
         self, platform: Platform
