@@ -279,3 +279,24 @@ async def test_a_cards_run_paused_mark_follows_its_run_being_paused_and_resumed(
     await p.wait(wf, run_id, {"awaiting_approval"})
     await refresh.click()
     await expect(paused).to_have_count(0)
+
+
+async def test_a_card_being_typed_in_says_when_its_gate_closes_elsewhere(
+    console: Console,
+) -> None:
+    # Kept for the focus, it still looked open ("Nothing is waiting for you." above it),
+    # and only a submit said otherwise.
+    p = console.platform
+    wf, run_id = await console.at_gate(form_gate(), "collect")
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    card = console.page.locator(f'article[data-run-id="{run_id}"]')
+    await card.get_by_label("amount").fill("5")
+    await expect(card.get_by_label("amount")).to_be_focused()
+    decided = await p.api.post(
+        f"/api/v1/workflows/{wf}/runs/{run_id}/approve",
+        json={"stepId": "collect", "resolution": "reject"},
+    )
+    assert decided.status_code == 200, decided.text
+    closed = card.locator("[data-role=gate-closed]")
+    await expect(closed).to_contain_text("This gate has closed", timeout=LIVE)
+    await expect(card.get_by_label("amount")).to_have_value("5")  # what was typed stays

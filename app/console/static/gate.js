@@ -90,13 +90,16 @@ function gateKey(item) {
 /**
  * Make `list` show one card per item (in order) without touching cards that stay: a form
  * being filled in is never replaced. Cards whose gate closed leave, unless they say what
- * was decided, are sending a decision or hold the focus.
+ * was decided, are sending a decision or hold the focus; one kept for the focus says the
+ * gate closed (it looked open, and only a submit said otherwise).
  */
 export function syncGates(list, items, options = {}) {
   const wanted = new Set(items.map(gateKey));
   for (const card of [...list.children]) {
-    const busy = card.contains(document.activeElement) || card.classList.contains("deciding");
-    if (!wanted.has(card.dataset.gateKey) && !card.classList.contains("decided") && !busy) card.remove();
+    if (wanted.has(card.dataset.gateKey) || card.classList.contains("decided")) continue;
+    if (card.classList.contains("deciding")) continue;
+    if (!card.contains(document.activeElement)) card.remove();
+    else if (!card.classList.contains("closed")) markClosed(card);
   }
   let previous = null;
   for (const item of items) {
@@ -115,6 +118,17 @@ export function syncGates(list, items, options = {}) {
     }
     previous = card;
   }
+}
+
+/** A card kept open while its gate closed elsewhere: say so where the reader is. */
+function markClosed(card) {
+  card.classList.add("closed");
+  const note = notice("info",
+    h("p.result-title", {}, "This gate has closed"),
+    h("p", {}, "It was decided elsewhere or by its timeout while this card was open. "
+      + "Nothing you entered here was sent; the run's page shows how it was decided."));
+  note.dataset.role = "gate-closed";
+  card.querySelector(".gate-head").after(note);
 }
 
 /** Refresh every age and countdown on the page (called once a second). */

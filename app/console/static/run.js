@@ -236,7 +236,9 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       approvers: approversOf(run.definitionSnapshot.nodes, req.stepId),
       requirement: req,
     }));
-    if (!items.length && !gateList.querySelector(".decided, .deciding")) {
+    // A card being typed in stays (saying its gate closed), as in the inbox.
+    const typing = gateList.contains(document.activeElement);
+    if (!items.length && !typing && !gateList.querySelector(".decided, .deciding")) {
       fill(gatesSection);
       fill(gateList);
       return;
