@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from playwright.async_api import expect
@@ -275,3 +276,20 @@ async def test_a_long_unbroken_message_or_error_wraps_inside_its_card(console: C
     await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
     await expect(page.locator(".notice-error").first).to_contain_text("no_such_")
     await console.shoot("run-long-error")
+
+
+async def test_a_run_page_says_when_its_live_stream_is_lost_and_when_it_is_back(
+    console: Console,
+) -> None:
+    # With the API gone it went on saying "Live: …" over a state that had stopped moving.
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    page = console.page
+    await page.route("**/events", lambda route: route.abort())
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    state = page.locator("[data-role=live-state]")
+    await expect(state).to_contain_text("Live updates paused")
+    await page.unroute("**/events")
+    await expect(state).to_have_text(re.compile("^Live: node statuses"), timeout=15_000)
+    await approve(console.platform, wf, run_id, stepId="ship", resolution="confirm")
+    badge = page.locator("[data-role=run-status] .badge")
+    await expect(badge).to_have_text("completed", timeout=15_000)

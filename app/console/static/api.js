@@ -100,8 +100,9 @@ export async function api(path, { method = "GET", body, signal, extraHeaders = {
  * Follow a Server-Sent Events stream with fetch (EventSource cannot send a token).
  * Calls onEvent(type, data) per message; resumes after the last id on reconnect.
  * Resolves when the server ends the stream and `shouldStop()` says so, or on abort.
+ * onState("live" | "lost") says whether a stream is open, so a page can say it is not.
  */
-export async function follow(path, { onEvent, shouldStop, signal }) {
+export async function follow(path, { onEvent, shouldStop, signal, onState = () => {} }) {
   let lastId = null;
   let delay = 500;
   while (!signal.aborted) {
@@ -116,6 +117,7 @@ export async function follow(path, { onEvent, shouldStop, signal }) {
       if (response.status === 404) return;
       if (!response.ok) throw new Error(`stream answered ${response.status}`);
       delay = 500;
+      onState("live");
       for await (const message of messages(response.body, signal)) {
         if (message.id) lastId = message.id;
         if (message.data !== null) onEvent(message.event || "message", JSON.parse(message.data));
@@ -124,6 +126,7 @@ export async function follow(path, { onEvent, shouldStop, signal }) {
     } catch (err) {
       if (signal.aborted) return;
     }
+    onState("lost");
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 10_000);
   }

@@ -9,6 +9,10 @@ import { confirmDialog } from "./dialog.js";
 
 // How many of a node's runs (loop iterations, retries) its detail shows.
 const NODE_RUNS_SHOWN = 20;
+const LIVE_TEXT = "Live: node statuses change as the run goes. Choose a node to see its runs.";
+// The events stream dropped (the API restarting, the network): the page says it may be
+// behind, and goes back to the first text once the stream is open again.
+const LOST_TEXT = "Live updates paused: the API cannot be reached. Trying again; what is shown may be out of date.";
 
 // What each control may act on (the API answers 409/400 otherwise; the buttons say so first).
 const CONTROLS = [
@@ -58,6 +62,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   const decisions = h("section", { "aria-labelledby": "decisions-h" });
   let tree = renderTree(graph, { onSelect: selectNode });
   const treeSlot = h("div.tree-wrap", {}, tree.element);
+  const liveState = h("p.muted", { "aria-live": "polite", dataset: { role: "live-state" } }, LIVE_TEXT);
 
   add(main, 
     h("nav.crumbs", { "aria-label": "Breadcrumb" },
@@ -70,7 +75,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     h("div.split", {},
       h("section", { "aria-labelledby": "tree-h" },
         h("h2", { id: "tree-h" }, "Definition"),
-        h("p.muted", {}, "Live: node statuses change as the run goes. Choose a node to see its runs."),
+        liveState,
         treeSlot),
       detail),
     decisions, lineage);
@@ -88,6 +93,13 @@ export async function renderRun(main, [workflowId, runId], { config }) {
 
   follow(`${base}/events`, {
     signal: abort.signal,
+    onState(state) {
+      // Said once per change, so a screen reader hears a lost link and its return once.
+      const lost = state === "lost";
+      if (liveState.classList.contains("live-lost") === lost) return;
+      liveState.className = lost ? "live-lost notice notice-info" : "muted";
+      liveState.textContent = lost ? LOST_TEXT : LIVE_TEXT;
+    },
     onEvent(type, event) {
       if (event.nodeId && event.status) tree.setStatus(event.nodeId, event.status);
       if (event.nodeId) touched.add(event.nodeId);
