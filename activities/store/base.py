@@ -41,6 +41,11 @@ class ChangedMeanwhile(StoreError):
 
 
 class Store(Protocol):
+    # Whether a smaller event id can never become readable after a larger one was read
+    # (SQLite: one writer at a time takes ids in commit order). MongoDB takes an event's id
+    # from a counter before inserting it, so a slower writer's smaller id may land later.
+    ids_visible_in_order: bool
+
     async def connect(self) -> None:
         """Open connections and create/migrate the schema and indexes."""
 

@@ -91,6 +91,8 @@ _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
 class MongoStore:
     """`Store` on one MongoDB database; no multi-document transactions needed."""
 
+    ids_visible_in_order = False
+
     def __init__(
         self,
         url: str,

@@ -70,6 +70,8 @@ TAIL_PAGE = 1000
 class SqliteStore:
     """`Store` on an aiosqlite connection; one connection per process, serialised by a lock."""
 
+    ids_visible_in_order = True
+
     def __init__(self, path: Path, busy_timeout_ms: int = 30_000) -> None:
         self.path = path
         self._busy_timeout_ms = busy_timeout_ms

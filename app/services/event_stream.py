@@ -51,10 +51,14 @@ class RunEventFollower:
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         """Each new event once; stops after a terminal event, when the run is over, or when
         the caller lost access to it."""
+        # A full page is followed by the next one after it: read again from the settle
+        # watermark instead, the same 500 events came back unsettled for 2 s, a busy loop
+        # holding the API's event loop (every other request) for 2 s per 500 events.
+        cursor = self.after_id
         while True:
             if self.wakeup is not None:
                 self.wakeup.clear()
-            batch = await self.store.list_events(self.run_id, self.after_id, PAGE)
+            batch = await self.store.list_events(self.run_id, cursor, PAGE)
             fresh = [e for e in batch if e["id"] not in self._recent]
             # Asked after the read, so no event written after a revocation is sent; once
             # per batch, not per event.
@@ -68,7 +72,13 @@ class RunEventFollower:
                     return
             self._settle(now)
             if len(batch) == PAGE:
-                continue  # more waiting: read on without sleeping
+                # More waiting: read on without sleeping, letting other requests in between.
+                cursor = batch[-1]["id"]
+                await asyncio.sleep(0)
+                if self.should_stop():
+                    return
+                continue
+            cursor = self.after_id  # caught up: smaller ids landing late are read too
             if not fresh and await self._run_over(now):
                 return
             await self._wait()
@@ -84,9 +94,11 @@ class RunEventFollower:
             await self.wakeup.wait(self.poll_seconds, IDLE_SECONDS)
 
     def _settle(self, now: float) -> None:
-        """Move the watermark past the ids seen long enough ago that no smaller id can appear."""
+        """Move the watermark past the ids seen long enough ago that no smaller id can appear
+        (at once where the store's ids become readable in order)."""
+        settle = 0.0 if self.store.ids_visible_in_order else SETTLE_SECONDS
         for event_id in sorted(self._recent):
-            if now - self._recent[event_id] < SETTLE_SECONDS:
+            if now - self._recent[event_id] < settle:
                 break
             self.after_id = max(self.after_id, event_id)
         self._recent = {i: t for i, t in self._recent.items() if i > self.after_id}
