@@ -150,6 +150,10 @@ async def run_worker(
                 await asyncio.Event().wait()
             finally:
                 reconcile.cancel()
+                # Its port freed before the graceful drain (up to the shutdown grace): a
+                # worker started at once in its place (`trellis dev` killed and restarted)
+                # found the port taken and refused to start.
+                await asyncio.to_thread(metrics.close)
     finally:
         if metrics is not None:
             metrics.close()

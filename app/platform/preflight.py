@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,24 +17,37 @@ class PreflightError(StartupFailure):
     """Start-up cannot proceed; the message says why and what to change."""
 
 
-def ensure_port_free(host: str, port: int, what: str, setting: str) -> None:
-    """Fail with a clear message when `host:port` is already taken.
+def ensure_port_free(
+    host: str, port: int, what: str, setting: str, wait_seconds: float = 0.0
+) -> None:
+    """Fail with a clear message when `host:port` is already taken (still taken after
+    `wait_seconds`, for a port a stopping process gives up).
 
     The probe binds as the servers do, with `SO_REUSEADDR` (uvicorn and Go's listeners
     set it): connections of a process just stopped or killed linger in TIME_WAIT for up to
     a minute, and they must not keep its successor off the port.
     """
+    deadline = time.monotonic() + wait_seconds
+    while not _bound(host, port, what):
+        if time.monotonic() >= deadline:
+            raise PreflightError(
+                f"port {port} on {host} ({what}) is already in use; "
+                f"stop whatever holds it or choose another with {setting}"
+            )
+        time.sleep(0.1)
+
+
+def _bound(host: str, port: int, what: str) -> bool:
+    """Whether `host:port` could be bound now; False when it is in use."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                raise PreflightError(
-                    f"port {port} on {host} ({what}) is already in use; "
-                    f"stop whatever holds it or choose another with {setting}"
-                ) from None
+                return False
             raise PreflightError(f"cannot bind {host}:{port} ({what}): {exc.strerror}") from None
+    return True
 
 
 def check_distinct_ports(ports: dict[str, int | None]) -> None:
@@ -51,14 +65,21 @@ def check_distinct_ports(ports: dict[str, int | None]) -> None:
         seen[port] = setting
 
 
+# A worker killed with its supervisor (`kill -9` of `trellis dev`) gets SIGTERM and frees
+# its metrics port first thing, within about half a second (the server's poll), before its
+# graceful drain; a supervisor started again at once waits that long for it.
+METRICS_PORT_WAIT_SECONDS = 3.0
+
+
 def check_worker_metrics_port(settings: Settings) -> None:
-    """The worker's /metrics port, when one is set, must be free."""
+    """The worker's /metrics port, when one is set, must be free (or freed in a moment)."""
     if settings.worker_metrics_port is not None:
         ensure_port_free(
             settings.worker_metrics_host,
             settings.worker_metrics_port,
             "worker metrics",
             "--worker-metrics-port / TRELLIS_WORKER_METRICS_PORT",
+            wait_seconds=METRICS_PORT_WAIT_SECONDS,
         )
 
 

@@ -12,6 +12,7 @@ import httpx
 from temporalio.testing import WorkflowEnvironment
 
 from tests.platform.conftest import DevProcess, alive, trellis_env
+from tests.support.server import free_port
 
 
 def _wait_gone(pids: list[int], within: float = 15.0) -> list[int]:
@@ -73,3 +74,46 @@ def test_dev_with_a_temporal_address_starts_no_dev_server(
     assert httpx.get(f"{dev.api_url}/readyz").status_code == 200
     assert f"Temporal:        {address} (external cluster)" in dev.output
     assert dev.stop() == 0
+
+
+def test_dev_killed_and_started_again_at_once_with_worker_metrics_comes_back(
+    tmp_path: Path, dev_processes: list[DevProcess]
+) -> None:
+    # The old worker, told to stop by its supervisor's death, drained its in-flight step
+    # for its whole shutdown grace holding the metrics port: the new `trellis dev` found it
+    # taken and refused to start.
+    env = trellis_env(tmp_path, TRELLIS_WORKER_METRICS_PORT=str(free_port()))
+    dev = DevProcess.start(env)
+    dev_processes.append(dev)
+    dev.wait_ready()
+    old_worker = dev.children()["worker"]
+    body = {
+        "name": "slow",
+        "nodes": [
+            {
+                "name": "wait",
+                "nodeType": "step",
+                "executorKey": "builtin:delay",
+                "config": {"seconds": 8},
+            }
+        ],
+    }
+    api = f"{dev.api_url}/api/v1/workflows"
+    wf = httpx.post(api, json=body).json()["id"]
+    assert httpx.post(f"{api}/{wf}/toggle", json={"enabled": True}).status_code == 200
+    run_id = httpx.post(f"{api}/{wf}/runs", json={}).json()["runId"]
+    deadline = time.monotonic() + 15
+    while httpx.get(f"{api}/{wf}/runs/{run_id}").json()["status"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    dev.process.kill()
+    dev.process.wait(10)
+    again = DevProcess.start(env)
+    dev_processes.append(again)
+    again.wait_ready()
+    assert alive(old_worker), "the old worker should still be draining its step"
+    deadline = time.monotonic() + 60
+    while httpx.get(f"{api}/{wf}/runs/{run_id}").json()["status"] != "completed":
+        assert time.monotonic() < deadline, "the run did not complete after the restart"
+        time.sleep(0.2)
+    assert again.stop() == 0
