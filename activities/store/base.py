@@ -159,7 +159,9 @@ class Store(Protocol):
 
         Rev-guarded like `upsert_node_run`; when applied, `events` are appended in the same
         write, the i-th under `event_keys[i]` when given (as `append_event`). The hot path
-        of every step, so one round trip where the store allows it.
+        of every step, so one round trip where the store allows it. Not applied (False)
+        when its run is not in the store: deleted with its workflow, whose runs' last
+        writes may land after the delete (the worker down, say).
         """
 
     async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:

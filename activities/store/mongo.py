@@ -342,6 +342,10 @@ class MongoStore:
         merged = merged_node_run(from_bson_safe(doc) if doc else None, fields)
         merged.pop("_id", None)
         record = from_stored(NodeRunRecord, merged)
+        with _errors():
+            run = await self._db().runs.find_one({"_id": record.workflow_run_id}, {"_id": 1})
+        if run is None:
+            return False  # deleted with its workflow: a late write of its steps
         if not await self.upsert_node_run(record):
             return False
         for event, key in zip(events, keys, strict=True):

@@ -419,6 +419,8 @@ class SqliteStore:
             row = conn.execute("SELECT doc FROM node_runs WHERE id = ?", (fields["id"],)).fetchone()
             merged = merged_node_run(json.loads(row[0]) if row else None, fields)
             record = from_stored(NodeRunRecord, merged)
+            if not _run_exists(conn, record.workflow_run_id):
+                return False  # deleted with its workflow: a late write of its steps
             if conn.execute(_UPSERT_NODE_RUN, node_run_row(record)).rowcount == 0:
                 return False
             for event, key in zip(events, keys, strict=True):
@@ -647,6 +649,10 @@ def run_transaction(conn: sqlite3.Connection, op: Callable[[sqlite3.Connection],
         conn.rollback()
         raise
     return result
+
+
+def _run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is not None
 
 
 def run_batch(

@@ -281,7 +281,7 @@ class TestRuns:
 
     async def test_a_node_run_merged_again_logs_its_keyed_events_once(self, store: Store) -> None:
         # Node runs repeat revs legitimately, so the merge applies again; the keys hold.
-        run_id = new_id()
+        run_id = await _stored_run(store)
         fields = {**node_run(run_id, rev=5).to_document(), "status": "running"}
         events = [{"type": "node_started"}, {"type": "node_completed"}]
         for _ in range(2):
@@ -295,7 +295,7 @@ class TestRuns:
 
     async def test_a_merged_node_run_keeps_the_first_start_written(self, store: Store) -> None:
         # A retried step's attempts and a gated step's run each write a start.
-        run_id = new_id()
+        run_id = await _stored_run(store)
         record = node_run(run_id, started_at=None, rev=1)
         assert await store.upsert_node_run(record)
         first = {"id": record.id, "rev": 2, "started_at": at(1), "status": "running"}
@@ -305,6 +305,15 @@ class TestRuns:
         merged = await store.get_node_run(record.id)
         assert merged is not None
         assert (merged.started_at, merged.status) == (at(1), "completed")
+
+    async def test_a_node_run_of_a_run_not_stored_is_not_merged(self, store: Store) -> None:
+        # Its run was deleted with its workflow; its steps' last writes landed after the
+        # delete (the worker down), leaving node runs and events no run owned.
+        run_id = new_id()
+        fields = {**node_run(run_id, rev=1).to_document(), "status": "cancelled"}
+        assert not await store.merge_node_run(fields, [{"type": "node_cancelled"}])
+        assert await store.get_node_run(fields["id"]) is None
+        assert await store.list_events(run_id, 0, 10) == []
 
     async def test_update_of_unknown_run_is_false(self, store: Store) -> None:
         assert await store.update_run(new_id(), 1, {"status": "running"}) is False
@@ -579,7 +588,7 @@ class TestIntegersBeyondSixtyFourBits:
     async def test_a_node_runs_output_and_its_events_holding_one_read_back(
         self, store: Store
     ) -> None:
-        run_id = new_id()
+        run_id = await _stored_run(store)
         record = node_run(run_id, output_snapshot={"n": self.BIG}, started_at=at(1), rev=1)
         assert await store.upsert_node_run(record)
         assert await store.get_node_run(record.id) == record
@@ -615,3 +624,10 @@ class TestLifecycle:
             assert await second.append_event("r1", {"type": "y"}) > event_id
         finally:
             await second.close()
+
+
+async def _stored_run(store: Store) -> str:
+    """A run in the store (node runs are merged only into a run it has); its id."""
+    record = run(new_id())
+    await store.insert_run(record)
+    return record.id
