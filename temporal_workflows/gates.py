@@ -103,7 +103,10 @@ class Requirement(CamelModel):
     # Audit and bookkeeping (extensions of the contract's shape).
     kind: GateKind = "before"
     node_run_id: str | None = None
+    # Where the gate waits: an iteration review's own iteration; any other gate's innermost
+    # enclosing loop iteration and map item (null outside them), as its node run shows.
     iteration: int | None = None
+    item_index: int | None = None
     created_at: str | None = None
     resolution: str | None = None
     decided_by: str | None = None

@@ -150,6 +150,13 @@ class Reviews:
         """Hold at a gate until a decision arrives or its durable timer expires."""
         timeout = review.timeout_seconds or self.inp.default_gate_timeout_seconds
         req.node_run_id = node_run_id
+        # Which loop iteration and map item it waits in: a map's items (one at a time
+        # behind a gate) and a loop's iterations opened the same gate, and the approver
+        # could not tell for which.
+        placed = self.recorder.placement_of(node_run_id) or {}
+        if req.iteration is None:
+            req.iteration = placed.get("iteration")
+        req.item_index = placed.get("item_index")
         req.created_at = self.clock.now()
         if timeout:
             deadline = workflow.now() + timedelta(seconds=timeout)

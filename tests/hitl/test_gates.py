@@ -580,6 +580,43 @@ class TestRouterCondititionLoop:
         assert run["status"] == "completed"
         assert run["finalOutput"] == [{"i": 0}]
 
+    async def test_a_gate_in_a_map_item_inside_a_loop_says_which_item_and_iteration(
+        self, platform: Platform
+    ) -> None:
+        # Each item (one at a time) and each iteration opened the same gate, and nothing
+        # said for which one the approver was deciding (its nodeRunId only).
+        gated = echo("check", {"requiresConfirmation": True})
+        items = {
+            "id": "M",
+            "name": "M",
+            "nodeType": "map",
+            "itemsCel": "['a', 'b']",
+            "maxConcurrency": 1,
+            "children": [gated],
+        }
+        looped = {
+            "id": "L",
+            "name": "L",
+            "nodeType": "loop",
+            "loopConfig": {"maxIterations": 2},
+            "children": [items],
+        }
+        wf, run_id = await start(platform, [looped])
+        seen = []
+        for iteration in (0, 1):
+            for index in (0, 1):
+                run = await wait_for_requirement(
+                    platform, wf, run_id, "check", iteration=iteration, itemIndex=index
+                )
+                (req,) = run["pendingRequirements"]
+                seen.append((req["iteration"], req["itemIndex"]))
+                await approve(platform, wf, run_id, stepId="check", resolution="confirm")
+        assert seen == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed", run
+        decided = [(r["iteration"], r["itemIndex"]) for r in run["resolvedRequirements"]]
+        assert decided == seen
+
     async def test_a_loop_ended_at_its_iteration_review_shows_why_and_no_output(
         self, platform: Platform
     ) -> None:

@@ -40,6 +40,9 @@ export function gateCard(item, { onDecided, onDismissed, headingLevel = "h2", sh
     h("div", {}, h("dt", {}, "Workflow"), h("dd", {},
       h("a", { href: `/console/workflows/${encodeURIComponent(item.workflowId)}` }, item.workflowName || item.workflowId))),
     showRunLink ? h("div", {}, h("dt", {}, "Run"), h("dd", {}, h("a", { href: runPath }, item.runId))) : null,
+    // Which loop iteration and map item it waits in (0-based, as on node runs).
+    req.iteration == null ? null : h("div", {}, h("dt", {}, "Iteration"), h("dd", { dataset: { role: "iteration" } }, String(req.iteration))),
+    req.itemIndex == null ? null : h("div", {}, h("dt", {}, "Map item"), h("dd", { dataset: { role: "item-index" } }, String(req.itemIndex))),
     h("div", {}, h("dt", {}, "Waiting"), h("dd", {}, ageOf(item.createdAt))),
     h("div", {}, h("dt", {}, "Timeout"), h("dd", {}, countdown(item.timeoutAt, req.onTimeout))),
     item.approvers && item.approvers.length
