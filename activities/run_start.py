@@ -264,6 +264,7 @@ async def start_run_workflow(
         status_shown_per_task=True,
         inline_steps_yield=True,
         rejected_gates_close_node_runs=True,
+        templates_keep_unicode=True,
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
         **(
             {}

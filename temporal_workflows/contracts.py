@@ -136,6 +136,10 @@ class RunInput(CamelModel):
     # reviewer's retry replaces it with a new node run; set by the starter. False: a run
     # started before leaves it as it did (awaiting_approval), replaying as it ran.
     rejected_gates_close_node_runs: bool = False
+    # Templates write objects and lists in their text as JSON with non-ASCII characters as
+    # they are ("é", not "\u00e9"); set by the starter. False: a run started before renders
+    # as it did, replaying as it ran.
+    templates_keep_unicode: bool = False
 
 
 class RunResult(CamelModel):

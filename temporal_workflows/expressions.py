@@ -334,23 +334,30 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
         raise ExpressionError(f"CEL evaluation of {_brief(source)} failed: {exc}") from None
 
 
-def render(value: Any, scope: dict[str, Any], budget: Budget | None = None) -> Any:
+def render(
+    value: Any,
+    scope: dict[str, Any],
+    budget: Budget | None = None,
+    *,
+    keep_unicode: bool = False,
+) -> Any:
     """Render `{{ … }}` templates inside a config value, recursively, all under one budget.
 
     A string that is exactly one template keeps the expression's type; any other string
-    with templates renders as text (JSON-like values as compact JSON).
+    with templates renders as text (JSON-like values as compact JSON, non-ASCII characters
+    escaped unless `keep_unicode`: runs started before it replay as they rendered).
     """
     budget = budget or fresh_budget()
     if isinstance(value, str):
-        return _render_string(value, scope, budget)
+        return _render_string(value, scope, budget, keep_unicode)
     if isinstance(value, dict):
-        return {k: render(v, scope, budget) for k, v in value.items()}
+        return {k: render(v, scope, budget, keep_unicode=keep_unicode) for k, v in value.items()}
     if isinstance(value, list):
-        return [render(v, scope, budget) for v in value]
+        return [render(v, scope, budget, keep_unicode=keep_unicode) for v in value]
     return value
 
 
-def _render_string(text: str, scope: dict[str, Any], budget: Budget) -> Any:
+def _render_string(text: str, scope: dict[str, Any], budget: Budget, keep_unicode: bool) -> Any:
     if "{{" not in text:
         return text
     parts = template_parts(text)
@@ -359,16 +366,18 @@ def _render_string(text: str, scope: dict[str, Any], budget: Budget) -> Any:
     if len(core) == 1 and isinstance(core[0], Placeholder):
         return evaluate(core[0].source, scope, budget)
     return "".join(
-        part if isinstance(part, str) else _as_text(evaluate(part.source, scope, budget))
+        part
+        if isinstance(part, str)
+        else _as_text(evaluate(part.source, scope, budget), keep_unicode)
         for part in parts
     )
 
 
-def _as_text(value: Any) -> str:
+def _as_text(value: Any, keep_unicode: bool) -> str:
     if isinstance(value, str):
         return value
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=not keep_unicode)

@@ -187,7 +187,9 @@ class StepRunner:
                 self.slices.cut(ticket)
         variables = {**step.scope.variables(), **step.extra}
         try:
-            rendered = expressions.render(node.config, variables)
+            rendered = expressions.render(
+                node.config, variables, keep_unicode=self.inp.templates_keep_unicode
+            )
         except expressions.ExpressionError as exc:
             self._failed(step, str(exc), attempt=1)
         if inline:

@@ -627,3 +627,12 @@ class TestTransform:
         )
         assert response.status_code == 400
         assert "config.map.total" in response.json()["error"]["message"]
+
+
+async def test_a_new_run_renders_non_ascii_in_an_object_in_text_as_written(
+    platform: Platform,
+) -> None:
+    # The starter sets templatesKeepUnicode: it read 'v={"k":"\u00e9\u2713"}'.
+    run = await platform.run({"nodes": [echo("say", v="v={{ input.o }}")]}, {"o": {"k": "é✓"}})
+    assert run["status"] == "completed", run["errorSummary"]
+    assert run["finalOutput"]["config"]["v"] == 'v={"k":"é✓"}'

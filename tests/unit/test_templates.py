@@ -77,6 +77,13 @@ class TestTemplatesInText:
         assert render("at {{ input.address }}", SCOPE) == 'at {"city":"London","zip":"N1"}'
         assert render("tags: {{ input.tags }}", SCOPE) == 'tags: ["a","b"]'
 
+    def test_non_ascii_in_an_object_in_text_stays_as_written_in_new_runs(self) -> None:
+        # It rendered as "\u00e9\u2713" in a message meant for people; runs started before
+        # this render as they did (their replay sees the same text).
+        scope = {"input": {"o": {"k": "é✓"}}}
+        assert render("v={{ input.o }}", scope, keep_unicode=True) == 'v={"k":"é✓"}'
+        assert render("v={{ input.o }}", scope) == 'v={"k":"\\u00e9\\u2713"}'
+
     def test_booleans_in_text_render_as_cel_writes_them(self) -> None:
         assert render("vip={{ input.vip }}", SCOPE) == "vip=true"
 
