@@ -44,6 +44,9 @@ class ConsoleConfig(CamelModel):
     run_statuses: list[str]
     open_run_statuses: list[str]
     terminal_run_statuses: list[str]
+    # Where a token keeps its scopes (`jwt` mode): the console offers no control the
+    # signed-in token's scopes could not use (the API refuses them anyway).
+    scopes_claim: str
 
 
 def console_app(settings: Settings, api_base: str) -> Starlette:
@@ -57,6 +60,7 @@ def console_app(settings: Settings, api_base: str) -> Starlette:
         run_statuses=list(RUN_STATUSES),
         open_run_statuses=list(OPEN_RUN_STATUSES),
         terminal_run_statuses=sorted(TERMINAL_RUN_STATUSES),
+        scopes_claim=settings.jwt_scopes_claim,
     )
     config_body = config.model_dump(mode="json")
 

@@ -67,3 +67,38 @@ async def test_a_user_who_is_not_an_approver_does_not_see_the_gate(jwt_console: 
     run = await p.wait(wf, run_id)
     assert run["status"] == "completed"
     assert run["resolvedRequirements"][0]["decidedBy"] == "carol"
+
+
+async def test_a_read_only_sign_in_is_offered_no_control_it_could_not_use(
+    jwt_console: Console,
+) -> None:
+    # Every button was enabled for a token with workflows-read only, and each press was
+    # refused with a 403 after the fact.
+    console = jwt_console
+    p = console.platform
+    review = {"requiresConfirmation": True, "confirmationMessage": "Ship it?"}
+    wf = await p.create({"name": "Read only", "nodes": [echo("ship", review), echo("done")]})
+    grants = {"grants": [{"principal": "user:rita", "permissions": ["VIEW"]}]}
+    assert (await p.api.put(f"/api/v1/workflows/{wf}/permissions", json=grants)).is_success
+    run_id = await p.trigger(wf)
+    await wait_for_gate(p, wf, run_id, "ship")
+    rita = console.page
+    await sign_in_as(console, rita, token("rita", ["workflows-read"], name="Rita"))
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    card = rita.locator(f'article[data-run-id="{run_id}"]')
+    await expect(card).to_contain_text("You may see this gate but not decide it")
+    await expect(card.get_by_role("button", name="Approve")).to_have_count(0)
+    for action in ("pause", "cancel"):
+        await expect(rita.locator(f'button[data-action="{action}"]')).to_be_disabled()
+    await expect(rita.locator("[data-role=no-control]")).to_contain_text("workflows-control")
+    await console.goto(f"/console/workflows/{wf}")
+    await expect(rita.get_by_role("button", name="Trigger run")).to_be_disabled()
+    await expect(rita.get_by_role("button", name="Read only enabled")).to_be_disabled()
+    await console.check_accessible()
+    # Alice, who holds every scope, is offered them all.
+    alice = await console.new_tab()
+    await sign_in_as(console, alice, token("alice", name="Alice"))
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}", alice)
+    alice_card = alice.locator(f'article[data-run-id="{run_id}"]')
+    await expect(alice_card.get_by_role("button", name="Approve")).to_be_enabled()
+    await expect(alice.locator('button[data-action="pause"]')).to_be_enabled()

@@ -129,12 +129,20 @@ async def test_a_caller_without_the_control_scope_is_told_and_nothing_changes(
     # The inbox lists only the gates the caller may decide: none without workflows-control.
     await expect(page.get_by_role("heading", name="Approvals")).to_be_visible()
     await expect(page.locator(f'article[data-run-id="{run_id}"]')).to_have_count(0)
-    # The run page still shows the gate; deciding it is refused, and says why.
+    # The run page still shows the gate, and says why it offers no decision (the token
+    # lacks the scope: pressing Approve was refused only after the fact).
     await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
     await console.drawn()
     card = page.locator(f'article[data-run-id="{run_id}"]')
-    await card.get_by_role("button", name="Approve").click()
-    await expect(card.get_by_role("alert")).to_contain_text("You may not decide this gate")
-    await expect(card.get_by_role("alert")).to_contain_text("workflows-control")
+    await expect(card).to_contain_text("You may see this gate but not decide it")
+    await expect(card).to_contain_text("workflows-control")
+    await expect(card.get_by_role("button", name="Approve")).to_have_count(0)
+    # What the console no longer offers, the API refuses, and changes nothing.
+    refused = await p.api.post(
+        f"/api/v1/workflows/{wf}/runs/{run_id}/approve",
+        json={"stepId": "ship", "resolution": "confirm"},
+        headers={"Authorization": f"Bearer {token('viewer', ('workflows-read',))}"},
+    )
+    assert refused.status_code == 403, refused.text
     run = await wait_for_gate(p, wf, run_id, "ship")
     assert run["resolvedRequirements"] == []

@@ -3,6 +3,24 @@
 const TOKEN_KEY = "trellis.console.token";
 let apiBase = "/api/v1";
 
+let scopesClaim = "scope";
+
+/** Where the platform's tokens keep their scopes (the console's config says). */
+export function setScopesClaim(claim) {
+  scopesClaim = claim || "scope";
+}
+
+/**
+ * Whether the signed-in token grants `scope` (read from its payload, as `claims()` is: for
+ * what to offer only; the API checks every request). Without a token (dev mode), yes.
+ */
+export function mayUse(scope) {
+  if (!session.token) return true;
+  const granted = (session.claims() || {})[scopesClaim];
+  const scopes = Array.isArray(granted) ? granted : String(granted || "").split(/\s+/);
+  return scopes.includes(scope);
+}
+
 export function setApiBase(base) {
   apiBase = base;
 }

@@ -1,6 +1,6 @@
 // The console's entry: load the platform's facts, route paths to pages, handle sign-in.
 
-import { session, setApiBase } from "./api.js";
+import { session, setApiBase, setScopesClaim } from "./api.js";
 import { h, fill } from "./dom.js";
 import { renderApprovals } from "./approvals.js";
 import { renderRun } from "./run.js";
@@ -115,6 +115,7 @@ async function start() {
   const response = await fetch("/console/config.json", { headers: { Accept: "application/json" } });
   config = await response.json();
   setApiBase(config.apiBase);
+  setScopesClaim(config.scopesClaim);
   await show(false);
 }
 

@@ -1,7 +1,7 @@
 // The run page: status, controls, open gates, the definition tree with live node statuses
 // (Server-Sent Events), each node's runs, lineage and a link to the Temporal Web UI.
 
-import { api, follow, ApiError, newKey } from "./api.js";
+import { api, follow, ApiError, newKey, mayUse } from "./api.js";
 import { h, fill, badge, facts, when, duration, jsonBlock, notice, announce, add } from "./dom.js";
 import { renderTree } from "./tree.js";
 import { syncGates, tickClocks } from "./gate.js";
@@ -9,6 +9,10 @@ import { confirmDialog } from "./dialog.js";
 
 // How many of a node's runs (loop iterations, retries) its detail shows.
 const NODE_RUNS_SHOWN = 20;
+// Steering a run (and deciding its gates) needs this scope: without it the controls are
+// offered disabled, saying why, rather than refused after a click.
+export const CONTROL_SCOPE = "workflows-control";
+const NO_CONTROL = "You may watch this run; steering it needs the workflows-control scope, which your sign-in lacks.";
 const LIVE_TEXT = "Live: node statuses change as the run goes. Choose a node to see its runs.";
 // The events stream dropped (the API restarting, the network): the page says it may be
 // behind, and goes back to the first text once the stream is open again.
@@ -188,14 +192,16 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     // A re-draw must not drop the focus to the page's body: keep it on the same control,
     // or (when that is now disabled, e.g. Pause once paused) on the first one enabled.
     const focused = controls.contains(document.activeElement) ? document.activeElement.dataset.action : null;
+    const steering = mayUse(CONTROL_SCOPE);
     fill(controls, CONTROLS.map((c) => {
-      const allowed = !c.when || c.when.includes(run.status);
+      const allowed = steering && (!c.when || c.when.includes(run.status));
+      const why = steering ? `Not while the run is ${run.status.replace(/_/g, " ")}` : NO_CONTROL;
       return h(`button.${c.danger ? "danger" : "secondary"}`, {
         type: "button", disabled: !allowed, dataset: { action: c.action },
-        title: allowed ? c.text : `Not while the run is ${run.status.replace(/_/g, " ")}`,
+        title: allowed ? c.text : why,
         on: { click: () => control(c) },
       }, c.label);
-    }));
+    }), steering ? null : h("p.muted", { dataset: { role: "no-control" } }, NO_CONTROL));
     if (focused) {
       const same = controls.querySelector(`[data-action="${focused}"]`);
       const target = same && !same.disabled ? same : controls.querySelector("button:not(:disabled)");
@@ -304,8 +310,9 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       h("h2", { id: "node-h", tabindex: "-1" }, node ? node.name : selected),
       facts([["Type", node && node.nodeType], ["Executor", node && node.executorKey ? h("code", {}, node.executorKey) : null]]),
       rerunnable ? h("div.toolbar", {}, h("button.secondary", {
-        type: "button", disabled: !["completed", "failed"].includes(run.status), dataset: { action: "rerun" },
-        title: "Runs this step again in a new run, reusing the outputs of the steps before it",
+        type: "button", disabled: !mayUse(CONTROL_SCOPE) || !["completed", "failed"].includes(run.status),
+        dataset: { action: "rerun" },
+        title: mayUse(CONTROL_SCOPE) ? "Runs this step again in a new run, reusing the outputs of the steps before it" : NO_CONTROL,
         on: { click: () => rerun(node) },
       }, "Rerun from this node")) : null,
       nodeRunsTotal > nodeRuns.length

@@ -1,7 +1,7 @@
 // One workflow: its state, a trigger form, its runs by status, its versions with a diff,
 // and its definition tree.
 
-import { api, ApiError, requestKeys } from "./api.js";
+import { api, ApiError, requestKeys, mayUse } from "./api.js";
 import { h, fill, notice, query, when, newId, badge, facts, add } from "./dom.js";
 import { toggleButton } from "./workflows.js";
 import { renderTree } from "./tree.js";
@@ -51,7 +51,8 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
 
   function renderTrigger() {
     const errors = h("div", { "aria-live": "assertive" });
-    const send = h("button.primary", { type: "submit", disabled: !wf.enabled }, "Trigger run");
+    const may = mayUse("workflows-control");
+    const send = h("button.primary", { type: "submit", disabled: !wf.enabled || !may }, "Trigger run");
     const editor = jsonEditor({
       label: "Initial input (JSON object)", name: "initialInput", value: {}, rows: 6, expect: "object",
       hint: "Steps see it as input in their templates and CEL expressions.",
@@ -60,6 +61,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     fill(triggerSection,
       h("h2", { id: "trigger-h" }, "Trigger a run"),
       wf.enabled ? null : notice("info", "This workflow is disabled: enable it to trigger a run."),
+      may ? null : notice("info", "Triggering a run needs the workflows-control scope, which your sign-in lacks."),
       form);
     const draft = draftOf(`trigger:${workflowId}`, form, () => ({ sent: keyFor.sent() }));
     // A double click, or the same input sent again after a lost answer (or after signing in
@@ -82,7 +84,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
         navigate(`${consolePath}/runs/${encodeURIComponent(accepted.runId)}`);
       } catch (err) {
         if (err instanceof ApiError && err.status === 401) return; // the sign-in page took over
-        send.disabled = !wf.enabled;
+        send.disabled = !wf.enabled || !may;
         fill(errors, notice("error", `Not started: ${err.message}`));
         send.focus(); // disabling it took the focus away
       }

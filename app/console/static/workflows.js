@@ -1,6 +1,6 @@
 // The workflows page: search, page through, enable or disable.
 
-import { api, ApiError } from "./api.js";
+import { api, ApiError, mayUse } from "./api.js";
 import { h, fill, notice, query, when, newId, announce, add } from "./dom.js";
 
 const PER_PAGE = 20;
@@ -60,8 +60,11 @@ export async function renderWorkflows(main, _params, { search, navigate }) {
 
 /** An enable/disable switch (a button with aria-pressed) that toggles through the API. */
 export function toggleButton(wf, onChange) {
+  // Switching needs workflows-write: without it the switch shows the state, disabled.
+  const may = mayUse("workflows-write");
   const button = h("button.toggle", {
     type: "button", "aria-pressed": String(wf.enabled), "aria-label": `${wf.name} enabled`,
+    disabled: !may, title: may ? null : "Switching needs the workflows-write scope, which your sign-in lacks",
     on: { click },
   }, wf.enabled ? "Enabled" : "Disabled");
   const error = h("span.field-error", { "aria-live": "polite" });
@@ -78,7 +81,7 @@ export function toggleButton(wf, onChange) {
     } catch (err) {
       error.textContent = `Not changed: ${err.message}`;
     } finally {
-      button.disabled = false;
+      button.disabled = !may;
     }
   }
   return h("span.toggle-wrap", {}, button, error);
