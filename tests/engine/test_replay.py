@@ -378,6 +378,21 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     wf = await platform.create({"nodes": [body, echo("before-bad"), bad, delay("end", 0)]})
     run_id = runs["inline_handed"] = await platform.trigger(wf)
     await platform.wait(wf, run_id)
+
+    # Inline outputs adding up to a slice's bytes end it before its fifty steps (a patch
+    # marker at the first such cut): twelve echoes of a 150 KB input.
+    items = {
+        "id": "M",
+        "name": "M",
+        "nodeType": "map",
+        "itemsCel": "input.items",
+        "maxConcurrency": 12,
+        "children": [echo("e")],
+    }
+    wf = await platform.create({"nodes": [items, echo("after")]})
+    pad = {"items": list(range(12)), "pad": "x" * 150_000}
+    run_id = runs["inline_sliced_by_bytes"] = await platform.trigger(wf, pad)
+    await platform.wait(wf, run_id)
     return runs
 
 
@@ -475,4 +490,5 @@ def test_every_representative_history_is_recorded() -> None:
         "inline_chain_sliced",
         "continued_nested_resumed",
         "inline_handed",
+        "inline_sliced_by_bytes",
     }
