@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -64,6 +65,8 @@ def check(spec: WorkflowSpec) -> list[Problem]:
     problems: list[Problem] = []
     if not spec.name.strip():
         problems.append(Problem("name", "must not be blank"))
+    if control := _control_character(spec.name):
+        problems.append(Problem("name", f"must not hold control characters ({control})"))
     if not spec.nodes:
         problems.append(Problem("nodes", "at least one root node is required"))
     viewport = spec.canvas.viewport
@@ -86,6 +89,10 @@ def check(spec: WorkflowSpec) -> list[Problem]:
             return
         if not node.name.strip():
             problems.append(Problem(where, "node names must not be blank"))
+        if control := _control_character(node.name):
+            problems.append(
+                Problem(where, f"node names must not hold control characters ({control})")
+            )
         node_id = node.node_id
         if not NODE_ID_PATTERN.match(node_id):
             problems.append(Problem(where, f"node id {node_id!r} is malformed"))
@@ -214,11 +221,21 @@ def _loop(node: WorkflowNode) -> list[str]:
     return out
 
 
+def _control_character(text: str) -> str | None:
+    """The first control character in a name, as U+XXXX; None when it has none. A NUL, an
+    escape sequence or a bell in a name reaches every client that shows it (a terminal's
+    colours, a log line cut short), and no name needs one."""
+    found = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    return None if found is None else f"U+{ord(found):04X}"
+
+
 def _router(node: WorkflowNode) -> list[str]:
     out = [] if len(node.choices) >= 2 else ["router nodes need at least 2 choices"]
     names = [c.name for c in node.choices]
     if any(not n.strip() for n in names):
         out.append("router choice names must not be empty")
+    if control := next(filter(None, map(_control_character, names)), None):
+        out.append(f"router choice names must not hold control characters ({control})")
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         out.append(f"router choice names must be unique; repeated: {', '.join(dupes)}")

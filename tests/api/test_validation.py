@@ -404,3 +404,16 @@ async def test_an_update_with_an_unknown_pool_strategy_changes_nothing(
     response = await client.put(url, json={"nodes": [bad]})
     assert_error(response, 400, "invalid_request", "nodes[0] ('A')", "poolStrategy 'random'")
     assert (await client.get(url)).json() == created.json()
+
+
+async def test_a_name_holding_a_control_character_is_refused_and_nothing_stored(
+    client: httpx.AsyncClient,
+) -> None:
+    # "a\u0000b" and a terminal escape were stored and shown to every client.
+    await _assert_rejected_and_nothing_stored(
+        client, workflow("evil\x1b[31m"), ["must not hold control characters (U+001B)"]
+    )
+    body = workflow(f"w-{uuid4().hex[:8]}", step("a\x00b"))
+    await _assert_rejected_and_nothing_stored(
+        client, body, ["node names must not hold control characters (U+0000)"]
+    )

@@ -217,6 +217,25 @@ class TestContainers:
             "nodes[0] ('n'): router choice names must be unique; repeated: x",
         ]
 
+    def test_names_hold_no_control_characters(self) -> None:
+        # A NUL, a bell or a terminal escape in a name reached every client showing it.
+        choices = [{"name": n, "steps": [echo(f"s{i}")]} for i, n in enumerate(["x", "y\x07"])]
+        assert problems(
+            echo("a") | {"name": "a\x00b"},
+            VALID["router"] | {"id": "r", "name": "r", "choices": choices},
+        ) == [
+            "nodes[0] ('a\\x00b'): node names must not hold control characters (U+0000)",
+            "nodes[1] ('r'): router choice names must not hold control characters (U+0007)",
+        ]
+        named = WorkflowSpec.model_validate({"name": "evil\x1b[31m", "nodes": [echo("a")]})
+        with pytest.raises(DefinitionError) as refused:
+            normalise(named, lambda: "id-1")
+        assert [str(p) for p in refused.value.problems] == [
+            "name: must not hold control characters (U+001B)"
+        ]
+        # Tabs and newlines are controls too; accents, emoji and joiners are not.
+        assert problems(echo("a") | {"name": "café 👩‍💻"}) == []
+
     def test_parallel_children_names_are_unique(self) -> None:
         children = [step("x", "builtin:echo"), step("y", "builtin:echo"), step("x", "builtin:echo")]
         assert problems(node("p", "parallel", children=children)) == [
