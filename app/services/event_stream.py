@@ -58,6 +58,7 @@ class RunEventFollower:
         while True:
             if self.wakeup is not None:
                 self.wakeup.clear()
+            from_watermark = cursor == self.after_id
             batch = await self.store.list_events(self.run_id, cursor, PAGE)
             fresh = [e for e in batch if e["id"] not in self._recent]
             # Asked after the read, so no event written after a revocation is sent; once
@@ -70,7 +71,10 @@ class RunEventFollower:
                 yield event
                 if event.get("type") in TERMINAL_EVENTS:
                     return
-            self._settle(now)
+            if from_watermark or self.store.ids_visible_in_order:
+                # Only what a read from the watermark covered may settle (to its last id
+                # when its page was full): a late smaller id lands among ids read then.
+                self._settle(now, batch[-1]["id"] if len(batch) == PAGE else None)
             if len(batch) == PAGE:
                 # More waiting: read on without sleeping, letting other requests in between.
                 cursor = batch[-1]["id"]
@@ -93,11 +97,13 @@ class RunEventFollower:
         else:
             await self.wakeup.wait(self.poll_seconds, IDLE_SECONDS)
 
-    def _settle(self, now: float) -> None:
+    def _settle(self, now: float, upto: int | None) -> None:
         """Move the watermark past the ids seen long enough ago that no smaller id can appear
-        (at once where the store's ids become readable in order)."""
+        (at once where the store's ids become readable in order), up to `upto` at most."""
         settle = 0.0 if self.store.ids_visible_in_order else SETTLE_SECONDS
         for event_id in sorted(self._recent):
+            if upto is not None and event_id > upto:
+                break
             if now - self._recent[event_id] < settle:
                 break
             self.after_id = max(self.after_id, event_id)
