@@ -265,6 +265,8 @@ async def start_run_workflow(
         inline_steps_yield=True,
         rejected_gates_close_node_runs=True,
         templates_keep_unicode=True,
+        deep_placement=True,
+        container_ends_complete=True,
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
         **(
             {}

@@ -215,7 +215,8 @@ class Containers:
                 iteration_outputs.clear()
             # Between iterations of a top-level loop runs have always continued as new.
             top_first = self.continuation.is_top(node) and iteration > 0
-            with scope.placed(Placement.under(scope.placement, node_run_id, iteration=iteration)):
+            outer = scope.placement if self.inp.deep_placement else None
+            with scope.placed(Placement.under(outer, node_run_id, iteration=iteration)):
                 last = await self.dispatcher.run_sequence(
                     node.children, scope, at=resume, top_first=top_first, outputs=iteration_outputs
                 )

@@ -140,6 +140,15 @@ class RunInput(CamelModel):
     # they are ("é", not "\u00e9"); set by the starter. False: a run started before renders
     # as it did, replaying as it ran.
     templates_keep_unicode: bool = False
+    # Node runs and gates carry the innermost map item and loop iteration through any
+    # containers between (a gate inside a loop its iteration, not only an iteration
+    # review); set by the starter. False: a run started before records them as it did,
+    # so its queued writes keep their sizes and its hand-offs (decided by size) replay as
+    # they ran.
+    deep_placement: bool = False
+    # A cancelled container records what it knew and a reviewer's reason, and a failed or
+    # cancelled one no output; set by the starter. False: as before, for the same reason.
+    container_ends_complete: bool = False
 
 
 class RunResult(CamelModel):

@@ -141,7 +141,8 @@ class Dispatcher:
         self.activity.enter(node_run_id, node.name)
         known: dict[str, Any] = {}
         try:
-            with scope.placed(Placement.under(scope.placement, node_run_id)):
+            outer = scope.placement if self.inp.deep_placement else None
+            with scope.placed(Placement.under(outer, node_run_id)):
                 snapshot, output = await body(node, scope, node_run_id, frame, known)
             self._check_output_size(node, output)
         except NodeSkipped as skipped:
@@ -156,9 +157,13 @@ class Dispatcher:
                 if failed.node_name == node.name
                 else f"child '{failed.node_name}' failed: {failed.error}"
             )
-            self.recorder.failed(node_run_id, node, error, **_ended_early(known))
+            ended = _ended_early(known) if self.inp.container_ends_complete else None
+            self.recorder.failed(node_run_id, node, error, **(ended or _snapshot_so_far(known)))
             raise
         except (asyncio.CancelledError, RunCancelled) as stopped:
+            if not self.inp.container_ends_complete:
+                self.recorder.cancelled(node_run_id, node)
+                raise
             # A reviewer's cancel names where and why, here as on the step it stopped at.
             why = str(stopped) if isinstance(stopped, RunCancelled) else "cancelled"
             self.recorder.cancelled(node_run_id, node, why, **_ended_early(known))

@@ -87,9 +87,8 @@ class FanOut:
         def branch(index: int, item: Any) -> Branch:
             async def run(item_scope: Scope, at: BranchFrame | None) -> Any:
                 item_scope.extra.update(item=item, index=index)
-                item_scope.placement = Placement.under(
-                    scope.placement, node_run_id, item_index=index
-                )
+                outer = scope.placement if self.inp.deep_placement else None
+                item_scope.placement = Placement.under(outer, node_run_id, item_index=index)
                 sequence = at.sequence if at is not None else None
                 return await self.dispatcher.run_sequence(node.children, item_scope, at=sequence)
 

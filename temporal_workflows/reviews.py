@@ -153,10 +153,11 @@ class Reviews:
         # Which loop iteration and map item it waits in: a map's items (one at a time
         # behind a gate) and a loop's iterations opened the same gate, and the approver
         # could not tell for which.
-        placed = self.recorder.placement_of(node_run_id) or {}
-        if req.iteration is None:
-            req.iteration = placed.get("iteration")
-        req.item_index = placed.get("item_index")
+        if self.inp.deep_placement:
+            placed = self.recorder.placement_of(node_run_id) or {}
+            if req.iteration is None:
+                req.iteration = placed.get("iteration")
+            req.item_index = placed.get("item_index")
         req.created_at = self.clock.now()
         if timeout:
             deadline = workflow.now() + timedelta(seconds=timeout)
