@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.console.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, missing_browser
 from tests.console.console import Console
-from tests.support.identity import SECRET, as_user
+from tests.support.identity import ALL_SCOPES, SECRET, as_user, bearer, token
 from tests.support.platform import Platform, executor_registry, running_platform
 
 _shots: list[Path] = []
@@ -62,6 +62,32 @@ async def jwt_platform(
         ) as platform,
     ):
         yield platform
+
+
+@pytest.fixture
+async def nested_scopes_console(
+    browser: Any, temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> AsyncIterator[Console]:
+    """A `jwt`-mode console whose tokens keep their scopes at a dotted path
+    (`realm_access.scopes`, as Keycloak nests its roles); its `api` client is alice."""
+    nested = {"scopes": " ".join(ALL_SCOPES)}
+    alice = bearer(token("alice", scope=None, realm_access=nested))
+    async with (
+        executor_registry() as registry,
+        running_platform(
+            temporal_env.client,
+            tmp_path,
+            registry,
+            settings_extra={
+                "auth_mode": "jwt",
+                "jwt_secret": SecretStr(SECRET),
+                "jwt_scopes_claim": "realm_access.scopes",
+            },
+            headers=alice,
+        ) as platform,
+        Console.open_on(browser, platform, _shots) as opened,
+    ):
+        yield opened
 
 
 @pytest.fixture

@@ -102,3 +102,25 @@ async def test_a_read_only_sign_in_is_offered_no_control_it_could_not_use(
     alice_card = alice.locator(f'article[data-run-id="{run_id}"]')
     await expect(alice_card.get_by_role("button", name="Approve")).to_be_enabled()
     await expect(alice.locator('button[data-action="pause"]')).to_be_enabled()
+
+
+async def test_scopes_kept_at_a_dotted_claim_path_are_read_as_the_api_reads_them(
+    nested_scopes_console: Console,
+) -> None:
+    # With TRELLIS_JWT_SCOPES_CLAIM=realm_access.scopes the console looked for a key of
+    # that name, found none, and offered nobody any decision or control.
+    console = nested_scopes_console
+    p = console.platform
+    review = {"requiresConfirmation": True, "confirmationMessage": "Ship it?"}
+    wf = await p.create({"name": "Nested", "nodes": [echo("ship", review), echo("done")]})
+    run_id = await p.trigger(wf)
+    await wait_for_gate(p, wf, run_id, "ship")
+    nested = {"scopes": "workflows-read workflows-control"}
+    page = console.page
+    await sign_in_as(console, page, token("alice", scope=None, realm_access=nested))
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    card = page.locator(f'article[data-run-id="{run_id}"]')
+    await expect(card.get_by_role("button", name="Approve")).to_be_enabled()
+    await expect(page.locator('button[data-action="pause"]')).to_be_enabled()
+    await card.get_by_role("button", name="Approve").click()
+    await expect(card.get_by_role("status")).to_contain_text("Approved", timeout=LIVE)

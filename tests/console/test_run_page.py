@@ -293,3 +293,16 @@ async def test_a_run_page_says_when_its_live_stream_is_lost_and_when_it_is_back(
     await approve(console.platform, wf, run_id, stepId="ship", resolution="confirm")
     badge = page.locator("[data-role=run-status] .badge")
     await expect(badge).to_have_text("completed", timeout=15_000)
+
+
+async def test_a_run_page_whose_stream_answers_404_says_it_stopped_following(
+    console: Console,
+) -> None:
+    # A stream answering 404 (the run deleted, access withdrawn) is not retried; the line
+    # said "Live updates paused … Trying again" for good.
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    page = console.page
+    await page.route("**/events", lambda route: route.fulfill(status=404, body="{}"))
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    state = page.locator("[data-role=live-state]")
+    await expect(state).to_contain_text("Live updates stopped: this run is no longer available")

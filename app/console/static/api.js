@@ -16,9 +16,26 @@ export function setScopesClaim(claim) {
  */
 export function mayUse(scope) {
   if (!session.token) return true;
-  const granted = (session.claims() || {})[scopesClaim];
-  const scopes = Array.isArray(granted) ? granted : String(granted || "").split(/\s+/);
-  return scopes.includes(scope);
+  return words(claimAt(session.claims() || {}, scopesClaim)).includes(scope);
+}
+
+/** A claim by name, or by a dotted path into nested objects, as the API reads it
+ * (`claim` in app/auth/tokens.py: `realm_access.roles`). */
+function claimAt(claims, path) {
+  if (Object.prototype.hasOwnProperty.call(claims, path)) return claims[path];
+  let value = claims;
+  for (const part of path.split(".")) {
+    if (value === null || typeof value !== "object" || Array.isArray(value) || !(part in value)) return null;
+    value = value[part];
+  }
+  return value;
+}
+
+/** Scopes from a claim, as the API's `words`: a space-separated string or a list of strings. */
+function words(value) {
+  if (typeof value === "string") return value.split(/\s+/).filter(Boolean);
+  if (Array.isArray(value)) return value.filter((v) => typeof v === "string" && v);
+  return [];
 }
 
 export function setApiBase(base) {
@@ -118,7 +135,8 @@ export async function api(path, { method = "GET", body, signal, extraHeaders = {
  * Follow a Server-Sent Events stream with fetch (EventSource cannot send a token).
  * Calls onEvent(type, data) per message; resumes after the last id on reconnect.
  * Resolves when the server ends the stream and `shouldStop()` says so, or on abort.
- * onState("live" | "lost") says whether a stream is open, so a page can say it is not.
+ * onState("live" | "lost" | "gone") says whether a stream is open, so a page can say it
+ * is not ("gone": the run answered 404, and is no longer followed).
  */
 export async function follow(path, { onEvent, shouldStop, signal, onState = () => {} }) {
   let lastId = null;
@@ -132,7 +150,10 @@ export async function follow(path, { onEvent, shouldStop, signal, onState = () =
         window.dispatchEvent(new CustomEvent("trellis:unauthorized"));
         return;
       }
-      if (response.status === 404) return;
+      if (response.status === 404) {
+        onState("gone"); // deleted, or no longer visible to this caller: nothing to retry
+        return;
+      }
       if (!response.ok) throw new Error(`stream answered ${response.status}`);
       delay = 500;
       onState("live");

@@ -16,6 +16,7 @@ const NO_CONTROL = "You may watch this run; steering it needs the workflows-cont
 const LIVE_TEXT = "Live: node statuses change as the run goes. Choose a node to see its runs.";
 // The events stream dropped (the API restarting, the network): the page says it may be
 // behind, and goes back to the first text once the stream is open again.
+const GONE_TEXT = "Live updates stopped: this run is no longer available to you (deleted, or your access was withdrawn).";
 const LOST_TEXT = "Live updates paused: the API cannot be reached. Trying again; what is shown may be out of date.";
 
 // What each control may act on (the API answers 409/400 otherwise; the buttons say so first).
@@ -66,7 +67,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   const decisions = h("section", { "aria-labelledby": "decisions-h" });
   let tree = renderTree(graph, { onSelect: selectNode });
   const treeSlot = h("div.tree-wrap", {}, tree.element);
-  const liveState = h("p.muted", { "aria-live": "polite", dataset: { role: "live-state" } }, LIVE_TEXT);
+  const liveState = h("p.muted", { "aria-live": "polite", dataset: { role: "live-state", state: "live" } }, LIVE_TEXT);
 
   add(main, 
     h("nav.crumbs", { "aria-label": "Breadcrumb" },
@@ -99,10 +100,10 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     signal: abort.signal,
     onState(state) {
       // Said once per change, so a screen reader hears a lost link and its return once.
-      const lost = state === "lost";
-      if (liveState.classList.contains("live-lost") === lost) return;
-      liveState.className = lost ? "live-lost notice notice-info" : "muted";
-      liveState.textContent = lost ? LOST_TEXT : LIVE_TEXT;
+      if (liveState.dataset.state === state) return;
+      liveState.dataset.state = state;
+      liveState.className = state === "live" ? "muted" : "notice notice-info";
+      liveState.textContent = { live: LIVE_TEXT, lost: LOST_TEXT, gone: GONE_TEXT }[state];
     },
     onEvent(type, event) {
       if (event.nodeId && event.status) tree.setStatus(event.nodeId, event.status);
