@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import uuid4
@@ -14,6 +12,7 @@ from activities.store.base import ChangedMeanwhile, DuplicateNameError, Store
 from activities.store.records import WorkflowRecord, utcnow
 from app.errors import Conflict, DuplicateEntry, NotFound
 from app.schemas.workflow import WorkflowCreate, WorkflowUpdate
+from app.services.beside_loop import beside_the_loop
 from temporal_workflows.definition import WorkflowSpec
 from temporal_workflows.validation import DefinitionError, Problem, normalise
 
@@ -53,11 +52,6 @@ class ScheduleRemover(Protocol):
     async def delete_skips(self, schedule_ids: list[str]) -> None: ...
 
 
-# One thread for every save's checks: they run one at a time (CEL's parsers are shared),
-# beside the event loop rather than on it.
-_CHECKS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="definition-checks")
-
-
 @dataclass
 class DefinitionService:
     store: Store
@@ -72,9 +66,7 @@ class DefinitionService:
         try:
             # Off the event loop: a large definition's expressions take seconds to check,
             # and every other request (probes included) waited for them.
-            spec = await asyncio.get_running_loop().run_in_executor(
-                _CHECKS, normalise, spec, new_id
-            )
+            spec = await beside_the_loop(normalise, spec, new_id)
         except DefinitionError as invalid:
             problems = list(invalid.problems)
         if check_executors:
