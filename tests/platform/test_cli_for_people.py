@@ -293,16 +293,26 @@ def test_an_output_review_shows_the_output_and_offers_only_the_decisions_it_take
 # Written by another user (a shared workflow) or by a step: rich markup that does not
 # parse, a link, and terminal control sequences (retitle the window, colour, clear screen).
 HOSTILE = "[/bold] [link=https://evil.example]x[/link] \x1b]0;owned\x07\x1b[2J\r\u202eevil"
+# Names hold no control characters (the API refuses them: a 400); markup and a bidi
+# override still reach one.
+HOSTILE_NAME = "[/bold] [link=https://evil.example]x[/link] \u202eevil"
 
 
 def test_names_and_messages_are_shown_as_text_never_as_markup_or_control_codes(
     dev: DevProcess,
 ) -> None:
     gate = {"requiresConfirmation": True, "confirmationMessage": HOSTILE}
-    step = {"name": HOSTILE, "nodeType": "step", "executorKey": "builtin:echo", "humanReview": gate}
+    step = {
+        "name": HOSTILE_NAME,
+        "nodeType": "step",
+        "executorKey": "builtin:echo",
+        "humanReview": gate,
+    }
+    refused = httpx.post(f"{dev.api_url}/api/v1/workflows", json={"name": HOSTILE, "nodes": [step]})
+    assert refused.status_code == 400, refused.text
     created = httpx.post(
         f"{dev.api_url}/api/v1/workflows",
-        json={"name": f"{HOSTILE} {uuid.uuid4().hex[:8]}", "nodes": [step]},
+        json={"name": f"{HOSTILE_NAME} {uuid.uuid4().hex[:8]}", "nodes": [step]},
     )
     assert created.status_code == 201, created.text
     workflow_id = created.json()["id"]
@@ -317,8 +327,10 @@ def test_names_and_messages_are_shown_as_text_never_as_markup_or_control_codes(
     ):
         out = ok(trellis(dev, *args, COLUMNS="1000"))  # wide: no column folds the text
         assert "[/bold] [link=https://evil.example]x[/link]" in out, args
-        assert "\\x1b]0;owned\\x07\\x1b[2J\\r\\u202eevil" in out, args
+        assert "\\u202eevil" in out, args
         assert not any(c in out for c in "\x1b\x07\r\u202e"), args
+        if args == ("approvals",):  # the gate's message, control codes and all
+            assert "\\x1b]0;owned\\x07\\x1b[2J\\r\\u202eevil" in out, out
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
