@@ -43,6 +43,11 @@ async def claim_start(store: Store, run: RunRecord) -> RunRecord:
     return await store.get_run(run.id) or run
 
 
+# `cancel_requested` is logged once per run under this key: the API logs it before it asks
+# Temporal, and a cancel of a run that never started logs it again with the run's end.
+CANCEL_REQUESTED_KEY = "cancel_requested"
+
+
 async def cancel_before_start(store: Store, run_id: str, requested_by: str) -> BeforeStart:
     """End a run whose workflow Temporal does not know as cancelled, unless a start won."""
     stamp = utcnow().isoformat().replace("+00:00", "Z")
@@ -63,7 +68,9 @@ async def cancel_before_start(store: Store, run_id: str, requested_by: str) -> B
     # starter died, or it is in flight (the caller then cancels its workflow).
     unclaimed = run.rev < START_CLAIM_REV
     rev = START_CLAIM_REV if unclaimed else CANCELLED_UNSTARTED_REV
-    if not await store.update_run(run_id, rev, changes, requested, newer_only=unclaimed):
+    if not await store.update_run(
+        run_id, rev, changes, requested, newer_only=unclaimed, event_key=CANCEL_REQUESTED_KEY
+    ):
         return "started"
     await store.append_event(
         run_id, run_event("run_cancelled", run_id=run_id, status="cancelled", timestamp=stamp)

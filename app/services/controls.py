@@ -21,7 +21,7 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.start_claim import cancel_before_start
+from activities.start_claim import CANCEL_REQUESTED_KEY, cancel_before_start
 from activities.store.base import Store
 from activities.store.records import RunRecord, utcnow
 from app.auth.acl import require_approver
@@ -47,7 +47,6 @@ UPDATE_TIMEOUT_SECONDS = 15.0
 # or a Temporal restart, and runs again within seconds (the task's timeout is 10 s).
 GATE_SETTLE_SECONDS = 12.0
 GATE_SETTLE_POLL_SECONDS = 0.25
-CANCEL_REQUESTED_KEY = "cancel_requested"
 
 
 @dataclass
@@ -152,22 +151,17 @@ class ControlService:
         """Request Temporal cancellation: in-flight steps are cancelled, then the run."""
         if run.status in TERMINAL_RUN_STATUSES:
             raise Conflict(f"Run is already {run.status}")
-        # A started run with nothing in flight (at a gate, paused) ends as soon as
-        # Temporal cancels it, and a stream closes at the run's end: the request is logged
-        # first, so it precedes the end. A run still pending logs it with its cancel in
-        # the store when its workflow never started (`_cancel_unstarted`).
-        logged = run.status != "pending"
-        if logged:
-            await self._log_cancel_requested(run)
+        # A run with nothing in flight (at a gate, paused) ends as soon as Temporal cancels
+        # it, and a stream closes at the run's end: the request is logged first, so it
+        # precedes the end. A run that never started logs it again with its cancellation
+        # in the store (`cancel_before_start`), under the same key: a repeat, not logged.
+        await self._log_cancel_requested(run)
         try:
             await self._cancel_workflow(run.id)
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise RunRefused(run.id, exc) from exc
-            if await self._cancel_unstarted(run, exc):
-                return
-        if not logged:
-            await self._log_cancel_requested(run)
+            await self._cancel_unstarted(run, exc)
 
     async def _log_cancel_requested(self, run: RunRecord) -> None:
         await self.store.append_event(
