@@ -57,16 +57,22 @@ def _decided(resolution: str, status: str) -> str:
 
 
 @router.post("/pause", dependencies=[needs(CONTROL)], responses=errors(409, s409=STATE))
-async def pause(run: RunDep, controls: ControlsDep) -> ControlResponse:
-    """Pause at the next node boundary; in-flight steps finish."""
-    result = await controls.pause(run)
+async def pause(
+    run: RunDep, controls: ControlsDep, idempotency_key: IdempotencyKey = None
+) -> ControlResponse:
+    """Pause at the next node boundary; in-flight steps finish. With an `Idempotency-Key`,
+    a repeat (its answer lost) is answered as the first was, and pauses nothing again."""
+    result = await controls.pause(run, idempotency_key)
     return ControlResponse(run_id=run.id, status=result.status, message="Run paused")
 
 
 @router.post("/resume", dependencies=[needs(CONTROL)], responses=errors(409, s409=STATE))
-async def resume(run: RunDep, controls: ControlsDep) -> ControlResponse:
-    """Continue a paused run."""
-    result = await controls.resume(run)
+async def resume(
+    run: RunDep, controls: ControlsDep, idempotency_key: IdempotencyKey = None
+) -> ControlResponse:
+    """Continue a paused run. With an `Idempotency-Key`, a repeat (its answer lost) is
+    answered as the first was, and resumes nothing again."""
+    result = await controls.resume(run, idempotency_key)
     return ControlResponse(run_id=run.id, status=result.status, message="Run resumed")
 
 

@@ -131,20 +131,30 @@ class ControlService:
             and any(r.get("stepId") == step_id for r in fresh.pending_requirements)
         )
 
-    async def pause(self, run: RunRecord) -> ControlResult:
-        if run.status not in ("running", "awaiting_approval"):
+    async def pause(self, run: RunRecord, key: str | None = None) -> ControlResult:
+        # Under a key the workflow decides (its validator refuses a paused run): a repeat
+        # whose first answer was lost finds the run paused, and is answered as the first.
+        if key is None and run.status not in ("running", "awaiting_approval"):
             raise Conflict(f"Run is {run.status}; only a running or waiting run can be paused")
-        result: ControlResult = await self._update(
-            run, PAUSE, ControlRequest(requested_by=self.who), ControlResult
-        )
-        return result
+        return await self._control(run, PAUSE, key)
 
-    async def resume(self, run: RunRecord) -> ControlResult:
-        if run.status != "paused":
+    async def resume(self, run: RunRecord, key: str | None = None) -> ControlResult:
+        if key is None and run.status != "paused":
             raise Conflict(f"Run is {run.status}; only a paused run can be resumed")
-        result: ControlResult = await self._update(
-            run, RESUME, ControlRequest(requested_by=self.who), ControlResult
-        )
+        return await self._control(run, RESUME, key)
+
+    async def _control(self, run: RunRecord, name: str, key: str | None) -> ControlResult:
+        """A pause or resume; under an `Idempotency-Key` the update's id is the caller's key,
+        so Temporal answers a repeat with the first result and applies it once."""
+        update_id = None if key is None else keyed_update_id(name, self.who, key)
+        try:
+            result: ControlResult = await self._update(
+                run, name, ControlRequest(requested_by=self.who), ControlResult, update_id
+            )
+        except RunRefused:
+            if key is not None and run.status in TERMINAL_RUN_STATUSES:
+                raise Conflict(f"Run is already {run.status}") from None
+            raise
         return result
 
     async def cancel(self, run: RunRecord) -> None:
