@@ -306,3 +306,22 @@ async def test_a_run_page_whose_stream_answers_404_says_it_stopped_following(
     await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
     state = page.locator("[data-role=live-state]")
     await expect(state).to_contain_text("Live updates stopped: this run is no longer available")
+
+
+async def test_a_pause_goes_under_an_idempotency_key(console: Console) -> None:
+    # Sent without one, a pause whose answer was lost could not be sent again as the same
+    # request: a repeat was a 409 ("Run is paused"), someone else's pause as far as the
+    # page could tell. The key is kept while the answer is lost (as retry's is).
+    p = console.platform
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    page = console.page
+    keys: list[str | None] = []
+    await page.route("**/pause", first_answer_lost(keys))
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await confirm(console, "pause")
+    await expect(page.get_by_role("alert").filter(has_text="Pause refused")).to_be_visible()
+    await p.wait(wf, run_id, {"paused"})
+    await expect(page.locator('button[data-action="pause"]')).to_be_disabled(timeout=15_000)
+    assert keys and keys[0], keys
+    events = await p.store.list_events(run_id, 0, 100)
+    assert [e["type"] for e in events].count("run_paused") == 1

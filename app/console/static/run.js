@@ -21,9 +21,9 @@ const LOST_TEXT = "Live updates paused: the API cannot be reached. Trying again;
 
 // What each control may act on (the API answers 409/400 otherwise; the buttons say so first).
 const CONTROLS = [
-  { action: "pause", label: "Pause", when: ["running", "awaiting_approval"],
+  { action: "pause", label: "Pause", when: ["running", "awaiting_approval"], keyed: true,
     text: "No new node starts until the run is resumed; steps already running finish." },
-  { action: "resume", label: "Resume", when: ["paused"], text: "The run continues where it stopped." },
+  { action: "resume", label: "Resume", when: ["paused"], keyed: true, text: "The run continues where it stopped." },
   { action: "cancel", label: "Cancel run", when: ["pending", "running", "paused", "awaiting_approval"], danger: true,
     text: "Running steps are cancelled, open gates close, and the run ends cancelled. This cannot be undone." },
   { action: "retry", label: "Retry", when: ["failed", "cancelled"], child: true,
@@ -216,7 +216,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     });
     if (!ok) return;
     try {
-      const result = await startRun(`${base}/${c.action}`, c.child);
+      const result = await startRun(`${base}/${c.action}`, c.child || c.keyed);
       if (c.child) {
         const childId = result.runId;
         fill(controlResult, notice("success", `${c.label}: started run `, runLink(childId), "."));
@@ -233,8 +233,10 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   }
 
   /** POST a control; one that starts a run carries a key kept until the API answers. */
-  async function startRun(path, startsRun) {
-    if (!startsRun) return api(path, { method: "POST" });
+  // Retry, replay and rerun start a run, pause and resume change one: each goes under an
+  // Idempotency-Key kept while its answer is lost, so pressing again applies it once.
+  async function startRun(path, keyed) {
+    if (!keyed) return api(path, { method: "POST" });
     if (!startKeys.has(path)) startKeys.set(path, newKey());
     try {
       const result = await api(path, { method: "POST", extraHeaders: { "Idempotency-Key": startKeys.get(path) } });
