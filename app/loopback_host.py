@@ -18,12 +18,22 @@ from app.platform.preflight import is_loopback
 
 
 def names_this_machine(host_header: str) -> bool:
-    """Whether `Host` (with or without its port) is a loopback address or localhost."""
+    """Whether `Host` (with or without its port) is a loopback address or localhost.
+
+    What follows the name must be a port and nothing else: `[::1]evil.com` and
+    `127.0.0.1:80@evil.com` named this machine by their first part alone."""
     host = host_header.strip().lower()
     if host.startswith("["):  # [::1]:8000
-        host = host[1 : host.find("]")] if "]" in host else host
+        end = host.find("]")
+        if end < 0:
+            return False
+        host, rest = host[1:end], host[end + 1 :]
+        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+            return False
     elif host.count(":") == 1:  # 127.0.0.1:8000, localhost:8000
-        host = host.split(":", 1)[0]
+        host, port = host.split(":", 1)
+        if not port.isdigit():
+            return False
     return host.endswith(".localhost") or is_loopback(host.rstrip("."))
 
 

@@ -260,7 +260,15 @@ class TestDevMode:
     ) -> None:
         # DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 is
         # same-origin with the dev API, and its requests carry `Host: evil.example`.
-        for host in ("evil.example", "evil.example:8000", "127.0.0.1.nip.io"):
+        # A loopback name followed by more than a port is another name (found by an audit).
+        for host in (
+            "evil.example",
+            "evil.example:8000",
+            "127.0.0.1.nip.io",
+            "[::1]evil.com",
+            "127.0.0.1:80@evil.com",
+            "[::1",
+        ):
             refused = await dev_api.get(WORKFLOWS, headers={"Host": host})
             assert_error(refused, 403, "forbidden", "addressed to this machine")
             posted = await dev_api.post(WORKFLOWS, json={}, headers={"Host": host})
