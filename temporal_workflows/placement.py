@@ -26,10 +26,12 @@ class Placement:
     ) -> Placement:
         """Where a container's children sit: under its node run, in the map item and loop
         iteration the container is in itself, bar the one a map or loop sets."""
+        item = outer.item_index if outer is not None else None
+        loop = outer.iteration if outer is not None else None
         return Placement(
             node_run_id,
-            item_index=item_index if item_index is not None else _of(outer, "item_index"),
-            iteration=iteration if iteration is not None else _of(outer, "iteration"),
+            item_index=item if item_index is None else item_index,
+            iteration=loop if iteration is None else iteration,
         )
 
     def fields(self) -> dict[str, Any]:
@@ -39,7 +41,3 @@ class Placement:
             "item_index": self.item_index,
             "iteration": self.iteration,
         }
-
-
-def _of(placement: Placement | None, name: str) -> int | None:
-    return None if placement is None else getattr(placement, name)

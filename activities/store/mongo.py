@@ -342,15 +342,19 @@ class MongoStore:
         merged = merged_node_run(from_bson_safe(doc) if doc else None, fields)
         merged.pop("_id", None)
         record = from_stored(NodeRunRecord, merged)
-        with _errors():
-            run = await self._db().runs.find_one({"_id": record.workflow_run_id}, {"_id": 1})
-        if run is None:
-            return False  # deleted with its workflow: a late write of its steps
+        # A node run new to the store needs its run there: one deleted with its workflow
+        # (its node runs too) takes no late writes of its steps. An update needs no look.
+        if doc is None and not await self._run_exists(record.workflow_run_id):
+            return False
         if not await self.upsert_node_run(record):
             return False
         for event, key in zip(events, keys, strict=True):
             await self.append_event(record.workflow_run_id, event, key)
         return True
+
+    async def _run_exists(self, run_id: str) -> bool:
+        with _errors():
+            return await self._db().runs.find_one({"_id": run_id}, {"_id": 1}) is not None
 
     async def _update_run(
         self, run_id: str, rev: int, changes: dict[str, Any], newer_only: bool

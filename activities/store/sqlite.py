@@ -419,8 +419,10 @@ class SqliteStore:
             row = conn.execute("SELECT doc FROM node_runs WHERE id = ?", (fields["id"],)).fetchone()
             merged = merged_node_run(json.loads(row[0]) if row else None, fields)
             record = from_stored(NodeRunRecord, merged)
-            if not _run_exists(conn, record.workflow_run_id):
-                return False  # deleted with its workflow: a late write of its steps
+            # A node run new to the store needs its run there: one deleted with its
+            # workflow (its node runs too) takes no late writes of its steps.
+            if row is None and not _run_exists(conn, record.workflow_run_id):
+                return False
             if conn.execute(_UPSERT_NODE_RUN, node_run_row(record)).rowcount == 0:
                 return False
             for event, key in zip(events, keys, strict=True):

@@ -188,25 +188,26 @@ class ControlService:
             key=CANCEL_REQUESTED_KEY,
         )
 
-    async def _cancel_unstarted(self, run: RunRecord, not_found: RPCError) -> bool:
-        """Cancel a run Temporal does not know in the store; False when its start won."""
+    async def _cancel_unstarted(self, run: RunRecord, not_found: RPCError) -> None:
+        """Cancel a run Temporal does not know: in the store, or in Temporal after all when
+        its start won meanwhile."""
         for _ in range(2):
             outcome = await cancel_before_start(self.store, run.id, self.who)
             if outcome == "ended":
                 raise RunRefused(run.id, not_found)
             if outcome == "cancelled":
-                return True
+                return
             try:
                 # Started after all (its workflow wrote, or a start claimed it first), or a
                 # start may be in flight: that starter cancels what it started when it
                 # reads the run cancelled.
                 await self._cancel_workflow(run.id)
-                return outcome == "overwritten"
+                return
             except RPCError as exc:
                 if exc.status != RPCStatusCode.NOT_FOUND:
                     raise RunRefused(run.id, exc) from exc
                 if outcome == "overwritten":
-                    return True
+                    return
                 not_found = exc  # a claim without a workflow yet: cancel it in the store
         raise RunRefused(run.id, not_found)
 
