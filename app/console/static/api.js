@@ -4,6 +4,10 @@ const TOKEN_KEY = "trellis.console.token";
 let apiBase = "/api/v1";
 
 let scopesClaim = "scope";
+// The scopes the console asks about (app/auth/caller.py): steering runs and deciding
+// gates, and changing definitions.
+export const CONTROL_SCOPE = "workflows-control";
+export const WRITE_SCOPE = "workflows-write";
 
 /** Where the platform's tokens keep their scopes (the console's config says). */
 export function setScopesClaim(claim) {

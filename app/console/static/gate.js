@@ -1,6 +1,6 @@
 // One open gate as a card with its decision form, generated from the requirement.
 
-import { api, ApiError, requestKeys, mayUse } from "./api.js";
+import { api, ApiError, requestKeys, mayUse, CONTROL_SCOPE } from "./api.js";
 import { h, newId, notice, jsonBlock, duration, announce, add } from "./dom.js";
 import { jsonEditor } from "./jsoneditor.js";
 import { inputFields } from "./inputform.js";
@@ -56,7 +56,7 @@ export function gateCard(item, { onDecided, onDismissed, headingLevel = "h2", sh
       pausedBadge(item.runStatus)),
     item.message ? h("p.message", {}, item.message) : null,
     meta,
-    mayUse("workflows-control")
+    mayUse(CONTROL_SCOPE)
       ? decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink })
       : notice("info", "You may see this gate but not decide it: deciding needs the "
         + "workflows-control scope, which your sign-in lacks."));

@@ -1,7 +1,7 @@
 // The run page: status, controls, open gates, the definition tree with live node statuses
 // (Server-Sent Events), each node's runs, lineage and a link to the Temporal Web UI.
 
-import { api, follow, ApiError, newKey, mayUse } from "./api.js";
+import { api, follow, ApiError, newKey, mayUse, CONTROL_SCOPE } from "./api.js";
 import { h, fill, badge, facts, when, duration, jsonBlock, notice, announce, add } from "./dom.js";
 import { renderTree } from "./tree.js";
 import { syncGates, tickClocks } from "./gate.js";
@@ -9,9 +9,8 @@ import { confirmDialog } from "./dialog.js";
 
 // How many of a node's runs (loop iterations, retries) its detail shows.
 const NODE_RUNS_SHOWN = 20;
-// Steering a run (and deciding its gates) needs this scope: without it the controls are
-// offered disabled, saying why, rather than refused after a click.
-export const CONTROL_SCOPE = "workflows-control";
+// Steering a run (and deciding its gates) needs CONTROL_SCOPE: without it the controls
+// are offered disabled, saying why, rather than refused after a click.
 const NO_CONTROL = "You may watch this run; steering it needs the workflows-control scope, which your sign-in lacks.";
 const LIVE_TEXT = "Live: node statuses change as the run goes. Choose a node to see its runs.";
 // The events stream dropped (the API restarting, the network): the page says it may be

@@ -1,7 +1,7 @@
 // One workflow: its state, a trigger form, its runs by status, its versions with a diff,
 // and its definition tree.
 
-import { api, ApiError, requestKeys, mayUse } from "./api.js";
+import { api, ApiError, requestKeys, mayUse, CONTROL_SCOPE } from "./api.js";
 import { h, fill, notice, query, when, newId, badge, facts, add } from "./dom.js";
 import { toggleButton } from "./workflows.js";
 import { renderTree } from "./tree.js";
@@ -51,7 +51,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
 
   function renderTrigger() {
     const errors = h("div", { "aria-live": "assertive" });
-    const may = mayUse("workflows-control");
+    const may = mayUse(CONTROL_SCOPE);
     const send = h("button.primary", { type: "submit", disabled: !wf.enabled || !may }, "Trigger run");
     const editor = jsonEditor({
       label: "Initial input (JSON object)", name: "initialInput", value: {}, rows: 6, expect: "object",

@@ -1,6 +1,6 @@
 // The workflows page: search, page through, enable or disable.
 
-import { api, ApiError, mayUse } from "./api.js";
+import { api, ApiError, mayUse, WRITE_SCOPE } from "./api.js";
 import { h, fill, notice, query, when, newId, announce, add } from "./dom.js";
 
 const PER_PAGE = 20;
@@ -61,7 +61,7 @@ export async function renderWorkflows(main, _params, { search, navigate }) {
 /** An enable/disable switch (a button with aria-pressed) that toggles through the API. */
 export function toggleButton(wf, onChange) {
   // Switching needs workflows-write: without it the switch shows the state, disabled.
-  const may = mayUse("workflows-write");
+  const may = mayUse(WRITE_SCOPE);
   const button = h("button.toggle", {
     type: "button", "aria-pressed": String(wf.enabled), "aria-label": `${wf.name} enabled`,
     disabled: !may, title: may ? null : "Switching needs the workflows-write scope, which your sign-in lacks",
