@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import httpx
@@ -35,6 +36,10 @@ BUILTIN_KEYS = frozenset({ECHO, TRANSFORM, HTTP, DELAY})
 # Retrying these 4xx can succeed (timeout, rate limit), so they stay retryable.
 _RETRYABLE_4XX = {408, 425, 429}
 MAX_DELAY_SECONDS = 7 * 86_400
+# What HTTP/1.1 lets a header's name be (RFC 9110's token), and the ASCII text httpx
+# sends as its value: anything else would fail every attempt alike.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 
 class BuiltinExecutor:
@@ -71,7 +76,7 @@ class BuiltinExecutor:
         timeout = _number(cfg.get("timeout", 30), "timeout")
         if timeout == 0:  # every attempt would time out before it connected
             raise PermanentError("builtin:http config.timeout must be a positive number")
-        sent = {str(k): str(v) for k, v in headers.items()}
+        sent = _checked_headers(headers)
         # The step's key, unless the config sets its own (any capitalisation).
         if not any(k.lower() == IDEMPOTENCY_HEADER.lower() for k in sent):
             sent[IDEMPOTENCY_HEADER] = call.idempotency_key
@@ -191,3 +196,23 @@ def _body(response: httpx.Response, content: bytes) -> Any:
         return json.loads(content)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return content.decode(response.encoding or "utf-8", "replace")
+
+
+def _checked_headers(headers: dict[Any, Any]) -> dict[str, str]:
+    """The config's headers as sent, or a permanent error naming the first bad one (never
+    quoting its value: it may be a secret)."""
+    sent: dict[str, str] = {}
+    for key, value in headers.items():
+        name, text = str(key), str(value)
+        if not _HEADER_NAME.fullmatch(name):
+            raise PermanentError(
+                f"builtin:http config.headers {name!r} is not a valid header name"
+                " (letters, digits and !#$%&'*+-.^_`|~ only)"
+            )
+        if not _HEADER_VALUE.fullmatch(text):
+            raise PermanentError(
+                f"builtin:http config.headers {name!r}: a header's value must be"
+                " ASCII text without line breaks"
+            )
+        sent[name] = text
+    return sent

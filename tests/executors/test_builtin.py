@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from activities.executors.base import PermanentError, TransientError
@@ -23,6 +23,10 @@ def http_peer() -> Iterator[str]:
     @app.post("/status/{code}")
     async def status(code: int, body: dict[str, object]) -> JSONResponse:
         return JSONResponse({"got": body}, status_code=code)
+
+    @app.get("/headers")
+    async def echo_headers(request: Request) -> dict[str, str]:
+        return dict(request.headers)
 
     served = ServedApp(app).start()
     yield served.base_url
@@ -94,6 +98,41 @@ async def test_http_with_a_zero_timeout_is_permanent(
     config = {"method": "POST", "url": f"{http_peer}/status/200", "json": {}, "timeout": 0}
     with pytest.raises(PermanentError, match=r"config\.timeout must be a positive number"):
         await registry.execute(make_call("builtin:http", config))
+
+
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [
+        ({"X-Token": "\u2026"}, "value must be ASCII text"),
+        ({"X-Token": "s3cret\r\nX-Evil: 1"}, "value must be ASCII text"),
+        ({"X Token": "s3cret-1"}, "not a valid header name"),
+        ({"": "s3cret-2"}, "not a valid header name"),
+        ({"X-\u00d6": "s3cret-3"}, "not a valid header name"),
+    ],
+)
+async def test_http_with_a_header_it_cannot_send_is_permanent(
+    registry: ExecutorRegistry,
+    make_call: MakeCall,
+    http_peer: str,
+    headers: dict[str, str],
+    reason: str,
+) -> None:
+    # Every attempt would fail alike (an encoding error, a protocol error): a config
+    # error, named, with the header's value (maybe a secret) not quoted.
+    config = {"method": "POST", "url": f"{http_peer}/status/200", "json": {}, "headers": headers}
+    with pytest.raises(PermanentError, match=reason) as raised:
+        await registry.execute(make_call("builtin:http", config))
+    assert "config.headers" in str(raised.value)
+    assert all(v not in str(raised.value) for v in headers.values() if v)
+
+
+async def test_http_sends_plain_header_values_as_given(
+    registry: ExecutorRegistry, make_call: MakeCall, http_peer: str
+) -> None:
+    config = {"url": f"{http_peer}/headers", "headers": {"X-Token": "abc 1\t2", "X-N": 7}}
+    outcome = await registry.execute(make_call("builtin:http", config))
+    assert outcome.output["body"]["x-token"] == "abc 1\t2"
+    assert outcome.output["body"]["x-n"] == "7"
 
 
 async def test_delay_sleeps_and_heartbeats(registry: ExecutorRegistry, make_call: MakeCall) -> None:
