@@ -10,7 +10,7 @@ from typing import Any
 
 import jwt
 
-from app.auth.token_rules import HMAC_ALGORITHM, MIN_SECRET_BYTES, TokenSettingsError
+from app.auth.token_rules import HMAC_ALGORITHM, TokenSettingsError, check_jwt_secret
 from app.settings import Settings
 
 DEFAULT_TTL_SECONDS = 3600
@@ -32,8 +32,7 @@ def mint_token(
             "TRELLIS_JWT_SECRET is not set; `trellis token` signs with it (HS256)"
         )
     secret = settings.jwt_secret.get_secret_value()
-    if len(secret.encode()) < MIN_SECRET_BYTES:
-        raise TokenSettingsError(f"TRELLIS_JWT_SECRET must be at least {MIN_SECRET_BYTES} bytes")
+    check_jwt_secret(secret)
     if not sub.strip():
         raise TokenSettingsError("--sub must not be empty")
     if ttl_seconds <= 0:

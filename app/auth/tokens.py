@@ -14,7 +14,7 @@ from typing import Any
 import jwt
 
 from app.auth.caller import Caller
-from app.auth.token_rules import HMAC_ALGORITHM, MIN_SECRET_BYTES, TokenSettingsError
+from app.auth.token_rules import HMAC_ALGORITHM, TokenSettingsError, check_jwt_secret
 from app.errors import NotAuthenticated, ServiceUnavailable
 
 KEY_SET_ALGORITHMS = frozenset({"RS256", "ES256"})
@@ -50,10 +50,8 @@ class TokenVerifier:
                 "TRELLIS_AUTH_MODE=jwt needs TRELLIS_JWT_SECRET (HS256) or "
                 "TRELLIS_JWT_JWKS_URL (RS256/ES256 keys of your identity provider)"
             )
-        if secret and len(secret.encode()) < MIN_SECRET_BYTES:
-            raise TokenSettingsError(
-                f"TRELLIS_JWT_SECRET must be at least {MIN_SECRET_BYTES} bytes"
-            )
+        if secret:
+            check_jwt_secret(secret)
         self._secret = secret
         self._key_set = (
             jwt.PyJWKClient(

@@ -11,6 +11,7 @@ from app.auth.token_rules import TokenSettingsError
 from app.auth.tokens import ClaimNames, TokenVerifier
 from app.errors import NotAuthenticated
 from tests.support.identity import SECRET, token
+from tests.support.processes import REPO
 
 
 async def test_scopes_may_be_a_space_separated_string_or_a_list() -> None:
@@ -55,6 +56,17 @@ def test_jwt_mode_needs_a_secret_or_a_key_set() -> None:
         TokenVerifier()
     with pytest.raises(TokenSettingsError, match="at least 32 bytes"):
         TokenVerifier(secret="short")
+
+
+def test_the_env_examples_placeholder_secret_is_refused() -> None:
+    # Long enough, but printed in the repository: anyone could sign tokens with it.
+    example = (REPO / ".env.example").read_text()
+    placeholder = example.split("TRELLIS_JWT_SECRET=", 1)[1].splitlines()[0].strip()
+    assert len(placeholder.encode()) >= 32
+    with pytest.raises(TokenSettingsError, match="placeholder"):
+        TokenVerifier(secret=placeholder)
+    with pytest.raises(TokenSettingsError, match="placeholder"):
+        TokenVerifier(secret="CHANGE-ME" + "x" * 40)
 
 
 def test_the_verifier_never_shows_its_secret() -> None:
