@@ -137,6 +137,11 @@ def test_readme_quickstart_runs_a_workflow_to_completion(second_run: DevProcess)
     assert result.returncode == 0, result.stderr
     assert '"status": "completed"' in result.stdout
     assert '"greeting": "Hello, Ada!"' in result.stdout
+    # Run again, as the README says a user may: step 1's 409 is shown, not a traceback.
+    again = subprocess.run(["bash", "-euc", script], capture_output=True, text=True, timeout=60)
+    assert again.returncode != 0
+    assert "A workflow named 'Hello Trellis' already exists" in again.stderr
+    assert "Traceback" not in again.stderr
 
 
 def test_the_api_process_serves_the_console(second_run: DevProcess) -> None:
