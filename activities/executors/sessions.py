@@ -20,13 +20,14 @@ import jsonschema
 import mcp_types
 from jsonschema.protocols import Validator
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
+from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from activities.executors.base import IDEMPOTENCY_META_KEY, PermanentError
 from activities.executors.catalog_file import McpServerSpec
 from activities.executors.service_token import acting_for
+from activities.executors.stderr_tail import StderrTail
 
 CONNECT_TIMEOUT_SECONDS = 15.0
 # How Trellis introduces itself in the handshake (the SDK's default says `mcp 0.1.0`).
@@ -97,7 +98,9 @@ class McpSession:
         # A refused tool call's HTTP status and reason, by the call's idempotency key.
         self._refusals: dict[str, tuple[int, str]] = {}
 
-    async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
+    async def _connect(
+        self, stack: contextlib.AsyncExitStack, stderr: StderrTail | None = None
+    ) -> Client:
         """A connected client; what it holds closes with `stack`."""
         if self.spec.url:
             # The catalog's headers go on every request of this server's session.
@@ -114,8 +117,14 @@ class McpSession:
                 self.spec.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES
             )
         else:
-            target = _isolated(self.spec, self.search_path)
-        return await stack.enter_async_context(Client(target, cache=None, client_info=CLIENT_INFO))
+            assert stderr is not None
+            target = stdio_client(_isolated(self.spec, self.search_path), errlog=stderr.writer)
+        try:
+            client = Client(target, cache=None, client_info=CLIENT_INFO)
+            return await stack.enter_async_context(client)
+        finally:
+            if stderr is not None:
+                stderr.spawned()
 
     async def _note_refusal(self, response: httpx2.Response) -> None:
         """Keep the HTTP status a tool call was refused with (413 for too large a request,
@@ -168,9 +177,16 @@ class McpSession:
                 raise
 
     async def _serve(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
-        async with contextlib.AsyncExitStack() as stack:
-            ready.set_result(await self._connect(stack))
-            await stop.wait()
+        stderr = None if self.spec.url else StderrTail(self.spec.id)
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                ready.set_result(await self._connect(stack, stderr))
+                await stop.wait()
+        except Exception as exc:
+            # A stdio server that ended before its handshake: its stderr says why.
+            if stderr is not None and not ready.done():
+                raise await stderr.explained(exc) from exc
+            raise
 
     async def tools(self, refresh: bool = False) -> dict[str, mcp_types.Tool]:
         """The server's tools by name (listed once per connection unless refreshed)."""

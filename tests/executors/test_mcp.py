@@ -225,6 +225,34 @@ async def test_a_cancelled_call_leaves_a_stdio_session_serving_the_next(
         await registry.close()
 
 
+# A stdio server that cannot start: Python's own error for a module that is not there.
+NOT_STARTING = (
+    "import sys; sys.stderr.write('Traceback (most recent call last):\\n"
+    "ModuleNotFoundError: No module named my_tools\\n'); sys.exit(1)"
+)
+
+
+async def test_a_stdio_server_that_cannot_start_is_reported_with_its_stderr(
+    make_call: MakeCall, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The SDK alone says "Connection closed"; why is in what the server wrote to stderr.
+    spec = McpServerSpec(id="local", command=[sys.executable, "-c", NOT_STARTING], tools=("x",))
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        with caplog.at_level("INFO", logger="trellis.mcp"):
+            await registry.catalog.refresh()
+        [server] = registry.catalog.servers()
+        assert server.status == "down"
+        assert server.error is not None
+        assert "Connection closed" in server.error
+        assert "No module named my_tools" in server.error
+        assert "MCP server local stderr: ModuleNotFoundError" in caplog.text
+        with pytest.raises(TransientError, match="No module named my_tools"):
+            await registry.execute(make_call("local/x", {}))
+    finally:
+        await registry.close()
+
+
 async def test_arguments_the_server_refuses_as_invalid_params_are_not_retried(
     make_call: MakeCall,
 ) -> None:
