@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from activities.store.access import Grant, WorkflowAccess
 from activities.store.records import (
+    GatedRun,
     NodeRunRecord,
     RunHeader,
     RunRecord,
@@ -139,11 +140,12 @@ class Store(Protocol):
     async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
         """Runs not in a terminal status that started before the given time (reconciler)."""
 
-    async def list_runs_with_status(
+    async def list_gated_runs(
         self, status: str, limit: int, viewer: Viewer = None
-    ) -> list[RunRecord]:
-        """Runs in one status, oldest first (the approvals inbox); with a `viewer`, only runs
-        of workflows one of its principals may VIEW."""
+    ) -> list[GatedRun]:
+        """Runs in one status that have open gates, oldest first, at most `limit` (the
+        approvals inbox, the gates gauge); with a `viewer`, only runs of workflows one of
+        its principals may VIEW."""
 
     # -- node runs ---------------------------------------------------------
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:

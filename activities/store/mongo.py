@@ -43,6 +43,7 @@ from activities.store.mongo_values import (
     write_bson_safe,
 )
 from activities.store.records import (
+    GatedRun,
     NodeRunRecord,
     RunHeader,
     RunRecord,
@@ -408,19 +409,20 @@ class MongoStore:
         }
         return await self._find_runs(filter_, limit=0)
 
-    async def list_runs_with_status(
+    async def list_gated_runs(
         self, status: str, limit: int, viewer: Viewer = None
-    ) -> list[RunRecord]:
+    ) -> list[GatedRun]:
         if limit <= 0:  # as in SQLite; MongoDB would read limit(0) as "no limit"
             return []
-        filter_: Doc = {"status": status}
+        # `.0` exists: the list of open gates is not empty.
+        filter_: Doc = {"status": status, "pending_requirements.0": {"$exists": True}}
         if viewer is not None:
             with _errors():
                 visible = await self._db().workflows.distinct(
                     "_id", {"viewers": {"$in": sorted(viewer)}}
                 )
             filter_["workflow_definition_id"] = {"$in": visible}
-        return await self._find_runs(filter_, limit=limit)
+        return [GatedRun.of(run) for run in await self._find_runs(filter_, limit=limit)]
 
     async def _find_runs(self, filter_: Doc, limit: int) -> list[RunRecord]:
         """Runs matching a filter, oldest first; `limit` 0 means all."""

@@ -5,6 +5,7 @@ Stored snake_case (`to_document`), served camelCase by the API through the same 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -13,7 +14,7 @@ from pydantic import ConfigDict, Field
 from activities.store.access import LEGACY_OWNER, Grant
 from temporal_workflows.base import CamelModel
 from temporal_workflows.contracts import Identity
-from temporal_workflows.definition import WorkflowSpec
+from temporal_workflows.definition import WorkflowSpec, iter_nodes
 from temporal_workflows.read_model import NodeRunStatus, RunStatus
 
 
@@ -101,6 +102,41 @@ class RunHeader(StoredModel):
 class RunRecord(RunHeader):
     # The definition as the run was started with it (the largest part of a run).
     definition_snapshot: WorkflowSpec
+
+
+@dataclass(frozen=True)
+class GatedRun:
+    """A run with open gates, as the approvals inbox and the gates gauge read it: its
+    gates and, by step id, who may decide them; not its definition snapshot, whose
+    parsing made a large inbox cost a second."""
+
+    id: str
+    workflow_definition_id: str
+    workflow_name: str
+    status: str
+    pending_requirements: list[dict[str, Any]]
+    # Step id -> the approvers its humanReview names (a step without any is not here).
+    approvers: dict[str, list[str]]
+
+    @classmethod
+    def of(cls, run: RunRecord) -> GatedRun:
+        """From a whole run (what a store without JSON functions reads)."""
+        return cls(
+            id=run.id,
+            workflow_definition_id=run.workflow_definition_id,
+            workflow_name=run.definition_snapshot.name,
+            status=run.status,
+            pending_requirements=run.pending_requirements,
+            approvers={
+                node.id: list(node.human_review.approvers)
+                for node in reversed(iter_nodes(run.definition_snapshot.nodes))
+                if node.id and node.human_review is not None and node.human_review.approvers
+            },
+        )
+
+    def approvers_of(self, step_id: str) -> list[str]:
+        """Who may decide the gates of `step_id` (empty: anyone who may control the run)."""
+        return self.approvers.get(step_id, [])
 
 
 class NodeRunRecord(StoredModel):

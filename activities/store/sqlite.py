@@ -37,6 +37,7 @@ from activities.store.documents import (
     stored_run_changes,
 )
 from activities.store.records import (
+    GatedRun,
     NodeRunRecord,
     RunHeader,
     RunRecord,
@@ -45,6 +46,7 @@ from activities.store.records import (
     WorkflowVersionRecord,
 )
 from activities.store.search_text import search_fold
+from activities.store.sqlite_gates import GATED_RUN_COLUMNS, gated_run
 from activities.store.sqlite_reader import SqliteReader
 from activities.store.sqlite_rows import (
     NODE_RUN_COLUMNS,
@@ -386,16 +388,18 @@ class SqliteStore:
             )
         return _runs(rows)
 
-    async def list_runs_with_status(
+    async def list_gated_runs(
         self, status: str, limit: int, viewer: Viewer = None
-    ) -> list[RunRecord]:
+    ) -> list[GatedRun]:
         visible = "" if viewer is None else " AND " + _visible("workflow_definition_id", viewer)
         async with self._read() as db:
             rows = await db.execute_fetchall(
-                f"SELECT doc FROM runs WHERE status = ?{visible} ORDER BY started_at, id LIMIT ?",
+                f"SELECT {GATED_RUN_COLUMNS} FROM runs WHERE status = ?{visible}"
+                " AND json_array_length(doc, '$.pending_requirements') > 0"
+                " ORDER BY started_at, id LIMIT ?",
                 (status, *sorted(viewer or ()), limit),
             )
-        return _runs(rows)
+        return [gated_run(row) for row in rows]
 
     # -- node runs -----------------------------------------------------------
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:

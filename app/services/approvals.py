@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from activities.store.base import Store
-from activities.store.records import RunRecord
-from app.auth.acl import approvers_of, may_decide, viewer_of
+from activities.store.records import GatedRun
+from app.auth.acl import may_decide, viewer_of
 from app.auth.caller import Caller
 from app.schemas.control import ApprovalItem, ApprovalPage
 from app.schemas.workflow import Pagination
@@ -27,27 +27,31 @@ class ApprovalService:
         they may see (workflow, run, step, message, age, deadline, approvers)."""
         viewer = viewer_of(caller)
         runs = [
-            *await self.store.list_runs_with_status("awaiting_approval", MAX_SCANNED_RUNS, viewer),
-            *await self.store.list_runs_with_status("paused", MAX_SCANNED_RUNS, viewer),
+            *await self.store.list_gated_runs("awaiting_approval", MAX_SCANNED_RUNS, viewer),
+            *await self.store.list_gated_runs("paused", MAX_SCANNED_RUNS, viewer),
         ]
         gates = [
-            (run, req, approvers_of(run, req["stepId"]))
+            (_created(req), run, req, who)
             for run in runs
             for req in run.pending_requirements
+            if may_decide(caller, who := run.approvers_of(req["stepId"]))
         ]
-        items = sorted(
-            (_item(run, req, who) for run, req, who in gates if may_decide(caller, who)),
-            key=lambda i: (i.created_at or NEVER, i.run_id, i.step_id),
-        )
+        # Sorted by what the gates hold; only the page's are made into answers.
+        gates.sort(key=lambda g: (g[0] or NEVER, g[1].id, g[2]["stepId"]))
         start = (page - 1) * per_page
         return ApprovalPage(
-            approvals=items[start : start + per_page],
-            pagination=Pagination.of(len(items), page, per_page),
+            approvals=[_item(*gate) for gate in gates[start : start + per_page]],
+            pagination=Pagination.of(len(gates), page, per_page),
         )
 
 
-def _item(run: RunRecord, req: dict[str, Any], approvers: list[str]) -> ApprovalItem:
-    created = _parse(req.get("createdAt"))
+def _created(req: dict[str, Any]) -> datetime | None:
+    return _parse(req.get("createdAt"))
+
+
+def _item(
+    created: datetime | None, run: GatedRun, req: dict[str, Any], approvers: list[str]
+) -> ApprovalItem:
     message = (
         req.get("confirmationMessage")
         or req.get("userInputMessage")
@@ -56,7 +60,7 @@ def _item(run: RunRecord, req: dict[str, Any], approvers: list[str]) -> Approval
     )
     return ApprovalItem(
         workflow_id=run.workflow_definition_id,
-        workflow_name=run.definition_snapshot.name,
+        workflow_name=run.workflow_name,
         run_id=run.id,
         run_status=run.status,
         step_id=req["stepId"],

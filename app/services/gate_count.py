@@ -20,7 +20,6 @@ async def open_gates_by_workflow(store: Store) -> dict[str, int]:
     """How many gates wait for a decision, by workflow (definition) id."""
     counts: Counter[str] = Counter()
     for status in STATUSES_WITH_GATES:
-        for run in await store.list_runs_with_status(status, MAX_SCANNED_RUNS):
-            if run.pending_requirements:
-                counts[run.workflow_definition_id] += len(run.pending_requirements)
+        for run in await store.list_gated_runs(status, MAX_SCANNED_RUNS):
+            counts[run.workflow_definition_id] += len(run.pending_requirements)
     return dict(counts)

@@ -35,12 +35,8 @@ def workflow(name: str | None = None, **fields: Any) -> WorkflowRecord:
 def run(workflow_id: str, **fields: Any) -> RunRecord:
     fields.setdefault("id", new_id())
     fields.setdefault("started_at", T0)
-    return RunRecord(
-        workflow_definition_id=workflow_id,
-        workflow_version=1,
-        definition_snapshot=spec(),
-        **fields,
-    )
+    fields.setdefault("definition_snapshot", spec())
+    return RunRecord(workflow_definition_id=workflow_id, workflow_version=1, **fields)
 
 
 def node_run(run_id: str, **fields: Any) -> NodeRunRecord:

@@ -102,13 +102,15 @@ async def test_runs_by_status_only_of_visible_workflows(store: Store) -> None:
     theirs = workflow(owner="carol")
     for record in (mine, theirs):
         await store.create_workflow(record)
-    mine_run = run(mine.id, status="awaiting_approval")
-    for record in (mine_run, run(theirs.id, status="awaiting_approval")):
+    gate = [{"stepId": "step-1", "kind": "confirmation"}]
+    mine_run = run(mine.id, status="awaiting_approval", pending_requirements=gate)
+    theirs_run = run(theirs.id, status="awaiting_approval", pending_requirements=gate)
+    for record in (mine_run, theirs_run):
         await store.insert_run(record)
-    visible = await store.list_runs_with_status("awaiting_approval", 10, ALICE)
+    visible = await store.list_gated_runs("awaiting_approval", 10, ALICE)
     assert [r.id for r in visible] == [mine_run.id]
-    assert len(await store.list_runs_with_status("awaiting_approval", 10)) == 2
-    assert await store.list_runs_with_status("awaiting_approval", 10, frozenset()) == []
+    assert len(await store.list_gated_runs("awaiting_approval", 10)) == 2
+    assert await store.list_gated_runs("awaiting_approval", 10, frozenset()) == []
 
 
 async def test_grants_set_over_what_was_read_are_refused_once_they_changed(store: Store) -> None:

@@ -5,6 +5,14 @@ from __future__ import annotations
 import pytest
 
 from activities.store.base import ChangedMeanwhile, DuplicateNameError, Store
+from activities.store.records import GatedRun
+from temporal_workflows.definition import (
+    HumanReview,
+    LoopConfig,
+    RouterChoice,
+    WorkflowNode,
+    WorkflowSpec,
+)
 from tests.store.builders import at, new_id, node_run, run, workflow
 from tests.store.conftest import StoreFactory
 
@@ -386,14 +394,64 @@ class TestRuns:
         active = await store.list_active_runs(at(5))
         assert [r.id for r in active] == [old_running.id, old_paused.id]
 
-    async def test_runs_with_status_are_oldest_first_and_limited(self, store: Store) -> None:
+    async def test_gated_runs_are_oldest_first_and_limited(self, store: Store) -> None:
         wf = new_id()
-        waiting = [run(wf, status="awaiting_approval", started_at=at(i)) for i in (3, 1, 2)]
+        gate = [{"stepId": "step-1", "kind": "confirmation"}]
+        waiting = [
+            run(wf, status="awaiting_approval", started_at=at(i), pending_requirements=gate)
+            for i in (3, 1, 2)
+        ]
         for r in waiting:
             await store.insert_run(r)
         await store.insert_run(run(wf, status="running", started_at=at(0)))
-        items = await store.list_runs_with_status("awaiting_approval", 2)
+        # A run in the status with no open gate (paused between steps) is not one.
+        await store.insert_run(run(wf, status="awaiting_approval", started_at=at(0)))
+        items = await store.list_gated_runs("awaiting_approval", 2)
         assert [r.id for r in items] == [waiting[1].id, waiting[2].id]
+        assert items[0] == GatedRun.of(waiting[1])
+        assert items[0].pending_requirements == gate and items[0].approvers == {}
+        assert await store.list_gated_runs("awaiting_approval", 0) == []
+
+    async def test_gated_runs_name_each_steps_approvers(self, store: Store) -> None:
+        # Approvers of steps at the top, nested in a loop and in a router's choice, read
+        # without the snapshot; a `human_review` inside a step's config is no gate's.
+        review = {"requires_confirmation": True}
+        nested = WorkflowNode(
+            id="inner", name="Inner", node_type="step", executor_key="echo",
+            human_review=HumanReview(**review, approvers=["role:ops"]),
+            config={"human_review": {"approvers": ["user:mallory"]}, "id": "chosen"},
+        )  # fmt: skip
+        chosen = WorkflowNode(
+            id="chosen", name="Chosen", node_type="step", executor_key="echo",
+            human_review=HumanReview(**review, approvers=["user:carol", "user:dave"]),
+        )  # fmt: skip
+        snapshot = WorkflowSpec(
+            name="Reviewed \u00e9 \"quoted\"",
+            nodes=[
+                WorkflowNode(
+                    id="top", name="Top", node_type="step", executor_key="echo",
+                    human_review=HumanReview(**review, approvers=["user:bob"]),
+                ),
+                WorkflowNode(id="open", name="Open", node_type="step", executor_key="echo",
+                             human_review=HumanReview(**review)),
+                WorkflowNode(id="loop", name="Loop", node_type="loop", children=[nested],
+                             loop_config=LoopConfig(max_iterations=2)),
+                WorkflowNode(id="route", name="Route", node_type="router",
+                             choices=[RouterChoice(name="a", steps=[chosen])]),
+            ],
+        )  # fmt: skip
+        gates = [{"stepId": i, "kind": "confirmation"} for i in ("top", "inner", "chosen")]
+        record = run(
+            new_id(), status="paused", definition_snapshot=snapshot, pending_requirements=gates
+        )
+        await store.insert_run(record)
+        [got] = await store.list_gated_runs("paused", 10)
+        assert got == GatedRun.of(record)
+        assert got.workflow_name == snapshot.name
+        assert got.approvers == {
+            "top": ["user:bob"], "inner": ["role:ops"], "chosen": ["user:carol", "user:dave"],
+        }  # fmt: skip
+        assert got.approvers_of("open") == []
 
 
 class TestNodeRuns:
