@@ -245,9 +245,7 @@ class Reconciler:
         """Start pending runs whose workflow Temporal does not know (the API died mid-start)."""
         corrected: list[str] = []
         cutoff = datetime.now(UTC) - self._never_started_after
-        for run in await self._store.list_active_runs(cutoff):
-            if run.status != "pending":
-                continue
+        for run in await self._store.list_unstarted_runs(cutoff):
             try:
                 await self._client.get_workflow_handle(run.id).describe()
                 continue

@@ -137,8 +137,9 @@ class Store(Protocol):
     ) -> tuple[list[RunHeader], int]:
         """Newest first (by startedAt), without their definition snapshots."""
 
-    async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
-        """Runs not in a terminal status that started before the given time (reconciler)."""
+    async def list_unstarted_runs(self, started_before: datetime) -> list[RunRecord]:
+        """Runs still `pending` that were recorded before the given time, oldest first: the
+        reconciler's look for runs the API recorded but never started."""
 
     async def list_gated_runs(
         self, status: str, limit: int, viewer: Viewer = None

@@ -51,7 +51,6 @@ from activities.store.records import (
     WorkflowVersionRecord,
 )
 from activities.store.search_text import search_fold
-from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 Doc = dict[str, Any]
 # Large payloads are kept in chunks well below MongoDB's 16 MB document limit.
@@ -69,6 +68,12 @@ _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
     ("workflow_versions", [("workflow_id", ASCENDING), ("version", ASCENDING)], {"unique": True}),
     ("runs", [("started_at", DESCENDING), ("_id", DESCENDING)], {}),
     ("runs", [("workflow_definition_id", ASCENDING), ("started_at", DESCENDING)], {}),
+    # A workflow's runs in one status (a status filter, as SQLite's index of them).
+    (
+        "runs",
+        [("workflow_definition_id", ASCENDING), ("status", ASCENDING), ("started_at", DESCENDING)],
+        {},
+    ),
     ("runs", [("status", ASCENDING), ("started_at", ASCENDING)], {}),
     ("runs", [("parent_run_id", ASCENDING), ("started_at", DESCENDING)], {}),
     ("runs", [("idempotency_key", ASCENDING)], {}),
@@ -402,11 +407,8 @@ class MongoStore:
             docs = await cursor.to_list()
         return [_record(RunHeader, d) for d in docs], total
 
-    async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
-        filter_ = {
-            "status": {"$nin": sorted(TERMINAL_RUN_STATUSES)},
-            "started_at": {"$lt": iso_utc(started_before)},
-        }
+    async def list_unstarted_runs(self, started_before: datetime) -> list[RunRecord]:
+        filter_ = {"status": "pending", "started_at": {"$lt": iso_utc(started_before)}}
         return await self._find_runs(filter_, limit=0)
 
     async def list_gated_runs(

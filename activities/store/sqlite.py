@@ -60,7 +60,6 @@ from activities.store.sqlite_rows import (
     workflow_row,
 )
 from activities.store.sqlite_schema import migrate
-from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 T = TypeVar("T")
 M = TypeVar("M", bound=StoredModel)
@@ -378,13 +377,12 @@ class SqliteStore:
             )
         return [_load(RunHeader, r[0]) for r in rows], total[0] if total else 0
 
-    async def list_active_runs(self, started_before: datetime) -> list[RunRecord]:
-        terminal = sorted(TERMINAL_RUN_STATUSES)
+    async def list_unstarted_runs(self, started_before: datetime) -> list[RunRecord]:
         async with self._read() as db:
             rows = await db.execute_fetchall(
-                f"SELECT doc FROM runs WHERE status NOT IN ({marks(len(terminal))})"
-                " AND started_at < ? ORDER BY started_at, id",
-                (*terminal, iso_utc(started_before)),
+                "SELECT doc FROM runs WHERE status = 'pending' AND started_at < ?"
+                " ORDER BY started_at, id",
+                (iso_utc(started_before),),
             )
         return _runs(rows)
 

@@ -380,19 +380,21 @@ class TestRuns:
         items, total = await store.list_runs(None, parent_run_id=parent.id)
         assert ([r.id for r in items], total) == ([children[1].id, children[0].id], 2)
 
-    async def test_active_runs_are_unfinished_and_started_before(self, store: Store) -> None:
+    async def test_unstarted_runs_are_pending_and_recorded_before(self, store: Store) -> None:
         wf = new_id()
-        old_running = run(wf, status="running", started_at=at(1))
-        old_paused = run(wf, status="paused", started_at=at(2))
+        first = run(wf, status="pending", started_at=at(1))
+        second = run(wf, status="pending", started_at=at(2))
         for r in (
-            old_paused,
-            old_running,
+            second,
+            first,
+            run(wf, status="running", started_at=at(1)),
+            run(wf, status="paused", started_at=at(1)),
             run(wf, status="completed", started_at=at(1)),
-            run(wf, status="running", started_at=at(10)),
+            run(wf, status="pending", started_at=at(10)),
         ):
             await store.insert_run(r)
-        active = await store.list_active_runs(at(5))
-        assert [r.id for r in active] == [old_running.id, old_paused.id]
+        unstarted = await store.list_unstarted_runs(at(5))
+        assert [r.id for r in unstarted] == [first.id, second.id]
 
     async def test_gated_runs_are_oldest_first_and_limited(self, store: Store) -> None:
         wf = new_id()
