@@ -129,6 +129,13 @@ class Catalog:
         if slash and server_id in self._servers:
             if self._offers(server_id, tool):
                 return ExecutorRef(kind="mcp", key=key, server_id=server_id, tool_name=tool)
+            info = self._servers[server_id]
+            if info.status == "down" and self._server_specs[server_id].tools is None:
+                # Nothing is known of what it offers: say why, not that it offers nothing.
+                return (
+                    f"MCP server {server_id!r} is down, so its tool {tool!r} cannot be"
+                    f" checked: {info.error}"
+                )
             return f"MCP server {server_id!r} offers no tool {tool!r}"
         servers = [sid for sid in self._servers if self._offers(sid, key)]
         is_agent = key in self._agent_specs

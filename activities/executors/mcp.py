@@ -7,6 +7,7 @@ permanent; `isError` results, protocol and connection failures are retryable.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -68,6 +69,11 @@ class McpExecutor:
                 result = await session.call_tool(tool_name, arguments, meta=meta)
             except Exception as exc:
                 reason = self._redact(describe_error(exc))
+                if _OUTSIDE_OUTPUT_SCHEMA.match(str(exc)) and isinstance(exc, RuntimeError):
+                    # The SDK checked the answer against the tool's own output schema.
+                    raise PermanentError(
+                        f"MCP tool {tool_name!r} answered outside its own output schema: {exc}"
+                    ) from None
                 if connection_lost(exc):
                     await session.reset()
                 else:  # an answer: perhaps "unknown tool", the listing being stale
@@ -111,6 +117,14 @@ async def _unless_gone(session: McpSession, server_id: str, tool_name: str) -> N
 # session ("Session terminated"), a stream it could not parse.
 _CONNECTION_LOST = frozenset(
     {mcp_types.CONNECTION_CLOSED, mcp_types.INVALID_REQUEST, mcp_types.PARSE_ERROR}
+)
+
+
+# What the SDK raises (a RuntimeError, no type of its own) when a tool's answer does not
+# match the tool's own output schema: the server's fault, and the tool has run.
+_OUTSIDE_OUTPUT_SCHEMA = re.compile(
+    r"Tool \S.* has an output schema but did not return structured content"
+    r"|Invalid structured content returned by tool |Invalid schema for tool "
 )
 
 

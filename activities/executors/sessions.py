@@ -66,6 +66,29 @@ def _call_key(body: bytes) -> str | None:
     return key if message.get("method") == "tools/call" and isinstance(key, str) else None
 
 
+def _method(body: bytes) -> str:
+    """The JSON-RPC method of a request body ("request" when it names none)."""
+    try:
+        method = json.loads(body).get("method")
+    except (ValueError, AttributeError):
+        return "request"
+    return method if isinstance(method, str) else "request"
+
+
+class HandshakeRefused(Exception):
+    """The server answered the handshake or a listing with an HTTP error status (a wrong
+    token's 401, a legacy SSE server's 405), where the SDK says only "Server returned an
+    error response"."""
+
+    def __init__(self, status: int, reason: str, method: str) -> None:
+        said = f"HTTP {status} {reason}".strip()
+        hint = (
+            " (a legacy SSE server? Trellis speaks MCP's streamable HTTP)" if status == 405 else ""
+        )
+        super().__init__(f"{said} to {method}{hint}")
+        self.status = status
+
+
 def _isolated(spec: McpServerSpec, search_path: str) -> StdioServerParameters:
     """Spawn parameters giving a stdio server only its entry's env and PATH.
 
@@ -97,6 +120,8 @@ class McpSession:
         self._validators: dict[str, Validator] = {}
         # A refused tool call's HTTP status and reason, by the call's idempotency key.
         self._refusals: dict[str, tuple[int, str]] = {}
+        # The last request other than a tool call refused with an HTTP status.
+        self._refused: HandshakeRefused | None = None
 
     async def _connect(
         self, stack: contextlib.AsyncExitStack, stderr: StderrTail | None = None
@@ -140,6 +165,20 @@ class McpSession:
             if len(self._refusals) >= REFUSALS_KEPT:
                 self._refusals.clear()
             self._refusals[key] = (response.status_code, response.reason_phrase)
+        else:
+            self._refused = HandshakeRefused(
+                response.status_code, response.reason_phrase, _method(body)
+            )
+
+    def _named(self, exc: BaseException) -> BaseException:
+        """The SDK's stand-in for an HTTP error status, replaced by the status it stands in
+        for; any other error as it is."""
+        refused, self._refused = self._refused, None
+        inner = exc  # anyio's task groups wrap what they raise
+        while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+            inner = inner.exceptions[0]
+        stand_in = isinstance(inner, MCPError) and (inner.code, inner.message) == SDK_STAND_IN
+        return refused if stand_in and refused is not None else exc
 
     def _authenticate(self, request: httpx2.Request) -> httpx2.Request:
         # Looked up per request, so a session opened before `auth` was set still uses it.
@@ -159,9 +198,12 @@ class McpSession:
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
                     self._client = await ready
-            except BaseException:
+            except BaseException as exc:
                 await self._drop()
-                raise
+                named = self._named(exc)
+                if named is exc:
+                    raise
+                raise named from None
             return self._client
 
     async def _own(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
@@ -195,7 +237,13 @@ class McpSession:
             listed: list[mcp_types.Tool] = []
             cursor: str | None = None
             while True:
-                page = await client.list_tools(cursor=cursor)
+                try:
+                    page = await client.list_tools(cursor=cursor)
+                except MCPError as exc:
+                    named = self._named(exc)
+                    if named is exc:
+                        raise
+                    raise named from None
                 listed += page.tools
                 cursor = page.next_cursor
                 if not cursor:

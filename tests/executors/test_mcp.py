@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from activities.executors.base import PermanentError, TransientError
@@ -132,6 +136,33 @@ async def test_a_tool_publishing_an_invalid_input_schema_is_permanent(make_call:
         served.stop()
 
 
+async def test_an_answer_outside_the_tools_own_output_schema_is_permanent(
+    make_call: MakeCall,
+) -> None:
+    # The tool ran (its effects happened) and answered against its own schema: a retry
+    # would run it again for the same answer. The session it came over stays open.
+    stats = McpStats()
+    server = build_mcp_server(stats)
+    tool = server._tool_manager.get_tool("echo")
+    assert tool is not None
+    tool.output_schema = {
+        "type": "object",
+        "properties": {"total": {"type": "integer"}},
+        "required": ["total"],
+    }
+    served = ServedApp(server.streamable_http_app()).start()
+    spec = McpServerSpec(id="badout", url=f"{served.base_url}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        with pytest.raises(PermanentError, match=r"'echo' answered outside its own output schema"):
+            await registry.execute(make_call("badout/echo", {"text": "x"}))
+        assert registry.catalog.sessions.get("badout").connects == 1
+    finally:
+        await registry.close()
+        served.stop()
+
+
 async def test_unreachable_server_is_retryable(make_call: MakeCall) -> None:
 
     spec = McpServerSpec(id="down", url=f"http://127.0.0.1:{free_port()}/mcp", tools=("echo",))
@@ -223,6 +254,46 @@ async def test_a_cancelled_call_leaves_a_stdio_session_serving_the_next(
         assert registry.catalog.sessions.get("piped").connects == 1
     finally:
         await registry.close()
+
+
+def _refusing() -> ASGIApp:
+    """An HTTP server that refuses every request as a wrong token is refused."""
+
+    async def refuse(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("no", status_code=401)
+
+    return Starlette(routes=[Route("/mcp", refuse, methods=["GET", "POST", "DELETE"])])
+
+
+@pytest.mark.parametrize(
+    ("app", "path", "said"),
+    [
+        (_refusing, "/mcp", "HTTP 401 Unauthorized to initialize"),
+        # MCP's legacy SSE transport takes no POST at its stream's URL.
+        (
+            lambda: build_mcp_server(McpStats()).sse_app(),
+            "/sse",
+            "HTTP 405 Method Not Allowed to initialize (a legacy SSE server?",
+        ),
+    ],
+)
+async def test_a_handshake_refused_with_an_http_status_names_it(
+    make_call: MakeCall, app: Callable[[], ASGIApp], path: str, said: str
+) -> None:
+    # The SDK says only "Server returned an error response" for the handshake.
+    served = ServedApp(app()).start()
+    spec = McpServerSpec(id="refusing", url=f"{served.base_url}{path}", tools=("echo",))
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        [server] = registry.catalog.servers()
+        assert server.status == "down" and server.error is not None
+        assert said in server.error
+        with pytest.raises(TransientError, match=re.escape(said)):
+            await registry.execute(make_call("refusing/echo", {"text": "x"}))
+    finally:
+        await registry.close()
+        served.stop()
 
 
 # A stdio server that cannot start: Python's own error for a module that is not there.
@@ -395,6 +466,20 @@ async def test_a_key_no_listed_server_offers_is_retryable_while_a_server_is_down
     finally:
         await registry.close()
         await registry.catalog.close()
+
+
+async def test_a_key_naming_a_server_that_is_down_says_so_not_that_it_offers_nothing() -> None:
+    # What a down server offers is unknown: a save's check must not say "offers no tool".
+    spec = McpServerSpec(id="late", url=f"http://127.0.0.1:{free_port()}/mcp")
+    catalog = Catalog(CatalogFile(servers=(spec,)))
+    try:
+        await catalog.refresh()
+        found = catalog.resolution("late/add")
+        assert isinstance(found, str)
+        assert found.startswith("MCP server 'late' is down, so its tool 'add' cannot be checked: ")
+        assert "offers no tool" not in found
+    finally:
+        await catalog.close()
 
 
 async def test_an_unknown_key_is_permanent_when_every_server_answered(
