@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import shutil
+from collections.abc import AsyncIterator
 from importlib.metadata import version as package_version
 from typing import Any
 
@@ -102,6 +103,15 @@ def _isolated(spec: McpServerSpec, search_path: str) -> StdioServerParameters:
     return StdioServerParameters(command=program, args=[*unset, "--", *spec.command], env=env)
 
 
+@contextlib.asynccontextmanager
+async def _watched(transport: Any, session: McpSession) -> AsyncIterator[Any]:
+    """A stdio transport whose read stream the session keeps, to see it end: the server's
+    stdout closes when it exits, which the SDK notices only at the next request."""
+    async with transport as streams:
+        session._stdio_stream = streams[0]
+        yield streams
+
+
 class McpSession:
     """One connection to one MCP server; connects lazily, reconnects after `reset`."""
 
@@ -122,6 +132,8 @@ class McpSession:
         self._refusals: dict[str, tuple[int, str]] = {}
         # The last request other than a tool call refused with an HTTP status.
         self._refused: HandshakeRefused | None = None
+        # A stdio server's stream of messages to us (`_watched`).
+        self._stdio_stream: Any = None
 
     async def _connect(
         self, stack: contextlib.AsyncExitStack, stderr: StderrTail | None = None
@@ -143,7 +155,8 @@ class McpSession:
             )
         else:
             assert stderr is not None
-            target = stdio_client(_isolated(self.spec, self.search_path), errlog=stderr.writer)
+            params = _isolated(self.spec, self.search_path)
+            target = _watched(stdio_client(params, errlog=stderr.writer), self)
         try:
             client = Client(target, cache=None, client_info=CLIENT_INFO)
             return await stack.enter_async_context(client)
@@ -187,7 +200,8 @@ class McpSession:
     async def client(self) -> Client:
         """The connected client, connecting first when needed."""
         async with self._lock:
-            if self._client is not None and self._owner is not None and not self._owner.done():
+            owned = self._owner is not None and not self._owner.done()
+            if self._client is not None and owned and not self._server_exited():
                 return self._client
             await self._drop()
             loop = asyncio.get_running_loop()
@@ -205,6 +219,15 @@ class McpSession:
                     raise
                 raise named from None
             return self._client
+
+    def _server_exited(self) -> bool:
+        """Whether a stdio server's stdout has closed (it exited, or was killed, while no
+        call was out): the next call connects afresh rather than fail on the old session."""
+        stream = self._stdio_stream
+        if stream is None:
+            return False
+        statistics = getattr(stream, "statistics", None)
+        return statistics is not None and statistics().open_send_streams == 0
 
     async def _own(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         # This task outlives the call that started it and serves every run: it must not act
@@ -291,6 +314,7 @@ class McpSession:
 
     async def _drop(self) -> None:
         self._client = None
+        self._stdio_stream = None
         self._tools = None
         self._validators = {}
         owner, self._owner = self._owner, None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -294,6 +296,29 @@ async def test_a_handshake_refused_with_an_http_status_names_it(
     finally:
         await registry.close()
         served.stop()
+
+
+async def test_a_stdio_server_that_exited_while_idle_is_started_again_for_the_next_call(
+    make_call: MakeCall,
+) -> None:
+    # Its session looked open until a call failed on it ("Connection closed"): with no
+    # retries left, the run failed though nothing was wrong but an idle server's exit.
+    command = [sys.executable, "-m", "tests.peers.mcp_server", "--stdio"]
+    spec = McpServerSpec(id="piped", command=command)
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.refresh()
+        first = await registry.execute(make_call("piped/process_id", {}))
+        os.kill(first.output["result"], signal.SIGKILL)
+        session = registry.catalog.sessions.get("piped")
+        await eventually(session._server_exited)
+        outcome = await registry.execute(make_call("piped/echo", {"text": "after"}))
+        assert outcome.output == {"result": "after"}
+        second = await registry.execute(make_call("piped/process_id", {}))
+        assert second.output["result"] != first.output["result"]
+        assert session.connects == 2
+    finally:
+        await registry.close()
 
 
 # A stdio server that cannot start: Python's own error for a module that is not there.

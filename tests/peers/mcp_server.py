@@ -100,6 +100,10 @@ def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
     def refuses_arguments(value: int = 0) -> str:
         raise MCPError(INVALID_PARAMS, f"value {value} is not one this server takes")
 
+    @server.tool(description="This server's process id (a test stops it by it).")
+    def process_id() -> int:
+        return os.getpid()
+
     @server.tool(description="The environment variables this server's process has.")
     def environment() -> dict[str, str]:
         return dict(os.environ)
