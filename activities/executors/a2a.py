@@ -37,6 +37,7 @@ from a2a.types.a2a_pb2 import (
     TaskState,
     TaskStatus,
 )
+from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict
 
 from activities.executors.agent_card import fetch_card
@@ -63,6 +64,9 @@ TERMINAL = {
 INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
 # The heartbeat detail naming the task this attempt follows: {"agent": …, "id": …}.
 TASK_PROGRESS_KEY = "a2aTask"
+# The protocol bindings Trellis speaks, in the order it prefers them when an agent serves
+# several: JSON-RPC, else A2A's REST binding (gRPC needs a channel the catalog cannot give).
+BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
 POLL_SECONDS = (0.1, 0.25, 0.5, 1.0)
 # How long a stream may stay open after its task's last event before it is closed (read
 # to its end meanwhile, in the background: the step does not wait for it).
@@ -146,14 +150,28 @@ class A2AExecutor:
             return await self._call(call, name)
 
     async def _call(self, call: StepCall, name: str) -> Any:
+        card = None
         try:
             card = await self.card(name)
             client = self._clients.get(name)
             if client is None:
-                config = ClientConfig(httpx_client=self._http, streaming=True)
+                config = ClientConfig(
+                    httpx_client=self._http,
+                    streaming=True,
+                    # JSON-RPC wherever the agent serves it, else A2A's REST binding.
+                    supported_protocol_bindings=list(BINDINGS),
+                    use_client_preference=True,
+                )
                 client = self._clients[name] = ClientFactory(config).create(card)
         except Exception as exc:
             reason = self._catalog.redacted(describe_error(exc))
+            served = {i.protocol_binding for i in card.supported_interfaces} if card else set()
+            if served and not served & set(BINDINGS):
+                # The card says so: no attempt can reach it until the agent serves another.
+                raise PermanentError(
+                    f"A2A agent {name!r} serves only {', '.join(sorted(served))}; Trellis"
+                    f" speaks {' and '.join(BINDINGS)}"
+                ) from None
             raise TransientError(f"A2A agent {name!r} unreachable: {reason}") from None
         request = SendMessageRequest(message=_message(call, name))
         # Without streaming, ask for the task at once and poll it (so it can be cancelled).

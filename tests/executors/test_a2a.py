@@ -347,6 +347,42 @@ async def test_the_worker_log_never_quotes_an_agents_password(
     assert all("pa55word" not in line for line in [*logged, str(info.value)]), logged
 
 
+async def test_an_agent_serving_only_a2as_rest_binding_is_called_over_it(
+    make_call: MakeCall,
+) -> None:
+    # The client spoke JSON-RPC only: "no compatible transports found", retried each time.
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    spec = AgentSpec("rested", binding="HTTP+JSON")
+    served = ServedApp(agents_app([spec], base, AgentStats()), port=port).start()
+    agent = A2AAgentSpec(name="rested", url=f"{base}/agents/rested/")
+    registry = ExecutorRegistry(Catalog(CatalogFile(agents=(agent,))), http_policy=LOOPBACK_ALLOWED)
+    try:
+        outcome = await registry.execute(make_call("rested", {"text": "over REST"}))
+    finally:
+        await registry.close()
+        served.stop()
+    assert outcome.output["agent"] == "rested"
+    assert outcome.output["config"] == {"text": "over REST"}, outcome.output
+
+
+async def test_an_agent_serving_no_binding_trellis_speaks_is_permanent(
+    make_call: MakeCall,
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    spec = AgentSpec("grpc-only", binding="GRPC")
+    served = ServedApp(agents_app([spec], base, AgentStats()), port=port).start()
+    agent = A2AAgentSpec(name="grpc-only", url=f"{base}/agents/grpc-only/")
+    registry = ExecutorRegistry(Catalog(CatalogFile(agents=(agent,))), http_policy=LOOPBACK_ALLOWED)
+    try:
+        with pytest.raises(PermanentError, match="serves only GRPC; Trellis speaks JSONRPC and"):
+            await registry.execute(make_call("grpc-only", {"text": "x"}))
+    finally:
+        await registry.close()
+        served.stop()
+
+
 async def test_an_agent_whose_url_carries_a_query_is_called_with_it(
     peers: Peers, make_call: MakeCall
 ) -> None:

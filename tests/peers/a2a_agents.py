@@ -28,6 +28,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes.rest_routes import create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
@@ -54,6 +55,8 @@ class AgentSpec:
     linger_seconds: float = 0.0
     # Required in every request's query string ("sig=abc"): the agent's URL carries it.
     query: str = ""
+    # The protocol binding it serves: A2A's JSON-RPC, or its REST one ("HTTP+JSON").
+    binding: str = "JSONRPC"
 
 
 @dataclass
@@ -152,7 +155,7 @@ def agent_card(spec: AgentSpec, url: str) -> AgentCard:
         description=f"Trellis test agent ({spec.kind})",
         version="1.0.0",
         supported_interfaces=[
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
+            AgentInterface(url=url, protocol_binding=spec.binding, protocol_version="1.0")
         ],
         capabilities=AgentCapabilities(streaming=spec.streaming),
         default_input_modes=["text/plain", "application/json"],
@@ -178,7 +181,12 @@ def agents_app(specs: list[AgentSpec], base_url: str, stats: AgentStats) -> Star
             task_store=InMemoryTaskStore(),
             agent_card=card,
         )
-        routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/")
+        served_routes = (
+            create_rest_routes(handler)
+            if spec.binding == "HTTP+JSON"
+            else create_jsonrpc_routes(handler, rpc_url="/")
+        )
+        routes = create_agent_card_routes(card) + served_routes
         app = _served(spec, Starlette(routes=routes), stats)
         mounts.append(Mount(f"/agents/{spec.name}", app=app))
     return Starlette(routes=mounts)
