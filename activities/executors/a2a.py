@@ -188,6 +188,9 @@ class A2AExecutor:
             self._clients.pop(name, None)  # a broken client is rebuilt from a fresh card
             reason = self._catalog.redacted(describe_error(exc))
             raise TransientError(f"A2A agent {name!r} call failed: {reason}") from None
+        if isinstance(reply, Task) and reply.status.state in INTERRUPTED:
+            # The step cannot answer it and goes on without it: the agent need not wait.
+            await self._cancel_remote(client, reply.id, name)
         return _outcome(name, reply)
 
     async def _cancel_remote(self, client: Client, task_id: str, name: str) -> None:

@@ -167,10 +167,13 @@ async def test_an_agent_that_never_answers_for_its_card_is_unreachable_soon(
 
 
 async def test_input_required_is_a_failed_attempt_saying_so(
-    registry: ExecutorRegistry, make_call: MakeCall
+    registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
 ) -> None:
+    before = peers.agent_stats.cancellations["input-agent"]
     with pytest.raises(TransientError, match=r"input-required.*Which plan"):
         await registry.execute(make_call("input-agent"))
+    # The task the step leaves is cancelled, not left waiting at the agent for an answer.
+    assert peers.agent_stats.cancellations["input-agent"] == before + 1
 
 
 async def test_unreachable_agent_is_retryable(
