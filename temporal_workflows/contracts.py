@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from temporal_workflows.base import CamelModel
 from temporal_workflows.definition import WorkflowSpec
@@ -72,6 +72,13 @@ class ResumePoint(CamelModel):
 
 
 class RunInput(CamelModel):
+    # A field this code does not know is refused, not dropped: it is a later release's
+    # switch (a flag below), and a run started by that release replayed without it here
+    # (a rollback) would run differently from its history, then fail back on that
+    # release. Refused, its workflow task fails and is retried until a worker that knows
+    # the field takes it: the run waits, nothing diverges.
+    model_config = ConfigDict(**CamelModel.model_config, extra="forbid")
+
     run_id: str
     workflow_id: str
     workflow_version: int
