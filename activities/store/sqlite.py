@@ -261,17 +261,24 @@ class SqliteStore:
         return True
 
     async def delete_workflow(self, workflow_id: str) -> bool:
-        runs = "SELECT id FROM runs WHERE workflow_definition_id = ?"
-        async with self._write() as db:
-            await db.execute(f"DELETE FROM events WHERE run_id IN ({runs})", (workflow_id,))
-            await db.execute(
-                f"DELETE FROM node_runs WHERE workflow_run_id IN ({runs})", (workflow_id,)
-            )
-            await db.execute("DELETE FROM runs WHERE workflow_definition_id = ?", (workflow_id,))
-            await db.execute("DELETE FROM workflow_versions WHERE workflow_id = ?", (workflow_id,))
-            await db.execute("DELETE FROM workflow_viewers WHERE workflow_id = ?", (workflow_id,))
-            cursor = await db.execute("DELETE FROM workflows WHERE id = ?", (workflow_id,))
-            return cursor.rowcount > 0
+        # Runs go a batch per transaction, each with its node runs and events: every other
+        # write (each step of each run) waits for one batch, not for the whole workflow (a
+        # workflow of 42,000 runs held them 12 s). The workflow goes last, with the runs
+        # left, so a delete cut short leaves it there, fewer runs, for the next to finish.
+        while True:
+            async with self._write() as db:
+                rows = await db.execute_fetchall(
+                    "SELECT id FROM runs WHERE workflow_definition_id = ? LIMIT ?",
+                    (workflow_id, DELETE_BATCH_RUNS),
+                )
+                ids = [row[0] for row in rows]
+                await _delete_runs(db, ids)
+                if len(ids) == DELETE_BATCH_RUNS:
+                    continue
+                for table, column in _WORKFLOW_ROWS:
+                    await db.execute(f"DELETE FROM {table} WHERE {column} = ?", (workflow_id,))
+                cursor = await db.execute("DELETE FROM workflows WHERE id = ?", (workflow_id,))
+                return cursor.rowcount > 0
 
     async def get_workflow_version(
         self, workflow_id: str, version: int
@@ -754,6 +761,25 @@ async def _put_viewers(db: aiosqlite.Connection, workflow_id: str, principals: l
         "INSERT INTO workflow_viewers (principal, workflow_id) VALUES (?, ?)",
         [(principal, workflow_id) for principal in principals],
     )
+
+
+# Runs deleted per transaction when their workflow is (`delete_workflow`).
+DELETE_BATCH_RUNS = 500
+# What else goes with a workflow, in its last transaction (its runs went before).
+_WORKFLOW_ROWS = (
+    ("workflow_versions", "workflow_id"),
+    ("workflow_viewers", "workflow_id"),
+)
+
+
+async def _delete_runs(db: aiosqlite.Connection, ids: list[str]) -> None:
+    """Delete these runs with their node runs and events."""
+    if not ids:
+        return
+    held = marks(len(ids))
+    await db.execute(f"DELETE FROM events WHERE run_id IN ({held})", ids)
+    await db.execute(f"DELETE FROM node_runs WHERE workflow_run_id IN ({held})", ids)
+    await db.execute(f"DELETE FROM runs WHERE id IN ({held})", ids)
 
 
 def _runs(rows: Any) -> list[RunRecord]:

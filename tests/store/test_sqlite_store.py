@@ -424,3 +424,36 @@ async def test_indexes_change_without_the_schema_version_so_a_rollback_opens_the
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert {"runs_workflow_started_id", "runs_status_started_id"} <= names
     assert not names & {"runs_workflow_started", "runs_status_started"}
+
+
+async def test_deleting_a_workflow_lets_other_writes_in_between_its_batches_of_runs(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One transaction held every writer (each step of each run) for the whole delete:
+    # 12 s for a workflow of 42,000 runs.
+    monkeypatch.setattr("activities.store.sqlite.DELETE_BATCH_RUNS", 2)
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        doomed, other = workflow(), workflow()
+        await store.create_workflow(doomed)
+        await store.create_workflow(other)
+        runs = [run(doomed.id, started_at=at(i)) for i in range(41)]
+        for r in runs:
+            await store.insert_run(r)
+            await store.upsert_node_run(node_run(r.id))
+            await store.append_event(r.id, {"type": "run_started"})
+        deleting = asyncio.create_task(store.delete_workflow(doomed.id))
+        await asyncio.sleep(0)  # it has begun its first batch
+        late = run(other.id)
+        await store.insert_run(late)
+        assert not deleting.done()  # the write went in between two batches
+        assert await deleting is True
+        assert await store.get_workflow(doomed.id) is None
+        assert all([await store.get_run(r.id) is None for r in runs])
+        assert await store.list_node_runs([r.id for r in runs]) == []
+        assert await store.list_events(runs[0].id, 0, 10) == []
+        assert await store.get_run(late.id) is not None
+        assert await store.delete_workflow(doomed.id) is False
+    finally:
+        await store.close()
