@@ -10,6 +10,7 @@ directory (prometheus-client's multiprocess mode, `PROMETHEUS_MULTIPROC_DIR`, se
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,11 @@ log = logging.getLogger("trellis.metrics")
 MULTIPROC_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 # Most requests take milliseconds; a live event stream's duration is its lifetime.
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+# Open gates are counted from the store at most this often; scrapes in between get the
+# last count. `/metrics` needs no token, and a store with thousands of open gates costs
+# its count tens of milliseconds on the API's loop: a flood of scrapes must not be a
+# flood of counts. A scraper's interval (15 s by default) is far longer.
+GATES_COUNTED_EVERY_SECONDS = 1.0
 
 
 class OpenGates(Collector):
@@ -76,15 +82,19 @@ class ApiMetrics:
             registry = CollectorRegistry()
             MultiProcessCollector(registry, path=multiprocess_dir)  # type: ignore[no-untyped-call]
         self.open_gates = OpenGates()
+        self._gates_counted_at = -GATES_COUNTED_EVERY_SECONDS
         registry.register(self.open_gates)
         self._registry = registry
 
     async def scrape(self, store: Store, accept: str | None) -> tuple[bytes, str]:
         """The exposition in the format the scraper accepts, and its content type."""
-        try:
-            self.open_gates.by_workflow = await open_gates_by_workflow(store)
-        except Exception as exc:
-            log.warning("trellis_gates_open left out of this scrape: the store failed: %s", exc)
-            self.open_gates.by_workflow = None
+        now = time.monotonic()
+        if now - self._gates_counted_at >= GATES_COUNTED_EVERY_SECONDS:
+            self._gates_counted_at = now
+            try:
+                self.open_gates.by_workflow = await open_gates_by_workflow(store)
+            except Exception as exc:
+                log.warning("trellis_gates_open left out of this scrape: the store failed: %s", exc)
+                self.open_gates.by_workflow = None
         encoder, content_type = choose_encoder(accept or "")
         return encoder(self._registry), content_type

@@ -3,13 +3,17 @@ store, open to scrapers in jwt mode, and never part of the OpenAPI document."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import load_catalog
 from activities.store.factory import open_store
+from app.api_metrics import GATES_COUNTED_EVERY_SECONDS
 from tests.builders import echo
 from tests.hitl.helpers import approve, start, wait_for_gate
 from tests.metrics.conftest import Metered
@@ -52,15 +56,35 @@ async def test_requests_are_labelled_by_route_template_never_by_their_ids(
     assert run_id not in text and wf not in text
 
 
-async def test_open_gates_are_read_from_the_store_at_each_scrape(metered: Metered) -> None:
+async def test_open_gates_are_read_from_the_store_at_most_once_a_second(
+    metered: Metered, monkeypatch: pytest.MonkeyPatch
+) -> None:
     p = metered.platform
     wf, run_id = await start(p, [echo("send", {"requiresConfirmation": True})])
     await wait_for_gate(p, wf, run_id, "send")
+    counts = 0
+    real = p.store.list_gated_runs
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal counts
+        counts += 1
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(p.store, "list_gated_runs", counted)
+    # A minute between counts, for this part: no scrape below comes late enough for two.
+    monkeypatch.setattr("app.api_metrics.GATES_COUNTED_EVERY_SECONDS", 60.0)
+    await asyncio.sleep(GATES_COUNTED_EVERY_SECONDS)  # past the count of a scrape before
     waiting = (await p.api.get("/metrics")).text
     assert value(waiting, "trellis_gates_open", workflow_id=wf) == 1
+    reads = counts
+    assert reads > 0
+    for _ in range(20):  # a flood of scrapes: no more counts of the store
+        assert value((await p.api.get("/metrics")).text, "trellis_gates_open", workflow_id=wf) == 1
+    assert counts == reads
 
     assert (await approve(p, wf, run_id, stepId="send", resolution="confirm")).status_code == 200
     await p.wait(wf, run_id)
+    monkeypatch.setattr("app.api_metrics.GATES_COUNTED_EVERY_SECONDS", 0.0)
     decided = (await p.api.get("/metrics")).text
     assert value(decided, "trellis_gates_open", workflow_id=wf) == 0  # not a vanished series
 
