@@ -46,7 +46,7 @@ from activities.store.records import (
     WorkflowVersionRecord,
 )
 from activities.store.search_text import search_fold
-from activities.store.sqlite_gates import GATED_RUN_COLUMNS, gated_run
+from activities.store.sqlite_gates import GateReader, gated_runs_query
 from activities.store.sqlite_reader import SqliteReader
 from activities.store.sqlite_rows import (
     NODE_RUN_COLUMNS,
@@ -78,6 +78,8 @@ class SqliteStore:
         self._busy_timeout_ms = busy_timeout_ms
         self._db: aiosqlite.Connection | None = None
         self._reader: SqliteReader | None = None
+        # Workflow versions' approvers, read once each (sqlite_gates.py).
+        self._gates = GateReader()
         # One connection is shared by concurrent requests: the lock keeps one coroutine's
         # statements from landing inside another's open transaction.
         self._lock = asyncio.Lock()
@@ -399,12 +401,9 @@ class SqliteStore:
         visible = "" if viewer is None else " AND " + _visible("workflow_definition_id", viewer)
         async with self._read() as db:
             rows = await db.execute_fetchall(
-                f"SELECT {GATED_RUN_COLUMNS} FROM runs WHERE status = ?{visible}"
-                " AND json_array_length(doc, '$.pending_requirements') > 0"
-                " ORDER BY started_at, id LIMIT ?",
-                (status, *sorted(viewer or ()), limit),
+                gated_runs_query(visible), (status, *sorted(viewer or ()), limit)
             )
-        return [gated_run(row) for row in rows]
+            return await self._gates.gated_runs(db, rows)
 
     # -- node runs -----------------------------------------------------------
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:

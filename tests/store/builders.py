@@ -36,7 +36,8 @@ def run(workflow_id: str, **fields: Any) -> RunRecord:
     fields.setdefault("id", new_id())
     fields.setdefault("started_at", T0)
     fields.setdefault("definition_snapshot", spec())
-    return RunRecord(workflow_definition_id=workflow_id, workflow_version=1, **fields)
+    fields.setdefault("workflow_version", 1)
+    return RunRecord(workflow_definition_id=workflow_id, **fields)
 
 
 def node_run(run_id: str, **fields: Any) -> NodeRunRecord:

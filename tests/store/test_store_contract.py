@@ -414,6 +414,33 @@ class TestRuns:
         assert items[0].pending_requirements == gate and items[0].approvers == {}
         assert await store.list_gated_runs("awaiting_approval", 0) == []
 
+    async def test_gated_runs_of_two_versions_have_each_versions_approvers(
+        self, store: Store
+    ) -> None:
+        wf = new_id()
+        gate = [{"stepId": "step-1", "kind": "confirmation"}]
+        runs = []
+        for version, approvers in ((1, ["user:bob"]), (2, ["role:ops"]), (1, ["user:bob"])):
+            step = WorkflowNode(
+                id="step-1", name="Send", node_type="step", executor_key="echo",
+                human_review=HumanReview(requires_confirmation=True, approvers=approvers),
+            )  # fmt: skip
+            record = run(
+                wf, status="awaiting_approval", started_at=at(len(runs)), workflow_version=version,
+                definition_snapshot=WorkflowSpec(name="Send", nodes=[step]),
+                pending_requirements=gate,
+            )  # fmt: skip
+            await store.insert_run(record)
+            runs.append(record)
+        for _ in range(2):  # read again: what was read the first time is the same
+            got = await store.list_gated_runs("awaiting_approval", 10)
+            assert [r.approvers_of("step-1") for r in got] == [
+                ["user:bob"],
+                ["role:ops"],
+                ["user:bob"],
+            ]
+            assert got == [GatedRun.of(r) for r in runs]
+
     async def test_gated_runs_name_each_steps_approvers(self, store: Store) -> None:
         # Approvers of steps at the top, nested in a loop and in a router's choice, read
         # without the snapshot; a `human_review` inside a step's config is no gate's.
