@@ -126,7 +126,15 @@ async def measure(runs: int, gates: int) -> list[tuple[str, float, float]]:
             return await store.list_runs("big", page=500)
 
         try:
+            # Each read answers as its baseline does.
+            gated = await store.list_gated_runs("awaiting_approval", 5000)
+            assert gated == await _gated_whole(store)
+            unstarted = [
+                r.id for r in await _unfinished_whole(store, cutoff) if r.status == "pending"
+            ]
+            assert [r.id for r in await store.list_unstarted_runs(cutoff)] == unstarted
             new_filter, new_page = await _best(status_filter), await _best(deep_page)
+            page_now = [r.id for r in (await deep_page())[0]]
             new_gates = await _best(lambda: store.list_gated_runs("awaiting_approval", 5000))
             old_gates = await _best(lambda: _gated_whole(store))
             new_unstarted = await _best(lambda: store.list_unstarted_runs(cutoff))
@@ -136,6 +144,7 @@ async def measure(runs: int, gates: int) -> list[tuple[str, float, float]]:
         # The store would put its indexes back when it connects: read with a raw connection.
         _use_old_indexes(path)
         reader = _OldReads(path)
+        assert [r.id for r in await reader.deep_page()] == page_now
         old_filter, old_page = await _best(reader.status_filter), await _best(reader.deep_page)
         reader.close()
         lines += [
