@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -350,21 +352,27 @@ async def test_the_worker_log_never_quotes_an_agents_password(
     assert all("pa55word" not in line for line in [*logged, str(info.value)]), logged
 
 
+@asynccontextmanager
+async def _one_agent(spec: AgentSpec) -> AsyncIterator[ExecutorRegistry]:
+    """A registry whose catalog holds one test agent of `spec`, served on a free port."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    served = ServedApp(agents_app([spec], base, AgentStats()), port=port).start()
+    agent = A2AAgentSpec(name=spec.name, url=f"{base}/agents/{spec.name}/")
+    registry = ExecutorRegistry(Catalog(CatalogFile(agents=(agent,))), http_policy=LOOPBACK_ALLOWED)
+    try:
+        yield registry
+    finally:
+        await registry.close()
+        served.stop()
+
+
 async def test_an_agent_serving_only_a2as_rest_binding_is_called_over_it(
     make_call: MakeCall,
 ) -> None:
     # The client spoke JSON-RPC only: "no compatible transports found", retried each time.
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    spec = AgentSpec("rested", binding="HTTP+JSON")
-    served = ServedApp(agents_app([spec], base, AgentStats()), port=port).start()
-    agent = A2AAgentSpec(name="rested", url=f"{base}/agents/rested/")
-    registry = ExecutorRegistry(Catalog(CatalogFile(agents=(agent,))), http_policy=LOOPBACK_ALLOWED)
-    try:
+    async with _one_agent(AgentSpec("rested", binding="HTTP+JSON")) as registry:
         outcome = await registry.execute(make_call("rested", {"text": "over REST"}))
-    finally:
-        await registry.close()
-        served.stop()
     assert outcome.output["agent"] == "rested"
     assert outcome.output["config"] == {"text": "over REST"}, outcome.output
 
@@ -372,18 +380,9 @@ async def test_an_agent_serving_only_a2as_rest_binding_is_called_over_it(
 async def test_an_agent_serving_no_binding_trellis_speaks_is_permanent(
     make_call: MakeCall,
 ) -> None:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    spec = AgentSpec("grpc-only", binding="GRPC")
-    served = ServedApp(agents_app([spec], base, AgentStats()), port=port).start()
-    agent = A2AAgentSpec(name="grpc-only", url=f"{base}/agents/grpc-only/")
-    registry = ExecutorRegistry(Catalog(CatalogFile(agents=(agent,))), http_policy=LOOPBACK_ALLOWED)
-    try:
+    async with _one_agent(AgentSpec("grpc-only", binding="GRPC")) as registry:
         with pytest.raises(PermanentError, match="serves only GRPC; Trellis speaks JSONRPC and"):
             await registry.execute(make_call("grpc-only", {"text": "x"}))
-    finally:
-        await registry.close()
-        served.stop()
 
 
 async def test_an_agent_whose_url_carries_a_query_is_called_with_it(
