@@ -51,7 +51,7 @@ class OpenGates(Collector):
             return  # the store did not answer: no value rather than a wrong one
         family = GaugeMetricFamily(
             "trellis_gates_open",
-            "Approval gates waiting for a decision (read from the store at each scrape)",
+            "Approval gates waiting for a decision (counted from the store at most once a second)",
             labels=["workflow_id"],
         )
         self._reported |= self.by_workflow.keys()

@@ -76,7 +76,9 @@ class RunInput(CamelModel):
     # switch (a flag below), and a run started by that release replayed without it here
     # (a rollback) would run differently from its history, then fail back on that
     # release. Refused, its workflow task fails and is retried until a worker that knows
-    # the field takes it: the run waits, nothing diverges.
+    # the field takes it: the run waits, nothing diverges. So a field is never removed:
+    # every field is written into each run's start (defaults too), and its history would
+    # no longer decode.
     model_config = ConfigDict(**CamelModel.model_config, extra="forbid")
 
     run_id: str

@@ -39,7 +39,7 @@ MAX_DELAY_SECONDS = 7 * 86_400
 # What HTTP/1.1 lets a header's name be (RFC 9110's token), and the ASCII text httpx
 # sends as its value: anything else would fail every attempt alike.
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?")
 
 
 class BuiltinExecutor:
@@ -212,7 +212,7 @@ def _checked_headers(headers: dict[Any, Any]) -> dict[str, str]:
         if not _HEADER_VALUE.fullmatch(text):
             raise PermanentError(
                 f"builtin:http config.headers {name!r}: a header's value must be"
-                " ASCII text without line breaks"
+                " ASCII text without line breaks, and not begin or end with a space"
             )
         sent[name] = text
     return sent

@@ -70,9 +70,11 @@ class McpExecutor:
             except Exception as exc:
                 reason = self._redact(describe_error(exc))
                 if _OUTSIDE_OUTPUT_SCHEMA.match(str(exc)) and isinstance(exc, RuntimeError):
-                    # The SDK checked the answer against the tool's own output schema.
+                    # The SDK checked the answer against the tool's own output schema; its
+                    # message quotes the answer, so it is cut short (and redacted).
+                    said = reason if len(reason) <= REASON_CHARS else reason[:REASON_CHARS] + "…"
                     raise PermanentError(
-                        f"MCP tool {tool_name!r} answered outside its own output schema: {exc}"
+                        f"MCP tool {tool_name!r} answered outside its own output schema: {said}"
                     ) from None
                 if connection_lost(exc):
                     await session.reset()
@@ -120,6 +122,8 @@ _CONNECTION_LOST = frozenset(
 )
 
 
+# Characters of an error quoting a tool's answer kept in the step's error.
+REASON_CHARS = 500
 # What the SDK raises (a RuntimeError, no type of its own) when a tool's answer does not
 # match the tool's own output schema: the server's fault, and the tool has run.
 _OUTSIDE_OUTPUT_SCHEMA = re.compile(

@@ -23,13 +23,15 @@ from activities.store.sqlite_rows import marks
 def gated_runs_query(visible: str) -> str:
     """Runs in one status (`?`) with open gates, oldest first, at most `?`; `visible`: an
     extra clause on the runs. A run's document is parsed once, for
-    [workflow_version, pending_requirements, the snapshot's name] (a materialised step,
-    so the test for open gates reads that short text, not the document again)."""
+    [workflow_version, pending_requirements, the snapshot's name]; the test for open
+    gates reads that short text. (The subquery's `LIMIT -1` keeps SQLite from merging it
+    into the outer query, which would parse the document again for the test; SQLite
+    before 3.35 has no `MATERIALIZED` to say so.)"""
     return (
-        "WITH status_runs AS MATERIALIZED (SELECT id, workflow_definition_id, status,"
-        " started_at, json_extract(doc, '$.workflow_version', '$.pending_requirements',"
-        f" '$.definition_snapshot.name') AS parts FROM runs WHERE status = ?{visible})"
-        " SELECT id, workflow_definition_id, status, parts FROM status_runs"
+        "SELECT id, workflow_definition_id, status, parts FROM (SELECT id,"
+        " workflow_definition_id, status, started_at, json_extract(doc, '$.workflow_version',"
+        " '$.pending_requirements', '$.definition_snapshot.name') AS parts FROM runs"
+        f" WHERE status = ?{visible} LIMIT -1)"
         " WHERE json_array_length(parts, '$[1]') > 0 ORDER BY started_at, id LIMIT ?"
     )
 
@@ -77,10 +79,12 @@ class GateReader:
         for run_id, workflow_id, status, parts in rows:
             version, pending, name = json.loads(parts)
             runs.append((run_id, (workflow_id, version), status, pending, name))
-        unseen: dict[Version, str] = {}
+        needed: dict[Version, str] = {}
         for run_id, version, *_ in runs:
-            if version not in self._approvers:
-                unseen.setdefault(version, run_id)
+            needed.setdefault(version, run_id)
+        if len(self._approvers) + len(needed) > VERSIONS_KEPT:
+            self._approvers.clear()  # before looking: every version this read needs is read
+        unseen = {v: run_id for v, run_id in needed.items() if v not in self._approvers}
         if unseen:
             await self._read_approvers(db, unseen)
         return [
@@ -96,8 +100,6 @@ class GateReader:
         ]
 
     async def _read_approvers(self, db: SqliteReader, unseen: dict[Version, str]) -> None:
-        if len(self._approvers) + len(unseen) > VERSIONS_KEPT:
-            self._approvers.clear()
         by_run = {run_id: version for version, run_id in unseen.items()}
         ids = list(by_run)
         for start in range(0, len(ids), 500):

@@ -105,6 +105,10 @@ async def test_http_with_a_zero_timeout_is_permanent(
     [
         ({"X-Token": "\u2026"}, "value must be ASCII text"),
         ({"X-Token": "s3cret\r\nX-Evil: 1"}, "value must be ASCII text"),
+        # h11 refuses a value with a space at either end (an empty template: "Bearer ").
+        ({"Authorization": "Bearer "}, "not begin or end with a space"),
+        ({"X-Key": " s3cret-4"}, "not begin or end with a space"),
+        ({"X-Key": "s3cret-5\t"}, "not begin or end with a space"),
         ({"X Token": "s3cret-1"}, "not a valid header name"),
         ({"": "s3cret-2"}, "not a valid header name"),
         ({"X-\u00d6": "s3cret-3"}, "not a valid header name"),
@@ -129,10 +133,12 @@ async def test_http_with_a_header_it_cannot_send_is_permanent(
 async def test_http_sends_plain_header_values_as_given(
     registry: ExecutorRegistry, make_call: MakeCall, http_peer: str
 ) -> None:
-    config = {"url": f"{http_peer}/headers", "headers": {"X-Token": "abc 1\t2", "X-N": 7}}
+    headers = {"X-Token": "abc 1\t2", "X-N": 7, "X-Empty": ""}
+    config = {"url": f"{http_peer}/headers", "headers": headers}
     outcome = await registry.execute(make_call("builtin:http", config))
     assert outcome.output["body"]["x-token"] == "abc 1\t2"
     assert outcome.output["body"]["x-n"] == "7"
+    assert outcome.output["body"]["x-empty"] == ""
 
 
 async def test_delay_sleeps_and_heartbeats(registry: ExecutorRegistry, make_call: MakeCall) -> None:

@@ -16,6 +16,7 @@ from activities.store.access import Grant, WorkflowAccess
 from activities.store.base import StoreError
 from activities.store.sqlite import SqliteStore
 from activities.store.sqlite_schema import SCHEMA_VERSION
+from temporal_workflows.definition import HumanReview, WorkflowNode, WorkflowSpec
 from tests.store.builders import at, new_id, node_run, run, workflow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -455,5 +456,33 @@ async def test_deleting_a_workflow_lets_other_writes_in_between_its_batches_of_r
         assert await store.list_events(runs[0].id, 0, 10) == []
         assert await store.get_run(late.id) is not None
         assert await store.delete_workflow(doomed.id) is False
+    finally:
+        await store.close()
+
+
+async def test_the_inbox_reads_every_versions_approvers_when_its_cache_starts_again(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cache of approvers by version started again in the middle of a read: the
+    # versions read before then lost theirs, and their gates showed no approvers.
+    monkeypatch.setattr("activities.store.sqlite_gates.VERSIONS_KEPT", 2)
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        gate = [{"stepId": "s1", "kind": "confirmation"}]
+        for version in (1, 2, 3):
+            review = HumanReview(requires_confirmation=True, approvers=[f"user:v{version}"])
+            step = WorkflowNode(
+                id="s1", name="Send", node_type="step", executor_key="echo", human_review=review
+            )
+            await store.insert_run(
+                run("wf", status="awaiting_approval", started_at=at(version),
+                    workflow_version=version, pending_requirements=gate,
+                    definition_snapshot=WorkflowSpec(name="Send", nodes=[step]))
+            )  # fmt: skip
+        first = await store.list_gated_runs("awaiting_approval", 2)
+        assert [r.approvers_of("s1") for r in first] == [["user:v1"], ["user:v2"]]
+        every = await store.list_gated_runs("awaiting_approval", 10)
+        assert [r.approvers_of("s1") for r in every] == [["user:v1"], ["user:v2"], ["user:v3"]]
     finally:
         await store.close()
