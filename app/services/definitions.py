@@ -169,7 +169,14 @@ class DefinitionService:
         return await self._over_latest(current, toggled)
 
     async def delete(self, current: WorkflowRecord) -> None:
-        """Delete a definition with its versions and runs."""
+        """Delete a definition with its versions and runs.
+
+        It is disabled first: a run triggered while its open runs are cancelled and its
+        records deleted (seconds, for many runs) would start in Temporal and lose its
+        record with the rest, running on with nothing in Trellis to show or stop it.
+        """
+        if current.enabled:
+            current = await self.toggle(current, False)
         schedule_ids = await self.on_workflow_delete(current)
         if not await self.store.delete_workflow(current.id):
             raise NotFound(f"Workflow {current.id!r} not found")

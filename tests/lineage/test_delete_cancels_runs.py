@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 from temporalio.client import WorkflowExecutionStatus
 
 from activities.executors.catalog import load_catalog
@@ -50,6 +51,39 @@ class TestDeleteCancelsRuns:
         assert await temporal_status(platform, run_id) == WorkflowExecutionStatus.CANCELED
         assert await platform.store.get_run(run_id) is None
         assert await platform.store.list_node_runs([run_id]) == []
+
+    async def test_a_run_triggered_while_the_delete_cancels_runs_is_refused(
+        self, platform: Platform
+    ) -> None:
+        # It started, and its record went with the workflow's: a run in Temporal that no
+        # one could see or stop through Trellis.
+        wf = await platform.create(LONG)
+        run_id = await platform.trigger(wf)
+        await platform.wait(wf, run_id, {"running"})
+        record = await platform.store.get_workflow(wf)
+        assert record is not None
+        refused: list[httpx.Response] = []
+
+        class TriggeringMeanwhile(RunCanceller):
+            async def cancel_open_runs(self, workflow_id: str) -> list[str]:
+                refused.append(
+                    await platform.api.post(
+                        f"/api/v1/workflows/{workflow_id}/runs",
+                        json={"triggerSource": "manual", "initialInput": {}},
+                    )
+                )
+                return await super().cancel_open_runs(workflow_id)
+
+        link = TemporalLink(Settings(), platform.client)
+        service = DefinitionService(
+            platform.store, load_catalog(None), TriggeringMeanwhile(platform.store, link)
+        )
+        await service.delete(record)
+        [response] = refused
+        assert response.status_code == 400, response.text
+        assert "disabled" in response.json()["error"]["message"]
+        assert await temporal_status(platform, run_id) == WorkflowExecutionStatus.CANCELED
+        assert await platform.store.get_workflow(wf) is None
 
     async def test_a_workflow_without_open_runs_is_deleted_without_temporal(
         self, platform: Platform
