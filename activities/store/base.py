@@ -178,6 +178,9 @@ class Store(Protocol):
     async def node_run_counts(self, run_id: str) -> dict[str, int]:
         """How many node runs of a run are in each status (statuses with none left out)."""
 
+    async def node_run_counts_of(self, run_ids: list[str]) -> dict[str, dict[str, int]]:
+        """`node_run_counts` of each run, in one read (a run without node runs: `{}`)."""
+
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None: ...
 
     # -- change counters (a read may reuse its answer while they stand) ----

@@ -497,6 +497,27 @@ class MongoStore:
             groups = await cursor.to_list()
         return {str(g["_id"]): int(g["count"]) for g in groups}
 
+    async def node_run_counts_of(self, run_ids: list[str]) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {run_id: {} for run_id in run_ids}
+        if not run_ids:
+            return counts
+        with _errors():
+            cursor = await self._db().node_runs.aggregate(
+                [
+                    {"$match": {"workflow_run_id": {"$in": run_ids}}},
+                    {
+                        "$group": {
+                            "_id": {"run": "$workflow_run_id", "status": "$status"},
+                            "count": {"$sum": 1},
+                        }
+                    },
+                ]
+            )
+            groups = await cursor.to_list()
+        for group in groups:
+            counts[group["_id"]["run"]][str(group["_id"]["status"])] = int(group["count"])
+        return counts
+
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None:
         with _errors():
             doc = await self._db().node_runs.find_one({"_id": node_run_id})

@@ -526,6 +526,20 @@ class SqliteStore:
             )
         return {str(status): int(count) for status, count in rows}
 
+    async def node_run_counts_of(self, run_ids: list[str]) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {run_id: {} for run_id in run_ids}
+        if not run_ids:
+            return counts
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
+                "SELECT workflow_run_id, json_extract(doc, '$.status'), COUNT(*) FROM node_runs"
+                f" WHERE workflow_run_id IN ({marks(len(run_ids))}) GROUP BY 1, 2",
+                run_ids,
+            )
+        for run_id, status, count in rows:
+            counts[run_id][str(status)] = int(count)
+        return counts
+
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None:
         async with self._read() as db:
             row = await _one(db, "SELECT doc FROM node_runs WHERE id = ?", (node_run_id,))

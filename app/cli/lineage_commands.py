@@ -10,7 +10,7 @@ import click
 from app.cli.api_client import segment
 from app.cli.limits import page_options
 from app.cli.output import Session, api_options, shown, styled
-from app.cli.run_commands import run_table
+from app.cli.run_commands import listed_node_runs, run_table
 
 
 def _started(what: str, child_id: str, status: str, parent_id: str) -> Any:
@@ -55,7 +55,10 @@ def replay(session: Session, run_id: str) -> None:
 def children(session: Session, run_id: str, page: int, per_page: int) -> None:
     """Runs started from this one (retry, rerun, replay), newest first."""
     answer = session.api.get(
-        f"{session.api.run_path(run_id)}/children", page=page, perPage=per_page
+        f"{session.api.run_path(run_id)}/children",
+        page=page,
+        perPage=per_page,
+        nodeRuns=listed_node_runs(session),
     )
     session.emit(answer, lambda data: run_table(data, f"children of run {run_id}"))
 

@@ -32,6 +32,7 @@ from app.routes.cached_read import cached_read
 from app.routes.conditional import NOT_MODIFIED
 from app.routes.model_response import json_body, model_response
 from app.schemas.run import (
+    CountedRunPage,
     NodeRunList,
     NodeRunPage,
     NodeRunPublic,
@@ -69,7 +70,12 @@ async def trigger_run(
     return RunAccepted.of(run, "Workflow run queued successfully")
 
 
-@router.get("", dependencies=[needs(READ)], response_model=RunPage, responses=NOT_MODIFIED)
+@router.get(
+    "",
+    dependencies=[needs(READ)],
+    response_model=RunPage | CountedRunPage,
+    responses=NOT_MODIFIED,
+)
 async def list_runs(
     request: Request,
     workflow: WorkflowAccessDep,
@@ -79,15 +85,19 @@ async def list_runs(
     status: RunStatus | None = None,
     page: Page = 1,
     per_page: PerPage = 20,
+    node_runs: NodeRunsView = "all",
 ) -> Response:
-    """Runs of the workflow, newest first, with their node runs."""
+    """Runs of the workflow, newest first, with their node runs (or with
+    `nodeRuns=summary`, their counts)."""
+    counted = node_runs == "summary"
 
     async def build() -> bytes:
-        return json_body(await listing.of_workflow(workflow.id, status, page, per_page))
+        return json_body(await listing.of_workflow(workflow.id, status, page, per_page, counted))
 
     return await cached_read(
         request, cache, read="run_list", workflow_id=workflow.id,
-        changes=partial(store.workflow_run_changes, workflow.id), view="runs", build=build,
+        changes=partial(store.workflow_run_changes, workflow.id),
+        view="runs-counted" if counted else "runs", build=build,
     )  # fmt: skip
 
 
@@ -125,10 +135,15 @@ async def get_run(
 
 @router.get("/{run_id}/children", dependencies=[needs(READ)])
 async def list_child_runs(
-    run: RunDep, listing: RunListingDep, page: Page = 1, per_page: PerPage = 20
-) -> RunPage:
-    """Runs spawned from this run (retry, node rerun, replay), newest first."""
-    return await listing.children(run, page, per_page)
+    run: RunDep,
+    listing: RunListingDep,
+    page: Page = 1,
+    per_page: PerPage = 20,
+    node_runs: NodeRunsView = "all",
+) -> RunPage | CountedRunPage:
+    """Runs spawned from this run (retry, node rerun, replay), newest first, with their
+    node runs (or with `nodeRuns=summary`, their counts)."""
+    return await listing.children(run, page, per_page, counted=node_runs == "summary")
 
 
 @router.get("/{run_id}/nodes", dependencies=[needs(READ)], response_model=NodeRunList | NodeRunPage)

@@ -256,6 +256,27 @@ class RunWithSummary(RunPublic):
         return built
 
 
+class CountedRunSummary(RunSummary):
+    """A run of a list with its node runs counted instead of listed (`?nodeRuns=summary`):
+    `nodeRuns` is empty."""
+
+    node_run_summary: NodeRunSummary
+
+    @classmethod
+    def counted(cls, record: RunHeader, counts: dict[str, int]) -> CountedRunSummary:
+        summary = NodeRunSummary(total=sum(counts.values()), by_status=counts)
+        return cls.model_construct(
+            **dict(RunSummary.from_record(record, [])), node_run_summary=summary
+        )
+
+
+class CountedRunPage(CamelModel):
+    """A page of runs, each with its node runs counted (`?nodeRuns=summary`)."""
+
+    runs: list[CountedRunSummary]
+    pagination: Pagination
+
+
 class NodeRunPage(NodeRunList):
     """One page of a run's node runs (`GET …/nodes?page=&perPage=`), in the same order."""
 

@@ -1,4 +1,6 @@
-"""Pages of runs (a workflow's, or a run's children), each with its node runs."""
+"""Pages of runs (a workflow's, or a run's children), each with its node runs, or with
+`counted` their counts by status (a run of thousands of node runs made a page of runs
+tens of megabytes)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from dataclasses import dataclass
 
 from activities.store.base import Store
 from activities.store.records import NodeRunRecord, RunHeader, RunRecord
-from app.schemas.run import RunPage, RunSummary
+from app.schemas.run import CountedRunPage, CountedRunSummary, RunPage, RunSummary
 from app.schemas.workflow import Pagination
 from temporal_workflows.read_model import RunStatus
 
@@ -16,20 +18,40 @@ class RunListing:
     store: Store
 
     async def of_workflow(
-        self, workflow_id: str, status: RunStatus | None, page: int, per_page: int
-    ) -> RunPage:
+        self,
+        workflow_id: str,
+        status: RunStatus | None,
+        page: int,
+        per_page: int,
+        counted: bool = False,
+    ) -> RunPage | CountedRunPage:
         """Runs of the workflow, newest first, optionally in one status."""
         runs, total = await self.store.list_runs(
             workflow_id, status=status, page=page, per_page=per_page
         )
+        if counted:
+            return await self._counted(runs, total, page, per_page)
         return await self._page(runs, total, page, per_page)
 
-    async def children(self, run: RunRecord, page: int, per_page: int) -> RunPage:
+    async def children(
+        self, run: RunRecord, page: int, per_page: int, counted: bool = False
+    ) -> RunPage | CountedRunPage:
         """Runs spawned from this run (retry, node rerun, replay), newest first."""
         runs, total = await self.store.list_runs(
             run.workflow_definition_id, parent_run_id=run.id, page=page, per_page=per_page
         )
+        if counted:
+            return await self._counted(runs, total, page, per_page)
         return await self._page(runs, total, page, per_page)
+
+    async def _counted(
+        self, runs: list[RunHeader], total: int, page: int, per_page: int
+    ) -> CountedRunPage:
+        counts = await self.store.node_run_counts_of([r.id for r in runs])
+        return CountedRunPage(
+            runs=[CountedRunSummary.counted(r, counts[r.id]) for r in runs],
+            pagination=Pagination.of(total, page, per_page),
+        )
 
     async def _page(self, runs: list[RunHeader], total: int, page: int, per_page: int) -> RunPage:
         # One query for the node runs of the whole page.

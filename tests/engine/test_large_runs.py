@@ -75,6 +75,35 @@ async def test_the_summary_counts_node_runs_instead_of_listing_them(
     assert run["status"] == "completed" and run["definitionSnapshot"]["nodes"]
 
 
+async def test_lists_of_runs_count_node_runs_instead_of_listing_them(
+    platform: Platform, large_run: tuple[str, str]
+) -> None:
+    # A page of runs of thousands of node runs each was tens of megabytes.
+    wf, run_id = large_run
+    listed = (await platform.api.get(f"/api/v1/workflows/{wf}/runs")).json()
+    assert len(listed["runs"][0]["nodeRuns"]) == NODE_RUNS  # the contract's shape, as is
+    answer = await platform.api.get(f"/api/v1/workflows/{wf}/runs", params={"nodeRuns": "summary"})
+    assert answer.status_code == 200, answer.text
+    [run] = answer.json()["runs"]
+    assert run["id"] == run_id and run["nodeRuns"] == []
+    assert run["nodeRunSummary"] == {
+        "total": NODE_RUNS,
+        "byStatus": {"completed": NODE_RUNS - 12, "failed": 12},
+    }
+    assert len(answer.content) < 2_000
+    # A run's children alike: a retry of the large run, before any node run of its own.
+    workflow = await platform.store.get_workflow(wf)
+    assert workflow is not None
+    child = new_run_record(workflow, "retry", {})
+    child.parent_run_id = run_id
+    await platform.store.insert_run(child)
+    children = await platform.api.get(url(wf, run_id, "/children"), params={"nodeRuns": "summary"})
+    assert children.status_code == 200, children.text
+    [counted] = children.json()["runs"]
+    assert counted["id"] == child.id
+    assert counted["nodeRunSummary"] == {"total": 0, "byStatus": {}}
+
+
 async def test_node_runs_page_through_in_the_full_order(
     platform: Platform, large_run: tuple[str, str]
 ) -> None:
@@ -93,6 +122,7 @@ async def test_node_runs_page_through_in_the_full_order(
     ("tail", "params"),
     [
         ("", {"nodeRuns": "some"}),
+        ("/children", {"nodeRuns": "none"}),
         ("/nodes", {"perPage": 0}),
         ("/nodes", {"perPage": 1001}),
         ("/nodes", {"page": 0}),

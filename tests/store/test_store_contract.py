@@ -541,6 +541,14 @@ class TestNodeRuns:
         await store.upsert_node_run(node_run(new_id(), status="failed"))
         assert await store.node_run_counts(run_id) == {"completed": 2, "failed": 1, "running": 1}
         assert await store.node_run_counts(new_id()) == {}
+        other, none = new_id(), new_id()
+        await store.upsert_node_run(node_run(other, status="completed"))
+        assert await store.node_run_counts_of([run_id, other, none]) == {
+            run_id: {"completed": 2, "failed": 1, "running": 1},
+            other: {"completed": 1},
+            none: {},
+        }
+        assert await store.node_run_counts_of([]) == {}
 
 
 class TestEvents:

@@ -385,7 +385,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   async function renderLineage() {
     let children = [];
     try {
-      children = (await api(`${base}/children?perPage=50`)).runs;
+      children = (await api(`${base}/children?perPage=50&nodeRuns=summary`)).runs;
     } catch {
       // Lineage is secondary: the page stays useful without it.
     }

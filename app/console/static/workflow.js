@@ -101,7 +101,8 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     }, h("label", { for: selectId }, "Show runs with"), select, h("button.secondary", { type: "submit" }, "Filter"));
     let data;
     try {
-      data = await api(`${path}/runs${query({ status, page, perPage: RUNS_PER_PAGE })}`);
+      // Counts, not node runs: a page of runs of thousands of node runs each was megabytes.
+      data = await api(`${path}/runs${query({ status, page, perPage: RUNS_PER_PAGE, nodeRuns: "summary" })}`);
     } catch (err) {
       fill(runsSection, h("h2", { id: "runs-h" }, "Runs"), filter, notice("error", `Could not load runs: ${err.message}`));
       return;
