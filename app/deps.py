@@ -5,7 +5,7 @@ parameters (400 for a malformed id, 404 for an unknown one), so routes only call
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import Depends, Header, Path, Query, Request
 from pydantic import BeforeValidator, WithJsonSchema
@@ -73,6 +73,9 @@ WHOLE_NUMBER = BeforeValidator(_whole_number)
 MAX_PAGE = 1_000_000
 Page = Annotated[int, Query(ge=1, le=MAX_PAGE), WHOLE_NUMBER]
 PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100), WHOLE_NUMBER]
+# Opt-in for runs with thousands of node runs: their counts by status instead of the node
+# runs themselves (a run, a page of runs); without it, the contract's shapes.
+NodeRunsView = Annotated[Literal["all", "summary"], Query(alias="nodeRuns")]
 
 # Makes a request that starts a run (trigger, retry, rerun, replay) or creates a schedule
 # safe to repeat: the same key and request answer the same run (app/services/idempotency.py)

@@ -119,7 +119,8 @@ class TrellisApi:
 
     def run_path(self, run_id: str) -> str:
         """`/workflows/{workflow}/runs/{run}` for a bare run id (the API says whose it is)."""
-        return path_of(self.get(f"/runs/{segment(run_id)}").data)
+        # Counts, not node runs: only the run's workflow is wanted here.
+        return path_of(self.get(f"/runs/{segment(run_id)}", nodeRuns="summary").data)
 
     def events(
         self, run_path: str, after: str | None = None, patience: float = RESUME_PATIENCE_SECONDS

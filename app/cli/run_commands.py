@@ -78,8 +78,32 @@ def start(
 @click.argument("run_id")
 @api_options
 def show_run(session: Session, run_id: str) -> None:
-    """One run: status, node runs, pending approvals, final output."""
-    session.emit(session.api.get(f"/runs/{segment(run_id)}"), run_detail)
+    """One run: status, node runs (the latest 50 of more), pending approvals, final output."""
+    if session.as_json:  # the contract's whole answer, every node run
+        session.emit(session.api.get(f"/runs/{segment(run_id)}"), run_detail)
+        return
+    answer = session.api.get(f"/runs/{segment(run_id)}", nodeRuns="summary")
+    run = dict(answer.data)
+    run["nodeRuns"] = latest_node_runs(session, path_of(run), run["nodeRunSummary"]["total"])
+    session.console.print(run_detail(run))
+
+
+# Node runs a table shows at most: a run of thousands is counted, and its latest shown.
+NODE_RUNS_SHOWN = 50
+
+
+def latest_node_runs(session: Session, run_path: str, total: int) -> list[dict[str, Any]]:
+    """The run's node runs, or its latest NODE_RUNS_SHOWN when it has more (in the API's
+    order: by start, unstarted last), read a page at a time."""
+    if total <= NODE_RUNS_SHOWN:
+        listed: list[dict[str, Any]] = session.api.get(f"{run_path}/nodes").data["nodeRuns"]
+        return listed
+    last = -(-total // NODE_RUNS_SHOWN)
+    tail: list[dict[str, Any]] = []
+    for page in (last - 1, last):
+        answer = session.api.get(f"{run_path}/nodes", page=page, perPage=NODE_RUNS_SHOWN)
+        tail += answer.data["nodeRuns"]
+    return tail[-NODE_RUNS_SHOWN:]
 
 
 def run_detail(run: dict[str, Any]) -> Any:
@@ -95,18 +119,39 @@ def run_detail(run: dict[str, Any]) -> Any:
     if run.get("errorSummary"):
         parts.append(shown((f"error: {run['errorSummary']}", "red")))
     nodes = [
-        [n["nodeName"], n["nodeType"], styled(n["status"]), n["attempt"],
+        [n["nodeName"], n["nodeType"], _place(n), styled(n["status"]), n["attempt"],
          when(n.get("startedAt")), when(n.get("finishedAt")), n.get("error")]
         for n in run.get("nodeRuns") or []
     ]  # fmt: skip
-    columns = ["NODE", "TYPE", "STATUS", "ATTEMPT", "STARTED", "FINISHED", "ERROR"]
-    parts.append(table("node runs", columns, nodes))
+    columns = ["NODE", "TYPE", "IN", "STATUS", "ATTEMPT", "STARTED", "FINISHED", "ERROR"]
+    parts.append(table(_node_runs_title(run, len(nodes)), columns, nodes))
     pending = run.get("pendingRequirements") or []
     if pending:
         parts.append(approval_rows(run["id"], pending))
     if run.get("finalOutput") is not None:
         parts.append(Text(f"output: {compact(run['finalOutput'], 2000)}"))
     return Group(*parts)
+
+
+def _place(node_run: dict[str, Any]) -> str:
+    """Which map item or loop iteration a node run is of (0-based, as the API counts)."""
+    if node_run.get("itemIndex") is not None:
+        return f"item {node_run['itemIndex']}"
+    if node_run.get("iteration") is not None:
+        return f"iteration {node_run['iteration']}"
+    return ""
+
+
+def _node_runs_title(run: dict[str, Any], shown_count: int) -> str:
+    """ "node runs", or how many there are by status and which of them are shown."""
+    summary = run.get("nodeRunSummary")
+    if not summary or summary["total"] <= shown_count:
+        return "node runs"
+    counts = ", ".join(f"{n:,} {status}" for status, n in sorted(summary["byStatus"].items()))
+    return (
+        f"node runs: {summary['total']:,} ({counts}); the latest {shown_count} shown,"
+        " --json has every one"
+    )
 
 
 def approval_rows(run_id: str, pending: list[dict[str, Any]]) -> Any:

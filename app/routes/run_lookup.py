@@ -8,24 +8,32 @@ from fastapi import APIRouter, Request, Response
 
 from app.auth.caller import READ
 from app.auth.guard import needs
-from app.deps import AnyRunDep, ReadCacheDep, StoreDep
+from app.deps import AnyRunDep, NodeRunsView, ReadCacheDep, StoreDep
 from app.errors import NotFound
 from app.openapi import API_PREFIX
 from app.routes.cached_read import cached_read
 from app.routes.conditional import NOT_MODIFIED
 from app.routes.model_response import json_body
-from app.schemas.run import RunPublic
+from app.schemas.run import RunPublic, RunWithSummary
 
 router = APIRouter(prefix=API_PREFIX + "/runs", tags=["runs"])
 
 
 @router.get(
-    "/{run_id}", dependencies=[needs(READ)], response_model=RunPublic, responses=NOT_MODIFIED
+    "/{run_id}",
+    dependencies=[needs(READ)],
+    response_model=RunPublic | RunWithSummary,
+    responses=NOT_MODIFIED,
 )
 async def find_run(
-    request: Request, run: AnyRunDep, store: StoreDep, cache: ReadCacheDep
+    request: Request,
+    run: AnyRunDep,
+    store: StoreDep,
+    cache: ReadCacheDep,
+    node_runs: NodeRunsView = "all",
 ) -> Response:
-    """One run, whichever workflow it belongs to (`workflowDefinitionId` names it)."""
+    """One run, whichever workflow it belongs to (`workflowDefinitionId` names it), with
+    its node runs (or with `nodeRuns=summary`, their counts)."""
     run_id = run.id
 
     async def build() -> bytes:
@@ -34,10 +42,13 @@ async def find_run(
         fresh = await store.get_run(run_id)
         if fresh is None:
             raise NotFound(f"Run {run_id!r} not found")
+        if node_runs == "summary":
+            counts = await store.node_run_counts(run_id)
+            return json_body(RunWithSummary.summarised(fresh, counts))
         return json_body(RunPublic.from_record(fresh, await store.list_node_runs([run_id])))
 
     # A run never moves to another workflow, so the lane checks access on this one.
     return await cached_read(
         request, cache, read="run_detail", workflow_id=run.workflow_definition_id,
-        changes=partial(store.run_changes, run_id), view="all", build=build,
+        changes=partial(store.run_changes, run_id), view=node_runs, build=build,
     )  # fmt: skip

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
@@ -15,6 +15,7 @@ from app.deps import (
     WHOLE_NUMBER,
     IdempotencyKey,
     NodeRunDep,
+    NodeRunsView,
     Page,
     PerPage,
     ReadCacheDep,
@@ -47,8 +48,6 @@ from temporal_workflows.read_model import RunStatus
 
 router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/runs", tags=["runs"])
 
-# Opt-in for runs with thousands of node runs; without it, the contract's shapes.
-NodeRunsView = Annotated[Literal["all", "summary"], Query(alias="nodeRuns")]
 NodePage = Annotated[int | None, Query(ge=1, le=MAX_PAGE), WHOLE_NUMBER]
 NodePerPage = Annotated[int | None, Query(alias="perPage", ge=1, le=1000), WHOLE_NUMBER]
 

@@ -1109,3 +1109,26 @@ def test_the_root_help_lists_the_client_commands_settings(tmp_path: Path) -> Non
     rows = {line.split()[0]: line.split(None, 1)[1] for line in settings.splitlines()[1:] if line}
     for variable in ("TRELLIS_URL", "TRELLIS_TOKEN"):
         assert rows[variable] == "workflows, runs, approvals, approve, schedules, catalog", settings
+
+
+def test_run_show_counts_a_long_runs_node_runs_and_shows_the_latest(dev: DevProcess) -> None:
+    # 3,000 identical rows, pending approvals and the output after all of them: a run of
+    # many node runs is counted, and its latest 50 shown, each with its iteration.
+    body = {
+        "name": f"Long loop {uuid.uuid4().hex[:8]}",
+        "nodes": [{"name": "Again", "nodeType": "loop", "loopConfig": {"maxIterations": 60},
+                   "children": [{"name": "Echo", "nodeType": "step",
+                                 "executorKey": "builtin:echo"}]}],
+    }  # fmt: skip
+    api = f"{dev.api_url}/api/v1"
+    workflow_id = httpx.post(f"{api}/workflows", json=body).json()["id"]
+    httpx.post(f"{api}/workflows/{workflow_id}/toggle", json={"enabled": True})
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    deadline = time.monotonic() + 30
+    while api_run(dev, run_id)["status"] != "completed":
+        assert time.monotonic() < deadline, api_run(dev, run_id)["status"]
+        time.sleep(0.2)
+    shown = ok(trellis(dev, "runs", "show", run_id, COLUMNS="1000"))
+    assert "node runs: 61 (61 completed); the latest 50 shown, --json has every one" in shown
+    assert shown.count("iteration ") == 50 and "iteration 59" in shown
+    assert len(json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))["nodeRuns"]) == 61
