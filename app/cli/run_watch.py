@@ -3,6 +3,7 @@ a line per event (piped), or the events' JSON (--json)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,10 @@ from app.cli.output import Session, clean, shown, styled, table, when
 # WATCH_FAILED the watch could not follow the run (so a script can tell the run's failure
 # from its own: an unknown id, an API refusing or not answering, a stream lost for good).
 WATCH_FAILED = 3
+# A live view draws its node runs' latest this many (a run of thousands made each redraw
+# a table of thousands, on every event: the view fell minutes behind), at most this often.
+ROWS_SHOWN = 30
+REDRAW_SECONDS = 0.125
 
 
 class WatchFailed(click.ClickException):
@@ -76,13 +81,16 @@ class RunView:
             styled(self.status),
             f"  {done}/{len(self.nodes)} node runs ended",
         )
+        latest = list(self.nodes.values())[-ROWS_SHOWN:]
         rows = [
             [n.get("nodeName"), styled(n.get("status")), n.get("attempt"),
              when(n.get("startedAt")), when(n.get("finishedAt")), n.get("error")]
-            for n in self.nodes.values()
+            for n in latest
         ]  # fmt: skip
         columns = ["NODE", "STATUS", "ATTEMPT", "STARTED", "FINISHED", "ERROR"]
-        parts: list[Any] = [head, table(None, columns, rows)]
+        earlier = len(self.nodes) - len(latest)
+        title = f"the latest {len(latest)} node runs ({earlier:,} before them)" if earlier else None
+        parts: list[Any] = [head, table(title, columns, rows)]
         for step_id, name in self.waiting.items():
             parts.append(
                 shown(
@@ -119,15 +127,19 @@ class _Watch:
     session: Session
     patience: float
 
-    def _run(self, run_id: str) -> dict[str, Any]:
+    def _run(self, run_id: str, node_runs: str = "summary") -> dict[str, Any]:
         # Started during a restart or a deploy: wait for the API, as the stream does later.
         answer = self.session.api.get_when_up(
-            f"/runs/{segment(run_id)}", patience=self.patience, waiting=_say_waiting
+            f"/runs/{segment(run_id)}?nodeRuns={node_runs}",
+            patience=self.patience,
+            waiting=_say_waiting,
         )
         return answer.data  # type: ignore[no-any-return]
 
     def follow(self, run_id: str) -> int:
         session = self.session
+        # Counted, not listed: the stream's events from the first build every node run,
+        # in order (listed first, a replayed `node_started` made a finished one running).
         run = self._run(run_id)
         path = path_of(run)
         view = RunView.of(run)
@@ -137,16 +149,24 @@ class _Watch:
                 click.echo(raw.data)
                 view.apply(raw.json)
             if view.status not in ("completed", "failed", "cancelled"):
-                view.status = session.api.get(f"/runs/{segment(run_id)}").data["status"]
+                view.status = self._run(run_id)["status"]
             return 0 if view.status == "completed" else 1
         if session.console.is_terminal:
             with Live(view.render(), console=session.console, refresh_per_second=8) as live:
+                drawn = time.monotonic()
                 for raw in events:
                     view.apply(_event(raw))
-                    live.update(view.render())
-                # Node events carry no error or attempt: the run's record has both.
+                    if time.monotonic() - drawn >= REDRAW_SECONDS:
+                        live.update(view.render())
+                        drawn = time.monotonic()
+                # Node events carry no error or attempt: the run's record has both (read
+                # whole when its node runs fit the view).
                 run = self._run(run_id)
-                view = RunView.of(run)
+                if run["nodeRunSummary"]["total"] <= ROWS_SHOWN:
+                    run = self._run(run_id, "all")
+                    view = RunView.of(run)
+                else:
+                    view.status = str(run["status"])
                 live.update(view.render())
         else:
             for raw in events:

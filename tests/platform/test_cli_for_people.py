@@ -686,7 +686,10 @@ def watched_on_a_terminal(dev: DevProcess, run_id: str, until: str) -> tuple[int
         stop_at: float | None = None
         while watcher.poll() is None and time.monotonic() < (stop_at or deadline):
             if select.select([main], [], [], 0.1)[0]:
-                shown += os.read(main, 65536)
+                try:
+                    shown += os.read(main, 65536)
+                except OSError:  # the watch ended by itself, closing its terminal
+                    break
             if stop_at is None and until.encode() in shown:
                 stop_at = time.monotonic() + 1.0
         watcher.send_signal(signal.SIGINT)
@@ -1111,12 +1114,12 @@ def test_the_root_help_lists_the_client_commands_settings(tmp_path: Path) -> Non
         assert rows[variable] == "workflows, runs, approvals, approve, schedules, catalog", settings
 
 
-def test_run_show_counts_a_long_runs_node_runs_and_shows_the_latest(dev: DevProcess) -> None:
-    # 3,000 identical rows, pending approvals and the output after all of them: a run of
-    # many node runs is counted, and its latest 50 shown, each with its iteration.
+def completed_loop_run(dev: DevProcess, iterations: int) -> str:
+    """A completed run of a loop of `iterations` echo steps (one node run more: the loop)."""
     body = {
         "name": f"Long loop {uuid.uuid4().hex[:8]}",
-        "nodes": [{"name": "Again", "nodeType": "loop", "loopConfig": {"maxIterations": 60},
+        "nodes": [{"name": "Again", "nodeType": "loop",
+                   "loopConfig": {"maxIterations": iterations},
                    "children": [{"name": "Echo", "nodeType": "step",
                                  "executorKey": "builtin:echo"}]}],
     }  # fmt: skip
@@ -1128,7 +1131,27 @@ def test_run_show_counts_a_long_runs_node_runs_and_shows_the_latest(dev: DevProc
     while api_run(dev, run_id)["status"] != "completed":
         assert time.monotonic() < deadline, api_run(dev, run_id)["status"]
         time.sleep(0.2)
+    return run_id
+
+
+def test_run_show_counts_a_long_runs_node_runs_and_shows_the_latest(dev: DevProcess) -> None:
+    # 3,000 identical rows, pending approvals and the output after all of them: a run of
+    # many node runs is counted, and its latest 50 shown, each with its iteration.
+    run_id = completed_loop_run(dev, 60)
     shown = ok(trellis(dev, "runs", "show", run_id, COLUMNS="1000"))
     assert "node runs: 61 (61 completed); the latest 50 shown, --json has every one" in shown
     assert shown.count("iteration ") == 50 and "iteration 59" in shown
     assert len(json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))["nodeRuns"]) == 61
+
+
+def test_the_live_view_of_a_long_run_shows_its_latest_node_runs_as_they_end(
+    dev: DevProcess,
+) -> None:
+    # Each event redrew a table of every node run (a 3,000-node run fell minutes behind),
+    # and the view began from the final node runs, which the replayed events set running.
+    run_id = completed_loop_run(dev, 60)
+    code, shown = watched_on_a_terminal(dev, run_id, until=f"run {run_id} completed")
+    assert code == 0, shown
+    assert "61/61 node runs ended" in shown
+    assert "the latest 30 node runs (31 before them)" in shown
+    assert f"run {run_id} completed" in shown
