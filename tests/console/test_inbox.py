@@ -300,3 +300,18 @@ async def test_a_card_being_typed_in_says_when_its_gate_closes_elsewhere(
     closed = card.locator("[data-role=gate-closed]")
     await expect(closed).to_contain_text("This gate has closed", timeout=LIVE)
     await expect(card.get_by_label("amount")).to_have_value("5")  # what was typed stays
+
+
+async def test_a_page_of_the_inbox_past_the_last_says_so_and_leads_to_the_last(
+    console: Console,
+) -> None:
+    # Deciding gates leaves fewer pages: it said "Page 41 of 40" and showed no gate.
+    p = console.platform
+    wf = await p.create({"name": "Past the last page", "nodes": confirm_gate()})
+    run_id = await p.trigger(wf)
+    await wait_for_gate(p, wf, run_id, "ship")
+    page = console.page
+    await console.goto("/console/approvals?page=999")
+    await expect(page.locator("p.summary")).to_contain_text("Page 999 is past the last")
+    await page.get_by_role("link", name=re.compile(r"Go to the last page")).click()
+    await expect(page.locator(f"[data-run-id='{run_id}']")).to_have_count(1)

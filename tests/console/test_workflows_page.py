@@ -164,6 +164,11 @@ async def test_every_version_can_be_compared_beyond_a_page_of_them(console: Cons
     await versions.get_by_label("Compare").select_option("1")
     await versions.get_by_role("button", name="Show differences").click()
     await expect(versions).to_contain_text("v1 → v25: 1 line added, 1 removed")
+    # The latest ten listed, the rest behind a disclosure: 500 versions put the compare
+    # form and the definition 14,000 px down the page.
+    await expect(versions.locator("details > summary")).to_have_text("15 earlier versions")
+    await expect(versions.locator(":scope > ol.versions > li")).to_have_count(10)
+    await expect(versions.locator("details ol.versions > li")).to_have_count(15)
 
 
 async def test_the_runs_list_and_the_lineage_ask_for_node_run_counts_only(
@@ -187,3 +192,18 @@ async def test_the_runs_list_and_the_lineage_ask_for_node_run_counts_only(
     lists = [u for u in asked if re.search(r"/runs(/[^/?]+/children)?\?", u)]
     assert any("/children?" in u for u in lists) and any(f"{wf}/runs?" in u for u in lists)
     assert all("nodeRuns=summary" in u for u in lists), lists
+
+
+async def test_a_page_of_runs_past_the_last_says_so_and_leads_to_the_last(
+    console: Console,
+) -> None:
+    # It said "No failed runs." on page 100 of 22.
+    p = console.platform
+    wf = await p.create({"name": f"Paged {uuid.uuid4().hex[:6]}", "nodes": [echo("hi")]})
+    run_id = await p.trigger(wf)
+    await p.wait(wf, run_id)
+    await console.goto(f"/console/workflows/{wf}?page=5")
+    runs = console.page.locator("section[aria-labelledby=runs-h]")
+    await expect(runs).to_contain_text("Page 5 is past the last (1).")
+    await runs.get_by_role("link", name="Go to the last page").click()
+    await expect(runs.locator("tbody tr")).to_have_count(1)

@@ -31,9 +31,11 @@ export async function renderApprovals(main, _params, { search }) {
       const data = await api(`/approvals${query({ page, perPage: PER_PAGE })}`);
       syncGates(list, data.approvals);
       const total = data.pagination.total;
+      const past = total > 0 && page > data.pagination.totalPages;
       summary.textContent = total === 0
         ? "Nothing is waiting for you."
-        : `${total} gate${total === 1 ? "" : "s"} waiting.`;
+        : `${total} gate${total === 1 ? "" : "s"} waiting.` +
+          (past ? ` Page ${page} is past the last (${data.pagination.totalPages}): decided gates left fewer pages.` : "");
       renderPager(data.pagination);
       if (byUser) summary.textContent += " (refreshed)";
     } catch (err) {
@@ -46,6 +48,10 @@ export async function renderApprovals(main, _params, { search }) {
 
   function renderPager(p) {
     fill(pager);
+    if (p.total > 0 && page > p.totalPages) {
+      add(pager, h("a", { href: `/console/approvals${query({ page: p.totalPages })}` }, `Go to the last page (${p.totalPages})`));
+      return;
+    }
     if (p.totalPages <= 1) return;
     add(pager, 
       page > 1 ? h("a", { href: `/console/approvals${query({ page: page - 1 })}` }, "← Older") : null,

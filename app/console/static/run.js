@@ -93,6 +93,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
 
   const clock = setInterval(() => tickClocks(gatesSection), 1000);
   let refreshTimer = null;
+  let refreshDue = 0; // when a refresh put off by a stream of events happens all the same
   const terminal = new Set(config.terminalRunStatuses);
 
   follow(`${base}/events`, {
@@ -122,9 +123,13 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     clearTimeout(refreshTimer);
   };
 
+  // A refresh waits for the events to pause 200 ms, but never more than a second: a busy
+  // run's events never paused, and its counts stood still for seconds (`refreshDue`).
   function scheduleRefresh() {
     clearTimeout(refreshTimer);
-    refreshTimer = setTimeout(refresh, 200);
+    const now = Date.now();
+    if (!refreshDue) refreshDue = now + 1000;
+    refreshTimer = setTimeout(() => { refreshDue = 0; refresh(); }, Math.min(200, Math.max(0, refreshDue - now)));
   }
 
   async function refresh() {

@@ -10,6 +10,8 @@ import { jsonEditor } from "./jsoneditor.js";
 import { draftOf, signedInAgain } from "./drafts.js";
 
 const RUNS_PER_PAGE = 20;
+// Versions listed above the compare form; earlier ones are behind a disclosure.
+const VERSIONS_LISTED = 10;
 // What a version diff compares: the definition as saved, without bookkeeping.
 const NOT_COMPARED = new Set(["workflowId", "version", "createdAt"]);
 
@@ -120,8 +122,11 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
               h("td", { "data-label": "Version" }, String(r.workflowVersion)),
               h("td", { "data-label": "Started" }, when(r.startedAt)),
               h("td", { "data-label": "Finished" }, when(r.finishedAt)))))))
-        : h("p", {}, status ? `No ${status.replace(/_/g, " ")} runs.` : "No runs yet."),
-      pagination.totalPages > 1
+        : pagination.total > 0
+          ? h("p", {}, `Page ${page} is past the last (${pagination.totalPages}). `,
+              h("a", { href: `${consolePath}${query({ status, page: pagination.totalPages })}` }, "Go to the last page"))
+          : h("p", {}, status ? `No ${status.replace(/_/g, " ")} runs.` : "No runs yet."),
+      pagination.totalPages > 1 && page <= pagination.totalPages
         ? h("nav.pager", { "aria-label": "Run pages" },
             page > 1 ? h("a", { href: `${consolePath}${query({ status, page: page - 1 })}` }, "← Newer") : null,
             h("span", {}, `Page ${page} of ${pagination.totalPages}`),
@@ -137,8 +142,17 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     const options = (selected) => list.map((v) => h("option", { value: String(v.version), selected: v.version === selected }, `v${v.version} · ${new Date(v.createdAt).toLocaleString()}`));
     const from = h("select", { id: fromId, name: "from" }, options(Math.max(1, wf.version - 1)));
     const to = h("select", { id: toId, name: "to" }, options(wf.version));
+    const item = (v) => h("li", {}, h("strong", {}, `v${v.version}`), ` · ${v.name} · ${v.numNodes} ${v.numNodes === 1 ? "node" : "nodes"} · `, when(v.createdAt));
+    // The latest few listed; the rest behind a disclosure (500 versions put the compare
+    // form and the definition 14,000 px down the page).
+    const latest = list.slice(-VERSIONS_LISTED);
+    const earlier = list.slice(0, -VERSIONS_LISTED);
     fill(versionsSection, h("h2", { id: "versions-h" }, "Versions"),
-      h("ol.plain.versions", {}, list.map((v) => h("li", {}, h("strong", {}, `v${v.version}`), ` · ${v.name} · ${v.numNodes} ${v.numNodes === 1 ? "node" : "nodes"} · `, when(v.createdAt)))),
+      earlier.length
+        ? h("details", {}, h("summary", {}, `${earlier.length} earlier version${earlier.length === 1 ? "" : "s"}`),
+            h("ol.plain.versions", {}, earlier.map(item)))
+        : null,
+      h("ol.plain.versions", {}, latest.map(item)),
       list.length > 1
         ? h("form.inline-form", { on: { submit: compare } },
             h("label", { for: fromId }, "Compare"), from, h("label", { for: toId }, "with"), to,
