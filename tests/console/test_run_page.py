@@ -293,6 +293,8 @@ async def test_a_run_page_says_when_its_live_stream_is_lost_and_when_it_is_back(
     await approve(console.platform, wf, run_id, stepId="ship", resolution="confirm")
     badge = page.locator("[data-role=run-status] .badge")
     await expect(badge).to_have_text("completed", timeout=15_000)
+    # Finished, it no longer says "Live: node statuses change as the run goes".
+    await expect(state).to_have_text(re.compile("^The run has ended"), timeout=15_000)
 
 
 async def test_a_run_page_whose_stream_answers_404_says_it_stopped_following(

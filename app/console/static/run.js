@@ -16,6 +16,7 @@ const LIVE_TEXT = "Live: node statuses change as the run goes. Choose a node to 
 // The events stream dropped (the API restarting, the network): the page says it may be
 // behind, and goes back to the first text once the stream is open again.
 const GONE_TEXT = "Live updates stopped: this run is no longer available to you (deleted, or your access was withdrawn).";
+const ENDED_TEXT = "The run has ended: nothing here changes any more. Choose a node to see its runs.";
 const LOST_TEXT = "Live updates paused: the API cannot be reached. Trying again; what is shown may be out of date.";
 
 // What each control may act on (the API answers 409/400 otherwise; the buttons say so first).
@@ -113,7 +114,14 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     },
     async shouldStop() {
       await refresh();
-      return terminal.has(run.status);
+      const ended = terminal.has(run.status);
+      if (ended && liveState.dataset.state !== "ended") {
+        // It said "Live: node statuses change…" for a finished run.
+        liveState.dataset.state = "ended";
+        liveState.className = "muted";
+        liveState.textContent = ENDED_TEXT;
+      }
+      return ended;
     },
   });
 
