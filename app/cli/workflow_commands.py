@@ -77,8 +77,9 @@ def _version_detail(data: dict[str, Any]) -> Any:
 
 
 def _node_table(data: dict[str, Any]) -> Any:
-    rows = [[depth * "  " + n.get("name", ""), n.get("nodeType"), n.get("id"), _what(n)]
-            for depth, n in _walk(data.get("nodes") or [])]  # fmt: skip
+    rows = [[depth * "  " + (f"{where}: " if where else "") + n.get("name", ""),
+             n.get("nodeType"), n.get("id"), _what(n)]
+            for depth, where, n in _walk(data.get("nodes") or [])]  # fmt: skip
     return table(None, ["NODE", "TYPE", "ID", "RUNS"], rows)
 
 
@@ -98,14 +99,22 @@ def _version_table(data: dict[str, Any]) -> Any:
     return table(f"versions ({len(rows)})", columns, rows)
 
 
-def _walk(nodes: list[dict[str, Any]], depth: int = 0) -> Any:
-    """Every node, depth first, with its depth (children, true/false steps, router choices)."""
-    for node in nodes:
-        yield depth, node
-        for key in ("children", "trueSteps", "falseSteps"):
-            yield from _walk(node.get(key) or [], depth + 1)
+def _walk(nodes: list[dict[str, Any]], depth: int = 0, where: str = "") -> Any:
+    """Every node, depth first, with its depth and where it hangs, as the console's tree
+    labels it ("if true", "route “left”", "branch 2" of a parallel node; "" for the first
+    of a sequence it starts, a map's or a loop's body, the top level)."""
+    for i, node in enumerate(nodes):
+        yield depth, (where if i == 0 else ""), node
+        children = node.get("children") or []
+        if node.get("nodeType") == "parallel":
+            for b, child in enumerate(children):
+                yield from _walk([child], depth + 1, f"branch {b + 1}")
+        else:
+            yield from _walk(children, depth + 1)
+        yield from _walk(node.get("trueSteps") or [], depth + 1, "if true")
+        yield from _walk(node.get("falseSteps") or [], depth + 1, "if false")
         for choice in node.get("choices") or []:
-            yield from _walk(choice.get("steps") or [], depth + 1)
+            yield from _walk(choice.get("steps") or [], depth + 1, f"route “{choice.get('name')}”")
 
 
 def _what(node: dict[str, Any]) -> str:

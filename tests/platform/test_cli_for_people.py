@@ -1155,3 +1155,21 @@ def test_the_live_view_of_a_long_run_shows_its_latest_node_runs_as_they_end(
     assert "61/61 node runs ended" in shown
     assert "the latest 30 node runs (31 before them)" in shown
     assert f"run {run_id} completed" in shown
+
+
+def test_workflows_show_labels_each_branch_as_the_console_does(dev: DevProcess) -> None:
+    # A condition's true and false steps, a router's routes and a parallel node's branches
+    # were shown as plain siblings: nothing told which ran when.
+    from tests.builders import condition, echo, parallel, router
+
+    nodes = [
+        condition("Check", "input.vip", echo("Welcome"), falseSteps=[echo("Decline")]),
+        router("Route", "'left'", {"left": [echo("GoLeft")], "right": [echo("GoRight")]}),
+        parallel("Both", echo("Mail"), echo("Text")),
+    ]
+    body = {"name": f"Branches {uuid.uuid4().hex[:8]}", "nodes": nodes}
+    workflow_id = httpx.post(f"{dev.api_url}/api/v1/workflows", json=body).json()["id"]
+    shown = ok(trellis(dev, "workflows", "show", workflow_id, COLUMNS="1000"))
+    for label in ("if true: Welcome", "if false: Decline", "route “left”: GoLeft",
+                  "route “right”: GoRight", "branch 1: Mail", "branch 2: Text"):  # fmt: skip
+        assert label in shown, (label, shown)
