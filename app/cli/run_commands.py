@@ -293,12 +293,22 @@ def approvals(session: Session, page: int, per_page: int) -> None:
 
 def _inbox(data: dict[str, Any]) -> Any:
     rows = [
-        [a["runId"], a["stepId"], a.get("stepName"), a["workflowName"], a.get("kind"),
-         _age(a.get("ageSeconds")), _asked(a.get("message"), a.get("requirement") or {})]
+        [a["runId"], a["stepId"], a.get("stepName"), a["workflowName"],
+         _asks(a.get("requirement") or {}, a.get("kind")), ", ".join(a.get("approvers") or [])
+         or "anyone", _age(a.get("ageSeconds")),
+         _asked(a.get("message"), a.get("requirement") or {})]
         for a in data["approvals"]
     ]  # fmt: skip
-    columns = ["RUN", "STEP_ID", "STEP", "WORKFLOW", "KIND", "WAITING", "MESSAGE"]
-    return table(f"approvals ({data['pagination']['total']})", columns, rows)
+    columns = ["RUN", "STEP_ID", "STEP", "WORKFLOW", "ASKS", "WHO", "WAITING", "MESSAGE"]
+    return table(page_title("approvals", data["pagination"]), columns, rows)
+
+
+def _asks(requirement: dict[str, Any], kind: str | None) -> str:
+    """What a gate asks, as its requirement's flags name it ("Confirmation", "UserInput"),
+    where its `kind` says only when ("before" a step or after it)."""
+    flags = [k.removeprefix("requires") for k, v in requirement.items()
+             if k.startswith("requires") and v is True]  # fmt: skip
+    return ", ".join(flags) or str(kind or "-")
 
 
 def _age(seconds: float | None) -> str:

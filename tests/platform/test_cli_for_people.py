@@ -215,7 +215,12 @@ def test_tables_list_workflows_runs_and_the_inbox(dev: DevProcess, tmp_path: Pat
     assert run_id in ok(trellis(dev, "runs", "list", workflow_id, "--status", "awaiting_approval"))
     inbox = json.loads(ok(trellis(dev, "approvals", "--json")))
     assert run_id in [a["runId"] for a in inbox["approvals"]]
-    assert "Ship it?" in ok(trellis(dev, "approvals"))
+    inbox_table = ok(trellis(dev, "approvals", COLUMNS="1000"))
+    assert "Ship it?" in inbox_table
+    # What each gate asks and who may decide it; the page it is (it said "before").
+    row = next(line for line in inbox_table.splitlines() if run_id in line)
+    assert "Confirmation" in row and "anyone" in row, row
+    assert re.search(r"approvals \(\d+; page 1 of \d+\)", inbox_table), inbox_table
     detail = ok(trellis(dev, "runs", "show", run_id))
     assert "awaiting_approval" in detail and f"trellis approve {run_id}" in detail
     ok(trellis(dev, "runs", "cancel", run_id))
