@@ -31,16 +31,21 @@ class ApprovalService:
             *await self.store.list_gated_runs("paused", MAX_SCANNED_RUNS, viewer),
         ]
         gates = [
-            (_created(req), run, req, who)
+            (_created(req), run, place, req, who)
             for run in runs
-            for req in run.pending_requirements
+            for place, req in enumerate(run.pending_requirements)
             if may_decide(caller, who := run.approvers_of(req["stepId"]))
         ]
-        # Sorted by what the gates hold; only the page's are made into answers.
-        gates.sort(key=lambda g: (g[0] or NEVER, g[1].id, g[2]["stepId"]))
+        # Sorted by what the gates hold; only the page's are made into answers. Gates of one
+        # run opened at once (a parallel node's) keep the order they opened in, the
+        # definition's, not their step ids' (random uuids).
+        gates.sort(key=lambda g: (g[0] or NEVER, g[1].id, g[2]))
         start = (page - 1) * per_page
         return ApprovalPage(
-            approvals=[_item(*gate) for gate in gates[start : start + per_page]],
+            approvals=[
+                _item(created, run, req, who)
+                for created, run, _, req, who in gates[start : start + per_page]
+            ],
             pagination=Pagination.of(len(gates), page, per_page),
         )
 

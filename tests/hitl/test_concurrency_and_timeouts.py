@@ -3,7 +3,7 @@
 import asyncio
 from typing import Any
 
-from tests.builders import echo
+from tests.builders import echo, parallel
 from tests.hitl.helpers import approve, start, wait_for_gate
 from tests.support.platform import Platform
 from tests.support.polling import eventually
@@ -174,6 +174,19 @@ async def test_the_approvals_inbox_lists_pending_gates_oldest_first(
     assert [a["stepId"] for a in mine] == ["g1", "g2"]
     assert mine[0]["message"] == "first?" and mine[0]["workflowId"] == first_wf
     assert mine[0]["ageSeconds"] >= 0 and mine[0]["requirement"]["stepId"] == "g1"
+
+
+async def test_gates_of_one_run_opened_at_once_are_listed_in_the_definitions_order(
+    platform: Platform,
+) -> None:
+    # Opened in one workflow task, they share their time, and were ordered by step id.
+    names = ["zulu", "yankee", "xray", "whiskey"]
+    gated = [echo(n, {"requiresConfirmation": True}) for n in names]
+    wf, run_id = await start(platform, [parallel("all", *gated)])
+    for n in names:
+        await wait_for_gate(platform, wf, run_id, n)
+    inbox = (await platform.api.get("/api/v1/approvals")).json()
+    assert [a["stepId"] for a in inbox["approvals"] if a["runId"] == run_id] == names
 
 
 async def test_live_requirements_come_from_the_workflow_query(platform: Platform) -> None:
