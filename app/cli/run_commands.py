@@ -11,6 +11,7 @@ from rich.text import Text
 
 from app.cli.api_client import RESUME_PATIENCE_SECONDS, path_of, segment
 from app.cli.limits import page_options
+from app.cli.node_pages import latest_node_runs
 from app.cli.option_values import initial_input, input_options, json_value, pairs
 from app.cli.output import Session, api_options, compact, page_title, shown, styled, table, when
 from app.cli.run_watch import watch_run
@@ -84,26 +85,13 @@ def show_run(session: Session, run_id: str) -> None:
         return
     answer = session.api.get(f"/runs/{segment(run_id)}", nodeRuns="summary")
     run = dict(answer.data)
-    run["nodeRuns"] = latest_node_runs(session, path_of(run), run["nodeRunSummary"]["total"])
+    run["nodeRuns"], total = latest_node_runs(session, path_of(run), NODE_RUNS_SHOWN)
+    run["nodeRunSummary"] = {**run["nodeRunSummary"], "total": total}
     session.console.print(run_detail(run))
 
 
 # Node runs a table shows at most: a run of thousands is counted, and its latest shown.
 NODE_RUNS_SHOWN = 50
-
-
-def latest_node_runs(session: Session, run_path: str, total: int) -> list[dict[str, Any]]:
-    """The run's node runs, or its latest NODE_RUNS_SHOWN when it has more (in the API's
-    order: by start, unstarted last), read a page at a time."""
-    if total <= NODE_RUNS_SHOWN:
-        listed: list[dict[str, Any]] = session.api.get(f"{run_path}/nodes").data["nodeRuns"]
-        return listed
-    last = -(-total // NODE_RUNS_SHOWN)
-    tail: list[dict[str, Any]] = []
-    for page in (last - 1, last):
-        answer = session.api.get(f"{run_path}/nodes", page=page, perPage=NODE_RUNS_SHOWN)
-        tail += answer.data["nodeRuns"]
-    return tail[-NODE_RUNS_SHOWN:]
 
 
 def run_detail(run: dict[str, Any]) -> Any:
@@ -295,7 +283,7 @@ def _inbox(data: dict[str, Any]) -> Any:
     rows = [
         [a["runId"], a["stepId"], a.get("stepName"), a["workflowName"],
          _asks(a.get("requirement") or {}, a.get("kind")), ", ".join(a.get("approvers") or [])
-         or "anyone", _age(a.get("ageSeconds")),
+         or "not restricted", _age(a.get("ageSeconds")),
          _asked(a.get("message"), a.get("requirement") or {})]
         for a in data["approvals"]
     ]  # fmt: skip

@@ -3,7 +3,7 @@ a line per event (piped), or the events' JSON (--json)."""
 
 from __future__ import annotations
 
-import time
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +12,7 @@ from rich.console import Group
 from rich.live import Live
 
 from app.cli.api_client import RESUME_PATIENCE_SECONDS, ApiError, SseEvent, path_of, segment
+from app.cli.node_pages import latest_node_runs
 from app.cli.output import Session, clean, shown, styled, table, when
 
 # Exit codes: 0 the run completed, 1 it failed or was cancelled, 2 a usage error (click's),
@@ -19,9 +20,9 @@ from app.cli.output import Session, clean, shown, styled, table, when
 # from its own: an unknown id, an API refusing or not answering, a stream lost for good).
 WATCH_FAILED = 3
 # A live view draws its node runs' latest this many (a run of thousands made each redraw
-# a table of thousands, on every event: the view fell minutes behind), at most this often.
+# a table of thousands, on every event: the view fell minutes behind). It is drawn by
+# rich's own refresh, 8 times a second, not once per event.
 ROWS_SHOWN = 30
-REDRAW_SECONDS = 0.125
 
 
 class WatchFailed(click.ClickException):
@@ -38,6 +39,8 @@ class RunView:
     status: str
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     waiting: dict[str, str] = field(default_factory=dict)  # step id -> step name
+    # rich's refresh thread draws the view while events change it.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def of(cls, run: dict[str, Any]) -> RunView:
@@ -49,6 +52,10 @@ class RunView:
         return view
 
     def apply(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self._apply(event)
+
+    def _apply(self, event: dict[str, Any]) -> None:
         kind = str(event.get("type", ""))
         node_run_id = event.get("nodeRunId")
         # Every event about the run itself carries the run's status, not only `run_*` ones:
@@ -73,7 +80,17 @@ class RunView:
         if kind == "requirement_resolved":
             self.waiting.pop(str(event.get("stepId") or event.get("nodeId")), None)
 
+    def update(self, node_runs: list[dict[str, Any]]) -> None:
+        """Take these node runs as the record has them (errors, attempts: events lack them)."""
+        with self._lock:
+            for node in node_runs:
+                self.nodes.setdefault(node["id"], {}).update(node)
+
     def render(self) -> Any:
+        with self._lock:
+            return self._render()
+
+    def _render(self) -> Any:
         done = sum(1 for n in self.nodes.values() if n.get("status") in _ENDED)
         head = shown(
             (f"run {self.run_id}", "bold"),
@@ -152,22 +169,17 @@ class _Watch:
                 view.status = self._run(run_id)["status"]
             return 0 if view.status == "completed" else 1
         if session.console.is_terminal:
-            with Live(view.render(), console=session.console, refresh_per_second=8) as live:
-                drawn = time.monotonic()
+            # Drawn afresh at each of rich's refreshes: what came last shows within 1/8 s.
+            with Live(console=session.console, refresh_per_second=8,
+                      get_renderable=lambda: view.render()) as live:  # fmt: skip
                 for raw in events:
                     view.apply(_event(raw))
-                    if time.monotonic() - drawn >= REDRAW_SECONDS:
-                        live.update(view.render())
-                        drawn = time.monotonic()
-                # Node events carry no error or attempt: the run's record has both (read
-                # whole when its node runs fit the view).
+                # Node events carry no error or attempt: the run's record has both, for the
+                # node runs the view shows.
                 run = self._run(run_id)
-                if run["nodeRunSummary"]["total"] <= ROWS_SHOWN:
-                    run = self._run(run_id, "all")
-                    view = RunView.of(run)
-                else:
-                    view.status = str(run["status"])
-                live.update(view.render())
+                view.status = str(run["status"])
+                view.update(latest_node_runs(session, path, ROWS_SHOWN)[0])
+                live.refresh()
         else:
             for raw in events:
                 event = _event(raw)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -175,9 +176,18 @@ class DefinitionService:
         records deleted (seconds, for many runs) would start in Temporal and lose its
         record with the rest, running on with nothing in Trellis to show or stop it.
         """
-        if current.enabled:
+        was_enabled = current.enabled
+        if was_enabled:
             current = await self.toggle(current, False)
-        schedule_ids = await self.on_workflow_delete(current)
+        try:
+            schedule_ids = await self.on_workflow_delete(current)
+        except Exception:
+            # Refused before any record went (Temporal down with runs to cancel): enabled
+            # again, as it was; its schedules may be gone.
+            if was_enabled:
+                with contextlib.suppress(Exception):
+                    await self.toggle(current, True)
+            raise
         if not await self.store.delete_workflow(current.id):
             raise NotFound(f"Workflow {current.id!r} not found")
         if self.schedule_remover is not None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 from temporalio.client import WorkflowExecutionStatus
 
 from activities.executors.catalog import load_catalog
+from app.errors import ServiceUnavailable
 from app.services.definitions import DefinitionService
 from app.services.run_cancel import RunCanceller
 from app.services.schedule_removal import ScheduleRemover
@@ -84,6 +86,26 @@ class TestDeleteCancelsRuns:
         assert "disabled" in response.json()["error"]["message"]
         assert await temporal_status(platform, run_id) == WorkflowExecutionStatus.CANCELED
         assert await platform.store.get_workflow(wf) is None
+
+    async def test_a_delete_refused_before_any_record_went_leaves_it_enabled(
+        self, platform: Platform
+    ) -> None:
+        # Disabled first, it stayed disabled when Temporal refused the cancels: the error
+        # said nothing of it.
+        wf = await platform.create(LONG)
+        run_id = await platform.trigger(wf)
+        await platform.wait(wf, run_id, {"running"})
+        record = await platform.store.get_workflow(wf)
+        assert record is not None
+        unreachable = TemporalLink(Settings(temporal_address="127.0.0.1:1"))
+        service = DefinitionService(
+            platform.store, load_catalog(None), RunCanceller(platform.store, unreachable)
+        )
+        with pytest.raises(ServiceUnavailable):
+            await service.delete(record)
+        kept = await platform.store.get_workflow(wf)
+        assert kept is not None and kept.enabled
+        assert await platform.store.get_run(run_id) is not None
 
     async def test_a_workflow_without_open_runs_is_deleted_without_temporal(
         self, platform: Platform

@@ -219,7 +219,7 @@ def test_tables_list_workflows_runs_and_the_inbox(dev: DevProcess, tmp_path: Pat
     assert "Ship it?" in inbox_table
     # What each gate asks and who may decide it; the page it is (it said "before").
     row = next(line for line in inbox_table.splitlines() if run_id in line)
-    assert "Confirmation" in row and "anyone" in row, row
+    assert "Confirmation" in row and "not restricted" in row, row
     assert re.search(r"approvals \(\d+; page 1 of \d+\)", inbox_table), inbox_table
     detail = ok(trellis(dev, "runs", "show", run_id))
     assert "awaiting_approval" in detail and f"trellis approve {run_id}" in detail
