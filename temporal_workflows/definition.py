@@ -181,6 +181,15 @@ def iter_nodes(nodes: list[WorkflowNode]) -> list[WorkflowNode]:
     return out
 
 
+def approvers_by_step(nodes: list[WorkflowNode]) -> dict[str, list[str]]:
+    """Node id -> the approvers its humanReview names (nodes naming none left out)."""
+    return {
+        node.id: list(node.human_review.approvers)
+        for node in iter_nodes(nodes)
+        if node.id and node.human_review is not None and node.human_review.approvers
+    }
+
+
 def iter_nodes_at(nodes: list[WorkflowNode], path: str = "nodes") -> list[tuple[str, WorkflowNode]]:
     """All nodes of a tree with their paths (`nodes[1].trueSteps[0]`), as `iter_nodes`."""
     out: list[tuple[str, WorkflowNode]] = []

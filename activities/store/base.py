@@ -175,11 +175,9 @@ class Store(Protocol):
     ) -> tuple[list[NodeRunRecord], int]:
         """A slice of a run's node runs in `list_node_runs` order, and how many it has."""
 
-    async def node_run_counts(self, run_id: str) -> dict[str, int]:
-        """How many node runs of a run are in each status (statuses with none left out)."""
-
     async def node_run_counts_of(self, run_ids: list[str]) -> dict[str, dict[str, int]]:
-        """`node_run_counts` of each run, in one read (a run without node runs: `{}`)."""
+        """By run: how many of its node runs are in each status (statuses with none left
+        out; a run without node runs: `{}`), in one read."""
 
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None: ...
 

@@ -486,17 +486,6 @@ class MongoStore:
             docs = await cursor.to_list()
         return [_record(NodeRunRecord, d) for d in docs], total
 
-    async def node_run_counts(self, run_id: str) -> dict[str, int]:
-        with _errors():
-            cursor = await self._db().node_runs.aggregate(
-                [
-                    {"$match": {"workflow_run_id": run_id}},
-                    {"$group": {"_id": "$status", "count": {"$sum": 1}}},
-                ]
-            )
-            groups = await cursor.to_list()
-        return {str(g["_id"]): int(g["count"]) for g in groups}
-
     async def node_run_counts_of(self, run_ids: list[str]) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {run_id: {} for run_id in run_ids}
         if not run_ids:

@@ -14,7 +14,7 @@ from pydantic import ConfigDict, Field
 from activities.store.access import LEGACY_OWNER, Grant
 from temporal_workflows.base import CamelModel
 from temporal_workflows.contracts import Identity
-from temporal_workflows.definition import WorkflowSpec, iter_nodes
+from temporal_workflows.definition import WorkflowSpec, approvers_by_step
 from temporal_workflows.read_model import NodeRunStatus, RunStatus
 
 
@@ -127,11 +127,7 @@ class GatedRun:
             workflow_name=run.definition_snapshot.name,
             status=run.status,
             pending_requirements=run.pending_requirements,
-            approvers={
-                node.id: list(node.human_review.approvers)
-                for node in reversed(iter_nodes(run.definition_snapshot.nodes))
-                if node.id and node.human_review is not None and node.human_review.approvers
-            },
+            approvers=approvers_by_step(run.definition_snapshot.nodes),
         )
 
     def approvers_of(self, step_id: str) -> list[str]:

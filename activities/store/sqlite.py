@@ -517,15 +517,6 @@ class SqliteStore:
             )
         return [_load(NodeRunRecord, r[0]) for r in rows], int(counted[0])
 
-    async def node_run_counts(self, run_id: str) -> dict[str, int]:
-        async with self._read() as db:
-            rows = await db.execute_fetchall(
-                "SELECT json_extract(doc, '$.status'), COUNT(*) FROM node_runs"
-                " WHERE workflow_run_id = ? GROUP BY 1",
-                (run_id,),
-            )
-        return {str(status): int(count) for status, count in rows}
-
     async def node_run_counts_of(self, run_ids: list[str]) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {run_id: {} for run_id in run_ids}
         if not run_ids:

@@ -10,7 +10,7 @@ from activities.store.base import Viewer
 from activities.store.records import RunRecord
 from app.auth.caller import CONTROL, Caller
 from app.errors import Forbidden, NotFound
-from temporal_workflows.definition import iter_nodes
+from temporal_workflows.definition import approvers_by_step
 
 
 def permissions_of(caller: Caller, workflow: Guarded) -> frozenset[Permission]:
@@ -63,10 +63,7 @@ def require_grantable(caller: Caller, workflow: Guarded, grants: list[Grant]) ->
 def approvers_of(run: RunRecord, step_id: str) -> list[str]:
     """Who may decide the gates of node `step_id` in the run's definition (empty: anyone
     who may control the run)."""
-    for node in iter_nodes(run.definition_snapshot.nodes):
-        if node.id == step_id:
-            return list(node.human_review.approvers) if node.human_review else []
-    return []
+    return approvers_by_step(run.definition_snapshot.nodes).get(step_id, [])
 
 
 def is_approver(caller: Caller, approvers: list[str]) -> bool:

@@ -9,12 +9,11 @@ from app.cli.output import Session
 
 
 def latest_node_runs(
-    session: Session, run_path: str, count: int
+    session: Session, run_path: str, count: int, total: int
 ) -> tuple[list[dict[str, Any]], int]:
     """The run's latest `count` node runs (in the API's order: by start, unstarted last)
-    and how many it has, read from the last pages of `/nodes`. A run that grows between
-    two reads is read again from its new last page (once)."""
-    total = session.api.get(f"{run_path}/nodes", page=1, perPage=1).data["pagination"]["total"]
+    and how many it has, read from the last pages of `/nodes` for `total`, its count when
+    last read. A run that grew since is read again from its new last page (once)."""
     tail: list[dict[str, Any]] = []
     for _ in range(2):
         last = max(1, -(-total // count))

@@ -85,7 +85,8 @@ def show_run(session: Session, run_id: str) -> None:
         return
     answer = session.api.get(f"/runs/{segment(run_id)}", nodeRuns="summary")
     run = dict(answer.data)
-    run["nodeRuns"], total = latest_node_runs(session, path_of(run), NODE_RUNS_SHOWN)
+    counted = run["nodeRunSummary"]["total"]
+    run["nodeRuns"], total = latest_node_runs(session, path_of(run), NODE_RUNS_SHOWN, counted)
     run["nodeRunSummary"] = {**run["nodeRunSummary"], "total": total}
     session.console.print(run_detail(run))
 
@@ -187,9 +188,7 @@ def _message(requirement: dict[str, Any]) -> str | None:
 def _needs(requirement: dict[str, Any]) -> str:
     """What the gate asks, with what an approver types: the form's fields (`*` required)
     and the routes to choose from, which the decision names."""
-    flags = [k.removeprefix("requires") for k, v in requirement.items()
-             if k.startswith("requires") and v is True]  # fmt: skip
-    needs = ", ".join(flags) or "confirmation"
+    needs = ", ".join(_flags(requirement)) or "confirmation"
     fields = [f"{f.get('name')}{'*' if f.get('required') else ''} ({f.get('fieldType')})"
               for f in requirement.get("userInputSchema") or []]  # fmt: skip
     if fields:
@@ -294,9 +293,13 @@ def _inbox(data: dict[str, Any]) -> Any:
 def _asks(requirement: dict[str, Any], kind: str | None) -> str:
     """What a gate asks, as its requirement's flags name it ("Confirmation", "UserInput"),
     where its `kind` says only when ("before" a step or after it)."""
-    flags = [k.removeprefix("requires") for k, v in requirement.items()
-             if k.startswith("requires") and v is True]  # fmt: skip
-    return ", ".join(flags) or str(kind or "-")
+    return ", ".join(_flags(requirement)) or str(kind or "-")
+
+
+def _flags(requirement: dict[str, Any]) -> list[str]:
+    """The requirement's `requires*` flags that are set, named without the prefix."""
+    return [k.removeprefix("requires") for k, v in requirement.items()
+            if k.startswith("requires") and v is True]  # fmt: skip
 
 
 def _age(seconds: float | None) -> str:

@@ -144,10 +144,10 @@ class _Watch:
     session: Session
     patience: float
 
-    def _run(self, run_id: str, node_runs: str = "summary") -> dict[str, Any]:
+    def _run(self, run_id: str) -> dict[str, Any]:
         # Started during a restart or a deploy: wait for the API, as the stream does later.
         answer = self.session.api.get_when_up(
-            f"/runs/{segment(run_id)}?nodeRuns={node_runs}",
+            f"/runs/{segment(run_id)}?nodeRuns=summary",
             patience=self.patience,
             waiting=_say_waiting,
         )
@@ -178,7 +178,8 @@ class _Watch:
                 # node runs the view shows.
                 run = self._run(run_id)
                 view.status = str(run["status"])
-                view.update(latest_node_runs(session, path, ROWS_SHOWN)[0])
+                total = run["nodeRunSummary"]["total"]
+                view.update(latest_node_runs(session, path, ROWS_SHOWN, total)[0])
                 live.refresh()
         else:
             for raw in events:

@@ -13,7 +13,7 @@ from app.errors import NotFound
 from app.openapi import API_PREFIX
 from app.routes.cached_read import cached_read
 from app.routes.conditional import NOT_MODIFIED
-from app.routes.model_response import json_body
+from app.routes.run_body import run_detail_body
 from app.schemas.run import RunPublic, RunWithSummary
 
 router = APIRouter(prefix=API_PREFIX + "/runs", tags=["runs"])
@@ -42,10 +42,7 @@ async def find_run(
         fresh = await store.get_run(run_id)
         if fresh is None:
             raise NotFound(f"Run {run_id!r} not found")
-        if node_runs == "summary":
-            counts = await store.node_run_counts(run_id)
-            return json_body(RunWithSummary.summarised(fresh, counts))
-        return json_body(RunPublic.from_record(fresh, await store.list_node_runs([run_id])))
+        return await run_detail_body(store, fresh, node_runs)
 
     # A run never moves to another workflow, so the lane checks access on this one.
     return await cached_read(

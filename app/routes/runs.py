@@ -32,6 +32,7 @@ from app.openapi import API_PREFIX, errors
 from app.routes.cached_read import cached_read
 from app.routes.conditional import NOT_MODIFIED
 from app.routes.model_response import json_body, model_response
+from app.routes.run_body import run_detail_body
 from app.schemas.run import (
     CountedRunPage,
     NodeRunList,
@@ -118,10 +119,7 @@ async def get_run(
 
     async def build() -> bytes:
         run = await get_run_or_404(run_id, workflow, store)
-        if node_runs == "summary":
-            counts = await store.node_run_counts(run.id)
-            return json_body(RunWithSummary.summarised(run, counts))
-        return json_body(RunPublic.from_record(run, await store.list_node_runs([run.id])))
+        return await run_detail_body(store, run, node_runs)
 
     # Kept under the request's path: an answer is only kept once the run was found in the
     # workflow it names.

@@ -29,9 +29,7 @@ class RunListing:
         runs, total = await self.store.list_runs(
             workflow_id, status=status, page=page, per_page=per_page
         )
-        if counted:
-            return await self._counted(runs, total, page, per_page)
-        return await self._page(runs, total, page, per_page)
+        return await self._answer(runs, total, page, per_page, counted)
 
     async def children(
         self, run: RunRecord, page: int, per_page: int, counted: bool = False
@@ -40,13 +38,13 @@ class RunListing:
         runs, total = await self.store.list_runs(
             run.workflow_definition_id, parent_run_id=run.id, page=page, per_page=per_page
         )
-        if counted:
-            return await self._counted(runs, total, page, per_page)
-        return await self._page(runs, total, page, per_page)
+        return await self._answer(runs, total, page, per_page, counted)
 
-    async def _counted(
-        self, runs: list[RunHeader], total: int, page: int, per_page: int
-    ) -> CountedRunPage:
+    async def _answer(
+        self, runs: list[RunHeader], total: int, page: int, per_page: int, counted: bool
+    ) -> RunPage | CountedRunPage:
+        if not counted:
+            return await self._page(runs, total, page, per_page)
         counts = await self.store.node_run_counts_of([r.id for r in runs])
         return CountedRunPage(
             runs=[CountedRunSummary.counted(r, counts[r.id]) for r in runs],
