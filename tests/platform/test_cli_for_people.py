@@ -728,6 +728,9 @@ def test_the_live_view_of_a_run_at_a_gate_says_it_awaits_approval(
     code, shown = watched_on_a_terminal(dev, run_id, until="waiting at Ask")
     heads = re.findall(rf"run {run_id}  (\w+)", shown)
     assert heads and heads[-1] == "awaiting_approval", shown
+    # And its node run, drawn while the run waits: the view was drawn once per event, so
+    # the events that came last before a quiet spell (the gate's) stayed undrawn.
+    assert re.search(r"Ask\W+awaiting_approval", shown), shown
     assert code == 130 and "Traceback" not in shown  # Ctrl-C ends the watch quietly
     ok(trellis(dev, "runs", "cancel", run_id))
 
