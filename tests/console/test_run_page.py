@@ -219,6 +219,31 @@ async def test_a_node_that_ran_many_times_shows_its_latest_runs_first(console: C
     await expect(facts.filter(has_text="Item")).to_have_count(0)
 
 
+async def test_a_busy_runs_counts_move_while_its_events_never_pause(console: Console) -> None:
+    # A refresh waited for the events to pause 200 ms: a run whose events never paused
+    # showed the counts it had when the page opened until it ended.
+    p = console.platform
+    nodes = [
+        echo("go", {"requiresConfirmation": True}),
+        loop("busy", delay("tick", 0.05), max_iterations=60),
+    ]
+    wf, run_id = await console.at_gate(nodes, "go")
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    counts = page.locator("dl.facts div").filter(has_text="Node runs").locator("dd")
+    await expect(counts).to_contain_text("awaiting")
+    assert (await approve(p, wf, run_id, stepId="go", resolution="confirm")).status_code == 200
+    detail = f"/api/v1/workflows/{wf}/runs/{run_id}?nodeRuns=summary"
+    seen: list[str] = []
+    while (await p.api.get(detail)).json()["status"] == "running":
+        text = await counts.text_content()
+        if text and (not seen or seen[-1] != text):
+            seen.append(text)
+        await page.wait_for_timeout(100)
+    # About 4 s of events 30-60 ms apart: a refresh at least every second shows several.
+    assert len(seen) >= 3, seen
+
+
 async def test_a_retry_sent_again_after_its_answer_was_lost_starts_one_child(
     console: Console,
 ) -> None:
