@@ -15,6 +15,7 @@ from activities.store.records import (
     NodeRunRecord,
     RunHeader,
     RunRecord,
+    VersionSummary,
     WorkflowRecord,
     WorkflowVersionRecord,
 )
@@ -99,8 +100,8 @@ class Store(Protocol):
         self, workflow_id: str, version: int
     ) -> WorkflowVersionRecord | None: ...
 
-    async def list_workflow_versions(self, workflow_id: str) -> list[WorkflowVersionRecord]:
-        """All versions, oldest first."""
+    async def list_workflow_versions(self, workflow_id: str) -> list[VersionSummary]:
+        """All versions, oldest first, summarised (their definitions are not read whole)."""
 
     # -- runs --------------------------------------------------------------
     async def insert_run(self, record: RunRecord) -> RunRecord:

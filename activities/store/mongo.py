@@ -47,6 +47,7 @@ from activities.store.records import (
     NodeRunRecord,
     RunHeader,
     RunRecord,
+    VersionSummary,
     WorkflowRecord,
     WorkflowVersionRecord,
 )
@@ -286,11 +287,11 @@ class MongoStore:
             )
         return None if doc is None else _record(WorkflowVersionRecord, doc)
 
-    async def list_workflow_versions(self, workflow_id: str) -> list[WorkflowVersionRecord]:
+    async def list_workflow_versions(self, workflow_id: str) -> list[VersionSummary]:
         with _errors():
             cursor = self._db().workflow_versions.find({"workflow_id": workflow_id})
             docs = await cursor.sort("version", ASCENDING).to_list()
-        return [_record(WorkflowVersionRecord, d) for d in docs]
+        return [VersionSummary.of(_record(WorkflowVersionRecord, d)) for d in docs]
 
     async def _put_version(self, record: WorkflowRecord) -> None:
         version = WorkflowVersionRecord(

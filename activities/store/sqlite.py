@@ -42,8 +42,10 @@ from activities.store.records import (
     RunHeader,
     RunRecord,
     StoredModel,
+    VersionSummary,
     WorkflowRecord,
     WorkflowVersionRecord,
+    stored_node_count,
 )
 from activities.store.search_text import search_fold
 from activities.store.sqlite_gates import GateReader, gated_runs_query
@@ -293,13 +295,17 @@ class SqliteStore:
             )
         return None if row is None else _load(WorkflowVersionRecord, row[0])
 
-    async def list_workflow_versions(self, workflow_id: str) -> list[WorkflowVersionRecord]:
+    async def list_workflow_versions(self, workflow_id: str) -> list[VersionSummary]:
+        # One json_extract of four paths: one parse of each document (SQLite parses it
+        # again for each JSON function), and no definition validated.
         async with self._read() as db:
             rows = await db.execute_fetchall(
-                "SELECT doc FROM workflow_versions WHERE workflow_id = ? ORDER BY version",
+                "SELECT version, json_extract(doc, '$.created_at', '$.definition.name',"
+                " '$.definition.description', '$.definition.nodes')"
+                " FROM workflow_versions WHERE workflow_id = ? ORDER BY version",
                 (workflow_id,),
             )
-        return [_load(WorkflowVersionRecord, r[0]) for r in rows]
+        return [_version_summary(version, json.loads(fields)) for version, fields in rows]
 
     # -- runs ----------------------------------------------------------------
     async def insert_run(self, record: RunRecord) -> RunRecord:
@@ -742,6 +748,17 @@ def _settle(
 async def _one(db: aiosqlite.Connection | SqliteReader, sql: str, params: Sequence[Any]) -> Any:
     rows = await db.execute_fetchall(sql, params)  # in a write: one trip to the db thread
     return next(iter(rows), None)
+
+
+def _version_summary(version: int, fields: list[Any]) -> VersionSummary:
+    created_at, name, description, nodes = fields
+    return VersionSummary(
+        version=version,
+        created_at=datetime.fromisoformat(created_at),
+        name=name,
+        description=description,
+        num_nodes=stored_node_count(nodes),
+    )
 
 
 async def _put_version(db: aiosqlite.Connection, record: WorkflowRecord) -> None:

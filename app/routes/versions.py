@@ -16,8 +16,8 @@ router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/versions", tags
 @router.get("", dependencies=[needs(READ)])
 async def list_versions(workflow: WorkflowDep, store: StoreDep) -> WorkflowVersionList:
     """Every version of a definition, oldest first."""
-    records = await store.list_workflow_versions(workflow.id)
-    return WorkflowVersionList(versions=[WorkflowVersionSummary.from_record(r) for r in records])
+    summaries = await store.list_workflow_versions(workflow.id)
+    return WorkflowVersionList(versions=[WorkflowVersionSummary.of(s) for s in summaries])
 
 
 @router.get("/{version}", dependencies=[needs(READ)])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from activities.store.records import WorkflowVersionRecord
+from activities.store.records import VersionSummary, WorkflowVersionRecord
 from temporal_workflows.base import CamelModel
-from temporal_workflows.definition import WorkflowSpec, iter_nodes
+from temporal_workflows.definition import WorkflowSpec
 
 
 class WorkflowVersionSummary(CamelModel):
@@ -17,14 +17,13 @@ class WorkflowVersionSummary(CamelModel):
     num_nodes: int
 
     @classmethod
-    def from_record(cls, record: WorkflowVersionRecord) -> WorkflowVersionSummary:
-        spec = record.definition
+    def of(cls, summary: VersionSummary) -> WorkflowVersionSummary:
         return cls(
-            version=record.version,
-            created_at=record.created_at,
-            name=spec.name,
-            description=spec.description,
-            num_nodes=len(iter_nodes(spec.nodes)),
+            version=summary.version,
+            created_at=summary.created_at,
+            name=summary.name,
+            description=summary.description,
+            num_nodes=summary.num_nodes,
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from activities.store.base import ChangedMeanwhile, DuplicateNameError, Store
-from activities.store.records import GatedRun
+from activities.store.records import GatedRun, VersionSummary
 from temporal_workflows.definition import (
     HumanReview,
     LoopConfig,
@@ -142,9 +142,47 @@ class TestWorkflows:
         await store.update_workflow(changed, True)
         assert await store.get_workflow(record.id) == changed
         versions = await store.list_workflow_versions(record.id)
-        assert [(v.version, v.definition.name) for v in versions] == [(1, "v1"), (2, "v2")]
+        assert [(v.version, v.name) for v in versions] == [(1, "v1"), (2, "v2")]
         second = await store.get_workflow_version(record.id, 2)
         assert second is not None and second.definition == changed.spec()
+
+    async def test_versions_are_listed_summed_up_as_their_whole_records_say(
+        self, store: Store
+    ) -> None:
+        # The SQLite store counts nodes from the stored text, not the parsed tree: nested
+        # ones in every kind of sequence, and none in a step's config.
+        def leaf(i: str) -> WorkflowNode:
+            return WorkflowNode(id=i, name=i, node_type="step", executor_key="echo",
+                                config={"children": [{"node_type": "step"}]})  # fmt: skip
+
+        nested = WorkflowSpec(
+            name="Nested \u00e9",
+            description="every kind of sequence",
+            nodes=[
+                leaf("a"),
+                WorkflowNode(id="loop", name="Loop", node_type="loop", children=[leaf("b")],
+                             loop_config=LoopConfig(max_iterations=2)),
+                WorkflowNode(id="if", name="If", node_type="condition", condition_cel="true",
+                             true_steps=[leaf("c"), leaf("d")], false_steps=[leaf("e")]),
+                WorkflowNode(id="route", name="Route", node_type="router", condition_cel="'x'",
+                             choices=[RouterChoice(name="x", steps=[leaf("f")]),
+                                      RouterChoice(name="y", steps=[leaf("g"), leaf("h")])]),
+            ],
+        )  # fmt: skip
+        record = workflow("v1")
+        await store.create_workflow(record)
+        changed = record.model_copy(
+            update={**nested.model_dump(), "version": 2, "updated_at": at(9)}
+        )
+        await store.update_workflow(changed, True)
+        summaries = await store.list_workflow_versions(record.id)
+        wholes = [await store.get_workflow_version(record.id, v) for v in (1, 2)]
+        assert summaries == [VersionSummary.of(w) for w in wholes if w is not None]
+        assert [(s.num_nodes, s.created_at) for s in summaries] == [
+            (1, record.updated_at),
+            (11, at(9)),
+        ]
+        assert summaries[1].name == nested.name and summaries[1].description == nested.description
 
     async def test_update_without_new_version_keeps_versions(self, store: Store) -> None:
         record = workflow()
@@ -167,7 +205,7 @@ class TestWorkflows:
             await store.update_workflow(second, True, read=record)
         assert await store.get_workflow(record.id) == first
         versions = await store.list_workflow_versions(record.id)
-        assert [(v.version, v.definition.name) for v in versions] == [(1, "v1"), (2, "v2")]
+        assert [(v.version, v.name) for v in versions] == [(1, "v1"), (2, "v2")]
         # A toggle read before the save is refused too; read after, it lands.
         toggled = first.model_copy(update={"enabled": True, "updated_at": at(11)})
         with pytest.raises(ChangedMeanwhile):
