@@ -19,10 +19,11 @@ class InterpolationError(ValueError):
     """Every `${…}` that could not be resolved, one `where: what` each, joined by `; `."""
 
 
-def interpolate(data: Any, environ: Mapping[str, str]) -> tuple[Any, dict[str, str]]:
-    """`data` with every `${VAR}` in its string values resolved, and resolved -> as written
-    for each string that changed."""
+def interpolate(data: Any, environ: Mapping[str, str]) -> tuple[Any, dict[str, str], set[str]]:
+    """`data` with every `${VAR}` in its string values resolved; resolved -> as written
+    for each string that changed; and the values the environment gave (to mask)."""
     written: dict[str, str] = {}
+    given: set[str] = set()
     problems: list[str] = []
 
     def resolve(value: Any, where: str) -> Any:
@@ -45,6 +46,7 @@ def interpolate(data: Any, environ: Mapping[str, str]) -> tuple[Any, dict[str, s
             if name not in environ:
                 problems.append(f"{where}: environment variable {name} is not set")
                 return token
+            given.add(environ[name])
             return environ[name]
 
         resolved = _TOKEN.sub(replace, text)
@@ -55,4 +57,4 @@ def interpolate(data: Any, environ: Mapping[str, str]) -> tuple[Any, dict[str, s
     result = resolve(data, "")
     if problems:
         raise InterpolationError("; ".join(problems))
-    return result, written
+    return result, written, given

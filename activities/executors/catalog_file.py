@@ -70,6 +70,10 @@ HeaderValue = Annotated[
 Headers = Annotated[dict[HeaderName, HeaderValue], _none_is({})]
 
 
+# The shortest `env` value a stdio server's stderr lines are masked of.
+MIN_SECRET_CHARS = 4
+
+
 class _FileModel(BaseModel):
     # Not the camelCase wire base: the file takes exactly its documented keys (it is read
     # with by_name=False), while Python code may build a spec by field name.
@@ -102,9 +106,21 @@ class McpServerSpec(_FileModel):
             raise ValueError("env is for command (stdio) servers; a url server takes headers")
         return self
 
+    # The environment's values resolved into `env` (`read_catalog_file`).
+    _given: frozenset[str] = PrivateAttr(default=frozenset())
+
     @property
     def transport(self) -> str:
         return "streamable-http" if self.url else "stdio"
+
+    @property
+    def secrets(self) -> list[str]:
+        """What a stdio server's stderr is never shown with: each `env` value and each
+        environment variable resolved into one, longest first (a shorter may be part of a
+        longer). Values under MIN_SECRET_CHARS are left: too short to be a credential,
+        and masking `1` would garble every line."""
+        values = {*self.env.values(), *self._given}
+        return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
 
 
 class A2AAgentSpec(_FileModel):
@@ -165,7 +181,7 @@ def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> C
     if not isinstance(data, dict | None):
         raise fail("the top level must be a mapping with mcpServers and/or a2aAgents")
     try:
-        data, written = interpolate(_split_commands(data or {}), environ or {})
+        data, written, given = interpolate(_split_commands(data or {}), environ or {})
     except InterpolationError as exc:
         raise fail(str(exc)) from None
     try:
@@ -173,6 +189,9 @@ def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> C
     except ValidationError as exc:
         raise fail(_one_line(exc)) from None
     file._written.update(written)
+    for server in file.servers:
+        values = list(server.env.values())
+        server._given = frozenset(g for g in given if any(g in v for v in values))
     return file
 
 

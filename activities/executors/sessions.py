@@ -242,7 +242,7 @@ class McpSession:
                 raise
 
     async def _serve(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
-        stderr = None if self.spec.url else StderrTail(self.spec.id)
+        stderr = None if self.spec.url else StderrTail(self.spec.id, self.spec.secrets)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 ready.set_result(await self._connect(stack, stderr))

@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 from collections import deque
+from collections.abc import Sequence
 from typing import TextIO
 
 from activities.executors.base import describe_error
@@ -35,8 +36,11 @@ class StartFailed(Exception):
 class StderrTail:
     """The pipe a stdio server writes its stderr into, and the thread that reads it."""
 
-    def __init__(self, server_id: str) -> None:
+    def __init__(self, server_id: str, secrets: Sequence[str] = ()) -> None:
         self.server_id = server_id
+        # Masked out of every line before it is logged or kept: a server may print the
+        # token its `env` gave it (`McpServerSpec.secrets`, longest first).
+        self._secrets = list(secrets)
         self.lines: deque[str] = deque(maxlen=LINES_KEPT)
         read_fd, write_fd = os.pipe()
         # The server's end: handed to the spawn, then closed here (`spawned`).
@@ -48,13 +52,18 @@ class StderrTail:
     def _pump(self) -> None:
         try:
             for raw in self._reader:  # ends when every writer has closed: the server's exit
-                line = raw.decode("utf-8", "replace").rstrip()
+                line = self._masked(raw.decode("utf-8", "replace").rstrip())
                 if line:
                     self.lines.append(line[:LINE_CHARS])
                     log.info("MCP server %s stderr: %s", self.server_id, line)
         finally:
             self._reader.close()
             self._ended.set()
+
+    def _masked(self, line: str) -> str:
+        for secret in self._secrets:
+            line = line.replace(secret, "***")
+        return line
 
     def spawned(self) -> None:
         """The server holds its own copy of the pipe now; ours would keep it open for ever."""

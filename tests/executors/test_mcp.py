@@ -10,8 +10,10 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
+import yaml
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -20,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from activities.executors.base import PermanentError, TransientError
 from activities.executors.catalog import Catalog
-from activities.executors.catalog_file import CatalogFile, McpServerSpec
+from activities.executors.catalog_file import CatalogFile, McpServerSpec, read_catalog_file
 from activities.executors.registry import ExecutorRegistry
 from tests.executors.conftest import MakeCall
 from tests.peers.catalog import Peers
@@ -349,6 +351,47 @@ async def test_a_stdio_server_that_cannot_start_is_reported_with_its_stderr(
         assert "MCP server local stderr: ModuleNotFoundError" in caplog.text
         with pytest.raises(TransientError, match="No module named my_tools"):
             await registry.execute(make_call("local/x", {}))
+    finally:
+        await registry.close()
+
+
+# A stdio server that cannot start and says why with the credentials its env gave it.
+TELLING = (
+    "import os, sys; sys.stderr.write('cannot sign in as ' + os.environ['LOGIN'] + ' with '"
+    " + os.environ['AUTH'] + ' (' + os.environ['TOKEN'] + ') at ' + os.environ['DEBUG'] + '\\n')"
+    "; sys.exit(3)"
+)
+
+
+async def test_a_stdio_servers_stderr_never_shows_the_secrets_its_env_holds(
+    make_call: MakeCall, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    # Its lines reached the logs, /servers' error, the step's error and the run's summary
+    # as written, the token with them.
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(
+        yaml.safe_dump(
+            {"mcpServers": [{
+                "id": "telling", "command": [sys.executable, "-c", TELLING], "tools": ["x"],
+                "env": {"TOKEN": "${STDIO_TOKEN}", "AUTH": "Bearer ${OTHER_TOKEN}",
+                        "LOGIN": "svc-reporting", "DEBUG": "1"},
+            }]}
+        )
+    )  # fmt: skip
+    environ = {"STDIO_TOKEN": "stdiosecret4242", "OTHER_TOKEN": "ot-99887766"}
+    registry = ExecutorRegistry(Catalog(read_catalog_file(catalog, environ)))
+    try:
+        with caplog.at_level("INFO", logger="trellis.mcp"):
+            await registry.catalog.refresh()
+            [server] = registry.catalog.servers()
+            with pytest.raises(TransientError) as raised:
+                await registry.execute(make_call("telling/x", {}))
+        said = "cannot sign in as *** with *** (***) at 1"
+        assert server.error is not None and said in server.error
+        assert said in str(raised.value)
+        assert f"MCP server telling stderr: {said}" in caplog.text
+        for secret in ("stdiosecret4242", "ot-99887766", "Bearer", "svc-reporting"):
+            assert secret not in caplog.text + server.error + str(raised.value)
     finally:
         await registry.close()
 
