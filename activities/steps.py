@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -42,6 +43,7 @@ WORKER_SHUTDOWN_ERROR = "the worker shut down before the attempt ended; it runs 
 # What the workflow says of a step whose last attempt timed out (temporal_workflows/retry.py).
 ATTEMPT_TIMED_OUT_ERROR = "step timed out (start-to-close)"
 ATTEMPT_GONE_ERROR = "Temporal ended the attempt before it finished (timed out, or the run closed)"
+TIMED_OUT = (ATTEMPT_TIMED_OUT_ERROR, ATTEMPT_GONE_ERROR)
 # An attempt's last write: "running" means the attempt failed and Temporal may retry it.
 _PHASES: dict[str, AttemptPhase] = {"running": "attempt_failed", "completed": "completed"}
 
@@ -95,7 +97,9 @@ class StepActivities:
             cut_off = _cut_off_reason()
             if cut_off is not None:
                 # Not the step being cancelled: the attempt is retried (or, the last one,
-                # failed by the workflow), like any failed attempt.
+                # failed by the workflow), like any failed attempt, and said as one.
+                log.warning("step %r attempt %d failed: %s", step.node_name, attempt, cut_off)
+                _span_failed(cut_off)
                 await record.finish("running", None, error=cut_off)
             else:
                 await record.finish("cancelled", "node_cancelled", error="cancelled")
@@ -182,7 +186,9 @@ class StepActivities:
             outcome = "completed"
             return result
         except asyncio.CancelledError:
-            outcome = "cancelled"
+            # A timed-out attempt failed, as the docs say; a cancelled run's or a worker
+            # shutdown's was cancelled.
+            outcome = "failed" if _cut_off_reason() in TIMED_OUT else "cancelled"
             raise
         finally:
             kind_of = getattr(self._executor, "kind_of", None)
@@ -342,6 +348,15 @@ def _describe_span(step: StepInput, attempt: int) -> None:
                 "trellis.attempt": attempt,
             }
         )
+
+
+def _span_failed(why: str) -> None:
+    """Mark the attempt's span failed: Temporal's interceptor marks a raised error, not
+    an attempt cut off by its timeout or its worker's shutdown."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attribute("error.type", "timeout" if why in TIMED_OUT else "worker_shutdown")
+        span.set_status(Status(StatusCode.ERROR, why))
 
 
 def _call(

@@ -133,6 +133,21 @@ def run_context(record: logging.LogRecord) -> dict[str, str]:
     return found
 
 
+# What Temporal's own lines say of their activity or workflow, kept as fields (the rest
+# of its details, namespace and run ids, say nothing an operator looks for).
+TEMPORAL_FIELDS = ("activity_type", "activity_id", "attempt", "workflow_type")
+
+
+def temporal_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The activity or workflow a line of Temporal's SDK is about (its type, attempt)."""
+    details = getattr(record, "temporal_activity", None) or getattr(
+        record, "temporal_workflow", None
+    )
+    if not isinstance(details, dict):
+        return {}
+    return {k: details[k] for k in TEMPORAL_FIELDS if details.get(k) is not None}
+
+
 def trace_fields(full: bool = True) -> dict[str, str]:
     """The current span's trace id (and span id, when `full`), while tracing; else nothing."""
     span = trace.get_current_span().get_span_context()
@@ -184,13 +199,15 @@ class JsonFormatter(logging.Formatter):
             **run_context(record),
             **trace_fields(),
             **_access(record),
+            **temporal_fields(record),
         }
         for key, value in vars(record).items():
             if (
                 key not in _STANDARD
                 and key not in entry
                 and key not in _TERMINAL_ONLY
-                and not key.startswith("temporal_")
+                # Temporal's details (above) and its private marks (an error's identifier)
+                and not key.startswith(("temporal_", "__"))
             ):
                 entry[key] = value
         if record.exc_info:

@@ -10,6 +10,7 @@ no span is started and nothing is added to any request.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from opentelemetry import propagate, trace
-from opentelemetry.trace import Span, SpanKind, Tracer
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 TRACER_NAME = "trellis.executors"
 
@@ -44,6 +45,12 @@ class CallTracer:
                 yield span
             except Exception as exc:
                 span.set_attribute("error.type", type(exc).__name__)
+                raise
+            except asyncio.CancelledError:
+                # Cut off (the step's timeout, the run's cancel): not an answer. The
+                # tracer marks an Exception failed by itself, not a cancellation.
+                span.set_attribute("error.type", "cancelled")
+                span.set_status(Status(StatusCode.ERROR, "the call was cancelled"))
                 raise
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import pytest
 from prometheus_client import CollectorRegistry
 from temporalio.testing import ActivityEnvironment
 
@@ -56,6 +57,25 @@ async def test_failed_and_cancelled_runs_are_counted_under_their_end(metered: Me
     await eventually(
         lambda: metered.value(f"{STEP}_count", executor_kind="builtin", outcome="cancelled") == 1
     )
+
+
+async def test_an_attempt_cut_off_by_its_timeout_is_counted_failed_and_logged(
+    metered: Metered, caplog: pytest.LogCaptureFixture
+) -> None:
+    # It was counted `cancelled`, like a run an operator cancelled, and logged nothing of
+    # its own: a slow tool could not be told from a cancel.
+    p = metered.platform
+    slow = delay("slow", 8) | {"stepConfig": {"timeoutSeconds": 1, "maxRetries": 0}}
+    with caplog.at_level("WARNING", logger="trellis.steps"):
+        run = await p.run({"nodes": [slow]})
+    assert run["status"] == "failed", run
+    await eventually(
+        lambda: metered.value(f"{STEP}_count", executor_kind="builtin", outcome="failed") == 1
+    )
+    assert metered.value(f"{STEP}_count", executor_kind="builtin", outcome="cancelled") == 0
+    [line] = [r for r in caplog.records if "attempt 1 failed" in r.getMessage()]
+    assert "'slow' attempt 1 failed:" in line.getMessage()
+    assert "timed out" in line.getMessage() or "Temporal ended the attempt" in line.getMessage()
 
 
 async def test_a_gate_is_counted_opened_and_its_wait_observed_at_the_decision(

@@ -5,7 +5,7 @@ context reaches the peer."""
 from __future__ import annotations
 
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.builders import http_step, step
 from tests.peers.catalog import Peers
@@ -86,3 +86,22 @@ async def test_one_trace_follows_a_run_from_its_trigger_to_each_call_of_its_step
     assert sent and all(
         traceparent_ids(r.headers["traceparent"]) == (trace_id, agent.context.span_id) for r in sent
     )
+
+
+async def test_an_attempt_cut_off_by_its_timeout_is_a_failed_span_and_so_is_its_call(
+    traced: Traced,
+) -> None:
+    # Both spans ended as if the attempt had succeeded: only a raised error marked them.
+    p = traced.platform
+    nap = step("Nap", "peer-http/sleepy", {"seconds": 8}, id="nap")
+    nap["stepConfig"] = {"timeoutSeconds": 1, "maxRetries": 0}
+    run = await p.run({"nodes": [nap]})
+    assert run["status"] == "failed", run
+    spans = traced.spans()
+    [call] = [s for s in spans if s.name == "tools/call sleepy"]
+    attempt = next(s for s in spans if s.context.span_id == call.parent.span_id)  # type: ignore[union-attr]
+    assert attempt.name == "RunActivity:execute_step"
+    assert attempt.status.status_code == StatusCode.ERROR
+    assert attempt.attributes is not None and attempt.attributes["error.type"] == "timeout"
+    assert call.status.status_code == StatusCode.ERROR
+    assert call.attributes is not None and call.attributes["error.type"] == "cancelled"

@@ -74,6 +74,26 @@ def test_temporal_activity_lines_name_the_run_by_its_workflow_id(logged: Any) ->
     assert line["run_id"] == "run-3"
 
 
+def test_temporal_lines_keep_their_activity_and_drop_the_sdks_private_marks(
+    logged: Any,
+) -> None:
+    # Every temporal_* detail was dropped but the run, and `__temporal_error_identifier`
+    # (the SDK's mark on a failed activity's line) was written as a field.
+    buffer, configure = logged
+    configure("json")
+    details = {"workflow_id": "run-4", "activity_type": "execute_step", "activity_id": "7",
+               "attempt": 2, "workflow_type": "TrellisRun", "namespace": "default"}  # fmt: skip
+    logging.getLogger("temporalio.activity").warning(
+        "Completing activity as failed",
+        extra={"temporal_activity": details, "__temporal_error_identifier": "ActivityError"},
+    )
+    (line,) = _json_lines(buffer)
+    assert line["run_id"] == "run-4"
+    assert (line["activity_type"], line["activity_id"], line["attempt"]) == ("execute_step", "7", 2)
+    assert line["workflow_type"] == "TrellisRun"
+    assert not [k for k in line if k.startswith(("__", "temporal_"))] and "namespace" not in line
+
+
 def test_the_access_log_is_a_json_line_with_method_path_and_status(logged: Any) -> None:
     buffer, configure = logged
     configure("json")
