@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
 
-from activities.metrics import COUNTED_EVENTS, GATES_CLOSED_BY, RunMetrics
+from activities.metrics import COUNTED_EVENTS, GATES_CLOSED_BY, RUN_ENDINGS, RunMetrics
+from activities.run_log import run_fields
 from activities.store.base import Store
 from temporal_workflows.contracts import (
     NOW,
@@ -22,6 +24,8 @@ from temporal_workflows.contracts import (
     ProjectionBatch,
     RunProjection,
 )
+
+log = logging.getLogger("trellis.runs")
 
 
 class ProjectionActivities:
@@ -88,10 +92,27 @@ async def write_batch(
     for p, ok in zip(batch.runs, run_landed, strict=True):
         if ok and p.event and p.event.get("type") in COUNTED_EVENTS:
             metrics.run_written(p.workflow_id, p.event, p.changes)
+            _log_end(p)
             if p is ending:
                 resolution = GATES_CLOSED_BY[str(p.event.get("type"))]
                 ended_at = p.changes.get("finished_at")
                 metrics.gates_closed(p.workflow_id, left_open, ended_at, resolution)
+
+
+def _log_end(p: RunProjection) -> None:
+    """A line for a run's end, logged once with it: a run failed by the workflow itself
+    (a CEL error, a rejection's spent retries) left no line anywhere."""
+    status = RUN_ENDINGS.get(str(p.event.get("type"))) if p.event else None
+    if status is None:
+        return
+    why = p.changes.get("error_summary")
+    log.log(
+        logging.WARNING if status == "failed" else logging.INFO,
+        "run %s%s",
+        status,
+        f": {why}" if why else "",
+        extra=run_fields(p.run_id, p.workflow_id),
+    )
 
 
 async def _gates_left_open(

@@ -43,7 +43,6 @@ WORKER_SHUTDOWN_ERROR = "the worker shut down before the attempt ended; it runs 
 # What the workflow says of a step whose last attempt timed out (temporal_workflows/retry.py).
 ATTEMPT_TIMED_OUT_ERROR = "step timed out (start-to-close)"
 ATTEMPT_GONE_ERROR = "Temporal ended the attempt before it finished (timed out, or the run closed)"
-TIMED_OUT = (ATTEMPT_TIMED_OUT_ERROR, ATTEMPT_GONE_ERROR)
 # An attempt's last write: "running" means the attempt failed and Temporal may retry it.
 _PHASES: dict[str, AttemptPhase] = {"running": "attempt_failed", "completed": "completed"}
 
@@ -98,8 +97,11 @@ class StepActivities:
             if cut_off is not None:
                 # Not the step being cancelled: the attempt is retried (or, the last one,
                 # failed by the workflow), like any failed attempt, and said as one.
-                log.warning("step %r attempt %d failed: %s", step.node_name, attempt, cut_off)
-                _span_failed(cut_off)
+                # A run closed under it (its cancel) is not the step's failure.
+                level = logging.INFO if cut_off == ATTEMPT_GONE_ERROR else logging.WARNING
+                log.log(level, "step %r attempt %d failed: %s", step.node_name, attempt, cut_off)
+                if cut_off != ATTEMPT_GONE_ERROR:
+                    _span_failed(cut_off)
                 await record.finish("running", None, error=cut_off)
             else:
                 await record.finish("cancelled", "node_cancelled", error="cancelled")
@@ -188,7 +190,7 @@ class StepActivities:
         except asyncio.CancelledError:
             # A timed-out attempt failed, as the docs say; a cancelled run's or a worker
             # shutdown's was cancelled.
-            outcome = "failed" if _cut_off_reason() in TIMED_OUT else "cancelled"
+            outcome = "failed" if _cut_off_reason() == ATTEMPT_TIMED_OUT_ERROR else "cancelled"
             raise
         finally:
             kind_of = getattr(self._executor, "kind_of", None)
@@ -310,10 +312,19 @@ def _cut_off_reason() -> str | None:
         return ATTEMPT_TIMED_OUT_ERROR
     if details.not_found:
         # What a timeout looks like from the worker: Temporal timed the attempt out and
-        # answers its next heartbeat "not found" (or the run was closed; the reconciler
-        # then closes the node run).
-        return ATTEMPT_GONE_ERROR
+        # answers its next heartbeat "not found" — or the run was closed (cancelled: its
+        # workflow ended before the attempt heard), and the reconciler closes the node run.
+        return ATTEMPT_TIMED_OUT_ERROR if _ran_its_time() else ATTEMPT_GONE_ERROR
     return None
+
+
+def _ran_its_time() -> bool:
+    """Whether this attempt has run its whole start-to-close timeout by now."""
+    info = activity.info()
+    timeout = info.start_to_close_timeout
+    if timeout is None or info.started_time is None:
+        return False
+    return datetime.now(UTC) - info.started_time >= timeout
 
 
 async def _until_written(write: Callable[[], Awaitable[bool]]) -> None:
@@ -355,7 +366,8 @@ def _span_failed(why: str) -> None:
     an attempt cut off by its timeout or its worker's shutdown."""
     span = trace.get_current_span()
     if span.is_recording():
-        span.set_attribute("error.type", "timeout" if why in TIMED_OUT else "worker_shutdown")
+        timed_out = why == ATTEMPT_TIMED_OUT_ERROR
+        span.set_attribute("error.type", "timeout" if timed_out else "worker_shutdown")
         span.set_status(Status(StatusCode.ERROR, why))
 
 

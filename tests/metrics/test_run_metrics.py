@@ -74,8 +74,26 @@ async def test_an_attempt_cut_off_by_its_timeout_is_counted_failed_and_logged(
     )
     assert metered.value(f"{STEP}_count", executor_kind="builtin", outcome="cancelled") == 0
     [line] = [r for r in caplog.records if "attempt 1 failed" in r.getMessage()]
-    assert "'slow' attempt 1 failed:" in line.getMessage()
-    assert "timed out" in line.getMessage() or "Temporal ended the attempt" in line.getMessage()
+    assert line.getMessage() == "step 'slow' attempt 1 failed: step timed out (start-to-close)"
+
+
+async def test_a_run_s_end_is_logged_once_also_when_no_step_failed(
+    metered: Metered, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A run failed by the workflow itself (a condition's CEL error) logged nothing.
+    p = metered.platform
+    broken = condition("cond", "input.missing.deep > 1", echo("t"))
+    with caplog.at_level("INFO", logger="trellis.runs"):
+        failed = await p.run({"nodes": [broken]})
+        completed = await p.run({"nodes": [echo("a")]})
+        await eventually(lambda: len([r for r in caplog.records if "run c" in r.getMessage()]))
+    assert failed["status"] == "failed" and completed["status"] == "completed"
+    lines = [r for r in caplog.records if r.getMessage().startswith(("run failed", "run compl"))]
+    ends = {r.run_id: r for r in lines}  # type: ignore[attr-defined]
+    assert len(lines) == len(ends) == 2, lines  # once each
+    assert ends[failed["id"]].levelname == "WARNING"
+    assert ends[failed["id"]].getMessage() == f"run failed: {failed['errorSummary']}"
+    assert ends[completed["id"]].getMessage() == "run completed"
 
 
 async def test_a_gate_is_counted_opened_and_its_wait_observed_at_the_decision(
