@@ -316,6 +316,7 @@ def _not_ours(schedule_id: str) -> NotFound:
 
 def _public(desc: ScheduleDescription, trigger: ScheduleTriggerInput) -> SchedulePublic:
     overlap: OverlapPolicy = OVERLAP_NAMES[desc.schedule.policy.overlap]
+    paused = desc.schedule.state.paused
     return SchedulePublic(
         id=desc.id,
         workflow_id=trigger.workflow_id,
@@ -324,10 +325,12 @@ def _public(desc: ScheduleDescription, trigger: ScheduleTriggerInput) -> Schedul
         time_zone=trigger.time_zone,
         initial_input=trigger.initial_input,
         overlap_policy=overlap,
-        paused=desc.schedule.state.paused,
+        paused=paused,
         note=desc.schedule.state.note,
         num_actions=desc.info.num_actions,
-        next_action_times=list(desc.info.next_action_times[:5]),
+        # Temporal keeps a paused schedule's last computed times, which then pass: a
+        # paused schedule has no next firing.
+        next_action_times=[] if paused else list(desc.info.next_action_times[:5]),
         recent_actions=[
             ScheduleActionPublic(
                 scheduled_at=a.scheduled_at,

@@ -279,8 +279,13 @@ class TestManaging:
         async with schedule(platform, wf, DAILY) as created:
             paused = await platform.api.post(url(wf, created["id"]) + "/pause")
             assert paused.json()["paused"] is True
+            # Temporal keeps the times it last computed, which then pass: none are shown.
+            assert paused.json()["nextActionTimes"] == []
+            read = await platform.api.get(url(wf, created["id"]))
+            assert read.json()["nextActionTimes"] == []
             resumed = await platform.api.post(url(wf, created["id"]) + "/unpause")
             assert resumed.json()["paused"] is False
+            assert len(resumed.json()["nextActionTimes"]) == 5
 
     async def test_delete_removes_the_schedule(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
