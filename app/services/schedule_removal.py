@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -20,8 +21,11 @@ from activities.store.base import Store
 from app.errors import ServiceUnavailable
 from app.services.schedules import schedules_query, trellis_trigger
 from app.temporal_link import TemporalLink
+from app.temporal_outage import unreachable
 
 log = logging.getLogger(__name__)
+# Each call to Temporal while schedules are removed: a hung Temporal is taken as a down one.
+REMOVAL_RPC_TIMEOUT = timedelta(seconds=5)
 
 
 @dataclass
@@ -36,18 +40,35 @@ class ScheduleRemover:
         try:
             client = await self.temporal.require()
         except ServiceUnavailable:
-            # The delete needs no Temporal otherwise; each schedule deletes itself when it
-            # next fires and finds no workflow.
-            log.warning("schedules of %s left to delete themselves: Temporal is down", workflow_id)
-            return []
-        # Visibility lags: a schedule made a moment ago may not be listed yet (the safety
-        # net above covers it).
-        listed = await client.list_schedules(query=schedules_query(workflow_id))
-        listed_ids = [s.id async for s in listed]
+            return _left(workflow_id, "Temporal is down")
+        # The delete needs no Temporal otherwise (no open runs): a Temporal that hangs
+        # instead of refusing held it 30 s and answered 503, the workflow kept.
+        try:
+            # Visibility lags: a schedule made a moment ago may not be listed yet (the
+            # safety net above covers it).
+            listed = await client.list_schedules(
+                query=schedules_query(workflow_id), rpc_timeout=REMOVAL_RPC_TIMEOUT
+            )
+            listed_ids = [s.id async for s in listed]
+        except RPCError as exc:
+            if not unreachable(exc):
+                raise
+            return _left(workflow_id, f"Temporal did not answer ({exc.message})")
         deleted = await asyncio.gather(
-            *(_delete_ours(client, workflow_id, schedule_id) for schedule_id in listed_ids)
+            *(_delete_ours(client, workflow_id, schedule_id) for schedule_id in listed_ids),
+            return_exceptions=True,
         )
-        return [schedule_id for schedule_id, ours in zip(listed_ids, deleted, strict=True) if ours]
+        for outcome in deleted:
+            if isinstance(outcome, BaseException):
+                if not (isinstance(outcome, RPCError) and unreachable(outcome)):
+                    raise outcome
+                _left(workflow_id, f"Temporal did not answer ({outcome.message})")
+        # Those deleted, so their skip logs go too; the rest delete themselves.
+        return [
+            schedule_id
+            for schedule_id, ours in zip(listed_ids, deleted, strict=True)
+            if ours is True
+        ]
 
     async def delete_skips(self, schedule_ids: list[str]) -> None:
         """Delete the skip logs of the given schedules: after the workflow's records, so a
@@ -57,14 +78,21 @@ class ScheduleRemover:
             await self.store.delete_events(skip_log_key(schedule_id))
 
 
+def _left(workflow_id: str, why: str) -> list[str]:
+    """None deleted: each schedule deletes itself when it next fires and finds no workflow."""
+    log.warning("schedules of %s left to delete themselves: %s", workflow_id, why)
+    return []
+
+
 async def _delete_ours(client: Client, workflow_id: str, schedule_id: str) -> bool:
     """Delete the schedule if Trellis made it for the workflow; whether it was ours."""
     handle = client.get_schedule_handle(schedule_id)
     try:
-        trigger = await trellis_trigger(client, await handle.describe())
+        described = await handle.describe(rpc_timeout=REMOVAL_RPC_TIMEOUT)
+        trigger = await trellis_trigger(client, described)
         if trigger is None or trigger.workflow_id != workflow_id:
             return False
-        await handle.delete()
+        await handle.delete(rpc_timeout=REMOVAL_RPC_TIMEOUT)
     except RPCError as exc:
         if exc.status != RPCStatusCode.NOT_FOUND:  # deleted meanwhile: done all the same
             raise

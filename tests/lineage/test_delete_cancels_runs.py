@@ -12,9 +12,10 @@ from activities.executors.catalog import load_catalog
 from app.errors import ServiceUnavailable
 from app.services.definitions import DefinitionService
 from app.services.run_cancel import RunCanceller
-from app.services.schedule_removal import ScheduleRemover
+from app.services.schedule_removal import REMOVAL_RPC_TIMEOUT, ScheduleRemover
 from app.settings import Settings
 from app.temporal_link import TemporalLink
+from tests.support.cutting_proxy import CuttingProxy
 from tests.support.platform import Platform
 
 LONG = {
@@ -123,6 +124,37 @@ class TestDeleteCancelsRuns:
         )
         await service.delete(record)
         assert await platform.store.get_workflow(wf) is None
+
+    async def test_a_workflow_without_open_runs_is_deleted_while_temporal_hangs(
+        self, platform: Platform
+    ) -> None:
+        # A Temporal that hangs rather than refuses (stopped, overloaded) held the delete
+        # 30 s, then 503: the workflow stayed, enabled, its schedule firing on.
+        wf = await platform.create(LONG)
+        made = await platform.api.post(
+            f"/api/v1/workflows/{wf}/schedules", json={"intervalSeconds": 3600}
+        )
+        assert made.status_code == 201, made.text
+        record = await platform.store.get_workflow(wf)
+        assert record is not None
+        host, port = platform.client.service_client.config.target_host.rsplit(":", 1)
+        async with CuttingProxy(host, int(port)).running() as proxy:
+            hanging = TemporalLink(Settings(temporal_address=proxy.address))
+            await hanging.require()
+            proxy.frozen = True
+            service = DefinitionService(
+                platform.store,
+                load_catalog(None),
+                RunCanceller(platform.store, hanging),
+                ScheduleRemover(hanging, platform.store),
+            )
+            began = asyncio.get_running_loop().time()
+            await service.delete(record)
+            took = asyncio.get_running_loop().time() - began
+        assert await platform.store.get_workflow(wf) is None
+        assert took < REMOVAL_RPC_TIMEOUT.total_seconds() + 5
+        # Left to delete itself at its next firing (an hour away): deleted here instead.
+        await platform.client.get_schedule_handle(made.json()["id"]).delete()
 
     async def test_delete_over_http_cancels_the_running_run(self, platform: Platform) -> None:
         wf = await platform.create(LONG)

@@ -1,4 +1,4 @@
-"""A TCP proxy that can drop its connections while a request is on the way.
+"""A TCP proxy that can drop its connections while a request is on the way, or hang.
 
 Armed, it cuts every connection the moment the client next sends bytes, so that request
 is lost with its connection (as when a server closes a connection it has aged out); then
@@ -19,6 +19,9 @@ class CuttingProxy:
         self._upstream = (upstream_host, upstream_port)
         self.port = free_port()
         self.armed = False
+        # Frozen, it forwards nothing the client sends and cuts nothing: a server that
+        # hangs (a process stopped with SIGSTOP), not one that is down.
+        self.frozen = False
         self.cuts = 0
         self._writers: list[asyncio.StreamWriter] = []
         self._server: asyncio.Server | None = None
@@ -32,6 +35,8 @@ class CuttingProxy:
     ) -> None:
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
+                if from_client and self.frozen:
+                    continue
                 if from_client and self.armed:
                     self.armed = False
                     self.cuts += 1
