@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -30,6 +31,7 @@ from activities.executors.http_guard import AddressRefused, HttpPolicy, guarded_
 from activities.executors.tracing import CallTracer, trace_context, url_attribute
 from activities.executors.url_mask import mask_urls, masked_url
 from temporal_workflows.builtins import ECHO, TRANSFORM, BuiltinError, echo, transform
+from temporal_workflows.clock import fixed_width
 
 HTTP, DELAY = "builtin:http", "builtin:delay"
 BUILTIN_KEYS = frozenset({ECHO, TRANSFORM, HTTP, DELAY})
@@ -146,13 +148,31 @@ async def _delay(call: StepCall) -> dict[str, Any]:
     seconds = _number(call.config.get("seconds", 1), "seconds")
     if seconds > MAX_DELAY_SECONDS:
         raise PermanentError(f"builtin:delay seconds must be at most {MAX_DELAY_SECONDS}")
+    # Until a moment, not for a span: an attempt after its worker was lost (a deploy, a
+    # crash) or its timeout sleeps what is left, the time between counted; it slept the
+    # whole delay again. The moment is in each heartbeat, which the next attempt reads.
+    until = _earlier_until(call.earlier_progress, seconds)
+    if until is None:
+        until = datetime.now(UTC) + timedelta(seconds=seconds)
+    stamp = fixed_width(until)
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
+    deadline = loop.time() + (until - datetime.now(UTC)).total_seconds()
     # Short sleeps between heartbeats; cancellation interrupts asyncio.sleep at once.
     while (left := deadline - loop.time()) > 0:
-        call.heartbeat({"remainingSeconds": round(left, 3)})
+        call.heartbeat({"remainingSeconds": round(left, 3), "until": stamp})
         await asyncio.sleep(min(1.0, left))
     return {"sleptSeconds": seconds}
+
+
+def _earlier_until(progress: dict[str, Any], seconds: float) -> datetime | None:
+    """When an earlier attempt of this delay was to end (no later than `seconds` from now)."""
+    try:
+        until = datetime.fromisoformat(str(progress["until"]))
+    except (KeyError, ValueError):
+        return None
+    if until.tzinfo is None:
+        return None
+    return min(until, datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 def _number(value: Any, name: str) -> float:

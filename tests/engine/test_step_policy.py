@@ -131,3 +131,28 @@ async def test_a_timed_out_attempt_is_a_failed_attempt_not_a_cancelled_node(
     assert run["status"] == "failed", run
     assert "event: node_cancelled" not in events.text.splitlines(), events.text
     assert not any(status == "cancelled" for status, _, _ in seen), seen
+
+
+async def test_a_delay_cut_off_by_its_timeout_sleeps_only_what_is_left_next_attempt(
+    platform: Platform,
+) -> None:
+    # Its second attempt slept the whole 3 s again, past its 2 s timeout: no attempt of a
+    # delay longer than its timeout could ever end.
+    run = await platform.run(
+        {
+            "nodes": [
+                {
+                    "name": "wait",
+                    "nodeType": "step",
+                    "executorKey": "builtin:delay",
+                    "config": {"seconds": 3},
+                    "stepConfig": {"timeoutSeconds": 2, "maxRetries": 1, "backoffBaseSeconds": 1},
+                }
+            ]
+        }
+    )
+    assert run["status"] == "completed", run
+    [wait] = run["nodeRuns"]
+    assert wait["attempt"] == 2 and wait["outputSnapshot"] == {"sleptSeconds": 3}
+    took = datetime.fromisoformat(wait["finishedAt"]) - datetime.fromisoformat(wait["startedAt"])
+    assert took.total_seconds() < 5.5

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi import FastAPI, Request
@@ -12,6 +13,7 @@ from fastapi.responses import JSONResponse
 
 from activities.executors.base import PermanentError, TransientError
 from activities.executors.registry import ExecutorRegistry
+from temporal_workflows.clock import fixed_width
 from tests.executors.conftest import MakeCall
 from tests.peers.serving import ServedApp
 
@@ -146,6 +148,35 @@ async def test_delay_sleeps_and_heartbeats(registry: ExecutorRegistry, make_call
     call = make_call("builtin:delay", {"seconds": 0.3}, heartbeat=lambda *d: beats.append(d))
     outcome = await registry.execute(call)
     assert outcome.output == {"sleptSeconds": 0.3} and beats
+
+
+async def test_a_delay_after_its_attempt_was_lost_sleeps_only_what_is_left(
+    registry: ExecutorRegistry, make_call: MakeCall
+) -> None:
+    # An attempt cut off by a deploy or its timeout slept the whole delay again.
+    beats: list[tuple[object, ...]] = []
+    first = make_call("builtin:delay", {"seconds": 60}, heartbeat=lambda *d: beats.append(d))
+    task = asyncio.create_task(registry.execute(first))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [progress] = beats[-1]
+    assert isinstance(progress, dict)
+    until = datetime.fromisoformat(progress["until"])
+    assert 59 < (until - datetime.now(UTC)).total_seconds() < 60
+    # Its next attempt, with what the last heartbeat said, and an attempt whose moment passed.
+    soon = fixed_width(datetime.now(UTC) + timedelta(seconds=0.3))
+    passed = fixed_width(datetime.now(UTC) - timedelta(seconds=5))
+    for earlier, at_most in (({"until": soon}, 1.0), ({"until": passed}, 0.2)):
+        started = time.monotonic()
+        again = make_call("builtin:delay", {"seconds": 60}, earlier_progress=earlier)
+        assert (await registry.execute(again)).output == {"sleptSeconds": 60}
+        assert time.monotonic() - started < at_most
+    # A moment beyond the delay's own length is not believed (the config changed).
+    later = fixed_width(datetime.now(UTC) + timedelta(hours=1))
+    short = make_call("builtin:delay", {"seconds": 0.2}, earlier_progress={"until": later})
+    await asyncio.wait_for(registry.execute(short), 2)
 
 
 async def test_delay_stops_promptly_when_cancelled(
