@@ -142,14 +142,15 @@ def styled(status: str | None) -> Text:
 
 
 def when(value: str | None) -> str:
-    """An API timestamp as local-free `YYYY-MM-DD HH:MM:SS` (UTC)."""
+    """An API timestamp as `YYYY-MM-DD HH:MM:SSZ`: UTC, and says so (beside a schedule's
+    time zone, a bare time read as local)."""
     if not value:
         return "-"
     try:
         stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return value
-    return stamp.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return stamp.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 _ID_COLUMNS = {"ID", "RUN", "STEP_ID"}
