@@ -72,6 +72,11 @@ class OpenGates:
 
     def check(self, decision: Decision) -> None:
         """The decide validator: refuse what the gate cannot take (nothing reaches history)."""
+        timed_out = self._timed_out(decision.step_id)
+        if timed_out is not None and decision.step_id not in self.open:
+            # Its timer and this decision reached the run together, the timer first (it
+            # was answered "not awaiting approval", not what the docs say).
+            raise _timed_out(decision, timed_out)
         if not self.open:
             raise ApplicationError(
                 "Run is not awaiting approval", GATE_NOT_OPEN, type=CONFLICT_ERROR
@@ -90,15 +95,18 @@ class OpenGates:
         if req.timeout_at is not None and workflow.now() >= datetime.fromisoformat(req.timeout_at):
             # Its timer fired while no worker was up: the timer and this decision reached
             # the run together, and the decision would be applied first.
-            raise ApplicationError(
-                f"The gate on step {decision.step_id!r} timed out at {req.timeout_at}; "
-                "its onTimeout applies",
-                type=CONFLICT_ERROR,
-            )
+            raise _timed_out(decision, req.timeout_at)
         try:
             check_decision(req, decision, self._schemas.get(decision.step_id, []))
         except GateError as exc:
             raise ApplicationError(exc.message, type=_ERROR_TYPES[exc.kind]) from None
+
+    def _timed_out(self, step_id: str) -> str | None:
+        """When the step's last gate timed out, if its timer decided it."""
+        last = next((r for r in reversed(self.resolved) if r.step_id == step_id), None)
+        if last is None or last.source != "timeout":
+            return None
+        return last.timeout_at or last.decided_at or "its deadline"
 
     def accept(self, decision: Decision) -> int:
         """The decide handler: take the decision; return how many gates still wait.
@@ -114,6 +122,13 @@ class OpenGates:
     def clear(self) -> None:
         """The run ended: no gate is open any more."""
         self.open.clear()
+
+
+def _timed_out(decision: Decision, at: str) -> ApplicationError:
+    return ApplicationError(
+        f"The gate on step {decision.step_id!r} timed out at {at}; its onTimeout applies",
+        type=CONFLICT_ERROR,
+    )
 
 
 def _already_decided(decision: Decision) -> ApplicationError:

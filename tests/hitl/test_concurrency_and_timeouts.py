@@ -3,7 +3,7 @@
 import asyncio
 from typing import Any
 
-from tests.builders import echo, parallel
+from tests.builders import delay, echo, parallel
 from tests.hitl.helpers import approve, start, wait_for_gate
 from tests.support.platform import Platform
 from tests.support.polling import eventually
@@ -149,6 +149,25 @@ async def test_a_timeout_with_skip_skips_the_step(platform: Platform) -> None:
     assert [n["status"] for n in run["nodeRuns"]] == ["skipped", "completed"]
     # Not "skipped by reviewer": no reviewer acted.
     assert run["nodeRuns"][0]["error"] == "skipped: the gate timed out (onTimeout: skip)"
+
+
+async def test_a_decision_after_the_timer_decided_the_gate_says_it_timed_out(
+    platform: Platform,
+) -> None:
+    # It was answered "Run is not awaiting approval", as if the gate had never been.
+    review = {"requiresConfirmation": True, "timeoutSeconds": 1, "onTimeout": "skip"}
+    wf, run_id = await start(platform, [echo("gate", review), delay("after", 5)])
+    run = await platform.wait(wf, run_id, {"running"})
+    while not run["resolvedRequirements"]:
+        await asyncio.sleep(0.1)
+        run = await platform.wait(wf, run_id, {"running"})
+    late = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    assert late.status_code == 409, late.text
+    timeout_at = run["resolvedRequirements"][0]["timeoutAt"]
+    assert late.json()["error"]["message"] == (
+        f"The gate on step 'gate' timed out at {timeout_at}; its onTimeout applies"
+    )
+    assert (await platform.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/cancel")).is_success
 
 
 async def test_a_timeout_with_cancel_cancels_the_run(platform: Platform) -> None:
