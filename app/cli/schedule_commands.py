@@ -90,7 +90,10 @@ def _schedule_detail(s: dict[str, Any]) -> Any:
     if s.get("note"):
         parts.append(shown(f"note: {s['note']}"))
     upcoming = [[when(t)] for t in s["nextActionTimes"]]
-    parts.append(table("next firings", ["AT"], upcoming))
+    if s.get("paused"):
+        parts.append(shown("next firings: none while paused"))
+    else:
+        parts.append(table("next firings", ["AT"], upcoming))
     recent = [[when(a["scheduledAt"]), when(a["startedAt"]), a["triggerWorkflowId"]]
               for a in s["recentActions"]]  # fmt: skip
     parts.append(table("recent firings", ["DUE", "FIRED", "TRIGGER WORKFLOW"], recent))

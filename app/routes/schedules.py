@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
+from activities.run_start import WorkflowDisabled
 from app.auth.caller import READ, WRITE
 from app.auth.guard import needs
 from app.deps import (
@@ -109,9 +110,15 @@ async def unpause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) 
     "/{schedule_id}/trigger",
     status_code=status.HTTP_202_ACCEPTED,
     dependencies=[needs(WRITE, "EDIT")],
+    responses=errors(400, s400="the workflow is disabled"),
 )
-async def trigger_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> ScheduleFired:
-    """Fire once now, as if the schedule's time had come."""
+async def trigger_schedule(
+    schedule_id: ScheduleIdDep, workflow: WorkflowDep, schedules: SchedulesDep
+) -> ScheduleFired:
+    """Fire once now, as if the schedule's time had come (400 while the workflow is
+    disabled: the firing would start nothing, as every path to a run of it does)."""
+    if not workflow.enabled:
+        raise WorkflowDisabled(workflow.id)
     await schedules.trigger(schedule_id)
     return ScheduleFired(schedule_id=schedule_id)
 

@@ -173,6 +173,7 @@ def test_schedules_create_list_show_trigger_pause_and_delete(
     assert (fired["triggerSource"], fired["initialInput"]) == ("schedule", {"who": "Ada"})
     ok(trellis(dev, "schedules", "pause", schedule_id))
     assert api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").json()["paused"]
+    assert "next firings: none while paused" in ok(trellis(dev, "schedules", "show", schedule_id))
     ok(trellis(dev, "schedules", "unpause", schedule_id))
     assert not api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").json()["paused"]
     deleted = trellis(dev, "schedules", "delete", schedule_id, "--json")

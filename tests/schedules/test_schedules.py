@@ -91,7 +91,15 @@ class TestFiring:
     ) -> None:
         wf = await platform.create(ECHO, enable=False)
         async with schedule(platform, wf, DAILY) as created:
-            await platform.api.post(url(wf, created["id"]) + "/trigger")
+            # Asked to fire now, the API says why it would start nothing (it answered 202
+            # "Schedule fired"), and fires nothing.
+            refused = await platform.api.post(url(wf, created["id"]) + "/trigger")
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["error"]["message"].startswith("Workflow is disabled.")
+            described = (await platform.api.get(url(wf, created["id"]))).json()
+            assert described["numActions"] == 0
+            # Its time come all the same (Temporal fires it), the firing is skipped.
+            await platform.client.get_schedule_handle(created["id"]).trigger()
 
             async def skips() -> list[dict[str, Any]]:
                 response = await platform.api.get(url(wf, created["id"]) + "/skips")
@@ -346,7 +354,7 @@ class TestValidation:
             return not [s async for s in await platform.client.list_schedules() if wf in s.id]
 
         await eventually(none_listed)
-        leap = await platform.api.post(url(wf), json={"cron": "0 0 29 2 1", "paused": True})
+        leap = await platform.api.post(url(wf), json={"cron": "0 0 29 2 1"})
         assert leap.status_code == 201, leap.text
         assert leap.json()["nextActionTimes"][0].startswith("2044-02-29")
         await platform.api.delete(url(wf, leap.json()["id"]))
@@ -519,9 +527,10 @@ async def logged_skips(platform: Platform, schedule_id: str) -> list[dict[str, A
 
 
 async def skip_once(platform: Platform, workflow_id: str, schedule_id: str) -> None:
-    """Fire the schedule of a disabled workflow and wait for its skip in the store."""
-    fired = await platform.api.post(url(workflow_id, schedule_id) + "/trigger")
-    assert fired.status_code == 202, fired.text
+    """Fire the schedule of a disabled workflow (in Temporal: the API refuses it) and wait
+    for its skip in the store."""
+    assert (await platform.api.get(url(workflow_id, schedule_id))).status_code == 200
+    await platform.client.get_schedule_handle(schedule_id).trigger()
     await eventually(lambda: logged_skips(platform, schedule_id))
 
 
