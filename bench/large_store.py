@@ -1,8 +1,8 @@
 """Reads of a store grown large, as after months of use, against how they were read before.
 
-Run: `python -m bench.large_store [--runs 40000] [--gates 2000]`. Builds a SQLite store of
-`--runs` runs of a 14-step workflow (half of them one workflow's, the rest spread over 20
-others; 3 % failed, `--gates` waiting at a gate, some paused, some never started), its
+Run: `python -m bench.large_store [--runs 40000] [--gates 2000] [--versions 1000]`. Builds
+a SQLite store of `--runs` runs of a 14-step workflow (half of them one workflow's, the
+rest spread over 20 others; 3 % failed, `--gates` waiting at a gate, some paused, some never started), its
 rows written as the store writes them (`run_row`), then times, best of five, in ms:
 
 - a small workflow's runs in one status (the console's and the CLI's status filter: the
@@ -13,7 +13,10 @@ rows written as the store writes them (`run_row`), then times, best of five, in 
   against each gated run parsed whole and its approvers taken from its definition, as the
   inbox read them before;
 - the reconciler's look for runs never started (`list_unstarted_runs`: `pending` only)
-  against every unfinished run read and parsed, as it read them before.
+  against every unfinished run read and parsed, as it read them before;
+- a workflow's list of `--versions` kept versions (`list_workflow_versions`, each summed
+  up from its stored text) against each version parsed and validated whole, as the list
+  read them before.
 
 Each line prints its ratio to the baseline measured in the same run.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import sqlite3
 import tempfile
@@ -31,9 +35,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from activities.store.records import GatedRun, RunHeader, RunRecord
+from activities.store.documents import from_stored
+from activities.store.records import (
+    GatedRun,
+    RunHeader,
+    RunRecord,
+    VersionSummary,
+    WorkflowRecord,
+    WorkflowVersionRecord,
+)
 from activities.store.sqlite import SqliteStore
-from activities.store.sqlite_rows import RUN_COLUMNS, marks, run_row
+from activities.store.sqlite_rows import RUN_COLUMNS, marks, run_row, version_row
 from activities.store.sqlite_schema import INDEXES
 from temporal_workflows.definition import HumanReview, WorkflowNode, WorkflowSpec
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
@@ -105,7 +117,7 @@ def _use_old_indexes(path: Path) -> None:
             db.execute(statement)
 
 
-async def measure(runs: int, gates: int) -> list[tuple[str, float, float]]:
+async def measure(runs: int, gates: int, versions: int = 1000) -> list[tuple[str, float, float]]:
     lines = []
     with tempfile.TemporaryDirectory(prefix="trellis-large-") as tmp:
         path = Path(tmp) / "trellis.db"
@@ -115,6 +127,10 @@ async def measure(runs: int, gates: int) -> list[tuple[str, float, float]]:
         rows = [run_row(r) for r in _runs(runs, gates)]
         with sqlite3.connect(path) as db:
             db.executemany(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})", rows)
+            db.executemany(
+                "INSERT INTO workflow_versions (workflow_id, version, doc) VALUES (?, ?, ?)",
+                [version_row(_saved(n)) for n in range(1, versions + 1)],
+            )
         store = SqliteStore(path)
         await store.connect()
         cutoff = T0 + timedelta(days=365)
@@ -139,6 +155,10 @@ async def measure(runs: int, gates: int) -> list[tuple[str, float, float]]:
             old_gates = await _best(lambda: _gated_whole(store))
             new_unstarted = await _best(lambda: store.list_unstarted_runs(cutoff))
             old_unstarted = await _best(lambda: _unfinished_whole(store, cutoff))
+            summaries = await store.list_workflow_versions("big")
+            assert summaries == [VersionSummary.of(v) for v in await _versions_whole(store)]
+            new_versions = await _best(lambda: store.list_workflow_versions("big"))
+            old_versions = await _best(lambda: _versions_whole(store))
         finally:
             await store.close()
         # The store would put its indexes back when it connects: read with a raw connection.
@@ -152,8 +172,25 @@ async def measure(runs: int, gates: int) -> list[tuple[str, float, float]]:
             ("page 500 of the big workflow's runs", new_page, old_page),
             (f"the inbox's open gates ({gates} gated runs)", new_gates, old_gates),
             ("the reconciler's never-started runs", new_unstarted, old_unstarted),
+            (f"a workflow's versions ({versions} of 14 steps)", new_versions, old_versions),
         ]
     return lines
+
+
+def _saved(version: int) -> WorkflowRecord:
+    """Version `version` of the big workflow, as a save stores it."""
+    spec = _spec().model_copy(update={"description": f"saved {version} times"})
+    at = T0 + timedelta(minutes=version)
+    return WorkflowRecord(**dict(spec), id="big", version=version, updated_at=at)
+
+
+async def _versions_whole(store: SqliteStore) -> list[WorkflowVersionRecord]:
+    """The versions list's read before: each version parsed and validated whole."""
+    async with store._read() as db:
+        rows = await db.execute_fetchall(
+            "SELECT doc FROM workflow_versions WHERE workflow_id = ? ORDER BY version", ("big",)
+        )
+    return [from_stored(WorkflowVersionRecord, json.loads(r[0])) for r in rows]
 
 
 async def _gated_whole(store: SqliteStore) -> list[GatedRun]:
@@ -207,8 +244,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40_000)
     parser.add_argument("--gates", type=int, default=2_000)
+    parser.add_argument("--versions", type=int, default=1_000)
     args = parser.parse_args(argv)
-    lines = asyncio.run(measure(args.runs, args.gates))
+    lines = asyncio.run(measure(args.runs, args.gates, args.versions))
     print(f"store of {args.runs:,} runs; best of five, ms")
     print(f"{'read':<52} {'now':>8} {'before':>8} {'ratio':>7}")
     for label, now, before in lines:
