@@ -1,9 +1,10 @@
 """Reads of a store grown large, as after months of use, against how they were read before.
 
-Run: `python -m bench.large_store [--runs 40000] [--gates 2000] [--versions 1000]`. Builds
-a SQLite store of `--runs` runs of a 14-step workflow (half of them one workflow's, the
-rest spread over 20 others; 3 % failed, `--gates` waiting at a gate, some paused, some never started), its
-rows written as the store writes them (`run_row`), then times, best of five, in ms:
+Run: `python -m bench.large_store [--runs 40000] [--gates 2000] [--versions 1000]`.
+Builds a SQLite store of `--runs` runs of a 14-step workflow (half of them one
+workflow's, the rest spread over 20 others; 3 % failed, `--gates` waiting at a gate,
+some paused, some never started), its rows written as the store writes them (`run_row`),
+then times, best of five, in ms:
 
 - a small workflow's runs in one status (the console's and the CLI's status filter: the
   count and the first page), and page 500 of the big workflow's runs, with this code's
