@@ -70,7 +70,13 @@ async def write_batch(
             # rev, it logs its event once, not a second `awaiting_approval` or `run_started`.
             writes.append(
                 store.update_run(
-                    p.run_id, p.rev, _stamped(p.changes), p.event, newer_only=True, event_key=key
+                    p.run_id,
+                    p.rev,
+                    _stamped(p.changes),
+                    p.event,
+                    newer_only=True,
+                    event_key=key,
+                    ending=bool(p.event and p.event.get("type") in RUN_ENDINGS),
                 )
             )
         else:

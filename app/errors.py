@@ -336,10 +336,17 @@ def _from_schedule_refused(exc: ScheduleRefused) -> ApiError:
     return _from_rpc(exc.error)
 
 
+# Temporal's failure for an update it accepted whose run ended before the update did.
+ENDED_FIRST = "AcceptedUpdateCompletedWorkflow"
+
+
 def _from_update_failed(exc: WorkflowUpdateFailedError) -> ApiError:
     cause = exc.cause
     if isinstance(cause, ApplicationError) and cause.type in WORKFLOW_ERRORS:
         return WORKFLOW_ERRORS[cause.type](cause.message)
+    if isinstance(cause, ApplicationError) and cause.type == ENDED_FIRST:
+        # A resume racing a cancel: the run ended first (it was a 500).
+        return Conflict(f"The run ended before this could apply ({cause.message})")
     return ApiError(INTERNAL)
 
 

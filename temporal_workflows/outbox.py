@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime, timedelta
+from typing import Any
 
 from temporalio import workflow
 
@@ -161,13 +162,14 @@ class Outbox:
         """Stop the flusher (after the batch it is writing) and write the rest inline.
 
         Nothing may schedule a local activity once the run returns: completing the
-        workflow must be its last command.
+        workflow must be its last command. A cancel that comes meanwhile does not cut
+        these last writes off (`_through_cancel`).
         """
         self._closing = True
         if self._flusher is not None:
-            await self._flusher
+            await _through_cancel(self._flusher)
         if self._order or self._handed is not None:
-            await self._write()
+            await self._write(last=True)
 
     def _enqueued(self, kind: str) -> None:
         if not self._order:
@@ -194,7 +196,7 @@ class Outbox:
                 return
             await self._write()
 
-    async def _write(self) -> None:
+    async def _write(self, last: bool = False) -> None:
         """Write everything queued now as one batch, in order, after what a step was
         handed and may not have written yet."""
         handed = self._handed
@@ -219,11 +221,30 @@ class Outbox:
         self._history.add(LOCAL_ACTIVITY_EVENTS)
         self._writing = True
         try:
-            await workflow.execute_local_activity(
+            written = workflow.start_local_activity(
                 RECORD_BATCH, batch, start_to_close_timeout=PROJECTION_TIMEOUT
             )
+            await (_through_cancel(written) if last else written)
         finally:
             self._writing = False
         if handed is not None:
             self.confirm(handed)
         self._flushed = max(self._flushed, upto)
+
+
+# Runs whose last writes a cancel cut off before this replay as they ran (`_through_cancel`).
+LAST_WRITES_OUTLIVE_CANCEL_PATCH = "run-end-written-through-a-cancel"
+
+
+async def _through_cancel(work: asyncio.Future[Any]) -> Any:
+    """Await the run's last writes to their end, whatever cancel comes meanwhile: a cancel
+    that reached the run while its end was being written (a decision had ended it) cut
+    the write off, and the store kept the run open for good while Temporal said
+    cancelled. The run then ends as it was ending."""
+    while True:
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            if work.done() or not workflow.patched(LAST_WRITES_OUTLIVE_CANCEL_PATCH):
+                work.cancel()  # as before: the cancel reaches the write
+                raise

@@ -116,13 +116,17 @@ class Store(Protocol):
         *,
         newer_only: bool = False,
         event_key: str | None = None,
+        ending: bool = False,
     ) -> bool:
         """Apply snake_case field changes when `rev` >= the stored rev; False otherwise.
 
         When applied, `event` is appended to the run's log in the same write (under
         `event_key`, as `append_event`). With `newer_only`, only when `rev` > the stored
         rev: of writers racing to make the same correction (two reconcilers), exactly one
-        applies.
+        applies. An `ending` write (the run's end, from its workflow) applies also over a
+        newer rev when its status differs from the stored one: a workflow task that wrote
+        an end and then failed (Temporal refused its completion: a cancel came meanwhile)
+        runs again and ends otherwise, and the end written last is the one Temporal keeps.
         """
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...

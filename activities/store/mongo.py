@@ -329,8 +329,9 @@ class MongoStore:
         *,
         newer_only: bool = False,
         event_key: str | None = None,
+        ending: bool = False,
     ) -> bool:
-        applied = await self._update_run(run_id, rev, changes, newer_only)
+        applied = await self._update_run(run_id, rev, changes, newer_only, ending)
         if applied and event is not None:
             await self.append_event(run_id, event, event_key)
         return applied
@@ -364,13 +365,17 @@ class MongoStore:
             return await self._db().runs.find_one({"_id": run_id}, {"_id": 1}) is not None
 
     async def _update_run(
-        self, run_id: str, rev: int, changes: dict[str, Any], newer_only: bool
+        self, run_id: str, rev: int, changes: dict[str, Any], newer_only: bool, ending: bool
     ) -> bool:
         # Validated here, $set without reading the run first, guarded by rev: a concurrent
-        # writer's other fields survive, and a newer revision is never overwritten.
+        # writer's other fields survive, and a newer revision is never overwritten (but by
+        # an end that differs: `Store.update_run`).
         fields = {**stored_run_changes(changes), "rev": rev}
         with _errors():
-            filter_ = {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}}
+            filter_: dict[str, Any] = {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}}
+            if ending and "status" in changes:
+                guard = filter_.pop("rev")
+                filter_["$or"] = [{"rev": guard}, {"status": {"$ne": changes["status"]}}]
             result = await update_bson_safe(
                 lambda update: self._db().runs.update_one(filter_, update), fields
             )

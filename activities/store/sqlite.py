@@ -332,6 +332,7 @@ class SqliteStore:
         *,
         newer_only: bool = False,
         event_key: str | None = None,
+        ending: bool = False,
     ) -> bool:
         # Validated here, written into the stored document by SQLite's json_set: the run
         # (its definition snapshot the largest part) is neither parsed nor re-serialised.
@@ -341,14 +342,14 @@ class SqliteStore:
         sql = (
             f"UPDATE runs SET doc = json_set(doc, '$.rev', ?{paths}), rev = ?"
             + "".join(f", {column} = ?" for column in columns)
-            + " WHERE id = ? AND (rev < ? OR (rev = ? AND NOT ?))"
+            + " WHERE id = ? AND (rev < ? OR (rev = ? AND NOT ?) OR (? AND status != ?))"
         )
         params = (
             rev,
             *(part for name, value in stored.items() for part in (f"$.{name}", _json(value))),
             rev,
             *(stored[column] for column in columns),
-            run_id, rev, rev, newer_only,
+            run_id, rev, rev, newer_only, ending and "status" in changes, changes.get("status"),
         )  # fmt: skip
 
         def op(conn: sqlite3.Connection) -> bool:

@@ -42,6 +42,10 @@ from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, run_event
 
 # How long the API waits for the worker to take an update before answering 503.
 UPDATE_TIMEOUT_SECONDS = 15.0
+# Temporal's words for an update whose workflow task failed, and the pause before it is
+# sent once more.
+TASK_FAILED = "unexpected workflow task failure"
+TASK_FAILED_RETRY_SECONDS = 0.2
 # How long a decision waits for a gate that the store shows open and the workflow does not
 # have open: the workflow task that opened it wrote the store, then was lost with a worker
 # or a Temporal restart, and runs again within seconds (the task's timeout is 10 s).
@@ -238,18 +242,24 @@ class ControlService:
         update_id: str | None = None,
     ) -> Any:
         handle = self.temporal.get_workflow_handle(run.id)
-        try:
-            return await asyncio.wait_for(
-                handle.execute_update(
-                    name, arg, id=update_id or f"{name}-{uuid.uuid4()}", result_type=result_type
-                ),
-                UPDATE_TIMEOUT_SECONDS,
-            )
-        except RPCError as exc:
-            raise RunRefused(run.id, exc) from exc
-        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-            # wait_for cancels the update call, which the SDK reports as its own error.
-            raise UpdateNotTaken(run.id) from None
+        update_id = update_id or f"{name}-{uuid.uuid4()}"
+        for last in (False, True):
+            try:
+                return await asyncio.wait_for(
+                    handle.execute_update(name, arg, id=update_id, result_type=result_type),
+                    UPDATE_TIMEOUT_SECONDS,
+                )
+            except RPCError as exc:
+                if last or not _task_failed_once(exc):
+                    raise RunRefused(run.id, exc) from exc
+                # The task that took it failed (a cancel came at the same moment, and
+                # Temporal refused the task's end), so nothing was applied: sent again, it
+                # meets the run as it now is (ended: 409), not a 503 saying to repeat it.
+                await asyncio.sleep(TASK_FAILED_RETRY_SECONDS)
+            except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+                # wait_for cancels the update call, which the SDK reports as its own error.
+                raise UpdateNotTaken(run.id) from None
+        raise AssertionError("unreachable")
 
 
 def keyed_update_id(name: str, who: str, key: str) -> str:
@@ -263,6 +273,11 @@ def fingerprint(decision: Decision) -> str:
     """What a decision asks, hashed (who asks included), to tell a repeat from another."""
     asked = decision.model_dump(mode="json", exclude={"request_fingerprint"})
     return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
+
+
+def _task_failed_once(exc: RPCError) -> bool:
+    """Temporal aborted the update because the workflow task that took it failed."""
+    return exc.status == RPCStatusCode.FAILED_PRECONDITION and TASK_FAILED in exc.message
 
 
 def _gate_not_open(exc: WorkflowUpdateFailedError) -> bool:
