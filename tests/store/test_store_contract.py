@@ -325,6 +325,26 @@ class TestRuns:
         stored = await store.get_run(record.id)
         assert stored is not None and stored.rev == 2
 
+    async def test_an_end_that_differs_applies_over_a_newer_rev_and_a_repeat_does_not(
+        self, store: Store
+    ) -> None:
+        # A workflow task wrote `completed` (rev 5), then Temporal refused it (a cancel had
+        # come); run again, it ends `cancelled` at a lower rev: that end is Temporal's.
+        record = run(new_id(), rev=1)
+        await store.insert_run(record)
+        done = {"status": "completed"}
+        assert await store.update_run(record.id, 5, done, newer_only=True, ending=True)
+        cancelled = {"status": "cancelled", "error_summary": "cancelled"}
+        assert await store.update_run(record.id, 3, cancelled, newer_only=True, ending=True)
+        # The same end again (a task repeated) is refused, so it is not counted twice; so
+        # is any other write over the newer rev, and an end that is not marked so.
+        assert not await store.update_run(record.id, 3, cancelled, newer_only=True, ending=True)
+        assert not await store.update_run(record.id, 2, {"status": "running"}, newer_only=True)
+        assert not await store.update_run(record.id, 2, done, newer_only=True)
+        stored = await store.get_run(record.id)
+        assert stored is not None and (stored.status, stored.rev) == ("cancelled", 3)
+        assert stored.error_summary == "cancelled"
+
     async def test_a_node_run_merged_again_logs_its_keyed_events_once(self, store: Store) -> None:
         # Node runs repeat revs legitimately, so the merge applies again; the keys hold.
         run_id = await _stored_run(store)
