@@ -79,10 +79,13 @@ async def cancel_before_start(store: Store, run_id: str, requested_by: str) -> B
 
 
 async def cancel_if_cancelled(store: Store, client: Client, run_id: str) -> None:
-    """After a start: cancel the workflow when its run was cancelled while it started."""
+    """After a start: cancel the workflow when its run was cancelled while it started, or
+    deleted with its workflow (a trigger racing the workflow's delete started a run that
+    nothing in Trellis could show or stop, running on in Temporal)."""
     run = await store.get_run(run_id)
-    if run is None or run.status != "cancelled":
-        return
+    if run is not None and run.status != "cancelled":
+        if await store.get_workflow_access(run.workflow_definition_id) is not None:
+            return
     try:
         await client.get_workflow_handle(run_id).cancel(reason="run cancelled before it started")
     except RPCError as exc:

@@ -69,6 +69,9 @@ START_CLAIM_REV = 0
 START_FAILED_REV = START_CLAIM_REV
 RECONCILED_REV = 2 * FINAL_REV
 CANCELLED_UNSTARTED_REV = RECONCILED_REV - 1
+# Run revs the workflow writes are below this; the API's and the reconciler's are not (a
+# run's end overrides only the workflow's own writes: `Store.update_run`'s `ending`).
+WORKFLOW_REVS_BELOW = CANCELLED_UNSTARTED_REV
 
 
 def attempt_rev(attempt: int, phase: AttemptPhase) -> int:

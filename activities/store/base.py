@@ -124,7 +124,8 @@ class Store(Protocol):
         `event_key`, as `append_event`). With `newer_only`, only when `rev` > the stored
         rev: of writers racing to make the same correction (two reconcilers), exactly one
         applies. An `ending` write (the run's end, from its workflow) applies also over a
-        newer rev when its status differs from the stored one: a workflow task that wrote
+        newer rev the workflow wrote (below `WORKFLOW_REVS_BELOW`; never over the API's or
+        the reconciler's) when its status differs from the stored one: a workflow task that wrote
         an end and then failed (Temporal refused its completion: a cancel came meanwhile)
         runs again and ends otherwise, and the end written last is the one Temporal keeps.
         """

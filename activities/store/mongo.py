@@ -52,6 +52,7 @@ from activities.store.records import (
     WorkflowVersionRecord,
 )
 from activities.store.search_text import search_fold
+from temporal_workflows.read_model import WORKFLOW_REVS_BELOW
 
 Doc = dict[str, Any]
 # Large payloads are kept in chunks well below MongoDB's 16 MB document limit.
@@ -375,7 +376,11 @@ class MongoStore:
             filter_: dict[str, Any] = {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}}
             if ending and "status" in changes:
                 guard = filter_.pop("rev")
-                filter_["$or"] = [{"rev": guard}, {"status": {"$ne": changes["status"]}}]
+                other_end = {
+                    "status": {"$ne": changes["status"]},
+                    "rev": {"$lt": WORKFLOW_REVS_BELOW},
+                }
+                filter_["$or"] = [{"rev": guard}, other_end]
             result = await update_bson_safe(
                 lambda update: self._db().runs.update_one(filter_, update), fields
             )

@@ -62,6 +62,7 @@ from activities.store.sqlite_rows import (
     workflow_row,
 )
 from activities.store.sqlite_schema import migrate
+from temporal_workflows.read_model import WORKFLOW_REVS_BELOW
 
 T = TypeVar("T")
 M = TypeVar("M", bound=StoredModel)
@@ -342,14 +343,16 @@ class SqliteStore:
         sql = (
             f"UPDATE runs SET doc = json_set(doc, '$.rev', ?{paths}), rev = ?"
             + "".join(f", {column} = ?" for column in columns)
-            + " WHERE id = ? AND (rev < ? OR (rev = ? AND NOT ?) OR (? AND status != ?))"
+            + " WHERE id = ? AND (rev < ? OR (rev = ? AND NOT ?)"
+            + " OR (? AND status != ? AND rev < ?))"
         )
         params = (
             rev,
             *(part for name, value in stored.items() for part in (f"$.{name}", _json(value))),
             rev,
             *(stored[column] for column in columns),
-            run_id, rev, rev, newer_only, ending and "status" in changes, changes.get("status"),
+            run_id, rev, rev, newer_only,
+            ending and "status" in changes, changes.get("status"), WORKFLOW_REVS_BELOW,
         )  # fmt: skip
 
         def op(conn: sqlite3.Connection) -> bool:

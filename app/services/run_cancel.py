@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.start_claim import cancel_before_start
 from activities.store.base import Store
 from activities.store.records import RunHeader
 from app.temporal_link import TemporalLink
@@ -16,6 +17,8 @@ from temporal_workflows.read_model import OPEN_RUN_STATUSES
 
 log = logging.getLogger(__name__)
 PAGE = 100
+# Who the cancel of a run not yet started names in its event: the workflow's delete.
+DELETED_BY = "workflow deleted"
 
 
 @dataclass
@@ -32,6 +35,12 @@ class RunCanceller:
         if not runs:
             return []  # nothing to cancel: deleting needs no Temporal
         client = await self.temporal.require()
+        # A run not started yet is ended before its start (or its starter, which finds it
+        # cancelled or deleted, cancels what it started): Temporal knew nothing to cancel,
+        # and its start then ran on with no record.
+        for run in runs:
+            if run.status == "pending":
+                await cancel_before_start(self.store, run.id, DELETED_BY)
         await asyncio.gather(*(_cancel(client, run.id) for run in runs))
         try:
             await asyncio.wait_for(

@@ -9,6 +9,8 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 
 from activities.executors.catalog import load_catalog
+from activities.run_start import new_run_record, start_run_workflow
+from activities.start_claim import cancel_if_cancelled, claim_start
 from app.errors import ServiceUnavailable
 from app.services.definitions import DefinitionService
 from app.services.run_cancel import RunCanceller
@@ -17,6 +19,7 @@ from app.settings import Settings
 from app.temporal_link import TemporalLink
 from tests.support.cutting_proxy import CuttingProxy
 from tests.support.platform import Platform
+from tests.support.polling import eventually
 
 LONG = {
     "nodes": [
@@ -155,6 +158,31 @@ class TestDeleteCancelsRuns:
         assert took < REMOVAL_RPC_TIMEOUT.total_seconds() + 5
         # Left to delete itself at its next firing (an hour away): deleted here instead.
         await platform.client.get_schedule_handle(made.json()["id"]).delete()
+
+    async def test_a_start_racing_the_delete_is_cancelled_in_temporal(
+        self, platform: Platform
+    ) -> None:
+        # A run recorded and claimed by its trigger, not yet started when the delete
+        # cancelled the open runs: Temporal knew nothing to cancel, the delete took the
+        # record, and the start then ran its workflow on with nothing in Trellis to show
+        # or stop it (an outside audit saw 1 to 10 of 10 triggers sent with a delete).
+        wf = await platform.create(LONG)
+        workflow = await platform.store.get_workflow(wf)
+        assert workflow is not None
+        record = new_run_record(workflow, "manual", {})
+        await platform.store.insert_run(record)
+        assert (await claim_start(platform.store, record)).status == "pending"
+        assert (await platform.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+        assert await platform.store.get_run(record.id) is None
+
+        # The claimed start reaches Temporal after the delete answered.
+        await start_run_workflow(platform.client, record, task_queue=platform.task_queue)
+        await cancel_if_cancelled(platform.store, platform.client, record.id)
+
+        async def cancelled() -> bool:
+            return await temporal_status(platform, record.id) == WorkflowExecutionStatus.CANCELED
+
+        await eventually(cancelled)
 
     async def test_delete_over_http_cancels_the_running_run(self, platform: Platform) -> None:
         wf = await platform.create(LONG)

@@ -13,6 +13,7 @@ from temporal_workflows.definition import (
     WorkflowNode,
     WorkflowSpec,
 )
+from temporal_workflows.read_model import CANCELLED_UNSTARTED_REV
 from tests.store.builders import at, new_id, node_run, run, workflow
 from tests.store.conftest import StoreFactory
 
@@ -344,6 +345,9 @@ class TestRuns:
         stored = await store.get_run(record.id)
         assert stored is not None and (stored.status, stored.rev) == ("cancelled", 3)
         assert stored.error_summary == "cancelled"
+        # Never over what the API or the reconciler wrote (a cancel before the start).
+        assert await store.update_run(record.id, CANCELLED_UNSTARTED_REV, {"status": "failed"})
+        assert not await store.update_run(record.id, 4, done, newer_only=True, ending=True)
 
     async def test_a_node_run_merged_again_logs_its_keyed_events_once(self, store: Store) -> None:
         # Node runs repeat revs legitimately, so the merge applies again; the keys hold.
