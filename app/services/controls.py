@@ -74,10 +74,12 @@ class ControlService:
         the run ended, and decides nothing again: a loop's next iteration review has the
         same stepId, and a plain repeat would decide it too.
         """
+        # Who may decide first: one who may not is told so (403) whatever the run's state
+        # (a non-approver was told 409 "completed" or 403 by how fast the run went).
+        require_approver(self.caller, run, body.step_id)
         ended = run.status in TERMINAL_RUN_STATUSES
         if ended and key is None:
             raise Conflict(f"Run is {run.status}, not awaiting approval")
-        require_approver(self.caller, run, body.step_id)
         # Only what the resolution takes goes to the gate: a confirm's userInput was used
         # unchecked (its check reads a confirm as the form's defaults) and a confirm's
         # selectedChoices was kept in the audit trail though the suggestion ran.

@@ -85,6 +85,8 @@ class TestDeciding:
         run = await p.wait(wf, run_id)
         assert run["status"] == "completed"
         assert run["resolvedRequirements"][0]["decidedBy"] == "dana"
+        # The run over, one who may not decide is still told so: 403, not 409 "completed".
+        assert_error(await decide(p, wf, run_id, CAROL_IN_OPS), 403, "forbidden", "user:bob")
 
     async def test_an_approver_who_cannot_see_the_workflow_gets_404(
         self, jwt_platform: Platform

@@ -159,6 +159,7 @@ async def test_a_seven_day_gate_times_out_and_applies_on_timeout(tmp_path: Path)
         )
         async with build_worker(env.client, task_queue=queue, store=store, executor=registry):
             workflow = WorkflowRecord(id="wf-week", enabled=True, **dict(spec))
+            await store.create_workflow(workflow)  # a run's workflow is stored
             await RunStarter(store, env.client, queue).start(workflow, record)
             run = await _wait_for_status(store, record.id, "awaiting_approval")
             assert run.pending_requirements[0]["timeoutAt"] is not None

@@ -67,6 +67,7 @@ async def test_a_decision_after_the_deadline_loses_to_the_timer_a_stopped_worker
         async with executor_registry() as registry:
             async with build_worker(client, task_queue=queue, store=store, executor=registry):
                 workflow = WorkflowRecord(id="wf-deadline", enabled=True, **dict(SPEC))
+                await store.create_workflow(workflow)  # a run's workflow is stored
                 await RunStarter(store, client, queue).start(workflow, record)
                 await eventually(lambda: status("awaiting_approval"))
             # No worker now: the gate's timer fires on the server, and then a decision comes.
