@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import uuid4
@@ -28,6 +30,31 @@ class ExecutorChecker(Protocol):
 
 # A save read again this often, each time another landed first, answers 409.
 SAVE_ATTEMPTS = 20
+# Up to this many seconds per lost attempt before the next (at most ~1 s for the last).
+SAVE_BACKOFF_SECONDS = 0.005
+
+
+class _Turns:
+    """One turn at a time per key, in this process; a key's lock goes with its last user."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._waiting: dict[str, int] = {}
+
+    @contextlib.asynccontextmanager
+    async def turn(self, key: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._waiting[key] = self._waiting.get(key, 0) + 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._waiting[key] -= 1
+            if not self._waiting[key]:
+                del self._waiting[key], self._locks[key]
+
+
+_SAVES = _Turns()
 
 
 def new_id() -> str:
@@ -130,8 +157,16 @@ class DefinitionService:
     ) -> WorkflowRecord:
         """Write `change(current)` only over `current` as stored; when another save landed
         first, read the record again and apply the change to that. A request's fields win
-        over what was there, as they would one after the other."""
-        for _ in range(SAVE_ATTEMPTS):
+        over what was there, as they would one after the other. Within this process a
+        workflow's saves take turns (each validates for a while, and 40 at once lost to
+        each other 20 times in a row); across API processes the retry remains."""
+        async with _SAVES.turn(current.id):
+            return await self._saved_over_latest(current, change)
+
+    async def _saved_over_latest(
+        self, current: WorkflowRecord, change: Callable[[WorkflowRecord], Awaitable[_Save | None]]
+    ) -> WorkflowRecord:
+        for attempt in range(1, SAVE_ATTEMPTS + 1):
             save = await change(current)
             if save is None:
                 return current
@@ -147,6 +182,9 @@ class DefinitionService:
                 if latest is None:
                     raise NotFound(f"Workflow {current.id!r} not found") from None
                 current = latest
+                # A moment, longer after each loss and different for each save: read again
+                # at once, the saves lost to each other in step (40 at once: some lost 20).
+                await asyncio.sleep(random.uniform(0, SAVE_BACKOFF_SECONDS * attempt))
                 continue
             return save.record
         raise Conflict(f"Workflow {current.id!r} is being changed by others; try again")

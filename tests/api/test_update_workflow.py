@@ -166,6 +166,24 @@ class TestSavesAtOnce:
         latest = (await client.get(f"{API}/workflows/{created['id']}")).json()
         assert (latest["version"], latest["description"]) == (9, answered[9])
 
+    async def test_forty_saves_and_toggles_at_once_all_land(
+        self, client: httpx.AsyncClient, create: Create
+    ) -> None:
+        # Each lost its write to another and read again at once, 20 times at most: under
+        # 40 at once some lost all 20 and were answered 409 "being changed by others".
+        created = await create(workflow("forty-at-once"))
+        base = f"{API}/workflows/{created['id']}"
+        answers = await asyncio.gather(
+            *(
+                _put(client, created, {"description": f"d{i}"})
+                if i % 4
+                else client.post(f"{base}/toggle", json={"enabled": i % 8 == 0})
+                for i in range(40)
+            )
+        )
+        assert [a.status_code for a in answers] == [200] * 40, [a.text for a in answers]
+        assert await _versions(client, created) == list(range(1, 32))
+
     async def test_a_toggle_sent_with_a_save_is_never_undone(
         self, client: httpx.AsyncClient, create: Create
     ) -> None:
