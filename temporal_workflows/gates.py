@@ -45,6 +45,10 @@ class Decision(CamelModel):
     # What the API was asked, hashed, when the request carried an Idempotency-Key: echoed
     # in the result, so a repeat under the key can be told from another request.
     request_fingerprint: str | None = None
+    # Which opening of the step's gate the caller could see (`gate_key`, from the run's
+    # record as the API read it): a decision is refused for another (a loop's next
+    # iteration review). Ten identical confirms sent at once decided three iterations.
+    seen_gate: str | None = None
 
     @property
     def is_timeout(self) -> bool:
@@ -113,6 +117,20 @@ class Requirement(CamelModel):
     # "user" or "timeout" once decided (audit records from before say neither).
     source: DecisionSource | None = None
     decided_at: str | None = None
+
+    @property
+    def key(self) -> str | None:
+        """Which opening of its step's gate this is (`gate_key`)."""
+        return gate_key(self.node_run_id, self.iteration, self.item_index)
+
+
+def gate_key(node_run_id: object, iteration: object, item_index: object) -> str | None:
+    """Which opening of a step's gate: its node run, iteration and map item. Not its
+    opening time, which a workflow task run again (a worker lost) gives it anew; None for
+    a gate recorded before gates named their node run."""
+    if not isinstance(node_run_id, str):
+        return None
+    return f"{node_run_id}|{iteration}|{item_index}"
 
 
 def before_gate(node: WorkflowNode, review: HumanReview, choices: list[str] | None) -> Requirement:

@@ -92,6 +92,9 @@ class OpenGates:
             )
         if decision.step_id in self._decisions:
             raise _already_decided(decision)
+        seen = decision.seen_gate
+        if seen is not None and req.key is not None and seen != req.key:
+            raise _already_decided(decision)  # the gate it saw; this one opened since
         if req.timeout_at is not None and workflow.now() >= datetime.fromisoformat(req.timeout_at):
             # Its timer fired while no worker was up: the timer and this decision reached
             # the run together, and the decision would be applied first.

@@ -37,7 +37,7 @@ from temporal_workflows.contracts import (
     ControlRequest,
     ControlResult,
 )
-from temporal_workflows.gates import Decision, DecisionResult
+from temporal_workflows.gates import Decision, DecisionResult, gate_key
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, run_event
 
 # How long the API waits for the worker to take an update before answering 503.
@@ -95,6 +95,7 @@ class ControlService:
             user_input=body.user_input if resolution == "user_input" else None,
             selected_choices=body.selected_choices if resolution == "route_select" else None,
             decided_by=self.who,
+            seen_gate=_seen_gate(run, body.step_id),
         )
         update_id = None
         if key is not None:
@@ -271,9 +272,18 @@ def keyed_update_id(name: str, who: str, key: str) -> str:
     return f"{name}-key-{digest}"
 
 
+def _seen_gate(run: RunRecord, step_id: str) -> str | None:
+    """Which opening of the step's gate the run's record shows open; None when none."""
+    for gate in run.pending_requirements:
+        if gate.get("stepId") == step_id:
+            return gate_key(gate.get("nodeRunId"), gate.get("iteration"), gate.get("itemIndex"))
+    return None
+
+
 def fingerprint(decision: Decision) -> str:
-    """What a decision asks, hashed (who asks included), to tell a repeat from another."""
-    asked = decision.model_dump(mode="json", exclude={"request_fingerprint"})
+    """What a decision asks, hashed (who asks included), to tell a repeat from another
+    (not which gate its caller saw: a repeat after the gate moved on is the same request)."""
+    asked = decision.model_dump(mode="json", exclude={"request_fingerprint", "seen_gate"})
     return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
 

@@ -3,8 +3,8 @@
 import asyncio
 from typing import Any
 
-from tests.builders import delay, echo, parallel
-from tests.hitl.helpers import approve, start, wait_for_gate
+from tests.builders import delay, echo, loop, parallel
+from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -22,6 +22,26 @@ async def test_concurrent_decisions_on_one_gate_yield_exactly_one_200(
     run = await platform.wait(wf, run_id)
     assert len(run["resolvedRequirements"]) == 1
     assert [n["nodeName"] for n in run["nodeRuns"]] == ["gate"]
+
+
+async def test_identical_decisions_at_once_decide_only_the_iteration_their_callers_saw(
+    platform: Platform,
+) -> None:
+    # A loop's next iteration review has the same stepId: ten confirms of iteration 1 sent
+    # at once decided iterations 1 to 3, two of them never shown to anyone.
+    review = {"requiresIterationReview": True}
+    body = loop("lp", echo("work"), max_iterations=6, humanReview=review, id="lp")
+    wf, run_id = await start(platform, [body])
+    await wait_for_gate(platform, wf, run_id, "lp")
+    responses = await asyncio.gather(
+        *[approve(platform, wf, run_id, stepId="lp", resolution="confirm") for _ in range(10)]
+    )
+    codes = sorted(r.status_code for r in responses)
+    assert codes == [200] + [409] * 9, codes
+    run = await wait_for_gate(platform, wf, run_id, "lp")
+    decided = [r for r in run["resolvedRequirements"] if r["stepId"] == "lp"]
+    assert len(decided) == 1, decided
+    assert (await control(platform, wf, run_id, "cancel")).status_code == 200
 
 
 async def test_parallel_branches_hold_on_their_own_gates(platform: Platform) -> None:

@@ -163,6 +163,8 @@ async def _shown_open_before_the_workflow(platform: Platform) -> tuple[str, str]
         return run if run is not None and run.status == "running" else None
 
     run = await eventually(running)
+    # The gate as that task opened it: this run's node run (its opening time is another).
+    shown = [{**gate, "nodeRunId": f"{run_id}.gate.1"} for gate in shown]
     assert await platform.store.update_run(
         run_id, run.rev, {"status": "awaiting_approval", "pending_requirements": shown}
     )
