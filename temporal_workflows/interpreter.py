@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.history import HistoryBudget
     from temporal_workflows.inline_slices import InlineSlices
     from temporal_workflows.open_gates import OpenGates
-    from temporal_workflows.outbox import Outbox
+    from temporal_workflows.outbox import LAST_WRITES_OUTLIVE_CANCEL_PATCH, Outbox
     from temporal_workflows.outcomes import NodeFailed, RunCancelled
     from temporal_workflows.recorder import RunRecorder
     from temporal_workflows.reviews import (
@@ -140,9 +140,16 @@ class TrellisRun:
         await self._recorder.publish(
             event, status=status, changes={"finished_at": self._clock.stamp(), **changes}
         )
-        # Let accepted updates finish before the run returns.
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        await self._outbox.close()
+        # Let accepted updates finish before the run returns; a cancel that comes
+        # meanwhile is too late, as one that comes while the last writes go (outbox.py).
+        while True:
+            try:
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                break
+            except asyncio.CancelledError:
+                if not workflow.patched(LAST_WRITES_OUTLIVE_CANCEL_PATCH):
+                    raise
+        await self._outbox.close(ending=True)
         self._recorder.settle_status()
 
     # -- human decisions ------------------------------------------------------

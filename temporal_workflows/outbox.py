@@ -158,18 +158,19 @@ class Outbox:
             self._want_flush = True
             await workflow.wait_condition(lambda: self._flushed >= target)
 
-    async def close(self) -> None:
+    async def close(self, ending: bool = False) -> None:
         """Stop the flusher (after the batch it is writing) and write the rest inline.
 
         Nothing may schedule a local activity once the run returns: completing the
-        workflow must be its last command. A cancel that comes meanwhile does not cut
-        these last writes off (`_through_cancel`).
+        workflow must be its last command. When the run is `ending`, a cancel that comes
+        meanwhile does not cut these last writes off (`_through_cancel`): the run ends as
+        it was ending. Before a continue-as-new it does, so the run ends cancelled.
         """
         self._closing = True
         if self._flusher is not None:
-            await _through_cancel(self._flusher)
+            await (_through_cancel(self._flusher) if ending else self._flusher)
         if self._order or self._handed is not None:
-            await self._write(last=True)
+            await self._write(last=ending)
 
     def _enqueued(self, kind: str) -> None:
         if not self._order:

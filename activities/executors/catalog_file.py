@@ -116,9 +116,9 @@ class McpServerSpec(_FileModel):
     @property
     def secrets(self) -> list[str]:
         """What a stdio server's stderr is never shown with: each `env` value and each
-        environment variable resolved into one, longest first (a shorter may be part of a
-        longer). Values under MIN_SECRET_CHARS are left: too short to be a credential,
-        and masking `1` would garble every line."""
+        environment variable resolved into one or into its `command`, longest first (a
+        shorter may be part of a longer). Values under MIN_SECRET_CHARS are left: too
+        short to be a credential, and masking `1` would garble every line."""
         values = {*self.env.values(), *self._given}
         return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
 
@@ -190,7 +190,7 @@ def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> C
         raise fail(_one_line(exc)) from None
     file._written.update(written)
     for server in file.servers:
-        values = list(server.env.values())
+        values = [*server.env.values(), *(server.command or [])]
         server._given = frozenset(g for g in given if any(g in v for v in values))
     return file
 

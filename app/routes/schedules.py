@@ -118,6 +118,7 @@ async def trigger_schedule(
     """Fire once now, as if the schedule's time had come (400 while the workflow is
     disabled: the firing would start nothing, as every path to a run of it does)."""
     if not workflow.enabled:
+        await schedules.get(schedule_id)  # one that does not exist is 404 all the same
         raise WorkflowDisabled(workflow.id)
     await schedules.trigger(schedule_id)
     return ScheduleFired(schedule_id=schedule_id)

@@ -358,8 +358,8 @@ async def test_a_stdio_server_that_cannot_start_is_reported_with_its_stderr(
 # A stdio server that cannot start and says why with the credentials its env gave it.
 TELLING = (
     "import os, sys; sys.stderr.write('cannot sign in as ' + os.environ['LOGIN'] + ' with '"
-    " + os.environ['AUTH'] + ' (' + os.environ['TOKEN'] + ') at ' + os.environ['DEBUG'] + '\\n')"
-    "; sys.exit(3)"
+    " + os.environ['AUTH'] + ' (' + os.environ['TOKEN'] + ') at ' + os.environ['DEBUG']"
+    " + ' by ' + sys.argv[1] + '\\n'); sys.exit(3)"
 )
 
 
@@ -372,13 +372,15 @@ async def test_a_stdio_servers_stderr_never_shows_the_secrets_its_env_holds(
     catalog.write_text(
         yaml.safe_dump(
             {"mcpServers": [{
-                "id": "telling", "command": [sys.executable, "-c", TELLING], "tools": ["x"],
+                "id": "telling", "command": [sys.executable, "-c", TELLING, "${ARG_TOKEN}"],
+                "tools": ["x"],
                 "env": {"TOKEN": "${STDIO_TOKEN}", "AUTH": "Bearer ${OTHER_TOKEN}",
                         "LOGIN": "svc-reporting", "DEBUG": "1"},
             }]}
         )
     )  # fmt: skip
-    environ = {"STDIO_TOKEN": "stdiosecret4242", "OTHER_TOKEN": "ot-99887766"}
+    environ = {"STDIO_TOKEN": "stdiosecret4242", "OTHER_TOKEN": "ot-99887766",
+               "ARG_TOKEN": "argv-5511"}  # fmt: skip
     registry = ExecutorRegistry(Catalog(read_catalog_file(catalog, environ)))
     try:
         with caplog.at_level("INFO", logger="trellis.mcp"):
@@ -386,11 +388,11 @@ async def test_a_stdio_servers_stderr_never_shows_the_secrets_its_env_holds(
             [server] = registry.catalog.servers()
             with pytest.raises(TransientError) as raised:
                 await registry.execute(make_call("telling/x", {}))
-        said = "cannot sign in as *** with *** (***) at 1"
+        said = "cannot sign in as *** with *** (***) at 1 by ***"
         assert server.error is not None and said in server.error
         assert said in str(raised.value)
         assert f"MCP server telling stderr: {said}" in caplog.text
-        for secret in ("stdiosecret4242", "ot-99887766", "Bearer", "svc-reporting"):
+        for secret in ("stdiosecret4242", "ot-99887766", "Bearer", "svc-reporting", "argv-5511"):
             assert secret not in caplog.text + server.error + str(raised.value)
     finally:
         await registry.close()

@@ -98,6 +98,9 @@ class TestFiring:
             assert refused.json()["error"]["message"].startswith("Workflow is disabled.")
             described = (await platform.api.get(url(wf, created["id"]))).json()
             assert described["numActions"] == 0
+            # One that does not exist is 404, as on an enabled workflow.
+            missing = await platform.api.post(url(wf, f"sched-{wf}-000000000000") + "/trigger")
+            assert missing.status_code == 404, missing.text
             # Its time come all the same (Temporal fires it), the firing is skipped.
             await platform.client.get_schedule_handle(created["id"]).trigger()
 
