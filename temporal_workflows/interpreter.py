@@ -137,8 +137,13 @@ class TrellisRun:
         self._finished = True
         self._gates.clear()
         self._pause.set(False, self._pause.paused_at)
+        # The task that writes the end, by its history length (the same on replay): a
+        # task run again after Temporal refused one that wrote an end comes later.
+        order = workflow.info().get_current_history_length()
         await self._recorder.publish(
-            event, status=status, changes={"finished_at": self._clock.stamp(), **changes}
+            event,
+            status=status,
+            changes={"finished_at": self._clock.stamp(), "end_order": order, **changes},
         )
         # Let accepted updates finish before the run returns; a cancel that comes
         # meanwhile is too late, as one that comes while the last writes go (outbox.py).

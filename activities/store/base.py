@@ -125,9 +125,11 @@ class Store(Protocol):
         rev: of writers racing to make the same correction (two reconcilers), exactly one
         applies. An `ending` write (the run's end, from its workflow) applies also over a
         newer rev the workflow wrote (below `WORKFLOW_REVS_BELOW`; never over the API's or
-        the reconciler's) when its status differs from the stored one: a workflow task that wrote
-        an end and then failed (Temporal refused its completion: a cancel came meanwhile)
-        runs again and ends otherwise, and the end written last is the one Temporal keeps.
+        the reconciler's) when its status differs from the stored one and a later
+        workflow task wrote it (its `end_order` greater than the stored end's): a task
+        that wrote an end and then failed (Temporal refused its completion: a cancel came
+        meanwhile) runs again and ends otherwise; its end is the one Temporal keeps, and
+        the first one landing again later does not take its place back.
         """
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...

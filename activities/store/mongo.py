@@ -374,13 +374,16 @@ class MongoStore:
         fields = {**stored_run_changes(changes), "rev": rev}
         with _errors():
             filter_: dict[str, Any] = {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}}
-            if ending and "status" in changes:
+            order = changes.get("end_order")
+            if ending and "status" in changes and order is not None:
                 guard = filter_.pop("rev")
                 other_end = {
                     "status": {"$ne": changes["status"]},
                     "rev": {"$lt": WORKFLOW_REVS_BELOW},
                 }
                 filter_["$or"] = [{"rev": guard}, other_end]
+            if order is not None:  # an end never lands over one a later task wrote
+                filter_["end_order"] = {"$not": {"$gt": order}}
             result = await update_bson_safe(
                 lambda update: self._db().runs.update_one(filter_, update), fields
             )

@@ -96,6 +96,9 @@ class RunHeader(StoredModel):
     triggered_by: Identity | None = None
     # Writes carry a revision from the workflow; an older revision never overwrites a newer one.
     rev: int = 0
+    # Which workflow task wrote the run's end (its history length then): an end a later
+    # task wrote is kept over an earlier one's (`Store.update_run`'s `ending`), never back.
+    end_order: int | None = None
     updated_at: datetime = Field(default_factory=utcnow)
 
 

@@ -338,6 +338,7 @@ class SqliteStore:
         # Validated here, written into the stored document by SQLite's json_set: the run
         # (its definition snapshot the largest part) is neither parsed nor re-serialised.
         stored = stored_run_changes(changes)
+        overrides = ending and "status" in changes and changes.get("end_order") is not None
         columns = [column for column in _CHANGEABLE_RUN_COLUMNS if column in stored]
         paths = "".join(", ?, json(?)" for _ in stored)
         sql = (
@@ -345,14 +346,16 @@ class SqliteStore:
             + "".join(f", {column} = ?" for column in columns)
             + " WHERE id = ? AND (rev < ? OR (rev = ? AND NOT ?)"
             + " OR (? AND status != ? AND rev < ?))"
+            # An end never lands over one a later workflow task wrote.
+            + " AND (? IS NULL OR COALESCE(json_extract(doc, '$.end_order'), -1) <= ?)"
         )
         params = (
             rev,
             *(part for name, value in stored.items() for part in (f"$.{name}", _json(value))),
             rev,
             *(stored[column] for column in columns),
-            run_id, rev, rev, newer_only,
-            ending and "status" in changes, changes.get("status"), WORKFLOW_REVS_BELOW,
+            run_id, rev, rev, newer_only, overrides, changes.get("status"), WORKFLOW_REVS_BELOW,
+            changes.get("end_order"), changes.get("end_order"),
         )  # fmt: skip
 
         def op(conn: sqlite3.Connection) -> bool:

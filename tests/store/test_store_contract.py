@@ -333,21 +333,25 @@ class TestRuns:
         # come); run again, it ends `cancelled` at a lower rev: that end is Temporal's.
         record = run(new_id(), rev=1)
         await store.insert_run(record)
-        done = {"status": "completed"}
+        done = {"status": "completed", "end_order": 7}
         assert await store.update_run(record.id, 5, done, newer_only=True, ending=True)
-        cancelled = {"status": "cancelled", "error_summary": "cancelled"}
+        cancelled = {"status": "cancelled", "error_summary": "cancelled", "end_order": 11}
         assert await store.update_run(record.id, 3, cancelled, newer_only=True, ending=True)
+        # The first end landing again later (a local activity retried) does not come back.
+        assert not await store.update_run(record.id, 5, done, newer_only=True, ending=True)
         # The same end again (a task repeated) is refused, so it is not counted twice; so
         # is any other write over the newer rev, and an end that is not marked so.
         assert not await store.update_run(record.id, 3, cancelled, newer_only=True, ending=True)
         assert not await store.update_run(record.id, 2, {"status": "running"}, newer_only=True)
-        assert not await store.update_run(record.id, 2, done, newer_only=True)
+        assert not await store.update_run(record.id, 2, {"status": "completed"}, newer_only=True)
         stored = await store.get_run(record.id)
         assert stored is not None and (stored.status, stored.rev) == ("cancelled", 3)
+        assert stored.end_order == 11
         assert stored.error_summary == "cancelled"
         # Never over what the API or the reconciler wrote (a cancel before the start).
         assert await store.update_run(record.id, CANCELLED_UNSTARTED_REV, {"status": "failed"})
-        assert not await store.update_run(record.id, 4, done, newer_only=True, ending=True)
+        later = {"status": "completed", "end_order": 20}
+        assert not await store.update_run(record.id, 4, later, newer_only=True, ending=True)
 
     async def test_a_node_run_merged_again_logs_its_keyed_events_once(self, store: Store) -> None:
         # Node runs repeat revs legitimately, so the merge applies again; the keys hold.
