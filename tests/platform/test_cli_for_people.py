@@ -22,8 +22,11 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from rich.console import Console
 
 from app.cli.api_client import TrellisApi
+from app.cli.node_pages import latest_node_runs
+from app.cli.output import Session
 from app.cli.run_watch import WATCH_FAILED
 from tests.platform.conftest import REPO, DevProcess, running_dev, trellis_env
 from tests.support.cli_in_process import run_cli
@@ -1181,3 +1184,30 @@ def test_workflows_show_labels_each_branch_as_the_console_does(dev: DevProcess) 
     for label in ("if true: Welcome", "if false: Decline", "route “left”: GoLeft",
                   "route “right”: GoRight", "branch 1: Mail", "branch 2: Text"):  # fmt: skip
         assert label in shown, (label, shown)
+
+
+def test_the_latest_node_runs_of_a_run_grown_since_it_was_counted(dev: DevProcess) -> None:
+    # `runs show` and the live view read a run's last pages by the count they had: a run
+    # that grew since was shown the wrong 50 node runs.
+    body = {"name": f"grown-{uuid.uuid4().hex[:8]}", "nodes": [
+        {"name": "Again", "nodeType": "loop", "loopConfig": {"maxIterations": 70},
+         "children": [{"name": "Echo", "nodeType": "step", "executorKey": "builtin:echo"}]},
+    ]}  # fmt: skip
+    api = TrellisApi(dev.api_url)
+    try:
+        workflow_id = api.post("/workflows", body).data["id"]
+        api.post(f"/workflows/{workflow_id}/toggle", {"enabled": True})
+        run_id = api.post(f"/workflows/{workflow_id}/runs", {"initialInput": {}}).data["runId"]
+        path = f"/workflows/{workflow_id}/runs/{run_id}"
+        deadline = time.monotonic() + 30
+        while api.get(path, nodeRuns="summary").data["status"] != "completed":
+            assert time.monotonic() < deadline, "the run did not complete"
+            time.sleep(0.2)
+        every = api.get(f"{path}/nodes", perPage=200).data["nodeRuns"]
+        session = Session(api, as_json=False, console=Console())
+        # Counted when it had 20 node runs; it has 71 now.
+        latest, total = latest_node_runs(session, path, 50, 20)
+    finally:
+        api.close()
+    assert total == len(every) == 71
+    assert [n["id"] for n in latest] == [n["id"] for n in every[-50:]]
