@@ -11,7 +11,7 @@ import click
 import yaml
 from rich.console import Group
 
-from app.cli.api_client import segment
+from app.cli.api_client import if_match, segment
 from app.cli.limits import page_options
 from app.cli.output import Session, api_options, clean, compact, page_title, shown, table, when
 
@@ -165,11 +165,16 @@ def apply_workflow(session: Session, path: str) -> None:
     from app.cli.definition_defaults import left_out
     from app.cli.node_ids import carry_ids
 
-    stored = session.api.get(f"/workflows/{segment(existing)}").data
+    read = session.api.get(f"/workflows/{segment(existing)}")
+    stored = read.data
     carry_ids(_nodes(body), stored.get("nodes") or [])
     # The file is the definition: a field deleted from it must not keep its stored value.
     body.update(left_out(definition))
-    answer = session.api.request("PUT", f"/workflows/{segment(existing)}", json=body)
+    # Under the read's ETag: the node ids carried over are those of the stored definition
+    # as it is, not as someone's save in between left it (412, exit 1: apply again).
+    answer = session.api.request(
+        "PUT", f"/workflows/{segment(existing)}", json=body, headers=if_match(read)
+    )
     session.emit(answer, lambda w: _applied(stored, w))
 
 

@@ -6,11 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
+from activities.store.records import WorkflowRecord
 from app.auth.acl import viewer_of
 from app.auth.caller import READ, WRITE
 from app.auth.guard import CallerDep, needs
 from app.deps import DefinitionsDep, Page, PerPage, StoreDep, WorkflowDep
 from app.openapi import API_PREFIX, errors
+from app.routes.conditional import IfMatch
 from app.schemas.workflow import (
     Pagination,
     ToggleRequest,
@@ -20,6 +22,7 @@ from app.schemas.workflow import (
     WorkflowSummary,
     WorkflowUpdate,
 )
+from app.services.precondition import content_tag, require_match
 
 router = APIRouter(prefix=API_PREFIX + "/workflows", tags=["workflows"])
 DUPLICATE_NAME = "duplicate_entry: another workflow has this name"
@@ -43,9 +46,9 @@ async def list_workflows(
 
 
 @router.get("/{workflow_id}", dependencies=[needs(READ)])
-async def get_workflow(workflow: WorkflowDep) -> WorkflowPublic:
-    """One definition with its whole node tree."""
-    return WorkflowPublic.from_record(workflow)
+async def get_workflow(workflow: WorkflowDep, response: Response) -> WorkflowPublic:
+    """One definition with its whole node tree (and its `ETag`, for `If-Match`)."""
+    return tagged(response, WorkflowPublic.from_record(workflow))
 
 
 @router.post(
@@ -55,22 +58,34 @@ async def get_workflow(workflow: WorkflowDep) -> WorkflowPublic:
     responses=errors(409, s409=DUPLICATE_NAME),
 )
 async def create_workflow(
-    body: WorkflowCreate, definitions: DefinitionsDep, caller: CallerDep
+    body: WorkflowCreate, definitions: DefinitionsDep, caller: CallerDep, response: Response
 ) -> WorkflowPublic:
     """Validate and store a new definition (version 1, disabled), owned by the caller."""
-    return WorkflowPublic.from_record(await definitions.create(body, owner=caller.sub))
+    created = await definitions.create(body, owner=caller.sub)
+    return tagged(response, WorkflowPublic.from_record(created))
 
 
 @router.put(
     "/{workflow_id}",
     dependencies=[needs(WRITE, "EDIT")],
-    responses=errors(409, s409=DUPLICATE_NAME),
+    responses=errors(409, 412, s409=DUPLICATE_NAME),
 )
 async def update_workflow(
-    workflow: WorkflowDep, body: WorkflowUpdate, definitions: DefinitionsDep
+    workflow: WorkflowDep,
+    body: WorkflowUpdate,
+    definitions: DefinitionsDep,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> WorkflowPublic:
-    """Change any fields; a changed definition becomes a new version."""
-    return WorkflowPublic.from_record(await definitions.update(workflow, body))
+    """Change any fields; a changed definition becomes a new version. 412 when `If-Match`
+    is not the workflow's current `ETag` (someone changed it since it was read)."""
+
+    def as_read(record: WorkflowRecord) -> None:
+        shown = content_tag(WorkflowPublic.from_record(record))
+        require_match(if_match, shown, f"Workflow {record.id}")
+
+    saved = await definitions.update(workflow, body, expected=as_read)
+    return tagged(response, WorkflowPublic.from_record(saved))
 
 
 @router.delete(
@@ -88,7 +103,14 @@ async def delete_workflow(workflow: WorkflowDep, definitions: DefinitionsDep) ->
 
 @router.post("/{workflow_id}/toggle", dependencies=[needs(WRITE, "EDIT")])
 async def toggle_workflow(
-    workflow: WorkflowDep, body: ToggleRequest, definitions: DefinitionsDep
+    workflow: WorkflowDep, body: ToggleRequest, definitions: DefinitionsDep, response: Response
 ) -> WorkflowPublic:
     """Enable or disable a definition."""
-    return WorkflowPublic.from_record(await definitions.toggle(workflow, body.enabled))
+    toggled = await definitions.toggle(workflow, body.enabled)
+    return tagged(response, WorkflowPublic.from_record(toggled))
+
+
+def tagged(response: Response, workflow: WorkflowPublic) -> WorkflowPublic:
+    """`workflow`, its answer carrying its strong `ETag` (what it shows, hashed)."""
+    response.headers["ETag"] = content_tag(workflow)
+    return workflow

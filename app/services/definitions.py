@@ -132,13 +132,26 @@ class DefinitionService:
         await self._saving(record.name, self.store.create_workflow(record))
         return record
 
-    async def update(self, current: WorkflowRecord, body: WorkflowUpdate) -> WorkflowRecord:
+    async def update(
+        self,
+        current: WorkflowRecord,
+        body: WorkflowUpdate,
+        expected: Callable[[WorkflowRecord], None] = lambda _: None,
+    ) -> WorkflowRecord:
         """Apply the given fields; a changed definition becomes a new version.
 
         Written only over the record as read (see `_over_latest`): saves at once each get
         a version of their own, and none undoes a toggle that landed in between.
+        `expected` raises when the record as read is not the one the caller's change is
+        based on (If-Match): checked on each read the write is made over, so the check
+        and the write are one step.
         """
-        return await self._over_latest(current, lambda read: self._updated(read, body))
+
+        async def updated(read: WorkflowRecord) -> _Save | None:
+            expected(read)
+            return await self._updated(read, body)
+
+        return await self._over_latest(current, updated)
 
     async def _updated(self, current: WorkflowRecord, body: WorkflowUpdate) -> _Save | None:
         changes = body.spec_changes()

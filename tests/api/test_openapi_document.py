@@ -58,6 +58,7 @@ def test_routes_that_need_temporal_document_503_and_lookups_404(tmp_path: Path) 
 def test_the_conditional_puts_document_if_match_and_412(tmp_path: Path) -> None:
     paths = document(tmp_path)["paths"]
     for path in (
+        "/api/v1/workflows/{workflow_id}",
         "/api/v1/workflows/{workflow_id}/schedules/{schedule_id}",
         "/api/v1/workflows/{workflow_id}/permissions",
     ):

@@ -266,6 +266,26 @@ def test_a_change_between_the_read_and_the_write_is_kept_and_the_cli_exits_1(
     assert said.startswith("Error: 412 precondition_failed: The permissions of workflow")
     assert httpx.get(grants_url, timeout=10).json()["grants"] == bob["grants"]
 
+    workflow_url = f"{dev.api_url}/api/v1/workflows/{workflow_id}"
+    stored = httpx.get(workflow_url, timeout=10).json()
+    saves: list[str] = []
+
+    def save() -> httpx.Response:
+        saves.append(f"save {len(saves)}")
+        return httpx.put(workflow_url, json={"description": saves[-1]}, timeout=10)
+
+    changed_right_after_the_read(monkeypatch, save)
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"id": workflow_id, "name": stored["name"],
+                                    "nodes": stored["nodes"], "description": "mine"}))  # fmt: skip
+    assert cli_main(["workflows", "apply", "-f", str(mine)]) == 1
+    said = capsys.readouterr().err.strip()
+    assert said.startswith(f"Error: 412 precondition_failed: Workflow {workflow_id} changed")
+    now = httpx.get(workflow_url, timeout=10).json()
+    # Each read the CLI made was followed by a save; the last one is kept, not the file's.
+    assert (now["description"], now["version"]) == (saves[-1], stored["version"] + len(saves))
+    assert now["nodes"] == stored["nodes"]
+
 
 def test_schedules_skips_lists_the_firings_that_started_no_run(
     dev: DevProcess, tmp_path: Path
