@@ -32,6 +32,9 @@ class OpenGates:
         self.open: dict[str, Requirement] = {}
         self._schemas: dict[str, list[UserInputField]] = {}
         self._decisions: dict[str, Decision] = {}
+        # How many wait at each gate: one, but a map saved before the rule that a gate in a
+        # map needs maxConcurrency 1 has its items wait at one gate at once.
+        self._waiting: dict[str, int] = {}
         # Every decided gate, in order (it also tells a late decision it is too late).
         self.resolved: list[Requirement] = []
 
@@ -48,6 +51,7 @@ class OpenGates:
     async def wait(self, req: Requirement, timeout_seconds: float | None) -> Decision:
         """The decision for an open gate, or its timer's; the gate is then closed."""
         step_id = req.step_id
+        self._waiting[step_id] = self._waiting.get(step_id, 0) + 1
         try:
             if timeout_seconds:
                 await workflow.wait_condition(
@@ -58,13 +62,26 @@ class OpenGates:
         except TimeoutError:
             self._decisions[step_id] = timeout_decision(req)
         except asyncio.CancelledError:
-            self.open.pop(step_id, None)
-            self._schemas.pop(step_id, None)
+            self._leave(step_id, decided=False)
             raise
-        decision = self._decisions.pop(step_id)
-        del self.open[step_id]
-        self._schemas.pop(step_id, None)
+        # Items waiting at one gate at once (see `_waiting`) cannot be told apart by a
+        # decision's step id: the one decision is each one's, and goes with the last.
+        # (The first took it away, and the others failed every task: the run was stuck.)
+        decision = self._decisions[step_id]
+        self._leave(step_id)
         return decision
+
+    def _leave(self, step_id: str, decided: bool = True) -> None:
+        """One waiter is done with the gate; the last one closes it (and takes its
+        decision, when it was decided rather than cancelled)."""
+        self._waiting[step_id] -= 1
+        if self._waiting[step_id]:
+            return
+        del self._waiting[step_id]
+        if decided:
+            del self._decisions[step_id]
+        self.open.pop(step_id, None)
+        self._schemas.pop(step_id, None)
 
     def record(self, req: Requirement, decision: Decision, now: str) -> None:
         """Add a decided gate to the audit trail."""
