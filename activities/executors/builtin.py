@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -166,13 +167,27 @@ async def _delay(call: StepCall) -> dict[str, Any]:
 
 def _earlier_until(progress: dict[str, Any], seconds: float) -> datetime | None:
     """When an earlier attempt of this delay was to end (no later than `seconds` from now)."""
+    now = datetime.now(UTC)
+    whole = now + timedelta(seconds=seconds)
     try:
         until = datetime.fromisoformat(str(progress["until"]))
     except (KeyError, ValueError):
-        return None
+        return _left_at_last_heartbeat(progress, now, whole)
     if until.tzinfo is None:
+        return _left_at_last_heartbeat(progress, now, whole)
+    return min(until, whole)
+
+
+def _left_at_last_heartbeat(
+    progress: dict[str, Any], now: datetime, whole: datetime
+) -> datetime | None:
+    """From a heartbeat of a release before `until` (only `remainingSeconds`): what was
+    left then, from now. When it was sent is not kept, so this sleeps the time since too,
+    not the whole delay again (a deploy from such a release restarted every delay)."""
+    left = progress.get("remainingSeconds")
+    if isinstance(left, bool) or not isinstance(left, (int, float)) or not 0 <= left < math.inf:
         return None
-    return min(until, datetime.now(UTC) + timedelta(seconds=seconds))
+    return min(now + timedelta(seconds=left), whole)
 
 
 def _number(value: Any, name: str) -> float:

@@ -179,6 +179,31 @@ async def test_a_delay_after_its_attempt_was_lost_sleeps_only_what_is_left(
     await asyncio.wait_for(registry.execute(short), 2)
 
 
+@pytest.mark.parametrize(
+    ("earlier", "at_least", "at_most"),
+    [
+        ({"remainingSeconds": 0.3}, 0.25, 1.0),
+        ({"remainingSeconds": 0}, 0.0, 0.2),
+        ({"remainingSeconds": 3600}, 1.45, 2.2),  # never beyond the delay's own length
+        ({"remainingSeconds": -1}, 1.45, 2.2),  # not believed: the whole delay
+        ({"remainingSeconds": "soon", "until": "no time"}, 1.45, 2.2),
+    ],
+)
+async def test_a_delay_whose_attempt_an_older_release_heartbeat_sleeps_what_was_left(
+    registry: ExecutorRegistry,
+    make_call: MakeCall,
+    earlier: dict[str, object],
+    at_least: float,
+    at_most: float,
+) -> None:
+    """Releases before the `until` heartbeat sent only `remainingSeconds`: an attempt a
+    deploy from one of them cut off slept its whole delay again after the deploy."""
+    started = time.monotonic()
+    again = make_call("builtin:delay", {"seconds": 1.5}, earlier_progress=earlier)
+    assert (await registry.execute(again)).output == {"sleptSeconds": 1.5}
+    assert at_least <= time.monotonic() - started < at_most
+
+
 async def test_delay_stops_promptly_when_cancelled(
     registry: ExecutorRegistry, make_call: MakeCall
 ) -> None:
