@@ -261,6 +261,7 @@ async def start_run_workflow(
         steps_write_queued=True,
         steps_write_node_runs=True,
         results_charged=True,
+        variables_charged=True,
         status_shown_per_task=True,
         inline_steps_yield=True,
         rejected_gates_close_node_runs=True,

@@ -130,6 +130,12 @@ class RunInput(CamelModel):
     # CEL evaluations pay for the size of their results (cel_budget.charge_result); set by
     # the starter. False: a run started before they did replays without it.
     results_charged: bool = False
+    # CEL evaluations pay for converting the variables they read (cel_budget.
+    # charge_variable): 300,000 numbers in a run's input took 2 s to convert for
+    # `size(input.xs)`, Temporal's SDK took the task for deadlocked and retried it for
+    # ever (the run stayed pending, a cancel never reached it); set by the starter. False:
+    # a run started before replays as it ran.
+    variables_charged: bool = False
     # The status search attribute is upserted once per workflow task, to the status the
     # run has when it blocks (status_attribute.py); set by the starter. False: a run
     # started before upserts every change, as it did.

@@ -29,6 +29,7 @@ from temporal_workflows.cel_budget import (
     BudgetedRunner,
     BudgetExceeded,
     charge_result,
+    charge_variable,
     charging,
     fresh_budget,
     release,
@@ -209,14 +210,23 @@ def to_cel(value: Any) -> Any:
     return json_to_cel(value)
 
 
-def _variable(source: str, name: str, value: Any) -> Any:
-    """One variable as a CEL value; data CEL cannot hold fails the evaluation, not the task.
+def _variable(source: str, name: str, value: Any, budget: Budget) -> Any:
+    """One variable as a CEL value, its conversion paid from `budget`; data CEL cannot
+    hold, or too much of it to convert, fails the evaluation, not the task.
 
     cel-python refuses integers outside 64 bits with a plain ValueError: raised out of the
     workflow code it failed the workflow task, which Temporal retried forever (the run
     never left `pending`/`running`). Such a number may come from a run's input or a step's
     output; evaluations that do not name that variable are not affected.
     """
+    try:
+        charge_variable(budget, value)
+    except BudgetExceeded as exc:
+        raise ExpressionError(
+            f"CEL evaluation of {_brief(source)} stopped: converting {name} for it: {exc} "
+            f"(each evaluation may take {budget.limit}; see 'What an expression may cost' "
+            "in docs/semantics.md)"
+        ) from None
     try:
         return to_cel(value)
     except ValueError:
@@ -306,9 +316,11 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
     ExpressionError.
     """
     program, names, _ = _program(source)
-    # Only the variables the expression names: converting every step's outputs is costly.
-    activation = {name: _variable(source, name, scope[name]) for name in names if name in scope}
     budget = budget or fresh_budget()
+    # Only the variables the expression names: converting every step's outputs is costly.
+    activation = {
+        name: _variable(source, name, scope[name], budget) for name in names if name in scope
+    }
     token = charging(budget)
     try:
         result = program.evaluate(activation)

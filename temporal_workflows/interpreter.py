@@ -14,7 +14,12 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from temporal_workflows.cel_budget import TaskBudget, charge_results, share_per_task
+    from temporal_workflows.cel_budget import (
+        TaskBudget,
+        charge_results,
+        charge_variables,
+        share_per_task,
+    )
     from temporal_workflows.clock import RunClock
     from temporal_workflows.continuation import Continuation
     from temporal_workflows.contracts import (
@@ -116,6 +121,7 @@ class TrellisRun:
 
             share_per_task(TaskBudget(task, inp.expression_task_steps, inp.expression_steps))
         charge_results(inp.results_charged)
+        charge_variables(inp.variables_charged)
         if inp.resume is None:
             await self._recorder.publish("run_started", status="running")
         position = self._continuation.restore(scope)

@@ -124,3 +124,37 @@ async def test_a_config_copying_one_input_string_a_thousand_times_fails_its_step
     assert time.monotonic() - started < 15
     assert run["status"] == "failed", run
     assert "stopped: it needs more than 10000 steps" in run["errorSummary"]
+
+
+SIZE_OF_XS = {
+    "nodes": [
+        {
+            "name": "count",
+            "nodeType": "step",
+            "executorKey": "builtin:transform",
+            "config": {"map": {"n": "size(input.xs)"}},
+        }
+    ]
+}
+
+
+async def test_a_variable_too_big_to_convert_fails_its_node_and_never_holds_the_run(
+    platform: Platform,
+) -> None:
+    """cel-python converts a variable whole before the expression reads it: 300,000 numbers
+    held the workflow task 2 s, the SDK took it for deadlocked and retried it for ever (the
+    run stayed pending and a cancel never reached it). Now the conversion is paid for."""
+    workflow_id = await platform.create(SIZE_OF_XS)
+    run_id = await platform.trigger(workflow_id, {"xs": [0] * 60_000})
+    run = await platform.wait(workflow_id, run_id, within=15)
+    assert run["status"] == "failed", run
+    stopped = "stopped: converting input for it: it needs more than 10000 steps"
+    assert stopped in run["errorSummary"]
+    [count] = run["nodeRuns"]
+    assert count["status"] == "failed" and "converting input" in count["error"]
+
+
+async def test_a_variable_within_the_budget_is_converted_as_before(platform: Platform) -> None:
+    run = await platform.run(SIZE_OF_XS, {"xs": [0] * 20_000})
+    assert run["status"] == "completed", run.get("errorSummary")
+    assert run["finalOutput"] == {"n": 20_000}
