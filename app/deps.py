@@ -207,16 +207,16 @@ async def get_readiness(
     )
 
 
-async def get_run_listing(store: StoreDep) -> RunListing:
-    return RunListing(store=store)
+async def get_run_listing(store: StoreDep, settings: SettingsDep) -> RunListing:
+    return RunListing(store=store, max_bytes=settings.max_response_bytes)
 
 
 async def get_approvals(store: StoreDep) -> ApprovalService:
     return ApprovalService(store=store)
 
 
-async def get_graphs(store: StoreDep) -> GraphService:
-    return GraphService(store=store)
+async def get_graphs(store: StoreDep, settings: SettingsDep) -> GraphService:
+    return GraphService(store=store, max_bytes=settings.max_response_bytes)
 
 
 DefinitionsDep = Annotated[DefinitionService, Depends(get_definitions)]

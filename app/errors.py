@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.run_start import RunStartFailed, WorkflowDisabled
-from activities.store.base import DuplicateNameError, StoreError, StoreUnavailable
+from activities.store.base import DuplicateNameError, ReadTooLarge, StoreError, StoreUnavailable
 from app.openapi import allowed_methods
 from app.temporal_outage import unreachable
 from temporal_workflows.contracts import CONFLICT_ERROR, INVALID_ERROR, NOT_FOUND_ERROR
@@ -70,6 +70,13 @@ class Forbidden(ApiError):
 class InvalidRequest(ApiError):
     status_code = 400
     code = "invalid_request"
+
+
+class ResponseTooLarge(ApiError):
+    """The answer would carry more than TRELLIS_MAX_RESPONSE_BYTES of node runs."""
+
+    status_code = 400
+    code = "response_too_large"
 
 
 class NotFound(ApiError):
@@ -354,6 +361,12 @@ def _from_update_failed(exc: WorkflowUpdateFailedError) -> ApiError:
 _MAPPED: dict[type[Exception], Callable[[Any], ApiError]] = {
     DuplicateNameError: lambda e: DuplicateEntry(str(e) or "A workflow with this name exists"),
     StoreError: lambda e: DatabaseFailure("Database operation failed"),
+    ReadTooLarge: lambda e: ResponseTooLarge(
+        f"This answer would carry more than {e.limit} bytes of node runs "
+        "(TRELLIS_MAX_RESPONSE_BYTES): ask for less. A run detail or a page of runs with "
+        "?nodeRuns=summary carries their counts; GET …/runs/{runId}/nodes?page=1&perPage=N "
+        "pages through the node runs (a smaller perPage holds fewer)"
+    ),
     # Unreachable for now: 503, so clients and load balancers retry.
     StoreUnavailable: lambda e: DatabaseUnavailable("Database unavailable; retry shortly"),
     WorkflowDisabled: lambda e: InvalidRequest(str(e)),

@@ -46,7 +46,8 @@ class ErrorInfo(CamelModel):
         description="Stable: invalid_request, authentication_required, forbidden, "
         "resource_not_found, method_not_allowed, conflict, duplicate_entry, "
         "precondition_failed, "
-        "payload_too_large, service_unavailable, internal_error, database_error",
+        "payload_too_large, response_too_large, service_unavailable, internal_error, "
+        "database_error",
     )
     message: str
     details: list[ErrorDetail] = Field(default_factory=list)

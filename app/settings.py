@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     # in the store, not in Temporal history).
     max_payload_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     payload_offload_bytes: int = Field(default=256 * 1024, gt=0)
+    # The most node runs (as stored) one answer carries, in bytes: a run detail, a page of
+    # runs or of node runs past it is 400 `response_too_large` (building an answer takes
+    # about ten times its size in the API's memory; 2 GB of node runs killed the API).
+    max_response_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     # Largest accepted request body, in bytes (default: the payload limit plus 1 MiB).
     max_body_bytes: int | None = Field(default=None, gt=0)
     # On SIGTERM the worker stops polling and gives in-flight steps this long to finish

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+import bson
 from bson.errors import BSONError
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
@@ -22,6 +23,7 @@ from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_
 from activities.store.base import (
     ChangedMeanwhile,
     DuplicateNameError,
+    ReadTooLarge,
     StoreError,
     StoreUnavailable,
     Viewer,
@@ -466,18 +468,20 @@ class MongoStore:
                 return False
         return True
 
-    async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
+    async def list_node_runs(
+        self, run_ids: list[str], max_bytes: int | None = None
+    ) -> list[NodeRunRecord]:
         if not run_ids:
             return []
         with _errors():
             cursor = self._db().node_runs.find({"workflow_run_id": {"$in": run_ids}})
-            docs = await cursor.to_list()
+            docs = await _bounded(cursor, max_bytes)
         # MongoDB sorts nulls first; unstarted node runs belong last, so order here.
         docs.sort(key=lambda d: (d.get("started_at") is None, d.get("started_at") or "", d["_id"]))
         return [_record(NodeRunRecord, d) for d in docs]
 
     async def node_run_page(
-        self, run_id: str, offset: int, limit: int
+        self, run_id: str, offset: int, limit: int, max_bytes: int | None = None
     ) -> tuple[list[NodeRunRecord], int]:
         with _errors():
             node_runs = self._db().node_runs
@@ -497,7 +501,7 @@ class MongoStore:
                     {"$project": {"_unstarted": 0}},
                 ]
             )
-            docs = await cursor.to_list()
+            docs = await _bounded(cursor, max_bytes)
         return [_record(NodeRunRecord, d) for d in docs], total
 
     async def node_run_counts_of(self, run_ids: list[str]) -> dict[str, dict[str, int]]:
@@ -672,3 +676,18 @@ def _errors() -> Iterator[None]:
     except (PyMongoError, BSONError, OverflowError) as exc:
         # BSON and OverflowError: a value MongoDB cannot hold (e.g. an integer beyond 64 bits).
         raise StoreError(f"MongoDB store error: {exc}") from exc
+
+
+async def _bounded(cursor: Any, max_bytes: int | None) -> list[dict[str, Any]]:
+    """The cursor's documents; ReadTooLarge as soon as they pass `max_bytes` together (as
+    BSON), before the rest are read."""
+    if max_bytes is None:
+        return list(await cursor.to_list())
+    docs: list[dict[str, Any]] = []
+    size = 0
+    async for doc in cursor:
+        size += len(bson.encode(doc))
+        if size > max_bytes:
+            raise ReadTooLarge(max_bytes, len(docs) + 1)
+        docs.append(doc)
+    return docs

@@ -502,33 +502,37 @@ class SqliteStore:
             result: T = await db._execute(fn, db._conn, *args)  # type: ignore[no-untyped-call]
         return result
 
-    async def list_node_runs(self, run_ids: list[str]) -> list[NodeRunRecord]:
+    async def list_node_runs(
+        self, run_ids: list[str], max_bytes: int | None = None
+    ) -> list[NodeRunRecord]:
         if not run_ids:
             return []
         async with self._read() as db:
-            rows = await db.execute_fetchall(
+            docs = await db.fetch_documents(
                 f"SELECT doc FROM node_runs WHERE workflow_run_id IN ({marks(len(run_ids))})"
                 " ORDER BY started_at IS NULL, started_at, id",
                 tuple(run_ids),
+                max_bytes,
             )
-        return [_load(NodeRunRecord, r[0]) for r in rows]
+        return [_load(NodeRunRecord, doc) for doc in docs]
 
     async def node_run_page(
-        self, run_id: str, offset: int, limit: int
+        self, run_id: str, offset: int, limit: int, max_bytes: int | None = None
     ) -> tuple[list[NodeRunRecord], int]:
         async with self._read() as db:
             counted = await _one(
                 db, "SELECT COUNT(*) FROM node_runs WHERE workflow_run_id = ?", (run_id,)
             )
             # Order and slice the ids first, then read only the page's documents.
-            rows = await db.execute_fetchall(
+            docs = await db.fetch_documents(
                 "SELECT n.doc FROM (SELECT id FROM node_runs WHERE workflow_run_id = ?"
                 " ORDER BY started_at IS NULL, started_at, id LIMIT ? OFFSET ?) AS page"
                 " JOIN node_runs AS n ON n.id = page.id"
                 " ORDER BY n.started_at IS NULL, n.started_at, n.id",
                 (run_id, limit, offset),
+                max_bytes,
             )
-        return [_load(NodeRunRecord, r[0]) for r in rows], int(counted[0])
+        return [_load(NodeRunRecord, doc) for doc in docs], int(counted[0])
 
     async def node_run_counts_of(self, run_ids: list[str]) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {run_id: {} for run_id in run_ids}

@@ -13,9 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from activities.store.base import ReadTooLarge
+
 # A WAL reader waits only while another connection recovers the WAL (a crashed writer):
 # short, and rare; past this, the read fails as the store being unavailable.
 READ_BUSY_TIMEOUT_SECONDS = 2.0
+# Rows a bounded read takes at a time.
+FETCH_ROWS = 256
 
 
 class SqliteReader:
@@ -32,6 +36,27 @@ class SqliteReader:
 
     async def execute_fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._conn.execute(sql, params).fetchall()
+
+    async def fetch_documents(
+        self, sql: str, params: Sequence[Any], max_bytes: int | None
+    ) -> list[str]:
+        """The first column of each row (a stored document); ReadTooLarge as soon as they
+        pass `max_bytes` together, before the rest are read."""
+        if max_bytes is None:
+            return [row[0] for row in self._conn.execute(sql, params).fetchall()]
+        cursor = self._conn.execute(sql, params)
+        try:
+            documents: list[str] = []
+            size = 0
+            while rows := cursor.fetchmany(FETCH_ROWS):
+                for (document,) in rows:
+                    size += len(document)
+                    if size > max_bytes:
+                        raise ReadTooLarge(max_bytes, len(documents) + 1)
+                    documents.append(document)
+            return documents
+        finally:
+            cursor.close()
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         self._conn.execute(sql, params)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 
 from app.auth.caller import READ
 from app.auth.guard import needs
-from app.deps import AnyRunDep, NodeRunsView, ReadCacheDep, StoreDep
+from app.deps import AnyRunDep, NodeRunsView, ReadCacheDep, SettingsDep, StoreDep
 from app.errors import NotFound
 from app.openapi import API_PREFIX
 from app.routes.cached_read import cached_read
@@ -30,6 +30,7 @@ async def find_run(
     run: AnyRunDep,
     store: StoreDep,
     cache: ReadCacheDep,
+    settings: SettingsDep,
     node_runs: NodeRunsView = "all",
 ) -> Response:
     """One run, whichever workflow it belongs to (`workflowDefinitionId` names it), with
@@ -42,7 +43,7 @@ async def find_run(
         fresh = await store.get_run(run_id)
         if fresh is None:
             raise NotFound(f"Run {run_id!r} not found")
-        return await run_detail_body(store, fresh, node_runs)
+        return await run_detail_body(store, fresh, node_runs, settings.max_response_bytes)
 
     # A run never moves to another workflow, so the lane checks access on this one.
     return await cached_read(

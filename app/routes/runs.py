@@ -22,6 +22,7 @@ from app.deps import (
     RunDep,
     RunListingDep,
     RunServiceDep,
+    SettingsDep,
     StoreDep,
     WorkflowAccessDep,
     WorkflowDep,
@@ -113,13 +114,14 @@ async def get_run(
     workflow: WorkflowAccessDep,
     store: StoreDep,
     cache: ReadCacheDep,
+    settings: SettingsDep,
     node_runs: NodeRunsView = "all",
 ) -> Response:
     """One run with its snapshot, node runs (or with `nodeRuns=summary`, their counts)."""
 
     async def build() -> bytes:
         run = await get_run_or_404(run_id, workflow, store)
-        return await run_detail_body(store, run, node_runs)
+        return await run_detail_body(store, run, node_runs, settings.max_response_bytes)
 
     # Kept under the request's path: an answer is only kept once the run was found in the
     # workflow it names.
@@ -145,13 +147,18 @@ async def list_child_runs(
 
 @router.get("/{run_id}/nodes", dependencies=[needs(READ)], response_model=NodeRunList | NodeRunPage)
 async def list_node_runs(
-    run: RunDep, store: StoreDep, page: NodePage = None, per_page: NodePerPage = None
+    run: RunDep,
+    store: StoreDep,
+    settings: SettingsDep,
+    page: NodePage = None,
+    per_page: NodePerPage = None,
 ) -> Response:
     """Every node run of the run, ordered by startedAt; one page with `page`/`perPage`."""
+    limit = settings.max_response_bytes
     if page is None and per_page is None:
-        return model_response(NodeRunList.of(run, await store.list_node_runs([run.id])))
+        return model_response(NodeRunList.of(run, await store.list_node_runs([run.id], limit)))
     page, per_page = page or 1, per_page or 100
-    found, total = await store.node_run_page(run.id, (page - 1) * per_page, per_page)
+    found, total = await store.node_run_page(run.id, (page - 1) * per_page, per_page, limit)
     listed = NodeRunList.of(run, found)
     return model_response(
         NodeRunPage(**dict(listed), pagination=Pagination.of(total, page, per_page))

@@ -15,6 +15,8 @@ from temporal_workflows.read_model import node_run_counter
 @dataclass
 class GraphService:
     store: Store
+    # The most node runs (as stored) a run's graph reads, in bytes (ReadTooLarge past it).
+    max_bytes: int | None = None
 
     def of_workflow(self, workflow: WorkflowRecord) -> WorkflowGraph:
         """The current version's nodes and edges."""
@@ -25,7 +27,8 @@ class GraphService:
 
     async def of_run(self, run: RunRecord) -> RunGraph:
         """The run's pinned version, each node with its latest node run."""
-        graph = build_graph(run.definition_snapshot, await self.store.list_node_runs([run.id]))
+        node_runs = await self.store.list_node_runs([run.id], self.max_bytes)
+        graph = build_graph(run.definition_snapshot, node_runs)
         return RunGraph.model_validate(
             {
                 "workflow_id": run.workflow_definition_id,

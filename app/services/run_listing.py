@@ -16,6 +16,8 @@ from temporal_workflows.read_model import RunStatus
 @dataclass
 class RunListing:
     store: Store
+    # The most node runs (as stored) a page carries, in bytes (ReadTooLarge past it).
+    max_bytes: int | None = None
 
     async def of_workflow(
         self,
@@ -54,7 +56,7 @@ class RunListing:
     async def _page(self, runs: list[RunHeader], total: int, page: int, per_page: int) -> RunPage:
         # One query for the node runs of the whole page.
         by_run: dict[str, list[NodeRunRecord]] = {r.id: [] for r in runs}
-        for node_run in await self.store.list_node_runs(list(by_run)):
+        for node_run in await self.store.list_node_runs(list(by_run), self.max_bytes):
             by_run[node_run.workflow_run_id].append(node_run)
         return RunPage(
             runs=[RunSummary.from_record(r, by_run[r.id]) for r in runs],

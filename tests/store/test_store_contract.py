@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from activities.store.base import ChangedMeanwhile, DuplicateNameError, Store
+from activities.store.base import ChangedMeanwhile, DuplicateNameError, ReadTooLarge, Store
 from activities.store.records import GatedRun, VersionSummary
 from temporal_workflows.definition import (
     HumanReview,
@@ -599,6 +599,27 @@ class TestNodeRuns:
         assert total == 6
         beyond, total = await store.node_run_page(run_id, offset=10, limit=3)
         assert (beyond, total) == ([], 6)
+
+    async def test_a_read_past_its_bytes_is_refused_before_the_rest_is_read(
+        self, store: Store
+    ) -> None:
+        run_id = new_id()
+        records = [
+            node_run(run_id, id=f"{run_id}.{i}", started_at=at(i), output_snapshot="x" * 10_000)
+            for i in range(10)
+        ]
+        for record in records:
+            await store.upsert_node_run(record)
+        assert await store.list_node_runs([run_id], max_bytes=1_000_000) == records
+        with pytest.raises(ReadTooLarge) as refused:
+            await store.list_node_runs([run_id], max_bytes=35_000)
+        # Stopped at the document that passed the limit: the fourth of ten.
+        assert (refused.value.limit, refused.value.documents) == (35_000, 4)
+        page, total = await store.node_run_page(run_id, offset=2, limit=3, max_bytes=35_000)
+        assert (page, total) == (records[2:5], 10)
+        with pytest.raises(ReadTooLarge):
+            await store.node_run_page(run_id, offset=0, limit=5, max_bytes=35_000)
+        assert len(await store.list_node_runs([run_id])) == 10  # no limit given: all
 
     async def test_counts_by_status_of_one_run(self, store: Store) -> None:
         run_id = new_id()

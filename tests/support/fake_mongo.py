@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -84,7 +84,8 @@ class FakeDatabase:
 
 
 class FakeCursor:
-    """A find's or aggregate's cursor: chained options, then `await to_list()`."""
+    """A find's or aggregate's cursor: chained options, then `await to_list()` or
+    `async for`."""
 
     def __init__(self, sync: Any) -> None:
         self._sync = sync
@@ -104,6 +105,13 @@ class FakeCursor:
     async def to_list(self, length: int | None = None) -> list[Doc]:
         docs = list(self._sync)
         return docs if length is None else docs[:length]
+
+    def __aiter__(self) -> AsyncIterator[Doc]:
+        return self._each()
+
+    async def _each(self) -> AsyncIterator[Doc]:
+        for doc in self._sync:
+            yield doc
 
 
 class FakeCollection:
