@@ -7,6 +7,7 @@ from typing import Any
 from activities.run_start import new_run_record
 from activities.store.records import RunRecord
 from app.reconciler import Reconciler
+from tests.store.builders import at, node_run
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 from tests.support.reconciling import eager
@@ -140,3 +141,42 @@ async def test_two_reconcilers_correct_a_terminated_run_once(platform: Platform)
 async def _terminated_visible(platform: Platform, run_id: str) -> bool | None:
     query = f"WorkflowId = '{run_id}' AND ExecutionStatus = 'Terminated'"
     return (await platform.client.count_workflows(query)).count == 1 or None
+
+
+async def test_a_terminated_run_with_many_open_node_runs_has_each_closed(
+    platform: Platform,
+) -> None:
+    """The correction reads the run's node runs a page at a time (a wide run's all at once
+    could be gigabytes): every open one on every page is closed."""
+    reconciler = Reconciler(
+        platform.client, platform.store, task_queue=platform.task_queue, interval=0.2
+    )
+    wf = await platform.create(LONG)
+    run_id = await platform.trigger(wf)
+    run = await platform.wait(wf, run_id, {"running"})
+    while not run["nodeRuns"]:  # the step is under way
+        await asyncio.sleep(0.05)
+        run = await platform.wait(wf, run_id, {"running"})
+    waiting = [node_run(run_id, id=f"{run_id}.waiting.{i}", started_at=at(i)) for i in range(450)]
+    for record in waiting:
+        await platform.store.upsert_node_run(record)
+    await platform.client.get_workflow_handle(run_id).terminate(reason="operator")
+
+    async def none_open() -> dict[str, Any] | None:
+        run = await platform.wait(wf, run_id)
+        statuses = {n["status"] for n in run["nodeRuns"]}
+        return run if not statuses & {"pending", "running"} else None
+
+    loop = asyncio.create_task(reconciler.run_forever())
+    try:
+        # The run's end is written first, then its node runs are closed.
+        run = await eventually(none_open, within=10)
+    finally:
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
+    assert run["status"] == "failed"
+    closed = {n["id"]: n for n in run["nodeRuns"] if n["id"].startswith(f"{run_id}.waiting.")}
+    assert len(closed) == 450
+    assert {n["status"] for n in closed.values()} == {"failed"}
+    assert {n["error"] for n in closed.values()} == {"Terminated in Temporal: operator"}
