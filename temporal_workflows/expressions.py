@@ -14,6 +14,8 @@ import difflib
 import functools
 import json
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,8 +62,14 @@ _BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ENV = celpy.Environment(runner_class=BudgetedRunner)
 _PLAIN_ENV = celpy.Environment()
 # Per source: the program, every name token in it (the scope variables to convert), and
-# the identifiers it reads unbound (the save-time check).
-_PROGRAMS: dict[str, tuple[Any, frozenset[str], tuple[str, ...]]] = {}
+# the identifiers it reads unbound (the save-time check). The least recently used go once
+# the sources kept pass PROGRAMS_KEPT_CHARS: a compiled program takes a few hundred times
+# its source's size (a thousand 3.9 KB expressions saved grew the API by 1.4 GB, for good).
+_PROGRAMS: OrderedDict[str, tuple[Any, frozenset[str], tuple[str, ...]]] = OrderedDict()
+PROGRAMS_KEPT_CHARS = 1_000_000
+_kept_chars = 0
+# Workflow tasks run on the worker's threads; the API's save checks on another.
+_PROGRAMS_LOCK = threading.Lock()
 
 
 class ExpressionError(ValueError):
@@ -71,7 +79,10 @@ class ExpressionError(ValueError):
 def _program(source: str) -> tuple[Any, frozenset[str], tuple[str, ...]]:
     """The compiled program, the names it may read and those it reads unbound;
     ExpressionError if it cannot run."""
-    found = _PROGRAMS.get(source)
+    with _PROGRAMS_LOCK:
+        found = _PROGRAMS.get(source)
+        if found is not None:
+            _PROGRAMS.move_to_end(source)
     if found is None:
         try:
             ast = _ENV.compile(source)
@@ -82,8 +93,22 @@ def _program(source: str) -> tuple[Any, frozenset[str], tuple[str, ...]]:
             raise ExpressionError(f"CEL expression {_brief(source)} is too costly: {problem}")
         names = frozenset(str(t) for t in ast.scan_values(lambda v: isinstance(v, str)))
         program = _ENV.program(ast, functions=FUNCTIONS)
-        found = _PROGRAMS[source] = (program, names, tuple(free_names(ast)))
+        found = (program, names, tuple(free_names(ast)))
+        _keep(source, found)
     return found
+
+
+def _keep(source: str, program: tuple[Any, frozenset[str], tuple[str, ...]]) -> None:
+    """Keep a program, and let the least recently used go past the bound."""
+    global _kept_chars
+    with _PROGRAMS_LOCK:
+        if source in _PROGRAMS:  # compiled at once by another thread (workflow tasks)
+            return
+        _PROGRAMS[source] = program
+        _kept_chars += len(source)
+        while _kept_chars > PROGRAMS_KEPT_CHARS and len(_PROGRAMS) > 1:
+            dropped, _ = _PROGRAMS.popitem(last=False)
+            _kept_chars -= len(dropped)
 
 
 def _brief(source: str) -> str:

@@ -280,3 +280,25 @@ def test_runs_started_before_evaluate_as_they_did(share: int | None, evaluation:
     scope = {"input": {"items": list(range(100))}}
     message = _in_a_task(share, evaluation, nested_exists(3), scope)
     assert f"stopped: it needs more than {MAX_STEPS} steps" in message
+
+
+def test_compiled_programs_kept_are_bounded_least_recently_used_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thousand long expressions saved grew the API by 1.4 GB for good: the programs kept
+    are bounded by their sources' length, and one let go compiles again when next used."""
+    from temporal_workflows import expressions
+
+    monkeypatch.setattr(expressions, "PROGRAMS_KEPT_CHARS", 2_000)
+    monkeypatch.setattr(expressions, "_PROGRAMS", type(expressions._PROGRAMS)())
+    monkeypatch.setattr(expressions, "_kept_chars", 0)
+    sources = [f"input.a == {i} || input.b == '{'x' * 80}{i}'" for i in range(100)]
+    hot = "input.a + 1"
+    for source in sources:
+        assert expressions.evaluate(hot, {"input": {"a": 1}}) == 2
+        assert expressions.evaluate(source, {"input": {"a": -1, "b": ""}}) is False
+    kept = expressions._PROGRAMS
+    assert 0 < expressions._kept_chars <= 2_000
+    assert expressions._kept_chars == sum(len(s) for s in kept)
+    assert hot in kept and sources[0] not in kept and sources[-1] in kept
+    assert expressions.evaluate(sources[0], {"input": {"a": 0, "b": ""}}) is True
