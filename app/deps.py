@@ -180,8 +180,12 @@ async def get_lineage(store: StoreDep, starter: RunStarterDep, caller: CallerDep
     return LineageService(store=store, starter=starter, triggered_by=caller.identity())
 
 
-async def get_controls(temporal: TemporalDep, store: StoreDep, caller: CallerDep) -> ControlService:
-    return ControlService(temporal=temporal, store=store, caller=caller)
+async def get_controls(
+    temporal: TemporalDep, store: StoreDep, caller: CallerDep, settings: SettingsDep
+) -> ControlService:
+    return ControlService(
+        temporal=temporal, store=store, caller=caller, max_output_bytes=settings.max_payload_bytes
+    )
 
 
 async def get_schedules(

@@ -357,12 +357,12 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
         ) from None
     except CELEvalError as exc:
         detail = str(exc.args[0] if exc.args else exc).split(" (in activation")[0]
-        raise ExpressionError(f"CEL evaluation of {source!r} failed: {detail}") from None
+        raise ExpressionError(f"CEL evaluation of {_brief(source)} failed: {detail}") from None
     except RecursionError:
         raise ExpressionError(f"CEL evaluation of {_brief(source)} nests too deeply") from None
     except Exception as exc:  # cel-python raises plain errors for some type mismatches
         detail = str(exc)[:500]
-        raise ExpressionError(f"CEL evaluation of {source!r} failed: {detail}") from None
+        raise ExpressionError(f"CEL evaluation of {_brief(source)} failed: {detail}") from None
     finally:
         release(token)
     try:

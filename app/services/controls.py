@@ -26,7 +26,7 @@ from activities.store.base import Store
 from activities.store.records import RunRecord, utcnow
 from app.auth.acl import require_approver
 from app.auth.caller import Caller
-from app.errors import Conflict, RunRefused, UpdateNotTaken
+from app.errors import Conflict, InvalidRequest, RunRefused, UpdateNotTaken
 from app.schemas.control import ApproveRequest
 from temporal_workflows.contracts import (
     DECIDE,
@@ -38,6 +38,7 @@ from temporal_workflows.contracts import (
     ControlResult,
 )
 from temporal_workflows.gates import Decision, DecisionResult, gate_key
+from temporal_workflows.json_data import bounded_json_size
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, run_event
 
 # How long the API waits for the worker to take an update before answering 503.
@@ -59,10 +60,22 @@ class ControlService:
     store: Store
     # Who asks: their sub is recorded as decidedBy / requestedBy.
     caller: Caller
+    # The largest step output (TRELLIS_MAX_PAYLOAD_BYTES): an edited output is one too.
+    max_output_bytes: int | None = None
 
     @property
     def who(self) -> str:
         return self.caller.sub
+
+    def _fits_as_output(self, edited: Any) -> None:
+        """400 for an edited output larger than a step's output may be (it was taken, and
+        the run went on with it, though a step returning it fails)."""
+        most = self.max_output_bytes
+        if most is not None and (size := bounded_json_size(edited, most)) > most:
+            raise InvalidRequest(
+                f"editedOutput is more than {most} bytes of JSON ({size} at least): the "
+                "limit of a step's output (TRELLIS_MAX_PAYLOAD_BYTES); nothing was decided"
+            )
 
     async def decide(
         self, run: RunRecord, body: ApproveRequest, key: str | None = None
@@ -77,6 +90,8 @@ class ControlService:
         # Who may decide first: one who may not is told so (403) whatever the run's state
         # (a non-approver was told 409 "completed" or 403 by how fast the run went).
         require_approver(self.caller, run, body.step_id)
+        if body.resolution == "edit":
+            self._fits_as_output(body.edited_output)
         ended = run.status in TERMINAL_RUN_STATUSES
         if ended and key is None:
             raise Conflict(f"Run is {run.status}, not awaiting approval")
