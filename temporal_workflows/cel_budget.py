@@ -150,11 +150,28 @@ def charge_variables(on: bool) -> None:
 
 
 def charge_variable(budget: Budget, value: Any) -> None:
-    """Charge converting `value` into CEL, as reading it would cost: cel-python converts
-    a variable whole (~7 microseconds an element) before the expression reads any of it,
-    so `size(input.xs)` over 300,000 numbers held the workflow task 2 s."""
+    """Charge converting `value` into CEL: a step for every `ELEMENTS_PER_STEP` list or
+    map elements, counted deep. cel-python converts a variable whole (~7 microseconds an
+    element) before the expression reads any of it, so `size(input.xs)` over 300,000
+    numbers held the workflow task 2 s. A string converts as one copy (10 MB: ~2 ms), so
+    its characters are not charged here; reading them is."""
     if _VARIABLES_CHARGED.get():
-        budget.spend(operand_steps(value, budget.left + 1))
+        budget.spend(_elements(value, (budget.left + 1) * ELEMENTS_PER_STEP) // ELEMENTS_PER_STEP)
+
+
+def _elements(value: Any, cap: int) -> int:
+    """How many list or map elements `value` holds, counted deep, no further than `cap`."""
+    elements = 0
+    stack = [value]
+    while stack and elements < cap:
+        item = stack.pop()
+        if isinstance(item, dict):
+            elements += len(item)
+            stack += item.values()
+        elif isinstance(item, list):
+            elements += len(item)
+            stack += item
+    return elements
 
 
 def share_per_task(task_budget: TaskBudget) -> None:

@@ -43,6 +43,8 @@ def run_api(settings: Settings) -> None:
     _load_cel_parser()
     import uvicorn  # here, not above: a worker process has no use for it
 
+    from app.http_protocol import BoundedHttpToolsProtocol
+
     check_auth(settings)
     check_tracing()
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
@@ -73,6 +75,7 @@ def run_api(settings: Settings) -> None:
                 loop=EVENT_LOOP,
                 log_config=None,
                 timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,
+                http=BoundedHttpToolsProtocol,
             )
         return
 
@@ -96,6 +99,8 @@ def run_api(settings: Settings) -> None:
         loop=EVENT_LOOP,
         log_config=None,
         timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,
+        # A bounded request head, and the API's error body for one it cannot parse.
+        http=BoundedHttpToolsProtocol,
     )
     uvicorn.Server(config).run()
 

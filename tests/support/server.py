@@ -15,6 +15,8 @@ from typing import Any
 
 import uvicorn
 
+from app.http_protocol import BoundedHttpToolsProtocol
+
 # Below the kernel's ephemeral ports (Linux 32768-60999, macOS 49152-65535).
 PORTS = range(20_000, 32_000)
 # Ports this process handed out: none is handed out twice.
@@ -118,6 +120,8 @@ def _server(
         log_config=None,
         lifespan="on",
         timeout_graceful_shutdown=graceful_seconds,
+        # The product's protocol (app/platform/serve.py), so every test goes through it.
+        http=BoundedHttpToolsProtocol,
     )
     return _Server(config), f"http://127.0.0.1:{port}"
 
