@@ -32,7 +32,9 @@ class Settings(BaseSettings):
     # When set, Trellis uses that Temporal cluster and starts no dev server.
     temporal_address: str | None = None
     temporal_namespace: str = "default"
-    temporal_tls: bool = False
+    # Unset: TLS exactly when an API key is set (the SDK's own rule; a key is never sent in
+    # the clear unless TLS is turned off explicitly).
+    temporal_tls: bool | None = None
     temporal_api_key: SecretStr | None = None
     task_queue: str = "trellis"
     # Default: the SQLite file in the data dir; `mongodb://…` selects MongoDB.

@@ -26,6 +26,17 @@ def converter(settings: Settings, store: Store | None) -> DataConverter:
     return data_converter(store, settings.payload_offload_bytes)
 
 
+def temporal_tls(settings: Settings) -> bool:
+    """Whether to speak TLS to Temporal: as set, else exactly when an API key is set.
+
+    Always passed as a bool: `False` given to the SDK overrides its own rule (TLS when a
+    key is given), and the key went out in cleartext.
+    """
+    if settings.temporal_tls is not None:
+        return settings.temporal_tls
+    return settings.temporal_api_key is not None
+
+
 async def connect_temporal(
     settings: Settings,
     store: Store | None = None,
@@ -42,7 +53,7 @@ async def connect_temporal(
     return await Client.connect(
         settings.resolved_temporal_address,
         namespace=settings.temporal_namespace,
-        tls=settings.temporal_tls,
+        tls=temporal_tls(settings),
         api_key=settings.temporal_api_key_value,
         data_converter=converter(settings, store),
         runtime=runtime or forwarding_runtime(),

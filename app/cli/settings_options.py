@@ -80,7 +80,7 @@ HELP: dict[str, str] = {
     "store_url": "document store: sqlite:///abs/file.db or mongodb://host/db",
     "temporal_address": "use this Temporal cluster (host:port) and start no dev server",
     "temporal_namespace": "Temporal namespace",
-    "temporal_tls": "TLS to the Temporal cluster",
+    "temporal_tls": "TLS to the Temporal cluster (unset: on when TRELLIS_TEMPORAL_API_KEY is set)",
     "temporal_port": "embedded Temporal dev server's gRPC port",
     "ui_port": "embedded Temporal Web UI port (the console links runs to it)",
     "temporal_ui_url": "Temporal Web UI the console links runs to",
