@@ -263,6 +263,9 @@ def settings_help(command: str) -> str:
     """For `command --help`: precedence, and the secrets it reads from the environment only."""
     secrets = [env_name(n) for n, info in settings_of(command) if is_secret(info)]
     lines = ["\b", "Each flag overrides its TRELLIS_* variable, which overrides the default."]
+    if command in PLATFORM_COMMANDS:
+        lines.append("A TRELLIS_* variable spelt like a setting but not one is refused (a typo);")
+        lines.append("any other that is no setting is named in a warning.")
     if secrets:
         lines.append("Secrets have no flag (they would show in a process list); environment only:")
         lines += [f"  {name}" for name in secrets]
