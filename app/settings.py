@@ -19,10 +19,13 @@ MAX_WAIT_SECONDS = 86_400
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TRELLIS_", extra="ignore")
+    # An empty variable means unset (the default), for every setting: docker compose
+    # passes `${VAR:-}` as one. Given as a flag, an empty value is refused where the
+    # setting must not be empty (min_length) and means unset where it is optional.
+    model_config = SettingsConfigDict(env_prefix="TRELLIS_", extra="ignore", env_ignore_empty=True)
 
     data_dir: Path = Path(".trellis")
-    api_host: str = "127.0.0.1"
+    api_host: str = Field(default="127.0.0.1", min_length=1)
     api_port: int = Field(default=8000, ge=1, le=65535)
     # API processes (uvicorn workers) sharing the port; each has its own store connection,
     # Temporal client and live-event feed. More than one spreads reads over the cores.
@@ -31,12 +34,12 @@ class Settings(BaseSettings):
     ui_port: int = Field(default=8233, ge=1, le=65535)
     # When set, Trellis uses that Temporal cluster and starts no dev server.
     temporal_address: str | None = None
-    temporal_namespace: str = "default"
+    temporal_namespace: str = Field(default="default", min_length=1)
     # Unset: TLS exactly when an API key is set (the SDK's own rule; a key is never sent in
     # the clear unless TLS is turned off explicitly).
     temporal_tls: bool | None = None
     temporal_api_key: SecretStr | None = None
-    task_queue: str = "trellis"
+    task_queue: str = Field(default="trellis", min_length=1)
     # Default: the SQLite file in the data dir; `mongodb://…` selects MongoDB.
     store_url: str | None = Field(default=None, repr=False)  # may hold a password
     executors_file: Path | None = None
@@ -60,7 +63,6 @@ class Settings(BaseSettings):
     # The worker's Prometheus /metrics (Trellis's worker metrics and the Temporal SDK's):
     # served on this port when set, bound to this address (docs/operations.md, Metrics).
     worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
-    # Not empty: the metrics server cannot bind "" (it would fail after the checks).
     worker_metrics_host: str = Field(default="127.0.0.1", min_length=1)
     # Run details and pages of runs the API keeps to answer again while nothing they show
     # was written (app/services/read_cache.py), in bytes per API process; 0 turns it off.
@@ -88,9 +90,9 @@ class Settings(BaseSettings):
     jwt_audience: str | None = None
     # Where a token keeps scopes (a space-separated string or a list), roles and the
     # display name; a dotted path reaches into an object (`realm_access.roles`).
-    jwt_scopes_claim: str = "scope"
-    jwt_roles_claim: str = "roles"
-    jwt_name_claim: str = "name"
+    jwt_scopes_claim: str = Field(default="scope", min_length=1)
+    jwt_roles_claim: str = Field(default="roles", min_length=1)
+    jwt_name_claim: str = Field(default="name", min_length=1)
 
     # builtin:http reaches public addresses only; these CIDR networks too (comma-separated).
     http_allowed_networks: Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode] = ()
@@ -102,8 +104,8 @@ class Settings(BaseSettings):
     # a PEM private key for RS*/PS*/ES*/EdDSA; or the file holding either.
     service_token_key: SecretStr | None = None
     service_token_key_file: Path | None = None
-    service_token_algorithm: str = "HS256"
-    service_token_issuer: str = "trellis"
+    service_token_algorithm: str = Field(default="HS256", min_length=1)
+    service_token_issuer: str = Field(default="trellis", min_length=1)
     service_token_audience: str | None = None
     service_token_ttl_seconds: int = Field(default=300, ge=10, le=3600)
     # `Authorization` carries `Bearer <token>`; any other header carries the bare token.
@@ -127,16 +129,32 @@ class Settings(BaseSettings):
 
     @field_validator(
         "temporal_address",
+        "temporal_api_key",
+        "store_url",
+        "executors_file",
+        "temporal_ui_url",
         "jwt_secret",
         "jwt_jwks_url",
         "jwt_issuer",
         "jwt_audience",
+        "service_token_key",
+        "service_token_key_file",
+        "service_token_audience",
+        "service_token_key_id",
         mode="before",
     )
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
-        # docker compose passes `${VAR:-}` as an empty string: that means "not set".
+        # An optional setting given empty (a flag; an empty variable is ignored) is unset.
         return None if value == "" else value
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _not_empty(cls, value: Any) -> Any:
+        # `Path("")` is the working directory: trellis.db landed wherever the command ran.
+        if value == "":
+            raise ValueError("must not be empty")
+        return value
 
     @field_validator("jwt_jwks_url", "temporal_ui_url")
     @classmethod

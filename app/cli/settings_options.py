@@ -171,7 +171,8 @@ def _click_type(info: FieldInfo) -> Any:
     if kind is float:
         return AsTyped(click.FLOAT)
     if kind is Path:
-        return click.Path(path_type=Path)
+        # As typed (a str): Settings sees an empty value as empty, not as Path("") (".").
+        return click.Path()
     return click.STRING
 
 
