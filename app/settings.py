@@ -16,6 +16,11 @@ from temporal_workflows.definition import MAX_GATE_TIMEOUT_SECONDS
 
 # The longest grace or interval a setting takes, in seconds (a day).
 MAX_WAIT_SECONDS = 86_400
+# The largest payload kept in Temporal history rather than the store. Temporal refuses a
+# payload field over 2 MiB (the server's limit.blobSize.error; TMPRL1103 in the SDK) and
+# a request over 4 MiB (gRPC), and one workflow task carries every step it starts: half
+# the refused size leaves room for the envelope and for a few such payloads in a task.
+MAX_OFFLOAD_BYTES = 1024 * 1024
 
 
 class Settings(BaseSettings):
@@ -46,7 +51,7 @@ class Settings(BaseSettings):
     # Largest run input or step output, in bytes (payloads above the offload size are kept
     # in the store, not in Temporal history).
     max_payload_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
-    payload_offload_bytes: int = Field(default=256 * 1024, gt=0)
+    payload_offload_bytes: int = Field(default=256 * 1024, gt=0, le=MAX_OFFLOAD_BYTES)
     # Largest accepted request body, in bytes (default: the payload limit plus 1 MiB).
     max_body_bytes: int | None = Field(default=None, gt=0)
     # On SIGTERM the worker stops polling and gives in-flight steps this long to finish

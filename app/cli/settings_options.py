@@ -89,7 +89,7 @@ HELP: dict[str, str] = {
     "api_workers": "API processes sharing the port (uvicorn workers)",
     "max_body_bytes": "largest accepted request body (413 above; default: payload limit + 1 MiB)",
     "max_payload_bytes": "largest step output (a run input is bounded by the body limit)",
-    "payload_offload_bytes": "payloads above this size are kept in the store, not in Temporal",
+    "payload_offload_bytes": "payloads above this are kept in the store, not in Temporal (≤ 1 MiB)",
     "default_gate_timeout_seconds": "gate timeout when a node sets none",
     "auth_mode": "dev (no token, loopback only) or jwt (a bearer token on every request)",
     "jwt_jwks_url": "identity provider's key set (RS256/ES256 tokens)",

@@ -321,3 +321,17 @@ def test_a_pattern_a_value_must_match_is_said_as_the_other_rules_are(
         "trellis worker: invalid value 'X Bad' for --service-token-header / "
         "TRELLIS_SERVICE_TOKEN_HEADER: must match pattern '^[A-Za-z0-9-]+$'"
     ]
+
+
+def test_the_offload_size_stops_below_what_temporal_refuses(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Above Temporal's 2 MiB payload limit steps failed (TMPRL1103) once a payload landed
+    # between the limit and the offload size.
+    monkeypatch.setenv("TRELLIS_STORE_URL", "nosuch://store")  # else: stop at the store
+    assert main(["worker", "--payload-offload-bytes", "3000000"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "trellis worker: invalid value '3000000' for --payload-offload-bytes / "
+        "TRELLIS_PAYLOAD_OFFLOAD_BYTES: must be less than or equal to 1048576"
+    ]
+    assert settings_from({"payload_offload_bytes": "1048576"}).payload_offload_bytes == 1048576
