@@ -12,6 +12,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from activities.executors.http_guard import DEFAULT_MAX_RESPONSE_BYTES, parse_networks
+from activities.executors.token_algorithms import TokenAlgorithm, canonical_algorithm
 from temporal_workflows.definition import MAX_GATE_TIMEOUT_SECONDS
 
 # The longest grace or interval a setting takes, in seconds (a day).
@@ -109,7 +110,7 @@ class Settings(BaseSettings):
     # a PEM private key for RS*/PS*/ES*/EdDSA; or the file holding either.
     service_token_key: SecretStr | None = None
     service_token_key_file: Path | None = None
-    service_token_algorithm: str = Field(default="HS256", min_length=1)
+    service_token_algorithm: TokenAlgorithm = "HS256"
     service_token_issuer: str = Field(default="trellis", min_length=1)
     service_token_audience: str | None = None
     service_token_ttl_seconds: int = Field(default=300, ge=10, le=3600)
@@ -126,6 +127,11 @@ class Settings(BaseSettings):
     @classmethod
     def _level(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("service_token_algorithm", mode="before")
+    @classmethod
+    def _algorithm(cls, value: Any) -> Any:
+        return canonical_algorithm(value) if isinstance(value, str) else value
 
     @field_validator("auth_mode", "log_format", mode="before")
     @classmethod
