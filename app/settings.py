@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
-from ipaddress import IPv4Network, IPv6Network
+from ipaddress import IPv4Network, IPv6Address, IPv6Network
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -167,6 +168,17 @@ class Settings(BaseSettings):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("temporal_address")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        # Checked here: `http://host:7233` made the SDK print a raw warning (not a log
+        # line), and `host` alone dialled port 80.
+        if value is not None and not is_host_port(value):
+            raise ValueError(
+                "must be host:port (e.g. temporal.example.com:7233, [::1]:7233), no scheme"
+            )
+        return value
+
     @field_validator("jwt_jwks_url", "temporal_ui_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
@@ -208,6 +220,22 @@ class Settings(BaseSettings):
     @property
     def embedded_temporal(self) -> bool:
         return self.temporal_address is None
+
+
+_HOST_PORT = re.compile(r"(?:\[(?P<ipv6>[^\]]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>[0-9]{1,5})")
+
+
+def is_host_port(value: str) -> bool:
+    """`host:port` with a port of 1-65535; an IPv6 address in brackets."""
+    found = _HOST_PORT.fullmatch(value)
+    if found is None or not 1 <= int(found["port"]) <= 65535:
+        return False
+    if found["ipv6"] is not None:
+        try:
+            IPv6Address(found["ipv6"])
+        except ValueError:
+            return False
+    return True
 
 
 @lru_cache

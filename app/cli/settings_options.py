@@ -78,7 +78,7 @@ for _name in Settings.model_fields:
 HELP: dict[str, str] = {
     "data_dir": "data directory (SQLite store, Temporal database)",
     "store_url": "document store: sqlite:///abs/file.db or mongodb://host/db",
-    "temporal_address": "use this Temporal cluster (host:port) and start no dev server",
+    "temporal_address": "use this Temporal cluster (host:port, [IPv6]:port), start no dev server",
     "temporal_namespace": "Temporal namespace",
     "temporal_tls": "TLS to the Temporal cluster (unset: on when TRELLIS_TEMPORAL_API_KEY is set)",
     "temporal_port": "embedded Temporal dev server's gRPC port",

@@ -335,3 +335,26 @@ def test_the_offload_size_stops_below_what_temporal_refuses(
         "TRELLIS_PAYLOAD_OFFLOAD_BYTES: must be less than or equal to 1048576"
     ]
     assert settings_from({"payload_offload_bytes": "1048576"}).payload_offload_bytes == 1048576
+
+
+@pytest.mark.parametrize(
+    "value",
+    # The SDK printed a raw UserWarning (not a log line) for a scheme; no port dialled 80.
+    ["http://127.0.0.1:7233", "127.0.0.1", "::1:7233", "[::1]", "temporal:0", "temporal:"],
+)
+def test_a_temporal_address_that_is_not_host_port_is_refused(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    monkeypatch.setenv("TRELLIS_TEMPORAL_ADDRESS", value)
+    monkeypatch.setenv("TRELLIS_STORE_URL", "nosuch://store")  # else: stop at the store
+    assert main(["worker"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"trellis worker: invalid value '{value}' for --temporal-address / "
+        "TRELLIS_TEMPORAL_ADDRESS: must be host:port (e.g. temporal.example.com:7233, "
+        "[::1]:7233), no scheme"
+    ]
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1:7233", "[::1]:7233", "ns.a1b2c.tmprl.cloud:7233"])
+def test_a_temporal_address_of_host_and_port_is_taken(value: str) -> None:
+    assert Settings(temporal_address=value).resolved_temporal_address == value
