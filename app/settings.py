@@ -63,7 +63,10 @@ class Settings(BaseSettings):
     # Workflows the worker keeps in memory between their tasks (Temporal's sticky cache);
     # one evicted is replayed from its history on its next task. 2,000 runs held at gates
     # measure ~280 MB RSS with the default (docs/benchmarks.md, bench/gate_memory.py).
-    worker_max_cached_workflows: int = Field(default=1000, ge=0)
+    # At most a million: the SDK hands it to its core as a machine-sized integer (a bigger
+    # value crashed the start, OverflowError), and a million runs at ~140 KB each is
+    # ~140 GB, far past any worker's memory.
+    worker_max_cached_workflows: int = Field(default=1000, ge=0, le=1_000_000)
     # On SIGTERM the API stops accepting, ends live event streams at once and gives open
     # requests this long to finish before it cancels them, in seconds.
     api_shutdown_grace_seconds: int = Field(default=10, ge=0, le=MAX_WAIT_SECONDS)

@@ -103,7 +103,7 @@ HELP: dict[str, str] = {
     "catalog_refresh_seconds": "how often MCP tool lists and A2A cards are refreshed",
     "reconcile_interval_seconds": "how often open runs are compared with Temporal",
     "worker_shutdown_grace_seconds": "on SIGTERM, how long in-flight steps may finish",
-    "worker_max_cached_workflows": "workflows kept in the worker's memory (sticky cache)",
+    "worker_max_cached_workflows": "workflows kept in the worker's memory (sticky cache, ≤ 10^6)",
     "worker_metrics_port": "serve the worker's Prometheus /metrics on this port",
     "worker_metrics_host": "address the worker's /metrics binds to",
     "api_shutdown_grace_seconds": "on SIGTERM, how long open requests may finish",

@@ -358,3 +358,16 @@ def test_a_temporal_address_that_is_not_host_port_is_refused(
 @pytest.mark.parametrize("value", ["127.0.0.1:7233", "[::1]:7233", "ns.a1b2c.tmprl.cloud:7233"])
 def test_a_temporal_address_of_host_and_port_is_taken(value: str) -> None:
     assert Settings(temporal_address=value).resolved_temporal_address == value
+
+
+def test_the_sticky_cache_size_is_bounded(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 99999999999999999999 passed the check and crashed the worker's start (OverflowError).
+    monkeypatch.setenv("TRELLIS_STORE_URL", "nosuch://store")  # else: stop at the store
+    assert main(["worker", "--worker-max-cached-workflows", "99999999999999999999"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "trellis worker: invalid value '99999999999999999999' for "
+        "--worker-max-cached-workflows / TRELLIS_WORKER_MAX_CACHED_WORKFLOWS: "
+        "must be less than or equal to 1000000"
+    ]
