@@ -6,14 +6,14 @@ import re
 from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Address, IPv6Network
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from activities.executors.http_guard import DEFAULT_MAX_RESPONSE_BYTES, parse_networks
-from activities.executors.token_algorithms import TokenAlgorithm, canonical_algorithm
+from activities.executors.token_algorithms import TokenAlgorithm
 from temporal_workflows.definition import MAX_GATE_TIMEOUT_SECONDS
 
 # The longest grace or interval a setting takes, in seconds (a day).
@@ -59,7 +59,9 @@ class Settings(BaseSettings):
     # On SIGTERM the worker stops polling and gives in-flight steps this long to finish
     # before it cancels them (Temporal's worker graceful shutdown), in seconds.
     # At most a day: inf or 1e300 passed the check, then crashed the start (OverflowError).
-    worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0, le=MAX_WAIT_SECONDS)
+    worker_shutdown_grace_seconds: float = Field(
+        default=30.0, ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
+    )
     # Workflows the worker keeps in memory between their tasks (Temporal's sticky cache);
     # one evicted is replayed from its history on its next task. 2,000 runs held at gates
     # measure ~280 MB RSS with the default (docs/benchmarks.md, bench/gate_memory.py).
@@ -69,7 +71,10 @@ class Settings(BaseSettings):
     worker_max_cached_workflows: int = Field(default=1000, ge=0, le=1_000_000)
     # On SIGTERM the API stops accepting, ends live event streams at once and gives open
     # requests this long to finish before it cancels them, in seconds.
-    api_shutdown_grace_seconds: int = Field(default=10, ge=0, le=MAX_WAIT_SECONDS)
+    # A float as the worker's grace is (`2.5` was refused as not an integer).
+    api_shutdown_grace_seconds: float = Field(
+        default=10.0, ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
+    )
     # The worker's Prometheus /metrics (Trellis's worker metrics and the Temporal SDK's):
     # served on this port when set, bound to this address (docs/operations.md, Metrics).
     worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
@@ -78,16 +83,21 @@ class Settings(BaseSettings):
     # was written (app/services/read_cache.py), in bytes per API process; 0 turns it off.
     read_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     # How often the reconciler compares open runs with Temporal, in seconds.
-    reconcile_interval_seconds: float = Field(default=5.0, gt=0, le=MAX_WAIT_SECONDS)
+    reconcile_interval_seconds: float = Field(
+        default=5.0, gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
+    )
     # The Temporal Web UI the console links runs to; unset: the embedded dev server's UI
     # (none when a cluster is used and this is not set).
     temporal_ui_url: str | None = None
     # Gate timeout for nodes whose humanReview sets none (null: wait indefinitely).
+    # Finite: `nan` was refused as "must be less than or equal to 31622400".
     default_gate_timeout_seconds: float | None = Field(
-        default=None, gt=0, le=MAX_GATE_TIMEOUT_SECONDS
+        default=None, gt=0, le=MAX_GATE_TIMEOUT_SECONDS, allow_inf_nan=False
     )
     # How often MCP servers are asked for their tools and A2A cards fetched, in seconds.
-    catalog_refresh_seconds: float = Field(default=60.0, gt=0, le=MAX_WAIT_SECONDS)
+    catalog_refresh_seconds: float = Field(
+        default=60.0, gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
+    )
 
     # Who calls (docs/security.md): `dev` (no token; every caller is the local admin `dev`,
     # loopback only) or `jwt` (a verified bearer token on every request but the probes).
@@ -126,21 +136,18 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_format: Literal["text", "json"] = "text"
 
-    # Choices are taken in any case, from a variable as from a flag (app/cli/settings_options.py).
-    @field_validator("log_level", mode="before")
+    # Choices are taken in any case, from a variable as from a flag (app/cli/settings_options.py)
+    # and spelt as listed (`hs256` → `HS256`, `eddsa` → `EdDSA`); a value that is none of
+    # them is left as typed, for the message that quotes it ('verbose', not 'VERBOSE').
+    @field_validator(
+        "log_level", "log_format", "auth_mode", "service_token_algorithm", mode="before"
+    )
     @classmethod
-    def _level(cls, value: Any) -> Any:
-        return value.upper() if isinstance(value, str) else value
-
-    @field_validator("service_token_algorithm", mode="before")
-    @classmethod
-    def _algorithm(cls, value: Any) -> Any:
-        return canonical_algorithm(value) if isinstance(value, str) else value
-
-    @field_validator("auth_mode", "log_format", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return value.lower() if isinstance(value, str) else value
+    def _choice(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str) or info.field_name is None:
+            return value
+        choices = get_args(cls.model_fields[info.field_name].annotation)
+        return next((c for c in choices if c.lower() == value.lower()), value)
 
     @field_validator(
         "temporal_address",

@@ -15,10 +15,3 @@ HMAC_ALGORITHMS: tuple[str, ...] = get_args(HmacAlgorithm)
 KEY_ALGORITHMS: tuple[str, ...] = get_args(KeyAlgorithm)
 # What key each asymmetric family signs with, for a key that does not fit.
 KEY_TYPES = "RS*/PS*: an RSA key, ES256/384/512: an EC P-256/384/521 key, EdDSA: Ed25519 or Ed448"
-
-
-def canonical_algorithm(value: str) -> str:
-    """`value` spelt as the JWT header spells it (`hs256` → `HS256`, `EDDSA` → `EdDSA`);
-    a value that is no algorithm is returned as typed."""
-    spelt = {name.lower(): name for name in HMAC_ALGORITHMS + KEY_ALGORITHMS}
-    return spelt.get(value.lower(), value)

@@ -72,7 +72,8 @@ def run_api(settings: Settings) -> None:
                 lifespan="on",
                 loop=EVENT_LOOP,
                 log_config=None,
-                timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,
+                # Typed int by uvicorn, which only waits that long (asyncio.wait_for).
+                timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,  # type: ignore[arg-type]
             )
         return
 
@@ -95,7 +96,7 @@ def run_api(settings: Settings) -> None:
         lifespan="on",
         loop=EVENT_LOOP,
         log_config=None,
-        timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,
+        timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,  # type: ignore[arg-type]
     )
     uvicorn.Server(config).run()
 
