@@ -45,6 +45,13 @@ class Settings(BaseSettings):
     # Unset: TLS exactly when an API key is set (the SDK's own rule; a key is never sent in
     # the clear unless TLS is turned off explicitly).
     temporal_tls: bool | None = None
+    # Each turns TLS on (app/temporal_tls.py): the CA that signed the server's certificate
+    # (PEM; default: the system's), a client certificate and its key for mTLS (both or
+    # neither), and the name the server's certificate is checked against (and SNI).
+    temporal_tls_ca_file: Path | None = None
+    temporal_tls_cert_file: Path | None = None
+    temporal_tls_key_file: Path | None = None
+    temporal_tls_server_name: str | None = None
     temporal_api_key: SecretStr | None = None
     task_queue: str = Field(default="trellis", min_length=1)
     # Default: the SQLite file in the data dir; `mongodb://…` selects MongoDB.
@@ -152,6 +159,10 @@ class Settings(BaseSettings):
     @field_validator(
         "temporal_address",
         "temporal_api_key",
+        "temporal_tls_ca_file",
+        "temporal_tls_cert_file",
+        "temporal_tls_key_file",
+        "temporal_tls_server_name",
         "store_url",
         "executors_file",
         "temporal_ui_url",

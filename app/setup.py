@@ -19,6 +19,7 @@ from app.redaction import redacted_url, scrub
 from app.settings import Settings
 from app.startup_failure import StartupFailure
 from app.temporal import connect_temporal
+from app.temporal_tls import untrusted_hint
 from temporal_workflows import search_attributes
 
 log = logging.getLogger("trellis.setup")
@@ -42,7 +43,10 @@ async def _connect(settings: Settings, wait_seconds: float) -> Client:
         except Exception as exc:
             now = time.monotonic()
             if now >= deadline:
-                raise SetupError(f"cannot reach Temporal at {address}: {exc}") from None
+                reason = " ".join(str(exc).split())
+                raise SetupError(
+                    f"cannot reach Temporal at {address}: {reason}{untrusted_hint(reason)}"
+                ) from None
             if now >= next_report:
                 log.info(
                     "waiting for Temporal at %s (namespace %s): %.0f of %.0f s, last error: %s",

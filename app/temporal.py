@@ -18,23 +18,13 @@ from activities.payloads import data_converter
 from activities.store.base import Store
 from app.settings import Settings
 from app.temporal_runtime import forwarding_runtime
+from app.temporal_tls import temporal_tls
 
 
 def converter(settings: Settings, store: Store | None) -> DataConverter:
     if store is None:
         return pydantic_data_converter
     return data_converter(store, settings.payload_offload_bytes)
-
-
-def temporal_tls(settings: Settings) -> bool:
-    """Whether to speak TLS to Temporal: as set, else exactly when an API key is set.
-
-    Always passed as a bool: `False` given to the SDK overrides its own rule (TLS when a
-    key is given), and the key went out in cleartext.
-    """
-    if settings.temporal_tls is not None:
-        return settings.temporal_tls
-    return settings.temporal_api_key is not None
 
 
 async def connect_temporal(

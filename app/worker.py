@@ -170,8 +170,13 @@ def _unreachable(settings: Settings, exc: Exception) -> str:
         if settings.temporal_address
         else "--temporal-port / TRELLIS_TEMPORAL_PORT"
     )
+    from app.temporal_tls import untrusted_hint
+
     reason = " ".join(str(exc).split()) or type(exc).__name__
-    return f"cannot reach Temporal at {settings.resolved_temporal_address} ({setting}): {reason}"
+    return (
+        f"cannot reach Temporal at {settings.resolved_temporal_address} ({setting}): "
+        f"{reason}{untrusted_hint(reason)}"
+    )
 
 
 async def _require_namespace(client: Client, settings: Settings) -> None:

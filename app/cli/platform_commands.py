@@ -86,12 +86,13 @@ def worker(ready_file: Path | None, **params: Any) -> int:
 def setup(wait: float, **params: Any) -> int:
     """Register Trellis's search attributes on a cluster and create the store's schema and
     indexes (safe to repeat)."""
-    from app.platform.preflight import check_store
+    from app.platform.preflight import check_store, check_temporal_tls
     from app.redaction import redacted_url
     from app.setup import run_setup
 
     settings = configured(params)
     check_store(settings)
+    check_temporal_tls(settings)
     added = asyncio.run(run_setup(settings, wait_seconds=wait))
     click.echo(f"search attributes added: {', '.join(added) or 'none (all present)'}")
     click.echo(f"store ready: {redacted_url(settings.resolved_store_url)}")

@@ -15,7 +15,7 @@ from app.platform.devserver_flags import dev_server_command
 from app.platform.supervisor import Child
 from app.settings import Settings
 from app.startup_failure import StartupFailure
-from app.temporal import temporal_tls
+from app.temporal_tls import temporal_tls
 
 
 class DevServerError(StartupFailure):

@@ -18,6 +18,7 @@ from app.platform.preflight import (
     check_service_tokens,
     check_store,
     check_store_reachable,
+    check_temporal_tls,
     check_tracing,
     check_worker_metrics_port,
     ensure_port_free,
@@ -44,6 +45,7 @@ def run_api(settings: Settings) -> None:
     import uvicorn  # here, not above: a worker process has no use for it
 
     check_auth(settings)
+    check_temporal_tls(settings)
     check_tracing()
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
     check_store(settings)
@@ -151,6 +153,7 @@ def run_worker_process(settings: Settings, ready_file: Path | None = None) -> No
     pause_collector()  # until it polls (app/heap.py)
     _load_cel_parser()
     check_store(settings)
+    check_temporal_tls(settings)
     load_executor_catalog(settings)
     check_service_tokens(settings)
     check_worker_metrics_port(settings)

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 from temporalio.client import Client
 
 from app.settings import Settings
-from app.temporal import temporal_tls
+from app.temporal_tls import temporal_tls
 
 # The first byte of a TLS record carrying a handshake (the ClientHello).
 TLS_HANDSHAKE = 0x16
