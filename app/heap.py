@@ -15,12 +15,26 @@ are left out of every collection; what the process creates later is collected as
 
 from __future__ import annotations
 
+import contextlib
 import gc
+from collections.abc import Iterator
 
 
 def pause_collector() -> None:
     """No collection until `freeze_startup_heap` (call first thing in a starting process)."""
     gc.disable()
+
+
+@contextlib.contextmanager
+def collector_back_if_start_fails() -> Iterator[None]:
+    """A start that fails lets the collector run again: whoever goes on in the process (a
+    caller, the test suite: a refused in-process start left it off for every later test)
+    must not be left without one."""
+    try:
+        yield
+    except BaseException:
+        gc.enable()
+        raise
 
 
 def freeze_startup_heap() -> None:

@@ -37,19 +37,25 @@ def service_token_signer(settings: Settings) -> ServiceTokenSigner | None:
     ServiceTokenError names the setting that is wrong.
     """
     key = settings.service_token_key.get_secret_value() if settings.service_token_key else None
+    source = "TRELLIS_SERVICE_TOKEN_KEY"
     path = settings.service_token_key_file
     if path is not None:
         if key is not None:
             raise ServiceTokenError(
                 "set TRELLIS_SERVICE_TOKEN_KEY or TRELLIS_SERVICE_TOKEN_KEY_FILE, not both"
             )
+        source = f"the key in {path} (TRELLIS_SERVICE_TOKEN_KEY_FILE)"
         try:
             key = path.read_text(encoding="utf-8").strip()
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
             raise ServiceTokenError(
-                f"TRELLIS_SERVICE_TOKEN_KEY_FILE {path} cannot be read ({exc.strerror or exc})"
+                f"TRELLIS_SERVICE_TOKEN_KEY_FILE {path} cannot be read ({reason or exc})"
             ) from None
-    if not key:
+        if not key:
+            # Turned service tokens off without a word: a key file is given to be used.
+            raise ServiceTokenError(f"TRELLIS_SERVICE_TOKEN_KEY_FILE {path} is empty")
+    if key is None:
         return None
     return ServiceTokenSigner(
         key=key,
@@ -59,4 +65,5 @@ def service_token_signer(settings: Settings) -> ServiceTokenSigner | None:
         ttl_seconds=settings.service_token_ttl_seconds,
         header=settings.service_token_header,
         key_id=settings.service_token_key_id,
+        key_source=source,
     )

@@ -2,27 +2,37 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
-from ipaddress import IPv4Network, IPv6Network
+from ipaddress import IPv4Network, IPv6Address, IPv6Network
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from activities.executors.http_guard import DEFAULT_MAX_RESPONSE_BYTES, parse_networks
+from activities.executors.token_algorithms import TokenAlgorithm
 from temporal_workflows.definition import MAX_GATE_TIMEOUT_SECONDS
 
 # The longest grace or interval a setting takes, in seconds (a day).
 MAX_WAIT_SECONDS = 86_400
+# The largest payload kept in Temporal history rather than the store. Temporal refuses a
+# payload field over 2 MiB (the server's limit.blobSize.error; TMPRL1103 in the SDK) and
+# a request over 4 MiB (gRPC), and one workflow task carries every step it starts: half
+# the refused size leaves room for the envelope and for a few such payloads in a task.
+MAX_OFFLOAD_BYTES = 1024 * 1024
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TRELLIS_", extra="ignore")
+    # An empty variable means unset (the default), for every setting: docker compose
+    # passes `${VAR:-}` as one. Given as a flag, an empty value is refused where the
+    # setting must not be empty (min_length) and means unset where it is optional.
+    model_config = SettingsConfigDict(env_prefix="TRELLIS_", extra="ignore", env_ignore_empty=True)
 
     data_dir: Path = Path(".trellis")
-    api_host: str = "127.0.0.1"
+    api_host: str = Field(default="127.0.0.1", min_length=1)
     api_port: int = Field(default=8000, ge=1, le=65535)
     # API processes (uvicorn workers) sharing the port; each has its own store connection,
     # Temporal client and live-event feed. More than one spreads reads over the cores.
@@ -31,17 +41,26 @@ class Settings(BaseSettings):
     ui_port: int = Field(default=8233, ge=1, le=65535)
     # When set, Trellis uses that Temporal cluster and starts no dev server.
     temporal_address: str | None = None
-    temporal_namespace: str = "default"
-    temporal_tls: bool = False
+    temporal_namespace: str = Field(default="default", min_length=1)
+    # Unset: TLS exactly when an API key is set (the SDK's own rule; a key is never sent in
+    # the clear unless TLS is turned off explicitly).
+    temporal_tls: bool | None = None
+    # Each turns TLS on (app/temporal_tls.py): the CA that signed the server's certificate
+    # (PEM; default: the system's), a client certificate and its key for mTLS (both or
+    # neither), and the name the server's certificate is checked against (and SNI).
+    temporal_tls_ca_file: Path | None = None
+    temporal_tls_cert_file: Path | None = None
+    temporal_tls_key_file: Path | None = None
+    temporal_tls_server_name: str | None = None
     temporal_api_key: SecretStr | None = None
-    task_queue: str = "trellis"
+    task_queue: str = Field(default="trellis", min_length=1)
     # Default: the SQLite file in the data dir; `mongodb://…` selects MongoDB.
     store_url: str | None = Field(default=None, repr=False)  # may hold a password
     executors_file: Path | None = None
     # Largest run input or step output, in bytes (payloads above the offload size are kept
     # in the store, not in Temporal history).
     max_payload_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
-    payload_offload_bytes: int = Field(default=256 * 1024, gt=0)
+    payload_offload_bytes: int = Field(default=256 * 1024, gt=0, le=MAX_OFFLOAD_BYTES)
     # The most node runs (as stored) one answer carries, in bytes: a run detail, a page of
     # runs or of node runs past it is 400 `response_too_large` (building an answer takes
     # about ten times its size in the API's memory; 2 GB of node runs killed the API).
@@ -51,33 +70,45 @@ class Settings(BaseSettings):
     # On SIGTERM the worker stops polling and gives in-flight steps this long to finish
     # before it cancels them (Temporal's worker graceful shutdown), in seconds.
     # At most a day: inf or 1e300 passed the check, then crashed the start (OverflowError).
-    worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0, le=MAX_WAIT_SECONDS)
+    worker_shutdown_grace_seconds: float = Field(
+        default=30.0, ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
+    )
     # Workflows the worker keeps in memory between their tasks (Temporal's sticky cache);
     # one evicted is replayed from its history on its next task. 2,000 runs held at gates
     # measure ~280 MB RSS with the default (docs/benchmarks.md, bench/gate_memory.py).
-    worker_max_cached_workflows: int = Field(default=1000, ge=0)
+    # At most a million: the SDK hands it to its core as a machine-sized integer (a bigger
+    # value crashed the start, OverflowError), and a million runs at ~140 KB each is
+    # ~140 GB, far past any worker's memory.
+    worker_max_cached_workflows: int = Field(default=1000, ge=0, le=1_000_000)
     # On SIGTERM the API stops accepting, ends live event streams at once and gives open
     # requests this long to finish before it cancels them, in seconds.
-    api_shutdown_grace_seconds: int = Field(default=10, ge=0, le=MAX_WAIT_SECONDS)
+    # A float as the worker's grace is (`2.5` was refused as not an integer).
+    api_shutdown_grace_seconds: float = Field(
+        default=10.0, ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
+    )
     # The worker's Prometheus /metrics (Trellis's worker metrics and the Temporal SDK's):
     # served on this port when set, bound to this address (docs/operations.md, Metrics).
     worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
-    # Not empty: the metrics server cannot bind "" (it would fail after the checks).
     worker_metrics_host: str = Field(default="127.0.0.1", min_length=1)
     # Run details and pages of runs the API keeps to answer again while nothing they show
     # was written (app/services/read_cache.py), in bytes per API process; 0 turns it off.
     read_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     # How often the reconciler compares open runs with Temporal, in seconds.
-    reconcile_interval_seconds: float = Field(default=5.0, gt=0, le=MAX_WAIT_SECONDS)
+    reconcile_interval_seconds: float = Field(
+        default=5.0, gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
+    )
     # The Temporal Web UI the console links runs to; unset: the embedded dev server's UI
     # (none when a cluster is used and this is not set).
     temporal_ui_url: str | None = None
     # Gate timeout for nodes whose humanReview sets none (null: wait indefinitely).
+    # Finite: `nan` was refused as "must be less than or equal to 31622400".
     default_gate_timeout_seconds: float | None = Field(
-        default=None, gt=0, le=MAX_GATE_TIMEOUT_SECONDS
+        default=None, gt=0, le=MAX_GATE_TIMEOUT_SECONDS, allow_inf_nan=False
     )
     # How often MCP servers are asked for their tools and A2A cards fetched, in seconds.
-    catalog_refresh_seconds: float = Field(default=60.0, gt=0, le=MAX_WAIT_SECONDS)
+    catalog_refresh_seconds: float = Field(
+        default=60.0, gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
+    )
 
     # Who calls (docs/security.md): `dev` (no token; every caller is the local admin `dev`,
     # loopback only) or `jwt` (a verified bearer token on every request but the probes).
@@ -90,9 +121,9 @@ class Settings(BaseSettings):
     jwt_audience: str | None = None
     # Where a token keeps scopes (a space-separated string or a list), roles and the
     # display name; a dotted path reaches into an object (`realm_access.roles`).
-    jwt_scopes_claim: str = "scope"
-    jwt_roles_claim: str = "roles"
-    jwt_name_claim: str = "name"
+    jwt_scopes_claim: str = Field(default="scope", min_length=1)
+    jwt_roles_claim: str = Field(default="roles", min_length=1)
+    jwt_name_claim: str = Field(default="name", min_length=1)
 
     # builtin:http reaches public addresses only; these CIDR networks too (comma-separated).
     http_allowed_networks: Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode] = ()
@@ -104,8 +135,8 @@ class Settings(BaseSettings):
     # a PEM private key for RS*/PS*/ES*/EdDSA; or the file holding either.
     service_token_key: SecretStr | None = None
     service_token_key_file: Path | None = None
-    service_token_algorithm: str = "HS256"
-    service_token_issuer: str = "trellis"
+    service_token_algorithm: TokenAlgorithm = "HS256"
+    service_token_issuer: str = Field(default="trellis", min_length=1)
     service_token_audience: str | None = None
     service_token_ttl_seconds: int = Field(default=300, ge=10, le=3600)
     # `Authorization` carries `Bearer <token>`; any other header carries the bare token.
@@ -116,29 +147,62 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_format: Literal["text", "json"] = "text"
 
-    # Choices are taken in any case, from a variable as from a flag (app/cli/settings_options.py).
-    @field_validator("log_level", mode="before")
+    # Choices are taken in any case, from a variable as from a flag (app/cli/settings_options.py)
+    # and spelt as listed (`hs256` → `HS256`, `eddsa` → `EdDSA`); a value that is none of
+    # them is left as typed, for the message that quotes it ('verbose', not 'VERBOSE').
+    @field_validator(
+        "log_level", "log_format", "auth_mode", "service_token_algorithm", mode="before"
+    )
     @classmethod
-    def _level(cls, value: Any) -> Any:
-        return value.upper() if isinstance(value, str) else value
-
-    @field_validator("auth_mode", "log_format", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return value.lower() if isinstance(value, str) else value
+    def _choice(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str) or info.field_name is None:
+            return value
+        choices = get_args(cls.model_fields[info.field_name].annotation)
+        return next((c for c in choices if c.lower() == value.lower()), value)
 
     @field_validator(
         "temporal_address",
+        "temporal_api_key",
+        "temporal_tls_ca_file",
+        "temporal_tls_cert_file",
+        "temporal_tls_key_file",
+        "temporal_tls_server_name",
+        "store_url",
+        "executors_file",
+        "temporal_ui_url",
         "jwt_secret",
         "jwt_jwks_url",
         "jwt_issuer",
         "jwt_audience",
+        "service_token_key",
+        "service_token_key_file",
+        "service_token_audience",
+        "service_token_key_id",
         mode="before",
     )
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
-        # docker compose passes `${VAR:-}` as an empty string: that means "not set".
+        # An optional setting given empty (a flag; an empty variable is ignored) is unset.
         return None if value == "" else value
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _not_empty(cls, value: Any) -> Any:
+        # `Path("")` is the working directory: trellis.db landed wherever the command ran.
+        if value == "":
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("temporal_address")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        # Checked here: `http://host:7233` made the SDK print a raw warning (not a log
+        # line), and `host` alone dialled port 80.
+        if value is not None and not is_host_port(value):
+            raise ValueError(
+                "must be host:port (e.g. temporal.example.com:7233, [::1]:7233), no scheme"
+            )
+        return value
 
     @field_validator("jwt_jwks_url", "temporal_ui_url")
     @classmethod
@@ -181,6 +245,22 @@ class Settings(BaseSettings):
     @property
     def embedded_temporal(self) -> bool:
         return self.temporal_address is None
+
+
+_HOST_PORT = re.compile(r"(?:\[(?P<ipv6>[^\]]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>[0-9]{1,5})")
+
+
+def is_host_port(value: str) -> bool:
+    """`host:port` with a port of 1-65535; an IPv6 address in brackets."""
+    found = _HOST_PORT.fullmatch(value)
+    if found is None or not 1 <= int(found["port"]) <= 65535:
+        return False
+    if found["ipv6"] is not None:
+        try:
+            IPv6Address(found["ipv6"])
+        except ValueError:
+            return False
+    return True
 
 
 @lru_cache

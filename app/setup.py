@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from datetime import timedelta
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
@@ -18,6 +19,7 @@ from app.redaction import redacted_url, scrub
 from app.settings import Settings
 from app.startup_failure import StartupFailure
 from app.temporal import connect_temporal
+from app.temporal_tls import untrusted_hint
 from temporal_workflows import search_attributes
 
 log = logging.getLogger("trellis.setup")
@@ -41,7 +43,10 @@ async def _connect(settings: Settings, wait_seconds: float) -> Client:
         except Exception as exc:
             now = time.monotonic()
             if now >= deadline:
-                raise SetupError(f"cannot reach Temporal at {address}: {exc}") from None
+                reason = " ".join(str(exc).split())
+                raise SetupError(
+                    f"cannot reach Temporal at {address}: {reason}{untrusted_hint(reason)}"
+                ) from None
             if now >= next_report:
                 log.info(
                     "waiting for Temporal at %s (namespace %s): %.0f of %.0f s, last error: %s",
@@ -58,15 +63,35 @@ async def _connect(settings: Settings, wait_seconds: float) -> Client:
         return client
 
 
+async def missing_search_attributes(
+    client: Client, namespace: str, rpc_timeout: timedelta | None = None
+) -> list[str]:
+    """The names of our custom search attributes that the namespace lacks (RPCError when
+    they cannot be listed)."""
+    listed = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace), timeout=rpc_timeout
+    )
+    return sorted(
+        key.name for key in search_attributes.ALL if key.name not in listed.custom_attributes
+    )
+
+
+def search_attributes_missing(namespace: str, address: str, missing: list[str]) -> str:
+    """One line naming the namespace, the attributes it lacks and the command that adds them."""
+    return (
+        f"the namespace {namespace!r} at {address} lacks Trellis's search attributes "
+        f"{', '.join(missing)}; run `trellis setup` with the same TRELLIS_TEMPORAL_* "
+        "settings first"
+    )
+
+
 async def register_search_attributes(client: Client, namespace: str) -> list[str]:
     """Add our custom search attributes that the namespace lacks; return the names added."""
-    listed = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=namespace)
-    )
+    names = set(await missing_search_attributes(client, namespace))
     missing = {
         key.name: IndexedValueType.ValueType(int(key.indexed_value_type))
         for key in search_attributes.ALL
-        if key.name not in listed.custom_attributes
+        if key.name in names
     }
     if not missing:
         return []

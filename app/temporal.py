@@ -18,6 +18,7 @@ from activities.payloads import data_converter
 from activities.store.base import Store
 from app.settings import Settings
 from app.temporal_runtime import forwarding_runtime
+from app.temporal_tls import temporal_tls
 
 
 def converter(settings: Settings, store: Store | None) -> DataConverter:
@@ -42,7 +43,7 @@ async def connect_temporal(
     return await Client.connect(
         settings.resolved_temporal_address,
         namespace=settings.temporal_namespace,
-        tls=settings.temporal_tls,
+        tls=temporal_tls(settings),
         api_key=settings.temporal_api_key_value,
         data_converter=converter(settings, store),
         runtime=runtime or forwarding_runtime(),

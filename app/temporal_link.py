@@ -16,6 +16,7 @@ from activities.store.base import Store
 from app.errors import ServiceUnavailable
 from app.redaction import describe
 from app.settings import Settings
+from app.setup import missing_search_attributes, search_attributes_missing
 from app.temporal import connect_temporal
 from app.temporal_outage import outage_cause
 
@@ -45,6 +46,8 @@ class TemporalLink:
         self.last_error: str | None = None
         self._lock = asyncio.Lock()
         self._next_attempt = 0.0
+        # Once seen, not asked again on every probe (`trellis setup` does not remove them).
+        self._search_attributes_seen = False
 
     async def require(self) -> Client:
         """The client, connecting now if needed; ServiceUnavailable when Temporal is down."""
@@ -80,6 +83,12 @@ class TemporalLink:
             if healthy and await _namespace_missing(client):
                 # It passes the health check, then refuses every run.
                 return f"no namespace {client.namespace!r} (TRELLIS_TEMPORAL_NAMESPACE)"
+            if healthy and not self._search_attributes_seen:
+                # Every trigger would fail (503) until `trellis setup` adds them.
+                missing = await _search_attributes_missing(client)
+                if missing:
+                    return search_attributes_missing(client.namespace, address, missing)
+                self._search_attributes_seen = True
         except Exception as exc:
             log.warning("Temporal health check at %s failed: %s", address, describe(exc))
             if outage_cause(exc) is not None:
@@ -116,3 +125,12 @@ async def _namespace_missing(client: Client) -> bool:
     except RPCError as exc:
         return exc.status == RPCStatusCode.NOT_FOUND
     return False
+
+
+async def _search_attributes_missing(client: Client) -> list[str]:
+    """Our search attributes the namespace lacks; none when they cannot be listed (a key
+    that may not list them is not taken as missing them)."""
+    try:
+        return await missing_search_attributes(client, client.namespace, HEALTH_TIMEOUT)
+    except RPCError:
+        return []

@@ -123,6 +123,7 @@ async def run_worker(
         except Exception as exc:  # the SDK reports a refused dial as RuntimeError
             raise WorkerStartError(_unreachable(settings, exc)) from None
         await _require_namespace(client, settings)
+        await _require_search_attributes(client, settings)
         worker = build_worker(
             client,
             task_queue=settings.task_queue,
@@ -169,8 +170,13 @@ def _unreachable(settings: Settings, exc: Exception) -> str:
         if settings.temporal_address
         else "--temporal-port / TRELLIS_TEMPORAL_PORT"
     )
+    from app.temporal_tls import untrusted_hint
+
     reason = " ".join(str(exc).split()) or type(exc).__name__
-    return f"cannot reach Temporal at {settings.resolved_temporal_address} ({setting}): {reason}"
+    return (
+        f"cannot reach Temporal at {settings.resolved_temporal_address} ({setting}): "
+        f"{reason}{untrusted_hint(reason)}"
+    )
 
 
 async def _require_namespace(client: Client, settings: Settings) -> None:
@@ -187,3 +193,21 @@ async def _require_namespace(client: Client, settings: Settings) -> None:
             f"Temporal at {settings.resolved_temporal_address} has no namespace "
             f"{settings.temporal_namespace!r} (--temporal-namespace / TRELLIS_TEMPORAL_NAMESPACE)"
         ) from None
+
+
+async def _require_search_attributes(client: Client, settings: Settings) -> None:
+    """Fail in one line on a namespace without our search attributes (`trellis setup` not
+    run): the worker said it was ready, then every run failed to start and the reconciler
+    logged a traceback every few seconds."""
+    from app.setup import missing_search_attributes, search_attributes_missing
+
+    try:
+        missing = await missing_search_attributes(client, settings.temporal_namespace)
+    except RPCError:
+        return  # a key that may not list them: not taken as missing, runs may still work
+    if missing:
+        raise WorkerStartError(
+            search_attributes_missing(
+                settings.temporal_namespace, settings.resolved_temporal_address, missing
+            )
+        )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+import logging
 import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The long tests first, in their order: pytest-xdist hands them out before the rest,
     so its two processes end together rather than one waiting out a long test sent last."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
+@pytest.fixture(autouse=True)
+def logging_as_it_was() -> Iterator[None]:
+    """The root logger and the collector as before each test: a CLI command run in this
+    process (`main(["api"])`) configures logging onto the test's captured stderr, and
+    every later log line (an access line per request) then failed on that closed stream,
+    each failure printing a traceback: a later test's requests took 0.2 s each."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    collecting = gc.isenabled()
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    if collecting:
+        gc.enable()
 
 
 @pytest.fixture(scope="session")

@@ -20,12 +20,9 @@ from typing import Any, TypeVar
 
 import jwt
 
+from activities.executors.token_algorithms import HMAC_ALGORITHMS, KEY_ALGORITHMS, KEY_TYPES
 from temporal_workflows.contracts import Identity
 
-HMAC_ALGORITHMS = ("HS256", "HS384", "HS512")
-KEY_ALGORITHMS = (
-    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"
-)  # fmt: skip
 MIN_HMAC_KEY_BYTES = 32
 
 
@@ -56,12 +53,14 @@ class ServiceTokenSigner:
     ttl_seconds: int = 300
     header: str = "Authorization"
     key_id: str | None = None
+    # Where the key came from, as messages name it (the variable, or the file and its variable).
+    key_source: str = "TRELLIS_SERVICE_TOKEN_KEY"
 
     def __post_init__(self) -> None:
         if self.algorithm in HMAC_ALGORITHMS:
             if len(self.key.encode()) < MIN_HMAC_KEY_BYTES:
                 raise ServiceTokenError(
-                    f"TRELLIS_SERVICE_TOKEN_KEY must be at least {MIN_HMAC_KEY_BYTES} bytes "
+                    f"{self.key_source} must be at least {MIN_HMAC_KEY_BYTES} bytes "
                     f"for {self.algorithm}"
                 )
         elif self.algorithm not in KEY_ALGORITHMS:
@@ -71,11 +70,18 @@ class ServiceTokenSigner:
             )
         try:  # a key that does not fit its algorithm fails now, not on a step's first call
             self.mint(Caller(Identity(user_id="check"), "run", "wf", "node", "node-run", 1))
-        except (jwt.PyJWTError, ValueError, TypeError) as exc:
-            raise ServiceTokenError(
-                f"TRELLIS_SERVICE_TOKEN_KEY cannot sign {self.algorithm} tokens "
-                f"({type(exc).__name__}; an asymmetric algorithm needs a PEM private key)"
-            ) from None
+        except (jwt.PyJWTError, ValueError, TypeError):
+            raise ServiceTokenError(self._unfit()) from None
+
+    def _unfit(self) -> str:
+        """Why the key cannot sign with the algorithm, from what the key is."""
+        kind = private_key_kind(self.key)
+        where = f"{self.key_source} cannot sign {self.algorithm} tokens"
+        if self.algorithm in HMAC_ALGORITHMS:
+            return f"{where}: it is {kind}, and {self.algorithm} signs with a shared secret"
+        if kind is None:
+            return f"{where}: it is no PEM private key (without a passphrase)"
+        return f"{where}: it is {kind}, which does not fit {self.algorithm} ({KEY_TYPES})"
 
     def __repr__(self) -> str:  # the key never appears in a log line
         return f"ServiceTokenSigner(algorithm={self.algorithm!r}, issuer={self.issuer!r})"
@@ -117,6 +123,27 @@ class ServiceTokenSigner:
         """The request header carrying a fresh token (`Authorization: Bearer …` by default)."""
         token = self.mint(caller)
         return self.header, f"Bearer {token}" if self.header.lower() == "authorization" else token
+
+
+def private_key_kind(key: str) -> str | None:
+    """What a PEM private key is (`an RSA private key`, `an EC private key (secp384r1)`);
+    None when `key` is no PEM private key that loads without a passphrase."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        loaded = load_pem_private_key(key.encode(), password=None)
+    except (ValueError, TypeError):
+        return None
+    if isinstance(loaded, rsa.RSAPrivateKey):
+        return "an RSA private key"
+    if isinstance(loaded, ec.EllipticCurvePrivateKey):
+        return f"an EC private key ({loaded.curve.name})"
+    if isinstance(loaded, ed25519.Ed25519PrivateKey):
+        return "an Ed25519 private key"
+    if isinstance(loaded, ed448.Ed448PrivateKey):
+        return "an Ed448 private key"
+    return f"a {type(loaded).__name__}"
 
 
 _CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(

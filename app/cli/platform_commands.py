@@ -3,23 +3,39 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from app.cli.settings_options import settings_flags, settings_from, settings_help
+from app.cli.settings_options import SettingsError, settings_flags, settings_from, settings_help
+from app.cli.unknown_variables import unknown_variables
 from app.settings import Settings
 
 WIDE = {"max_content_width": 100}
 
 
 def configured(params: dict[str, Any]) -> Settings:
-    """The command's settings, with logging set up from them (once, before anything runs)."""
+    """The command's settings, with logging set up from them (once, before anything runs).
+
+    A `TRELLIS_*` variable that looks like a misspelt setting is refused with the bad
+    values (SettingsError); other unknown ones are warned about once logging is set up.
+    """
     from app.logs import configure_logging
 
-    settings = settings_from(params)
+    unknown = unknown_variables(os.environ)
+    try:
+        settings = settings_from(params)
+    except SettingsError as exc:
+        raise SettingsError(unknown.typo_lines() + exc.lines) from None
+    if unknown.typos:
+        raise SettingsError(unknown.typo_lines())
     configure_logging(settings.log_level, settings.log_format)
+    warning = unknown.warning()
+    if warning is not None:
+        logging.getLogger("trellis.settings").warning("%s", warning)
     return settings
 
 
@@ -70,12 +86,13 @@ def worker(ready_file: Path | None, **params: Any) -> int:
 def setup(wait: float, **params: Any) -> int:
     """Register Trellis's search attributes on a cluster and create the store's schema and
     indexes (safe to repeat)."""
-    from app.platform.preflight import check_store
+    from app.platform.preflight import check_store, check_temporal_tls
     from app.redaction import redacted_url
     from app.setup import run_setup
 
     settings = configured(params)
     check_store(settings)
+    check_temporal_tls(settings)
     added = asyncio.run(run_setup(settings, wait_seconds=wait))
     click.echo(f"search attributes added: {', '.join(added) or 'none (all present)'}")
     click.echo(f"store ready: {redacted_url(settings.resolved_store_url)}")

@@ -38,6 +38,10 @@ SCOPES: dict[str, frozenset[str]] = {
     "temporal_address": _CONNECT,
     "temporal_namespace": _CONNECT,
     "temporal_tls": _CONNECT,
+    "temporal_tls_ca_file": _CONNECT,
+    "temporal_tls_cert_file": _CONNECT,
+    "temporal_tls_key_file": _CONNECT,
+    "temporal_tls_server_name": _CONNECT,
     "temporal_port": _CONNECT,
     # The API links the console to the embedded dev server's Web UI on this port.
     "ui_port": _API,
@@ -79,9 +83,13 @@ for _name in Settings.model_fields:
 HELP: dict[str, str] = {
     "data_dir": "data directory (SQLite store, Temporal database)",
     "store_url": "document store: sqlite:///abs/file.db or mongodb://host/db",
-    "temporal_address": "use this Temporal cluster (host:port) and start no dev server",
+    "temporal_address": "use this Temporal cluster (host:port, [IPv6]:port), start no dev server",
     "temporal_namespace": "Temporal namespace",
-    "temporal_tls": "TLS to the Temporal cluster",
+    "temporal_tls": "TLS to the Temporal cluster (unset: on when TRELLIS_TEMPORAL_API_KEY is set)",
+    "temporal_tls_ca_file": "CA (PEM) that signed the cluster's certificate; turns TLS on",
+    "temporal_tls_cert_file": "client certificate (PEM) for mTLS, with the key file; TLS on",
+    "temporal_tls_key_file": "client certificate's private key (PEM) for mTLS; TLS on",
+    "temporal_tls_server_name": "name the cluster's certificate is checked against (and SNI)",
     "temporal_port": "embedded Temporal dev server's gRPC port",
     "ui_port": "embedded Temporal Web UI port (the console links runs to it)",
     "temporal_ui_url": "Temporal Web UI the console links runs to",
@@ -91,7 +99,7 @@ HELP: dict[str, str] = {
     "max_body_bytes": "largest accepted request body (413 above; default: payload limit + 1 MiB)",
     "max_response_bytes": "most node runs (as stored) one answer carries (400 above)",
     "max_payload_bytes": "largest step output (a run input is bounded by the body limit)",
-    "payload_offload_bytes": "payloads above this size are kept in the store, not in Temporal",
+    "payload_offload_bytes": "payloads above this are kept in the store, not in Temporal (≤ 1 MiB)",
     "default_gate_timeout_seconds": "gate timeout when a node sets none",
     "auth_mode": "dev (no token, loopback only) or jwt (a bearer token on every request)",
     "jwt_jwks_url": "identity provider's key set (RS256/ES256 tokens)",
@@ -105,7 +113,7 @@ HELP: dict[str, str] = {
     "catalog_refresh_seconds": "how often MCP tool lists and A2A cards are refreshed",
     "reconcile_interval_seconds": "how often open runs are compared with Temporal",
     "worker_shutdown_grace_seconds": "on SIGTERM, how long in-flight steps may finish",
-    "worker_max_cached_workflows": "workflows kept in the worker's memory (sticky cache)",
+    "worker_max_cached_workflows": "workflows kept in the worker's memory (sticky cache, ≤ 10^6)",
     "worker_metrics_port": "serve the worker's Prometheus /metrics on this port",
     "worker_metrics_host": "address the worker's /metrics binds to",
     "api_shutdown_grace_seconds": "on SIGTERM, how long open requests may finish",
@@ -173,7 +181,8 @@ def _click_type(info: FieldInfo) -> Any:
     if kind is float:
         return AsTyped(click.FLOAT)
     if kind is Path:
-        return click.Path(path_type=Path)
+        # As typed (a str): Settings sees an empty value as empty, not as Path("") (".").
+        return click.Path()
     return click.STRING
 
 
@@ -265,6 +274,9 @@ def settings_help(command: str) -> str:
     """For `command --help`: precedence, and the secrets it reads from the environment only."""
     secrets = [env_name(n) for n, info in settings_of(command) if is_secret(info)]
     lines = ["\b", "Each flag overrides its TRELLIS_* variable, which overrides the default."]
+    if command in PLATFORM_COMMANDS:
+        lines.append("A TRELLIS_* variable spelt like a setting but not one is refused (a typo);")
+        lines.append("any other that is no setting is named in a warning.")
     if secrets:
         lines.append("Secrets have no flag (they would show in a process list); environment only:")
         lines += [f"  {name}" for name in secrets]

@@ -12,14 +12,20 @@ from app.settings import Settings
 
 
 def settings_env(settings: Settings, base: dict[str, str] | None = None) -> dict[str, str]:
-    """`base` (default: our environment) with every setting replaced by its resolved value."""
-    env = dict(os.environ if base is None else base)
+    """`base` (default: our environment) with every setting replaced by its resolved value
+    and no other `TRELLIS_*` variable."""
     prefix = str(settings.model_config.get("env_prefix", "TRELLIS_"))
+    # Names are read in any case. An unknown one was warned about by the supervisor; a
+    # child does not say it again, and a setting spelt in lower case does not shadow ours.
+    env = {
+        key: value
+        for key, value in (os.environ if base is None else base).items()
+        if not key.upper().startswith(prefix)
+    }
     as_json = settings.model_dump(mode="json")
     for name in type(settings).model_fields:
         value = getattr(settings, name)
         key = f"{prefix}{name.upper()}"
-        env.pop(key, None)
         if value is None:
             continue
         if isinstance(value, SecretStr):

@@ -24,6 +24,7 @@ from app.platform.preflight import (
     check_service_tokens,
     check_store,
     check_store_reachable,
+    check_temporal_tls,
     check_tracing,
     check_worker_metrics_port,
     ensure_port_free,
@@ -33,6 +34,7 @@ from app.platform.ready_file import ready_writer
 from app.platform.serve import SHUTDOWN_MARGIN_SECONDS
 from app.platform.supervisor import Child, first_exit, stop_all
 from app.settings import Settings
+from app.temporal_tls import check_no_tls_for_dev_server
 
 T = TypeVar("T")
 log = logging.getLogger("trellis.dev")
@@ -70,6 +72,8 @@ def data_dir_lock(data_dir: Path) -> Iterator[None]:
 
 def preflight(settings: Settings) -> None:
     """Refuse to start on a taken port or a bad catalog, before any process is spawned."""
+    check_no_tls_for_dev_server(settings)
+    check_temporal_tls(settings)
     check_auth(settings)
     embedded = settings.embedded_temporal
     check_distinct_ports(

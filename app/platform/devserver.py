@@ -15,6 +15,7 @@ from app.platform.devserver_flags import dev_server_command
 from app.platform.supervisor import Child
 from app.settings import Settings
 from app.startup_failure import StartupFailure
+from app.temporal_tls import temporal_tls
 
 
 class DevServerError(StartupFailure):
@@ -66,7 +67,7 @@ async def wait_for_temporal(settings: Settings, within: float, child: Child | No
             client = await Client.connect(
                 address,
                 namespace=settings.temporal_namespace,
-                tls=settings.temporal_tls,
+                tls=temporal_tls(settings),
                 api_key=settings.temporal_api_key_value,
             )
             await client.workflow_service.describe_namespace(

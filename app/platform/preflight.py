@@ -195,3 +195,10 @@ def check_auth(settings: Settings) -> None:
         Authenticator.from_settings(settings)
     except TokenSettingsError as exc:
         raise PreflightError(str(exc)) from None
+
+
+def check_temporal_tls(settings: Settings) -> None:
+    """TLS settings for Temporal that cannot work stop start-up in one line."""
+    from app.temporal_tls import check_temporal_tls as check
+
+    check(settings)

@@ -11,13 +11,14 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from app.heap import freeze_startup_heap, pause_collector
+from app.heap import collector_back_if_start_fails, freeze_startup_heap, pause_collector
 from app.platform.child_env import settings_env
 from app.platform.preflight import (
     check_auth,
     check_service_tokens,
     check_store,
     check_store_reachable,
+    check_temporal_tls,
     check_tracing,
     check_worker_metrics_port,
     ensure_port_free,
@@ -40,12 +41,18 @@ def run_api(settings: Settings) -> None:
     """Serve the API on uvicorn until SIGTERM/SIGINT (uvicorn handles both gracefully)."""
     if settings.api_workers == 1:
         pause_collector()  # until the app has started (app/heap.py)
+    with collector_back_if_start_fails():
+        _run_api(settings)
+
+
+def _run_api(settings: Settings) -> None:
     _load_cel_parser()
     import uvicorn  # here, not above: a worker process has no use for it
 
     from app.http_protocol import BoundedHttpToolsProtocol
 
     check_auth(settings)
+    check_temporal_tls(settings)
     check_tracing()
     ensure_port_free(settings.api_host, settings.api_port, "API", "--api-port / TRELLIS_API_PORT")
     check_store(settings)
@@ -74,7 +81,8 @@ def run_api(settings: Settings) -> None:
                 lifespan="on",
                 loop=EVENT_LOOP,
                 log_config=None,
-                timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,
+                # Typed int by uvicorn, which only waits that long (asyncio.wait_for).
+                timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,  # type: ignore[arg-type]
                 http=BoundedHttpToolsProtocol,
             )
         return
@@ -98,7 +106,7 @@ def run_api(settings: Settings) -> None:
         lifespan="on",
         loop=EVENT_LOOP,
         log_config=None,
-        timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,
+        timeout_graceful_shutdown=settings.api_shutdown_grace_seconds,  # type: ignore[arg-type]
         # A bounded request head, and the API's error body for one it cannot parse.
         http=BoundedHttpToolsProtocol,
     )
@@ -153,13 +161,15 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
 def run_worker_process(settings: Settings, ready_file: Path | None = None) -> None:
     """Run the worker until SIGTERM/SIGINT; touch `ready_file` once it polls."""
     pause_collector()  # until it polls (app/heap.py)
-    _load_cel_parser()
-    check_store(settings)
-    load_executor_catalog(settings)
-    check_service_tokens(settings)
-    check_worker_metrics_port(settings)
-    check_tracing()
-    run_fast(_worker(settings, ready_file))
+    with collector_back_if_start_fails():
+        _load_cel_parser()
+        check_store(settings)
+        check_temporal_tls(settings)
+        load_executor_catalog(settings)
+        check_service_tokens(settings)
+        check_worker_metrics_port(settings)
+        check_tracing()
+        run_fast(_worker(settings, ready_file))
 
 
 def _load_cel_parser() -> None:

@@ -17,10 +17,12 @@ from activities.store.base import Store
 from app.main import create_app
 from app.platform.devserver import wait_for_temporal
 from app.settings import Settings
+from app.setup import register_search_attributes
 from tests.api.conftest import api_client
 from tests.api.helpers import API, assert_error
 from tests.builders import workflow
 from tests.faults.test_temporal_restart import start_temporal
+from tests.support.bare_namespace import bare_namespace
 from tests.support.cutting_proxy import CuttingProxy
 from tests.support.platform import executor_registry, running_platform
 from tests.support.processes import Processes
@@ -134,6 +136,26 @@ class TestReadyz:
                 "message": "no namespace 'no-such-namespace' (TRELLIS_TEMPORAL_NAMESPACE)",
             }
         ]
+
+    async def test_a_namespace_without_trellis_setup_is_503_naming_what_it_lacks(
+        self, settings: Settings, store: Store, catalog: Catalog, temporal_env: WorkflowEnvironment
+    ) -> None:
+        # /readyz said ok, then every trigger was 503 (no such search attribute).
+        namespace = await bare_namespace(temporal_env.client)
+        config = {**temporal_env.client.config(), "namespace": namespace}
+        address = temporal_env.client.service_client.config.target_host
+        async with api_client(settings, store, catalog, Client(**config)) as http:
+            response = await http.get("/readyz")
+            assert_error(response, 503, "service_unavailable", "temporal")
+            (detail,) = response.json()["error"]["details"]
+            assert detail["message"] == (
+                f"the namespace '{namespace}' at {address} lacks Trellis's search attributes "
+                "TrellisDefinitionId, TrellisParentRunId, TrellisRunStatus, "
+                "TrellisTriggerSource; run `trellis setup` with the same TRELLIS_TEMPORAL_* "
+                "settings first"
+            )
+            await register_search_attributes(temporal_env.client, namespace)
+            assert (await http.get("/readyz")).status_code == 200
 
     async def test_a_health_check_lost_with_its_connection_is_asked_again(
         self, settings: Settings, store: Store, catalog: Catalog, temporal_env: WorkflowEnvironment

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from tests.platform.conftest import REPO, trellis_env
+from app.setup import missing_search_attributes
+from temporal_workflows import search_attributes
+from tests.platform.conftest import REPO, run_trellis, trellis_env
+from tests.support.bare_namespace import bare_namespace
 from tests.support.server import free_port
+
+OURS = sorted(key.name for key in search_attributes.ALL)
 
 
 def test_a_worker_that_cannot_reach_temporal_exits_non_zero(tmp_path: Path) -> None:
@@ -78,3 +84,32 @@ def test_a_worker_that_cannot_reach_its_store_says_so_in_one_line(tmp_path: Path
     )
     assert "(--store-url / TRELLIS_STORE_URL): MongoDB store unavailable" in line
     assert "s3cret-pw" not in line
+
+
+async def test_a_worker_on_a_namespace_without_trellis_setup_says_so_and_exits(
+    tmp_path: Path, temporal_env: WorkflowEnvironment
+) -> None:
+    # It said it was ready; every trigger was then 503 and the reconciler logged a
+    # traceback every 5 s.
+    namespace = await bare_namespace(temporal_env.client)
+    address = temporal_env.client.service_client.config.target_host
+    env = trellis_env(
+        tmp_path, TRELLIS_TEMPORAL_ADDRESS=address, TRELLIS_TEMPORAL_NAMESPACE=namespace
+    )
+    ready = tmp_path / "worker.ready"
+    result = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "app.cli", "worker", "--ready-file", str(ready)],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"trellis worker: the namespace '{namespace}' at {address} lacks Trellis's search "
+        f"attributes {', '.join(OURS)}; run `trellis setup` with the same TRELLIS_TEMPORAL_* "
+        "settings first"
+    ]
+    assert not ready.exists()
+    # `trellis setup` adds them: the worker's check then finds none missing.
+    setup = await asyncio.to_thread(run_trellis, ["setup", "--wait", "5"], env)
+    assert setup.returncode == 0, setup.stderr
+    assert await missing_search_attributes(temporal_env.client, namespace) == []

@@ -207,11 +207,11 @@ def test_the_default_gate_timeout_is_bounded_as_a_nodes_is(
     ]
 
 
-@pytest.mark.parametrize("value", ["inf", "1e300", "86401"])
+@pytest.mark.parametrize("value", ["1e300", "86401"])
 def test_a_grace_or_interval_past_a_day_is_refused_before_anything_starts(
     clean_env: Path, capsys: pytest.CaptureFixture[str], value: str
 ) -> None:
-    # inf and 1e300 passed the check, then crashed the worker's start (OverflowError)
+    # 1e300 (and inf) passed the check, then crashed the worker's start (OverflowError)
     # after `trellis dev` had started Temporal.
     assert main(["worker", "--worker-shutdown-grace-seconds", value]) == 2
     assert capsys.readouterr().err.splitlines() == [
@@ -321,3 +321,105 @@ def test_a_pattern_a_value_must_match_is_said_as_the_other_rules_are(
         "trellis worker: invalid value 'X Bad' for --service-token-header / "
         "TRELLIS_SERVICE_TOKEN_HEADER: must match pattern '^[A-Za-z0-9-]+$'"
     ]
+
+
+def test_the_offload_size_stops_below_what_temporal_refuses(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Above Temporal's 2 MiB payload limit steps failed (TMPRL1103) once a payload landed
+    # between the limit and the offload size.
+    monkeypatch.setenv("TRELLIS_STORE_URL", "nosuch://store")  # else: stop at the store
+    assert main(["worker", "--payload-offload-bytes", "3000000"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "trellis worker: invalid value '3000000' for --payload-offload-bytes / "
+        "TRELLIS_PAYLOAD_OFFLOAD_BYTES: must be less than or equal to 1048576"
+    ]
+    assert settings_from({"payload_offload_bytes": "1048576"}).payload_offload_bytes == 1048576
+
+
+@pytest.mark.parametrize(
+    "value",
+    # The SDK printed a raw UserWarning (not a log line) for a scheme; no port dialled 80.
+    ["http://127.0.0.1:7233", "127.0.0.1", "::1:7233", "[::1]", "temporal:0", "temporal:"],
+)
+def test_a_temporal_address_that_is_not_host_port_is_refused(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    monkeypatch.setenv("TRELLIS_TEMPORAL_ADDRESS", value)
+    monkeypatch.setenv("TRELLIS_STORE_URL", "nosuch://store")  # else: stop at the store
+    assert main(["worker"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"trellis worker: invalid value '{value}' for --temporal-address / "
+        "TRELLIS_TEMPORAL_ADDRESS: must be host:port (e.g. temporal.example.com:7233, "
+        "[::1]:7233), no scheme"
+    ]
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1:7233", "[::1]:7233", "ns.a1b2c.tmprl.cloud:7233"])
+def test_a_temporal_address_of_host_and_port_is_taken(value: str) -> None:
+    assert Settings(temporal_address=value).resolved_temporal_address == value
+
+
+def test_the_sticky_cache_size_is_bounded(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 99999999999999999999 passed the check and crashed the worker's start (OverflowError).
+    monkeypatch.setenv("TRELLIS_STORE_URL", "nosuch://store")  # else: stop at the store
+    assert main(["worker", "--worker-max-cached-workflows", "99999999999999999999"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "trellis worker: invalid value '99999999999999999999' for "
+        "--worker-max-cached-workflows / TRELLIS_WORKER_MAX_CACHED_WORKFLOWS: "
+        "must be less than or equal to 1000000"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--default-gate-timeout-seconds", "nan"),
+        ("--worker-shutdown-grace-seconds", "inf"),
+        ("--api-shutdown-grace-seconds", "nan"),
+        ("--reconcile-interval-seconds", "inf"),
+        ("--catalog-refresh-seconds", "nan"),
+    ],
+)
+def test_a_duration_that_is_not_a_finite_number_is_said_to_be_one(
+    clean_env: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    # `nan` was refused as "must be less than or equal to 31622400".
+    assert main(["dev", flag, value]) == 2
+    variable = "TRELLIS_" + flag[2:].upper().replace("-", "_")
+    assert capsys.readouterr().err.splitlines() == [
+        f"trellis dev: invalid value '{value}' for {flag} / {variable}: must be a finite number"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "allowed"),
+    [
+        ("TRELLIS_LOG_LEVEL", "verbose", "'DEBUG', 'INFO', 'WARNING', 'ERROR' or 'CRITICAL'"),
+        ("TRELLIS_LOG_FORMAT", "XML", "'text' or 'json'"),
+        ("TRELLIS_AUTH_MODE", "None", "'dev' or 'jwt'"),
+    ],
+)
+def test_a_bad_choice_is_quoted_as_typed(
+    clean_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variable: str,
+    value: str,
+    allowed: str,
+) -> None:
+    # `verbose` was quoted as 'VERBOSE' (the README promises the value as typed).
+    monkeypatch.setenv(variable, value)
+    assert main(["api"]) == 2
+    flag = "--" + variable.removeprefix("TRELLIS_").lower().replace("_", "-")
+    assert capsys.readouterr().err.splitlines() == [
+        f"trellis api: invalid value '{value}' for {flag} / {variable}: must be {allowed}"
+    ]
+
+
+def test_the_apis_shutdown_grace_takes_a_fraction_of_a_second_as_the_workers_does() -> None:
+    # `2.5` was refused as not an integer.
+    context = cli.commands["api"].make_context("api", ["--api-shutdown-grace-seconds", "2.5"])
+    assert settings_from(context.params).api_shutdown_grace_seconds == 2.5

@@ -3,6 +3,7 @@ cannot sign are refused naming the setting, and the key never shows in a repr.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import jwt
@@ -11,6 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from activities.executors.service_token import Caller, ServiceTokenError, ServiceTokenSigner
+from app.cli.main import main
 from app.outbound import service_token_signer
 from app.settings import Settings
 from temporal_workflows.contracts import Identity
@@ -132,3 +134,89 @@ class TestFromSettings:
     def test_the_lifetime_is_bounded(self) -> None:
         with pytest.raises(ValueError, match="service_token_ttl_seconds"):
             Settings(service_token_ttl_seconds=86_400)
+
+
+def rsa_key_pem() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+class TestKeysThatDoNotFit:
+    def test_an_empty_key_file_is_refused_naming_it(self, tmp_path: Path) -> None:
+        # It turned service tokens off without a word.
+        path = tmp_path / "key"
+        path.write_text("\n")
+        with pytest.raises(ServiceTokenError) as info:
+            service_token_signer(Settings(service_token_key_file=path))
+        assert str(info.value) == f"TRELLIS_SERVICE_TOKEN_KEY_FILE {path} is empty"
+
+    def test_a_short_key_from_a_file_names_the_file_not_the_key_variable(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "key"
+        path.write_text("short")
+        with pytest.raises(ServiceTokenError) as info:
+            service_token_signer(Settings(service_token_key_file=path))
+        assert str(info.value) == (
+            f"the key in {path} (TRELLIS_SERVICE_TOKEN_KEY_FILE) must be at least 32 bytes "
+            "for HS256"
+        )
+
+    def test_a_key_of_the_wrong_type_says_what_it_is(self) -> None:
+        # It said "an asymmetric algorithm needs a PEM private key" though one was given.
+        with pytest.raises(ServiceTokenError) as info:
+            ServiceTokenSigner(key=rsa_key_pem(), algorithm="ES256")
+        assert str(info.value).startswith(
+            "TRELLIS_SERVICE_TOKEN_KEY cannot sign ES256 tokens: it is an RSA private key, "
+            "which does not fit ES256 (RS*/PS*: an RSA key, "
+        )
+
+    def test_a_pem_key_for_an_hmac_algorithm_says_it_needs_a_secret(self) -> None:
+        private, _ = ec_key_pem()
+        with pytest.raises(ServiceTokenError) as info:
+            ServiceTokenSigner(key=private, algorithm="HS256")
+        assert str(info.value) == (
+            "TRELLIS_SERVICE_TOKEN_KEY cannot sign HS256 tokens: it is an EC private key "
+            "(secp256r1), and HS256 signs with a shared secret"
+        )
+        assert private not in str(info.value)
+
+    def test_a_key_that_is_no_pem_for_an_asymmetric_algorithm_says_so(self) -> None:
+        with pytest.raises(ServiceTokenError) as info:
+            ServiceTokenSigner(key=SECRET, algorithm="RS256")
+        assert str(info.value) == (
+            "TRELLIS_SERVICE_TOKEN_KEY cannot sign RS256 tokens: it is no PEM private key "
+            "(without a passphrase)"
+        )
+
+
+class TestAlgorithmChoice:
+    @pytest.mark.parametrize(("given", "algorithm"), [("hs256", "HS256"), ("eddsa", "EdDSA")])
+    def test_an_algorithm_is_taken_in_any_case(self, given: str, algorithm: str) -> None:
+        # `hs256` was refused with exit 1 while other choices took any case.
+        assert Settings(service_token_algorithm=given).service_token_algorithm == algorithm  # type: ignore[arg-type]
+
+    def test_an_unknown_algorithm_is_refused_without_a_key(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        for name in [n for n in os.environ if n.upper().startswith("TRELLIS_")]:
+            monkeypatch.delenv(name)
+        monkeypatch.setenv("TRELLIS_SERVICE_TOKEN_ALGORITHM", "foo")
+        monkeypatch.setenv("TRELLIS_STORE_URL", "nosuch://store")  # else: stop at the store
+        assert main(["worker"]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith(
+            "trellis worker: invalid value 'foo' for --service-token-algorithm / "
+            "TRELLIS_SERVICE_TOKEN_ALGORITHM: must be 'HS256', 'HS384', 'HS512', 'RS256'"
+        )
+        assert line.endswith("'ES512' or 'EdDSA'")
+
+    def test_a_bad_algorithm_flag_is_a_usage_error(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["worker", "--service-token-algorithm", "foo"]) == 2
+        assert "'foo' is not one of" in capsys.readouterr().err
