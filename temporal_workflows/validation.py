@@ -50,7 +50,13 @@ class DefinitionError(ValueError):
 
 
 def normalise(spec: WorkflowSpec, new_id: Callable[[], str]) -> WorkflowSpec:
-    """Assign ids to nodes without one, then check every rule; raise DefinitionError."""
+    """Assign ids to nodes without one, then check every rule; raise DefinitionError.
+
+    The workflow's name is kept in Unicode's composed form (NFC) without the whitespace
+    around it: "Café" typed with a combining accent, or with a space after it, was another
+    workflow's name, which a list and a search showed alike (and `workflows apply` finds a
+    workflow by its name)."""
+    spec.name = unicodedata.normalize("NFC", spec.name).strip()
     for node in iter_nodes(spec.nodes):
         if node.id is None:
             node.id = new_id()
@@ -193,11 +199,20 @@ def _step(node: WorkflowNode) -> list[str]:
 def _parallel(node: WorkflowNode) -> list[str]:
     out = [] if len(node.children) >= 2 else ["parallel nodes need at least 2 children"]
     # The block's output is {childName: childOutput}: a repeated name would lose an output.
-    names = [c.name for c in node.children]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = _repeated([c.name for c in node.children])
     if dupes:
         out.append(f"parallel children's names must be unique; repeated: {', '.join(dupes)}")
     return out
+
+
+def _repeated(names: list[str]) -> list[str]:
+    """Names given more than once, also as another Unicode form of the same text ("é" as
+    one character or as "e" and a combining accent look alike wherever they are shown);
+    one not in the composed form is named with its escapes, to tell the two apart."""
+    forms = [unicodedata.normalize("NFC", n) for n in names]
+    repeated = {n if n == f else ascii(n) for n, f in zip(names, forms, strict=True)
+                if forms.count(f) > 1}  # fmt: skip
+    return sorted(repeated)
 
 
 def _map(node: WorkflowNode) -> list[str]:
@@ -236,7 +251,7 @@ def _router(node: WorkflowNode) -> list[str]:
         out.append("router choice names must not be empty")
     if control := next(filter(None, map(_control_character, names)), None):
         out.append(f"router choice names must not hold control characters ({control})")
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = _repeated(names)
     if dupes:
         out.append(f"router choice names must be unique; repeated: {', '.join(dupes)}")
     out += [
