@@ -174,6 +174,15 @@ def _elements(value: Any, cap: int) -> int:
     return elements
 
 
+def task_share_low() -> bool:
+    """Whether this workflow task's share has less left than one evaluation may take (a
+    chain of inline steps then ends its slice: inline_slices.py)."""
+    task_budget = _TASK.get(None)
+    if task_budget is None:
+        return False
+    return task_budget.current().left < task_budget.evaluation_steps
+
+
 def share_per_task(task_budget: TaskBudget) -> None:
     """Charge evaluations in this context (and the tasks it starts) to `task_budget`."""
     _TASK.set(task_budget)

@@ -15,12 +15,19 @@ output is walked and serialized in the activation and again in the outbox's writ
 fifty large ones (a map's echo steps each returning a large run input) ran past 2 s and
 the run hung for good, its worker slot with it. Runs whose history has no
 INLINE_SLICE_BYTES_PATCH marker at such a cut replay as they ran.
+
+And a slice ends once the workflow task's expression share has less left than one
+evaluation may take: twenty transforms of ~6,500 steps each in a row failed the eighth on
+the share (while each alone fitted, and the same chain with an MCP step every fifth
+completed). Runs whose history has no INLINE_SLICE_SHARE_PATCH marker at such a cut
+replay as they ran.
 """
 
 from __future__ import annotations
 
 INLINE_SLICE_PATCH = "inline-steps-cut-into-slices"
 INLINE_SLICE_BYTES_PATCH = "inline-slices-bounded-by-output-bytes"
+INLINE_SLICE_SHARE_PATCH = "inline-slices-bounded-by-the-expression-share"
 STEPS_PER_SLICE = 50
 SLICE_OUTPUT_BYTES = 1024 * 1024
 
@@ -45,6 +52,10 @@ class InlineSlices:
     def heavy(self) -> bool:
         """The slice's outputs hold SLICE_OUTPUT_BYTES: the next step waits for a new one."""
         return self._bytes >= SLICE_OUTPUT_BYTES
+
+    def started(self) -> bool:
+        """At least one inline step ran in this slice."""
+        return self._in_a_row > 0
 
     def ticket(self) -> int:
         """Taken before waiting at a cut: which slice the waiter saw."""

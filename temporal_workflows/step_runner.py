@@ -18,6 +18,7 @@ from temporalio.exceptions import ActivityError, CancelledError, FailureError
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows import expressions
     from temporal_workflows.builtins import PURE_BUILTINS, BuiltinError, run_pure
+    from temporal_workflows.cel_budget import task_share_low
     from temporal_workflows.clock import RunClock
     from temporal_workflows.contracts import (
         EXECUTE_STEP,
@@ -33,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.inline_slices import (
         INLINE_SLICE_BYTES_PATCH,
         INLINE_SLICE_PATCH,
+        INLINE_SLICE_SHARE_PATCH,
         InlineSlices,
     )
     from temporal_workflows.json_data import deeper_than
@@ -236,9 +238,12 @@ class StepRunner:
         """Whether the next inline step waits for a new slice (docs: inline_slices.py)."""
         if self.slices.full():
             return workflow.patched(INLINE_SLICE_PATCH)
+        if self.slices.heavy() and workflow.patched(INLINE_SLICE_BYTES_PATCH):
+            return workflow.patched(INLINE_SLICE_PATCH)
         return (
-            self.slices.heavy()
-            and workflow.patched(INLINE_SLICE_BYTES_PATCH)
+            self.slices.started()
+            and task_share_low()
+            and workflow.patched(INLINE_SLICE_SHARE_PATCH)
             and workflow.patched(INLINE_SLICE_PATCH)
         )
 

@@ -85,3 +85,19 @@ async def test_a_slice_ends_once_its_outputs_are_large(platform: Platform) -> No
     assert run["status"] == "completed", run["errorSummary"]
     assert len(run["nodeRuns"]) == 1 + 24 + 1
     assert await _markers(platform, run_id, at_least=6)
+
+
+async def test_a_slice_ends_before_its_expressions_spend_the_tasks_share(
+    platform: Platform,
+) -> None:
+    # Twenty transforms of ~6,500 steps each in a row: each fits its own evaluation, but the
+    # eighth failed on the task's 50,000-step share ("the expressions evaluated in one
+    # workflow task together need more than 50000 steps"), though the same chain with an
+    # MCP step every fifth completed.
+    steps = [transform(f"t{i}", n="size(input.xs.filter(x, x > 0))") for i in range(20)]
+    wf = await platform.create({"nodes": steps})
+    run_id = await platform.trigger(wf, {"xs": list(range(1, 251))})
+    run = await platform.wait(wf, run_id, within=60)
+    assert run["status"] == "completed", run["errorSummary"]
+    assert run["finalOutput"] == {"n": 250}
+    assert await _markers(platform, run_id, at_least=3)
