@@ -336,6 +336,11 @@ class BudgetedRunner(celpy.InterpretedRunner):
         return BudgetedEvaluator(ast=self.ast, activation=activation).evaluate(context)
 
 
+def least_steps(ast: lark.Tree[Any]) -> int:
+    """The fewest steps evaluating the expression takes, whatever the data."""
+    return _least_steps(ast)
+
+
 def static_problem(ast: lark.Tree[Any]) -> str | None:
     """Why an expression cannot fit its budget whatever the data, or None."""
     depth = _depth(ast)

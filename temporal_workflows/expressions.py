@@ -27,6 +27,7 @@ from celpy.evaluation import CELEvalError
 
 from temporal_workflows.cel_budget import (
     FUNCTIONS,
+    ITERATION_STEPS,
     Budget,
     BudgetedRunner,
     BudgetExceeded,
@@ -34,6 +35,7 @@ from temporal_workflows.cel_budget import (
     charge_variable,
     charging,
     fresh_budget,
+    least_steps,
     release,
     static_problem,
 )
@@ -61,11 +63,13 @@ SCOPE_VARIABLES = frozenset(
 _BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ENV = celpy.Environment(runner_class=BudgetedRunner)
 _PLAIN_ENV = celpy.Environment()
-# Per source: the program, every name token in it (the scope variables to convert), and
-# the identifiers it reads unbound (the save-time check). The least recently used go once
-# the sources kept pass PROGRAMS_KEPT_CHARS: a compiled program takes a few hundred times
-# its source's size (a thousand 3.9 KB expressions saved grew the API by 1.4 GB, for good).
-_PROGRAMS: OrderedDict[str, tuple[Any, frozenset[str], tuple[str, ...]]] = OrderedDict()
+# Per source: the program, every name token in it (the scope variables to convert), the
+# identifiers it reads unbound and the fewest steps it takes (the save-time checks). The
+# least recently used go once the sources kept pass PROGRAMS_KEPT_CHARS: a compiled
+# program takes a few hundred times its source's size (a thousand 3.9 KB expressions
+# saved grew the API by 1.4 GB, for good).
+_Program = tuple[Any, frozenset[str], tuple[str, ...], int]
+_PROGRAMS: OrderedDict[str, _Program] = OrderedDict()
 PROGRAMS_KEPT_CHARS = 1_000_000
 _kept_chars = 0
 # Workflow tasks run on the worker's threads; the API's save checks on another.
@@ -76,9 +80,9 @@ class ExpressionError(ValueError):
     """A CEL expression that does not parse, or fails or mistypes when evaluated."""
 
 
-def _program(source: str) -> tuple[Any, frozenset[str], tuple[str, ...]]:
-    """The compiled program, the names it may read and those it reads unbound;
-    ExpressionError if it cannot run."""
+def _program(source: str) -> _Program:
+    """The compiled program, the names it may read, those it reads unbound and the fewest
+    steps it takes; ExpressionError if it cannot run."""
     with _PROGRAMS_LOCK:
         found = _PROGRAMS.get(source)
         if found is not None:
@@ -93,12 +97,12 @@ def _program(source: str) -> tuple[Any, frozenset[str], tuple[str, ...]]:
             raise ExpressionError(f"CEL expression {_brief(source)} is too costly: {problem}")
         names = frozenset(str(t) for t in ast.scan_values(lambda v: isinstance(v, str)))
         program = _ENV.program(ast, functions=FUNCTIONS)
-        found = (program, names, tuple(free_names(ast)))
+        found = (program, names, tuple(free_names(ast)), least_steps(ast))
         _keep(source, found)
     return found
 
 
-def _keep(source: str, program: tuple[Any, frozenset[str], tuple[str, ...]]) -> None:
+def _keep(source: str, program: _Program) -> None:
     """Keep a program, and let the least recently used go past the bound."""
     global _kept_chars
     with _PROGRAMS_LOCK:
@@ -137,6 +141,12 @@ def check_expression(source: str) -> None:
                 f"CEL expression {_brief(source)} reads {name!r}, which is no variable"
                 f"{hint}; the variables are {', '.join(sorted(SCOPE_VARIABLES))}"
             )
+
+
+def fewest_steps(sources: list[str]) -> int:
+    """The fewest steps evaluating all of `sources` under one budget takes, each with its
+    evaluation's own ITERATION_STEPS (each must be valid: `check_expression` first)."""
+    return sum(_program(source)[3] + ITERATION_STEPS for source in sources)
 
 
 @functools.cache
@@ -340,7 +350,7 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
     It spends `budget` (a fresh one when None: see `fresh_budget`); running out is an
     ExpressionError.
     """
-    program, names, _ = _program(source)
+    program, names, *_ = _program(source)
     budget = budget or fresh_budget()
     # Only the variables the expression names: converting every step's outputs is costly.
     activation = {

@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from temporal_workflows.cel_budget import EVALUATION_STEPS
 from temporal_workflows.definition import (
     PRINCIPAL_PATTERN,
     HumanReview,
@@ -19,7 +20,12 @@ from temporal_workflows.definition import (
     WorkflowSpec,
     iter_nodes,
 )
-from temporal_workflows.expressions import ExpressionError, check_expression, template_expressions
+from temporal_workflows.expressions import (
+    ExpressionError,
+    check_expression,
+    fewest_steps,
+    template_expressions,
+)
 from temporal_workflows.gates import value_problem
 from temporal_workflows.json_data import data_problem
 
@@ -353,26 +359,39 @@ def _expressions(node: WorkflowNode) -> list[str]:
         sources.append(("loopConfig.endConditionCel", node.loop_config.end_condition_cel))
     if node.items_cel is not None:
         sources.append(("itemsCel", node.items_cel))
+    templates: list[tuple[str, str]] = []
     for key, text in _config_strings(node.config, "config"):
         try:
-            sources += [(key, expr) for expr in template_expressions(text)]
+            templates += [(key, expr) for expr in template_expressions(text)]
         except ExpressionError as exc:
             out.append(f"{key}: {exc}")
     mapping = node.config.get("map")
     if node.executor_key == "builtin:transform":
         out += _transform_map(mapping)
+    transform_map: list[tuple[str, str]] = []
     if node.executor_key == "builtin:transform" and isinstance(mapping, dict):
         # builtin:transform's map values are CEL themselves, not templates.
-        sources += [
+        transform_map = [
             (f"config.map.{name}", src)
             for name, src in mapping.items()
             if isinstance(src, str) and "{{" not in src
         ]
-    for field, source in sources:
+    valid: set[str] = set()
+    for field, source in sources + templates + transform_map:
         try:
             check_expression(source)
+            valid.add(source)
         except ExpressionError as exc:
             out.append(f"{field}: {exc}")
+    # A step's whole config renders under one budget, and a transform's whole map is
+    # evaluated under another: twelve thousand `{{ 1 }}` saved, and every run failed.
+    for what, group in (("its templates", templates), ("config.map", transform_map)):
+        needs = fewest_steps([source for _, source in group if source in valid])
+        if needs > EVALUATION_STEPS:
+            out.append(
+                f"config: {what} together take at least {needs} steps to evaluate, whatever "
+                f"the data; they share one budget of {EVALUATION_STEPS}"
+            )
     return out
 
 

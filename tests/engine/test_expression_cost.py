@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -158,3 +159,25 @@ async def test_a_variable_within_the_budget_is_converted_as_before(platform: Pla
     run = await platform.run(SIZE_OF_XS, {"xs": [0] * 20_000})
     assert run["status"] == "completed", run.get("errorSummary")
     assert run["finalOutput"] == {"n": 20_000}
+
+
+def _many_ones(count: int) -> dict[str, Any]:
+    config = {f"k{i}": "{{ 1 }}" for i in range(count)}
+    return {
+        "nodes": [
+            {"name": "s", "nodeType": "step", "executorKey": "builtin:echo", "config": config}
+        ]
+    }
+
+
+async def test_a_config_whose_templates_together_cannot_fit_is_refused_at_save(
+    platform: Platform,
+) -> None:
+    # Twelve thousand `{{ 1 }}` saved, and every run failed on the config's one budget.
+    refused = await platform.api.post("/api/v1/workflows", json={"name": "n", **_many_ones(1200)})
+    assert refused.status_code == 400, refused.text
+    assert "its templates together take at least 24000 steps" in refused.text
+    # What save lets through renders within the budget.
+    run = await platform.run(_many_ones(450))
+    assert run["status"] == "completed", run.get("errorSummary")
+    assert run["finalOutput"]["config"]["k449"] == 1
