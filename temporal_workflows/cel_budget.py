@@ -150,13 +150,18 @@ def charge_variables(on: bool) -> None:
 
 
 def charge_variable(budget: Budget, value: Any) -> None:
-    """Charge converting `value` into CEL: a step for every `ELEMENTS_PER_STEP` list or
-    map elements, counted deep. cel-python converts a variable whole (~7 microseconds an
+    """Charge converting `value` into CEL to the workflow task's share (to the evaluation's
+    own budget outside a workflow task): a step for every `ELEMENTS_PER_STEP` list or map
+    elements, counted deep. cel-python converts a variable whole (~7 microseconds an
     element) before the expression reads any of it, so `size(input.xs)` over 300,000
-    numbers held the workflow task 2 s. A string converts as one copy (10 MB: ~2 ms), so
-    its characters are not charged here; reading them is."""
-    if _VARIABLES_CHARGED.get():
-        budget.spend(_elements(value, (budget.left + 1) * ELEMENTS_PER_STEP) // ELEMENTS_PER_STEP)
+    numbers held the workflow task 2 s and it was retried for ever. Not to the evaluation's
+    own budget: `previous_step_outputs.small.x` converts every earlier output, and 40,000
+    elements of them (0.3 s) would fail every expression naming it. A string converts as
+    one copy (10 MB: ~2 ms), so its characters are not charged here; reading them is."""
+    if not _VARIABLES_CHARGED.get():
+        return
+    payer = budget.shared or budget
+    payer.spend(_elements(value, (payer.left + 1) * ELEMENTS_PER_STEP) // ELEMENTS_PER_STEP)
 
 
 def _elements(value: Any, cap: int) -> int:

@@ -146,19 +146,42 @@ async def test_a_variable_too_big_to_convert_fails_its_node_and_never_holds_the_
     held the workflow task 2 s, the SDK took it for deadlocked and retried it for ever (the
     run stayed pending and a cancel never reached it). Now the conversion is paid for."""
     workflow_id = await platform.create(SIZE_OF_XS)
-    run_id = await platform.trigger(workflow_id, {"xs": [0] * 60_000})
+    run_id = await platform.trigger(workflow_id, {"xs": [0] * 300_000})
     run = await platform.wait(workflow_id, run_id, within=15)
     assert run["status"] == "failed", run
-    stopped = "stopped: converting input for it: it needs more than 10000 steps"
+    stopped = (
+        "stopped: converting input for it: the expressions evaluated in one workflow task "
+        "together need more than 50000 steps"
+    )
     assert stopped in run["errorSummary"]
     [count] = run["nodeRuns"]
     assert count["status"] == "failed" and "converting input" in count["error"]
 
 
-async def test_a_variable_within_the_budget_is_converted_as_before(platform: Platform) -> None:
-    run = await platform.run(SIZE_OF_XS, {"xs": [0] * 20_000})
+async def test_a_variable_within_the_tasks_share_is_converted_as_before(
+    platform: Platform,
+) -> None:
+    # Charged to the task's share, not to the evaluation's own 10,000 steps: an expression
+    # naming `previous_step_outputs` for one small field converts every earlier output.
+    rows = [{"id": i, "a": i, "b": i, "c": i} for i in range(10_000)]  # 50,000 elements
+    nodes = [
+        {"name": "big", "nodeType": "step", "executorKey": "builtin:echo", "config": {}},
+        {
+            "name": "small",
+            "nodeType": "step",
+            "executorKey": "builtin:transform",
+            "config": {"map": {"x": "1"}},
+        },
+        {
+            "name": "read",
+            "nodeType": "step",
+            "executorKey": "builtin:transform",
+            "config": {"map": {"x": "previous_step_outputs.small.x + size(input.rows)"}},
+        },
+    ]
+    run = await platform.run({"nodes": nodes}, {"rows": rows})
     assert run["status"] == "completed", run.get("errorSummary")
-    assert run["finalOutput"] == {"n": 20_000}
+    assert run["finalOutput"] == {"x": 10_001}
 
 
 def _many_ones(count: int) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from temporal_workflows.cel_budget import (
     BudgetExceeded,
     TaskBudget,
     charge_results,
+    charge_variables,
     share_per_task,
 )
 from temporal_workflows.expressions import ExpressionError, check_expression, evaluate, render
@@ -256,6 +257,8 @@ def _in_a_task(
     def run() -> str:
         if steps is not None:
             share_per_task(TaskBudget(lambda: 1, steps, evaluation_steps))
+        # Runs started before EVALUATION_STEPS started before variables were charged too.
+        charge_variables(evaluation_steps is not None)
         with pytest.raises(ExpressionError) as info:
             evaluate(source, scope)
         return str(info.value)
