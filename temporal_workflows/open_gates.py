@@ -60,9 +60,13 @@ class OpenGates:
             else:
                 await workflow.wait_condition(lambda: step_id in self._decisions)
         except TimeoutError:
-            self._decisions[step_id] = timeout_decision(req)
+            # This waiter's own deadline: its decision alone (shared, it decided the other
+            # items waiting at the gate before their deadlines). A decision that came with
+            # the timer loses to it, as it always did.
+            self._leave(step_id, taken=step_id in self._decisions)
+            return timeout_decision(req)
         except asyncio.CancelledError:
-            self._leave(step_id, decided=False)
+            self._leave(step_id, taken=False)
             raise
         # Items waiting at one gate at once (see `_waiting`) cannot be told apart by a
         # decision's step id: the one decision is each one's, and goes with the last.
@@ -71,14 +75,14 @@ class OpenGates:
         self._leave(step_id)
         return decision
 
-    def _leave(self, step_id: str, decided: bool = True) -> None:
+    def _leave(self, step_id: str, taken: bool = True) -> None:
         """One waiter is done with the gate; the last one closes it (and takes its
-        decision, when it was decided rather than cancelled)."""
+        decision away, when one was `taken`)."""
         self._waiting[step_id] -= 1
         if self._waiting[step_id]:
             return
         del self._waiting[step_id]
-        if decided:
+        if taken:
             del self._decisions[step_id]
         self.open.pop(step_id, None)
         self._schemas.pop(step_id, None)

@@ -58,3 +58,34 @@ async def test_one_decision_decides_every_item_waiting_at_the_gate(platform: Pla
     checks = [n for n in run["nodeRuns"] if n["nodeId"] == "check"]
     assert sorted(n["itemIndex"] for n in checks) == [0, 1, 2, 3]
     assert all(n["status"] == "completed" for n in checks), checks
+
+
+async def test_each_item_waiting_at_the_gate_times_out_at_its_own_deadline(
+    platform: Platform,
+) -> None:
+    """One item's gate timer decided the other items waiting at the gate before their own
+    deadlines: each is decided by its own timer now."""
+    delayed = step("Wait", "builtin:delay", {"seconds": "{{ item }}"}, id="wait")
+    gate = step(
+        "Check",
+        "builtin:echo",
+        id="check",
+        humanReview={"requiresConfirmation": True, "timeoutSeconds": 2, "onTimeout": "approve"},
+    )
+    timed = node("Items", "map", id="items", itemsCel="input.items", maxConcurrency=1,
+                 children=[delayed, gate])  # fmt: skip
+    workflow_id = await platform.create({"nodes": [timed]})
+    stored = await platform.store.get_workflow(workflow_id)
+    assert stored is not None
+    items = stored.nodes[0].model_copy(update={"max_concurrency": 2})
+    older = stored.model_copy(update={"nodes": [items], "version": stored.version + 1})
+    await platform.store.update_workflow(older, new_version=True, read=stored)
+
+    run_id = await platform.trigger(workflow_id, {"items": [0, 2]})
+    run = await platform.wait(workflow_id, run_id, within=20)
+    assert run["status"] == "completed", run
+    decided = [r for r in run["resolvedRequirements"] if r["stepId"] == "check"]
+    assert len(decided) == 2 and {r["source"] for r in decided} == {"timeout"}, decided
+    for requirement in decided:
+        # Decided at its own deadline, not the other item's (a timer fires on the second).
+        assert requirement["decidedAt"] >= requirement["timeoutAt"][:19], requirement
