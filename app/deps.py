@@ -219,8 +219,8 @@ async def get_approvals(store: StoreDep) -> ApprovalService:
     return ApprovalService(store=store)
 
 
-async def get_graphs(store: StoreDep, settings: SettingsDep) -> GraphService:
-    return GraphService(store=store, max_bytes=settings.max_response_bytes)
+async def get_graphs(store: StoreDep) -> GraphService:
+    return GraphService(store=store)
 
 
 DefinitionsDep = Annotated[DefinitionService, Depends(get_definitions)]

@@ -507,13 +507,20 @@ class SqliteStore:
     ) -> list[NodeRunRecord]:
         if not run_ids:
             return []
+        where = f"FROM node_runs WHERE workflow_run_id IN ({marks(len(run_ids))})"
+        order = " ORDER BY started_at IS NULL, started_at, id"
         async with self._read() as db:
-            docs = await db.fetch_documents(
-                f"SELECT doc FROM node_runs WHERE workflow_run_id IN ({marks(len(run_ids))})"
-                " ORDER BY started_at IS NULL, started_at, id",
-                tuple(run_ids),
-                max_bytes,
-            )
+            if max_bytes is None:
+                rows = await db.execute_fetchall(f"SELECT doc {where}{order}", tuple(run_ids))
+                return [_load(NodeRunRecord, row[0]) for row in rows]
+            # Order the ids, then read the documents in that order until the limit: the
+            # order needs a sort no index gives, and sorting the documents read them all
+            # (600 of 1 MB: 2.5 s and 430 MB before the first came back).
+            ids = [
+                row[0]
+                for row in await db.execute_fetchall(f"SELECT id {where}{order}", tuple(run_ids))
+            ]
+            docs = await db.documents_by_id("node_runs", ids, max_bytes)
         return [_load(NodeRunRecord, doc) for doc in docs]
 
     async def node_run_page(

@@ -58,6 +58,28 @@ class SqliteReader:
         finally:
             cursor.close()
 
+    async def documents_by_id(self, table: str, ids: list[str], max_bytes: int) -> list[str]:
+        """The `doc` of each of `ids` in `table`, in the order of `ids`, read FETCH_ROWS at
+        a time; ReadTooLarge as soon as they pass `max_bytes` together."""
+        documents: list[str] = []
+        size = 0
+        for at in range(0, len(ids), FETCH_ROWS):
+            chunk = ids[at : at + FETCH_ROWS]
+            marks = ", ".join("?" * len(chunk))
+            rows = self._conn.execute(
+                f"SELECT id, doc FROM {table} WHERE id IN ({marks})", chunk
+            ).fetchall()
+            by_id = dict(rows)
+            for node_id in chunk:
+                document = by_id.get(node_id)
+                if document is None:
+                    continue  # deleted between the two reads
+                size += len(document)
+                if size > max_bytes:
+                    raise ReadTooLarge(max_bytes, len(documents) + 1)
+                documents.append(document)
+        return documents
+
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         self._conn.execute(sql, params)
 

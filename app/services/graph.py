@@ -11,12 +11,14 @@ from app.schemas.graph import RunGraph, WorkflowGraph
 from temporal_workflows.definition import WorkflowNode, WorkflowSpec
 from temporal_workflows.read_model import node_run_counter
 
+# Node runs a run's graph reads at a time: it keeps only their states, so a run of any size
+# has a graph (the console's run page asks for it beside the run's summary).
+NODE_RUNS_PER_READ = 50
+
 
 @dataclass
 class GraphService:
     store: Store
-    # The most node runs (as stored) a run's graph reads, in bytes (ReadTooLarge past it).
-    max_bytes: int | None = None
 
     def of_workflow(self, workflow: WorkflowRecord) -> WorkflowGraph:
         """The current version's nodes and edges."""
@@ -27,8 +29,7 @@ class GraphService:
 
     async def of_run(self, run: RunRecord) -> RunGraph:
         """The run's pinned version, each node with its latest node run."""
-        node_runs = await self.store.list_node_runs([run.id], self.max_bytes)
-        graph = build_graph(run.definition_snapshot, node_runs)
+        graph = build_graph(run.definition_snapshot, await self._states(run.id))
         return RunGraph.model_validate(
             {
                 "workflow_id": run.workflow_definition_id,
@@ -38,6 +39,18 @@ class GraphService:
                 **graph,
             }
         )
+
+    async def _states(self, run_id: str) -> list[NodeRunRecord]:
+        """The run's node runs without their snapshots, a page at a time."""
+        states: list[NodeRunRecord] = []
+        while True:
+            page, total = await self.store.node_run_page(run_id, len(states), NODE_RUNS_PER_READ)
+            states += (n.model_copy(update=_WITHOUT_DATA) for n in page)
+            if not page or len(states) >= total:
+                return states
+
+
+_WITHOUT_DATA = {"input_snapshot": None, "output_snapshot": None, "error": None}
 
 
 def build_graph(spec: WorkflowSpec, node_runs: list[NodeRunRecord] | None = None) -> dict[str, Any]:
