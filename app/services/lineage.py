@@ -139,12 +139,24 @@ class LineageService:
             require_same_request(stored, asked)  # a concurrent first use may have won
         return stored
 
+    async def _latest_completed(self, run_id: str) -> dict[str, NodeRunRecord]:
+        """Per node id, the run's latest completed node run, read a page at a time and
+        kept only while it is the latest (a wide run's node runs can be gigabytes)."""
+        latest: dict[str, NodeRunRecord] = {}
+        read = 0
+        while True:
+            page, total = await self.store.node_run_page(run_id, read, NODE_RUNS_PER_READ)
+            read += len(page)
+            latest = latest_completed([*latest.values(), *page])
+            if not page or read >= total:
+                return latest
+
     async def _reuse(
         self, source: RunRecord, nodes: list[WorkflowNode]
     ) -> tuple[dict[str, CachedOutput], list[ResolvedDependency]]:
         """Cached outputs and the dependency list of every step of `nodes`, in document
         order: reused where it may be (`reusable_steps`) and completed, else rerun."""
-        latest = latest_completed(await self.store.list_node_runs([source.id]))
+        latest = await self._latest_completed(source.id)
         reusable = {step.node_id for step in reusable_steps(nodes)}
         cached: dict[str, CachedOutput] = {}
         deps: list[ResolvedDependency] = []
@@ -187,6 +199,10 @@ def reusable_steps(nodes: list[WorkflowNode]) -> list[WorkflowNode]:
             for _, seq in node.child_sequences():
                 out.extend(reusable_steps(seq))
     return out
+
+
+# Node runs a rerun reads at a time to find what it may reuse.
+NODE_RUNS_PER_READ = 100
 
 
 def latest_completed(node_runs: list[NodeRunRecord]) -> dict[str, NodeRunRecord]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.builders import http_step, node, transform
+from tests.builders import http_step, loop, node, transform
 from tests.support.platform import Platform
 
 
@@ -411,3 +411,22 @@ class TestChildren:
         assert page["pagination"]["total"] == 3 and len(page["runs"]) == 2
         assert [r["triggerSource"] for r in page["runs"]] == ["replay", "node_rerun"]
         assert all(r["parentRunId"] == source["id"] for r in page["runs"])
+
+
+async def test_a_rerun_reuses_a_node_run_past_the_first_page_of_its_source(
+    platform: Platform,
+) -> None:
+    """The source's node runs are read a page at a time (a wide run's can be gigabytes):
+    the step to reuse comes after 121 of a loop's node runs, on a later page."""
+    inc = transform("inc", v="1")
+    steps = [http_step(s, f"{platform.peer_url}/echo/paged-{s}") for s in ("a", "b")]
+    wf = await platform.create({"nodes": [loop("count", inc, max_iterations=120), *steps]})
+    source = await platform.wait(wf, await platform.trigger(wf), within=30)
+    assert source["status"] == "completed" and len(source["nodeRuns"]) == 123
+    response = await platform.api.post(runs_url(wf, source["id"]) + "/nodes/b/rerun")
+    assert response.status_code == 202, response.text
+    child = await platform.wait(wf, response.json()["run_id"], within=30)
+    assert child["status"] == "completed", child
+    reused = {d["nodeId"]: d["resolution"] for d in child["resolvedDependencies"]}
+    assert reused["a"] == "reuse_previous_output", reused
+    assert (platform.peer.calls["paged-a"], platform.peer.calls["paged-b"]) == (1, 2)
