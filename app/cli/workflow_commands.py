@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -238,7 +239,9 @@ def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:
     name = definition.get("name")
     if not name:
         return None
-    same = [w["id"] for w in _named_like(session, str(name)) if w["name"] == name]
+    # As the API keeps a name: composed (NFC) and trimmed ("Café " in the file is "Café").
+    name = unicodedata.normalize("NFC", str(name)).strip()
+    same = [w["id"] for w in _named_like(session, name) if w["name"] == name]
     if len(same) > 1:
         raise click.ClickException(f"{len(same)} workflows are named {name!r}; give the file an id")
     return same[0] if same else None

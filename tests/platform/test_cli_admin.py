@@ -455,3 +455,18 @@ def test_retry_says_how_to_follow_the_child_run(dev: DevProcess, tmp_path: Path)
     child = said[0].removeprefix("retry started: run ")
     assert said == [f"retry started: run {child}", f"follow it with: trellis runs watch {child}"]
     ok(trellis(dev, "runs", "cancel", child))
+
+
+def test_apply_finds_a_workflow_by_its_name_as_the_api_keeps_it(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # The API keeps a name composed and trimmed: a file naming it with a combining accent
+    # and a space after it was not found again, and its second apply was a 409.
+    name = f"Cafe\u0301 {uuid.uuid4().hex[:6]} "
+    path = tmp_path / "cafe.yaml"
+    step = {"id": "s", "name": "S", "nodeType": "step", "executorKey": "builtin:echo"}
+    path.write_text(yaml.safe_dump({"name": name, "nodes": [step]}, allow_unicode=True))
+    first = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    assert first["name"] == name.replace("e\u0301", "\u00e9").strip()
+    again = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
+    assert "unchanged" in again, again
