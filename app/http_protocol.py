@@ -4,9 +4,13 @@ API's error body on a request it cannot parse.
 uvicorn bounds no request line or header: an outside audit's one 200 MB header was read
 whole (35 s, +200 MB of the API's memory, other requests slowed to 1.9 s), and 50,000
 headers were taken. A request whose head passes MAX_HEAD_BYTES is answered 431 and its
-connection closed; the rest is never parsed or kept. A request the parser refuses (a request line
-past httptools' own limit, bad syntax) was a plain-text 400; it carries the API's error
-body now, as every other error does.
+connection closed; the rest is never parsed or kept. A request the parser refuses (a
+request line past httptools' own limit, bad syntax) was a plain-text 400; it carries the
+API's error body now, as every other error does.
+
+A head is measured two ways: by what the parser hands over (the URL, each header), which
+sees a whole head that came in one read; and, while a head is still incomplete, by the
+reads it spans, which bounds what the parser buffers for one header that never ends.
 """
 
 from __future__ import annotations
@@ -19,47 +23,87 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 # Request line and headers together, as received (a browser's or a proxy's is a few KB; a
 # large JWT about 8 KB; nginx allows 4 x 8 KB by default).
 MAX_HEAD_BYTES = 64 * 1024
-
-
 # After a refusal, what the client still sends is read and dropped this long before the
 # connection closes: closing with unread data sends a reset, which loses the answer on its
 # way (the client sees "connection reset", not the 431).
 DISCARD_SECONDS = 2.0
+# Each header's ": " and CRLF, as it was on the wire.
+HEADER_FRAMING = 4
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    _head_bytes = 0
+    _head_bytes = 0  # the URL and headers the parser handed over for this message
+    _spanned = 0  # bytes of the reads this message's incomplete head spanned whole
     _head_done = True
     _refused = False
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._head_bytes, self._head_done = 0, False
-
-    def on_headers_complete(self) -> None:
-        self._head_done = True
-        super().on_headers_complete()
+    _refusal: bytes | None = None  # written once the responses before it are sent
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return  # dropped, not parsed or kept
+        in_head = not self._head_done
         super().data_received(data)
-        if self._head_done or self.transport.is_closing():
+        if self._refused or self._head_done or not in_head:
             return
-        self._head_bytes += len(data)
+        # The whole read was head: it began before this read and has not ended after it.
+        self._spanned += len(data)
+        if self._spanned > MAX_HEAD_BYTES:
+            self._refuse_head()
+
+    def on_message_begin(self) -> None:
+        if self._refused:
+            return
+        super().on_message_begin()
+        self._head_bytes = self._spanned = 0
+        self._head_done = False
+
+    def on_url(self, url: bytes) -> None:
+        if self._refused:
+            return
+        super().on_url(url)
+        self._head_bytes += len(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._refused:
+            return
+        super().on_header(name, value)
+        self._head_bytes += len(name) + len(value) + HEADER_FRAMING
+
+    def on_headers_complete(self) -> None:
+        if self._refused:
+            return
+        self._head_done = True
         if self._head_bytes > MAX_HEAD_BYTES:
-            self._refuse(
-                431,
-                "request_headers_too_large",
-                f"The request line and headers are more than {MAX_HEAD_BYTES} bytes",
-            )
+            self._refuse_head()  # no request cycle for it: the app never sees it
+            return
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self._refused:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self._refused:
+            super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._send_refusal_when_idle()
 
     def send_400_response(self, msg: str) -> None:
-        self._refuse(400, "invalid_request", f"{msg} (the request line or a header is malformed)")
+        if not self._refused:
+            self._refuse(
+                400, "invalid_request", f"{msg} (the request line or a header is malformed)"
+            )
+
+    def _refuse_head(self) -> None:
+        message = f"The request line and headers are more than {MAX_HEAD_BYTES} bytes"
+        self._refuse(431, "request_headers_too_large", message)
 
     def _refuse(self, status: int, code: str, message: str) -> None:
-        """Answer with the API's error body and close the connection (the rest of the
-        request is dropped unparsed meanwhile)."""
+        """Answer with the API's error body and close the connection, once the responses
+        to the requests before it on the connection are sent (pipelining); what the client
+        sends meanwhile is dropped unparsed."""
         body = json.dumps({"error": {"code": code, "message": message, "details": []}}).encode()
         head = [STATUS_LINE[status]]
         for name, value in self.server_state.default_headers:
@@ -69,8 +113,17 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             b"content-length: " + str(len(body)).encode() + b"\r\n",
             b"connection: close\r\n\r\n",
         ]
-        self.transport.write(b"".join(head) + body)
         self._refused = True
+        self._refusal = b"".join(head) + body
+        self._send_refusal_when_idle()
+
+    def _send_refusal_when_idle(self) -> None:
+        if self._refusal is None or self.transport.is_closing():
+            return
+        if self.pipeline or (self.cycle is not None and not self.cycle.response_complete):
+            return  # a response before it is under way: on_response_complete comes back
+        self.transport.write(self._refusal)
+        self._refusal = None
         if self.transport.can_write_eof():
             self.transport.write_eof()
         asyncio.get_running_loop().call_later(DISCARD_SECONDS, self.transport.close)

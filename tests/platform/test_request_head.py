@@ -3,7 +3,9 @@ it cannot parse gets the API's error body, on `trellis api` as it serves."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import socket
 import time
 from pathlib import Path
@@ -69,3 +71,41 @@ def test_a_request_it_cannot_parse_gets_the_apis_error_body(tmp_path: Path) -> N
         status, headers, body = exchange(url, b"GET /healthz HTTP/1.1\r\nBad Header\r\n\r\n")
         assert (status, headers["content-type"]) == (400, "application/json")
         assert json.loads(body)["error"]["code"] == "invalid_request"
+
+
+def statuses(url: str, request: bytes) -> list[int]:
+    """Send `request` in one write; the status of every response on the connection."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            conn.sendall(request)
+        conn.shutdown(socket.SHUT_WR)
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):
+            while data := conn.recv(65536):
+                answer += data
+    return [int(code) for code in re.findall(rb"HTTP/1\.1 (\d{3}) ", answer)]
+
+
+def test_heads_in_one_read_pipelined_requests_and_malformed_heads(tmp_path: Path) -> None:
+    with api_processes(tmp_path, workers=1) as (_, url):
+        head = b"Host: 127.0.0.1\r\n"
+        healthz = b"GET /healthz HTTP/1.1\r\n" + head + b"\r\n"
+        # A whole head past the bound, however it is read: 431.
+        big = b"GET /healthz HTTP/1.1\r\n" + head + b"X-Big: " + b"a" * 110_000 + b"\r\n\r\n"
+        assert statuses(url, big) == [431]
+        # Pipelined: the responses before a refused head are sent whole, in order, first.
+        assert statuses(url, healthz + healthz + big) == [200, 200, 431]
+        # A request's body counts for nothing of the next request's head.
+        body = json.dumps({"name": "x", "description": "d" * 100_000}).encode()
+        post = (
+            b"POST /api/v1/workflows HTTP/1.1\r\n" + head + b"Content-Type: application/json\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
+        assert statuses(url, post + healthz) == [400, 200]
+        # A malformed head in a large read is refused once, with the API's error body.
+        assert statuses(url, healthz + b"GET / HTTP/1.1\r\nBad Header\r\n" + b"x" * 100_000) == [
+            200,
+            400,
+        ]
+        assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
