@@ -688,6 +688,7 @@ async def _bounded(cursor: Any, max_bytes: int | None) -> list[dict[str, Any]]:
     async for doc in cursor:
         size += len(bson.encode(doc))
         if size > max_bytes:
+            await cursor.close()  # the server keeps an open cursor until it times out
             raise ReadTooLarge(max_bytes, len(docs) + 1)
         docs.append(doc)
     return docs

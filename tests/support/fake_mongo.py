@@ -106,6 +106,9 @@ class FakeCursor:
         docs = list(self._sync)
         return docs if length is None else docs[:length]
 
+    async def close(self) -> None:
+        self._sync = iter(())
+
     def __aiter__(self) -> AsyncIterator[Doc]:
         return self._each()
 
