@@ -166,17 +166,7 @@ def charge_variable(budget: Budget, value: Any) -> None:
 
 def _elements(value: Any, cap: int) -> int:
     """How many list or map elements `value` holds, counted deep, no further than `cap`."""
-    elements = 0
-    stack = [value]
-    while stack and elements < cap:
-        item = stack.pop()
-        if isinstance(item, dict):
-            elements += len(item)
-            stack += item.values()
-        elif isinstance(item, list):
-            elements += len(item)
-            stack += item
-    return elements
+    return _counted(value, cap)[0]
 
 
 def task_share_low() -> bool:
@@ -224,10 +214,16 @@ def _spend_reading(values: Any) -> None:
 
 def operand_steps(value: Any, cap: int) -> int:
     """What reading `value` costs, counting no further than about `cap` steps."""
+    elements, chars = _counted(value, cap * ELEMENTS_PER_STEP)
+    return elements // ELEMENTS_PER_STEP + chars // CHARS_PER_STEP
+
+
+def _counted(value: Any, element_limit: int) -> tuple[int, int]:
+    """The list or map elements and the characters `value` holds, counted deep, until the
+    elements reach `element_limit`."""
     elements = chars = 0
     stack = [value]
-    limit = cap * ELEMENTS_PER_STEP
-    while stack and elements < limit:
+    while stack and elements < element_limit:
         item = stack.pop()
         if isinstance(item, (str, bytes)):
             chars += len(item)
@@ -237,7 +233,7 @@ def operand_steps(value: Any, cap: int) -> int:
         elif isinstance(item, list):
             elements += len(item)
             stack += item
-    return elements // ELEMENTS_PER_STEP + chars // CHARS_PER_STEP
+    return elements, chars
 
 
 def _either(x: Any, y: Any, keep: bool) -> Any:
