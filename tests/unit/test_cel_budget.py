@@ -305,3 +305,22 @@ def test_compiled_programs_kept_are_bounded_least_recently_used_first(
     assert expressions._kept_chars == sum(len(s) for s in kept)
     assert hot in kept and sources[0] not in kept and sources[-1] in kept
     assert expressions.evaluate(sources[0], {"input": {"a": 0, "b": ""}}) is True
+
+
+def test_converting_a_variable_is_charged_to_the_tasks_share_not_the_evaluation() -> None:
+    """`previous_step_outputs.small.x` converts every earlier output: 45,000 elements of
+    them (11,250 steps) fit the task's 50,000-step share, though not an evaluation's own
+    10,000 (charged there, such an expression failed once earlier outputs grew)."""
+    rows = [{"id": i, "a": i, "b": i, "c": i} for i in range(9_000)]
+    scope = {"previous_step_outputs": {"big": rows, "small": {"x": 1}}}
+
+    def run() -> Any:
+        task = TaskBudget(lambda: 1, MAX_TASK_STEPS, EVALUATION_STEPS)
+        share_per_task(task)
+        charge_variables(True)
+        value = evaluate("previous_step_outputs.small.x", scope)
+        return value, task.current().left
+
+    value, left = contextvars.copy_context().run(run)
+    assert value == 1
+    assert MAX_TASK_STEPS - left >= 45_000 // 4  # the conversion was paid, from the share
