@@ -29,6 +29,7 @@ from activities.metrics import GATES_CLOSED_BY, RunMetrics
 from activities.run_log import run_fields
 from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
+from activities.store.node_run_pages import node_run_pages
 from activities.store.records import RunRecord
 from app.services.schedule_timing import PROBE_MAX_AGE, sweep_probes
 from app.temporal_outage import outage_cause
@@ -43,8 +44,6 @@ log = logging.getLogger("trellis.reconciler")
 # An outage is one WARNING when it starts and one INFO when it ends; in between, a
 # reminder this often, so a long outage neither floods the log nor goes silent.
 OUTAGE_REMINDER = timedelta(minutes=5)
-# Node runs a closing correction reads at a time (not all of a run's at once).
-NODE_RUNS_PER_READ = 200
 # A closed workflow's search attributes cannot change, so a corrected run keeps matching
 # the query until Temporal's retention removes it; `_correct` skips it cheaply (the store
 # already has it terminal).
@@ -188,10 +187,7 @@ class Reconciler:
             self._metrics.gates_closed(
                 run.workflow_definition_id, run.pending_requirements, finished, resolution
             )
-        # A page at a time: a run of 20,000 node runs of 110 KB each is 2.2 GB.
-        offset = 0
-        while True:
-            page, total = await self._store.node_run_page(run_id, offset, NODE_RUNS_PER_READ)
+        async for page in node_run_pages(self._store, run_id):
             for node_run in page:
                 if node_run.status in OPEN_NODE_STATUSES:
                     node_run.status = "cancelled" if new_status == "cancelled" else "failed"
@@ -199,9 +195,6 @@ class Reconciler:
                     node_run.finished_at = closed_at or datetime.now(UTC)
                     node_run.rev = RECONCILED_REV
                     await self._store.upsert_node_run(node_run)
-            offset += len(page)
-            if not page or offset >= total:
-                break
         await self._store.append_event(
             run_id,
             {

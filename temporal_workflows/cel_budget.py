@@ -161,12 +161,8 @@ def charge_variable(budget: Budget, value: Any) -> None:
     if not _VARIABLES_CHARGED.get():
         return
     payer = budget.shared or budget
-    payer.spend(_elements(value, (payer.left + 1) * ELEMENTS_PER_STEP) // ELEMENTS_PER_STEP)
-
-
-def _elements(value: Any, cap: int) -> int:
-    """How many list or map elements `value` holds, counted deep, no further than `cap`."""
-    return _counted(value, cap)[0]
+    elements, _ = _counted(value, (payer.left + 1) * ELEMENTS_PER_STEP)
+    payer.spend(elements // ELEMENTS_PER_STEP)
 
 
 def task_share_low() -> bool:

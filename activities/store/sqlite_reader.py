@@ -37,30 +37,11 @@ class SqliteReader:
     async def execute_fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._conn.execute(sql, params).fetchall()
 
-    async def fetch_documents(
-        self, sql: str, params: Sequence[Any], max_bytes: int | None
+    async def documents_by_id(
+        self, table: str, ids: list[str], max_bytes: int | None = None
     ) -> list[str]:
-        """The first column of each row (a stored document); ReadTooLarge as soon as they
-        pass `max_bytes` together, before the rest are read."""
-        if max_bytes is None:
-            return [row[0] for row in self._conn.execute(sql, params).fetchall()]
-        cursor = self._conn.execute(sql, params)
-        try:
-            documents: list[str] = []
-            size = 0
-            while rows := cursor.fetchmany(FETCH_ROWS):
-                for (document,) in rows:
-                    size += len(document)
-                    if size > max_bytes:
-                        raise ReadTooLarge(max_bytes, len(documents) + 1)
-                    documents.append(document)
-            return documents
-        finally:
-            cursor.close()
-
-    async def documents_by_id(self, table: str, ids: list[str], max_bytes: int) -> list[str]:
         """The `doc` of each of `ids` in `table`, in the order of `ids`, read FETCH_ROWS at
-        a time; ReadTooLarge as soon as they pass `max_bytes` together."""
+        a time; ReadTooLarge as soon as they pass `max_bytes` together (when given)."""
         documents: list[str] = []
         size = 0
         for at in range(0, len(ids), FETCH_ROWS):
@@ -70,12 +51,12 @@ class SqliteReader:
                 f"SELECT id, doc FROM {table} WHERE id IN ({marks})", chunk
             ).fetchall()
             by_id = dict(rows)
-            for node_id in chunk:
-                document = by_id.get(node_id)
+            for doc_id in chunk:
+                document = by_id.get(doc_id)
                 if document is None:
                     continue  # deleted between the two reads
                 size += len(document)
-                if size > max_bytes:
+                if max_bytes is not None and size > max_bytes:
                     raise ReadTooLarge(max_bytes, len(documents) + 1)
                 documents.append(document)
         return documents

@@ -15,7 +15,7 @@ from app.errors import InvalidRequest, NotFound
 from app.openapi import API_PREFIX, errors
 from app.routes.conditional import IfMatch
 from app.schemas.permissions import PermissionsUpdate, WorkflowPermissions
-from app.services.precondition import content_tag, holds_to_a_tag, require_match, stale
+from app.services.precondition import content_tag, holds_to_a_tag, require_match, stale, tagged
 
 router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/permissions", tags=["permissions"])
 
@@ -49,11 +49,6 @@ async def replace_permissions(
     return tagged(
         response, WorkflowPermissions.of(workflow.model_copy(update={"grants": body.grants}))
     )
-
-
-def tagged(response: Response, permissions: WorkflowPermissions) -> WorkflowPermissions:
-    response.headers["ETag"] = content_tag(permissions)
-    return permissions
 
 
 async def _set_grants(

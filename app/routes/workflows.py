@@ -22,7 +22,7 @@ from app.schemas.workflow import (
     WorkflowSummary,
     WorkflowUpdate,
 )
-from app.services.precondition import content_tag, require_match
+from app.services.precondition import content_tag, require_match, tagged
 
 router = APIRouter(prefix=API_PREFIX + "/workflows", tags=["workflows"])
 DUPLICATE_NAME = "duplicate_entry: another workflow has this name"
@@ -108,9 +108,3 @@ async def toggle_workflow(
     """Enable or disable a definition."""
     toggled = await definitions.toggle(workflow, body.enabled)
     return tagged(response, WorkflowPublic.from_record(toggled))
-
-
-def tagged(response: Response, workflow: WorkflowPublic) -> WorkflowPublic:
-    """`workflow`, its answer carrying its strong `ETag` (what it shows, hashed)."""
-    response.headers["ETag"] = content_tag(workflow)
-    return workflow

@@ -6,14 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from activities.store.base import Store
+from activities.store.node_run_pages import node_run_pages
 from activities.store.records import NodeRunRecord, RunRecord, WorkflowRecord
 from app.schemas.graph import RunGraph, WorkflowGraph
 from temporal_workflows.definition import WorkflowNode, WorkflowSpec
 from temporal_workflows.read_model import node_run_counter
-
-# Node runs a run's graph reads at a time: it keeps only their states, so a run of any size
-# has a graph (the console's run page asks for it beside the run's summary).
-NODE_RUNS_PER_READ = 50
 
 
 @dataclass
@@ -41,13 +38,13 @@ class GraphService:
         )
 
     async def _states(self, run_id: str) -> list[NodeRunRecord]:
-        """The run's node runs without their snapshots, a page at a time."""
-        states: list[NodeRunRecord] = []
-        while True:
-            page, total = await self.store.node_run_page(run_id, len(states), NODE_RUNS_PER_READ)
-            states += (n.model_copy(update=_WITHOUT_DATA) for n in page)
-            if not page or len(states) >= total:
-                return states
+        """The run's node runs without their snapshots: a run of any size has a graph (the
+        console's run page asks for it beside the run's summary)."""
+        return [
+            n.model_copy(update=_WITHOUT_DATA)
+            async for page in node_run_pages(self.store, run_id)
+            for n in page
+        ]
 
 
 _WITHOUT_DATA = {"input_snapshot": None, "output_snapshot": None, "error": None}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from activities.run_start import RunStarter, new_run_record, require_enabled
 from activities.store.base import Store
+from activities.store.node_run_pages import node_run_pages
 from activities.store.records import (
     NodeRunRecord,
     ResolvedDependency,
@@ -143,13 +144,9 @@ class LineageService:
         """Per node id, the run's latest completed node run, read a page at a time and
         kept only while it is the latest (a wide run's node runs can be gigabytes)."""
         latest: dict[str, NodeRunRecord] = {}
-        read = 0
-        while True:
-            page, total = await self.store.node_run_page(run_id, read, NODE_RUNS_PER_READ)
-            read += len(page)
+        async for page in node_run_pages(self.store, run_id):
             latest = latest_completed([*latest.values(), *page])
-            if not page or read >= total:
-                return latest
+        return latest
 
     async def _reuse(
         self, source: RunRecord, nodes: list[WorkflowNode]
@@ -199,10 +196,6 @@ def reusable_steps(nodes: list[WorkflowNode]) -> list[WorkflowNode]:
             for _, seq in node.child_sequences():
                 out.extend(reusable_steps(seq))
     return out
-
-
-# Node runs a rerun reads at a time to find what it may reuse.
-NODE_RUNS_PER_READ = 100
 
 
 def latest_completed(node_runs: list[NodeRunRecord]) -> dict[str, NodeRunRecord]:

@@ -8,11 +8,14 @@ than overwriting that change (docs/api.md, Conditional writes).
 from __future__ import annotations
 
 import hashlib
-from typing import TypeGuard
+from typing import TypeGuard, TypeVar
 
+from fastapi import Response
 from pydantic import BaseModel
 
 from app.errors import PreconditionFailed
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def content_tag(model: BaseModel, exclude: set[str] | None = None) -> str:
@@ -20,6 +23,12 @@ def content_tag(model: BaseModel, exclude: set[str] | None = None) -> str:
     equal tags, on any replica and release."""
     shown = model.model_dump_json(by_alias=True, exclude=exclude)
     return '"' + hashlib.sha256(shown.encode()).hexdigest()[:32] + '"'
+
+
+def tagged(response: Response, model: M) -> M:
+    """`model`, its answer carrying its strong `ETag` (`content_tag`)."""
+    response.headers["ETag"] = content_tag(model)
+    return model
 
 
 def require_match(header: str | None, tag: str, what: str) -> None:
