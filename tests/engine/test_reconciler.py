@@ -25,6 +25,17 @@ LONG = {
 }
 
 
+async def a_step_under_way(platform: Platform) -> tuple[str, str]:
+    """A run of the LONG step, once its step runs: (workflow id, run id)."""
+    wf = await platform.create(LONG)
+    run_id = await platform.trigger(wf)
+    run = await platform.wait(wf, run_id, {"running"})
+    while not run["nodeRuns"]:
+        await asyncio.sleep(0.05)
+        run = await platform.wait(wf, run_id, {"running"})
+    return wf, run_id
+
+
 async def test_a_run_terminated_in_temporal_reads_failed_with_the_reason_within_seconds(
     platform: Platform,
 ) -> None:
@@ -33,12 +44,7 @@ async def test_a_run_terminated_in_temporal_reads_failed_with_the_reason_within_
     )
     loop = asyncio.create_task(reconciler.run_forever())
     try:
-        wf = await platform.create(LONG)
-        run_id = await platform.trigger(wf)
-        run = await platform.wait(wf, run_id, {"running"})
-        while not run["nodeRuns"]:  # the step is under way
-            await asyncio.sleep(0.05)
-            run = await platform.wait(wf, run_id, {"running"})
+        wf, run_id = await a_step_under_way(platform)
         await platform.client.get_workflow_handle(run_id).terminate(reason="operator in Web UI")
         run = await platform.wait(wf, run_id, within=10)
     finally:
@@ -151,12 +157,7 @@ async def test_a_terminated_run_with_many_open_node_runs_has_each_closed(
     reconciler = Reconciler(
         platform.client, platform.store, task_queue=platform.task_queue, interval=0.2
     )
-    wf = await platform.create(LONG)
-    run_id = await platform.trigger(wf)
-    run = await platform.wait(wf, run_id, {"running"})
-    while not run["nodeRuns"]:  # the step is under way
-        await asyncio.sleep(0.05)
-        run = await platform.wait(wf, run_id, {"running"})
+    wf, run_id = await a_step_under_way(platform)
     waiting = [node_run(run_id, id=f"{run_id}.waiting.{i}", started_at=at(i)) for i in range(450)]
     for record in waiting:
         await platform.store.upsert_node_run(record)
