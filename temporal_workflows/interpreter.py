@@ -57,6 +57,11 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.step_runner import StepRunner
 
 
+# A run paused before it started was written `running` by its start (in the store and in
+# TrellisRunStatus) while it waited paused, so a resume was refused; it now starts `paused`.
+PAUSED_AT_START_PATCH = "run-paused-before-its-start-starts-paused"
+
+
 @workflow.defn(name=WORKFLOW_TYPE)
 class TrellisRun:
     @workflow.init
@@ -123,7 +128,7 @@ class TrellisRun:
         charge_results(inp.results_charged)
         charge_variables(inp.variables_charged)
         if inp.resume is None:
-            await self._recorder.publish("run_started", status="running")
+            await self._recorder.publish("run_started", status=self._started_status())
         position = self._continuation.restore(scope)
         try:
             output = await self._dispatcher.run_top_level(inp.definition.nodes, scope, position)
@@ -138,6 +143,13 @@ class TrellisRun:
             raise
         await self._finish("completed", {"final_output": output}, "run_completed")
         return RunResult(status="completed", final_output=output)
+
+    def _started_status(self) -> str:
+        """`paused` for a run paused before it started: the pause's update is taken in the
+        run's first workflow task, before the run's own code starts."""
+        if self._pause.paused and workflow.patched(PAUSED_AT_START_PATCH):
+            return "paused"
+        return "running"
 
     async def _finish(self, status: str, changes: dict[str, object], event: str) -> None:
         self._finished = True

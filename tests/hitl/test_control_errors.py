@@ -46,9 +46,11 @@ async def test_a_decision_on_a_run_whose_workflow_is_gone_is_409(platform: Platf
     assert "is no longer running" in response.json()["error"]["message"]
 
 
-async def running_without_a_worker(platform: Platform) -> tuple[str, RunRecord]:
+async def running_without_a_worker(
+    platform: Platform, task_queue: str | None = None
+) -> tuple[str, RunRecord]:
     """A run shown running whose workflow is on a task queue no worker polls (the caller
-    terminates it)."""
+    terminates it, or starts a worker on `task_queue`)."""
     wf = await platform.create({"nodes": [echo("a")]})
     workflow = await platform.store.get_workflow(wf)
     assert workflow is not None
@@ -60,7 +62,9 @@ async def running_without_a_worker(platform: Platform) -> tuple[str, RunRecord]:
         status="running",
     )
     await platform.store.insert_run(record)
-    await start_run_workflow(platform.client, record, task_queue=f"nobody-{uuid.uuid4()}")
+    await start_run_workflow(
+        platform.client, record, task_queue=task_queue or f"nobody-{uuid.uuid4()}"
+    )
     return wf, record
 
 
