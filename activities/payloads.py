@@ -9,9 +9,11 @@ read back transparently wherever it is decoded (the SDK's external storage).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import hashlib
+import logging
 from collections.abc import Sequence
 
 from temporalio.api.common.v1 import Payload
@@ -27,11 +29,18 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
-from activities.store.base import Store, StoreError
+from activities.store.base import Store, StoreError, StoreUnavailable
 
 # Temporal warns about payloads from 256 KB; keep everything above it in the store.
 DEFAULT_OFFLOAD_BYTES = 256 * 1024
 DRIVER_NAME = "trellis-store"
+# How long a payload's write waits for a store that cannot take it for now (locked, a full
+# disk): it is written as a workflow task completes or an activity's result is sent, and an
+# activity whose result could not be sent is run again (its step's call made twice).
+WRITE_PATIENCE_SECONDS = 30.0
+WRITE_RETRY_FIRST_SECONDS, WRITE_RETRY_MAX_SECONDS = 0.2, 2.0
+
+log = logging.getLogger("trellis.payloads")
 
 
 class StorePayloads(StorageDriver):
@@ -53,9 +62,25 @@ class StorePayloads(StorageDriver):
         for payload in payloads:
             data = payload.SerializeToString()
             key = hashlib.sha256(data).hexdigest()
-            await self._store.put_payload(key, data)
+            await self._put(key, data)
             claims.append(StorageDriverClaim(claim_data={"key": key}))
         return claims
+
+    async def _put(self, key: str, data: bytes) -> None:
+        delay, waited = WRITE_RETRY_FIRST_SECONDS, 0.0
+        while True:
+            try:
+                await self._store.put_payload(key, data)
+                return
+            except StoreUnavailable as exc:
+                if waited >= WRITE_PATIENCE_SECONDS:
+                    raise
+                log.warning(
+                    "store unavailable, retrying a payload's write in %.1fs: %s", delay, exc
+                )
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, WRITE_RETRY_MAX_SECONDS)
 
     async def retrieve(
         self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]

@@ -718,8 +718,9 @@ def _store_error(exc: BaseException) -> BaseException:
     return exc
 
 
-# OperationalErrors that pass: a lock held past the busy timeout, a file gone or unreadable.
-_UNAVAILABLE = re.compile(r"locked|busy|unable to open|disk I/O|readonly", re.IGNORECASE)
+# OperationalErrors that pass: a lock held past the busy timeout, a file gone or unreadable,
+# a full disk (SQLITE_FULL, "database or disk is full": space comes back once freed).
+_UNAVAILABLE = re.compile(r"locked|busy|unable to open|disk I/O|readonly|is full", re.IGNORECASE)
 
 
 def _can_open(path: Path) -> None:

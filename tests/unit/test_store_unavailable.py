@@ -11,7 +11,13 @@ from activities.store.sqlite import _store_error
 
 
 @pytest.mark.parametrize(
-    "message", ["database is locked", "unable to open database file", "disk I/O error"]
+    "message",
+    [
+        "database is locked",
+        "unable to open database file",
+        "disk I/O error",
+        "database or disk is full",
+    ],
 )
 def test_sqlite_errors_that_pass_are_unavailable(message: str) -> None:
     assert isinstance(_store_error(sqlite3.OperationalError(message)), StoreUnavailable)
