@@ -1,11 +1,19 @@
 """Corrects the read model for runs Temporal closed without the workflow recording its end,
 and starts runs whose workflow never started.
 
-Terminated or reset from the Web UI, timed out, or failed by a bug: the workflow never
-got to write its final status, so its search attribute still says it is open. One
-visibility query finds exactly those runs. A store sweep finds runs recorded but never
-started (the API died between the record and the start) and starts them: the run id is
-the workflow id, so a start racing another is harmless.
+Terminated from the Web UI, timed out, or failed by a bug: the workflow never got to write
+its final status, so its search attribute still says it is open. One visibility query finds
+exactly those runs. Only a workflow id's latest execution speaks for its run: a reset
+terminates the execution it starts from, and the run goes on in the new one.
+
+A sweep of the store's open runs, at start and then every few minutes, asks Temporal which
+of them are closed: a store restored from a copy older than Temporal's state (a backup)
+shows runs open that ended since, whose workflows did record their ends (in the store that
+was replaced). Such a run is closed as Temporal closed it, with its result.
+
+A store sweep finds runs recorded but never started (the API died between the record and
+the start) and starts them: the run id is the workflow id, so a start racing another is
+harmless.
 
 It also deletes the cron-check probe schedules an API left behind when it died mid-check
 (app/services/schedule_timing.py), at start and then once a minute.
@@ -21,8 +29,14 @@ import asyncio
 import logging
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType
+from temporalio.client import (
+    Client,
+    WorkflowExecution,
+    WorkflowExecutionStatus,
+    WorkflowHistoryEventFilterType,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.metrics import GATES_CLOSED_BY, RunMetrics
@@ -33,11 +47,15 @@ from activities.store.node_run_pages import node_run_pages
 from activities.store.records import RunRecord
 from app.services.schedule_timing import PROBE_MAX_AGE, sweep_probes
 from app.temporal_outage import outage_cause
+from temporal_workflows.contracts import RunResult
 from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES
 from temporal_workflows.read_model import (
     OPEN_NODE_STATUSES,
     OPEN_RUN_STATUSES,
     RECONCILED_REV,
+    NodeRunStatus,
+    node_event,
+    run_event,
 )
 
 log = logging.getLogger("trellis.reconciler")
@@ -53,6 +71,11 @@ ORPHAN_QUERY = (
     + ", ".join(f"'{s}'" for s in OPEN_RUN_STATUSES)
     + ")"
 )
+# How often the store's open runs are compared with Temporal (a restored store), and how
+# many are asked about in one visibility query, and read from the store in one page.
+OPEN_SWEEP_EVERY = timedelta(minutes=5)
+OPEN_SWEEP_BATCH = 100
+OPEN_SWEEP_PAGE = 500
 
 
 class Reconciler:
@@ -68,6 +91,7 @@ class Reconciler:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         outage_reminder: timedelta = OUTAGE_REMINDER,
         probe_max_age: timedelta = PROBE_MAX_AGE,
+        open_sweep_every: timedelta = OPEN_SWEEP_EVERY,
     ) -> None:
         self._client = client
         self._address = client.service_client.config.target_host
@@ -84,6 +108,9 @@ class Reconciler:
         self._probe_max_age = probe_max_age
         # Monotonic time of the last probe sweep (None: at the first pass).
         self._probes_swept_at: float | None = None
+        self._open_sweep_every = open_sweep_every.total_seconds()
+        # Monotonic time of the last sweep of the store's open runs (None: at the first pass).
+        self._open_swept_at: float | None = None
 
     async def run_forever(self) -> None:
         """Reconcile every `interval` seconds until cancelled; errors are logged, not fatal."""
@@ -138,9 +165,38 @@ class Reconciler:
         """One pass; returns the ids of the runs it corrected."""
         corrected: list[str] = []
         async for execution in self._client.list_workflows(ORPHAN_QUERY):
-            if await self._correct(execution.id, execution.status, execution.close_time):
+            if await self._correct(execution):
                 corrected.append(execution.id)
+        corrected += await self._sweep_open_runs()
         corrected += await self._sweep_never_started()
+        return corrected
+
+    async def _sweep_open_runs(self) -> list[str]:
+        """Close the store's open runs whose workflows Temporal has closed, at most once per
+        `open_sweep_every` (a visibility query per `OPEN_SWEEP_BATCH` runs)."""
+        now = time.monotonic()
+        if self._open_swept_at is not None:
+            if now - self._open_swept_at < self._open_sweep_every:
+                return []
+        ids: list[str] = []
+        for status in OPEN_RUN_STATUSES:
+            page = 1
+            while True:
+                runs, total = await self._store.list_runs(
+                    None, status=status, page=page, per_page=OPEN_SWEEP_PAGE
+                )
+                ids += [r.id for r in runs]
+                if not runs or page * OPEN_SWEEP_PAGE >= total:
+                    break
+                page += 1
+        corrected: list[str] = []
+        for start in range(0, len(ids), OPEN_SWEEP_BATCH):
+            named = ", ".join(f"'{i}'" for i in ids[start : start + OPEN_SWEEP_BATCH])
+            query = f"WorkflowId IN ({named}) AND ExecutionStatus != 'Running'"
+            async for execution in self._client.list_workflows(query):
+                if await self._correct(execution):
+                    corrected.append(execution.id)
+        self._open_swept_at = now
         return corrected
 
     async def _sweep_probes(self) -> None:
@@ -154,30 +210,26 @@ class Reconciler:
             log.warning("deleted cron-check schedule %s, left by an API that stopped", probe_id)
         self._probes_swept_at = now
 
-    async def _correct(
-        self,
-        run_id: str,
-        status: WorkflowExecutionStatus | None,
-        closed_at: datetime | None,
-    ) -> bool:
+    async def _correct(self, execution: WorkflowExecution) -> bool:
+        run_id, closed_at = execution.id, execution.close_time
         run = await self._store.get_run(run_id)
         if run is None or run.status not in OPEN_RUN_STATUSES:
             return False
-        if status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
+        if execution.status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
             return False
-        new_status, reason = await self._verdict(run_id, status)
+        if not await self._latest(execution):
+            return False
+        new_status, reason, output = await self._verdict(execution)
         finished = (closed_at or datetime.now(UTC)).isoformat()
-        applied = await self._store.update_run(
-            run_id,
-            RECONCILED_REV,
-            {
-                "status": new_status,
-                "finished_at": finished,
-                "error_summary": reason,
-                "pending_requirements": [],
-            },
-            newer_only=True,
-        )
+        changes: dict[str, Any] = {
+            "status": new_status,
+            "finished_at": finished,
+            "error_summary": reason,
+            "pending_requirements": [],
+        }
+        if output is not None:
+            changes["final_output"] = output
+        applied = await self._store.update_run(run_id, RECONCILED_REV, changes, newer_only=True)
         if not applied:
             return False
         self._metrics.run_ended(run.workflow_definition_id, new_status)
@@ -187,23 +239,34 @@ class Reconciler:
             self._metrics.gates_closed(
                 run.workflow_definition_id, run.pending_requirements, finished, resolution
             )
+        # Each open node run is closed with its end event, before the run's: a stream
+        # following the run ends at the run's end, and shows every node's before it.
+        node_status: NodeRunStatus = "cancelled" if new_status == "cancelled" else "failed"
         async for page in node_run_pages(self._store, run_id):
             for node_run in page:
                 if node_run.status in OPEN_NODE_STATUSES:
-                    node_run.status = "cancelled" if new_status == "cancelled" else "failed"
+                    node_run.status = node_status
                     node_run.error = reason
                     node_run.finished_at = closed_at or datetime.now(UTC)
                     node_run.rev = RECONCILED_REV
-                    await self._store.upsert_node_run(node_run)
+                    if await self._store.upsert_node_run(node_run):
+                        await self._store.append_event(
+                            run_id,
+                            node_event(
+                                f"node_{node_status}",
+                                run_id=run_id,
+                                node_run_id=node_run.id,
+                                node_id=node_run.node_id,
+                                node_name=node_run.node_name,
+                                status=node_status,
+                                timestamp=finished,
+                                error=reason,
+                            ),
+                        )
         await self._store.append_event(
             run_id,
-            {
-                "type": f"run_{new_status}",
-                "runId": run_id,
-                "status": new_status,
-                "reason": reason,
-                "timestamp": finished,
-            },
+            run_event(f"run_{new_status}", run_id=run_id, status=new_status, timestamp=finished)
+            | {"reason": reason},
         )
         log.warning(
             "reconciled run %s: %s (%s)",
@@ -214,31 +277,65 @@ class Reconciler:
         )
         return True
 
-    async def _verdict(
-        self, run_id: str, status: WorkflowExecutionStatus | None
-    ) -> tuple[str, str]:
+    async def _latest(self, execution: WorkflowExecution) -> bool:
+        """Whether `execution` is its workflow id's latest: a reset terminates the execution
+        it starts from, and the run goes on in the new one (which records its own end)."""
+        try:
+            latest = await self._client.get_workflow_handle(execution.id).describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return False  # gone with Temporal's retention meanwhile
+            raise
+        return latest.run_id == execution.run_id
+
+    async def _verdict(self, execution: WorkflowExecution) -> tuple[str, str, Any]:
+        """The run's status, the reason it is given, and its final output when known."""
+        status = execution.status
         if status == WorkflowExecutionStatus.TERMINATED:
             # Temporal terminates a run that outgrew its history, and operators terminate
             # what is stuck: either way the run did not finish its work, and it was not a
             # cancel anyone asked Trellis for.
-            reason = await self._terminate_reason(run_id)
-            return "failed", f"Terminated in Temporal{': ' + reason if reason else ''}"
+            reason = await self._close_reason(execution)
+            return "failed", f"Terminated in Temporal{': ' + reason if reason else ''}", None
         if status == WorkflowExecutionStatus.TIMED_OUT:
-            return "failed", "Timed out in Temporal"
+            return "failed", "Timed out in Temporal", None
         if status == WorkflowExecutionStatus.CANCELED:
-            return "cancelled", "Cancelled in Temporal"
+            return "cancelled", "Cancelled in Temporal", None
         if status == WorkflowExecutionStatus.COMPLETED:
-            return "completed", "Completed in Temporal without recording its end"
-        return "failed", "Failed in Temporal without recording its end"
+            # Its end is in its result: a run cancelled by a gate completes as a workflow.
+            result = await self._result(execution)
+            if result is not None and result.status == "cancelled":
+                return "cancelled", result.error_summary or "Cancelled in Temporal", None
+            output = None if result is None else result.final_output
+            return "completed", "Completed in Temporal without its end in the store", output
+        reason = await self._close_reason(execution)
+        return "failed", reason or "Failed in Temporal without its end in the store", None
 
-    async def _terminate_reason(self, run_id: str) -> str:
-        handle = self._client.get_workflow_handle(run_id)
+    async def _result(self, execution: WorkflowExecution) -> RunResult | None:
+        """A completed run's result; None when it cannot be read (a payload it names was
+        lost with the store that held it)."""
+        handle = self._client.get_workflow_handle(
+            execution.id, run_id=execution.run_id, result_type=RunResult
+        )
+        try:
+            result: RunResult = await handle.result(follow_runs=False)
+        except Exception as exc:
+            if outage_cause(exc) is not None:
+                raise
+            log.warning("could not read the result of run %s: %s", execution.id, exc)
+            return None
+        return result
+
+    async def _close_reason(self, execution: WorkflowExecution) -> str:
+        """A terminated run's reason, a failed one's failure message ("" when unknown)."""
+        handle = self._client.get_workflow_handle(execution.id, run_id=execution.run_id)
         try:
             async for event in handle.fetch_history_events(
                 event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
             ):
-                attrs = event.workflow_execution_terminated_event_attributes
-                return attrs.reason
+                if event.HasField("workflow_execution_failed_event_attributes"):
+                    return event.workflow_execution_failed_event_attributes.failure.message
+                return event.workflow_execution_terminated_event_attributes.reason
         except RPCError:
             return ""
         return ""
