@@ -15,6 +15,7 @@ from typing import Any
 
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -183,6 +184,7 @@ class ControlService:
         """Request Temporal cancellation: in-flight steps are cancelled, then the run."""
         if run.status in TERMINAL_RUN_STATUSES:
             raise Conflict(f"Run is already {run.status}")
+        await self._refuse_if_closed(run)
         # A run with nothing in flight (at a gate, paused) ends as soon as Temporal cancels
         # it, and a stream closes at the run's end: the request is logged first, so it
         # precedes the end. A run that never started logs it again with its cancellation
@@ -194,6 +196,23 @@ class ControlService:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise RunRefused(run.id, exc) from exc
             await self._cancel_unstarted(run, exc)
+
+    async def _refuse_if_closed(self, run: RunRecord) -> None:
+        """Temporal takes a cancellation of a closed workflow and does nothing: a run the
+        store shows open whose workflow has closed (a store restored from an older copy
+        before the reconciler's pass) is refused as a pause is, not told it stops shortly."""
+        try:
+            described = await self.temporal.get_workflow_handle(run.id).describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return  # never started: cancelled in the store
+            raise RunRefused(run.id, exc) from exc
+        closed = described.status
+        if closed is not None and closed != WorkflowExecutionStatus.RUNNING:
+            raise Conflict(
+                f"Run {run.id} is no longer running (its workflow is "
+                f"{closed.name.lower()} in Temporal; the store catches up shortly)"
+            )
 
     async def _log_cancel_requested(self, run: RunRecord) -> None:
         await self.store.append_event(

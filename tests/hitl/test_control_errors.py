@@ -207,3 +207,18 @@ async def test_a_gate_shown_open_that_the_workflow_never_opens_is_409_after_the_
     assert [r["stepId"] for r in run["pendingRequirements"]] == ["gate"]
     later = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
     assert later.status_code == 200, later.text
+
+
+async def test_a_cancel_of_a_run_whose_workflow_is_gone_is_409_and_logs_nothing(
+    platform: Platform,
+) -> None:
+    # Temporal takes a cancellation of a closed workflow and does nothing: it was answered
+    # 200 "Cancellation requested; the run stops shortly", and the run never did.
+    wf, run_id = await closed_behind_the_store(platform)
+    response = await control(platform, wf, run_id, "cancel")
+    assert response.status_code == 409, response.text
+    error = response.json()["error"]
+    assert error["message"].startswith(f"Run {run_id} is no longer running (its workflow is ")
+    assert "terminated in Temporal" in error["message"]
+    kinds = [e["type"] for e in await platform.store.list_events(run_id, 0, 100)]
+    assert "cancel_requested" not in kinds
