@@ -8,6 +8,11 @@ connection closed; the rest is never parsed or kept. A request the parser refuse
 request line past httptools' own limit, bad syntax) was a plain-text 400; it carries the
 API's error body now, as every other error does.
 
+At shutdown, a response whose client stopped reading (the socket's buffers full, uvicorn's
+writes paused) can never end: a live event stream of a long log held the API's exit for the
+whole grace (10 s), then ended in an ERROR line. Its connection is dropped once it is found
+stalled after the shutdown began; a client that reads gets its response's end as before.
+
 A head is measured two ways: by what the parser hands over (the URL, each header), which
 sees a whole head that came in one read; and, while a head is still incomplete, by the
 reads it spans, which bounds what the parser buffers for one header that never ends.
@@ -29,6 +34,9 @@ MAX_HEAD_BYTES = 64 * 1024
 DISCARD_SECONDS = 2.0
 # Each header's ": " and CRLF, as it was on the wire.
 HEADER_FRAMING = 4
+# How often, after the shutdown began, an open connection is looked at for a client that
+# stopped reading (a stream ends within ~1 s of the shutdown when its client reads).
+STALL_CHECK_SECONDS = 1.0
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
@@ -89,6 +97,20 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def on_response_complete(self) -> None:
         super().on_response_complete()
         self._send_refusal_when_idle()
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        if not self.transport.is_closing():
+            self.loop.call_later(STALL_CHECK_SECONDS, self._drop_if_stalled)
+
+    def _drop_if_stalled(self) -> None:
+        if self.transport.is_closing():
+            return
+        if self.flow is not None and self.flow.write_paused:
+            # Aborted, the response counts as disconnected: no "without completing" line.
+            self.transport.abort()
+            return
+        self.loop.call_later(STALL_CHECK_SECONDS, self._drop_if_stalled)
 
     def send_400_response(self, msg: str) -> None:
         if not self._refused:

@@ -5,7 +5,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
+import socket
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +140,38 @@ async def test_sigterm_ends_live_event_streams_and_the_api_exits_promptly(
     assert code in (0, -signal.SIGTERM), api_process.process.output()
     assert "Application shutdown complete" in api_process.process.output()
     assert seconds < 8  # streams ended at once; the 10 s grace was not waited out
+
+
+async def test_a_stream_whose_client_stopped_reading_does_not_hold_the_api_at_exit(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    # A client that stops reading a long log fills the socket's buffers: its response can
+    # never end. The API waited the whole 10 s grace for it, then logged "ASGI callable
+    # returned without completing response" at ERROR.
+    env = env_for(temporal_env, tmp_path)
+    api_process = processes.api(env)
+    processes.worker(env)
+    gate = step("Approve", "builtin:echo", humanReview={"requiresConfirmation": True})
+    async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
+        wf, run_id = await create_and_trigger(api, {"nodes": [gate]})
+        await wait_for(api, wf, run_id, lambda r: r["status"] == "awaiting_approval")
+    note = json.dumps({"type": "note", "runId": run_id, "text": "x" * 400})
+    with sqlite3.connect(tmp_path / "trellis.db") as db:  # a long log, written at once
+        db.executemany("INSERT INTO events (run_id, doc) VALUES (?, ?)", [(run_id, note)] * 20_000)
+    host, port = api_process.url.removeprefix("http://").split(":")
+    stalled = socket.socket()
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect((host, int(port)))
+    try:
+        path = f"/api/v1/workflows/{wf}/runs/{run_id}/events"
+        stalled.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        await asyncio.sleep(2)  # the API writes until the buffers are full
+        code, seconds = await asyncio.to_thread(api_process.process.stop)
+    finally:
+        stalled.close()
+    assert code in (0, -signal.SIGTERM), api_process.process.output()
+    assert seconds < 7, seconds  # not the 10 s grace
+    assert "without completing response" not in api_process.process.output()
 
 
 @pytest.mark.parametrize("api_workers", ["1", "2"])
