@@ -47,7 +47,7 @@ from activities.store.node_run_pages import node_run_pages
 from activities.store.records import RunRecord
 from app.services.schedule_timing import PROBE_MAX_AGE, sweep_probes
 from app.temporal_outage import outage_cause
-from temporal_workflows.contracts import RunResult
+from temporal_workflows.contracts import WORKFLOW_TYPE, RunResult
 from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES
 from temporal_workflows.read_model import (
     OPEN_NODE_STATUSES,
@@ -104,6 +104,7 @@ class Reconciler:
         self._store = store
         self._interval = interval
         self._never_started_after = never_started_after
+        self._task_queue = task_queue
         self._starter = RunStarter(store, client, task_queue, max_output_bytes=max_output_bytes)
         self._probe_max_age = probe_max_age
         # Monotonic time of the last probe sweep (None: at the first pass).
@@ -178,6 +179,8 @@ class Reconciler:
         if self._open_swept_at is not None:
             if now - self._open_swept_at < self._open_sweep_every:
                 return []
+        else:
+            await self._tell_of_runs_the_store_lacks()
         ids: list[str] = []
         for status in OPEN_RUN_STATUSES:
             page = 1
@@ -198,6 +201,29 @@ class Reconciler:
                     corrected.append(execution.id)
         self._open_swept_at = now
         return corrected
+
+    async def _tell_of_runs_the_store_lacks(self) -> None:
+        """Said once, at the first pass: runs open in Temporal on this task queue that the
+        store does not have (a store deleted, replaced, or restored from an older copy). No
+        API shows or steers them, and they go on calling their steps."""
+        query = (
+            f"WorkflowType = '{WORKFLOW_TYPE}' AND ExecutionStatus = 'Running'"
+            f" AND TaskQueue = '{self._task_queue}'"
+        )
+        missing = [
+            execution.id
+            async for execution in self._client.list_workflows(query)
+            if await self._store.get_run(execution.id) is None
+        ]
+        if missing:
+            log.warning(
+                "%d run(s) open in Temporal on task queue %s are not in the store (was it"
+                " deleted, replaced or restored from an older copy?): no API shows or steers"
+                " them; end them in the Web UI or with `temporal workflow terminate`: %s",
+                len(missing),
+                self._task_queue,
+                ", ".join(missing[:5]) + (", …" if len(missing) > 5 else ""),
+            )
 
     async def _sweep_probes(self) -> None:
         """Delete left-over cron-check probes, at most once per `probe_max_age` (a probe

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -64,6 +66,8 @@ from activities.store.sqlite_rows import (
 from activities.store.sqlite_schema import migrate
 from temporal_workflows.read_model import WORKFLOW_REVS_BELOW
 
+log = logging.getLogger("trellis.store")
+
 T = TypeVar("T")
 M = TypeVar("M", bound=StoredModel)
 # How often the live feed looks for new events (watch_event_runs).
@@ -86,6 +90,8 @@ class SqliteStore:
         self.path = path
         self._busy_timeout_ms = busy_timeout_ms
         self._db: aiosqlite.Connection | None = None
+        # The open file's device and inode: ping checks the path still names it.
+        self._file: tuple[int, int] | None = None
         self._reader: SqliteReader | None = None
         # Workflow versions' approvers, read once each (sqlite_gates.py).
         self._gates = GateReader()
@@ -101,7 +107,13 @@ class SqliteStore:
         """Open the file, switch to WAL and create or migrate the schema."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            created = not self.path.exists()
             await asyncio.to_thread(_can_open, self.path)
+            if created:
+                # Said, so a store that went missing (deleted, a wrong data dir) is not
+                # replaced by an empty one in silence.
+                log.info("created a new, empty SQLite store at %s", self.path)
+            self._file = _file_identity(self.path)
             self._db = await aiosqlite.connect(
                 self.path, isolation_level=None, timeout=self._busy_timeout_ms / 1000
             )
@@ -144,6 +156,19 @@ class SqliteStore:
     async def ping(self) -> None:
         async with self._read() as db:
             await db.execute("SELECT 1")
+        # A file removed or replaced under an open store is still read and written by it
+        # (its old inode): nothing fails, and what is written meanwhile is gone at the next
+        # start. Readiness says so instead.
+        try:
+            now = _file_identity(self.path)
+        except FileNotFoundError:
+            now = None
+        if now != self._file:
+            how = "removed" if now is None else "replaced"
+            raise StoreError(
+                f"SQLite store {self.path} was {how} while open: what is written now is lost;"
+                " restart to open the file that is there"
+            )
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[SqliteReader]:
@@ -721,6 +746,11 @@ def _store_error(exc: BaseException) -> BaseException:
 # OperationalErrors that pass: a lock held past the busy timeout, a file gone or unreadable,
 # a full disk (SQLITE_FULL, "database or disk is full": space comes back once freed).
 _UNAVAILABLE = re.compile(r"locked|busy|unable to open|disk I/O|readonly|is full", re.IGNORECASE)
+
+
+def _file_identity(path: Path) -> tuple[int, int]:
+    found = os.stat(path)
+    return found.st_dev, found.st_ino
 
 
 def _can_open(path: Path) -> None:

@@ -4,16 +4,19 @@ and says whether a worker polls the task queue."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import uuid
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import httpx
+import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import Catalog
 from activities.store.base import Store
+from activities.store.sqlite import SqliteStore
 from app.main import create_app
 from app.platform.devserver import wait_for_temporal
 from app.settings import Settings
@@ -87,6 +90,26 @@ class TestReadyz:
         assert response.json()["error"]["details"] == [
             {"path": "store", "message": "not reachable (the API's log says why)"}
         ]
+
+    @pytest.mark.parametrize("how", ["removed", "replaced"])
+    async def test_a_store_file_removed_or_replaced_while_open_is_not_ready(
+        self,
+        client: httpx.AsyncClient,
+        store: Store,
+        how: str,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        # The open store went on reading and writing the file's old inode: /readyz said
+        # "ok", and what was written meanwhile was gone at the next start.
+        assert isinstance(store, SqliteStore)
+        assert (await client.get("/readyz")).status_code == 200
+        for part in store.path.parent.glob(store.path.name + "*"):
+            part.unlink()
+        if how == "replaced":
+            sqlite3.connect(store.path).close()
+        response = await client.get("/readyz")
+        assert_error(response, 503, "service_unavailable", "store")
+        assert f"SQLite store {store.path} was {how} while open" in caplog.text
 
     async def test_unreachable_temporal_is_503_naming_temporal_and_its_address(
         self, settings: Settings, store: Store, catalog: Catalog

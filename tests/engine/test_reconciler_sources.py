@@ -127,3 +127,26 @@ async def test_each_node_run_the_reconciler_closes_logs_its_end(platform: Platfo
         assert kinds.index("node_failed") < kinds.index("run_failed")
     else:
         assert [e["type"] for e in ended] == ["node_cancelled"]
+
+
+async def test_runs_open_in_temporal_that_the_store_lacks_are_named_once(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A store deleted or restored from an older copy lost runs Temporal still runs: they
+    # went on calling their steps, and nothing said so.
+    store = platform.store
+    assert isinstance(store, SqliteStore)
+    wf, run_id = await start(platform, [echo("gate", GATE)])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    kept_wf, kept = await start(platform, [echo("gate", GATE)])
+    await wait_for_gate(platform, kept_wf, kept, "gate")
+    with sqlite3.connect(store.path) as db:
+        db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+    reconciler = eager(platform)
+    await reconciler.reconcile_once()
+    said = [r.getMessage() for r in caplog.records if "are not in the store" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("1 run(s) open in Temporal"), said
+    assert said[0].endswith(run_id) and kept not in said[0]
+    await reconciler.reconcile_once()
+    again = [r for r in caplog.records if "are not in the store" in r.getMessage()]
+    assert len(again) == 1
