@@ -114,8 +114,10 @@ class TrellisApi:
     def get(self, path: str, **params: Any) -> Answer:
         return self.request("GET", path, params={k: v for k, v in params.items() if v is not None})
 
-    def post(self, path: str, body: Any = None) -> Answer:
-        return self.request("POST", path, json=body)
+    def post(self, path: str, body: Any = None, key: str | None = None) -> Answer:
+        """POST `body`; with `key`, as its `Idempotency-Key`."""
+        headers = {"Idempotency-Key": key} if key is not None else None
+        return self.request("POST", path, json=body, headers=headers)
 
     def run_path(self, run_id: str) -> str:
         """`/workflows/{workflow}/runs/{run}` for a bare run id (the API says whose it is)."""

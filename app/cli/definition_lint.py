@@ -15,8 +15,10 @@ from pydantic import BaseModel
 
 from temporal_workflows.definition import WorkflowSpec
 
-# Read beside the definition: `id` (by the CLI: which workflow to update), `enabled`.
-TOP_LEVEL_EXTRAS = frozenset({"id", "enabled"})
+# Read beside the definition: `id` (by the CLI: which workflow to update), `enabled`; and
+# what a workflow read carries that no one sets (`workflows show --json` applied as it is,
+# a workflow copied between platforms), taken as given, not as a misspelt field.
+TOP_LEVEL_EXTRAS = frozenset({"id", "enabled", "version", "createdAt", "updatedAt"})
 
 
 def unknown_fields(definition: dict[str, Any]) -> list[str]:

@@ -9,6 +9,7 @@ import click
 
 from app.cli.api_client import segment
 from app.cli.limits import page_options
+from app.cli.option_values import key_option
 from app.cli.output import Session, api_options, shown, styled
 from app.cli.run_commands import listed_node_runs, run_table
 
@@ -25,26 +26,28 @@ def _started(what: str, child_id: str, status: str, parent_id: str) -> Any:
 @click.command("rerun")
 @click.argument("run_id")
 @click.argument("node_id")
+@key_option
 @api_options
-def rerun(session: Session, run_id: str, node_id: str) -> None:
+def rerun(session: Session, run_id: str, node_id: str, key: str | None) -> None:
     """Rerun one top-level step of a finished run (a child run).
 
     The steps before it reuse their outputs, the ones after it do not run. NODE_ID is the
     step's id in the definition (`trellis workflows show`)."""
     run_path = session.api.run_path(run_id)
-    answer = session.api.post(f"{run_path}/nodes/{segment(node_id)}/rerun")
+    answer = session.api.post(f"{run_path}/nodes/{segment(node_id)}/rerun", key=key)
     # Contract 13's body is snake_case (`run_id`), unlike the other control answers.
     session.emit(answer, lambda r: _started("rerun", r["run_id"], r["status"], run_id))
 
 
 @click.command("replay")
 @click.argument("run_id")
+@key_option
 @api_options
-def replay(session: Session, run_id: str) -> None:
+def replay(session: Session, run_id: str, key: str | None) -> None:
     """Run the live definition again from scratch (a child run).
 
     Every step runs anew, on the run's initial input."""
-    answer = session.api.post(f"{session.api.run_path(run_id)}/replay")
+    answer = session.api.post(f"{session.api.run_path(run_id)}/replay", key=key)
     session.emit(answer, lambda r: _started("replay", r["runId"], r["status"], r["parentRunId"]))
 
 

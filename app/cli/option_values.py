@@ -90,6 +90,20 @@ def pairs(
     }
 
 
+def key_option(func: Any) -> Any:
+    """`--idempotency-key KEY`, sent as the request's `Idempotency-Key`: the command sent
+    again with the same key after its answer was lost is answered as the first was, and
+    applied once (docs/api.md, "Idempotency")."""
+    return click.option(
+        "--idempotency-key",
+        "key",
+        default=None,
+        metavar="KEY",
+        help="sent as Idempotency-Key: repeat the command with the same key when its answer "
+        "was lost, and it is applied once",
+    )(func)
+
+
 def input_options(func: Any) -> Any:
     """`--input KEY=VALUE …` and `--input-json JSON|@FILE|-`: a run's initial input."""
     func = click.option(

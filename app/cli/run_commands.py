@@ -12,7 +12,7 @@ from rich.text import Text
 from app.cli.api_client import RESUME_PATIENCE_SECONDS, path_of, segment
 from app.cli.limits import page_options
 from app.cli.node_pages import latest_node_runs
-from app.cli.option_values import initial_input, input_options, json_value, pairs
+from app.cli.option_values import initial_input, input_options, json_value, key_option, pairs
 from app.cli.output import Session, api_options, compact, page_title, shown, styled, table, when
 from app.cli.run_watch import watch_run
 
@@ -65,13 +65,18 @@ def run_table(data: dict[str, Any], title: str = "runs") -> Any:
 @runs.command("start")
 @click.argument("workflow_id")
 @input_options
+@key_option
 @api_options
 def start(
-    session: Session, workflow_id: str, inputs: tuple[str, ...], input_json: str | None
+    session: Session,
+    workflow_id: str,
+    inputs: tuple[str, ...],
+    input_json: str | None,
+    key: str | None,
 ) -> None:
     """Trigger a run of a workflow's current version (it runs asynchronously)."""
     body = {"triggerSource": "manual", "initialInput": initial_input(inputs, input_json)}
-    answer = session.api.post(f"/workflows/{segment(workflow_id)}/runs", body)
+    answer = session.api.post(f"/workflows/{segment(workflow_id)}/runs", body, key)
     session.emit(answer, lambda r: shown("run ", r["runId"], " ", styled(r["status"])))
 
 
@@ -221,8 +226,8 @@ def watch(session: Session, run_id: str, patience: float) -> int:
     return watch_run(session, run_id, patience)
 
 
-def _control(session: Session, run_id: str, action: str) -> None:
-    answer = session.api.post(f"{session.api.run_path(run_id)}/{action}")
+def _control(session: Session, run_id: str, action: str, key: str | None = None) -> None:
+    answer = session.api.post(f"{session.api.run_path(run_id)}/{action}", key=key)
     session.emit(
         answer,
         lambda r: shown(f"run {r['runId']}: {r['message']} (now ", styled(r["status"]), ")"),
@@ -231,18 +236,20 @@ def _control(session: Session, run_id: str, action: str) -> None:
 
 @runs.command("pause")
 @click.argument("run_id")
+@key_option
 @api_options
-def pause(session: Session, run_id: str) -> None:
+def pause(session: Session, run_id: str, key: str | None) -> None:
     """Pause at the next node boundary (steps in flight finish)."""
-    _control(session, run_id, "pause")
+    _control(session, run_id, "pause", key)
 
 
 @runs.command("resume")
 @click.argument("run_id")
+@key_option
 @api_options
-def resume(session: Session, run_id: str) -> None:
+def resume(session: Session, run_id: str, key: str | None) -> None:
     """Continue a paused run."""
-    _control(session, run_id, "resume")
+    _control(session, run_id, "resume", key)
 
 
 @runs.command("cancel")
@@ -255,10 +262,11 @@ def cancel(session: Session, run_id: str) -> None:
 
 @runs.command("retry")
 @click.argument("run_id")
+@key_option
 @api_options
-def retry(session: Session, run_id: str) -> None:
+def retry(session: Session, run_id: str, key: str | None) -> None:
     """Start a new run of a finished one, reusing what completed (a child run)."""
-    answer = session.api.post(f"{session.api.run_path(run_id)}/retry")
+    answer = session.api.post(f"{session.api.run_path(run_id)}/retry", key=key)
     session.emit(answer, lambda r: _retried(r.get("runId") or r.get("id")))
 
 
@@ -337,6 +345,7 @@ def _text_fields(run: dict[str, Any], step_id: str) -> frozenset[str]:
     metavar="JSON|@FILE|-",
     help="replace the step's output (JSON, @FILE or - for stdin)",
 )
+@key_option
 @api_options
 def approve(
     session: Session,
@@ -347,6 +356,7 @@ def approve(
     inputs: tuple[str, ...],
     choices: tuple[str, ...],
     edited_output: str | None,
+    key: str | None,
 ) -> None:
     """Decide a gate: confirm (default), --reject, --input k=v, --choice, --edited-output."""
     given = {
@@ -376,7 +386,7 @@ def approve(
         body["resolution"] = "reject"
     if feedback is not None:
         body["feedback"] = feedback
-    answer = session.api.post(f"{path_of(run)}/approve", body)
+    answer = session.api.post(f"{path_of(run)}/approve", body, key)
     session.emit(
         answer, lambda r: shown(f"run {r['runId']}: {r['message']} (", styled(r["status"]), ")")
     )

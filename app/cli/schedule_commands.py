@@ -15,7 +15,7 @@ from rich.console import Group
 
 from app.cli.api_client import if_match, segment
 from app.cli.limits import MAX_INTERVAL_SECONDS
-from app.cli.option_values import initial_input, input_options
+from app.cli.option_values import initial_input, input_options, key_option
 from app.cli.output import Session, api_options, compact, shown, table, when
 
 OVERLAP_POLICIES = ("skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other",
@@ -124,6 +124,7 @@ def timing_options(func: Any) -> Any:
 @click.argument("workflow_id")
 @timing_options
 @click.option("--paused", is_flag=True, help="create it paused (it fires once unpaused)")
+@key_option
 @api_options
 def create_schedule(
     session: Session,
@@ -135,6 +136,7 @@ def create_schedule(
     input_json: str | None,
     overlap_policy: str | None,
     paused: bool,
+    key: str | None,
 ) -> None:
     """Create a schedule: each firing starts a run of the workflow's current version."""
     if cron is None and interval_seconds is None:
@@ -148,7 +150,7 @@ def create_schedule(
         body["initialInput"] = initial_input(inputs, input_json)
     if paused:
         body["paused"] = True
-    answer = session.api.post(f"/workflows/{segment(workflow_id)}/schedules", body)
+    answer = session.api.post(f"/workflows/{segment(workflow_id)}/schedules", body, key)
     session.emit(answer, lambda s: shown(f"created schedule {s['id']}: {_timing(s)}"))
 
 

@@ -129,6 +129,33 @@ def test_approve_from_the_cli_and_watch_the_run_complete(dev: DevProcess, tmp_pa
     assert shown["finalOutput"]["config"] == {"greeting": "Hello, Ada!"}
 
 
+def test_a_command_repeated_with_its_idempotency_key_is_applied_once(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # docs/hitl.md's answer to a lost response is "repeat it with the same Idempotency-Key";
+    # the CLI could send none, and a repeated `runs pause` was a 409.
+    workflow_id = applied_workflow(dev, tmp_path)
+
+    def twice(*args: str) -> list[dict[str, Any]]:
+        return [json.loads(ok(trellis(dev, *args, "--json"))) for _ in range(2)]
+
+    first, again = twice("runs", "start", workflow_id, "--idempotency-key", "start-1")
+    assert first["runId"] == again["runId"]
+    run_id = first["runId"]
+    gate = wait_for_gate(dev, run_id)
+    paused = twice("runs", "pause", run_id, "--idempotency-key", "pause-1")
+    assert [p["status"] for p in paused] == ["paused", "paused"]
+    twice("runs", "resume", run_id, "--idempotency-key", "resume-1")
+    decided = twice("approve", run_id, gate["stepId"], "--idempotency-key", "ok-1")
+    assert decided[0] == decided[1]
+    shown = json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))
+    assert len(shown["resolvedRequirements"]) == 1
+    events = httpx.get(f"{dev.api_url}/api/v1/workflows/{workflow_id}/runs/{run_id}/events").text
+    assert events.count("event: run_paused") == 1 and events.count("event: run_resumed") == 1
+    # Without a key a repeat is a new request: refused, the run being past its gate.
+    assert trellis(dev, "runs", "pause", run_id).returncode == 1
+
+
 def test_approve_input_keeps_a_text_fields_value_as_written(
     dev: DevProcess, tmp_path: Path
 ) -> None:

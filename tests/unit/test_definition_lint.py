@@ -43,3 +43,22 @@ def test_unknown_keys_are_named_by_their_path() -> None:
 def test_values_of_the_wrong_shape_are_left_to_the_api() -> None:
     # The API answers those with a 400 naming the field; nothing to add here.
     assert unknown_fields({"name": "n", "nodes": "not a list", "canvas": 3}) == []
+
+
+def test_a_workflow_as_the_api_serves_it_has_no_unknown_keys() -> None:
+    # `trellis workflows show ID --json > f; trellis workflows apply -f f` warned that
+    # version, createdAt and updatedAt are "not a field of a definition".
+    from datetime import UTC, datetime
+
+    from app.schemas.workflow import WorkflowPublic
+
+    served = WorkflowPublic(
+        id="wf",
+        name="n",
+        enabled=False,
+        version=3,
+        created_at=datetime.now(UTC),
+        updated_at=datetime.now(UTC),
+        nodes=[{"name": "A", "nodeType": "step", "executorKey": "builtin:echo"}],
+    ).model_dump(mode="json", by_alias=True)
+    assert unknown_fields(served) == []
