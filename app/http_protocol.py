@@ -9,9 +9,10 @@ request line past httptools' own limit, bad syntax) was a plain-text 400; it car
 API's error body now, as every other error does.
 
 At shutdown, a response whose client stopped reading (the socket's buffers full, uvicorn's
-writes paused) can never end: a live event stream of a long log held the API's exit for the
-whole grace (10 s), then ended in an ERROR line. Its connection is dropped once it is found
-stalled after the shutdown began; a client that reads gets its response's end as before.
+writes paused, and nothing of what waits taken in a whole check's interval) can never end:
+a live event stream of a long log held the API's exit for the whole grace (10 s), then
+ended in an ERROR line. Its connection is dropped once it is found stalled after the
+shutdown began; a client that reads, however slowly, gets its response's end as before.
 
 A head is measured two ways: by what the parser hands over (the URL, each header), which
 sees a whole head that came in one read; and, while a head is still incomplete, by the
@@ -21,7 +22,10 @@ reads it spans, which bounds what the parser buffers for one header that never e
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import struct
+import termios
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
@@ -98,19 +102,35 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().on_response_complete()
         self._send_refusal_when_idle()
 
+    _resumed = 0  # times the transport let writes go on: the client took what waited
+
+    def resume_writing(self) -> None:
+        self._resumed += 1
+        super().resume_writing()
+
     def shutdown(self) -> None:
         super().shutdown()
         if not self.transport.is_closing():
-            self.loop.call_later(STALL_CHECK_SECONDS, self._drop_if_stalled)
+            self.loop.call_later(STALL_CHECK_SECONDS, self._drop_if_stalled, None)
 
-    def _drop_if_stalled(self) -> None:
+    def _drop_if_stalled(self, before: tuple[int, int, int] | None) -> None:
+        """Abort the connection when its writes were paused at the last look and are still,
+        with no byte taken by the client since: never resumed in between (a slow reader's
+        writes resume and pause again in turns), and no fewer bytes waiting, neither here
+        nor in the kernel's send queue (a slow reader drains that first: megabytes, where
+        what waits here moves only when the kernel takes more)."""
         if self.transport.is_closing():
             return
-        if self.flow is not None and self.flow.write_paused:
+        paused = self.flow is not None and self.flow.write_paused
+        unsent = _kernel_unsent(self.transport) if paused else None
+        now = None
+        if unsent is not None:
+            now = (self._resumed, self.transport.get_write_buffer_size(), unsent)
+        if now is not None and before is not None and _no_progress(before, now):
             # Aborted, the response counts as disconnected: no "without completing" line.
             self.transport.abort()
             return
-        self.loop.call_later(STALL_CHECK_SECONDS, self._drop_if_stalled)
+        self.loop.call_later(STALL_CHECK_SECONDS, self._drop_if_stalled, now)
 
     def send_400_response(self, msg: str) -> None:
         if not self._refused:
@@ -149,3 +169,21 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self.transport.can_write_eof():
             self.transport.write_eof()
         asyncio.get_running_loop().call_later(DISCARD_SECONDS, self.transport.close)
+
+
+def _no_progress(before: tuple[int, int, int], now: tuple[int, int, int]) -> bool:
+    resumed, waiting, unsent = now
+    return resumed == before[0] and waiting >= before[1] and unsent >= before[2]
+
+
+def _kernel_unsent(transport: asyncio.BaseTransport) -> int | None:
+    """Bytes the kernel holds for the client, sent or not, that it has not acknowledged
+    (Linux's TIOCOUTQ); None where that cannot be asked (a connection is then never taken
+    for stalled)."""
+    sock = transport.get_extra_info("socket")
+    try:
+        answer = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    except (AttributeError, OSError, ValueError):
+        return None
+    unsent: int = struct.unpack("i", answer)[0]
+    return unsent

@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import socket
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.builders import retries, step
 from tests.support.api_runs import create_and_trigger, wait_for
-from tests.support.processes import Processes, process_env
+from tests.support.processes import Processes, TrellisProcess, process_env
 
 TERMINAL = {"completed", "failed", "cancelled"}
 
@@ -142,13 +144,11 @@ async def test_sigterm_ends_live_event_streams_and_the_api_exits_promptly(
     assert seconds < 8  # streams ended at once; the 10 s grace was not waited out
 
 
-async def test_a_stream_whose_client_stopped_reading_does_not_hold_the_api_at_exit(
-    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
-) -> None:
-    # A client that stops reading a long log fills the socket's buffers: its response can
-    # never end. The API waited the whole 10 s grace for it, then logged "ASGI callable
-    # returned without completing response" at ERROR.
-    env = env_for(temporal_env, tmp_path)
+async def long_log_behind_a_gate(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes, **extra: str
+) -> tuple[TrellisProcess, str]:
+    """An API, and the events path of a run whose log is 20,000 events (8 MB) long."""
+    env = env_for(temporal_env, tmp_path, **extra)
     api_process = processes.api(env)
     processes.worker(env)
     gate = step("Approve", "builtin:echo", humanReview={"requiresConfirmation": True})
@@ -156,15 +156,30 @@ async def test_a_stream_whose_client_stopped_reading_does_not_hold_the_api_at_ex
         wf, run_id = await create_and_trigger(api, {"nodes": [gate]})
         await wait_for(api, wf, run_id, lambda r: r["status"] == "awaiting_approval")
     note = json.dumps({"type": "note", "runId": run_id, "text": "x" * 400})
-    with sqlite3.connect(tmp_path / "trellis.db") as db:  # a long log, written at once
+    with sqlite3.connect(tmp_path / "trellis.db") as db:  # written at once
         db.executemany("INSERT INTO events (run_id, doc) VALUES (?, ?)", [(run_id, note)] * 20_000)
+    return api_process, f"/api/v1/workflows/{wf}/runs/{run_id}/events"
+
+
+def reader_of(api_process: TrellisProcess, path: str) -> socket.socket:
+    """A connection asking for `path` with a small receive buffer, nothing read yet."""
     host, port = api_process.url.removeprefix("http://").split(":")
-    stalled = socket.socket()
-    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    stalled.connect((host, int(port)))
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    reader.connect((host, int(port)))
+    reader.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    return reader
+
+
+async def test_a_stream_whose_client_stopped_reading_does_not_hold_the_api_at_exit(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    # A client that stops reading a long log fills the socket's buffers: its response can
+    # never end. The API waited the whole 10 s grace for it, then logged "ASGI callable
+    # returned without completing response" at ERROR.
+    api_process, path = await long_log_behind_a_gate(temporal_env, tmp_path, processes)
+    stalled = reader_of(api_process, path)
     try:
-        path = f"/api/v1/workflows/{wf}/runs/{run_id}/events"
-        stalled.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
         await asyncio.sleep(2)  # the API writes until the buffers are full
         code, seconds = await asyncio.to_thread(api_process.process.stop)
     finally:
@@ -172,6 +187,33 @@ async def test_a_stream_whose_client_stopped_reading_does_not_hold_the_api_at_ex
     assert code in (0, -signal.SIGTERM), api_process.process.output()
     assert seconds < 7, seconds  # not the 10 s grace
     assert "without completing response" not in api_process.process.output()
+
+
+async def test_a_stream_whose_client_reads_slowly_is_kept_through_the_grace(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    # Its writes are paused most of the time, as a stalled client's are; but what waits
+    # for it goes down, so it is not dropped.
+    api_process, path = await long_log_behind_a_gate(
+        temporal_env, tmp_path, processes, TRELLIS_API_SHUTDOWN_GRACE_SECONDS="5"
+    )
+    slow = reader_of(api_process, path)
+    slow.setblocking(False)
+    got_after: list[float] = []
+    try:
+        await asyncio.sleep(2)
+        stopping = asyncio.create_task(asyncio.to_thread(api_process.process.stop))
+        began = time.monotonic()
+        while not stopping.done():
+            with contextlib.suppress(BlockingIOError):
+                if slow.recv(1024):
+                    got_after.append(time.monotonic() - began)
+            await asyncio.sleep(0.05)
+        code, _ = await stopping
+    finally:
+        slow.close()
+    assert code in (0, -signal.SIGTERM), api_process.process.output()
+    assert max(got_after) > 3.5, got_after  # still served after the stall checks
 
 
 @pytest.mark.parametrize("api_workers", ["1", "2"])
