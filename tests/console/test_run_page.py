@@ -322,6 +322,26 @@ async def test_a_run_page_says_when_its_live_stream_is_lost_and_when_it_is_back(
     await expect(state).to_have_text(re.compile("^The run has ended"), timeout=15_000)
 
 
+async def test_a_run_page_opened_on_a_finished_run_does_not_follow_its_stream(
+    console: Console,
+) -> None:
+    # It read the whole event log first: a loop's 40,004 events (14 MB) took 10 s to say
+    # "The run has ended", which the run's detail said from the start.
+    p = console.platform
+    wf, run_id = await start(p, [loop("repeat", echo("again"), max_iterations=3)])
+    assert (await p.wait(wf, run_id))["status"] == "completed"
+    page = console.page
+    streams: list[str] = []
+    page.on("request", lambda r: streams.append(r.url) if r.url.endswith("/events") else None)
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await expect(page.locator("[data-role=live-state]")).to_have_text(
+        re.compile("^The run has ended")
+    )
+    node = page.locator('button.node[data-node-id="again"]')
+    await expect(node).to_have_attribute("aria-label", "again, step, builtin:echo: completed")
+    assert streams == [], "a finished run's event stream was read"
+
+
 async def test_a_run_page_whose_stream_answers_404_says_it_stopped_following(
     console: Console,
 ) -> None:

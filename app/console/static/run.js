@@ -18,6 +18,10 @@ const LIVE_TEXT = "Live: node statuses change as the run goes. Choose a node to 
 const GONE_TEXT = "Live updates stopped: this run is no longer available to you (deleted, or your access was withdrawn).";
 const ENDED_TEXT = "The run has ended: nothing here changes any more. Choose a node to see its runs.";
 const LOST_TEXT = "Live updates paused: the API cannot be reached. Trying again; what is shown may be out of date.";
+const LIVE_STATES = {
+  live: ["muted", LIVE_TEXT], lost: ["notice notice-info", LOST_TEXT],
+  gone: ["notice notice-info", GONE_TEXT], ended: ["muted", ENDED_TEXT],
+};
 
 // What each control may act on (the API answers 409/400 otherwise; the buttons say so first).
 const CONTROLS = [
@@ -67,7 +71,14 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   const decisions = h("section", { "aria-labelledby": "decisions-h" });
   let tree = renderTree(graph, { onSelect: selectNode });
   const treeSlot = h("div.tree-wrap", {}, tree.element);
-  const liveState = h("p.muted", { "aria-live": "polite", dataset: { role: "live-state", state: "live" } }, LIVE_TEXT);
+  const terminal = new Set(config.terminalRunStatuses);
+  // A run that has ended is not followed: its stream would send the whole log (40,004
+  // events, 14 MB, for a long loop) only to say what its detail already says.
+  const following = !terminal.has(run.status);
+  const first = following ? "live" : "ended";
+  const liveState = h("p", {
+    class: LIVE_STATES[first][0], "aria-live": "polite", dataset: { role: "live-state", state: first },
+  }, LIVE_STATES[first][1]);
 
   add(main, 
     h("nav.crumbs", { "aria-label": "Breadcrumb" },
@@ -95,16 +106,11 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   const clock = setInterval(() => tickClocks(gatesSection), 1000);
   let refreshTimer = null;
   let refreshDue = 0; // when a refresh put off by a stream of events happens all the same
-  const terminal = new Set(config.terminalRunStatuses);
 
-  follow(`${base}/events`, {
+  if (following) follow(`${base}/events`, {
     signal: abort.signal,
     onState(state) {
-      // Said once per change, so a screen reader hears a lost link and its return once.
-      if (liveState.dataset.state === state) return;
-      liveState.dataset.state = state;
-      liveState.className = state === "live" ? "muted" : "notice notice-info";
-      liveState.textContent = { live: LIVE_TEXT, lost: LOST_TEXT, gone: GONE_TEXT }[state];
+      setLiveState(state);
     },
     onEvent(type, event) {
       if (event.nodeId && event.status) tree.setStatus(event.nodeId, event.status);
@@ -115,12 +121,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     async shouldStop() {
       await refresh();
       const ended = terminal.has(run.status);
-      if (ended && liveState.dataset.state !== "ended") {
-        // It said "Live: node statuses change…" for a finished run.
-        liveState.dataset.state = "ended";
-        liveState.className = "muted";
-        liveState.textContent = ENDED_TEXT;
-      }
+      if (ended) setLiveState("ended"); // it said "Live: node statuses change…"
       return ended;
     },
   });
@@ -138,6 +139,13 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     const now = Date.now();
     if (!refreshDue) refreshDue = now + 1000;
     refreshTimer = setTimeout(() => { refreshDue = 0; refresh(); }, Math.min(200, Math.max(0, refreshDue - now)));
+  }
+
+  // Said once per change, so a screen reader hears a lost link and its return once.
+  function setLiveState(state) {
+    if (liveState.dataset.state === state) return;
+    liveState.dataset.state = state;
+    [liveState.className, liveState.textContent] = LIVE_STATES[state];
   }
 
   async function refresh() {
