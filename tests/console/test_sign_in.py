@@ -7,6 +7,7 @@ from urllib.parse import unquote
 
 from playwright.async_api import expect
 
+from tests.builders import delay
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate
 from tests.hitl.helpers import wait_for_gate
@@ -36,7 +37,10 @@ async def test_a_pasted_token_signs_in_for_this_tab_only_and_never_shows_in_a_ur
 ) -> None:
     console = jwt_console
     p = console.platform
-    wf = await p.create({"name": "Ship orders", "nodes": confirm_gate()})
+    # A step after the gate keeps the run going while its page opens: a finished run's
+    # page reads no event stream, and the stream's token is checked below.
+    nodes = [*confirm_gate(), delay("settle", 3)]
+    wf = await p.create({"name": "Ship orders", "nodes": nodes})
     run_id = await p.trigger(wf)
     await wait_for_gate(p, wf, run_id, "ship")
     page = console.page
