@@ -355,6 +355,26 @@ async def test_a_run_page_whose_stream_answers_404_says_it_stopped_following(
     await expect(state).to_contain_text("Live updates stopped: this run is no longer available")
 
 
+async def test_a_run_page_whose_workflow_is_deleted_says_the_run_is_gone(
+    console: Console,
+) -> None:
+    # The delete cancels the run, so its stream ended with `run_cancelled`: the page said
+    # "The run has ended" and offered Retry and Replay for a run the API answered 404 for.
+    p = console.platform
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await expect(page.locator(".gate")).to_have_count(1)
+    assert (await p.api.delete(f"/api/v1/workflows/{wf}")).status_code == 204
+    state = page.locator("[data-role=live-state]")
+    await expect(state).to_contain_text(
+        "Live updates stopped: this run is no longer available", timeout=LIVE
+    )
+    for action in ("pause", "resume", "cancel", "retry", "replay"):
+        await expect(page.locator(f"button[data-action={action}]")).to_be_disabled()
+    await expect(page.locator(".gate")).to_have_count(0)
+
+
 async def test_a_pause_goes_under_an_idempotency_key(console: Console) -> None:
     # Sent without one, a pause whose answer was lost could not be sent again as the same
     # request: a repeat was a 409 ("Run is paused"), someone else's pause as far as the

@@ -22,6 +22,7 @@ const LIVE_STATES = {
   live: ["muted", LIVE_TEXT], lost: ["notice notice-info", LOST_TEXT],
   gone: ["notice notice-info", GONE_TEXT], ended: ["muted", ENDED_TEXT],
 };
+const GONE_WHY = "This run is no longer available to you.";
 
 // What each control may act on (the API answers 409/400 otherwise; the buttons say so first).
 const CONTROLS = [
@@ -71,6 +72,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   const decisions = h("section", { "aria-labelledby": "decisions-h" });
   let tree = renderTree(graph, { onSelect: selectNode });
   const treeSlot = h("div.tree-wrap", {}, tree.element);
+  let gone = false; // the run answered 404: deleted, or no longer visible to this caller
   const terminal = new Set(config.terminalRunStatuses);
   // A run that has ended is not followed: its stream would send the whole log (40,004
   // events, 14 MB, for a long loop) only to say what its detail already says.
@@ -110,7 +112,8 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   if (following) follow(`${base}/events`, {
     signal: abort.signal,
     onState(state) {
-      setLiveState(state);
+      if (state === "gone") markGone();
+      else setLiveState(state);
     },
     onEvent(type, event) {
       if (event.nodeId && event.status) tree.setStatus(event.nodeId, event.status);
@@ -120,6 +123,9 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     },
     async shouldStop() {
       await refresh();
+      // A run whose workflow was deleted ends its stream with `run_cancelled` (the delete
+      // cancels it), but it is gone, not a run that ended: only the refresh's 404 says so.
+      if (gone) return true;
       const ended = terminal.has(run.status);
       if (ended) setLiveState("ended"); // it said "Live: node statuses change…"
       return ended;
@@ -148,7 +154,19 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     [liveState.className, liveState.textContent] = LIVE_STATES[state];
   }
 
+  /** The run answered 404: say so, and offer nothing the API would refuse. */
+  function markGone() {
+    if (gone) return;
+    gone = true;
+    setLiveState("gone");
+    run.pendingRequirements = []; // its open gates' cards go, or say they closed
+    renderControls();
+    renderGates();
+    renderDetail();
+  }
+
   async function refresh() {
+    if (gone) return;
     try {
       const [fresh, freshGraph] = await Promise.all([api(detailPath), api(`${base}/graph`)]);
       run = fresh;
@@ -161,7 +179,8 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       renderDetail();
       renderDecisions();
     } catch (err) {
-      // The stream goes on; the next event refreshes again.
+      if (err instanceof ApiError && err.status === 404) markGone();
+      // Otherwise the stream goes on; the next event refreshes again.
     }
   }
 
@@ -215,8 +234,8 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     const focused = controls.contains(document.activeElement) ? document.activeElement.dataset.action : null;
     const steering = mayUse(CONTROL_SCOPE);
     fill(controls, CONTROLS.map((c) => {
-      const allowed = steering && (!c.when || c.when.includes(run.status));
-      const why = steering ? `Not while the run is ${run.status.replace(/_/g, " ")}` : NO_CONTROL;
+      const allowed = !gone && steering && (!c.when || c.when.includes(run.status));
+      const why = gone ? GONE_WHY : steering ? `Not while the run is ${run.status.replace(/_/g, " ")}` : NO_CONTROL;
       return h(`button.${c.danger ? "danger" : "secondary"}`, {
         type: "button", disabled: !allowed, dataset: { action: c.action },
         title: allowed ? c.text : why,
@@ -318,7 +337,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   }
 
   function renderDetail() {
-    redraw(detail, [selected, run.status, nodeRuns, nodeRunsTotal], drawDetail);
+    redraw(detail, [selected, run.status, gone, nodeRuns, nodeRunsTotal], drawDetail);
   }
 
   function drawDetail() {
@@ -333,9 +352,9 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       h("h2", { id: "node-h", tabindex: "-1" }, node ? node.name : selected),
       facts([["Type", node && node.nodeType], ["Executor", node && node.executorKey ? h("code", {}, node.executorKey) : null]]),
       rerunnable ? h("div.toolbar", {}, h("button.secondary", {
-        type: "button", disabled: !mayUse(CONTROL_SCOPE) || !["completed", "failed"].includes(run.status),
+        type: "button", disabled: gone || !mayUse(CONTROL_SCOPE) || !["completed", "failed"].includes(run.status),
         dataset: { action: "rerun" },
-        title: mayUse(CONTROL_SCOPE) ? "Runs this step again in a new run, reusing the outputs of the steps before it" : NO_CONTROL,
+        title: gone ? GONE_WHY : mayUse(CONTROL_SCOPE) ? "Runs this step again in a new run, reusing the outputs of the steps before it" : NO_CONTROL,
         on: { click: () => rerun(node) },
       }, "Rerun from this node")) : null,
       nodeRunsTotal > nodeRuns.length
