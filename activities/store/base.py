@@ -223,6 +223,9 @@ class Store(Protocol):
     async def list_events(self, run_id: str, after_id: int, limit: int) -> list[dict[str, Any]]:
         """Events of a run with id > after_id, in order; each carries its `id`."""
 
+    async def last_event_id(self, run_id: str) -> int:
+        """The id of the run's newest event; 0 when it has none."""
+
     async def delete_events(self, run_id: str) -> None:
         """Delete a log's events (a deleted schedule's skips); their ids are never reused."""
 

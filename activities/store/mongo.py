@@ -608,6 +608,17 @@ class MongoStore:
             docs = await cursor.to_list()
         return [{**from_bson_safe(d)["event"], "id": d["_id"]} for d in docs]
 
+    async def last_event_id(self, run_id: str) -> int:
+        with _errors():
+            cursor = (
+                self._db()
+                .events.find({"run_id": run_id}, {"_id": 1})
+                .sort("_id", DESCENDING)
+                .limit(1)
+            )
+            newest = await cursor.to_list()
+        return int(newest[0]["_id"]) if newest else 0
+
     async def delete_events(self, run_id: str) -> None:
         with _errors():
             await self._db().events.delete_many({"run_id": run_id})

@@ -619,6 +619,13 @@ class SqliteStore:
             )
         return [{**json.loads(doc), "id": event_id} for event_id, doc in rows]
 
+    async def last_event_id(self, run_id: str) -> int:
+        async with self._read() as db:
+            row = await _one(
+                db, "SELECT COALESCE(MAX(id), 0) FROM events WHERE run_id = ?", (run_id,)
+            )
+        return int(row[0]) if row else 0
+
     async def delete_events(self, run_id: str) -> None:
         async with self._write() as db:
             await db.execute("DELETE FROM events WHERE run_id = ?", (run_id,))

@@ -64,3 +64,7 @@ class RunGraph(CamelModel):
     status: str
     nodes: list[RunGraphNode]
     edges: list[GraphEdge]
+    # The newest event's id, read before the nodes' states (0: none yet): a live view
+    # built from this graph follows the run's stream after it (`Last-Event-ID`), instead
+    # of reading the whole log for what the graph already shows.
+    last_event_id: int = 0

@@ -26,6 +26,8 @@ class GraphService:
 
     async def of_run(self, run: RunRecord) -> RunGraph:
         """The run's pinned version, each node with its latest node run."""
+        # Before the states: every change after this id comes as an event after it.
+        last_event_id = await self.store.last_event_id(run.id)
         graph = build_graph(run.definition_snapshot, await self._states(run.id))
         return RunGraph.model_validate(
             {
@@ -33,6 +35,7 @@ class GraphService:
                 "version": run.workflow_version,
                 "run_id": run.id,
                 "status": run.status,
+                "last_event_id": last_event_id,
                 **graph,
             }
         )

@@ -355,6 +355,36 @@ async def test_a_run_page_whose_stream_answers_404_says_it_stopped_following(
     await expect(state).to_contain_text("Live updates stopped: this run is no longer available")
 
 
+async def test_a_running_runs_page_follows_its_stream_after_what_the_graph_shows(
+    console: Console,
+) -> None:
+    # It read the run's whole log from its first event: a long loop's 40,004 events
+    # (14 MB) before the page was live.
+    p = console.platform
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    for n in range(50):  # a log longer than what the page needs
+        await p.store.append_event(run_id, {"type": "note", "runId": run_id, "n": n})
+    base = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    newest = (await p.api.get(f"{base}/graph")).json()["lastEventId"]
+    page = console.page
+    asked: list[str | None] = []
+    page.on(
+        "request",
+        lambda r: (
+            asked.append(r.headers.get("last-event-id")) if r.url.endswith("/events") else None
+        ),
+    )
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await expect(page.locator(".gate")).to_have_count(1)
+    assert asked[:1] == [str(newest)]
+    # Live still: the decision made elsewhere comes as the events after it.
+    assert (await approve(p, wf, run_id, stepId="ship", resolution="confirm")).status_code == 200
+    await expect(page.locator("[data-role=live-state]")).to_have_text(
+        re.compile("^The run has ended"), timeout=LIVE
+    )
+    await expect(page.locator(".gate")).to_have_count(0)
+
+
 async def test_a_run_page_whose_workflow_is_deleted_says_the_run_is_gone(
     console: Console,
 ) -> None:

@@ -106,6 +106,20 @@ class TestRunGraph:
                 "attempt": None,
             }
 
+    async def test_a_run_graph_names_the_runs_newest_event(self, platform: Platform) -> None:
+        # A live view built from it follows the stream after it: the console's run page
+        # read a long run's whole log (40,004 events, 14 MB) for what the graph shows.
+        wf = await platform.create(TREE)
+        run = await platform.wait(wf, await platform.trigger(wf, {"go": True}))
+        base = f"/api/v1/workflows/{wf}/runs/{run['id']}"
+        graph = (await platform.api.get(f"{base}/graph")).json()
+        events = await platform.store.list_events(run["id"], 0, 1000)
+        assert graph["lastEventId"] == events[-1]["id"]
+        after = await platform.api.get(
+            f"{base}/events", headers={"Last-Event-ID": str(graph["lastEventId"])}
+        )
+        assert "event:" not in after.text  # nothing the graph does not show
+
     async def test_a_run_graph_is_the_runs_version_not_the_live_one(
         self, platform: Platform
     ) -> None:

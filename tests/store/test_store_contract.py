@@ -658,6 +658,16 @@ class TestEvents:
         listed = await store.list_events(run_id, ids[0], 2)
         assert [e["id"] for e in listed] == ids[1:3]
 
+    async def test_the_last_event_id_is_the_runs_newest_and_0_without_one(
+        self, store: Store
+    ) -> None:
+        run_id, other = new_id(), new_id()
+        assert await store.last_event_id(run_id) == 0
+        await store.append_event(run_id, {"type": "a"})
+        newest = await store.append_event(run_id, {"type": "b"})
+        await store.append_event(other, {"type": "elsewhere"})
+        assert await store.last_event_id(run_id) == newest
+
     async def test_a_keyed_event_appended_twice_is_logged_once(self, store: Store) -> None:
         # A workflow's batch written again (its task ran twice) repeats its keyed events.
         run_id = new_id()

@@ -137,13 +137,14 @@ export async function api(path, { method = "GET", body, signal, extraHeaders = {
 
 /**
  * Follow a Server-Sent Events stream with fetch (EventSource cannot send a token).
- * Calls onEvent(type, data) per message; resumes after the last id on reconnect.
+ * Calls onEvent(type, data) per message, from after the event id `after` (null: from the
+ * first); resumes after the last id on reconnect.
  * Resolves when the server ends the stream and `shouldStop()` says so, or on abort.
  * onState("live" | "lost" | "gone") says whether a stream is open, so a page can say it
  * is not ("gone": the run answered 404, and is no longer followed).
  */
-export async function follow(path, { onEvent, shouldStop, signal, onState = () => {} }) {
-  let lastId = null;
+export async function follow(path, { onEvent, shouldStop, signal, onState = () => {}, after = null }) {
+  let lastId = after;
   let delay = 500;
   while (!signal.aborted) {
     try {

@@ -109,11 +109,18 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   let refreshTimer = null;
   let refreshDue = 0; // when a refresh put off by a stream of events happens all the same
 
+  let opened = false; // the stream has been open once
   if (following) follow(`${base}/events`, {
     signal: abort.signal,
+    // After what the graph already shows: a long run's whole log (40,004 events, 14 MB,
+    // for a long loop) was read first. A change between the page's two reads and the
+    // stream's start is caught by a refresh once the stream is open.
+    after: graph.lastEventId ? String(graph.lastEventId) : null,
     onState(state) {
-      if (state === "gone") markGone();
-      else setLiveState(state);
+      if (state === "gone") return markGone();
+      if (state === "live" && !opened) refresh();
+      opened = opened || state === "live";
+      setLiveState(state);
     },
     onEvent(type, event) {
       if (event.nodeId && event.status) tree.setStatus(event.nodeId, event.status);
