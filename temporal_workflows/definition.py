@@ -38,6 +38,14 @@ PRINCIPAL_PATTERN = r"^(user|role):[^\s]{1,200}$"
 MAX_APPROVERS = 50
 # Temporal refuses more than 2,000 pending activities per workflow; stay well below.
 MAX_CONCURRENCY = 500
+# A node's id (and every other id: docs/api.md, "Ids"); compiled in validation.py.
+NODE_ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+
+# What save time refuses, said in the OpenAPI document only: validation.py refuses it with
+# a message naming the node, beside every other problem of the definition, and a model
+# read back from the store or a Temporal payload is never refused for it.
+NodeId = Annotated[str, Field(json_schema_extra={"pattern": NODE_ID_REGEX, "minLength": 1})]
+NonEmpty = Annotated[str, Field(json_schema_extra={"minLength": 1})]
 
 
 class Position(DefinitionModel):
@@ -68,7 +76,7 @@ class StepConfig(DefinitionModel):
 
 class LoopConfig(DefinitionModel):
     max_iterations: Annotated[int, Field(ge=1, le=10_000), INTEGRAL]
-    end_condition_cel: str | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
+    end_condition_cel: NonEmpty | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
 
 
 class UserInputField(DefinitionModel):
@@ -114,18 +122,18 @@ class HumanReview(DefinitionModel):
 
 
 class RouterChoice(DefinitionModel):
-    name: str = Field(max_length=MAX_NAME_LENGTH)
+    name: NonEmpty = Field(max_length=MAX_NAME_LENGTH)
     steps: list[WorkflowNode] = Field(default_factory=list)
 
 
 class WorkflowNode(DefinitionModel):
     """One node of the tree. Every container field is always present (empty when unused)."""
 
-    id: str | None = Field(default=None, max_length=128)
+    id: NodeId | None = Field(default=None, max_length=128)
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     node_type: NodeType
     position: Position = Field(default_factory=Position)
-    executor_key: str | None = Field(default=None, max_length=MAX_NAME_LENGTH)
+    executor_key: NonEmpty | None = Field(default=None, max_length=MAX_NAME_LENGTH)
     a2a_pool: list[str] = Field(default_factory=list, alias="a2aPool")
     step_config: StepConfig | None = None
     config: dict[str, Any] = Field(default_factory=dict)
@@ -133,11 +141,11 @@ class WorkflowNode(DefinitionModel):
     true_steps: list[WorkflowNode] = Field(default_factory=list)
     false_steps: list[WorkflowNode] = Field(default_factory=list)
     choices: list[RouterChoice] = Field(default_factory=list)
-    condition_cel: str | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
+    condition_cel: NonEmpty | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
     loop_config: LoopConfig | None = None
     human_review: HumanReview | None = None
     # map nodes (an extension): the CEL list whose items each run the children.
-    items_cel: str | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
+    items_cel: NonEmpty | None = Field(default=None, max_length=MAX_EXPRESSION_LENGTH)
     # parallel and map nodes (an extension): at most this many branches at a time
     # (default: the workflow's maxConcurrency).
     max_concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY), INTEGRAL] | None = None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from temporal_workflows.cel_budget import EVALUATION_STEPS
 from temporal_workflows.definition import (
+    NODE_ID_REGEX,
     PRINCIPAL_PATTERN,
     HumanReview,
     WorkflowNode,
@@ -34,7 +35,7 @@ MAX_NODES = 5_000
 MAX_POOL = 5
 # How a step's `a2aPool` is ordered (`config.poolStrategy`; activities/executors/pool.py).
 POOL_STRATEGIES = ("failover", "round_robin", "skill_match")
-NODE_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+NODE_ID_PATTERN = re.compile(NODE_ID_REGEX)
 _PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Self
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from activities.store.records import NodeRunRecord, ResolvedDependency, RunHeader, RunRecord
 from app.schemas.run_data import run_data
@@ -60,6 +60,7 @@ class DependencyRequest(ResolvedDependency):
 
 # The trigger sources of child runs (contract 8b, GET …/children).
 CHILD_SOURCES = frozenset({"retry", "node_rerun", "replay"})
+_CHILD_SOURCE_NAMES = list[JsonValue](sorted(CHILD_SOURCES))
 
 
 class RunCreate(CamelModel):
@@ -67,15 +68,40 @@ class RunCreate(CamelModel):
         strict=True,
         json_schema_extra={
             "examples": [{"initialInput": {"customerName": "Ada"}}],
-            # Dependencies name outputs of a parent run: they need its id.
-            "if": {
-                "required": ["resolvedDependencies"],
-                "properties": {"resolvedDependencies": {"minItems": 1}},
-            },
-            "then": {
-                "required": ["parentRunId"],
-                "properties": {"parentRunId": {"type": "string", "minLength": 1}},
-            },
+            # The validators below, as far as JSON Schema says them (their messages are
+            # the API's; the document only refuses what they refuse).
+            "allOf": [
+                # Dependencies name outputs of a parent run: they need its id.
+                {
+                    "if": {
+                        "required": ["resolvedDependencies"],
+                        "properties": {"resolvedDependencies": {"minItems": 1}},
+                    },
+                    "then": {
+                        "required": ["parentRunId"],
+                        "properties": {"parentRunId": {"type": "string"}},
+                    },
+                },
+                # A run with a parent is a retry ...
+                {
+                    "if": {
+                        "required": ["parentRunId"],
+                        "properties": {"parentRunId": {"type": "string"}},
+                    },
+                    "then": {"properties": {"triggerSource": {"const": "retry"}}},
+                },
+                # ... and a child run's trigger source needs one.
+                {
+                    "if": {
+                        "required": ["triggerSource"],
+                        "properties": {"triggerSource": {"enum": _CHILD_SOURCE_NAMES}},
+                    },
+                    "then": {
+                        "required": ["parentRunId"],
+                        "properties": {"parentRunId": {"type": "string"}},
+                    },
+                },
+            ],
         },
     )
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import httpx
+import jsonschema
 import pytest
 from pydantic import SecretStr
 
 from app.main import create_app
 from app.settings import Settings
 from tests.api.helpers import API, assert_error
-from tests.builders import workflow
+from tests.builders import condition, loop, node, router, step, workflow
 
 
 def document(tmp_path: Path, **settings: Any) -> dict[str, Any]:
@@ -22,6 +24,15 @@ def document(tmp_path: Path, **settings: Any) -> dict[str, Any]:
 
 def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     return [(path, method, op) for path, ops in doc["paths"].items() for method, op in ops.items()]
+
+
+def admits(doc: dict[str, Any], operation_id: str, body: Any) -> bool:
+    """Whether the document's request body schema of the operation takes `body`."""
+    op = next(op for _, _, op in operations(doc) if op["operationId"] == operation_id)
+    schema = op["requestBody"]["content"]["application/json"]["schema"]
+    return jsonschema.Draft202012Validator({**schema, "components": doc["components"]}).is_valid(
+        body
+    )
 
 
 def test_no_operation_documents_422_and_every_error_has_the_error_body(tmp_path: Path) -> None:
@@ -163,3 +174,65 @@ async def test_an_integer_in_a_query_string_is_written_as_one(
         assert_error(response, 400, "invalid_request", name)
     listed = await client.get(f"{API}/workflows", params={"page": "1", "perPage": "20"})
     assert listed.status_code == 200
+
+
+DEPENDENCY = {"nodeId": "a", "resolution": "rerun"}
+# Bodies the API refuses by a rule JSON Schema can say (Schemathesis found each one
+# "schema-valid" and refused): the document refuses them too, and the API as before.
+REFUSED_BY_STATED_RULES = [
+    ("createWorkflow", workflow("i", step("s", id="")), "node id '' is malformed"),
+    ("createWorkflow", workflow("k", step("s", "")), "executorKey must not be empty"),
+    ("createWorkflow", workflow("c", condition("c", "", step("t"))), "need conditionCel"),
+    (
+        "createWorkflow",
+        workflow("m", node("m", "map", itemsCel="", children=[step("x")])),
+        "need itemsCel",
+    ),
+    (
+        "createWorkflow",
+        workflow("l", loop("l", step("x"), loopConfig={"maxIterations": 2, "endConditionCel": ""})),
+        "endConditionCel: CEL expression is empty",
+    ),
+    (
+        "createWorkflow",
+        workflow("r", router("r", "'b'", {"": [step("x")], "b": [step("y")]})),
+        "router choice names must not be empty",
+    ),
+    (
+        "triggerRun",
+        {"triggerSource": "manual", "parentRunId": "0", "resolvedDependencies": [DEPENDENCY]},
+        "triggerSource must be 'retry'",
+    ),
+    ("triggerRun", {"triggerSource": "replay"}, "needs parentRunId"),
+    ("triggerRun", {"triggerSource": "retry", "parentRunId": None}, "needs parentRunId"),
+    ("triggerRun", {"resolvedDependencies": [DEPENDENCY]}, "requires parentRunId"),
+]
+
+
+@pytest.mark.parametrize(("operation_id", "body", "says"), REFUSED_BY_STATED_RULES)
+async def test_what_the_api_refuses_by_a_rule_json_schema_can_say_the_document_refuses(
+    shared_client: httpx.AsyncClient, operation_id: str, body: dict[str, Any], says: str
+) -> None:
+    doc = (await shared_client.get("/openapi.json")).json()
+    assert not admits(doc, operation_id, body)
+    url = f"{API}/workflows"
+    if operation_id == "triggerRun":
+        created = await shared_client.post(url, json=workflow(f"target {uuid4()}"))
+        url = f"{url}/{created.json()['id']}/runs"
+    assert_error(await shared_client.post(url, json=body), 400, "invalid_request", says)
+
+
+def test_the_document_admits_the_bodies_those_rules_take(tmp_path: Path) -> None:
+    doc = document(tmp_path)
+    for body in (
+        workflow("ids", step("s", id="step-1:a.b_c"), condition("c", "true", step("t"))),
+        workflow("m", node("m", "map", itemsCel="[1]", children=[step("x")])),
+    ):
+        assert admits(doc, "createWorkflow", body), body
+    for body in (
+        {},
+        {"triggerSource": "api", "parentRunId": None},
+        {"parentRunId": "run-1"},
+        {"triggerSource": "retry", "parentRunId": "run-1", "resolvedDependencies": [DEPENDENCY]},
+    ):
+        assert admits(doc, "triggerRun", body), body
