@@ -192,6 +192,11 @@ def _joined(parts: list[Any]) -> str:
     return out
 
 
+# pydantic's words before the message of a validator that raised ValueError or failed an
+# assert ("Value error, must be an integer"): the message alone is the API's.
+_VALIDATOR_PREFIXES = {"value_error": "Value error, ", "assertion_error": "Assertion failed, "}
+
+
 def _validation_details(exc: RequestValidationError) -> tuple[str, list[Detail]]:
     details: list[Detail] = []
     for err in exc.errors():
@@ -201,7 +206,8 @@ def _validation_details(exc: RequestValidationError) -> tuple[str, list[Detail]]
             return f"Malformed JSON body at position {pos}: {reason}", [
                 {"path": "body", "message": f"{reason} (position {pos})"}
             ]
-        message = err["msg"]
+        # A validator's own message, without the words pydantic puts before it.
+        message = err["msg"].removeprefix(_VALIDATOR_PREFIXES.get(err.get("type", ""), ""))
         if err.get("type") == "recursion_depth_exceeded" and "nodes" in err["loc"]:
             # The validator's own words name no limit a user can act on.
             message = f"nested too deeply (a node tree may be at most {MAX_DEPTH} levels deep)"

@@ -170,3 +170,30 @@ class TestDeepBodies:
         )
         assert_error(response, 400, "invalid_request", "Malformed JSON body at position 10")
         assert await _count(client) == 0
+
+
+class TestValidatorMessages:
+    async def test_a_validators_message_is_given_without_pydantics_prefix(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        # pydantic words a validator's ValueError "Value error, <message>"; the API's 400
+        # gives the message alone, in `message` and in `details`.
+        wf = (await client.post(f"{API}/workflows", json=workflow("prefixed"))).json()["id"]
+        for response, path, says in (
+            (await client.get(f"{API}/workflows/{wf}/versions/abc"), "version",
+             "must be an integer"),
+            (await client.get(f"{API}/workflows", params={"page": "1.0"}), "page",
+             "must be an integer"),
+            (await client.post(f"{API}/workflows/{wf}/runs",
+                               json={"resolvedDependencies": [{"nodeId": "a",
+                                                               "resolution": "rerun"}]}),
+             "body", "resolvedDependencies requires parentRunId"),
+            (await client.post(f"{API}/workflows/{wf}/schedules", json={"cron": "61 * * * *"}),
+             "cron", "'61 * * * *' is not a cron expression"),
+            (await client.put(f"{API}/workflows/{wf}", json={"name": None}), "name",
+             "must not be null"),
+        ):  # fmt: skip
+            assert_error(response, 400, "invalid_request", f"{path}: {says}")
+            assert "Value error" not in response.text, response.text
+            detail = response.json()["error"]["details"][0]
+            assert (detail["path"], detail["message"][: len(says)]) == (path, says)
