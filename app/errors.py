@@ -197,7 +197,9 @@ def _joined(parts: list[Any]) -> str:
 _VALIDATOR_PREFIXES = {"value_error": "Value error, ", "assertion_error": "Assertion failed, "}
 
 
-def _validation_details(exc: RequestValidationError) -> tuple[str, list[Detail]]:
+def _validation_details(
+    exc: RequestValidationError, content_type: str | None
+) -> tuple[str, list[Detail]]:
     details: list[Detail] = []
     for err in exc.errors():
         if err.get("type") == "json_invalid":
@@ -208,7 +210,12 @@ def _validation_details(exc: RequestValidationError) -> tuple[str, list[Detail]]
             ]
         # A validator's own message, without the words pydantic puts before it.
         message = err["msg"].removeprefix(_VALIDATOR_PREFIXES.get(err.get("type", ""), ""))
-        if err.get("type") == "recursion_depth_exceeded" and "nodes" in err["loc"]:
+        if err["loc"] == ("body",) and isinstance(err.get("input"), bytes):
+            # FastAPI parses a body as JSON only under a JSON Content-Type and hands the
+            # model its bytes otherwise (curl -d sends a form's type).
+            sent = f"as {content_type[:100]}" if content_type else "without a Content-Type"
+            message = f"must be JSON sent with Content-Type: application/json (it was sent {sent})"
+        elif err.get("type") == "recursion_depth_exceeded" and "nodes" in err["loc"]:
             # The validator's own words name no limit a user can act on.
             message = f"nested too deeply (a node tree may be at most {MAX_DEPTH} levels deep)"
         details.append({"path": field_path(err["loc"]), "message": message})
@@ -260,7 +267,7 @@ def _request_validation(
                 await caller_first(request)
             except ApiError as refused:
                 return await _api_error(request, refused)
-        message, details = _validation_details(exc)
+        message, details = _validation_details(exc, request.headers.get("content-type"))
         return error_response(400, "invalid_request", message, details)
 
     return handler

@@ -66,6 +66,29 @@ class TestErrorShape:
         assert_error(response, 400, "invalid_request", "nodes[0].stepConfig.maxRetries")
         assert response.json()["error"]["details"][0]["path"] == "nodes[0].stepConfig.maxRetries"
 
+    async def test_a_json_body_sent_without_a_json_content_type_is_400_saying_so(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        # curl -d sends application/x-www-form-urlencoded unless told otherwise.
+        wf = (await client.post(f"{API}/workflows", json=workflow("typed"))).json()["id"]
+        for sent, as_ in (
+            ({"content-type": "application/x-www-form-urlencoded"},
+             "as application/x-www-form-urlencoded"),
+            ({"content-type": "text/plain"}, "as text/plain"),
+            ({}, "without a Content-Type"),
+        ):  # fmt: skip
+            response = await client.post(
+                f"{API}/workflows/{wf}/toggle", content=b'{"enabled": true}', headers=sent
+            )
+            assert_error(
+                response,
+                400,
+                "invalid_request",
+                f"body: must be JSON sent with Content-Type: application/json (it was sent {as_})",
+            )
+            assert response.json()["error"]["details"][0]["path"] == "body"
+        assert (await client.get(f"{API}/workflows/{wf}")).json()["enabled"] is False
+
     async def test_missing_body_is_400(self, client: httpx.AsyncClient) -> None:
         assert_error(await client.post(f"{API}/workflows"), 400, "invalid_request", "body")
 
