@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import shlex
 from collections import Counter
@@ -98,12 +99,9 @@ class McpServerSpec(_FileModel):
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:
-        if (self.url is None) == (self.command is None):
-            raise ValueError("needs exactly one of url (streamable HTTP) or command (stdio)")
-        if self.headers and self.url is None:
-            raise ValueError("headers are for url servers; a stdio server takes env")
-        if self.env and self.command is None:
-            raise ValueError("env is for command (stdio) servers; a url server takes headers")
+        url, command = self.url is not None, self.command is not None
+        if problems := _transport_problems(url, command, bool(self.headers), bool(self.env)):
+            raise ValueError("; ".join(problems))
         return self
 
     # The environment's values resolved into `env` (`read_catalog_file`).
@@ -123,17 +121,35 @@ class McpServerSpec(_FileModel):
         return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
 
 
+def _transport_problems(url: bool, command: bool, headers: bool, env: bool) -> list[str]:
+    """What is wrong with a server's transport, given which of its keys are set."""
+    problems = []
+    if url == command:
+        problems.append("needs exactly one of url (streamable HTTP) or command (stdio)")
+    if headers and not url:
+        problems.append("headers are for url servers; a stdio server takes env")
+    if env and not command:
+        problems.append("env is for command (stdio) servers; a url server takes headers")
+    return problems
+
+
 class A2AAgentSpec(_FileModel):
     name: Text
     url: Url
     headers: Headers = Field(default={}, repr=False)
 
 
+def _repeats(key: str, values: list[str]) -> str | None:
+    counts = Counter(values)
+    if repeated := sorted(name for name, count in counts.items() if count > 1):
+        return f"repeats the {key}(s) {', '.join(repeated)}"
+    return None
+
+
 def _unique(key: str) -> AfterValidator:
     def check(entries: list[Any]) -> list[Any]:
-        counts = Counter(getattr(entry, key) for entry in entries)
-        if repeated := sorted(name for name, count in counts.items() if count > 1):
-            raise ValueError(f"repeats the {key}(s) {', '.join(repeated)}")
+        if problem := _repeats(key, [getattr(entry, key) for entry in entries]):
+            raise ValueError(problem)
         return entries
 
     return AfterValidator(check)
@@ -187,7 +203,7 @@ def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> C
     try:
         file = CatalogFile.model_validate(data, by_name=False)
     except ValidationError as exc:
-        raise fail(_one_line(exc)) from None
+        raise fail(_one_line(exc, data)) from None
     file._written.update(written)
     for server in file.servers:
         values = [*server.env.values(), *(server.command or [])]
@@ -215,27 +231,73 @@ def _split_commands(data: dict[str, Any]) -> dict[str, Any]:
 
 
 _SECTIONS: dict[Any, type[_FileModel]] = {"mcpServers": McpServerSpec, "a2aAgents": A2AAgentSpec}
+# The key each section's entries must not repeat.
+_KEYS = {"mcpServers": "id", "a2aAgents": "name"}
 
 
-def _one_line(exc: ValidationError) -> str:
-    """Every problem as `where: what`; unknown keys first, with the keys allowed there."""
+def _one_line(exc: ValidationError, data: dict[str, Any]) -> str:
+    """Every problem as `where: what`, in the file's order; unknown keys first, with the
+    keys allowed there."""
     unknown: dict[tuple[Any, ...], list[str]] = {}
-    problems = []
+    found: list[tuple[tuple[Any, ...], str]] = []
     for error in exc.errors():
         loc, kind = error["loc"], error["type"]
         if kind == "extra_forbidden":
             unknown.setdefault(loc[:-1], []).append(str(loc[-1]))
         elif kind == "model_type":
-            problems.append(f"{_where(loc)} must be a mapping")
+            found.append((loc, f"{_where(loc)} must be a mapping"))
         else:
             what = str((error.get("ctx") or {}).get("error") or error["msg"])
-            problems.append(f"{_where(loc)}: {what[0].lower()}{what[1:]}")
+            found.append((loc, f"{_where(loc)}: {what[0].lower()}{what[1:]}"))
+    found += _unreached([error["loc"] for error in exc.errors()], data)
+    problems = [problem for _, problem in sorted(found, key=lambda item: _place(item[0]))]
     for at, keys in reversed(unknown.items()):
         fields = _SECTIONS.get(at[0] if at else None, CatalogFile).model_fields
         allowed = ", ".join(sorted(f.alias or name for name, f in fields.items()))
         where = _where(at) or "the top level"
         problems.insert(0, f"{where} has unknown key(s) {', '.join(keys)} (allowed: {allowed})")
     return "; ".join(problems)
+
+
+def _unreached(
+    failed: list[tuple[Any, ...]], data: dict[str, Any]
+) -> list[tuple[tuple[Any, ...], str]]:
+    """The rules pydantic skipped, checked on the file's own values (`failed`: where it
+    found problems): a section's repeats wait for all its entries to be valid, a server's
+    transport for its fields."""
+    found: list[tuple[tuple[Any, ...], str]] = []
+    sections = {section: data.get(section) for section in _KEYS}
+    for section, key in _KEYS.items():
+        entries = sections[section]
+        if not isinstance(entries, list) or not any(
+            len(loc) > 1 and loc[0] == section for loc in failed
+        ):
+            continue  # no entry failed (or no list): pydantic checked all there is
+        given = [
+            e[key].strip() for e in entries if isinstance(e, dict) and isinstance(e.get(key), str)
+        ]
+        if problem := _repeats(key, [name for name in given if name]):
+            found.append(((section,), f"{section}: {problem}"))
+    servers = sections["mcpServers"]
+    for i, entry in enumerate(servers if isinstance(servers, list) else []):
+        at = ("mcpServers", i)
+        fields_failed = any(len(loc) > 2 and loc[:2] == at for loc in failed)
+        if isinstance(entry, dict) and fields_failed and at not in failed:
+            problems = _transport_problems(
+                entry.get("url") is not None,
+                entry.get("command") is not None,
+                bool(entry.get("headers")),
+                bool(entry.get("env")),
+            )
+            found += [(at, f"mcpServers[{i}]: {problem}") for problem in problems]
+    return found
+
+
+def _place(loc: tuple[Any, ...]) -> tuple[int, float]:
+    """Where a problem sits in the file: by section, then entry (a section's own last)."""
+    section = list(_KEYS).index(loc[0]) if loc and loc[0] in _KEYS else len(_KEYS)
+    entry = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else math.inf
+    return section, entry
 
 
 def _where(loc: tuple[Any, ...]) -> str:

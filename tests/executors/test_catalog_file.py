@@ -115,3 +115,51 @@ def test_every_problem_in_a_file_is_named_on_one_line(tmp_path: Path) -> None:
     assert "mcpServers[0].id: may hold letters, digits" in message
     assert "mcpServers[0].url: must be an http(s) URL" in message
     assert "a2aAgents[0].url: field required" in message
+
+
+def test_a_repeated_id_is_named_beside_the_servers_own_problems(tmp_path: Path) -> None:
+    # pydantic checks a list's repeats only once every entry of it is valid.
+    path = write(
+        tmp_path,
+        "mcpServers:\n"
+        "  - {id: x, url: 'http://a', command: [a]}\n"
+        "  - {id: x, url: 'http://b'}\n"
+        "  - {id: y}\n",
+    )
+    message = refused(path)
+    assert message.endswith(
+        ": mcpServers[0]: needs exactly one of url (streamable HTTP) or command (stdio); "
+        "mcpServers[2]: needs exactly one of url (streamable HTTP) or command (stdio); "
+        "mcpServers: repeats the id(s) x"
+    )
+
+
+def test_a_servers_transport_is_checked_beside_its_fields_problems(tmp_path: Path) -> None:
+    # pydantic checks a server's transport only once its fields are valid.
+    path = write(
+        tmp_path,
+        "mcpServers:\n"
+        "  - {id: x, url: 'http://a', command: [a], colour: red}\n"
+        "  - {id: x, url: 'ftp://b'}\n"
+        "a2aAgents:\n  - {name: a, url: 'http://a/'}\n  - {name: a, url: 'ftp://a/'}\n",
+    )
+    problems = refused(path).split(": ", 1)[1].split("; ")
+    assert problems == [
+        "mcpServers[0] has unknown key(s) colour (allowed: command, env, headers, id, tools, url)",
+        "mcpServers[0]: needs exactly one of url (streamable HTTP) or command (stdio)",
+        "mcpServers[1].url: must be an http(s) URL",
+        "mcpServers: repeats the id(s) x",
+        "a2aAgents[1].url: must be an http(s) URL",
+        "a2aAgents: repeats the name(s) a",
+    ]
+
+
+def test_a_repeat_among_valid_entries_is_named_once(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "mcpServers:\n  - {id: s, url: 'http://a/mcp'}\n  - {id: s, url: 'http://b/mcp'}\n"
+        "a2aAgents:\n  - {name: a}\n",
+    )
+    message = refused(path)
+    assert message.count("repeats the id(s) s") == 1
+    assert "a2aAgents[0].url: field required" in message
