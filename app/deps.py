@@ -88,7 +88,7 @@ KEY_REUSED = "conflict: the Idempotency-Key was first used with a different requ
 
 def check_id(value: str, what: str) -> str:
     """`value` when it is a well-formed id; InvalidRequest (400) naming `what` otherwise."""
-    if not ID_PATTERN.match(value):
+    if not ID_PATTERN.fullmatch(value):
         raise InvalidRequest(
             f"Invalid {what} {value[:140]!r}: ids are 1-128 letters, digits, '_', '.', ':' or '-' "
             "and start with a letter or digit"

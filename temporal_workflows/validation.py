@@ -107,7 +107,7 @@ def check(spec: WorkflowSpec) -> list[Problem]:
                 Problem(where, f"node names must not hold control characters ({control})")
             )
         node_id = node.node_id
-        if not NODE_ID_PATTERN.match(node_id):
+        if not NODE_ID_PATTERN.fullmatch(node_id):
             problems.append(Problem(where, f"node id {node_id!r} is malformed"))
         elif node_id in seen:
             problems.append(Problem(where, f"node id {node_id!r} is also used by {seen[node_id]}"))
@@ -339,7 +339,7 @@ def _approvers(hr: HumanReview) -> list[str]:
     out = [
         f"humanReview.approvers[{i}] {who[:210]!r} must be 'user:<sub>' or 'role:<role>'"
         for i, who in enumerate(hr.approvers)
-        if not _PRINCIPAL.match(who)
+        if not _PRINCIPAL.fullmatch(who)
     ]
     if len(set(hr.approvers)) != len(hr.approvers):
         out.append("humanReview.approvers lists someone twice")

@@ -63,7 +63,7 @@ Url = Annotated[
 ]
 # A number is written as its digits.
 Value = Annotated[str, Field(coerce_numbers_to_str=True)]
-HeaderName = Annotated[str, _check(_HEADER_NAME.match, "is not an HTTP header name")]
+HeaderName = Annotated[str, _check(_HEADER_NAME.fullmatch, "is not an HTTP header name")]
 HeaderValue = Annotated[
     Value, _check(lambda v: "\n" not in v and "\r" not in v, "must be one line")
 ]
@@ -82,7 +82,9 @@ class _FileModel(BaseModel):
 
 
 class McpServerSpec(_FileModel):
-    id: Annotated[Text, _check(_SERVER_ID.match, "may hold letters, digits, '_', '.', '-' only")]
+    id: Annotated[
+        Text, _check(_SERVER_ID.fullmatch, "may hold letters, digits, '_', '.', '-' only")
+    ]
     url: Url | None = None
     # One string is split like a shell would, so a quoted argument keeps its spaces (the
     # file's are split before their `${VAR}`s resolve: `_split_commands`).

@@ -102,6 +102,7 @@ SHAPE_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("nested_problem_names_its_path", valid("condition", trueSteps=[parallel("Inner", step("B"))]), ["nodes[0].trueSteps[0] ('Inner')", "at least 2 children"]),
     ("node_ids_unique_across_the_tree", valid("parallel", children=[step("B", id="same"), step("C", id="same")]), ["children[1] ('C')", "node id 'same' is also used by"]),
     ("node_ids_well_formed", step("A", id="bad id!"), ["('A')", "node id 'bad id!' is malformed"]),
+    ("node_ids_end_without_a_line_end", step("A", id="a\n"), ["('A')", "node id 'a\\n' is malformed"]),
     ("tree_depth_limited", nested(12), ["('deepest')", "deeper than 12 levels"]),
 ]
 

@@ -57,6 +57,8 @@ class TestSaving:
         cases: list[tuple[dict[str, Any], str]] = [
             (gated("pay", ["bob"]), "'user:<sub>' or 'role:<role>'"),
             (gated("pay", ["group:x"]), "'user:<sub>' or 'role:<role>'"),
+            # A `$` let a trailing line end through: no token's subject ends in one.
+            (gated("pay", ["user:bob\n"]), "'user:<sub>' or 'role:<role>'"),
             (gated("pay", ["user:bob", "user:bob"]), "twice"),
             (echo("pay", {"approvers": ["user:bob"]}), "needs a gate"),
         ]

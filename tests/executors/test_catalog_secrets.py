@@ -174,6 +174,10 @@ class TestHeadersAreChecked:
                 "a2aAgents:\n  - {name: a, url: 'http://h/', headers: {'Bad Name': b}}\n",
                 "a2aAgents[0].headers.Bad Name.[key]: is not an HTTP header name",
             ),
+            (  # a `$` let a final line end through
+                "a2aAgents:\n  - {name: a, url: 'http://h/', headers: {\"A\\n\": b}}\n",
+                "is not an HTTP header name",
+            ),
             (
                 "a2aAgents:\n  - {name: a, url: 'http://h/', headers: {A: \"x\\r\\nB: y\"}}\n",
                 "a2aAgents[0].headers.A: must be one line",
