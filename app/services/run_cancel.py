@@ -11,12 +11,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.start_claim import cancel_before_start
 from activities.store.base import Store
-from activities.store.records import RunHeader
+from activities.store.open_runs import open_runs
 from app.temporal_link import TemporalLink
-from temporal_workflows.read_model import OPEN_RUN_STATUSES
 
 log = logging.getLogger(__name__)
-PAGE = 100
 # Who the cancel of a run not yet started names in its event: the workflow's delete.
 DELETED_BY = "workflow deleted"
 
@@ -31,7 +29,7 @@ class RunCanceller:
 
     async def cancel_open_runs(self, workflow_id: str) -> list[str]:
         """Cancel every open run of the workflow and wait (bounded) for them to close."""
-        runs = await self._open_runs(workflow_id)
+        runs = await open_runs(self.store, workflow_id)
         if not runs:
             return []  # nothing to cancel: deleting needs no Temporal
         client = await self.temporal.require()
@@ -49,20 +47,6 @@ class RunCanceller:
         except TimeoutError:
             log.warning("runs of %s still closing after %ss", workflow_id, self.wait_seconds)
         return [run.id for run in runs]
-
-    async def _open_runs(self, workflow_id: str) -> list[RunHeader]:
-        found: list[RunHeader] = []
-        for status in OPEN_RUN_STATUSES:
-            page = 1
-            while True:
-                runs, total = await self.store.list_runs(
-                    workflow_id, status=status, page=page, per_page=PAGE
-                )
-                found += runs
-                if page * PAGE >= total or not runs:
-                    break
-                page += 1
-        return found
 
 
 async def _cancel(client: Client, run_id: str) -> None:

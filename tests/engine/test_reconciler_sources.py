@@ -13,8 +13,9 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 
 from activities.store.sqlite import SqliteStore
+from app.reconciler import Reconciler
 from tests.builders import echo
-from tests.engine.test_reconciler import a_step_under_way
+from tests.engine.test_reconciler import ECHO, a_step_under_way, orphan_of
 from tests.hitl.helpers import approve, start, wait_for_gate
 from tests.support.platform import Platform
 from tests.support.reconciling import eager
@@ -61,18 +62,28 @@ async def test_a_reset_run_ends_as_its_new_execution_does(platform: Platform) ->
     assert run["errorSummary"] is None
 
 
-def put_back(store: SqliteStore, row: tuple[Any, ...]) -> None:
-    """The run's row as an older copy of the store had it (a backup restored)."""
+Copy = tuple[tuple[Any, ...], list[tuple[Any, ...]]]
+
+
+def put_back(store: SqliteStore, copy: Copy) -> None:
+    """The run's rows as an older copy of the store had them (a backup restored)."""
+    run, node_runs = copy
     with sqlite3.connect(store.path) as db:
-        db.execute("UPDATE runs SET doc = ?, status = ?, rev = ? WHERE id = ?", row)
+        db.execute("UPDATE runs SET doc = ?, status = ?, rev = ? WHERE id = ?", run)
+        db.execute("DELETE FROM node_runs WHERE workflow_run_id = ?", (run[-1],))
+        for row in node_runs:
+            db.execute(f"INSERT INTO node_runs VALUES ({', '.join('?' * len(row))})", row)
 
 
-def taken(store: SqliteStore, run_id: str) -> tuple[Any, ...]:
+def taken(store: SqliteStore, run_id: str) -> Copy:
     with sqlite3.connect(store.path) as db:
         doc, status, rev = db.execute(
             "SELECT doc, status, rev FROM runs WHERE id = ?", (run_id,)
         ).fetchone()
-    return doc, status, rev, run_id
+        node_runs = db.execute(
+            "SELECT * FROM node_runs WHERE workflow_run_id = ?", (run_id,)
+        ).fetchall()
+    return (doc, status, rev, run_id), node_runs
 
 
 @pytest.mark.parametrize(
@@ -101,8 +112,36 @@ async def test_a_run_a_restored_store_shows_open_is_closed_as_temporal_closed_it
     assert run["pendingRequirements"] == []
     if ended == "completed":
         assert run["finalOutput"] == {"config": {}, "input": {"n": 7}}, run
+    # The gate's node run the copy shows open ends as its run did: a completed run's did
+    # not fail (it was closed `failed`, a red step in a completed run).
+    [gate] = run["nodeRuns"]
+    assert gate["status"] == ended and (gate["error"] is None) == (ended == "completed")
     events = await platform.store.list_events(run_id, 0, 100)
-    assert [e["type"] for e in events][-1] == f"run_{ended}"
+    assert [e["type"] for e in events][-2:] == [f"node_{ended}", f"run_{ended}"]
+
+
+async def test_a_run_whose_workflow_temporal_no_longer_has_is_closed_as_lost(
+    platform: Platform,
+) -> None:
+    # Past the namespace's retention, or Temporal's state replaced: no query found it,
+    # and it stayed `running` for good (a cancel was 409: "workflow not found").
+    wf, record = await orphan_of(platform, ECHO)
+    assert await platform.store.update_run(record.id, 5, {"status": "running"})
+    pending_wf, pending = await orphan_of(platform, ECHO)  # left to the start sweep
+
+    assert (
+        record.id
+        in await Reconciler(
+            platform.client, platform.store, task_queue=platform.task_queue
+        ).reconcile_once()
+    )
+
+    run = await platform.wait(wf, record.id)
+    assert run["status"] == "failed"
+    assert run["errorSummary"].startswith("Its workflow is no longer in Temporal")
+    kinds = [e["type"] for e in await platform.store.list_events(record.id, 0, 10)]
+    assert kinds == ["run_failed"]
+    assert (await platform.wait(pending_wf, pending.id, {"pending"}))["status"] == "pending"
 
 
 async def test_each_node_run_the_reconciler_closes_logs_its_end(platform: Platform) -> None:
