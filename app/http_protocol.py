@@ -41,6 +41,11 @@ HEADER_FRAMING = 4
 # How often, after the shutdown began, an open connection is looked at for a client that
 # stopped reading (a stream ends within ~1 s of the shutdown when its client reads).
 STALL_CHECK_SECONDS = 1.0
+# How long a connection's writes stay paused with nothing taken, over three looks, before
+# it is dropped (a client reading in bursts is not cut between two of them). Shorter than
+# an event stream's own shutdown grace (app/routes/events.py), which would cancel its send
+# and end it "without completing response" (an ERROR line) first.
+STALLED_SECONDS = 2.0
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
@@ -103,34 +108,40 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._send_refusal_when_idle()
 
     _resumed = 0  # times the transport let writes go on: the client took what waited
+    _lost = False  # the connection is gone
 
     def resume_writing(self) -> None:
         self._resumed += 1
         super().resume_writing()
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        super().connection_lost(exc)
+
     def shutdown(self) -> None:
         super().shutdown()
-        if not self.transport.is_closing():
-            self.loop.call_later(STALL_CHECK_SECONDS, self._drop_if_stalled, None)
+        self.loop.call_later(STALL_CHECK_SECONDS, self._drop_if_stalled, None, 0.0)
 
-    def _drop_if_stalled(self, before: tuple[int, int, int] | None) -> None:
-        """Abort the connection when its writes were paused at the last look and are still,
-        with no byte taken by the client since: never resumed in between (a slow reader's
-        writes resume and pause again in turns), and no fewer bytes waiting, neither here
-        nor in the kernel's send queue (a slow reader drains that first: megabytes, where
-        what waits here moves only when the kernel takes more)."""
-        if self.transport.is_closing():
-            return
+    def _drop_if_stalled(self, before: tuple[int, int, int] | None, since: float) -> None:
+        """Abort the connection when its writes have stayed paused for STALLED_SECONDS with
+        no byte taken by the client: never resumed in between (a slow reader's writes
+        resume and pause again in turns), and no fewer bytes waiting, neither here nor in
+        the kernel's send queue (a slow reader drains that first: megabytes, where what
+        waits here moves only when the kernel takes more)."""
+        if self._lost:
+            return  # a response's end closes its connection only once what waits is sent
         paused = self.flow is not None and self.flow.write_paused
         unsent = _kernel_unsent(self.transport) if paused else None
         now = None
         if unsent is not None:
             now = (self._resumed, self.transport.get_write_buffer_size(), unsent)
-        if now is not None and before is not None and _no_progress(before, now):
+        if now is None or before is None or not _no_progress(before, now):
+            before, since = now, self.loop.time()  # moving (or not paused): look again
+        elif self.loop.time() - since >= STALLED_SECONDS:
             # Aborted, the response counts as disconnected: no "without completing" line.
             self.transport.abort()
             return
-        self.loop.call_later(STALL_CHECK_SECONDS, self._drop_if_stalled, now)
+        self.loop.call_later(STALL_CHECK_SECONDS, self._drop_if_stalled, before, since)
 
     def send_400_response(self, msg: str) -> None:
         if not self._refused:

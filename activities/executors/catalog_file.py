@@ -303,4 +303,15 @@ def _place(loc: tuple[Any, ...]) -> tuple[int, float]:
 
 
 def _where(loc: tuple[Any, ...]) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    """`a2aAgents[0].headers.X-A`: a key that is no plain name is quoted (`'X-A\\n'`), so
+    the start-up error stays one line; pydantic's `[key]` (the key itself failed) is said
+    as `(the name)`."""
+    parts = []
+    for p in loc:
+        if isinstance(p, int):
+            parts.append(f"[{p}]")
+        elif p == "[key]":
+            parts.append(" (the name)")
+        else:
+            parts.append("." + (p if str(p).isprintable() and " " not in str(p) else repr(p)))
+    return "".join(parts).lstrip(".")

@@ -28,8 +28,9 @@ POLL_SECONDS = 0.15
 # may still read the run (it asks before every batch it sends, too).
 ACCESS_RECHECK_SECONDS = 5.0
 # How long a stream may take to end by itself once the server shuts down (it ends after
-# its next read: within IDLE_SECONDS of event_stream.py).
-SHUTDOWN_GRACE_SECONDS = 3.0
+# its next read: within IDLE_SECONDS of event_stream.py). Longer than a stalled client's
+# drop (app/http_protocol.py, ~3 s in), which ends a stream that cannot end by itself.
+SHUTDOWN_GRACE_SECONDS = 5.0
 
 
 # sse-starlette sets its media type per instance, so FastAPI would document no content

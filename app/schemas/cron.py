@@ -38,7 +38,8 @@ _CRON = re.compile(CRON_PATTERN)
 
 
 def is_cron(text: str) -> bool:
-    return bool(_CRON.match(text))
+    # Whole: Python's `$` matches before a final line end ("0 * * * *\n" was kept).
+    return bool(_CRON.fullmatch(text))
 
 
 def normalized(text: str) -> str:

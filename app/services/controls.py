@@ -211,7 +211,8 @@ class ControlService:
         if closed is not None and closed != WorkflowExecutionStatus.RUNNING:
             raise Conflict(
                 f"Run {run.id} is no longer running (its workflow is "
-                f"{closed.name.lower()} in Temporal; the store catches up shortly)"
+                f"{_CLOSED_AS.get(closed, closed.name.lower())} in Temporal; the store"
+                " catches up shortly)"
             )
 
     async def _log_cancel_requested(self, run: RunRecord) -> None:
@@ -297,6 +298,14 @@ class ControlService:
                 # wait_for cancels the update call, which the SDK reports as its own error.
                 raise UpdateNotTaken(run.id) from None
         raise AssertionError("unreachable")
+
+
+# Temporal's names of a closed workflow's status, in the API's words ("canceled").
+_CLOSED_AS = {
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+    WorkflowExecutionStatus.TIMED_OUT: "timed out",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "continued as new",
+}
 
 
 def keyed_update_id(name: str, who: str, key: str) -> str:

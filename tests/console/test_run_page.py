@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from playwright.async_api import expect
+from playwright.async_api import Route, expect
 
 from tests.builders import condition, delay, echo, loop, parallel, router, step
 from tests.console.console import Console, first_answer_lost
@@ -340,6 +340,35 @@ async def test_a_run_page_opened_on_a_finished_run_does_not_follow_its_stream(
     node = page.locator('button.node[data-node-id="again"]')
     await expect(node).to_have_attribute("aria-label", "again, step, builtin:echo: completed")
     assert streams == [], "a finished run's event stream was read"
+
+
+async def test_a_run_that_ends_between_the_pages_two_reads_shows_its_end(
+    console: Console,
+) -> None:
+    # Its graph read while it ran, its detail once it had ended: the page, following no
+    # stream, kept the graph's statuses (a completed run with a step running).
+    p = console.platform
+    wf, run_id = await start(p, [echo("again")])
+    assert (await p.wait(wf, run_id))["status"] == "completed"
+    page = console.page
+    graphs = 0
+
+    async def as_while_running(route: Route) -> None:
+        nonlocal graphs
+        graphs += 1
+        if graphs > 1:
+            return await route.continue_()
+        graph = await (await route.fetch()).json()
+        graph["status"] = "running"
+        for node in graph["nodes"]:
+            node["status"] = "running"
+        await route.fulfill(json=graph)
+
+    await page.route("**/graph", as_while_running)
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    node = page.locator('button.node[data-node-id="again"]')
+    await expect(node).to_have_attribute("aria-label", "again, step, builtin:echo: completed")
+    assert graphs == 2
 
 
 async def test_a_run_page_whose_stream_answers_404_says_it_stopped_following(

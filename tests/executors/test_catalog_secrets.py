@@ -172,11 +172,11 @@ class TestHeadersAreChecked:
             ("mcpServers:\n  - {id: s, url: 'http://h/', env: {A: b}}\n", "env is for command"),
             (
                 "a2aAgents:\n  - {name: a, url: 'http://h/', headers: {'Bad Name': b}}\n",
-                "a2aAgents[0].headers.Bad Name.[key]: is not an HTTP header name",
+                "a2aAgents[0].headers.'Bad Name' (the name): is not an HTTP header name",
             ),
-            (  # a `$` let a final line end through
+            (  # a `$` let a final line end through; the message stays one line
                 "a2aAgents:\n  - {name: a, url: 'http://h/', headers: {\"A\\n\": b}}\n",
-                "is not an HTTP header name",
+                "a2aAgents[0].headers.'A\\n' (the name): is not an HTTP header name",
             ),
             (
                 "a2aAgents:\n  - {name: a, url: 'http://h/', headers: {A: \"x\\r\\nB: y\"}}\n",
@@ -188,6 +188,7 @@ class TestHeadersAreChecked:
         with pytest.raises(CatalogError) as info:
             load_catalog(write(tmp_path, entry))
         assert problem in str(info.value)
+        assert "\n" not in str(info.value)
 
 
 class TestRoutesShowNoSecret:

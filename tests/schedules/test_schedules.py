@@ -324,7 +324,9 @@ class TestValidation:
         self, platform: Platform
     ) -> None:
         wf = await platform.create(ECHO)
-        for cron in ("61 * * * *", "0 0 0 * *", "* * * * * *", "*/0 * * * *", "@reboot"):
+        # A final line end passed Python's `$`: "0 * * * *\n" was kept as given.
+        bad = ("61 * * * *", "0 0 0 * *", "* * * * * *", "*/0 * * * *", "@reboot")
+        for cron in (*bad, "0 * * * *\n", "@daily\n"):
             response = await platform.api.post(url(wf), json={"cron": cron})
             assert response.status_code == 400, response.text
             assert response.json()["error"]["code"] == "invalid_request"

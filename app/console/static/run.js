@@ -105,6 +105,10 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   renderDecisions();
   renderLineage();
 
+  // Not followed, it is never read again: a run that ended between the page's two reads
+  // (its graph read first, still running) would keep that graph's statuses.
+  if (!following && !terminal.has(graph.status)) refresh();
+
   const clock = setInterval(() => tickClocks(gatesSection), 1000);
   let refreshTimer = null;
   let refreshDue = 0; // when a refresh put off by a stream of events happens all the same
