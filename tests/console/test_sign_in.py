@@ -7,10 +7,10 @@ from urllib.parse import unquote
 
 from playwright.async_api import expect
 
-from tests.builders import delay
+from tests.builders import echo
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate
-from tests.hitl.helpers import wait_for_gate
+from tests.hitl.helpers import approve, wait_for_gate
 from tests.support.identity import OTHER_SECRET, token
 
 READ_AND_CONTROL = ("workflows-read", "workflows-control")
@@ -37,9 +37,10 @@ async def test_a_pasted_token_signs_in_for_this_tab_only_and_never_shows_in_a_ur
 ) -> None:
     console = jwt_console
     p = console.platform
-    # A step after the gate keeps the run going while its page opens: a finished run's
-    # page reads no event stream, and the stream's token is checked below.
-    nodes = [*confirm_gate(), delay("settle", 3)]
+    # A second gate keeps the run going while its page opens (a finished run's page reads
+    # no event stream, and the stream's token is checked below); a 3 s step did, unless
+    # the machine was slow.
+    nodes = [*confirm_gate(), echo("hold", {"requiresConfirmation": True})]
     wf = await p.create({"name": "Ship orders", "nodes": nodes})
     run_id = await p.trigger(wf)
     await wait_for_gate(p, wf, run_id, "ship")
@@ -68,6 +69,10 @@ async def test_a_pasted_token_signs_in_for_this_tab_only_and_never_shows_in_a_ur
 
     await card.get_by_role("link", name="Follow the run").click()
     await console.drawn()
+    await expect(page.locator("[data-role=live-state]")).to_have_attribute("data-state", "live")
+    await wait_for_gate(p, wf, run_id, "hold")
+    held = await approve(p, wf, run_id, stepId="hold", resolution="confirm")
+    assert held.status_code == 200, held.text
     status = page.locator("[data-role=run-status] .badge")
     await expect(status).to_have_text("completed", timeout=LIVE)
     run = await p.wait(wf, run_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,14 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from app.tracing import temporal_interceptors
+from app.worker import build_worker
+from temporal_workflows.contracts import PAUSE, RESUME, ControlRequest
 from temporal_workflows.interpreter import TrellisRun
 from tests.builders import delay, echo, http_step, retries, transform
 from tests.hitl.helpers import approve, wait_for_gate, wait_for_requirement
+from tests.hitl.test_control_errors import running_without_a_worker
 from tests.support.continuing import start_continuing
-from tests.support.platform import Platform
+from tests.support.platform import Platform, executor_registry
 
 HISTORIES = Path(__file__).parent.parent / "histories"
 
@@ -393,7 +397,27 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     pad = {"items": list(range(12)), "pad": "x" * 150_000}
     run_id = runs["inline_sliced_by_bytes"] = await platform.trigger(wf, pad)
     await platform.wait(wf, run_id)
+    runs["paused_at_start"] = await _paused_at_start(platform)
     return runs
+
+
+async def _paused_at_start(platform: Platform) -> str:
+    """A run whose pause came before its first step: taken in its first workflow task, as
+    the workflow starts (PAUSED_AT_START_PATCH), then resumed."""
+    queue = f"later-{uuid.uuid4()}"
+    wf, record = await running_without_a_worker(platform, task_queue=queue)
+    handle = platform.client.get_workflow_handle(record.id)
+    pausing = asyncio.create_task(handle.execute_update(PAUSE, ControlRequest(requested_by="t")))
+    await asyncio.sleep(0.5)  # admitted, waiting for a worker
+    async with (
+        executor_registry() as registry,
+        build_worker(platform.client, task_queue=queue, store=platform.store, executor=registry),
+    ):
+        await pausing
+        await platform.wait(wf, record.id, {"paused"})
+        await handle.execute_update(RESUME, ControlRequest(requested_by="t"))
+        await platform.wait(wf, record.id)
+    return record.id
 
 
 def _loop(node_id: str, iterations: int, children: list[dict[str, Any]]) -> dict[str, Any]:

@@ -113,17 +113,25 @@ async def test_a_step_with_no_retries_is_run_again_when_a_deploy_cuts_it_off(
     assert kinds[-2:] == ["node_completed", "run_completed"], kinds
 
 
-async def test_sigterm_ends_live_event_streams_and_the_api_exits_promptly(
-    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
-) -> None:
-    env = env_for(temporal_env, tmp_path)
+async def at_a_gate(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes, **extra: str
+) -> tuple[TrellisProcess, str, str]:
+    """An API and a worker, and a run of theirs waiting at a gate: (API, workflow, run)."""
+    env = env_for(temporal_env, tmp_path, **extra)
     api_process = processes.api(env)
     processes.worker(env)
     gate = step("Approve", "builtin:echo", humanReview={"requiresConfirmation": True})
     async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
         wf, run_id = await create_and_trigger(api, {"nodes": [gate]})
         await wait_for(api, wf, run_id, lambda r: r["status"] == "awaiting_approval")
+    return api_process, wf, run_id
 
+
+async def test_sigterm_ends_live_event_streams_and_the_api_exits_promptly(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes
+) -> None:
+    api_process, wf, run_id = await at_a_gate(temporal_env, tmp_path, processes)
+    async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
         streaming = asyncio.Event()
 
         async def follow() -> None:
@@ -148,13 +156,7 @@ async def long_log_behind_a_gate(
     temporal_env: WorkflowEnvironment, tmp_path: Path, processes: Processes, **extra: str
 ) -> tuple[TrellisProcess, str]:
     """An API, and the events path of a run whose log is 20,000 events (8 MB) long."""
-    env = env_for(temporal_env, tmp_path, **extra)
-    api_process = processes.api(env)
-    processes.worker(env)
-    gate = step("Approve", "builtin:echo", humanReview={"requiresConfirmation": True})
-    async with httpx.AsyncClient(base_url=api_process.url, timeout=10) as api:
-        wf, run_id = await create_and_trigger(api, {"nodes": [gate]})
-        await wait_for(api, wf, run_id, lambda r: r["status"] == "awaiting_approval")
+    api_process, wf, run_id = await at_a_gate(temporal_env, tmp_path, processes, **extra)
     note = json.dumps({"type": "note", "runId": run_id, "text": "x" * 400})
     with sqlite3.connect(tmp_path / "trellis.db") as db:  # written at once
         db.executemany("INSERT INTO events (run_id, doc) VALUES (?, ?)", [(run_id, note)] * 20_000)
