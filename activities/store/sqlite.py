@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import re
 import sqlite3
@@ -66,8 +65,6 @@ from activities.store.sqlite_rows import (
 from activities.store.sqlite_schema import migrate
 from temporal_workflows.read_model import WORKFLOW_REVS_BELOW
 
-log = logging.getLogger("trellis.store")
-
 T = TypeVar("T")
 M = TypeVar("M", bound=StoredModel)
 # How often the live feed looks for new events (watch_event_runs).
@@ -107,12 +104,7 @@ class SqliteStore:
         """Open the file, switch to WAL and create or migrate the schema."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            created = not self.path.exists()
             await asyncio.to_thread(_can_open, self.path)
-            if created:
-                # Said, so a store that went missing (deleted, a wrong data dir) is not
-                # replaced by an empty one in silence.
-                log.info("created a new, empty SQLite store at %s", self.path)
             self._file = _file_identity(self.path)
             self._db = await aiosqlite.connect(
                 self.path, isolation_level=None, timeout=self._busy_timeout_ms / 1000

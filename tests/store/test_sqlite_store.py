@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import sqlite3
 import subprocess
 import sys
@@ -487,19 +486,3 @@ async def test_the_inbox_reads_every_versions_approvers_when_its_cache_starts_ag
         assert [r.approvers_of("s1") for r in every] == [["user:v1"], ["user:v2"], ["user:v3"]]
     finally:
         await store.close()
-
-
-async def test_a_store_created_afresh_says_so_and_one_opened_again_does_not(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    # A store that went missing (deleted, a wrong data dir) was replaced by an empty one
-    # in silence: the platform started with no workflows and said nothing.
-    caplog.set_level(logging.INFO, logger="trellis.store")
-    path = tmp_path / "trellis.db"
-    for time in ("first", "again"):
-        caplog.clear()
-        store = SqliteStore(path)
-        await store.connect()
-        await store.close()
-        said = f"created a new, empty SQLite store at {path}" in caplog.text
-        assert said == (time == "first")
