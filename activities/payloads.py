@@ -9,11 +9,9 @@ read back transparently wherever it is decoded (the SDK's external storage).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import hashlib
-import logging
 from collections.abc import Sequence
 
 from temporalio.api.common.v1 import Payload
@@ -29,7 +27,8 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
-from activities.store.base import Store, StoreError, StoreUnavailable
+from activities.store.base import Store, StoreError
+from activities.store.while_unavailable import while_unavailable
 
 # Temporal warns about payloads from 256 KB; keep everything above it in the store.
 DEFAULT_OFFLOAD_BYTES = 256 * 1024
@@ -38,9 +37,6 @@ DRIVER_NAME = "trellis-store"
 # disk): it is written as a workflow task completes or an activity's result is sent, and an
 # activity whose result could not be sent is run again (its step's call made twice).
 WRITE_PATIENCE_SECONDS = 30.0
-WRITE_RETRY_FIRST_SECONDS, WRITE_RETRY_MAX_SECONDS = 0.2, 2.0
-
-log = logging.getLogger("trellis.payloads")
 
 
 class StorePayloads(StorageDriver):
@@ -62,25 +58,13 @@ class StorePayloads(StorageDriver):
         for payload in payloads:
             data = payload.SerializeToString()
             key = hashlib.sha256(data).hexdigest()
-            await self._put(key, data)
+            await while_unavailable(
+                functools.partial(self._store.put_payload, key, data),
+                "a payload's write",
+                patience=WRITE_PATIENCE_SECONDS,
+            )
             claims.append(StorageDriverClaim(claim_data={"key": key}))
         return claims
-
-    async def _put(self, key: str, data: bytes) -> None:
-        delay, waited = WRITE_RETRY_FIRST_SECONDS, 0.0
-        while True:
-            try:
-                await self._store.put_payload(key, data)
-                return
-            except StoreUnavailable as exc:
-                if waited >= WRITE_PATIENCE_SECONDS:
-                    raise
-                log.warning(
-                    "store unavailable, retrying a payload's write in %.1fs: %s", delay, exc
-                )
-            await asyncio.sleep(delay)
-            waited += delay
-            delay = min(delay * 2, WRITE_RETRY_MAX_SECONDS)
 
     async def retrieve(
         self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]

@@ -7,7 +7,6 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +20,7 @@ from activities.metrics import RunMetrics
 from activities.projections import write_batch
 from activities.run_log import about_run
 from activities.store.base import Store, StoreUnavailable
+from activities.store.while_unavailable import while_unavailable
 from temporal_workflows.clock import fixed_width
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
 from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_DEPTH, deeper_than
@@ -36,9 +36,6 @@ from temporal_workflows.retry import PERMANENT_ERROR_TYPE, progress_in
 log = logging.getLogger("trellis.steps")
 HEARTBEAT_EVERY_SECONDS = 1.0
 RUNNING_AFTER_SECONDS = 0.2
-# A step's end written while the store is unavailable is retried at these intervals.
-STORE_RETRY_FIRST_SECONDS = 0.2
-STORE_RETRY_MAX_SECONDS = 2.0
 WORKER_SHUTDOWN_ERROR = "the worker shut down before the attempt ended; it runs again"
 # What the workflow says of a step whose last attempt timed out (temporal_workflows/retry.py).
 ATTEMPT_TIMED_OUT_ERROR = "step timed out (start-to-close)"
@@ -296,7 +293,11 @@ class _Attempt:
         )
         if status != "running":
             record["finished_at"] = _now()
-        await _until_written(lambda: self._store.merge_node_run(record, events))
+        # The executor's work is done (a tool was called): failing the attempt over a
+        # store outage would have Temporal run it again. Bounded by the attempt's timeout.
+        await while_unavailable(
+            lambda: self._store.merge_node_run(record, events), "the step's write", between=_beat
+        )
 
 
 def _cut_off_reason() -> str | None:
@@ -327,23 +328,9 @@ def _ran_its_time() -> bool:
     return datetime.now(UTC) - info.started_time >= timeout
 
 
-async def _until_written(write: Callable[[], Awaitable[bool]]) -> None:
-    """Retry a write while the store is unavailable, heartbeating meanwhile.
-
-    The executor's work is done (a tool was called); failing the attempt over a store
-    outage would have Temporal run it again. Bounded by the attempt's own timeout.
-    """
-    delay = STORE_RETRY_FIRST_SECONDS
-    while True:
-        try:
-            await write()
-            return
-        except StoreUnavailable as exc:
-            log.warning("store unavailable, retrying the step's write in %.1fs: %s", delay, exc)
-        with contextlib.suppress(RuntimeError):  # outside an activity (tests)
-            activity.heartbeat()
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, STORE_RETRY_MAX_SECONDS)
+def _beat() -> None:
+    with contextlib.suppress(RuntimeError):  # outside an activity (tests)
+        activity.heartbeat()
 
 
 def _describe_span(step: StepInput, attempt: int) -> None:

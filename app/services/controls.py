@@ -304,7 +304,6 @@ class ControlService:
 _CLOSED_AS = {
     WorkflowExecutionStatus.CANCELED: "cancelled",
     WorkflowExecutionStatus.TIMED_OUT: "timed out",
-    WorkflowExecutionStatus.CONTINUED_AS_NEW: "continued as new",
 }
 
 
