@@ -9,6 +9,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.builders import http_step, step
 from tests.peers.catalog import Peers
+from tests.support.polling import eventually
 from tests.tracing.conftest import Traced
 
 TRIGGER = "POST /api/v1/workflows/{workflow_id}/runs"
@@ -97,9 +98,16 @@ async def test_an_attempt_cut_off_by_its_timeout_is_a_failed_span_and_so_is_its_
     nap["stepConfig"] = {"timeoutSeconds": 1, "maxRetries": 0}
     run = await p.run({"nodes": [nap]})
     assert run["status"] == "failed", run
-    spans = traced.spans()
-    [call] = [s for s in spans if s.name == "tools/call sleepy"]
-    attempt = next(s for s in spans if s.context.span_id == call.parent.span_id)  # type: ignore[union-attr]
+
+    # The run fails when Temporal times the attempt out; the attempt hears it at its next
+    # heartbeat, and only then ends its spans.
+    def ended() -> list[ReadableSpan] | None:
+        spans = traced.spans()
+        calls = [s for s in spans if s.name == "tools/call sleepy"]
+        parents = [s for s in spans if calls and s.context.span_id == calls[0].parent.span_id]  # type: ignore[union-attr]
+        return [calls[0], parents[0]] if calls and parents else None
+
+    call, attempt = await eventually(ended, within=10)
     assert attempt.name == "RunActivity:execute_step"
     assert attempt.status.status_code == StatusCode.ERROR
     assert attempt.attributes is not None and attempt.attributes["error.type"] == "timeout"
