@@ -94,7 +94,9 @@ def test_dev_killed_and_started_again_at_once_with_worker_metrics_comes_back(
                 "name": "wait",
                 "nodeType": "step",
                 "executorKey": "builtin:delay",
-                "config": {"seconds": 8},
+                # Longer than a loaded machine takes to start `trellis dev` again (8 s was
+                # not: the old worker had drained and gone before the new one was ready).
+                "config": {"seconds": 20},
             }
         ],
     }

@@ -73,8 +73,15 @@ def bearer(value: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {value}"}
 
 
+# Long enough to outlive any test session: tests mint tokens at import, and a suite on a
+# loaded machine ran past ten minutes ("Token expired" in 27 tests of a 20-minute run).
+SESSION_TOKEN_SECONDS = 6 * 3600
+
+
 def as_user(sub: str, scopes: Sequence[str] = ALL_SCOPES, **kw: Any) -> dict[str, str]:
-    """Headers of a request by `sub` with `scopes`."""
+    """Headers of a request by `sub` with `scopes`, valid for the whole session unless
+    `expires_in` says otherwise."""
+    kw.setdefault("expires_in", SESSION_TOKEN_SECONDS)
     return bearer(token(sub, scopes, **kw))
 
 
@@ -130,5 +137,5 @@ async def serve_api(
 
 
 # Alice with every scope, minted once at import, so it outlives any test session.
-ALICE_TOKEN = token("alice", name="Alice", expires_in=6 * 3600)
+ALICE_TOKEN = token("alice", name="Alice", expires_in=SESSION_TOKEN_SECONDS)
 ALICE_HEADERS = bearer(ALICE_TOKEN)
