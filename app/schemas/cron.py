@@ -5,7 +5,9 @@ Five fields (minute hour day-of-month month day-of-week), each `*` or a comma li
 values and ranges, any of them with a `/step`; months and weekdays also by name
 (`JAN`, `MON`); or one of `@yearly @annually @monthly @weekly @daily @midnight @hourly`.
 A range that runs backwards wraps around (`FRI-MON`, `22-2`): Temporal refuses those, so
-`normalized` rewrites them into two ranges (`FRI-SAT,SUN-MON`) before the schedule is made.
+`normalized` rewrites them into two ranges (`FRI-SAT,SUN-MON`) before the schedule is made,
+each stepping from its own start. A weekday range ending at 7 (Sunday, after Saturday)
+runs to 6, and Sunday is added when the range's step reaches 7.
 """
 
 from __future__ import annotations
@@ -58,14 +60,21 @@ def _unwrap(item: str, low: int, high: int, names: tuple[str, ...]) -> str:
     start, dash, end = span.partition("-")
     if not dash or start == "*":
         return item
-    first, last = _number(start, names, low, high), _number(end, names, low, high)
+    first, last = _number(start, names, low), _number(end, names, low)
     suffix = f"{slash}{step}"
+    if last > high:
+        # Weekday 7 ends the range: Sunday again, after Saturday (`0-7` is every day,
+        # `5-7/2` Friday and Sunday). Temporal's weekdays end at 6.
+        if first > high:
+            return str(low)
+        hits_sunday = (last - first) % int(step or 1) == 0
+        return f"{first}-{high}{suffix}" + (f",{low}" if hits_sunday else "")
+    # Each part of a wrapped range steps from its own start (`22-2/2`: 22, 0, 2).
+    first = low if first > high else first  # a range from weekday 7 starts on Sunday
     if first <= last:
         return f"{first}-{last}{suffix}"
     return f"{first}-{high}{suffix},{low}-{last}{suffix}"
 
 
-def _number(value: str, names: tuple[str, ...], low: int, high: int) -> int:
-    number = names.index(value) + low if value in names else int(value)
-    # Day 7 is Sunday again: within a range it is day 0.
-    return low if number > high else number
+def _number(value: str, names: tuple[str, ...], low: int) -> int:
+    return names.index(value) + low if value in names else int(value)

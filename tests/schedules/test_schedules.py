@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -461,6 +462,26 @@ class TestTemporalAnswers:
         assert created["cron"] == "0 9 * * FRI-MON"
         days = {datetime.fromisoformat(t).strftime("%a") for t in created["nextActionTimes"]}
         assert days == {"Fri", "Sat", "Sun", "Mon"}
+
+    async def test_a_weekday_range_ending_at_seven_runs_through_sunday(
+        self, platform: Platform
+    ) -> None:
+        # 7 is Sunday again: `0-7` fired on Sundays only (7 was read as 0, the range 0-0).
+        wf = await platform.create(ECHO)
+        expected = {
+            "0 0 * * 0-7/2": {"Sun", "Tue", "Thu", "Sat"},
+            "0 0 * * 5-7/2": {"Fri", "Sun"},
+            "0 0 * * 7-2": {"Sun", "Mon", "Tue"},
+        }
+        for cron, days in expected.items():
+            async with schedule(platform, wf, {"cron": cron}) as made:
+                times = [datetime.fromisoformat(t) for t in made["nextActionTimes"]]
+                assert made["cron"] == cron and len(times) >= len(days)
+                assert {t.strftime("%a") for t in times} == days, (cron, times)
+        async with schedule(platform, wf, {"cron": "0 0 * * 0-7"}) as made:
+            times = [datetime.fromisoformat(t) for t in made["nextActionTimes"]]
+            assert len(times) > 1
+            assert {b - a for a, b in itertools.pairwise(times)} == {timedelta(days=1)}
 
     async def test_a_schedule_made_outside_trellis_is_not_listed_and_is_404(
         self, platform: Platform
