@@ -5,10 +5,10 @@ Pure functions over the gate models (`gates.py`); the interpreter applies them.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from temporal_workflows.definition import HumanReview, StepConfig, WorkflowNode
-from temporal_workflows.gates import Decision, Requirement
+from temporal_workflows.definition import HumanReview, StepConfig, UserInputField, WorkflowNode
+from temporal_workflows.gates import Decision, GateError, Requirement, collect_input
 from temporal_workflows.outcomes import NodeFailed, RunCancelled
 
 
@@ -24,8 +24,12 @@ def timeout_decision(req: Requirement) -> Decision:
     )
 
 
-def resolved(req: Requirement, decision: Decision, now: str) -> Requirement:
-    """The requirement as the audit trail keeps it: with its decision, who made it, when."""
+def resolved(
+    req: Requirement, decision: Decision, now: str, schema: list[UserInputField]
+) -> Requirement:
+    """The requirement as the audit trail keeps it: with its decision, who made it, when,
+    and a form's values as the run goes on with them (defaults filled in: a `confirm`'s
+    or a timer's approve is recorded with the values it accepted)."""
     done = req.model_copy()
     done.resolution = decision.resolution
     done.decided_by = decision.decided_by
@@ -35,11 +39,22 @@ def resolved(req: Requirement, decision: Decision, now: str) -> Requirement:
     done.rejection_feedback = decision.feedback if decision.resolution == "reject" else None
     if decision.resolution == "edit":
         done.edited_output = decision.edited_output
-    done.user_input = decision.user_input
+    done.user_input = _form_values(req, decision, schema)
     done.selected_choices = decision.selected_choices
     if decision.is_timeout:
         done.resolution = f"timeout:{req.on_timeout}"
     return done
+
+
+def _form_values(
+    req: Requirement, decision: Decision, schema: list[UserInputField]
+) -> dict[str, Any] | None:
+    if not req.requires_user_input or decision.resolution == "reject":
+        return decision.user_input
+    try:
+        return collect_input(schema, decision.user_input or {})
+    except GateError:  # a timer's approve of an incomplete form: the step is skipped
+        return decision.user_input
 
 
 def takes_else_branch(review: HumanReview, decision: Decision) -> bool:

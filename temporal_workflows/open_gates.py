@@ -87,9 +87,11 @@ class OpenGates:
         self.open.pop(step_id, None)
         self._schemas.pop(step_id, None)
 
-    def record(self, req: Requirement, decision: Decision, now: str) -> None:
+    def record(
+        self, req: Requirement, decision: Decision, now: str, schema: list[UserInputField]
+    ) -> None:
         """Add a decided gate to the audit trail."""
-        self.resolved.append(resolved(req, decision, now))
+        self.resolved.append(resolved(req, decision, now, schema))
 
     def check(self, decision: Decision) -> None:
         """The decide validator: refuse what the gate cannot take (nothing reaches history)."""

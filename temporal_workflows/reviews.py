@@ -179,7 +179,7 @@ class Reviews:
         except asyncio.CancelledError:
             self.recorder.cancelled(node_run_id, node, "cancelled while awaiting approval")
             raise
-        self.gates.record(req, decision, self.clock.now())
+        self.gates.record(req, decision, self.clock.now(), review.user_input_schema)
         self.activity.show()
         if node.node_type != "step" and workflow.patched(CONTAINER_DECIDED_PATCH):
             # A container's node run is open again at once (its body goes on, at resume

@@ -3,6 +3,7 @@ and `trellis approve`. A bare run id is enough: the API says which workflow it b
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -191,11 +192,10 @@ def _message(requirement: dict[str, Any]) -> str | None:
 
 
 def _needs(requirement: dict[str, Any]) -> str:
-    """What the gate asks, with what an approver types: the form's fields (`*` required)
-    and the routes to choose from, which the decision names."""
+    """What the gate asks, with what an approver types: the form's fields (`*` must be
+    given: required, no default) and the routes to choose from, which the decision names."""
     needs = ", ".join(_flags(requirement)) or "confirmation"
-    fields = [f"{f.get('name')}{'*' if f.get('required') else ''} ({f.get('fieldType')})"
-              for f in requirement.get("userInputSchema") or []]  # fmt: skip
+    fields = [_form_field(f) for f in requirement.get("userInputSchema") or []]
     if fields:
         needs += f"\n--input: {', '.join(fields)}"
     choices = [str(c) for c in requirement.get("availableChoices") or []]
@@ -205,6 +205,15 @@ def _needs(requirement: dict[str, Any]) -> str:
         hint = f"; suggested {', '.join(map(str, suggested))}" if suggested else ""
         needs += f"\n--choice{many}: {', '.join(choices)}{hint}"
     return needs
+
+
+def _form_field(field: dict[str, Any]) -> str:
+    default = field.get("value")
+    must = "*" if field.get("required") and default is None else ""
+    kind = str(field.get("fieldType"))
+    if default is not None:
+        kind += f", default {json.dumps(default)}"
+    return f"{field.get('name')}{must} ({kind})"
 
 
 @runs.command("watch")

@@ -137,6 +137,25 @@ async def test_a_timeout_with_approve_of_a_form_missing_a_required_value_says_so
     assert "amount" in form["error"]
 
 
+async def test_a_timeout_with_approve_of_a_form_records_the_defaults_it_ran_with(
+    platform: Platform,
+) -> None:
+    # The audit trail said userInput null while the step ran with the form's defaults.
+    review = {
+        "requiresUserInput": True,
+        "userInputSchema": [{"name": "lvl", "fieldType": "string", "defaultValue": "low"}],
+        "timeoutSeconds": 1,
+        "onTimeout": "approve",
+    }
+    wf, run_id = await start(platform, [echo("form", review, lvl="{{ user_input.lvl }}")])
+    await wait_for_gate(platform, wf, run_id, "form")
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed", run["errorSummary"]
+    assert run["finalOutput"]["config"] == {"lvl": "low"}
+    decided = run["resolvedRequirements"][0]
+    assert (decided["resolution"], decided["userInput"]) == ("timeout:approve", {"lvl": "low"})
+
+
 async def test_a_timeout_with_approve_of_a_route_selection_without_suggestion_skips_it(
     platform: Platform,
 ) -> None:

@@ -149,6 +149,9 @@ class TestUserInput:
         assert response.status_code == 200, response.text
         run = await platform.wait(wf, run_id)
         assert run["finalOutput"]["config"] == {"who": "ada", "amount": 5}
+        # The audit trail keeps the values the step ran with, the default included.
+        recorded = run["resolvedRequirements"][0]["userInput"]
+        assert recorded == {"approver": "ada", "amount": 5, "tier": "gold"}
 
     async def test_input_that_breaks_the_schema_is_400_and_changes_nothing(
         self, platform: Platform
@@ -204,7 +207,8 @@ class TestUserInput:
             assert run["nodeRuns"][0]["status"] == "completed"
             assert run["finalOutput"]["config"] == {"amount": 5}
             decided = run["resolvedRequirements"][0]
-            assert (decided["resolution"], decided["userInput"]) == ("confirm", None)
+            # Recorded as the values the step ran with (it was null: the trail hid them).
+            assert (decided["resolution"], decided["userInput"]) == ("confirm", {"amount": 5})
 
 
 class TestOutputReview:

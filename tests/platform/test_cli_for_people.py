@@ -264,6 +264,7 @@ def test_run_show_names_the_fields_and_routes_a_gate_asks_for(
     form = {"requiresUserInput": True, "userInputSchema": [
         {"name": "zip", "fieldType": "string", "required": True},
         {"name": "count", "fieldType": "number", "required": False},
+        {"name": "currency", "fieldType": "string", "required": True, "defaultValue": "EUR"},
     ]}  # fmt: skip
     route = {"name": "Pick", "nodeType": "router", "conditionCel": "'fast'",
              "humanReview": {"requiresUserInput": True},
@@ -287,7 +288,8 @@ def test_run_show_names_the_fields_and_routes_a_gate_asks_for(
         assert time.monotonic() < deadline, "the run never reached both gates"
         time.sleep(0.2)
     shown = ok(trellis(dev, "runs", "show", run_id, COLUMNS="200"))
-    assert "--input: zip* (str), count (float)" in shown, shown
+    # A required field with a default may be left out: no `*`, its default shown.
+    assert '--input: zip* (str), count (float), currency (str, default "EUR")' in shown, shown
     assert "--choice: fast, slow; suggested fast" in shown, shown
     ok(trellis(dev, "runs", "cancel", run_id))
 

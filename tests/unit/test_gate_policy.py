@@ -58,7 +58,7 @@ def test_a_user_whose_sub_is_timeout_is_not_the_timer() -> None:
     # A person's reject follows onReject (cancel), not onTimeout (skip).
     with pytest.raises(RunCancelled, match="rejected by timeout"):
         after_rejection(review_of(n), person, 0, n)
-    done = resolved(before_gate(n, review_of(n), None), person, "t")
+    done = resolved(before_gate(n, review_of(n), None), person, "t", [])
     assert (done.resolution, done.decided_by, done.source) == ("reject", "timeout", "user")
 
 
@@ -72,7 +72,7 @@ def test_decisions_recorded_before_sources_load_as_a_persons() -> None:
 def test_the_audit_record_says_what_was_decided_by_whom() -> None:
     n = gated()
     req = before_gate(n, review_of(n), None)
-    done = resolved(req, REJECT, "2026-01-01T00:00:00Z")
+    done = resolved(req, REJECT, "2026-01-01T00:00:00Z", [])
     assert (done.resolution, done.decided_by, done.decided_at) == (
         "reject",
         "alice",
@@ -80,7 +80,7 @@ def test_the_audit_record_says_what_was_decided_by_whom() -> None:
     )
     assert done.confirmed is False and done.rejection_feedback == "no"
     assert done.source == "user"
-    timed_out = resolved(req, timeout_decision(req), "t")
+    timed_out = resolved(req, timeout_decision(req), "t", [])
     assert timed_out.resolution == "timeout:cancel"
     assert (timed_out.decided_by, timed_out.source) == (None, "timeout")
 
