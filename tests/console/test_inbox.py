@@ -302,6 +302,29 @@ async def test_a_card_being_typed_in_says_when_its_gate_closes_elsewhere(
     await expect(card.get_by_label("amount")).to_have_value("5")  # what was typed stays
 
 
+async def test_a_card_being_typed_in_stops_acting_live_when_its_run_is_cancelled(
+    console: Console,
+) -> None:
+    # It said the gate was "decided elsewhere or by its timeout", its age kept counting and
+    # its buttons sent decisions the API refused.
+    p = console.platform
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    await console.goto("/console/approvals")
+    card = console.page.locator(f'article[data-run-id="{run_id}"]')
+    feedback = card.get_by_label(re.compile("feedback", re.IGNORECASE))
+    await feedback.fill("typing...")
+    await expect(feedback).to_be_focused()
+    assert (await control(p, wf, run_id, "cancel")).status_code == 200
+    closed = card.locator("[data-role=gate-closed]")
+    await expect(closed).to_contain_text("its run ended (cancelled or failed)", timeout=LIVE)
+    await expect(card.locator("[data-since], [data-deadline]")).to_have_count(0)
+    for button in await card.locator("form button").all():
+        await expect(button).to_be_disabled()
+    await expect(feedback).to_have_value("typing...")
+    await closed.get_by_role("button", name="Dismiss").click()
+    await expect(card).to_have_count(0)
+
+
 async def test_a_page_of_the_inbox_past_the_last_says_so_and_leads_to_the_last(
     console: Console,
 ) -> None:

@@ -126,15 +126,23 @@ export function syncGates(list, items, options = {}) {
   }
 }
 
-/** A card kept open while its gate closed elsewhere: say so where the reader is. */
+/** A card kept open while its gate closed elsewhere: say so where the reader is, and
+ * stop it acting live (its clocks, its decision buttons); what was typed stays to copy. */
 function markClosed(card) {
   card.classList.add("closed");
   const note = notice("info",
     h("p.result-title", {}, "This gate has closed"),
-    h("p", {}, "It was decided elsewhere or by its timeout while this card was open. "
-      + "Nothing you entered here was sent; the run's page shows how it was decided."));
+    h("p", {}, "While this card was open it was decided elsewhere, timed out, or its run "
+      + "ended (cancelled or failed). Nothing you entered here was sent; the run's page "
+      + "shows what happened."),
+    h("button.secondary.small", { type: "button", on: { click: () => card.remove() } }, "Dismiss"));
   note.dataset.role = "gate-closed";
   card.querySelector(".gate-head").after(note);
+  for (const button of card.querySelectorAll("form button")) button.disabled = true;
+  for (const el of card.querySelectorAll("[data-since], [data-deadline]")) {
+    delete el.dataset.since;
+    delete el.dataset.deadline;
+  }
 }
 
 /** Refresh every age and countdown on the page (called once a second). */
