@@ -27,6 +27,7 @@ from temporal_workflows.schedule_trigger import (
 
 DISABLED = "workflow disabled"
 DELETED = "workflow deleted"
+SCHEDULE_DELETED = "schedule deleted"
 
 
 def skip_log_key(schedule_id: str) -> str:
@@ -54,6 +55,11 @@ class SchedulingActivities:
             await self._store.delete_events(skip_log_key(trigger.schedule_id))
             activity.logger.info("schedule %s deleted: %s", trigger.schedule_id, DELETED)
             return ScheduledRunResult(skipped_reason=DELETED)
+        if activity.info().attempt == 1 and not await self._schedule_exists(trigger.schedule_id):
+            # Its firing waited for a worker, and the schedule was deleted meanwhile: a
+            # deleted schedule starts nothing. (Later attempts start what the first made.)
+            activity.logger.info("schedule %s fired, then was deleted: no run", trigger.schedule_id)
+            return ScheduledRunResult(skipped_reason=SCHEDULE_DELETED)
         starter = RunStarter(
             self._store,
             self._client,
@@ -91,8 +97,11 @@ class SchedulingActivities:
         """Whether the workflow is in the store and the schedule in Temporal."""
         if await self._store.get_workflow(trigger.workflow_id) is None:
             return False
+        return await self._schedule_exists(trigger.schedule_id)
+
+    async def _schedule_exists(self, schedule_id: str) -> bool:
         try:
-            await self._client.get_schedule_handle(trigger.schedule_id).describe()
+            await self._client.get_schedule_handle(schedule_id).describe()
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
