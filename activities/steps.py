@@ -16,6 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.executors.base import Executor, PermanentError, StepCall
+from activities.handed_writes import HandedWrites
 from activities.metrics import RunMetrics
 from activities.projections import write_batch
 from activities.run_log import about_run
@@ -64,6 +65,7 @@ class StepActivities:
         self._store = store
         self._executor = executor
         self._metrics = metrics or RunMetrics()
+        self._handed = HandedWrites()
 
     @activity.defn(name=EXECUTE_STEP)
     async def execute_step(self, step: StepInput) -> StepOutput:
@@ -136,11 +138,15 @@ class StepActivities:
     async def _write_before(self, step: StepInput) -> bool:
         """Write what the workflow handed this step (the run's queued writes) before the
         step's own. If the store fails, the workflow's outbox writes them instead."""
-        if step.writes_before is None:
+        handed = step.writes_before
+        if handed is None:
             return False
+        execution = activity.info().workflow_run_id
+        # Children started together carry the same batch: one write of it per worker.
+        key = None if handed.first_seq is None else (execution, handed.first_seq, handed.order)
         try:
-            await write_batch(
-                self._store, self._metrics, step.writes_before, activity.info().workflow_run_id
+            await self._handed.write_once(
+                key, lambda: write_batch(self._store, self._metrics, handed, execution)
             )
         except Exception as exc:
             log.warning("the run's queued writes were left to the workflow: %s", exc)

@@ -145,6 +145,12 @@ class Outbox:
         self._runs, self._nodes, self._order = [], [], ""
         return self._handed
 
+    @property
+    def handed(self) -> ProjectionBatch | None:
+        """What a step was handed and has not yet reported written. A step starting
+        meanwhile may write it again: a repeat lands once, as a retried step's does."""
+        return self._handed
+
     def confirm(self, handed: ProjectionBatch) -> None:
         """The step wrote what it was handed."""
         if handed is self._handed:

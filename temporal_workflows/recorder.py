@@ -132,6 +132,10 @@ class RunRecorder:
         """What is queued, for the step about to start to write first (see the outbox)."""
         return self._outbox.hand_off()
 
+    def handed_unconfirmed(self) -> ProjectionBatch | None:
+        """What a step was handed and has not yet reported written (see the outbox)."""
+        return self._outbox.handed
+
     def handed_written(self, handed: ProjectionBatch) -> None:
         self._outbox.confirm(handed)
 

@@ -298,9 +298,13 @@ class StepRunner:
         # or (too much, or not run writes only) it is written meanwhile by the outbox (a
         # local write, so it lands well before the remote step reports).
         handed = self.recorder.hand_off()
-        request.writes_before = handed
         if handed is None:
             self.recorder.flush_soon()
+            # A step starting beside one that has not yet written what it was handed (the
+            # children of a run's first parallel node) writes it too, or its own
+            # node_started could land before the run_started it follows. Each lands once.
+            handed = self.recorder.handed_unconfirmed()
+        request.writes_before = handed
         summary = await self._summary(request, node)
         policy, activity_id, reruns = retry_policy(config), request.node_run_id, 0
         while True:

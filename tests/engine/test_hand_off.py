@@ -8,6 +8,7 @@ logs each event once, however often a write lands.
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -19,6 +20,7 @@ from tests.support.platform import Platform
 
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
 ACTIVITY_TASK_COMPLETED = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+ACTIVITY_TASK_SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
 
 
 async def _history(platform: Platform, run_id: str) -> list[HistoryEvent]:
@@ -40,6 +42,22 @@ def _before_first_activity_completed(events: list[HistoryEvent]) -> list[History
     the activities its task scheduled, so a marker of the run's first tasks is here."""
     first = next(i for i, e in enumerate(events) if e.event_type == ACTIVITY_TASK_COMPLETED)
     return events[:first]
+
+
+def _writes_before(scheduled: HistoryEvent) -> list[str] | None:
+    """The event types of the writes a scheduled step was handed, in order."""
+    (payload,) = scheduled.activity_task_scheduled_event_attributes.input.payloads
+    handed = json.loads(payload.data)["writesBefore"]
+    if handed is None:
+        return None
+    runs, node_runs, types = iter(handed["runs"]), iter(handed["nodeRuns"]), []
+    for kind in handed["order"]:
+        if kind == "r":
+            event = next(runs)["event"]
+            types += [event["type"]] if event else []
+        else:
+            types += [e["type"] for e in next(node_runs)["events"]]
+    return types
 
 
 async def _event_types(platform: Platform, run_id: str) -> list[tuple[str, str | None]]:
@@ -145,11 +163,12 @@ async def test_a_parallel_node_schedules_its_activity_children_before_any_local_
     assert run["status"] == "completed", run["errorSummary"]
     events = await _history(platform, run_id)
     assert _local_activities(_before_first_activity_completed(events)) == 0
+    # Every child carries them: whichever child's activity writes first writes them first,
+    # so no child's node_started is logged before run_started.
+    handed = [_writes_before(e) for e in events if e.event_type == ACTIVITY_TASK_SCHEDULED]
+    assert len(handed) == 5 and all(w == ["run_started", "node_started"] for w in handed)
     types = await _event_types(platform, run_id)
-    # The first child's activity writes them before its own; another child's activity may
-    # start first and log before them (docs/semantics.md, "Event log order").
-    started, fanned = types.index(("run_started", None)), types.index(("node_started", "P"))
-    assert started < fanned < min(i for i, (_, node) in enumerate(types) if node == "c0")
+    assert types[:2] == [("run_started", None), ("node_started", "P")]
     assert types[-2:] == [("node_completed", "P"), ("run_completed", None)]
 
 
