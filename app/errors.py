@@ -215,6 +215,8 @@ def _validation_details(
             # model its bytes otherwise (curl -d sends a form's type).
             sent = f"as {content_type[:100]}" if content_type else "without a Content-Type"
             message = f"must be JSON sent with Content-Type: application/json (it was sent {sent})"
+        elif err.get("type") == "extra_forbidden":
+            message = "is not a field of this body (see the OpenAPI document)"
         elif err.get("type") == "recursion_depth_exceeded" and "nodes" in err["loc"]:
             # The validator's own words name no limit a user can act on.
             message = f"nested too deeply (a node tree may be at most {MAX_DEPTH} levels deep)"

@@ -25,13 +25,24 @@ TIME_ZONES: list[Any] = sorted((available_timezones() - {"localtime"}) | {"UTC"}
 _ZONES = frozenset(TIME_ZONES)
 
 
+# A schedule's fields a GET shows that no body sets (SchedulePublic's own).
+SHOWN_ONLY = frozenset(
+    {"id", "workflowId", "note", "numActions", "nextActionTimes", "recentActions"}
+    | {"createdAt", "updatedAt"}
+)
+
+
 class ScheduleCreate(CamelModel):
     """POST and PUT body (PUT replaces the whole schedule): a cron or an interval, not both."""
 
     # The schema states exactly one of `cron` and `intervalSeconds` (oneOf), the cron
     # grammar (a pattern) and the zones; the validators below enforce the same rules.
+    # Unknown fields are refused: a misspelt `timezone` ran in UTC, and a `startAt` or a
+    # `jitterSeconds` (Temporal's, not offered here) made a schedule that ran at once.
+    # What a GET shows and a body cannot set is dropped, so a schedule read can be PUT back.
     model_config = ConfigDict(
         strict=True,
+        extra="forbid",
         json_schema_extra=omittable(
             "cron",
             "intervalSeconds",
@@ -61,6 +72,13 @@ class ScheduleCreate(CamelModel):
     initial_input: Annotated[dict[str, Any], run_data("initialInput")] = Field(default_factory=dict)
     overlap_policy: OverlapPolicy = "skip"
     paused: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shown_only_dropped(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if k not in SHOWN_ONLY}
+        return data
 
     @field_validator("cron")
     @classmethod

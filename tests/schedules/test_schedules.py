@@ -371,6 +371,38 @@ class TestValidation:
         assert response.status_code == 400
         assert "must not be null" in response.text
 
+    async def test_an_unknown_field_is_400_and_creates_or_changes_nothing(
+        self, platform: Platform
+    ) -> None:
+        # A misspelt `timezone` ran in UTC; Temporal's `startAt` or `jitterSeconds`, not
+        # offered here, made a schedule that ran at once: each answered 201.
+        wf = await platform.create(ECHO)
+        hourly = {"cron": "0 * * * *"}
+        for field, value in (
+            ("timezone", "Europe/Berlin"),
+            ("startAt", "2030-01-01T00:00:00Z"),
+            ("jitterSeconds", 5),
+        ):
+            response = await platform.api.post(url(wf), json={**hourly, field: value})
+            assert response.status_code == 400, response.text
+            assert response.json()["error"]["details"] == [
+                {"path": field, "message": "is not a field of this body (see the OpenAPI document)"}
+            ]
+        assert (await platform.api.get(url(wf))).json()["schedules"] == []
+        assert not [s async for s in await platform.client.list_schedules() if wf in s.id]
+        async with schedule(platform, wf, {**hourly, "paused": True}) as created:
+            refused = await platform.api.put(
+                url(wf, created["id"]), json={"intervalSeconds": 60, "endAt": "2031-01-01"}
+            )
+            assert refused.status_code == 400, refused.text
+            assert (await platform.api.get(url(wf, created["id"]))).json() == created
+            # What a GET shows can be sent back, its nulls left out: read, change, PUT.
+            shown = {k: v for k, v in created.items() if v is not None}
+            shown["timeZone"] = "Europe/Berlin"
+            changed = await platform.api.put(url(wf, created["id"]), json=shown)
+            assert changed.status_code == 200, changed.text
+            assert changed.json()["timeZone"] == "Europe/Berlin"
+
     async def test_an_unknown_time_zone_is_400(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
         response = await platform.api.post(
