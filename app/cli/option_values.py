@@ -99,9 +99,20 @@ def key_option(func: Any) -> Any:
         "key",
         default=None,
         metavar="KEY",
+        callback=_header_value,
         help="sent as Idempotency-Key: repeat the command with the same key when its answer "
         "was lost, and it is applied once",
     )(func)
+
+
+def _header_value(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A key the API takes: 1 to 200 printable ASCII characters (a header carries no other;
+    `clé-1` was a traceback)."""
+    if value is not None and not (
+        0 < len(value) <= 200 and value.isascii() and value.isprintable()
+    ):
+        raise click.BadParameter("an Idempotency-Key is 1 to 200 printable ASCII characters")
+    return value
 
 
 def input_options(func: Any) -> Any:

@@ -62,7 +62,7 @@ def api_options(func: F) -> F:
         callback=_api_url, help="the Trellis API [env TRELLIS_URL]",
     )  # fmt: skip
     @click.option(
-        "--token", envvar="TRELLIS_TOKEN", default=None,
+        "--token", envvar="TRELLIS_TOKEN", default=None, callback=_bearer_token,
         help="bearer token, when the API requires one [env TRELLIS_TOKEN]",
     )  # fmt: skip
     @click.option("--json", "as_json", is_flag=True, help="print the API's JSON answer as is")
@@ -72,6 +72,27 @@ def api_options(func: F) -> F:
             return func(current, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+# What a bearer token is made of (RFC 6750): visible ASCII, no space.
+_TOKEN = re.compile(r"[\x21-\x7e]+")
+
+
+def _bearer_token(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A token pasted with a curly quote, a space or a line end is a usage error (exit 2):
+    it was a traceback (UnicodeEncodeError), or blamed on the URL (a line end). Space
+    around it (a file's last line end) is not part of it."""
+    value = value.strip() if value is not None else None
+    if not value:
+        return None
+    if not _TOKEN.fullmatch(value):
+        raise click.BadParameter(
+            "it has characters no token has (a space, a line end, a curly quote or another "
+            "non-ASCII character): was it copied with them?",
+            ctx=ctx,
+            param_hint="--token / TRELLIS_TOKEN",
+        )
+    return value
 
 
 def _api_url(ctx: click.Context, param: click.Parameter, value: str) -> str:

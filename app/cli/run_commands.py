@@ -4,6 +4,7 @@ and `trellis approve`. A bare run id is enough: the API says which workflow it b
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import click
@@ -216,11 +217,20 @@ def _form_field(field: dict[str, Any]) -> str:
     return f"{field.get('name')}{must} ({kind})"
 
 
+def _finite(value: float, flag: str) -> float:
+    """`nan` and `inf` pass click's FloatRange (`nan` compares false with its bounds): a
+    watch told `--patience nan` waited for good."""
+    if not math.isfinite(value):
+        raise click.BadParameter("must be a finite number of seconds", param_hint=flag)
+    return value
+
+
 @runs.command("watch")
 @click.argument("run_id")
 @click.option(
     "--patience",
     type=click.FloatRange(min=0),
+    callback=lambda _ctx, _param, value: _finite(value, "--patience"),
     default=RESUME_PATIENCE_SECONDS,
     show_default=True,
     metavar="SECONDS",
@@ -387,7 +397,8 @@ def approve(
         body.update(resolution="edit", editedOutput=json_value(edited_output, "--edited-output"))
     if choices:
         body.update(resolution="route_select", selectedChoices=list(choices))
-    run = session.api.get(f"/runs/{segment(run_id)}").data
+    # Its path and its open gates: not its node runs (a long loop's could be too large).
+    run = session.api.get(f"/runs/{segment(run_id)}", nodeRuns="summary").data
     if inputs:
         text = _text_fields(run, step_id)
         body.update(resolution="user_input", userInput=pairs(inputs, "--input", text))

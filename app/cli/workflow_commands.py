@@ -227,7 +227,8 @@ def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:
         try:
             return str(session.api.get(f"/workflows/{segment(definition['id'])}").data["id"])
         except ApiError as exc:
-            if not str(exc).startswith("404"):
+            # 400: no id the API gives has that form (`bad id!`), so none has it.
+            if not str(exc).startswith(("404", "400")):
                 raise
         # The API gives ids: a create keeps none, so the next apply of this file would
         # not find it by its id. The name finds it then, as for a file without one.

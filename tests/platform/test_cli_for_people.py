@@ -3,6 +3,7 @@ live, approve its gate from the CLI and see it complete; --json prints the API's
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -526,6 +527,37 @@ def test_apply_of_a_file_whose_id_names_no_workflow_finds_it_by_name_next_time(
     assert "no workflow has the id 'my-fixed-id-" in first.stderr
     again = trellis(dev, "workflows", "apply", "-f", str(path))
     assert ok(again).strip() == f"workflow {created['id']} unchanged (version 1)"
+
+
+def test_apply_of_a_file_whose_id_no_workflow_can_have_finds_it_by_name(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # A malformed id was a 400 "Invalid workflow id", though an id no workflow has is
+    # applied by name.
+    path = gated_definition(tmp_path / "wf.yaml", f"cli-{uuid.uuid4().hex[:8]}")
+    created = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    path.write_text("id: 'bad id!'\n" + path.read_text())
+    again = trellis(dev, "workflows", "apply", "-f", str(path))
+    assert ok(again).strip() == f"workflow {created['id']} unchanged (version 1)"
+    assert "no workflow has the id 'bad id!'" in again.stderr
+
+
+def test_a_file_in_snake_case_applied_again_is_unchanged(dev: DevProcess, tmp_path: Path) -> None:
+    # The API takes snake_case names, but the ids of the stored nodes were carried over
+    # by camelCase names only: each apply made a new version with new node ids.
+    path = tmp_path / "snake.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}", "max_concurrency": 4, "nodes": [
+                {"name": "a", "node_type": "step", "executor_key": "builtin:echo"},
+                {"name": "c", "node_type": "condition", "condition_cel": "true", "true_steps": [
+                    {"name": "t", "node_type": "step", "executor_key": "builtin:echo"}]}]}
+        )
+    )  # fmt: skip
+    created = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    for _ in range(2):
+        again = ok(trellis(dev, "workflows", "apply", "-f", str(path)))
+        assert again.strip() == f"workflow {created['id']} unchanged (version 1)"
 
 
 def test_json_options_refuse_what_is_not_json_and_change_nothing(
@@ -1240,3 +1272,71 @@ def test_the_latest_node_runs_of_a_run_grown_since_it_was_counted(dev: DevProces
         api.close()
     assert total == len(every) == 71
     assert [n["id"] for n in latest] == [n["id"] for n in every[-50:]]
+
+
+def test_approve_decides_a_gate_of_a_run_whose_node_runs_are_too_large_to_read(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # `approve` read the whole run detail to find the run's path and its form: past
+    # TRELLIS_MAX_RESPONSE_BYTES it failed (400 response_too_large) while `runs show`,
+    # which reads the summary, offered the decision.
+    loop = {
+        "name": "Loop",
+        "nodeType": "loop",
+        "loopConfig": {"maxIterations": 60},
+        "children": [
+            {
+                "name": "E",
+                "nodeType": "step",
+                "executorKey": "builtin:echo",
+                "config": {"pad": "x" * 200},
+            }
+        ],
+    }
+    gate = {
+        "name": "Gate",
+        "nodeType": "step",
+        "executorKey": "builtin:echo",
+        "humanReview": {"requiresConfirmation": True},
+    }
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump({"name": f"cli-{uuid.uuid4().hex[:8]}", "enabled": True,
+                                    "nodes": [loop, gate]}))  # fmt: skip
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id["id"], "--json")))["runId"]
+    deadline = time.monotonic() + 60
+    while not (run := json.loads(ok(trellis(dev, "runs", "show", run_id, "--json"))))[
+        "pendingRequirements"
+    ]:
+        assert time.monotonic() < deadline, "the run never reached its gate"
+        time.sleep(0.2)
+    step_id = run["pendingRequirements"][0]["stepId"]
+    # A second API on the same store and Temporal, answering at most 10 KB of node runs.
+    temporal = f"127.0.0.1:{dev.env['TRELLIS_TEMPORAL_PORT']}"
+    small = {
+        **dev.env,
+        "TRELLIS_API_PORT": str(free_port()),
+        "TRELLIS_MAX_RESPONSE_BYTES": "10000",
+        "TRELLIS_TEMPORAL_ADDRESS": temporal,
+    }
+    url = f"http://127.0.0.1:{small['TRELLIS_API_PORT']}"
+    api = subprocess.Popen([sys.executable, "-m", "app.cli", "api"], env=small, cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "the second API did not start"
+            time.sleep(0.1)
+        whole = httpx.get(f"{url}/api/v1/runs/{run_id}")
+        assert whole.status_code == 400 and "response_too_large" in whole.text  # the premise
+        ok(trellis(dev, "approve", run_id, step_id, TRELLIS_URL=url))
+    finally:
+        api.terminate()
+        api.wait(15)
+    deadline = time.monotonic() + 60
+    while json.loads(ok(trellis(dev, "runs", "show", run_id, "--json")))["status"] != "completed":
+        assert time.monotonic() < deadline, "the run did not complete after its approval"
+        time.sleep(0.2)
