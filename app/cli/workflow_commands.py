@@ -151,6 +151,14 @@ def apply_workflow(session: Session, path: str) -> None:
         raise BadDefinition(
             f"{source}: enabled is true or false (or left out), not {compact(enabled, 40)}"
         )
+    from app.cli.definition_defaults import required_left_out
+
+    missing = required_left_out(definition)
+    if missing:
+        raise BadDefinition(
+            f"{source}: {' and '.join(missing)} required (a definition file is the whole "
+            "definition)"
+        )
     existing = _existing_id(session, definition)
     body = {k: v for k, v in definition.items() if k != "id"}
     if existing is None:

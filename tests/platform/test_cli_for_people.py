@@ -490,10 +490,11 @@ def test_apply_makes_the_stored_definition_what_the_file_says(
     assert ok(trellis(dev, "workflows", "apply", "-f", str(path))).strip() == (
         f"workflow {created['id']} unchanged (version 2)"
     )
-    # A required field left out is refused, as a create refuses it, and changes nothing.
+    # A required field left out is refused before anything is sent (exit 2, as a file
+    # the API would misread is), and changes nothing.
     path.write_text(yaml.safe_dump({"name": stored["name"]}))
     refused = trellis(dev, "workflows", "apply", "-f", str(path))
-    assert refused.returncode == 1 and "nodes" in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and "nodes required" in refused.stderr, refused.stderr
     after = httpx.get(f"{dev.api_url}/api/v1/workflows/{created['id']}").json()
     assert after["version"] == 2
 
@@ -540,6 +541,22 @@ def test_apply_of_a_file_whose_id_no_workflow_can_have_finds_it_by_name(
     again = trellis(dev, "workflows", "apply", "-f", str(path))
     assert ok(again).strip() == f"workflow {created['id']} unchanged (version 1)"
     assert "no workflow has the id 'bad id!'" in again.stderr
+
+
+def test_a_file_without_nodes_or_name_is_refused_naming_them_and_changes_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # Applied to an existing workflow, a file without `nodes` was the API's "nodes: must
+    # not be null (omit the field to leave it unset)": the user had left it out.
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    created = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(
+        gated_definition(tmp_path / "wf.yaml", name)), "--json")))  # fmt: skip
+    for text, missing in ((f"name: {name}\n", "nodes"), ("description: x\n", "name and nodes")):
+        refused = trellis(dev, "workflows", "apply", "-f", "-", stdin=text)
+        assert refused.returncode == 2, refused.stderr
+        assert f"<stdin>: {missing} required (a definition file is the whole" in refused.stderr
+    shown = json.loads(ok(trellis(dev, "workflows", "show", created["id"], "--json")))
+    assert shown["version"] == 1 and len(shown["nodes"]) == 2
 
 
 def test_a_file_in_snake_case_applied_again_is_unchanged(dev: DevProcess, tmp_path: Path) -> None:
