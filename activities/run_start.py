@@ -94,6 +94,7 @@ def new_run_record(
     resolved_dependencies: list[ResolvedDependency] | None = None,
     idempotency_key: str | None = None,
     triggered_by: Identity | None = None,
+    schedule_id: str | None = None,
 ) -> RunRecord:
     """A pending run of the workflow's live definition, or of the one `pinned_to` ran on;
     its id is derived from `idempotency_key` when one is given (see `new_run_id`)."""
@@ -113,6 +114,7 @@ def new_run_record(
         resolved_dependencies=resolved_dependencies or [],
         idempotency_key=idempotency_key,
         triggered_by=triggered_by,
+        schedule_id=schedule_id,
         rev=RECORDED_REV,
     )
 

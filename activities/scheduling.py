@@ -67,7 +67,13 @@ class SchedulingActivities:
             default_gate_timeout_seconds=trigger.default_gate_timeout_seconds,
             max_output_bytes=self._max_output_bytes,
         )
-        record = new_run_record(workflow, "schedule", trigger.initial_input, run_id=request.run_id)
+        record = new_run_record(
+            workflow,
+            "schedule",
+            trigger.initial_input,
+            run_id=request.run_id,
+            schedule_id=trigger.schedule_id,
+        )
         try:
             await starter.start(workflow, record, mark_failed=_last_attempt())
         except WorkflowDisabled:

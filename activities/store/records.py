@@ -94,6 +94,8 @@ class RunHeader(StoredModel):
     # Who triggered the run: a verified caller's identity, never a token (None: a schedule,
     # dev mode); its workflow's input carries the same.
     triggered_by: Identity | None = None
+    # The schedule whose firing started the run (its `POST …/trigger` too); None otherwise.
+    schedule_id: str | None = None
     # Writes carry a revision from the workflow; an older revision never overwrites a newer one.
     rev: int = 0
     # Which workflow task wrote the run's end (its history length then): an end a later

@@ -218,6 +218,8 @@ class RunSummary(CamelModel):
     error_summary: str | None = None
     # null: triggered without an identity (a schedule, dev mode).
     triggered_by: TriggeredBy | None = None
+    # The schedule whose firing (or `POST …/trigger`) started it; null for any other run.
+    schedule_id: str | None = None
     node_runs: list[NodeRunPublic] = Field(default_factory=list)
 
     @classmethod

@@ -71,11 +71,14 @@ class TestFiring:
         self, platform: Platform
     ) -> None:
         wf = await platform.create(ECHO)
-        async with schedule(platform, wf, {"intervalSeconds": 1, "initialInput": {"n": 3}}):
+        body = {"intervalSeconds": 1, "initialInput": {"n": 3}}
+        async with schedule(platform, wf, body) as created:
             runs = await eventually(lambda: runs_of(platform, wf))
         run = await platform.wait(wf, runs[-1]["id"])
         assert run["status"] == "completed" and run["triggerSource"] == "schedule"
         assert run["initialInput"] == {"n": 3}
+        # Which schedule started it (two schedules of a workflow were told apart by input).
+        assert run["scheduleId"] == runs[-1]["scheduleId"] == created["id"]
 
     async def test_trigger_fires_once_now(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
@@ -84,6 +87,11 @@ class TestFiring:
             assert response.status_code == 202
             runs = await eventually(lambda: runs_of(platform, wf))
             assert len(runs) == 1 and runs[0]["triggerSource"] == "schedule"
+            assert runs[0]["scheduleId"] == created["id"]
+            manual = await platform.api.get(
+                f"/api/v1/workflows/{wf}/runs/{await platform.trigger(wf)}"
+            )
+            assert manual.json()["scheduleId"] is None
             described = (await platform.api.get(url(wf, created["id"]))).json()
             assert described["numActions"] == 1 and len(described["recentActions"]) == 1
 
