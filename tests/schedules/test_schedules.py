@@ -28,6 +28,7 @@ from activities.scheduling import SchedulingActivities, skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
 from app.reconciler import Reconciler
+from app.schedule_sweep import sweep_orphan_schedules
 from app.services.schedule_timing import PROBE_PREFIX, PROBE_WORKFLOW_TYPE
 from temporal_workflows import search_attributes
 from temporal_workflows.schedule_trigger import (
@@ -660,6 +661,53 @@ class TestSkipLogs:
 
         await eventually(gone)
         await eventually(no_skips)  # the activity deletes them after the schedule
+
+
+class TestOrphanSchedules:
+    async def test_a_paused_schedule_its_deleted_workflow_left_is_deleted_by_the_reconciler(
+        self, platform: Platform
+    ) -> None:
+        # A workflow deleted while Temporal was down left its paused schedule in Temporal
+        # for good (a paused one never fires, so it never deleted itself).
+        gone_wf, kept_wf = await platform.create(ECHO, enable=False), await platform.create(ECHO)
+        paused = {**DAILY, "paused": True}
+        left = (await platform.api.post(url(gone_wf), json=paused)).json()
+        kept = (await platform.api.post(url(kept_wf), json=paused)).json()
+        await skip_once(platform, gone_wf, left["id"])
+        # Ours in form, but another deployment's (another task queue) on the same namespace.
+        theirs = f"sched-{gone_wf}-theirs"
+        trigger = ScheduleTriggerInput(schedule_id=theirs, workflow_id=gone_wf)
+        await platform.client.create_schedule(
+            theirs,
+            Schedule(
+                action=ScheduleActionStartWorkflow(
+                    SCHEDULE_WORKFLOW_TYPE, trigger, id=f"{theirs}-run", task_queue="elsewhere"
+                ),
+                spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(hours=1))]),
+                state=ScheduleState(paused=True),
+            ),
+            search_attributes=TypedSearchAttributes(
+                [SearchAttributePair(search_attributes.DEFINITION_ID, gone_wf)]
+            ),
+        )
+        assert await platform.store.delete_workflow(gone_wf)  # as a delete with Temporal down
+
+        async def swept() -> list[str]:
+            return await sweep_orphan_schedules(
+                platform.client, platform.store, platform.task_queue
+            )
+
+        assert await eventually(swept) == [left["id"]]  # once visibility lists it
+        with pytest.raises(RPCError) as missing:
+            await platform.client.get_schedule_handle(left["id"]).describe()
+        assert missing.value.status == RPCStatusCode.NOT_FOUND
+        assert await logged_skips(platform, left["id"]) == []
+        assert (await platform.api.get(url(kept_wf, kept["id"]))).status_code == 200
+        still = await platform.client.get_schedule_handle(theirs).describe()
+        assert still.id == theirs
+        await platform.client.get_schedule_handle(theirs).delete()
+        assert await swept() == []
+        assert (await platform.api.delete(url(kept_wf, kept["id"]))).status_code == 204
 
 
 class TestCronCheckProbes:
