@@ -263,11 +263,22 @@ def _error_line(response: httpx.Response) -> str:
     try:
         body = response.json()
     except ValueError:
-        return f"{response.status_code} {response.text[:200]}"
+        return _not_ours(response, response.text[:200])
     error = body.get("error") if isinstance(body, dict) else None
     if not isinstance(error, dict):
-        return f"{response.status_code} {json.dumps(body)[:300]}"
+        return _not_ours(response, json.dumps(body)[:300])
     line = f"{response.status_code} {error.get('code', '')}: {error.get('message', '')}"
     details = [f"{d.get('path')}: {d.get('message')}" for d in error.get("details") or []]
     # The message often quotes the first detail already: each one is said once.
     return "; ".join([line, *[d for d in details if d not in line][:5]])
+
+
+def _not_ours(response: httpx.Response, shown: str) -> str:
+    """An error that is not in the API's one shape came from something else at the URL
+    (the Temporal UI's `{"code": 5, …}`, a proxy's empty 404): say so, as for a non-JSON
+    success."""
+    said = f": {shown.strip()}" if shown.strip() else ""
+    return (
+        f"{response.request.url} answered {response.status_code}{said}, not as the Trellis "
+        "API answers: is it the Trellis API? set TRELLIS_URL or --url"
+    )

@@ -146,7 +146,9 @@ class ScheduleFired(CamelModel):
     """The 202 of a manual trigger: the schedule fires once; its run shows up in the list."""
 
     schedule_id: str
-    message: str = "Schedule fired; its run starts shortly"
+    message: str = (
+        "Schedule fired; its run starts shortly, unless the overlap policy skips this firing"
+    )
 
 
 class ScheduleSkipList(CamelModel):

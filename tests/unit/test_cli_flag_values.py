@@ -1,8 +1,12 @@
 """Flag values no request could carry are usage errors (exit 2) naming the flag, asked of no
 API: a pasted token with curly quotes, an Idempotency-Key with a non-ASCII letter (both were
-tracebacks), a `--patience` of `nan` (a watch that waited for good)."""
+tracebacks), a `--patience` of `nan` (a watch that waited for good); and an error answered
+by something that is not the API says so."""
 
 from __future__ import annotations
+
+import http.server
+import threading
 
 import pytest
 from click.testing import CliRunner
@@ -48,3 +52,35 @@ def test_a_patience_that_is_not_a_finite_number_of_seconds_is_a_usage_error(
     code, output = _run(["runs", "watch", "run-1", "--patience", patience])
     assert code == 2, output
     assert "--patience" in output
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [(b'{"code": 5, "message": "Not Found"}', '404: {"code": 5'), (b"", "404, not as")],
+)
+def test_an_error_not_in_the_apis_shape_asks_whether_the_url_is_the_apis(
+    body: bytes, shown: str
+) -> None:
+    # The Temporal UI's 404 printed `Error: 404 {"code": 5, …}`, an empty one `Error: 404 `.
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(404)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        result = CliRunner().invoke(cli, ["workflows", "list"], env={"TRELLIS_URL": url})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code == 1, result.output
+    assert shown in result.output, result.output
+    assert "is it the Trellis API? set TRELLIS_URL or --url" in result.output
