@@ -7,6 +7,7 @@ import asyncio
 import itertools
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -16,18 +17,18 @@ from tests.platform.conftest import REPO
 
 
 async def test_a_job_gives_its_result_or_its_error_while_the_loop_goes_on() -> None:
-    ticks = 0
+    # The job waits for the loop to tick three times: it returns only if the loop ran
+    # meanwhile (a count of ticks over wall time failed when the test process stalled).
+    ticked = threading.Event()
 
     async def tick() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
+        for _ in range(3):
             await asyncio.sleep(0.01)
+        ticked.set()
 
     ticking = asyncio.create_task(tick())
     try:
-        assert await beside_the_loop(lambda a, b: (time.sleep(0.3), a + b)[1], 2, 3) == 5
-        assert ticks > 10  # the loop ran meanwhile
+        assert await beside_the_loop(lambda a, b: (ticked.wait(30), a + b), 2, 3) == (True, 5)
         with pytest.raises(ValueError, match="bad"):
             await beside_the_loop(lambda: (_ for _ in ()).throw(ValueError("bad")))
     finally:
