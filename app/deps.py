@@ -76,6 +76,8 @@ PerPage = Annotated[int, Query(alias="perPage", ge=1, le=100), WHOLE_NUMBER]
 # Opt-in for runs with thousands of node runs: their counts by status instead of the node
 # runs themselves (a run, a page of runs); without it, the contract's shapes.
 NodeRunsView = Annotated[Literal["all", "summary"], Query(alias="nodeRuns")]
+# A page of runs of one schedule (a run's `scheduleId`); an id no schedule has lists none.
+ScheduleIdFilter = Annotated[str | None, Query(alias="scheduleId", min_length=1, max_length=200)]
 
 # Makes a request that starts a run (trigger, retry, rerun, replay) or creates a schedule
 # safe to repeat: the same key and request answer the same run (app/services/idempotency.py)

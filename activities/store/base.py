@@ -150,10 +150,12 @@ class Store(Protocol):
         *,
         status: str | None = None,
         parent_run_id: str | None = None,
+        schedule_id: str | None = None,
         page: int = 1,
         per_page: int = 20,
     ) -> tuple[list[RunHeader], int]:
-        """Newest first (by startedAt), without their definition snapshots."""
+        """Newest first (by startedAt), without their definition snapshots; with
+        `schedule_id`, only the runs that schedule started."""
 
     async def list_unstarted_runs(self, started_before: datetime) -> list[RunRecord]:
         """Runs still `pending` that were recorded before the given time, oldest first: the

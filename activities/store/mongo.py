@@ -402,6 +402,7 @@ class MongoStore:
         *,
         status: str | None = None,
         parent_run_id: str | None = None,
+        schedule_id: str | None = None,
         page: int = 1,
         per_page: int = 20,
     ) -> tuple[list[RunHeader], int]:
@@ -409,6 +410,7 @@ class MongoStore:
             "workflow_definition_id": workflow_id,
             "status": status,
             "parent_run_id": parent_run_id,
+            "schedule_id": schedule_id,
         }
         filter_ = {key: value for key, value in wanted.items() if value is not None}
         with _errors():

@@ -401,6 +401,7 @@ class SqliteStore:
         *,
         status: str | None = None,
         parent_run_id: str | None = None,
+        schedule_id: str | None = None,
         page: int = 1,
         per_page: int = 20,
     ) -> tuple[list[RunHeader], int]:
@@ -409,6 +410,9 @@ class SqliteStore:
             "status": status,
             "parent_run_id": parent_run_id,
         }
+        if schedule_id is not None:
+            # No column of its own: the workflow's index narrows the rows read first.
+            filters["json_extract(doc, '$.schedule_id')"] = schedule_id
         clauses = [f"{column} = ?" for column, value in filters.items() if value is not None]
         params = tuple(value for value in filters.values() if value is not None)
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""

@@ -30,15 +30,23 @@ def runs() -> None:
 @runs.command("list")
 @click.argument("workflow_id")
 @click.option("--status", type=click.Choice(RUN_STATUSES), default=None, help="only runs in it")
+@click.option("--schedule", "schedule_id", default=None, metavar="SCHEDULE_ID",
+              help="only the runs this schedule started")  # fmt: skip
 @page_options(per_page=20)
 @api_options
 def list_runs(
-    session: Session, workflow_id: str, status: str | None, page: int, per_page: int
+    session: Session,
+    workflow_id: str,
+    status: str | None,
+    schedule_id: str | None,
+    page: int,
+    per_page: int,
 ) -> None:
     """Runs of a workflow, newest first."""
     answer = session.api.get(
         f"/workflows/{segment(workflow_id)}/runs",
         status=status,
+        scheduleId=schedule_id,
         page=page,
         perPage=per_page,
         nodeRuns=listed_node_runs(session),

@@ -97,6 +97,8 @@ def _schedule_detail(s: dict[str, Any]) -> Any:
     recent = [[when(a["scheduledAt"]), when(a["startedAt"]), a["triggerWorkflowId"]]
               for a in s["recentActions"]]  # fmt: skip
     parts.append(table("recent firings", ["DUE", "FIRED", "TRIGGER WORKFLOW"], recent))
+    # A trigger workflow's id is not a run's: say where the runs are.
+    parts.append(shown(f"its runs: trellis runs list {s['workflowId']} --schedule {s['id']}"))
     return Group(*parts)
 
 

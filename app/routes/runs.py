@@ -22,6 +22,7 @@ from app.deps import (
     RunDep,
     RunListingDep,
     RunServiceDep,
+    ScheduleIdFilter,
     SettingsDep,
     StoreDep,
     WorkflowAccessDep,
@@ -87,13 +88,16 @@ async def list_runs(
     page: Page = 1,
     per_page: PerPage = 20,
     node_runs: NodeRunsView = "all",
+    schedule_id: ScheduleIdFilter = None,
 ) -> Response:
     """Runs of the workflow, newest first, with their node runs (or with
-    `nodeRuns=summary`, their counts)."""
+    `nodeRuns=summary`, their counts); with `scheduleId`, those that schedule started."""
     counted = node_runs == "summary"
 
     async def build() -> bytes:
-        return json_body(await listing.of_workflow(workflow.id, status, page, per_page, counted))
+        return json_body(
+            await listing.of_workflow(workflow.id, status, page, per_page, counted, schedule_id)
+        )
 
     return await cached_read(
         request, cache, read="run_list", workflow_id=workflow.id,

@@ -26,10 +26,12 @@ class RunListing:
         page: int,
         per_page: int,
         counted: bool = False,
+        schedule_id: str | None = None,
     ) -> RunPage | CountedRunPage:
-        """Runs of the workflow, newest first, optionally in one status."""
+        """Runs of the workflow, newest first, optionally in one status, or started by one
+        schedule."""
         runs, total = await self.store.list_runs(
-            workflow_id, status=status, page=page, per_page=per_page
+            workflow_id, status=status, schedule_id=schedule_id, page=page, per_page=per_page
         )
         return await self._answer(runs, total, page, per_page, counted)
 

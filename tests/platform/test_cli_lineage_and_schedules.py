@@ -171,6 +171,14 @@ def test_schedules_create_list_show_trigger_pause_and_delete(
         time.sleep(0.2)
     fired = api(dev, f"/runs/{runs[0]['id']}").json()
     assert (fired["triggerSource"], fired["initialInput"]) == ("schedule", {"who": "Ada"})
+    # Its runs, by the schedule (a firing's trigger workflow id is not a run id).
+    shown = ok(trellis(dev, "schedules", "show", schedule_id))
+    assert f"its runs: trellis runs list {workflow_id} --schedule {schedule_id}" in shown
+    ok(trellis(dev, "runs", "start", workflow_id))
+    mine = json.loads(ok(trellis(dev, "runs", "list", workflow_id, "--schedule", schedule_id,
+                                 "--json")))  # fmt: skip
+    assert [r["id"] for r in mine["runs"]] == [fired["id"]]
+    assert fired["id"] in ok(trellis(dev, "runs", "list", workflow_id, "--schedule", schedule_id))
     ok(trellis(dev, "schedules", "pause", schedule_id))
     assert api(dev, f"/workflows/{workflow_id}/schedules/{schedule_id}").json()["paused"]
     assert "next firings: none while paused" in ok(trellis(dev, "schedules", "show", schedule_id))

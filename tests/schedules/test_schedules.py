@@ -89,10 +89,23 @@ class TestFiring:
             runs = await eventually(lambda: runs_of(platform, wf))
             assert len(runs) == 1 and runs[0]["triggerSource"] == "schedule"
             assert runs[0]["scheduleId"] == created["id"]
-            manual = await platform.api.get(
-                f"/api/v1/workflows/{wf}/runs/{await platform.trigger(wf)}"
-            )
+            manual_id = await platform.trigger(wf)
+            manual = await platform.api.get(f"/api/v1/workflows/{wf}/runs/{manual_id}")
             assert manual.json()["scheduleId"] is None
+            # A page of the schedule's runs only; an id no schedule has lists none.
+            listed = f"/api/v1/workflows/{wf}/runs"
+            for view in ("all", "summary"):
+                mine = await platform.api.get(
+                    listed, params={"scheduleId": created["id"], "nodeRuns": view}
+                )
+                assert [r["id"] for r in mine.json()["runs"]] == [runs[0]["id"]]
+                assert mine.json()["pagination"]["total"] == 1
+            everyone = (await platform.api.get(listed)).json()["runs"]
+            assert {r["id"] for r in everyone} == {runs[0]["id"], manual_id}
+            none = await platform.api.get(listed, params={"scheduleId": "sched-nothere"})
+            assert none.json()["runs"] == []
+            empty = await platform.api.get(listed, params={"scheduleId": ""})
+            assert empty.status_code == 400, empty.text
             described = (await platform.api.get(url(wf, created["id"]))).json()
             assert described["numActions"] == 1 and len(described["recentActions"]) == 1
 

@@ -446,6 +446,17 @@ class TestRuns:
         items, total = await store.list_runs(None, parent_run_id=parent.id)
         assert ([r.id for r in items], total) == ([children[1].id, children[0].id], 2)
 
+    async def test_list_filters_by_schedule(self, store: Store) -> None:
+        wf = new_id()
+        scheduled = [run(wf, schedule_id="sched-a", started_at=at(i)) for i in (1, 2)]
+        others = [run(wf, schedule_id="sched-b", started_at=at(3)), run(wf, started_at=at(4))]
+        for r in (*scheduled, *others):
+            await store.insert_run(r)
+        items, total = await store.list_runs(wf, schedule_id="sched-a")
+        assert ([r.id for r in items], total) == ([scheduled[1].id, scheduled[0].id], 2)
+        assert items[0].schedule_id == "sched-a"
+        assert await store.list_runs(wf, schedule_id="sched-c") == ([], 0)
+
     async def test_unstarted_runs_are_pending_and_recorded_before(self, store: Store) -> None:
         wf = new_id()
         first = run(wf, status="pending", started_at=at(1))
