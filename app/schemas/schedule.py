@@ -28,7 +28,7 @@ _ZONES = frozenset(TIME_ZONES)
 # A schedule's fields a GET shows that no body sets (SchedulePublic's own).
 SHOWN_ONLY = frozenset(
     {"id", "workflowId", "note", "numActions", "nextActionTimes", "recentActions"}
-    | {"createdAt", "updatedAt"}
+    | {"numActionsSkippedOverlap", "numActionsMissedCatchupWindow", "createdAt", "updatedAt"}
 )
 
 
@@ -124,6 +124,10 @@ class SchedulePublic(CamelModel):
     paused: bool
     note: str | None = None
     num_actions: int
+    # Firings the overlap policy skipped, and firings missed by more than the catch-up
+    # window (both Temporal's counts; no trigger ran for them, so no skip is logged).
+    num_actions_skipped_overlap: int = 0
+    num_actions_missed_catchup_window: int = 0
     next_action_times: list[datetime]
     recent_actions: list[ScheduleActionPublic]
     created_at: datetime

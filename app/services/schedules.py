@@ -328,6 +328,8 @@ def _public(desc: ScheduleDescription, trigger: ScheduleTriggerInput) -> Schedul
         paused=paused,
         note=desc.schedule.state.note,
         num_actions=desc.info.num_actions,
+        num_actions_skipped_overlap=desc.info.num_actions_skipped_overlap,
+        num_actions_missed_catchup_window=desc.info.num_actions_missed_catchup_window,
         # Temporal keeps a paused schedule's last computed times, which then pass: a
         # paused schedule has no next firing.
         next_action_times=[] if paused else list(desc.info.next_action_times[:5]),

@@ -109,6 +109,34 @@ class TestFiring:
             described = (await platform.api.get(url(wf, created["id"]))).json()
             assert described["numActions"] == 1 and len(described["recentActions"]) == 1
 
+    async def test_firings_the_overlap_policy_skipped_are_counted(self, platform: Platform) -> None:
+        # Temporal counted them (the Web UI showed it); the API showed nothing of them.
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, DAILY) as created:
+            assert created["numActionsSkippedOverlap"] == 0
+            handle = platform.client.get_schedule_handle(created["id"])
+
+            def stalled(current: ScheduleUpdateInput) -> ScheduleUpdate:
+                # Its trigger waits on a task queue no worker polls, as with workers down.
+                changed = current.description.schedule
+                assert isinstance(changed.action, ScheduleActionStartWorkflow)
+                changed.action.task_queue = f"nobody-{uuid.uuid4().hex}"
+                return ScheduleUpdate(schedule=changed)
+
+            await handle.update(stalled)
+            await handle.trigger()
+            await asyncio.sleep(1.1)  # Temporal names a firing's workflow by its second
+            await handle.trigger()  # `skip`: the first still runs
+
+            async def counted() -> dict[str, Any] | None:
+                shown = (await platform.api.get(url(wf, created["id"]))).json()
+                return shown if shown["numActionsSkippedOverlap"] == 1 else None
+
+            shown = await eventually(counted)
+            assert shown["numActions"] == 1
+            for running in (await handle.describe()).info.running_actions:
+                await platform.client.get_workflow_handle(running.workflow_id).terminate()
+
     async def test_a_disabled_workflow_starts_no_run_and_the_skip_is_recorded(
         self, platform: Platform
     ) -> None:
