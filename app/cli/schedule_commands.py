@@ -77,12 +77,20 @@ def show_schedule(session: Session, schedule_id: str) -> None:
     session.emit(session.api.get(schedule_path(schedule_id)), _schedule_detail)
 
 
+def _skipped(s: dict[str, Any]) -> str:
+    """The firings that started nothing (an API before these counts sends none)."""
+    overlap, missed = s.get("numActionsSkippedOverlap"), s.get("numActionsMissedCatchupWindow")
+    said = [f"{overlap} skipped by its overlap policy" if overlap else ""]
+    said.append(f"{missed} missed past the catch-up window" if missed else "")
+    return "".join(f" ({part})" for part in said if part)
+
+
 def _schedule_detail(s: dict[str, Any]) -> Any:
     head = shown(
         (f"schedule {s['id']}", "bold"),
         ("  paused" if s["paused"] else "  active", "yellow" if s["paused"] else "green"),
         f"\nworkflow {s['workflowId']}, {_timing(s)}, overlap {s['overlapPolicy']}, "
-        f"fired {s['numActions']} times, created {when(s['createdAt'])}, "
+        f"fired {s['numActions']} times{_skipped(s)}, created {when(s['createdAt'])}, "
         f"updated {when(s.get('updatedAt'))}",
         f"\ninput: {compact(s['initialInput'], 2000)}",
     )
