@@ -84,22 +84,3 @@ def test_an_error_not_in_the_apis_shape_asks_whether_the_url_is_the_apis(
     assert result.exit_code == 1, result.output
     assert shown in result.output, result.output
     assert "is it the Trellis API? set TRELLIS_URL or --url" in result.output
-
-
-def test_schedules_show_says_how_many_firings_started_nothing() -> None:
-    from rich.console import Console
-
-    from app.cli.schedule_commands import _schedule_detail
-
-    shown = {
-        "id": "sched-w-1", "workflowId": "w", "cron": "0 9 * * *", "intervalSeconds": None,
-        "timeZone": "UTC", "initialInput": {}, "overlapPolicy": "skip", "paused": False,
-        "note": None, "numActions": 3, "numActionsSkippedOverlap": 2,
-        "numActionsMissedCatchupWindow": 0, "nextActionTimes": [], "recentActions": [],
-        "createdAt": "2026-11-29T00:00:00Z", "updatedAt": None,
-    }  # fmt: skip
-    console = Console(record=True, width=200)
-    console.print(_schedule_detail(shown))
-    text = console.export_text()
-    assert "fired 3 times (2 skipped by its overlap policy)," in text
-    assert "its runs: trellis runs list w --schedule sched-w-1" in text
