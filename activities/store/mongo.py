@@ -81,6 +81,12 @@ _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
     ("runs", [("status", ASCENDING), ("started_at", ASCENDING)], {}),
     ("runs", [("parent_run_id", ASCENDING), ("started_at", DESCENDING)], {}),
     ("runs", [("idempotency_key", ASCENDING)], {}),
+    # A page of one schedule's runs; only runs a schedule started are in it.
+    (
+        "runs",
+        [("schedule_id", ASCENDING), ("started_at", DESCENDING)],
+        {"partialFilterExpression": {"schedule_id": {"$type": "string"}}},
+    ),
     ("node_runs", [("workflow_run_id", ASCENDING), ("started_at", ASCENDING)], {}),
     ("payloads", [("key", ASCENDING), ("index", ASCENDING)], {}),
     ("events", [("run_id", ASCENDING), ("_id", ASCENDING)], {}),

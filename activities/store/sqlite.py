@@ -336,7 +336,7 @@ class SqliteStore:
         row = run_row(record)
 
         def op(conn: sqlite3.Connection) -> str | None:
-            sql = f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})"
+            sql = f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({marks(9)})"
             if conn.execute(sql, row).rowcount == 1:
                 return None
             return str(
@@ -409,10 +409,8 @@ class SqliteStore:
             "workflow_definition_id": workflow_id,
             "status": status,
             "parent_run_id": parent_run_id,
+            "schedule_id": schedule_id,
         }
-        if schedule_id is not None:
-            # No column of its own: the workflow's index narrows the rows read first.
-            filters["json_extract(doc, '$.schedule_id')"] = schedule_id
         clauses = [f"{column} = ?" for column, value in filters.items() if value is not None]
         params = tuple(value for value in filters.values() if value is not None)
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""

@@ -16,7 +16,8 @@ from activities.store.search_text import search_fold
 
 WORKFLOW_COLUMNS = "id, name, name_fold, description_fold, updated_at, doc"
 RUN_COLUMNS = (
-    "id, workflow_definition_id, status, parent_run_id, started_at, idempotency_key, rev, doc"
+    "id, workflow_definition_id, status, parent_run_id, started_at, idempotency_key,"
+    " schedule_id, rev, doc"
 )
 NODE_RUN_COLUMNS = "id, workflow_run_id, started_at, rev, doc"
 
@@ -58,6 +59,7 @@ def run_row(record: RunRecord) -> tuple[Any, ...]:
         record.parent_run_id,
         doc["started_at"],
         record.idempotency_key,
+        record.schedule_id,
         record.rev,
         to_json(doc),
     )

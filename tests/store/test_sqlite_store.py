@@ -22,6 +22,7 @@ from tests.store.builders import at, new_id, node_run, run, workflow
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Schema versions at which a migration began (MIGRATIONS[n] takes n to n + 1).
 BEFORE_ACLS, BEFORE_CHANGE_COUNTERS, BEFORE_EVENT_KEYS, BEFORE_STORED_ACCESS = 2, 3, 4, 6
+BEFORE_REFOLD, BEFORE_SCHEDULE_COLUMN = 7, 8
 
 
 def _undo_stored_access(db: sqlite3.Connection) -> None:
@@ -226,7 +227,7 @@ async def test_workflows_folded_before_accents_were_are_found_by_plain_letters(
     await store.close()
     with sqlite3.connect(db_path) as db:  # as the schema before refold_search_text kept it
         db.execute("UPDATE workflows SET name_fold = ?", ("İstanbul".casefold(),))
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+        db.execute(f"PRAGMA user_version = {BEFORE_REFOLD}")
     store = SqliteStore(db_path)
     await store.connect()
     try:
@@ -234,6 +235,40 @@ async def test_workflows_folded_before_accents_were_are_found_by_plain_letters(
         assert [r.id for r in items] == [record.id]
     finally:
         await store.close()
+
+
+async def test_runs_from_before_the_schedule_column_name_no_schedule_and_new_ones_do(
+    db_path: Path,
+) -> None:
+    store = SqliteStore(db_path)
+    await store.connect()
+    wf = new_id()
+    old = run(wf, started_at=at(1))
+    await store.insert_run(old)
+    await store.close()
+    with sqlite3.connect(db_path) as db:  # as the file was before the column
+        db.execute("DROP INDEX runs_schedule_started_id")
+        db.execute("ALTER TABLE runs DROP COLUMN schedule_id")
+        db.execute(f"PRAGMA user_version = {BEFORE_SCHEDULE_COLUMN}")
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        scheduled = run(wf, schedule_id="sched-a", started_at=at(2))
+        await store.insert_run(scheduled)
+        items, total = await store.list_runs(wf, schedule_id="sched-a")
+        assert ([r.id for r in items], total) == ([scheduled.id], 1)
+        everything, total = await store.list_runs(wf)
+        assert ([r.id for r in everything], total) == ([scheduled.id, old.id], 2)
+    finally:
+        await store.close()
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        plan = db.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM runs WHERE workflow_definition_id = ?"
+            " AND schedule_id = ? ORDER BY started_at DESC, id DESC",
+            (wf, "sched-a"),
+        ).fetchall()
+        assert any("runs_schedule_started_id" in str(row) for row in plan), plan
 
 
 async def test_runs_from_before_the_change_counters_count_from_their_next_write(
