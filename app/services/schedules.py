@@ -62,7 +62,13 @@ OVERLAP_NAMES: dict[ScheduleOverlapPolicy, OverlapPolicy] = {v: k for k, v in OV
 DESCRIBE_CONCURRENCY = 16
 # What a schedule's firing changes by itself: not in its ETag, so a PUT based on a read is
 # refused for a change someone made, never because the schedule fired meanwhile.
-FIRINGS = {"num_actions", "next_action_times", "recent_actions"}
+FIRINGS = {
+    "num_actions",
+    "num_actions_skipped_overlap",
+    "num_actions_missed_catchup_window",
+    "next_action_times",
+    "recent_actions",
+}
 
 
 def schedule_tag(schedule: SchedulePublic) -> str:

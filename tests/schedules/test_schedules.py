@@ -124,6 +124,7 @@ class TestFiring:
                 return ScheduleUpdate(schedule=changed)
 
             await handle.update(stalled)
+            before = await platform.api.get(url(wf, created["id"]))
             await handle.trigger()
             await asyncio.sleep(1.1)  # Temporal names a firing's workflow by its second
             await handle.trigger()  # `skip`: the first still runs
@@ -134,6 +135,14 @@ class TestFiring:
 
             shown = await eventually(counted)
             assert shown["numActions"] == 1
+            # Firings change no ETag: a PUT based on the read before them is not refused.
+            after = await platform.api.get(url(wf, created["id"]))
+            assert after.headers["etag"] == before.headers["etag"]
+            kept = {k: v for k, v in before.json().items() if v is not None}
+            put = await platform.api.put(
+                url(wf, created["id"]), json=kept, headers={"If-Match": before.headers["etag"]}
+            )
+            assert put.status_code == 200, put.text
             for running in (await handle.describe()).info.running_actions:
                 await platform.client.get_workflow_handle(running.workflow_id).terminate()
 
