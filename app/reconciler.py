@@ -37,7 +37,7 @@ from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
 from activities.store.records import RunRecord
 from app.run_correction import RunCorrection
-from app.schedule_sweep import sweep_orphan_schedules
+from app.schedule_sweep import OrphanSchedules
 from app.services.schedule_timing import PROBE_MAX_AGE, sweep_probes
 from app.store_sweep import EVERY as STORE_SWEEP_EVERY
 from app.store_sweep import StoreSweep
@@ -92,10 +92,10 @@ class Reconciler:
         self._probe_max_age = probe_max_age
         # Monotonic time of the last probe sweep (None: at the first pass).
         self._probes_swept_at: float | None = None
-        self._task_queue = task_queue
         # Monotonic time of the last sweep of schedules left by deleted workflows.
         self._schedules_swept_at: float | None = None
         self._schedules_every = open_sweep_every.total_seconds()
+        self._orphan_schedules = OrphanSchedules(client, store, task_queue, open_sweep_every)
         self._correction = RunCorrection(client, store, self._metrics)
         self._store_sweep = StoreSweep(
             client,
@@ -178,16 +178,15 @@ class Reconciler:
         self._probes_swept_at = now
 
     async def _sweep_orphan_schedules(self) -> None:
-        """Delete schedules a deleted workflow left in Temporal (app/schedule_sweep.py), at
-        the first pass and then as often as the store's open runs are swept."""
+        """Delete paused schedules a deleted workflow left in Temporal (app/schedule_sweep.py):
+        a look at the first pass, then as often as the store's open runs are swept; one is
+        deleted on the second look that finds it orphaned."""
         now = time.monotonic()
         if self._schedules_swept_at is not None:
             if now - self._schedules_swept_at < self._schedules_every:
                 return
-        for schedule_id in await sweep_orphan_schedules(
-            self._client, self._store, self._task_queue
-        ):
-            log.warning("deleted schedule %s: its workflow was deleted", schedule_id)
+        for schedule_id in await self._orphan_schedules.sweep():
+            log.warning("deleted paused schedule %s: its workflow was deleted", schedule_id)
         self._schedules_swept_at = now
 
     async def _sweep_never_started(self) -> list[str]:

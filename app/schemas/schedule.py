@@ -33,7 +33,11 @@ SHOWN_ONLY = frozenset(
 
 
 class ScheduleCreate(CamelModel):
-    """POST and PUT body (PUT replaces the whole schedule): a cron or an interval, not both."""
+    """POST and PUT body (PUT replaces the whole schedule): a cron or an interval, not both.
+    Any other field is refused (400), except those only a GET shows (id, workflowId, note,
+    numActions, numActionsSkippedOverlap, numActionsMissedCatchupWindow, nextActionTimes,
+    recentActions, createdAt, updatedAt), which are ignored: a GET's body, its nulls left
+    out, can be PUT back."""
 
     # The schema states exactly one of `cron` and `intervalSeconds` (oneOf), the cron
     # grammar (a pattern) and the zones; the validators below enforce the same rules.

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -27,8 +28,9 @@ from temporalio.testing import ActivityEnvironment
 from activities.scheduling import SchedulingActivities, skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
+from activities.store.sqlite import SqliteStore
 from app.reconciler import Reconciler
-from app.schedule_sweep import sweep_orphan_schedules
+from app.schedule_sweep import OrphanSchedules
 from app.services.schedule_timing import PROBE_PREFIX, PROBE_WORKFLOW_TYPE
 from temporal_workflows import search_attributes
 from temporal_workflows.schedule_trigger import (
@@ -714,7 +716,7 @@ class TestSkipLogs:
 
 
 class TestOrphanSchedules:
-    async def test_a_paused_schedule_its_deleted_workflow_left_is_deleted_by_the_reconciler(
+    async def test_a_paused_schedule_its_deleted_workflow_left_is_deleted_on_a_second_look(
         self, platform: Platform
     ) -> None:
         # A workflow deleted while Temporal was down left its paused schedule in Temporal
@@ -722,6 +724,7 @@ class TestOrphanSchedules:
         gone_wf, kept_wf = await platform.create(ECHO, enable=False), await platform.create(ECHO)
         paused = {**DAILY, "paused": True}
         left = (await platform.api.post(url(gone_wf), json=paused)).json()
+        active = (await platform.api.post(url(gone_wf), json=DAILY)).json()
         kept = (await platform.api.post(url(kept_wf), json=paused)).json()
         await skip_once(platform, gone_wf, left["id"])
         # Ours in form, but another deployment's (another task queue) on the same namespace.
@@ -741,23 +744,46 @@ class TestOrphanSchedules:
             ),
         )
         assert await platform.store.delete_workflow(gone_wf)  # as a delete with Temporal down
+        orphans = OrphanSchedules(
+            platform.client, platform.store, platform.task_queue, timedelta(seconds=0.5)
+        )
 
-        async def swept() -> list[str]:
-            return await sweep_orphan_schedules(
-                platform.client, platform.store, platform.task_queue
-            )
+        async def seen() -> bool:  # once visibility lists it: seen, not deleted at first sight
+            await orphans.sweep()
+            return left["id"] in orphans._seen
 
-        assert await eventually(swept) == [left["id"]]  # once visibility lists it
+        await eventually(seen)
+        await asyncio.sleep(0.6)
+        assert await orphans.sweep() == [left["id"]]  # still orphaned a while later
         with pytest.raises(RPCError) as missing:
             await platform.client.get_schedule_handle(left["id"]).describe()
         assert missing.value.status == RPCStatusCode.NOT_FOUND
         assert await logged_skips(platform, left["id"]) == []
+        # The active one is left to delete itself when it fires; another's stays; a
+        # schedule of a workflow the store has stays.
+        for schedule_id in (active["id"], theirs):
+            assert (await platform.client.get_schedule_handle(schedule_id).describe()).id
+            await platform.client.get_schedule_handle(schedule_id).delete()
         assert (await platform.api.get(url(kept_wf, kept["id"]))).status_code == 200
-        still = await platform.client.get_schedule_handle(theirs).describe()
-        assert still.id == theirs
-        await platform.client.get_schedule_handle(theirs).delete()
-        assert await swept() == []
         assert (await platform.api.delete(url(kept_wf, kept["id"]))).status_code == 204
+
+    async def test_a_store_without_workflows_deletes_nothing(
+        self, platform: Platform, tmp_path: Path
+    ) -> None:
+        # A worker started against the wrong store (a new data directory, a mistyped
+        # database) would otherwise find every schedule orphaned.
+        wf = await platform.create(ECHO)
+        made = (await platform.api.post(url(wf), json={**DAILY, "paused": True})).json()
+        empty = SqliteStore(tmp_path / "empty.db")
+        await empty.connect()
+        try:
+            orphans = OrphanSchedules(platform.client, empty, platform.task_queue, timedelta(0))
+            for _ in range(2):
+                assert await orphans.sweep() == []
+        finally:
+            await empty.close()
+        assert (await platform.api.get(url(wf, made["id"]))).status_code == 200
+        assert (await platform.api.delete(url(wf, made["id"]))).status_code == 204
 
 
 class TestCronCheckProbes:
