@@ -25,11 +25,12 @@ def timeout_decision(req: Requirement) -> Decision:
 
 
 def resolved(
-    req: Requirement, decision: Decision, now: str, schema: list[UserInputField]
+    req: Requirement, decision: Decision, now: str, schema: list[UserInputField] | None
 ) -> Requirement:
     """The requirement as the audit trail keeps it: with its decision, who made it, when,
-    and a form's values as the run goes on with them (defaults filled in: a `confirm`'s
-    or a timer's approve is recorded with the values it accepted)."""
+    and, given the form's `schema`, its values as the run goes on with them (defaults
+    filled in: a `confirm`'s or a timer's approve is recorded with the values it
+    accepted); without one, `userInput` as sent."""
     done = req.model_copy()
     done.resolution = decision.resolution
     done.decided_by = decision.decided_by
@@ -47,9 +48,9 @@ def resolved(
 
 
 def _form_values(
-    req: Requirement, decision: Decision, schema: list[UserInputField]
+    req: Requirement, decision: Decision, schema: list[UserInputField] | None
 ) -> dict[str, Any] | None:
-    if not req.requires_user_input or decision.resolution == "reject":
+    if schema is None or not req.requires_user_input or decision.resolution == "reject":
         return decision.user_input
     try:
         return collect_input(schema, decision.user_input or {})

@@ -88,9 +88,10 @@ class OpenGates:
         self._schemas.pop(step_id, None)
 
     def record(
-        self, req: Requirement, decision: Decision, now: str, schema: list[UserInputField]
+        self, req: Requirement, decision: Decision, now: str, schema: list[UserInputField] | None
     ) -> None:
-        """Add a decided gate to the audit trail."""
+        """Add a decided gate to the audit trail (`schema`: a form's, to record the values
+        used; None records `userInput` as sent)."""
         self.resolved.append(resolved(req, decision, now, schema))
 
     def check(self, decision: Decision) -> None:

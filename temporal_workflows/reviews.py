@@ -67,6 +67,11 @@ PAUSED_CANCEL_PATCH = "decision-cancelling-a-paused-run-cancels-at-once"
 # recorded before keep waiting (tests/histories/rejected_paused_failed fails to replay
 # without this guard).
 PAUSED_FAIL_PATCH = "decision-failing-a-paused-run-fails-at-once"
+# A form's decided requirement records the values the run goes on with (its defaults
+# filled in). A decision made before it replays as recorded (userInput as sent): the
+# run writes its whole audit trail again at each change, and a record changed after its
+# decision (an upgrade's replay) is no audit trail.
+FORM_VALUES_RECORDED_PATCH = "form-decision-records-the-values-used"
 # Builds the gate for the n-th time it opens (n = rejections retried so far).
 RequirementFor = Callable[[int], Requirement]
 # Runs the node again after a rejection the policy retries (a step, a loop iteration).
@@ -179,7 +184,11 @@ class Reviews:
         except asyncio.CancelledError:
             self.recorder.cancelled(node_run_id, node, "cancelled while awaiting approval")
             raise
-        self.gates.record(req, decision, self.clock.now(), review.user_input_schema)
+        fills_form = req.requires_user_input and decision.resolution != "reject"
+        if fills_form and workflow.patched(FORM_VALUES_RECORDED_PATCH):
+            self.gates.record(req, decision, self.clock.now(), review.user_input_schema)
+        else:
+            self.gates.record(req, decision, self.clock.now(), None)
         self.activity.show()
         if node.node_type != "step" and workflow.patched(CONTAINER_DECIDED_PATCH):
             # A container's node run is open again at once (its body goes on, at resume

@@ -120,6 +120,29 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     )
     await platform.wait(wf, runs["gates"])
 
+    # Form gates decided with their defaults: the audit trail records the values used.
+    form = [{"name": "lvl", "fieldType": "string", "defaultValue": "low"}]
+    wf = await platform.create(
+        {
+            "nodes": [
+                echo("form", {"requiresUserInput": True, "userInputSchema": form}),
+                echo(
+                    "timed_form",
+                    {
+                        "requiresUserInput": True,
+                        "userInputSchema": form,
+                        "timeoutSeconds": 0.5,
+                        "onTimeout": "approve",
+                    },
+                ),
+            ]
+        }
+    )
+    runs["form_defaults_recorded"] = await platform.trigger(wf)
+    await wait_for_gate(platform, wf, runs["form_defaults_recorded"], "form")
+    await approve(platform, wf, runs["form_defaults_recorded"], stepId="form", resolution="confirm")
+    await platform.wait(wf, runs["form_defaults_recorded"])
+
     wf = await platform.create({"nodes": [delay("slow", 0.4), echo("next"), delay("long", 30)]})
     runs["paused_cancelled"] = await platform.trigger(wf)
     await platform.wait(wf, runs["paused_cancelled"], {"running"})
@@ -515,4 +538,5 @@ def test_every_representative_history_is_recorded() -> None:
         "continued_nested_resumed",
         "inline_handed",
         "inline_sliced_by_bytes",
+        "form_defaults_recorded",
     }

@@ -172,3 +172,18 @@ def test_fails_run_says_what_the_rejection_policy_does(
         except RunCancelled:
             failed = False
         assert fails_run(review_of(n), decision, retry_count, n) is failed, decision
+
+
+def test_a_form_decision_records_the_values_used_given_its_schema_and_as_sent_without() -> None:
+    n = gated(
+        requiresConfirmation=False,
+        requiresUserInput=True,
+        userInputSchema=[{"name": "lvl", "fieldType": "string", "defaultValue": "low"}],
+    )
+    review = review_of(n)
+    req = before_gate(n, review, None)
+    confirm = Decision(step_id="n1", resolution="confirm", decided_by="alice")
+    assert resolved(req, confirm, "t", review.user_input_schema).user_input == {"lvl": "low"}
+    # Without the schema (a decision recorded before the values were): as sent, so its
+    # replay writes the record it wrote then.
+    assert resolved(req, confirm, "t", None).user_input is None
