@@ -46,7 +46,7 @@ from activities.store.records import (
     WorkflowVersionRecord,
 )
 from activities.store.sqlite import SqliteStore
-from activities.store.sqlite_rows import RUN_COLUMNS, marks, run_row, version_row
+from activities.store.sqlite_rows import RUN_COLUMNS, marks, marks_for, run_row, version_row
 from activities.store.sqlite_schema import INDEXES
 from temporal_workflows.definition import HumanReview, WorkflowNode, WorkflowSpec
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
@@ -127,7 +127,9 @@ async def measure(runs: int, gates: int, versions: int = 1000) -> list[tuple[str
         await store.close()
         rows = [run_row(r) for r in _runs(runs, gates)]
         with sqlite3.connect(path) as db:
-            db.executemany(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(8)})", rows)
+            db.executemany(
+                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks_for(RUN_COLUMNS)})", rows
+            )
             db.executemany(
                 "INSERT INTO workflow_versions (workflow_id, version, doc) VALUES (?, ?, ?)",
                 [version_row(_saved(n)) for n in range(1, versions + 1)],

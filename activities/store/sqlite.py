@@ -56,6 +56,7 @@ from activities.store.sqlite_rows import (
     RUN_COLUMNS,
     WORKFLOW_COLUMNS,
     marks,
+    marks_for,
     node_run_row,
     run_row,
     to_json,
@@ -199,7 +200,8 @@ class SqliteStore:
     async def create_workflow(self, record: WorkflowRecord) -> None:
         async with self._write() as db:
             await db.execute(
-                f"INSERT INTO workflows ({WORKFLOW_COLUMNS}) VALUES ({marks(6)})",
+                f"INSERT INTO workflows ({WORKFLOW_COLUMNS})"
+                f" VALUES ({marks_for(WORKFLOW_COLUMNS)})",
                 workflow_row(record),
             )
             await _put_version(db, record)
@@ -336,7 +338,7 @@ class SqliteStore:
         row = run_row(record)
 
         def op(conn: sqlite3.Connection) -> str | None:
-            sql = f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({marks(9)})"
+            sql = f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({marks_for(RUN_COLUMNS)})"
             if conn.execute(sql, row).rowcount == 1:
                 return None
             return str(
@@ -668,7 +670,7 @@ def _json(value: Any) -> str:
 
 
 _UPSERT_NODE_RUN = (
-    f"INSERT INTO node_runs ({NODE_RUN_COLUMNS}) VALUES ({marks(5)})"
+    f"INSERT INTO node_runs ({NODE_RUN_COLUMNS}) VALUES ({marks_for(NODE_RUN_COLUMNS)})"
     " ON CONFLICT (id) DO UPDATE SET workflow_run_id = excluded.workflow_run_id,"
     " started_at = excluded.started_at, rev = excluded.rev, doc = excluded.doc"
     " WHERE excluded.rev >= node_runs.rev"

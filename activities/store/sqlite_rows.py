@@ -22,6 +22,11 @@ RUN_COLUMNS = (
 NODE_RUN_COLUMNS = "id, workflow_run_id, started_at, rev, doc"
 
 
+def marks_for(columns: str) -> str:
+    """`?, ?, …`, one for each of `columns` (a comma-separated list)."""
+    return marks(len(columns.split(",")))
+
+
 def marks(count: int) -> str:
     """`?, ?, …` for `count` parameters."""
     return ", ".join("?" for _ in range(count))
