@@ -139,6 +139,11 @@ function markClosed(card) {
   note.dataset.role = "gate-closed";
   card.querySelector(".gate-head").after(note);
   for (const button of card.querySelectorAll("form button")) button.disabled = true;
+  stopClocks(card);
+}
+
+/** A card's age and its deadline's countdown stop where they are (tickClocks skips them). */
+function stopClocks(card) {
   for (const el of card.querySelectorAll("[data-since], [data-deadline]")) {
     delete el.dataset.since;
     delete el.dataset.deadline;
@@ -291,11 +296,7 @@ function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink
       h("button.secondary.small", { type: "button", on: { click: dismiss } }, "Dismiss"));
     form.replaceWith(panel);
     card.classList.add("decided");
-    // Decided: its age and its deadline's countdown stop where they were.
-    for (const el of card.querySelectorAll("[data-since], [data-deadline]")) {
-      delete el.dataset.since;
-      delete el.dataset.deadline;
-    }
+    stopClocks(card);  // decided: its age and its deadline's countdown stop where they were
     heading.focus();
     announce(`${RESOLUTION_WORDS[resolution] || "Decided"}. ${result.message}`);
     if (onDecided) onDecided(item, result);
