@@ -149,7 +149,7 @@ class Dispatcher:
             if known:
                 skipped.fields.setdefault("input_snapshot", known)
             self.recorder.skipped(node_run_id, node, skipped)
-            scope.previous_step_outputs[node.name] = None
+            scope.set_output(node.name, None)
             return None
         except NodeFailed as failed:
             error = (

@@ -28,6 +28,8 @@ with workflow.unsafe.imports_passed_through():
 if TYPE_CHECKING:
     from temporal_workflows.dispatcher import Dispatcher
 
+BRANCH_WRITES_PATCH = "parallel-takes-what-each-branch-set"
+
 # One branch: runs in its own scope, from its frame when resuming; returns its output.
 Branch = Callable[[Scope, BranchFrame | None], Awaitable[Any]]
 
@@ -64,10 +66,8 @@ class FanOut:
             frame.branches if frame is not None else None,
             lambda branches: ParallelFrame(node_run_id=node_run_id, branches=branches),
         )
-        output: dict[str, Any] = {}
-        for child, child_scope, result in zip(node.children, scopes, results, strict=True):
-            output[child.name] = result
-            scope.previous_step_outputs.update(child_scope.previous_step_outputs)
+        _take_branches(scope, scopes)
+        output = {child.name: result for child, result in zip(node.children, results, strict=True)}
         return {"children": [c.name for c in node.children]}, output
 
     async def map(
@@ -169,6 +169,25 @@ class FanOut:
             if isinstance(result, BaseException):
                 raise result
         return scopes, results
+
+
+def _take_branches(scope: Scope, branches: list[Scope]) -> None:
+    """What each branch set becomes visible after the parallel. Runs before this rule took
+    each branch's whole copy, so a later sibling's stale copy of a name hid what an earlier
+    one set; they replay as they ran (the patch is asked only where the two differ)."""
+    taken = scope.fork()
+    for branch in branches:
+        taken.take(branch)
+    copied = dict(scope.previous_step_outputs)
+    for branch in branches:
+        copied.update(branch.previous_step_outputs)
+    if taken.previous_step_outputs != copied and workflow.patched(BRANCH_WRITES_PATCH):
+        for branch in branches:
+            scope.take(branch)
+        return
+    scope.previous_step_outputs.update(copied)
+    for branch in branches:
+        scope.written.update(branch.written)
 
 
 def _suspended_branch(inside: Any, branch_scope: Scope) -> BranchFrame:

@@ -21,6 +21,9 @@ class ScopeState(CamelModel):
     previous_step_content: Any = None
     previous_step_outputs: dict[str, Any] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(default_factory=dict)
+    # The names the strand set itself (`Scope.written`); None from older workers, whose
+    # strands count every name they carried as set (what a parallel then took back).
+    written: list[str] | None = None
 
 
 class SequenceFrame(CamelModel):

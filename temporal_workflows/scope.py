@@ -27,6 +27,9 @@ class Scope:
     # The container node run (and item or iteration) whose children run in this scope;
     # derived again from frames on resume, so not carried across continue-as-new.
     placement: Placement | None = None
+    # The names this scope set since its fork, in order (a dict: ordered, unlike a set):
+    # what a parallel takes back from its branch, not the branch's copy of the rest.
+    written: dict[str, None] = field(default_factory=dict)
 
     def variables(self) -> dict[str, Any]:
         """Every variable by name, for CEL and templates."""
@@ -70,6 +73,7 @@ class Scope:
             previous_step_content=self.previous_step_content,
             previous_step_outputs=self.previous_step_outputs,
             extra=self.extra,
+            written=list(self.written),
         )
 
     def restore(self, state: ScopeState) -> None:
@@ -77,8 +81,20 @@ class Scope:
         self.previous_step_content = state.previous_step_content
         self.previous_step_outputs.update(state.previous_step_outputs)
         self.extra.update(state.extra)
+        carried = state.previous_step_outputs if state.written is None else state.written
+        self.written.update(dict.fromkeys(carried))
 
     def record(self, name: str, output: Any) -> None:
         """Make a finished node's output visible to the nodes after it."""
-        self.previous_step_outputs[name] = output
+        self.set_output(name, output)
         self.previous_step_content = output
+
+    def set_output(self, name: str, output: Any) -> None:
+        """Set what `previous_step_outputs[name]` reads (a skipped node's is null)."""
+        self.previous_step_outputs[name] = output
+        self.written[name] = None
+
+    def take(self, branch: Scope) -> None:
+        """What a finished branch set, over this scope's outputs."""
+        for name in branch.written:
+            self.set_output(name, branch.previous_step_outputs[name])

@@ -129,7 +129,7 @@ class StepRunner:
             output = await self._run(step, review_of(node))
         except NodeSkipped as skipped:
             self.recorder.skipped(step.node_run_id, node, skipped)
-            scope.previous_step_outputs[node.name] = None
+            scope.set_output(node.name, None)
             return None
         if isinstance(output, dict) and isinstance(node.config.get("saveAs"), str):
             scope.session_state[node.config["saveAs"]] = output

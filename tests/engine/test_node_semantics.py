@@ -162,6 +162,27 @@ class TestParallel:
         assert fan["nodeType"] == "parallel" and fan["status"] == "completed"
         assert fan["outputSnapshot"] == {"left": {"v": 1}, "right": {"v": 2}}
 
+    async def test_after_it_a_name_reads_what_its_child_set_in_any_order(
+        self, platform: Platform
+    ) -> None:
+        # Each child sees what came before the parallel, "x" here; only the child that
+        # sets "x" again decides what it reads afterwards, wherever it stands.
+        for children in (
+            [{**echo("x", n="inner"), "id": "inner_x"}, echo("y")],
+            [echo("y"), {**echo("x", n="inner"), "id": "inner_x"}],
+        ):
+            run = await platform.run(
+                {
+                    "nodes": [
+                        echo("x", n="outer"),
+                        {"name": "fan", "nodeType": "parallel", "children": children},
+                        echo("b", n="{{ previous_step_outputs.x.config.n }}"),
+                    ]
+                }
+            )
+            assert run["status"] == "completed", run.get("errorSummary")
+            assert run["finalOutput"]["config"] == {"n": "inner"}, [c["name"] for c in children]
+
     async def test_concurrency_is_bounded_by_max_concurrency(self, platform: Platform) -> None:
         slow = [
             {

@@ -143,6 +143,23 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     await approve(platform, wf, runs["form_defaults_recorded"], stepId="form", resolution="confirm")
     await platform.wait(wf, runs["form_defaults_recorded"])
 
+    # A parallel whose later child carries a stale copy of a name an earlier child set.
+    fan = {"id": "fan", "name": "fan", "nodeType": "parallel"}
+    fan["children"] = [{**echo("x", n="inner"), "id": "inner_x"}, echo("y")]
+    wf = await platform.create(
+        {
+            "nodes": [
+                echo("x", n="outer"),
+                fan,
+                echo("b", n="{{ previous_step_outputs.x.config.n }}"),
+            ]
+        }
+    )
+    # Recorded before fanout.BRANCH_WRITES_PATCH ("copied": "b" read "outer"), and after.
+    for name in ("parallel_branch_copied", "parallel_branch_writes"):
+        runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, runs[name])
+
     wf = await platform.create({"nodes": [delay("slow", 0.4), echo("next"), delay("long", 30)]})
     runs["paused_cancelled"] = await platform.trigger(wf)
     await platform.wait(wf, runs["paused_cancelled"], {"running"})
@@ -539,4 +556,6 @@ def test_every_representative_history_is_recorded() -> None:
         "inline_handed",
         "inline_sliced_by_bytes",
         "form_defaults_recorded",
+        "parallel_branch_copied",
+        "parallel_branch_writes",
     }
