@@ -67,7 +67,7 @@ class ReadLaneMiddleware:
             # Counted before anything is read, as the route counts (app/routes/cached_read.py).
             count = await shown.changes()
             caller = await state.authenticator.caller(await bearer(request))
-            if not caller.has_scope(shown.rule.scope):
+            if not all(caller.has_scope(s) for s in shown.rule.scopes):
                 return None
             access = await state.store.get_workflow_access(shown.workflow_id)
             if access is None:

@@ -103,10 +103,18 @@ CallerDep = Annotated[Caller, Depends(authenticate)]
 
 @dataclass(frozen=True)
 class Rule:
-    """What a route needs: a scope, and a permission on the workflow in its path (if any)."""
+    """What a route needs: a scope, and a permission on the workflow in its path (if any).
+
+    `also` is a second scope, for a change that starts runs by itself later (a schedule
+    that fires): starting runs needs `workflows-control` however it is asked for."""
 
     scope: str
     permission: Permission = "VIEW"
+    also: str | None = None
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        return (self.scope,) if self.also is None else (self.scope, self.also)
 
 
 class Guard:
@@ -119,18 +127,21 @@ class Guard:
         # Route-level dependencies are solved before the endpoint's parameters, so the
         # workflow lookup (app/deps.py) finds the permission this route needs here.
         request.state.rule = self.rule
-        if not caller.has_scope(self.rule.scope):
-            raise Forbidden(
-                f"This request needs the scope {self.rule.scope!r}; the token grants "
-                f"{', '.join(sorted(caller.scopes)) or 'no scopes'}"
-            )
+        for scope in self.rule.scopes:
+            if not caller.has_scope(scope):
+                raise Forbidden(
+                    f"This request needs the scope {scope!r}; the token grants "
+                    f"{', '.join(sorted(caller.scopes)) or 'no scopes'}"
+                )
 
 
-def needs(scope: str, permission: Permission = "VIEW") -> Any:
-    """Declare a route's rule (`dependencies=[needs(READ)]`); OpenAPI shows the scope."""
-    if scope not in ALL_SCOPES:
-        raise ValueError(f"unknown scope {scope!r}")
-    return Security(Guard(Rule(scope, permission)), scopes=[scope])
+def needs(scope: str, permission: Permission = "VIEW", also: str | None = None) -> Any:
+    """Declare a route's rule (`dependencies=[needs(READ)]`); OpenAPI shows the scopes."""
+    rule = Rule(scope, permission, also)
+    for each in rule.scopes:
+        if each not in ALL_SCOPES:
+            raise ValueError(f"unknown scope {each!r}")
+    return Security(Guard(rule), scopes=list(rule.scopes))
 
 
 async def caller_before_body(request: Request) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from activities.run_start import WorkflowDisabled
-from app.auth.caller import READ, WRITE
+from app.auth.caller import CONTROL, READ, WRITE
 from app.auth.guard import needs
 from app.deps import (
     KEY_REUSED,
@@ -35,7 +35,7 @@ router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/schedules", tag
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    dependencies=[needs(WRITE, "EDIT")],
+    dependencies=[needs(WRITE, "EDIT", also=CONTROL)],
     responses=errors(409, s409=KEY_REUSED),
 )
 async def create_schedule(
@@ -64,7 +64,7 @@ async def get_schedule(
 
 @router.put(
     "/{schedule_id}",
-    dependencies=[needs(WRITE, "EDIT")],
+    dependencies=[needs(WRITE, "EDIT", also=CONTROL)],
     responses=errors(412),
 )
 async def replace_schedule(
@@ -100,7 +100,7 @@ async def pause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) ->
     return await schedules.set_paused(schedule_id, True)
 
 
-@router.post("/{schedule_id}/unpause", dependencies=[needs(WRITE, "EDIT")])
+@router.post("/{schedule_id}/unpause", dependencies=[needs(WRITE, "EDIT", also=CONTROL)])
 async def unpause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> SchedulePublic:
     """Fire again on the schedule's timing."""
     return await schedules.set_paused(schedule_id, False)
@@ -109,7 +109,7 @@ async def unpause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) 
 @router.post(
     "/{schedule_id}/trigger",
     status_code=status.HTTP_202_ACCEPTED,
-    dependencies=[needs(WRITE, "EDIT")],
+    dependencies=[needs(CONTROL)],
     responses=errors(400, s400="the workflow is disabled"),
 )
 async def trigger_schedule(

@@ -164,7 +164,7 @@ async def test_a_schedule_key_is_the_callers_own(jwt_platform: Platform) -> None
         refused = await p.api.post(
             schedules,
             json={"intervalSeconds": 3600},
-            headers={**as_user("bob", [READ, WRITE]), **key},
+            headers={**as_user("bob", [READ, WRITE, CONTROL]), **key},
         )
         assert refused.status_code == 409, refused.text
         assert "(createdBy differ)" in refused.json()["error"]["message"]
@@ -172,3 +172,37 @@ async def test_a_schedule_key_is_the_callers_own(jwt_platform: Platform) -> None
         assert again.json()["id"] == first.json()["id"]
     finally:
         await p.api.delete(f"{schedules}/{first.json()['id']}")
+
+
+async def test_a_writer_without_control_starts_no_run_through_a_schedule(
+    jwt_platform: Platform,
+) -> None:
+    # Triggering a run needs workflows-control; a schedule is a trigger that fires later.
+    p = jwt_platform
+    wf, _ = await start(p, [echo("only")])
+    schedules = f"/api/v1/workflows/{wf}/schedules"
+    writer = as_user("alice", [READ, WRITE])
+    refused = await p.api.post(schedules, json={"intervalSeconds": 1}, headers=writer)
+    assert refused.status_code == 403, refused.text
+    assert CONTROL in refused.json()["error"]["message"]
+    assert (await p.api.get(schedules)).json()["schedules"] == []
+    made = await p.api.post(schedules, json={"intervalSeconds": 3600, "paused": True})
+    sid = made.json()["id"]
+    try:
+        for action, body in (("", {"intervalSeconds": 1}), ("/unpause", None), ("/trigger", None)):
+            answer = await p.api.request(
+                "PUT" if not action else "POST",
+                f"{schedules}/{sid}{action}",
+                json=body,
+                headers=writer,
+            )
+            assert answer.status_code == 403, (action, answer.text)
+        shown = (await p.api.get(f"{schedules}/{sid}")).json()
+        assert shown["paused"] is True and shown["intervalSeconds"] == 3600
+        assert shown["numActions"] == 0
+        # Pausing and deleting stop runs: a writer may.
+        assert (await p.api.post(f"{schedules}/{sid}/pause", headers=writer)).is_success
+    finally:
+        await p.api.delete(f"{schedules}/{sid}")
+    runs = (await p.api.get(f"/api/v1/workflows/{wf}/runs")).json()
+    assert runs["pagination"]["total"] == 1  # start()'s own run only

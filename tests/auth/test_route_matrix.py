@@ -159,14 +159,14 @@ def under_a_workflow(path: str) -> bool:
     return "{workflow_id}" in path or "{run_id}" in path
 
 
-def rule(row: Row) -> tuple[str, str]:
-    """(scope, permission) the app declares for the row's route."""
+def rule(row: Row) -> tuple[list[str], str]:
+    """(scopes, permission) the app declares for the row's route."""
     app = create_app_once()
     for route in api_routes(app):
         if route.path == row.path and row.method in (route.methods or ()):
             declared = rule_of(route)
             assert declared is not None
-            return declared.scope, declared.permission
+            return list(declared.scopes), declared.permission
     raise AssertionError(f"no route {row.method} {row.path}")
 
 
@@ -261,17 +261,19 @@ async def test_an_expired_token_is_401(world: World, row: Row) -> None:
 
 @pytest.mark.parametrize("row", ROWS, ids=ROW_IDS)
 async def test_the_wrong_scope_is_403_naming_the_right_one(world: World, row: Row) -> None:
-    scope, _ = rule(row)
-    others = [s for s in ALL_SCOPES if s != scope]
-    response = await call(world, row, _ids_for(world, row), as_user("alice", others))
-    assert_error(response, 403, "forbidden", scope)
+    scopes, _ = rule(row)
+    for scope in scopes:
+        # Every other scope, those the route also needs included: each one is needed.
+        others = [s for s in ALL_SCOPES if s != scope]
+        response = await call(world, row, _ids_for(world, row), as_user("alice", others))
+        assert_error(response, 403, "forbidden", scope)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=ROW_IDS)
 async def test_the_right_scope_without_the_permission(world: World, row: Row) -> None:
-    scope, permission = rule(row)
+    scopes, permission = rule(row)
     ids = _ids_for(world, row)
-    stranger = await call(world, row, ids, as_user(STRANGER, [scope]))
+    stranger = await call(world, row, ids, as_user(STRANGER, scopes))
     if not under_a_workflow(row.path):
         # No workflow to hold a permission on: served, counting only what they may see.
         assert stranger.status_code == row.ok, stranger.text
@@ -282,17 +284,17 @@ async def test_the_right_scope_without_the_permission(world: World, row: Row) ->
         return
     assert_error(stranger, 404, "resource_not_found")
     if permission != "VIEW":
-        viewer = await call(world, row, ids, as_user(VIEWER, [scope]))
+        viewer = await call(world, row, ids, as_user(VIEWER, scopes))
         assert_error(viewer, 403, "forbidden", permission)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=ROW_IDS)
 async def test_the_right_scope_with_the_permission_succeeds(world: World, row: Row) -> None:
-    scope, _ = rule(row)
+    scopes, _ = rule(row)
     ids = dict(world.ids)
     if row.fresh is not None:
         ids.update(await row.fresh(world))
-    response = await call(world, row, ids, as_user("alice", [scope]))
+    response = await call(world, row, ids, as_user("alice", scopes))
     assert response.status_code == row.ok, response.text
 
 
@@ -300,8 +302,9 @@ def test_the_scopes_are_the_documented_table() -> None:
     table = Path(__file__).resolve().parents[2] / "docs" / "security.md"
     text = table.read_text()
     for row in ROWS:
-        scope, permission = rule(row)
+        scopes, permission = rule(row)
         on_workflow = permission if under_a_workflow(row.path) else "—"
-        line = f"| `{row.method} {row.path.removeprefix(API)}` | `{scope}` | {on_workflow} |"
+        needed = " + ".join(f"`{s}`" for s in scopes)
+        line = f"| `{row.method} {row.path.removeprefix(API)}` | {needed} | {on_workflow} |"
         assert line in text, line
     assert all(s in text for s in (READ, WRITE, CONTROL, SHARE))
