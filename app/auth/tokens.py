@@ -14,6 +14,7 @@ from typing import Any
 import jwt
 
 from app.auth.caller import Caller
+from app.auth.subject import unnameable
 from app.auth.token_rules import HMAC_ALGORITHM, TokenSettingsError, check_jwt_secret
 from app.errors import NotAuthenticated, ServiceUnavailable
 
@@ -122,6 +123,10 @@ class TokenVerifier:
         sub = claims.get("sub")
         if not isinstance(sub, str) or not sub.strip():
             raise NotAuthenticated("Token has no usable 'sub' claim")
+        if odd := unnameable(sub):
+            raise NotAuthenticated(
+                f"Token's 'sub' holds {odd}, which no grant or approver list could name"
+            )
         name = claim(claims, self._claims.name)
         issued = claims.get("iat")
         return Caller(

@@ -11,8 +11,18 @@ from app.cli.settings_options import settings_flags, settings_from, settings_hel
 WIDE = {"max_content_width": 100}
 
 
+def _usable_sub(ctx: click.Context, param: click.Parameter, sub: str) -> str:
+    from app.auth.subject import unnameable
+
+    if odd := unnameable(sub):
+        raise click.BadParameter(f"holds {odd}; the API refuses such a token")
+    return sub
+
+
 @click.command(epilog=settings_help("token"), context_settings=WIDE)
-@click.option("--sub", required=True, help="the user id (the token's subject)")
+@click.option(
+    "--sub", required=True, callback=_usable_sub, help="the user id (the token's subject)"
+)
 @click.option(
     "--scopes", required=True, help="comma-separated, e.g. workflows-read,workflows-write"
 )

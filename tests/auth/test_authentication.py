@@ -130,6 +130,19 @@ class TestRefused:
         response = await api.get(WORKFLOWS, headers=bearer(token("alice", sub=None)))
         assert_error(response, 401, "authentication_required", "'sub'")
 
+    async def test_a_sub_no_grant_could_name_is_401(self, api: httpx.AsyncClient) -> None:
+        # A newline in a sub forged a line wherever the owner was printed; a space made an
+        # identity that no `user:<sub>` principal can name.
+        for sub, odd in (("evil\nINFO forged", "U+000A"), ("bob ", "U+0020"), ("a\x1bb", "U+001B")):
+            response = await api.get(WORKFLOWS, headers=bearer(token(sub)))
+            assert_error(response, 401, "authentication_required", odd)
+        created = await api.post(
+            WORKFLOWS, json={"name": "by-a-forger"}, headers=bearer(token("evil\nx"))
+        )
+        assert_error(created, 401, "authentication_required", "'sub'")
+        listed = await api.get(WORKFLOWS, headers=as_user("alice"), params={"search": "forger"})
+        assert listed.json()["pagination"]["total"] == 0
+
     async def test_rs256_token_without_a_key_set_is_401(self, api: httpx.AsyncClient) -> None:
         response = await api.get(WORKFLOWS, headers=bearer(KeySet().rs256("alice")))
         assert_error(response, 401, "authentication_required", "'RS256' is not accepted")

@@ -55,6 +55,12 @@ def test_without_a_secret_it_exits_non_zero_saying_so() -> None:
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
+def test_a_sub_the_api_would_refuse_is_a_usage_error() -> None:
+    result = trellis_token("--sub", "bob ", "--scopes", "workflows-read")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "whitespace (U+0020)" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_a_short_secret_is_refused() -> None:
     result = trellis_token("--sub", "alice", "--scopes", "workflows-read", secret="short")
     assert result.returncode != 0 and "at least 32 bytes" in result.stderr
