@@ -289,6 +289,32 @@ class TestDevMode:
         for host in ("localhost:8000", "127.0.0.1", "[::1]:8000"):
             assert (await dev_api.get(WORKFLOWS, headers={"Host": host})).status_code == 200
 
+    async def test_dev_mode_takes_changes_only_from_pages_on_this_machine(
+        self, dev_api: httpx.AsyncClient
+    ) -> None:
+        # A form on another site posts to a loopback port with no preflight (found by an
+        # audit: a body-less cancel was answered 200 "Cancellation requested").
+        before = (await dev_api.get(WORKFLOWS)).json()["pagination"]["total"]
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        for origin in ("http://evil.com", "https://127.0.0.1.nip.io", "null"):
+            cancel = await dev_api.post(
+                f"{WORKFLOWS}/wf-x/runs/run-x/cancel", headers={**form, "Origin": origin}
+            )
+            assert_error(cancel, 403, "forbidden", "pages on this machine")
+            made = await dev_api.post(
+                WORKFLOWS, json={"name": f"from {origin}", "nodes": []}, headers={"Origin": origin}
+            )
+            assert made.status_code == 403
+            # Reading is not a change (and without CORS no other site reads the answer).
+            shown = await dev_api.get(WORKFLOWS, headers={"Origin": origin})
+            assert shown.status_code == 200
+        assert (await dev_api.get(WORKFLOWS)).json()["pagination"]["total"] == before
+        for origin in ("http://localhost:5173", "http://127.0.0.1:8000", "http://[::1]:8000"):
+            cancel = await dev_api.post(
+                f"{WORKFLOWS}/wf-x/runs/run-x/cancel", headers={"Origin": origin}
+            )
+            assert cancel.status_code == 404, (origin, cancel.text)
+
     async def test_jwt_mode_serves_any_host_name(self, api: httpx.AsyncClient) -> None:
         headers = {**as_user("alice", [READ]), "Host": "trellis.example.com"}
         assert (await api.get(WORKFLOWS, headers=headers)).status_code == 200
