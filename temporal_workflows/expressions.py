@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 import re
 import threading
 from collections import OrderedDict
@@ -24,6 +25,7 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
+from temporalio import workflow
 
 from temporal_workflows.cel_budget import (
     FUNCTIONS,
@@ -308,7 +310,12 @@ def from_cel(value: Any) -> Any:
     if isinstance(value, (celtypes.IntType, celtypes.UintType)):
         return int(value)
     if isinstance(value, celtypes.DoubleType):
-        return float(value)
+        number = float(value)
+        if not math.isfinite(number) and _non_finite_fails():
+            raise ExpressionError(
+                f"it yields the double {number} (a division by zero?), which JSON cannot carry"
+            )
+        return number
     if isinstance(value, celtypes.StringType):
         return str(value)
     if isinstance(value, celtypes.BytesType):
@@ -325,6 +332,15 @@ def from_cel(value: Any) -> Any:
         name = _CEL_TYPE_NAMES.get(value, value.__name__)
         raise ExpressionError(f"it yields the type {name}, which is not a value a step can use")
     return value
+
+
+NON_FINITE_PATCH = "cel-non-finite-double-fails"
+
+
+def _non_finite_fails() -> bool:
+    """Whether a non-finite double fails its expression: runs before this rule passed it
+    on (JSON made it null, text "Infinity") and replay as they ran."""
+    return not workflow.in_workflow() or workflow.patched(NON_FINITE_PATCH)
 
 
 _CEL_TYPE_NAMES: dict[type, str] = {

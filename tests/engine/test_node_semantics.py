@@ -52,6 +52,21 @@ class TestSequence:
         run = await platform.run({"nodes": [transform("a", x="1"), transform("b", y="2")]})
         assert run["finalOutput"] == {"y": 2}
 
+    async def test_a_division_by_zero_fails_the_node_instead_of_passing_null(
+        self, platform: Platform
+    ) -> None:
+        # JSON has no Infinity: the value reached the step as null (found by an audit).
+        for node in (echo("greet", x="{{ 1.0/0.0 }}"), transform("t", x="{'k': 0.0/0.0}")):
+            run = await platform.run({"nodes": [node]})
+            assert run["status"] == "failed", run
+            assert "which JSON cannot carry" in run["errorSummary"], run["errorSummary"]
+            assert run["nodeRuns"][0]["outputSnapshot"] is None
+        # Compared inside CEL, an infinity is a value like any other.
+        run = await platform.run(
+            {"nodes": [condition("big", "1.0/0.0 > 1.0", transform("yes", v="1"))]}
+        )
+        assert run["status"] == "completed" and run["finalOutput"] == {"v": 1}, run
+
     async def test_a_failing_template_fails_the_step_with_the_expression(
         self, platform: Platform
     ) -> None:

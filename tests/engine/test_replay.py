@@ -155,6 +155,13 @@ async def _record_all(platform: Platform) -> dict[str, str]:
             ]
         }
     )
+    # A division by zero rendered into a step's config: recorded before
+    # expressions.NON_FINITE_PATCH (the step got null), and after (the node fails).
+    wf = await platform.create({"nodes": [echo("div", x="{{ 1.0/0.0 }}")]})
+    for name in ("non_finite_passed_null", "non_finite_failed"):
+        runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, runs[name])
+
     # Recorded before fanout.BRANCH_WRITES_PATCH ("copied": "b" read "outer"), and after.
     for name in ("parallel_branch_copied", "parallel_branch_writes"):
         runs[name] = await platform.trigger(wf)
@@ -558,4 +565,6 @@ def test_every_representative_history_is_recorded() -> None:
         "form_defaults_recorded",
         "parallel_branch_copied",
         "parallel_branch_writes",
+        "non_finite_passed_null",
+        "non_finite_failed",
     }
