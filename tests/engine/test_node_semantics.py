@@ -395,6 +395,32 @@ class TestRouter:
         [router] = [n for n in run["nodeRuns"] if n["nodeName"] == "research-router"]
         assert router["inputSnapshot"]["selected"] == ["tech"]
 
+    async def test_a_name_in_another_unicode_form_selects_its_choice(
+        self, platform: Platform
+    ) -> None:
+        # Saved decomposed ("cafe" + U+0301), typed composed (U+00E9): one name to anyone
+        # reading it, and one name when a definition is saved (found by an audit).
+        decomposed, composed = "cafe\u0301", "caf\u00e9"
+        router = {
+            "nodes": [
+                {
+                    "name": "r",
+                    "nodeType": "router",
+                    "conditionCel": "input.c",
+                    "choices": [
+                        {"name": decomposed, "steps": [transform("coffee", v="'yes'")]},
+                        {"name": "other", "steps": [transform("none", v="'no'")]},
+                    ],
+                }
+            ]
+        }
+        for selected in (composed, [composed, decomposed]):
+            run = await platform.run(router, {"c": selected})
+            assert run["status"] == "completed", run["errorSummary"]
+            assert names(run) == ["r", "coffee"] and run["finalOutput"] == {"v": "yes"}
+            [shown] = [n for n in run["nodeRuns"] if n["nodeName"] == "r"]
+            assert shown["inputSnapshot"]["selected"] == [decomposed]
+
     async def test_an_unknown_choice_fails_naming_value_and_choices(
         self, platform: Platform
     ) -> None:

@@ -155,6 +155,18 @@ async def _record_all(platform: Platform) -> dict[str, str]:
             ]
         }
     )
+    # A router selecting a choice by its name in another Unicode form: recorded before
+    # containers.UNICODE_FORM_ROUTE_PATCH (the router failed), and after (it runs it).
+    choices = [
+        {"name": "cafe\u0301", "steps": [echo("coffee")]},
+        {"name": "tea", "steps": [echo("t")]},
+    ]
+    route = {"id": "r", "name": "r", "nodeType": "router", "conditionCel": "'caf\u00e9'"}
+    wf = await platform.create({"nodes": [{**route, "choices": choices}]})
+    for name in ("route_unicode_form_failed", "route_unicode_form_selected"):
+        runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, runs[name])
+
     # A division by zero rendered into a step's config: recorded before
     # expressions.NON_FINITE_PATCH (the step got null), and after (the node fails).
     wf = await platform.create({"nodes": [echo("div", x="{{ 1.0/0.0 }}")]})
@@ -567,4 +579,6 @@ def test_every_representative_history_is_recorded() -> None:
         "parallel_branch_writes",
         "non_finite_passed_null",
         "non_finite_failed",
+        "route_unicode_form_failed",
+        "route_unicode_form_selected",
     }
