@@ -49,7 +49,7 @@ from activities.executors.base import (
     describe_error,
     payload_config,
 )
-from activities.executors.catalog import Catalog, agent_http_kwargs
+from activities.executors.catalog import Catalog
 from activities.executors.heartbeat import heartbeating
 from activities.executors.tracing import CallTracer, url_attribute
 
@@ -128,11 +128,12 @@ class A2AExecutor:
         """The agent's card: the catalog's copy, else fetched now (and remembered)."""
         card = self._catalog.card(name)
         if card is None:
+            endpoint = self._catalog.agent_endpoint(name)
             kwargs: dict[str, object] = {
-                **(agent_http_kwargs(self._catalog, name) or {}),
+                "headers": dict(endpoint.headers),
                 "timeout": CARD_TIMEOUT_SECONDS,
             }
-            card = await fetch_card(self._http, self._catalog.agent_url(name), kwargs)
+            card = await fetch_card(self._http, endpoint.url, kwargs)
             self._catalog.remember_card(name, card)
         return card
 
@@ -144,7 +145,7 @@ class A2AExecutor:
         """Run one agent to a terminal state and return its output; raise on failure."""
         attributes = {
             "a2a.agent.name": name,
-            "url.full": url_attribute(self._catalog.agent_url(name)),
+            "url.full": url_attribute(self._catalog.agent_endpoint(name).url),
         }
         with self._calls.span(f"A2A {name}", attributes):
             return await self._call(call, name)
@@ -203,8 +204,10 @@ class A2AExecutor:
             log.warning("could not cancel A2A task %s: %s", task_id, reason)
 
     def _context(self, name: str) -> ClientCallContext:
-        """What one request to the agent carries: its catalog headers."""
-        return ClientCallContext(service_parameters=self._catalog.agent_headers(name))
+        """What one request to the agent carries: its catalog headers (and URL password)."""
+        return ClientCallContext(
+            service_parameters=dict(self._catalog.agent_endpoint(name).headers)
+        )
 
     async def _resumed(
         self, client: Client, call: StepCall, name: str, progress: dict[str, Any]

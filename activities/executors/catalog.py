@@ -31,6 +31,7 @@ from activities.executors.catalog_file import (
     read_catalog_file,
 )
 from activities.executors.catalog_models import AgentInfo, ServerInfo, SkillInfo, ToolInfo
+from activities.executors.endpoint import Endpoint, split_userinfo
 from activities.executors.tls import default_tls
 from activities.executors.url_mask import masked_url, urls_masked
 from temporal_workflows.definition import WorkflowSpec, iter_nodes_at
@@ -80,6 +81,7 @@ class Catalog:
         self._auth: Any = None  # what the sessions' HTTP requests carry (`use_auth`)
         self._server_specs = {s.id: s for s in file.servers}
         self._agent_specs = {a.name: a for a in file.agents}
+        self._agent_endpoints = {a.name: a.endpoint for a in file.agents}
         self._servers = {s.id: _initial_server(s, file) for s in file.servers}
         self._agents = {
             a.name: AgentInfo(name=a.name, url=shown_url(file.written(a.url))) for a in file.agents
@@ -194,9 +196,15 @@ class Catalog:
         unresolved, a password and query values masked), and any other URL masked: an A2A
         or MCP client's errors may quote the URL they used, as resolved or as normalised."""
         urls = [s.url for s in self.file.servers if s.url] + [a.url for a in self.file.agents]
-        for url in sorted(urls, key=len, reverse=True):
+        said: dict[str, str] = {}
+        for url in urls:
             shown = shown_url(self.file.written(url))
-            text = text.replace(url, shown).replace(url.rstrip("/"), shown.rstrip("/"))
+            said[url] = shown
+            # The clients are given the URL without its user info (`endpoint.py`).
+            said.setdefault(split_userinfo(url)[0], split_userinfo(shown)[0])
+        for used in sorted(said, key=len, reverse=True):
+            shown = said[used]
+            text = text.replace(used, shown).replace(used.rstrip("/"), shown.rstrip("/"))
         return urls_masked(text)
 
     def is_known_agent(self, name: str) -> bool:
@@ -235,12 +243,9 @@ class Catalog:
                 return tool.input_schema
         return None
 
-    def agent_url(self, name: str) -> str:
-        return self._agent_specs[name].url
-
-    def agent_headers(self, name: str) -> dict[str, str]:
-        """The headers the catalog gives this agent (sent on every request to it)."""
-        return dict(self._agent_specs[name].headers)
+    def agent_endpoint(self, name: str) -> Endpoint:
+        """Where the agent's card is asked for, and what requests to its origin carry."""
+        return self._agent_endpoints[name]
 
     def agent(self, name: str) -> AgentInfo:
         return self._agents[name]
@@ -333,7 +338,11 @@ class Catalog:
             self._http = httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT_SECONDS, verify=default_tls())
         now = datetime.now(UTC)
         try:
-            card = await fetch_card(self._http, self.agent_url(name), agent_http_kwargs(self, name))
+            endpoint = self.agent_endpoint(name)
+            # Its own client, acting for nobody: the card's URL is the catalog's, and
+            # redirects are not followed, so the catalog's headers go with the request.
+            kwargs: dict[str, object] = {"headers": dict(endpoint.headers)}
+            card = await fetch_card(self._http, endpoint.url, kwargs)
         except Exception as exc:
             error = self.redacted(describe_error(exc))
             self._agents[name] = self._agents[name].model_copy(
@@ -379,12 +388,6 @@ def _agent_info(info: AgentInfo, card: AgentCard) -> AgentInfo:
             "skills": skills,
         }
     )
-
-
-def agent_http_kwargs(catalog: Catalog, name: str) -> dict[str, object] | None:
-    """httpx arguments carrying an agent's catalog headers (None when it has none)."""
-    headers = catalog.agent_headers(name)
-    return {"headers": headers} if headers else None
 
 
 def shown_url(url: str) -> str:

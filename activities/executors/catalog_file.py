@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from activities.executors.catalog_env import InterpolationError, interpolate
+from activities.executors.endpoint import Endpoint, userinfo_conflict
 
 # Server ids prefix tool names (`serverId/toolName`), so they must not contain a slash.
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -102,7 +103,10 @@ class McpServerSpec(_FileModel):
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:
         url, command = self.url is not None, self.command is not None
-        if problems := _transport_problems(url, command, bool(self.headers), bool(self.env)):
+        problems = _transport_problems(url, command, bool(self.headers), bool(self.env))
+        if self.url is not None and (conflict := userinfo_conflict(self.url, self.headers)):
+            problems.append(conflict)
+        if problems:
             raise ValueError("; ".join(problems))
         return self
 
@@ -112,6 +116,12 @@ class McpServerSpec(_FileModel):
     @property
     def transport(self) -> str:
         return "streamable-http" if self.url else "stdio"
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where a URL server's requests go and what they carry (its user info as Basic)."""
+        assert self.url is not None, "a stdio server has no endpoint"
+        return Endpoint.of(self.id, self.url, self.headers)
 
     @property
     def secrets(self) -> list[str]:
@@ -139,6 +149,17 @@ class A2AAgentSpec(_FileModel):
     name: Text
     url: Url
     headers: Headers = Field(default={}, repr=False)
+
+    @model_validator(mode="after")
+    def _one_authorization(self) -> A2AAgentSpec:
+        if conflict := userinfo_conflict(self.url, self.headers):
+            raise ValueError(conflict)
+        return self
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where the agent's card is asked for and what requests to its origin carry."""
+        return Endpoint.of(self.name, self.url, self.headers)
 
 
 def _repeats(key: str, values: list[str]) -> str | None:
@@ -265,8 +286,8 @@ def _unreached(
     failed: list[tuple[Any, ...]], data: dict[str, Any]
 ) -> list[tuple[tuple[Any, ...], str]]:
     """The rules pydantic skipped, checked on the file's own values (`failed`: where it
-    found problems): a section's repeats wait for all its entries to be valid, a server's
-    transport for its fields."""
+    found problems): a section's repeats wait for all its entries to be valid, an entry's
+    own rules (a server's transport, one Authorization) for its fields."""
     found: list[tuple[tuple[Any, ...], str]] = []
     sections = {section: data.get(section) for section in _KEYS}
     for section, key in _KEYS.items():
@@ -280,19 +301,31 @@ def _unreached(
         ]
         if problem := _repeats(key, [name for name in given if name]):
             found.append(((section,), f"{section}: {problem}"))
-    servers = sections["mcpServers"]
-    for i, entry in enumerate(servers if isinstance(servers, list) else []):
-        at = ("mcpServers", i)
-        fields_failed = any(len(loc) > 2 and loc[:2] == at for loc in failed)
-        if isinstance(entry, dict) and fields_failed and at not in failed:
-            problems = _transport_problems(
-                entry.get("url") is not None,
-                entry.get("command") is not None,
-                bool(entry.get("headers")),
-                bool(entry.get("env")),
-            )
-            found += [(at, f"mcpServers[{i}]: {problem}") for problem in problems]
+    for section, entries in sections.items():
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            at = (section, i)
+            fields_failed = any(len(loc) > 2 and loc[:2] == at for loc in failed)
+            if isinstance(entry, dict) and fields_failed and at not in failed:
+                problems = _entry_rules(section, entry)
+                found += [(at, f"{section}[{i}]: {problem}") for problem in problems]
     return found
+
+
+def _entry_rules(section: str, entry: dict[str, Any]) -> list[str]:
+    """An entry's own rules (a server's transport, one Authorization), on its file values."""
+    problems = []
+    if section == "mcpServers":
+        problems += _transport_problems(
+            entry.get("url") is not None,
+            entry.get("command") is not None,
+            bool(entry.get("headers")),
+            bool(entry.get("env")),
+        )
+    url, headers = entry.get("url"), entry.get("headers")
+    if isinstance(url, str) and isinstance(headers, dict):
+        conflict = userinfo_conflict(url, {str(name): "" for name in headers})
+        problems += [conflict] if conflict else []
+    return problems
 
 
 def _place(loc: tuple[Any, ...]) -> tuple[int, float]:

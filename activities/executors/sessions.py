@@ -140,10 +140,13 @@ class McpSession:
     ) -> Client:
         """A connected client; what it holds closes with `stack`."""
         if self.spec.url:
-            # The catalog's headers go on every request of this server's session.
+            # The catalog's headers (and a password of its URL, as Basic auth) go on every
+            # request of this server's session: all go to its URL, and the SDK follows a
+            # redirect only within the URL's origin. The URL itself carries no password.
+            endpoint = self.spec.endpoint
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
-                    headers=dict(self.spec.headers),
+                    headers=dict(endpoint.headers),
                     timeout=HTTP_TIMEOUT,
                     limits=HTTP_LIMITS,
                     auth=self._authenticate,
@@ -151,7 +154,7 @@ class McpSession:
                 )
             )
             target: Any = streamable_http_client(
-                self.spec.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES
+                endpoint.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES
             )
         else:
             assert stderr is not None

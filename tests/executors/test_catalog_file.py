@@ -154,6 +154,44 @@ def test_a_servers_transport_is_checked_beside_its_fields_problems(tmp_path: Pat
     ]
 
 
+def test_a_url_password_beside_an_authorization_header_is_refused_naming_both(
+    tmp_path: Path,
+) -> None:
+    # The password would go as Basic auth, in the same header: neither is chosen silently.
+    # An entry whose fields fail (`colour`) is checked too; no value is quoted.
+    path = write(
+        tmp_path,
+        "mcpServers:\n"
+        "  - {id: s, url: 'http://bob:pa55@h/mcp', headers: {Authorization: 'Bearer t0k'}}\n"
+        "a2aAgents:\n"
+        "  - {name: a, url: 'http://bob:pa55@h/', headers: {authorization: t0k}, colour: red}\n",
+    )
+    message = refused(path)
+    both = "url's user info is sent as Basic auth (an Authorization header) and headers.{}"
+    assert message.split(": ", 1)[1].split("; ") == [
+        "a2aAgents[0] has unknown key(s) colour (allowed: headers, name, url)",
+        f"mcpServers[0]: {both.format('Authorization')} sets Authorization too: keep one of them",
+        f"a2aAgents[0]: {both.format('authorization')} sets Authorization too: keep one of them",
+    ]
+    assert "pa55" not in message and "t0k" not in message
+
+
+def test_a_url_password_alone_or_beside_other_headers_goes_as_basic_auth(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "mcpServers:\n  - {id: s, url: 'http://bob:pa55@h/mcp', headers: {X-Api-Key: k}}\n"
+        "a2aAgents:\n  - {name: a, url: 'http://bob:pa55@h/'}\n  - {name: b, url: 'http://t0k@h/'}\n",
+    )
+    catalog = load_catalog(path)
+    assert catalog.agent_endpoint("a").url == "http://h/"
+    # A user name alone goes with an empty password, as curl sends it.
+    assert catalog.agent_endpoint("b").headers == {"Authorization": "Basic dDBrOg=="}  # t0k:
+    assert catalog.file.servers[0].endpoint.headers == {
+        "X-Api-Key": "k",
+        "Authorization": "Basic Ym9iOnBhNTU=",  # bob:pa55
+    }
+
+
 def test_a_repeat_among_valid_entries_is_named_once(tmp_path: Path) -> None:
     path = write(
         tmp_path,
