@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, Iterator
 from typing import Any, cast
 
 import httpx
-from a2a.client import Client, ClientCallContext, ClientConfig, ClientFactory
+from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.helpers import get_message_text, new_data_part, new_text_part
 from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types.a2a_pb2 import (
@@ -41,6 +41,7 @@ from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict
 
 from activities.executors.agent_card import fetch_card
+from activities.executors.agent_credentials import calling
 from activities.executors.base import (
     PermanentError,
     StepCall,
@@ -96,7 +97,9 @@ class A2AExecutor:
     ) -> None:
         self._catalog = catalog
         self._http = http
-        # `http` sends the current trace context with every request (the registry's hook).
+        # `http` sends the current trace context with every request (the registry's hook),
+        # and gives a request the called agent's credentials when it goes to the agent's
+        # catalog origin (its `agent_credentials` auth; the agent is named by `calling`).
         self._calls = calls or CallTracer()
         self._clients: dict[str, Client] = {}
         # Streams read to their end after their step had its answer (see `_drain`).
@@ -129,11 +132,9 @@ class A2AExecutor:
         card = self._catalog.card(name)
         if card is None:
             endpoint = self._catalog.agent_endpoint(name)
-            kwargs: dict[str, object] = {
-                "headers": dict(endpoint.headers),
-                "timeout": CARD_TIMEOUT_SECONDS,
-            }
-            card = await fetch_card(self._http, endpoint.url, kwargs)
+            with calling(endpoint):
+                kwargs: dict[str, object] = {"timeout": CARD_TIMEOUT_SECONDS}
+                card = await fetch_card(self._http, endpoint.url, kwargs)
             self._catalog.remember_card(name, card)
         return card
 
@@ -143,11 +144,9 @@ class A2AExecutor:
 
     async def call(self, call: StepCall, name: str) -> Any:
         """Run one agent to a terminal state and return its output; raise on failure."""
-        attributes = {
-            "a2a.agent.name": name,
-            "url.full": url_attribute(self._catalog.agent_endpoint(name).url),
-        }
-        with self._calls.span(f"A2A {name}", attributes):
+        endpoint = self._catalog.agent_endpoint(name)
+        attributes = {"a2a.agent.name": name, "url.full": url_attribute(endpoint.url)}
+        with self._calls.span(f"A2A {name}", attributes), calling(endpoint):
             return await self._call(call, name)
 
     async def _call(self, call: StepCall, name: str) -> Any:
@@ -198,16 +197,10 @@ class A2AExecutor:
         try:
             async with asyncio.timeout(CANCEL_TIMEOUT_SECONDS):
                 request = CancelTaskRequest(id=task_id)
-                await client.cancel_task(request, context=self._context(name))
+                await client.cancel_task(request)
         except Exception as exc:  # best effort: the step is cancelled either way
             reason = self._catalog.redacted(describe_error(exc))
-            log.warning("could not cancel A2A task %s: %s", task_id, reason)
-
-    def _context(self, name: str) -> ClientCallContext:
-        """What one request to the agent carries: its catalog headers (and URL password)."""
-        return ClientCallContext(
-            service_parameters=dict(self._catalog.agent_endpoint(name).headers)
-        )
+            log.warning("could not cancel A2A task %s of agent %r: %s", task_id, name, reason)
 
     async def _resumed(
         self, client: Client, call: StepCall, name: str, progress: dict[str, Any]
@@ -219,7 +212,7 @@ class A2AExecutor:
             return None
         task_id = str(earlier["id"])
         try:
-            read = await client.get_task(GetTaskRequest(id=task_id), context=self._context(name))
+            read = await client.get_task(GetTaskRequest(id=task_id))
         except Exception as exc:  # an agent that restarted may have forgotten it
             reason = self._catalog.redacted(describe_error(exc))  # it may quote the agent's URL
             log.info("A2A task %s of an earlier attempt: %s", task_id, reason)
@@ -232,15 +225,15 @@ class A2AExecutor:
         if state == TaskState.TASK_STATE_COMPLETED:
             return read
         try:
-            return await self._poll(client, task_id, name)
+            return await self._poll(client, task_id)
         except asyncio.CancelledError:
             await self._cancel_remote(client, task_id, name)
             raise
 
-    async def _poll(self, client: Client, task_id: str, name: str) -> Task:
+    async def _poll(self, client: Client, task_id: str) -> Task:
         """The task, read with `tasks/get` until it ends or is interrupted."""
         for delay in _poll_delays():
-            read = await client.get_task(GetTaskRequest(id=task_id), context=self._context(name))
+            read = await client.get_task(GetTaskRequest(id=task_id))
             if read.status.state in TERMINAL | INTERRUPTED:
                 return read
             await asyncio.sleep(delay)
@@ -263,7 +256,7 @@ class A2AExecutor:
         try:
             stream = cast(
                 AsyncGenerator[StreamResponse, None],
-                client.send_message(request, context=self._context(name)),
+                client.send_message(request),
             )
             answered = False  # then the rest is drained; else the stream is closed here
             try:
@@ -300,7 +293,7 @@ class A2AExecutor:
                     return task
             if not task_id:
                 raise TransientError("the agent answered with neither a task nor a message")
-            return await self._poll(client, task_id, name)
+            return await self._poll(client, task_id)
         except asyncio.CancelledError:
             if task_id and state not in TERMINAL:
                 await self._cancel_remote(client, task_id, name)

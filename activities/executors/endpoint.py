@@ -5,6 +5,8 @@ as HTTP Basic auth, an `Authorization` header beside the entry's `headers`, and 
 MCP and A2A clients are given carries no user info. Given the URL as written, they sent
 nothing: an httpx client with an `auth` of its own (theirs adds the service token) ignores
 a URL's user info, and the SDKs' debug lines quoted the URL, password and all.
+
+The credentials belong to the entry's origin (scheme, host, port): docs/security.md.
 """
 
 from __future__ import annotations
@@ -13,6 +15,34 @@ import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
+
+import httpx
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A URL's scheme, host and port (the scheme's default when none is written)."""
+
+    scheme: str
+    host: str
+    port: int | None
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}" + (f":{self.port}" if self.port is not None else "")
+
+
+def origin_of(url: str | httpx.URL) -> Origin | None:
+    """The origin of `url`; None when it is no URL httpx can send a request to."""
+    try:
+        parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
+    except httpx.InvalidURL:
+        return None
+    if not parsed.host:
+        return None
+    return Origin(parsed.scheme, parsed.host, parsed.port or DEFAULT_PORTS.get(parsed.scheme))
 
 
 def split_userinfo(url: str) -> tuple[str, str | None]:
@@ -50,11 +80,12 @@ def userinfo_conflict(url: str, headers: Mapping[str, str]) -> str | None:
 
 @dataclass(frozen=True, repr=False)
 class Endpoint:
-    """An entry's URL without user info, and the headers its requests carry: the entry's
-    `headers` plus `Authorization: Basic …` from the user info."""
+    """An entry's URL without user info, its origin, and the headers its requests carry
+    there: the entry's `headers` plus `Authorization: Basic …` from the user info."""
 
     name: str
     url: str
+    origin: Origin | None
     headers: Mapping[str, str]
 
     @classmethod
@@ -63,7 +94,7 @@ class Endpoint:
         sent = dict(headers)
         if userinfo:  # a catalog entry setting both is refused at load (`userinfo_conflict`)
             sent["Authorization"] = basic_authorization(userinfo)
-        return cls(name=name, url=plain, headers=sent)
+        return cls(name=name, url=plain, origin=origin_of(plain), headers=sent)
 
     def __repr__(self) -> str:  # the headers are credentials
-        return f"Endpoint(name={self.name!r})"
+        return f"Endpoint(name={self.name!r}, origin={self.origin})"

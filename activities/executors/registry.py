@@ -9,6 +9,7 @@ import httpx
 from opentelemetry.trace import Tracer
 
 from activities.executors.a2a import CONNECTION_LIMITS, A2AExecutor
+from activities.executors.agent_credentials import agent_credentials
 from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
 from activities.executors.builtin import BuiltinExecutor
 from activities.executors.catalog import Catalog
@@ -42,12 +43,13 @@ class ExecutorRegistry:
         auth = service_token_auth(service_tokens)
         calls = CallTracer(tracer)
         # No read timeout: A2A streams may stay silent for long; each step has its own timeout.
-        # Catalog agents are the operator's choice, so this client is not address-guarded.
+        # Catalog agents are the operator's choice, so this client is not address-guarded;
+        # an agent's credentials go only to its catalog origin (`agent_credentials`).
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(30.0, read=None),
             verify=default_tls(),
             limits=CONNECTION_LIMITS,
-            auth=auth,
+            auth=agent_credentials(auth),
             event_hooks={"request": [send_trace_context]},
         )
         catalog.use_auth(auth)
