@@ -9,28 +9,23 @@ checks apply to everything a user sees and does.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from app.console.assets import Asset, load_assets
 from app.errors import error_response
-from app.routes.conditional import tag_matches
 from app.settings import Settings
+from app.web_assets import load_assets, page_headers, serve_asset
 from temporal_workflows.base import CamelModel
 from temporal_workflows.read_model import OPEN_RUN_STATUSES, RUN_STATUSES, TERMINAL_RUN_STATUSES
 
+STATIC_DIR = Path(__file__).parent / "static"
 SHELL = "index.html"
-# Only this origin's files and API; no inline script or style; never framed.
-SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
+# The console's own files and API only: no inline script or style; never framed.
+SECURITY_HEADERS = page_headers()
 
 
 class ConsoleConfig(CamelModel):
@@ -51,7 +46,7 @@ class ConsoleConfig(CamelModel):
 
 def console_app(settings: Settings, api_base: str) -> Starlette:
     """The console, with its files read once (mount it at /console)."""
-    assets = load_assets()
+    assets = load_assets(STATIC_DIR)
     config = ConsoleConfig(
         api_base=api_base,
         auth_mode=settings.auth_mode,
@@ -73,11 +68,11 @@ def console_app(settings: Settings, api_base: str) -> Starlette:
         if asset is None or name == SHELL:
             message = f"Console file {name[:100]!r} not found"
             return error_response(404, "resource_not_found", message)
-        return _serve(asset, request)
+        return serve_asset(asset, request, SECURITY_HEADERS)
 
     async def console_page(request: Request) -> Response:
         # Every other path is a page: the console's own router draws what the path names.
-        return _serve(assets[SHELL], request)
+        return serve_asset(assets[SHELL], request, SECURITY_HEADERS)
 
     return Starlette(
         routes=[
@@ -86,19 +81,3 @@ def console_app(settings: Settings, api_base: str) -> Starlette:
             Route("/{path:path}", console_page),
         ]
     )
-
-
-def _serve(asset: Asset, request: Request) -> Response:
-    # Revalidated on every use (ETag), so a new release is picked up at once.
-    headers = {
-        **SECURITY_HEADERS,
-        "ETag": asset.etag,
-        "Cache-Control": "no-cache",
-        "Vary": "Accept-Encoding",
-    }
-    if tag_matches(request.headers.get("if-none-match"), asset.etag):
-        return Response(status_code=304, headers=headers)
-    if "gzip" in request.headers.get("accept-encoding", ""):
-        headers["Content-Encoding"] = "gzip"
-        return Response(asset.gzipped, media_type=asset.content_type, headers=headers)
-    return Response(asset.body, media_type=asset.content_type, headers=headers)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import re
 
-from app.console.assets import STATIC_DIR
+from app.console.routes import STATIC_DIR
 from app.settings import Settings
 from temporal_workflows.read_model import RUN_STATUSES
 from tests.support.platform import Platform
