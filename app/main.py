@@ -15,6 +15,7 @@ from temporalio.client import Client
 from activities.executors.catalog import Catalog
 from activities.store.base import Store
 from activities.store.factory import open_store
+from app.api_docs import install_docs
 from app.api_metrics import ApiMetrics
 from app.auth.guard import Authenticator, caller_before_body, check_routes
 from app.body_limit import BodyLimitMiddleware
@@ -90,6 +91,9 @@ def create_app(
         # and without a trailing slash answered 307 before authentication, echoing the
         # request's `Host` into `Location`. The console's one redirect is its own route.
         redirect_slashes=False,
+        # /docs is ours (app/api_docs.py): FastAPI's loads Swagger UI from a CDN. No /redoc.
+        docs_url=None,
+        redoc_url=None,
         telemetry=fastapi_telemetry(tracer_provider),
         # Built once per process (app/routes/served.py), not again for each app.
         routes=list(ROUTES),
@@ -116,6 +120,7 @@ def create_app(
     # Outermost of ours: a request's duration includes every middleware's work.
     app.add_middleware(RequestMetricsMiddleware, histogram=app.state.metrics.requests, root=app)
     check_routes(app)
+    install_docs(app)
     # The console: static files beside the API (not API routes; see app/console/routes.py).
     app.add_route("/console", _to_console, include_in_schema=False)
     app.mount("/console", console_app(settings, API_PREFIX), name="console")

@@ -169,7 +169,13 @@ class TestAccepted:
         assert response.status_code == 200, response.text
 
     async def test_probes_and_docs_stay_open(self, api: httpx.AsyncClient) -> None:
-        for path in ("/healthz", "/readyz", "/docs", "/openapi.json"):
+        for path in (
+            "/healthz",
+            "/readyz",
+            "/docs",
+            "/docs/static/swagger-ui-bundle.js",
+            "/openapi.json",
+        ):
             response = await api.get(path)
             assert response.status_code == 200, (path, response.text)
 
