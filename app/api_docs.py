@@ -13,11 +13,11 @@ this policy refuses, and one documentation page is enough.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from functools import cache
 from pathlib import Path
 
-import fastapi_standalone_docs
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.applications import Starlette
@@ -30,16 +30,25 @@ from app.web_assets import Asset, load_assets, make_asset, page_headers, serve_a
 
 DOCS_PATH = "/docs"
 STATIC_PATH = f"{DOCS_PATH}/static"
-# Where the package keeps swagger-ui-dist's files (pyproject.toml bounds its version).
-SWAGGER_DIR = Path(fastapi_standalone_docs.__file__).parent / "static" / "swagger"
+# The package whose folder holds swagger-ui-dist's files (pyproject.toml bounds its
+# version). Found, not imported: only its files are used, and its code is not run.
+SWAGGER_PACKAGE = "fastapi_standalone_docs"
 FAVICON_URL = "/console/assets/favicon.svg"
 INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 
 
+def swagger_dir() -> Path:
+    spec = importlib.util.find_spec(SWAGGER_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"{SWAGGER_PACKAGE} is not installed (a dependency of Trellis)")
+    return Path(next(iter(spec.submodule_search_locations))) / "static" / "swagger"
+
+
 @cache
 def swagger_files() -> dict[str, Asset]:
-    """Swagger UI's script and stylesheet, read and compressed once per process."""
-    return load_assets(SWAGGER_DIR)
+    """Swagger UI's script and stylesheet, read and compressed once per process, when
+    first asked for (1.5 MB compressed at level 9: not on every API start)."""
+    return load_assets(swagger_dir())
 
 
 def install_docs(app: FastAPI) -> None:
@@ -58,14 +67,13 @@ def install_docs(app: FastAPI) -> None:
     html = bytes(answer.body)
     page = make_asset(html, "text/html; charset=utf-8")
     headers = page_headers(*INLINE_SCRIPT.findall(html.decode()))
-    files = swagger_files()
 
     async def docs_page(request: Request) -> Response:
         return serve_asset(page, request, headers)
 
     async def docs_file(request: Request) -> Response:
         name = request.path_params["name"]
-        asset = files.get(name)
+        asset = swagger_files().get(name)
         if asset is None:
             return error_response(404, "resource_not_found", f"Docs file {name[:100]!r} not found")
         return serve_asset(asset, request, headers)
