@@ -1,4 +1,5 @@
-"""The variables a CEL expression reads: the names it does not bind itself.
+"""The variables a CEL expression reads (the names it does not bind itself), and the
+functions it calls.
 
 A comprehension macro (`list.exists(x, x > 1)`, also `all`, `exists_one`, `map`,
 `filter`) binds its first argument inside its other arguments; every other identifier
@@ -52,3 +53,18 @@ def _bare_ident(node: Tree[Token] | Token) -> str | None:
     if isinstance(node, Tree) and node.data == "ident":
         return str(node.children[0])
     return None
+
+
+# Function-like macros: the parser keeps them as calls, the evaluator expands them.
+MACROS = frozenset({"has", "dyn"}) | BINDING_MACROS
+
+
+def called_names(ast: Tree[Token]) -> list[str]:
+    """The functions and methods `ast` calls (`size(x)`, `x.startsWith(y)`), in order,
+    once each."""
+    called = (
+        str(node.children[0] if node.data == "ident_arg" else node.children[1])
+        for node in ast.iter_subtrees_topdown()
+        if node.data in ("ident_arg", "member_dot_arg")
+    )
+    return list(dict.fromkeys(called))

@@ -41,7 +41,7 @@ from temporal_workflows.cel_budget import (
     release,
     static_problem,
 )
-from temporal_workflows.cel_names import free_names
+from temporal_workflows.cel_names import MACROS, called_names, free_names
 
 # The names a CEL expression or template may read (documented in docs/semantics.md).
 SCOPE_VARIABLES = frozenset(
@@ -66,11 +66,11 @@ _BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ENV = celpy.Environment(runner_class=BudgetedRunner)
 _PLAIN_ENV = celpy.Environment()
 # Per source: the program, every name token in it (the scope variables to convert), the
-# identifiers it reads unbound and the fewest steps it takes (the save-time checks). The
-# least recently used go once the sources kept pass PROGRAMS_KEPT_CHARS: a compiled
-# program takes a few hundred times its source's size (a thousand 3.9 KB expressions
-# saved grew the API by 1.4 GB, for good).
-_Program = tuple[Any, frozenset[str], tuple[str, ...], int]
+# identifiers it reads unbound, the fewest steps it takes and the functions it calls (the
+# save-time checks). The least recently used go once the sources kept pass
+# PROGRAMS_KEPT_CHARS: a compiled program takes a few hundred times its source's size (a
+# thousand 3.9 KB expressions saved grew the API by 1.4 GB, for good).
+_Program = tuple[Any, frozenset[str], tuple[str, ...], int, tuple[str, ...]]
 _PROGRAMS: OrderedDict[str, _Program] = OrderedDict()
 PROGRAMS_KEPT_CHARS = 1_000_000
 _kept_chars = 0
@@ -99,7 +99,7 @@ def _program(source: str) -> _Program:
             raise ExpressionError(f"CEL expression {_brief(source)} is too costly: {problem}")
         names = frozenset(str(t) for t in ast.scan_values(lambda v: isinstance(v, str)))
         program = _ENV.program(ast, functions=FUNCTIONS)
-        found = (program, names, tuple(free_names(ast)), least_steps(ast))
+        found = (program, names, tuple(free_names(ast)), least_steps(ast), tuple(called_names(ast)))
         _keep(source, found)
     return found
 
@@ -131,11 +131,22 @@ def _parse_message(source: str, exc: Exception) -> str:
 
 def check_expression(source: str) -> None:
     """Parse a CEL expression; raise ExpressionError naming the position when it is invalid,
-    saying why it cannot fit its budget, or naming a variable no scope has (a misspelt
-    `inptu` would fail every evaluation that reaches it)."""
+    saying why it cannot fit its budget, or naming a variable no scope has or a function
+    CEL does not have (a misspelt `inptu` or `sise()` would fail every evaluation that
+    reaches it)."""
     if not source or not source.strip():
         raise ExpressionError("CEL expression is empty")
-    for name in _program(source)[2]:
+    program = _program(source)
+    for function in program[4]:
+        if function not in FUNCTIONS and function not in MACROS:
+            known = sorted(n for n in (*FUNCTIONS, *MACROS) if _BARE_NAME.match(n))
+            close = difflib.get_close_matches(function, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ExpressionError(
+                f"CEL expression {_brief(source)} calls {function!r}, which is no CEL "
+                f"function{hint}; docs/semantics.md lists them"
+            )
+    for name in program[2]:
         if name not in SCOPE_VARIABLES and not _cel_name(name):
             close = difflib.get_close_matches(name, SCOPE_VARIABLES, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -143,6 +143,8 @@ CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("config_template_unclosed", step("A", config={"greeting": "Hello {{ input.name"}), ["('A')", "config.greeting: template at character 6", "has no closing }}"]),
     ("condition_comprehensions_nest_at_most_3", valid("condition", conditionCel=NESTED_EXISTS), ["('Q')", "conditionCel: CEL expression", "is too costly", "nest 10 deep; at most 3 may"]),
     ("template_comprehensions_over_literals_fit_the_budget", step("A", config={"x": "{{ " + LITERAL_BOMB + " }}"}), ["('A')", "config.x: CEL expression", "takes at least", "the budget is 10000"]),
+    ("condition_calls_known_functions", valid("condition", conditionCel="foo(input.x)"), ["('Q')", "conditionCel: CEL expression", "calls 'foo', which is no CEL function"]),
+    ("template_calls_known_methods", step("A", config={"n": "{{ input.name.sise() }}"}), ["('A')", "config.n: CEL expression", "(did you mean 'size'?)"]),
     ("end_condition_not_too_deep", valid("loop", loopConfig={"maxIterations": 2, "endConditionCel": "(" * 30 + "true" + ")" * 30}), ["('L')", "loopConfig.endConditionCel", "nests too deeply"]),
 ]
 

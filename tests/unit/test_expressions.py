@@ -45,6 +45,31 @@ class TestSaveTimeCheck:
         with pytest.raises(ExpressionError, match="reads 'no_such_variable'"):
             check_expression("input.items.exists(x, x == no_such_variable)")
 
+    def test_a_function_cel_does_not_have_is_refused_with_a_hint(self) -> None:
+        # It saved, then failed every run with "undeclared reference" (found by an audit).
+        for source, called in (
+            ("foo(1)", "'foo'"),
+            ("input.x.nosuchmethod()", "'nosuchmethod'"),
+            ("input.name.lowerAscii() == 'a'", "'lowerAscii'"),
+        ):
+            with pytest.raises(ExpressionError, match=f"calls {called}, which is no CEL function"):
+                check_expression(source)
+        with pytest.raises(ExpressionError) as info:
+            check_expression("input.name.sise() > 1")
+        assert "(did you mean 'size'?)" in str(info.value)
+
+    def test_every_function_and_macro_cel_has_passes(self) -> None:
+        for source in (
+            "size(input) > 0 && size(string(1)) == 1 && int('1') == 1 && uint(1) == 1u",
+            "double(1) == 1.0 && bool('true') && bytes('a') == b'a' && dyn(1) == 1",
+            "input.s.startsWith('a') && input.s.endsWith('b') && input.s.contains('c')",
+            "matches(input.s, '^a') && input.s.matches('b$') && has(input.s)",
+            "timestamp('2020-01-01T00:00:00Z').getFullYear() == 2020",
+            "duration('1s').getSeconds() == 1 && type(1) == int",
+            "[1].exists_one(x, x == 1) && [1].map(x, x * 2) == [2] && [1].filter(x, x > 0) != []",
+        ):
+            check_expression(source)
+
     def test_names_of_any_scope_macro_bound_names_and_cel_types_pass(self) -> None:
         # Which variables exist depends on where the node sits (a loop adds `iteration`,
         # a map `item`): a name some scope has is left to run time.
