@@ -108,7 +108,7 @@ class GuardedBackend(httpcore.AnyIOBackend):
             address, why = refused[0]
             named = host.strip("[]") if host.strip("[]") == str(address) else f"{host} ({address})"
             raise AddressRefused(
-                f"builtin:http may not connect to {named}: a {why} address "
+                f"builtin:http may not connect to {named}: its address is {why} "
                 "(TRELLIS_HTTP_ALLOWED_NETWORKS can allow it)"
             )
         last: Exception | None = None

@@ -34,7 +34,7 @@ async def test_a_step_calling_a_loopback_url_fails_without_retrying(guarded: Pla
     assert run["status"] == "failed"
     [node] = run["nodeRuns"]
     assert node["attempt"] == 1
-    assert "builtin:http may not connect to 127.0.0.1: a loopback address" in node["error"]
+    assert "builtin:http may not connect to 127.0.0.1: its address is loopback" in node["error"]
     assert "TRELLIS_HTTP_ALLOWED_NETWORKS" in run["errorSummary"]
     assert guarded.peer.calls["guarded"] == 0
 
@@ -43,4 +43,4 @@ async def test_a_template_cannot_smuggle_in_cloud_metadata(guarded: Platform) ->
     definition = {"nodes": [http_step("call", "{{ input.target }}")]}
     run = await guarded.run(definition, {"target": "http://169.254.169.254/latest/meta-data/"})
     assert run["status"] == "failed"
-    assert "169.254.169.254: a link-local address" in run["nodeRuns"][0]["error"]
+    assert "169.254.169.254: its address is link-local" in run["nodeRuns"][0]["error"]

@@ -108,7 +108,9 @@ class TestRefusedAddresses:
         started = time.monotonic()
         with pytest.raises(PermanentError) as info:
             await get(executor(), make_call, f"http://{host}:9/latest/meta-data")
-        assert f"a {kind} address (TRELLIS_HTTP_ALLOWED_NETWORKS can allow it)" in str(info.value)
+        assert f"its address is {kind} (TRELLIS_HTTP_ALLOWED_NETWORKS can allow it)" in str(
+            info.value
+        )
         assert time.monotonic() - started < 5
 
     async def test_a_name_resolving_to_loopback_is_refused(
@@ -124,7 +126,7 @@ class TestRefusedAddresses:
         self, peer: Peer, make_call: MakeCall
     ) -> None:
         before = peer.calls["hello"]
-        with pytest.raises(PermanentError, match=r"127\.0\.0\.1: a loopback address"):
+        with pytest.raises(PermanentError, match=r"127\.0\.0\.1: its address is loopback"):
             await get(executor(), make_call, f"{peer.url}/hello")
         assert peer.calls["hello"] == before
 
@@ -173,7 +175,7 @@ class TestRedirects:
         self, peer: Peer, make_call: MakeCall
     ) -> None:
         url = f"{peer.url}/redirect?to=http://169.254.169.254/latest/meta-data"
-        with pytest.raises(PermanentError, match=r"169\.254\.169\.254: a link-local address"):
+        with pytest.raises(PermanentError, match=r"169\.254\.169\.254: its address is link-local"):
             await get(executor("127.0.0.0/8"), make_call, url)
 
     async def test_a_redirect_to_a_name_resolving_to_a_refused_address_is_refused(
