@@ -335,7 +335,13 @@ class Catalog:
 
     async def _refresh_agent(self, name: str) -> None:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT_SECONDS, verify=default_tls())
+            # No connection kept between refreshes: an agent closes an idle one within
+            # seconds, and a kept one sat half-closed (CLOSE-WAIT) for the whole interval.
+            self._http = httpx.AsyncClient(
+                timeout=DISCOVERY_TIMEOUT_SECONDS,
+                verify=default_tls(),
+                limits=httpx.Limits(max_keepalive_connections=0),
+            )
         now = datetime.now(UTC)
         try:
             endpoint = self.agent_endpoint(name)

@@ -9,7 +9,8 @@ import pytest
 from activities.executors import catalog as catalog_module
 from activities.executors.catalog import Catalog
 from activities.executors.catalog_file import A2AAgentSpec, CatalogFile, McpServerSpec
-from tests.peers.catalog import Peers
+from tests.peers.a2a_agents import AgentStats, agents_app
+from tests.peers.catalog import AGENTS, Peers
 from tests.peers.mcp_server import McpStats, build_mcp_server
 from tests.peers.serving import ServedApp, free_port
 
@@ -99,3 +100,35 @@ async def test_a_peer_that_never_answers_is_reported_down_saying_why(
     finally:
         await catalog.close()
         silent.close()
+
+
+def _client_sockets_to(port: int) -> list[str]:
+    """The TCP states (hex, /proc/net/tcp's) of this machine's connections to `port`."""
+    states = []
+    for line in open("/proc/net/tcp", encoding="ascii").readlines()[1:]:
+        fields = line.split()
+        if int(fields[2].rsplit(":", 1)[1], 16) == port:
+            states.append(fields[3])
+    return states
+
+
+async def test_a_card_refresh_keeps_no_connection_open_until_the_next() -> None:
+    # An agent closes an idle connection within seconds; a pooled one then sat half-closed
+    # (CLOSE-WAIT) for the whole refresh interval, one per agent (found by a soak).
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    served = ServedApp(agents_app(AGENTS[:1], base, AgentStats()), port=port).start()
+    catalog = Catalog(
+        CatalogFile(
+            agents=(A2AAgentSpec(name=AGENTS[0].name, url=f"{base}/agents/{AGENTS[0].name}/"),)
+        )
+    )
+    try:
+        await catalog.start()
+        await catalog.refresh()
+        assert catalog.agent(AGENTS[0].name).status == "up"
+        established, close_wait = "01", "08"
+        assert not {established, close_wait} & set(_client_sockets_to(port))
+    finally:
+        await catalog.close()
+        served.stop()
