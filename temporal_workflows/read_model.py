@@ -4,7 +4,9 @@ The workflow, the step activity, the API and the reconciler all write run and no
 records; this module is the one place that says how. Pure, so the sandbox may load it.
 
 Revisions: every write carries a `rev`; a store applies it only when it is not older than
-the stored one, so retries and out-of-order writes are harmless. The bands, lowest first:
+the stored one, so retries and out-of-order writes are harmless. (One thing a refused
+step write still adds: its attempt's start, to a node run the workflow ended before that
+start landed — `start_missed` in activities/store/documents.py.) The bands, lowest first:
 
 - `BEFORE_RUN_REV` (0): a gate opened before a step ran; the step's own writes win.
 - `attempt_rev(n, phase)`: the step activity's writes for attempt n (10n+1 .. 10n+9).

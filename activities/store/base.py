@@ -185,6 +185,12 @@ class Store(Protocol):
         of every step, so one round trip where the store allows it. Not applied (False)
         when its run is not in the store: deleted with its workflow, whose runs' last
         writes may land after the delete (the worker down, say).
+
+        A write refused over a newer rev (False) that carries an attempt's start still
+        fills that start into a stored node run showing no attempt (`start_missed`), in
+        one atomic change of that node run: `attempt`, and `started_at` and
+        `input_snapshot` where it has none; status, rev and the rest stay, and the
+        write's events are not logged.
         """
 
     async def list_node_runs(

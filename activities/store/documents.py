@@ -95,6 +95,32 @@ def merged_node_run(stored: dict[str, Any] | None, fields: dict[str, Any]) -> di
     return merged
 
 
+def start_missed(stored: dict[str, Any] | None, fields: dict[str, Any]) -> dict[str, Any]:
+    """What a node-run write refused over `stored` (a newer rev) still tells: the start of
+    the attempt it carries (`attempt`, and `started_at` and `input_snapshot` where `stored`
+    has none), when `stored` shows no attempt. Empty otherwise.
+
+    A step's attempt writes its start only after 0.2 s; a cancel in that time has the
+    workflow end its node run first, at a higher rev, so the attempt's writes are refused,
+    and the node run said the step never started though it was called. The stored status,
+    error, times and rev stay; the refused write's events are not logged (the log only
+    appends, and its end is already there: docs/lineage-events-schedules.md).
+    """
+    if not stored or stored.get("attempt") or not carries_start(fields):
+        return {}
+    missed: dict[str, Any] = {"attempt": fields["attempt"]}
+    if not stored.get("started_at"):
+        missed["started_at"] = fields["started_at"]
+    if stored.get("input_snapshot") is None and fields.get("input_snapshot") is not None:
+        missed["input_snapshot"] = fields["input_snapshot"]
+    return missed
+
+
+def carries_start(fields: dict[str, Any]) -> bool:
+    """Whether a node-run write says an attempt started (its number and start)."""
+    return bool(fields.get("attempt")) and bool(fields.get("started_at"))
+
+
 def event_keys_for(
     events: Sequence[dict[str, Any]], keys: Sequence[str | None]
 ) -> list[str | None]:

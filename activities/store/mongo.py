@@ -30,11 +30,13 @@ from activities.store.base import (
 )
 from activities.store.documents import (
     M,
+    carries_start,
     event_document,
     event_keys_for,
     from_stored,
     iso_utc,
     merged_node_run,
+    start_missed,
     stored_run_changes,
     to_stored,
 )
@@ -364,10 +366,34 @@ class MongoStore:
         if doc is None and not await self._run_exists(record.workflow_run_id):
             return False
         if not await self.upsert_node_run(record):
+            await self._fill_missed_start(fields)
             return False
         for event, key in zip(events, keys, strict=True):
             await self.append_event(record.workflow_run_id, event, key)
         return True
+
+    async def _fill_missed_start(self, fields: dict[str, Any]) -> None:
+        """A refused write's attempt start, into a stored node run that shows none
+        (`start_missed`); its status, rev and the rest stay as stored."""
+        if not carries_start(fields):
+            return  # nothing to fill: spare the read
+        with _errors():
+            # Read again: the newer write that refused this one may have landed after the
+            # merge's read (its upsert then collided).
+            doc = await self._db().node_runs.find_one({"_id": fields["id"]})
+        stored = from_bson_safe(doc) if doc else None
+        missed = start_missed(stored, fields)
+        if stored is None or not missed:
+            return
+        filled = to_stored(from_stored(NodeRunRecord, {**stored, **missed}))
+        # Only over what was read: a write landing meanwhile keeps what it wrote.
+        guard = {"_id": fields["id"], "rev": stored["rev"], "attempt": stored.get("attempt")}
+        guard.update({name: None for name in missed if name != "attempt"})
+        with _errors():
+            await update_bson_safe(
+                lambda update: self._db().node_runs.update_one(guard, update),
+                {name: filled[name] for name in missed},
+            )
 
     async def _run_exists(self, run_id: str) -> bool:
         with _errors():

@@ -35,6 +35,7 @@ from activities.store.documents import (
     from_stored,
     iso_utc,
     merged_node_run,
+    start_missed,
     stored_run_changes,
 )
 from activities.store.records import (
@@ -465,13 +466,14 @@ class SqliteStore:
 
         def op(conn: sqlite3.Connection) -> bool:
             row = conn.execute("SELECT doc FROM node_runs WHERE id = ?", (fields["id"],)).fetchone()
-            merged = merged_node_run(json.loads(row[0]) if row else None, fields)
-            record = from_stored(NodeRunRecord, merged)
+            stored = json.loads(row[0]) if row else None
+            record = from_stored(NodeRunRecord, merged_node_run(stored, fields))
             # A node run new to the store needs its run there: one deleted with its
             # workflow (its node runs too) takes no late writes of its steps.
             if row is None and not _run_exists(conn, record.workflow_run_id):
                 return False
             if conn.execute(_UPSERT_NODE_RUN, node_run_row(record)).rowcount == 0:
+                _fill_missed_start(conn, stored, fields)
                 return False
             for event, key in zip(events, keys, strict=True):
                 _insert_event(conn, record.workflow_run_id, event, key)
@@ -675,6 +677,22 @@ _UPSERT_NODE_RUN = (
     " started_at = excluded.started_at, rev = excluded.rev, doc = excluded.doc"
     " WHERE excluded.rev >= node_runs.rev"
 )
+
+
+def _fill_missed_start(
+    conn: sqlite3.Connection, stored: dict[str, Any] | None, fields: dict[str, Any]
+) -> None:
+    """A refused write's attempt start, into a stored node run that shows none
+    (`start_missed`); its status, rev and the rest stay as stored."""
+    missed = start_missed(stored, fields)
+    if not missed:
+        return
+    node_run_id, _, started_at, _, doc = node_run_row(
+        from_stored(NodeRunRecord, {**(stored or {}), **missed})
+    )
+    conn.execute(
+        "UPDATE node_runs SET started_at = ?, doc = ? WHERE id = ?", (started_at, doc, node_run_id)
+    )
 
 
 def _insert_event(
