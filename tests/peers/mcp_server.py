@@ -88,8 +88,9 @@ def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
             raise ToolError(f"flaky failure {attempt} of {failures} for {key}")
         return {"key": key, "attempts": attempt}
 
-    @server.tool(description="Always reports an error.")
-    def broken() -> str:
+    @server.tool(description="Always reports an error (after `seconds`).")
+    async def broken(seconds: float = 0.0) -> str:
+        await asyncio.sleep(seconds)
         raise ToolError("broken tool always fails")
 
     @server.tool(description="Fails: the server answers with a JSON-RPC internal error.")
