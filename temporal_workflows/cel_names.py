@@ -60,11 +60,10 @@ MACROS = frozenset({"has", "dyn"}) | BINDING_MACROS
 
 
 def called_names(ast: Tree[Token]) -> list[str]:
-    """The functions and methods `ast` calls (`size(x)`, `x.startsWith(y)`), in order,
-    once each."""
+    """The functions and methods `ast` calls (`size(x)`, `x.startsWith(y)`), once each."""
     called = (
         str(node.children[0] if node.data == "ident_arg" else node.children[1])
-        for node in ast.iter_subtrees_topdown()
+        for node in ast.iter_subtrees()
         if node.data in ("ident_arg", "member_dot_arg")
     )
     return list(dict.fromkeys(called))
