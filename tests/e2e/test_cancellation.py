@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
+
+import pytest
 
 from tests.builders import parallel, step
 from tests.e2e.helpers import node_runs
@@ -84,6 +87,24 @@ async def test_cancelling_a_run_through_the_api_cancels_the_tool_call_on_its_ser
     run = await platform.wait(workflow_id, run_id)
     assert run["status"] == "cancelled", run
     assert node_runs(run)["Nap"]["status"] == "cancelled"
+
+
+async def test_a_cancelled_runs_step_leaves_no_warning_traceback_in_the_log(
+    platform: Platform, peers: Peers, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The run closes before its step hears the cancel; the SDK logged that attempt's end
+    # at WARNING with a traceback, as if it had failed (found by a soak).
+    caplog.set_level(logging.DEBUG)
+    naps = peers.mcp_stats.naps
+    begun, cancelled = naps["begun"], naps["cancelled"]
+    run = await start_and_cancel(
+        platform, step("Nap", "sleepy", {"seconds": 30}), lambda: naps["begun"] > begun
+    )
+    assert run["status"] == "cancelled", run
+    await eventually(lambda: naps["cancelled"] > cancelled, within=5)
+    await asyncio.sleep(0.5)  # the attempt's own end, after its tool call's
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING and r.exc_info]
+    assert loud == [], [r.getMessage() for r in loud]
 
 
 async def test_a_tool_call_past_its_step_timeout_is_cancelled_on_its_server(

@@ -1,7 +1,10 @@
 """stepConfig: retries with backoff, onError, permanent errors, per-attempt timeouts."""
 
 import asyncio
+import logging
 from datetime import datetime
+
+import pytest
 
 from tests.builders import http_step, retries
 from tests.support.platform import Platform
@@ -14,6 +17,25 @@ async def test_retries_until_the_step_succeeds(platform: Platform) -> None:
     node = run["nodeRuns"][0]
     assert node["attempt"] == 3 and node["error"] is None
     assert platform.peer.calls["r1"] == 3
+
+
+async def test_a_failed_attempt_is_logged_once_in_one_line(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Temporal's SDK logged each one again at WARNING with a 25-60 line traceback (a
+    # soak: 29 % of the platform's log lines); the step's own line says it all.
+    caplog.set_level(logging.DEBUG)
+    url = f"{platform.peer_url}/flaky/r1c?failures=1"
+    run = await platform.run({"nodes": [http_step("flaky", url, stepConfig=retries(1))]})
+    assert run["status"] == "completed", run
+    ours = [r for r in caplog.records if "step 'flaky' attempt 1 failed" in r.getMessage()]
+    assert len(ours) == 1 and ours[0].levelno == logging.WARNING and ours[0].exc_info is None
+    again = [
+        r
+        for r in caplog.records
+        if r.getMessage().startswith("Completing activity as failed") and r.levelno >= logging.INFO
+    ]
+    assert again == []
 
 
 async def test_a_retried_steps_node_run_keeps_its_first_attempts_start(
