@@ -25,6 +25,13 @@ replay as they ran.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from temporalio import workflow
+
+from temporal_workflows.cel_budget import task_share_low
+
 INLINE_SLICE_PATCH = "inline-steps-cut-into-slices"
 INLINE_SLICE_BYTES_PATCH = "inline-slices-bounded-by-output-bytes"
 INLINE_SLICE_SHARE_PATCH = "inline-slices-bounded-by-the-expression-share"
@@ -72,3 +79,36 @@ class InlineSlices:
     def restart(self) -> None:
         """The activation ended for another reason (an activity's result arrived)."""
         self._in_a_row = self._bytes = 0
+
+
+@dataclass
+class SliceCutter:
+    """Ends the activation where a slice is full: the run waits for its queued writes (a
+    local activity), and the next slice starts."""
+
+    slices: InlineSlices
+    write_queued: Callable[[], Awaitable[None]]
+
+    async def before_inline_step(self) -> None:
+        """Wait for a new slice when the next inline step does not fit this one."""
+        # Before the step's work, and again after each wait: the steps that waited
+        # together resume into one slice, and those past it wait for the next.
+        while self._inline_slice_ended():
+            await self._cut()
+
+    async def _cut(self) -> None:
+        ticket = self.slices.ticket()
+        await self.write_queued()
+        self.slices.cut(ticket)
+
+    def _inline_slice_ended(self) -> bool:
+        if self.slices.full():
+            return workflow.patched(INLINE_SLICE_PATCH)
+        if self.slices.heavy() and workflow.patched(INLINE_SLICE_BYTES_PATCH):
+            return workflow.patched(INLINE_SLICE_PATCH)
+        return (
+            self.slices.started()
+            and task_share_low()
+            and workflow.patched(INLINE_SLICE_SHARE_PATCH)
+            and workflow.patched(INLINE_SLICE_PATCH)
+        )

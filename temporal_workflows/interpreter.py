@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.gate_policy import fails_run
     from temporal_workflows.gates import Decision, DecisionResult, Requirement
     from temporal_workflows.history import HistoryBudget
-    from temporal_workflows.inline_slices import InlineSlices
+    from temporal_workflows.inline_slices import InlineSlices, SliceCutter
     from temporal_workflows.open_gates import OpenGates
     from temporal_workflows.outbox import LAST_WRITES_OUTLIVE_CANCEL_PATCH, Outbox
     from temporal_workflows.outcomes import NodeFailed, RunCancelled
@@ -91,8 +91,9 @@ class TrellisRun:
             inp, self._gates, self._recorder, self._pause, self._activity, self._clock
         )
         self._slices = InlineSlices()
+        cutter = SliceCutter(self._slices, self._recorder.write_queued)
         steps = StepRunner(
-            inp, self._recorder, reviews, self._activity, self._clock, self._history, self._slices
+            inp, self._recorder, reviews, self._activity, self._clock, self._history, cutter
         )
         self._continuation = Continuation(
             inp, self._history, self._outbox, self._recorder, self._gates, self._pause

@@ -18,7 +18,6 @@ from temporalio.exceptions import ActivityError, CancelledError, FailureError
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows import expressions
     from temporal_workflows.builtins import PURE_BUILTINS, BuiltinError, run_pure
-    from temporal_workflows.cel_budget import task_share_low
     from temporal_workflows.clock import RunClock
     from temporal_workflows.contracts import (
         EXECUTE_STEP,
@@ -31,12 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.definition import HumanReview, StepConfig, WorkflowNode
     from temporal_workflows.gates import Decision, before_gate, collect_input, review_gate
     from temporal_workflows.history import ACTIVITY_EVENTS, LOCAL_ACTIVITY_EVENTS, HistoryBudget
-    from temporal_workflows.inline_slices import (
-        INLINE_SLICE_BYTES_PATCH,
-        INLINE_SLICE_PATCH,
-        INLINE_SLICE_SHARE_PATCH,
-        InlineSlices,
-    )
+    from temporal_workflows.inline_slices import SliceCutter
     from temporal_workflows.json_data import deeper_than
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped
     from temporal_workflows.read_model import BEFORE_RUN_REV, INLINE_DONE_REV, REVIEW_REV
@@ -100,7 +94,7 @@ class StepRunner:
     activity: Activity
     clock: RunClock
     history: HistoryBudget
-    slices: InlineSlices
+    cutter: SliceCutter
 
     async def run(self, node: WorkflowNode, scope: Scope) -> Any:
         """Run a step node; its output, or None when it was skipped."""
@@ -181,12 +175,7 @@ class StepRunner:
         node = step.node
         inline = node.executor_key in PURE_BUILTINS
         if inline and self.inp.inline_steps_yield:
-            # Before the step's work, and again after each wait: the steps that waited
-            # together resume into one slice, and those past it wait for the next.
-            while self._slice_ended():
-                ticket = self.slices.ticket()
-                await self.recorder.write_queued()
-                self.slices.cut(ticket)
+            await self.cutter.before_inline_step()
         variables = {**step.scope.variables(), **step.extra}
         try:
             rendered = expressions.render(
@@ -197,7 +186,7 @@ class StepRunner:
         if inline:
             output, size = self._inline(step, rendered, variables)
             if self.inp.inline_steps_yield:
-                self.slices.count(size)
+                self.cutter.slices.count(size)
                 await self.recorder.write_backlog()
             return output
         request = StepInput(
@@ -229,23 +218,10 @@ class StepRunner:
             raise
         finally:
             self.activity.leave(step.node_run_id)
-        self.slices.restart()
+        self.cutter.slices.restart()
         self.clock.observe(result.started_at)
         self.clock.observe(result.finished_at)
         return result.output
-
-    def _slice_ended(self) -> bool:
-        """Whether the next inline step waits for a new slice (docs: inline_slices.py)."""
-        if self.slices.full():
-            return workflow.patched(INLINE_SLICE_PATCH)
-        if self.slices.heavy() and workflow.patched(INLINE_SLICE_BYTES_PATCH):
-            return workflow.patched(INLINE_SLICE_PATCH)
-        return (
-            self.slices.started()
-            and task_share_low()
-            and workflow.patched(INLINE_SLICE_SHARE_PATCH)
-            and workflow.patched(INLINE_SLICE_PATCH)
-        )
 
     def _inline(
         self, step: _Step, rendered: dict[str, Any], variables: dict[str, Any]
