@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         iteration_gate,
         review_gate,
     )
+    from temporal_workflows.inline_slices import SliceCutter
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped
     from temporal_workflows.placement import Placement
     from temporal_workflows.read_model import OPEN_REV
@@ -64,6 +65,8 @@ class Containers:
     recorder: RunRecorder
     reviews: Reviews
     continuation: Continuation
+    # Each expression a container evaluates may first wait for a new slice (inline_slices.py).
+    cutter: SliceCutter
 
     async def condition(
         self,
@@ -103,6 +106,7 @@ class Containers:
                 "branch": "falseSteps",
                 "reason": "rejected: else_branch",
             }
+        await self.cutter.before_expression()
         value = _evaluate(node, source, scope.variables())
         if not isinstance(value, bool):
             raise NodeFailed(
@@ -181,6 +185,7 @@ class Containers:
         if review is not None and review.requires_user_input:
             return await self._select_route(node, review, scope, names, node_run_id)
         await self._confirm(node, node_run_id)
+        await self.cutter.before_expression()
         return _route(node, node.condition_cel or "", scope, names)
 
     async def loop(
@@ -268,6 +273,7 @@ class Containers:
             known["iterations"] = len(outputs)
             iteration += 1
             if end:
+                await self.cutter.before_expression()
                 done = _evaluate(
                     node, end, {**scope.variables(), "iteration_outputs": iteration_outputs}
                 )
@@ -306,6 +312,7 @@ class Containers:
         node_run_id: str,
     ) -> list[str]:
         """A person picks the route; the router's CEL result is offered as the suggestion."""
+        await self.cutter.before_expression()
         try:
             suggestion: list[str] | None = _route(node, node.condition_cel or "", scope, names)
         except NodeFailed:

@@ -52,8 +52,11 @@ class Dispatcher:
     _bodies: dict[str, Body] = field(init=False)
 
     def __post_init__(self) -> None:
-        containers = Containers(self.inp, self, self.recorder, self.reviews, self.continuation)
-        fanout = FanOut(self.inp, self, self.recorder, self.continuation)
+        cutter = self.steps.cutter
+        containers = Containers(
+            self.inp, self, self.recorder, self.reviews, self.continuation, cutter
+        )
+        fanout = FanOut(self.inp, self, self.recorder, self.continuation, cutter)
         self._bodies = {
             "parallel": fanout.parallel,
             "map": fanout.map,

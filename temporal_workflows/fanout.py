@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.contracts import RunInput
     from temporal_workflows.definition import WorkflowNode
     from temporal_workflows.frames import BranchFrame, MapFrame, ParallelFrame, SequenceFrame
+    from temporal_workflows.inline_slices import SliceCutter
     from temporal_workflows.outcomes import NodeFailed, RunStopped
     from temporal_workflows.placement import Placement
     from temporal_workflows.recorder import RunRecorder
@@ -40,6 +41,8 @@ class FanOut:
     dispatcher: Dispatcher
     recorder: RunRecorder
     continuation: Continuation
+    # A map's itemsCel may first wait for a new slice (inline_slices.py).
+    cutter: SliceCutter
 
     async def parallel(
         self,
@@ -81,7 +84,11 @@ class FanOut:
         """The children once per item of itemsCel's list, `item` and `index` in scope."""
         source = node.items_cel or ""
         known["itemsCel"] = source
-        items = frame.items if frame is not None else _items(node, source, scope)
+        if frame is not None:
+            items = frame.items
+        else:
+            await self.cutter.before_expression()
+            items = _items(node, source, scope)
         known["items"] = len(items)
 
         def branch(index: int, item: Any) -> Branch:

@@ -91,7 +91,7 @@ class TrellisRun:
             inp, self._gates, self._recorder, self._pause, self._activity, self._clock
         )
         self._slices = InlineSlices()
-        cutter = SliceCutter(self._slices, self._recorder.write_queued)
+        cutter = SliceCutter(self._slices, self._recorder.write_queued, inp.inline_steps_yield)
         steps = StepRunner(
             inp, self._recorder, reviews, self._activity, self._clock, self._history, cutter
         )

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from activities import run_start
-from tests.builders import condition, echo, parallel
+from tests.builders import condition, echo, parallel, step
 from tests.support.platform import Platform
 
 # 100^3 = 10^6 evaluations of the innermost body: far past the budget, accepted at save
@@ -71,15 +71,15 @@ PAIRS = "input.l.exists(a, input.l.exists(b, a + b < 0))"
 TEST_TASK_STEPS = 20_000
 
 
-async def test_costly_conditions_ready_at_once_share_one_workflow_task_budget(
+async def test_costly_configs_ready_at_once_share_one_workflow_task_budget(
     platform: Platform, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Four branches' conditions are evaluated in the same workflow task; were each given
+    # Four branches' steps render their configs in the same workflow task; were each given
     # its own budget, the task would run four evaluations' time and could be retried as
     # deadlocked for ever. Together they fail the run instead, clearly: each fits alone.
     monkeypatch.setattr(run_start, "MAX_TASK_STEPS", TEST_TASK_STEPS)
     branches = [
-        condition(f"c{i}", PAIRS, echo(f"t{i}"), id=f"c{i}", falseSteps=[echo(f"f{i}")])
+        step(f"d{i}", "builtin:delay", {"seconds": 0, "pairs": f"{{{{ {PAIRS} }}}}"}, id=f"d{i}")
         for i in range(4)
     ]
     started = time.monotonic()
@@ -90,7 +90,28 @@ async def test_costly_conditions_ready_at_once_share_one_workflow_task_budget(
         "errorSummary"
     ]
     statuses = {n["nodeId"]: n["status"] for n in run["nodeRuns"]}
-    assert "failed" in {statuses.get(f"c{i}") for i in range(4)}, statuses
+    assert "failed" in {statuses.get(f"d{i}") for i in range(4)}, statuses
+
+
+async def test_costly_conditions_ready_at_once_wait_for_a_fresh_share(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Containers' expressions end the activation once the task's share has less left than
+    # one evaluation may take (inline_slices.CONTAINER_SLICE_PATCH): the third condition
+    # waits for the run's queued writes and draws on a fresh share. Before, it failed the
+    # run on the share.
+    monkeypatch.setattr(run_start, "MAX_TASK_STEPS", TEST_TASK_STEPS)
+    branches = [
+        condition(f"c{i}", PAIRS, echo(f"t{i}"), id=f"c{i}", falseSteps=[echo(f"f{i}")])
+        for i in range(4)
+    ]
+    fan = parallel("fan", *branches, id="fan")
+    run = await platform.run({"nodes": [fan]}, {"l": list(range(16))})
+    assert run["status"] == "completed", run["errorSummary"]
+    statuses = {n["nodeId"]: n["status"] for n in run["nodeRuns"]}
+    assert statuses == {"fan": "completed"} | {
+        f"{name}{i}": "completed" for i in range(4) for name in ("c", "f")
+    }
 
 
 async def test_one_such_condition_alone_fits_its_task(platform: Platform) -> None:

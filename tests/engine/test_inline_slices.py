@@ -1,4 +1,5 @@
-"""Long chains of inline steps run in slices of activations (inline_slices.py)."""
+"""Long chains of inline steps and containers' expressions run in slices of activations
+(inline_slices.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
 
-from temporal_workflows.inline_slices import INLINE_SLICE_SHARE_PATCH, STEPS_PER_SLICE
-from tests.builders import loop, node, transform
+from temporal_workflows.inline_slices import (
+    CONTAINER_SLICE_PATCH,
+    INLINE_SLICE_SHARE_PATCH,
+    STEPS_PER_SLICE,
+)
+from tests.builders import condition, echo, loop, node, transform
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -17,6 +22,23 @@ from tests.support.polling import eventually
 def _counting_loop(iterations: int) -> list[dict[str, Any]]:
     inc = transform("inc", v="previous_step_content.v + 1")
     return [transform("seed", v="0"), loop("count", inc, max_iterations=iterations)]
+
+
+def _conditions_loop(iterations: int) -> list[dict[str, Any]]:
+    """The audit's loop: a condition whose branch never runs, and nothing else."""
+    never = condition("c", "false", echo("s"), id="c", falseSteps=[])
+    return [loop("L", never, id="L", max_iterations=iterations)]
+
+
+async def _patch_markers(platform: Platform, run_id: str) -> list[str]:
+    """The patch markers in the run's history, once the workflow has closed."""
+    handle = platform.client.get_workflow_handle(run_id)
+    with contextlib.suppress(WorkflowFailureError):  # closed, however it ended
+        await handle.result()
+    history = await handle.fetch_history()
+    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    patches = (CONTAINER_SLICE_PATCH, INLINE_SLICE_SHARE_PATCH)
+    return [p for m in markers for p in patches if p in str(m)]
 
 
 async def _markers(platform: Platform, run_id: str, at_least: int) -> bool:
@@ -115,3 +137,27 @@ async def test_a_slice_ends_before_its_expressions_spend_the_tasks_share(
     history = await handle.fetch_history()
     markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
     assert any(INLINE_SLICE_SHARE_PATCH in str(m) for m in markers)  # cut for the share
+
+
+async def test_a_loop_of_three_thousand_conditions_completes(platform: Platform) -> None:
+    # With no inline step in the loop nothing ended its activation: it failed after 2,500
+    # iterations on the task's share ("the expressions evaluated in one workflow task
+    # together need more than 50000 steps"), 2,400 of them holding one activation about 0.5 s.
+    wf = await platform.create({"nodes": _conditions_loop(3000)})
+    run_id = await platform.trigger(wf)
+    run = await platform.wait(wf, run_id, within=60)
+    assert run["status"] == "completed", run["errorSummary"]
+    assert run["nodeRuns"][0]["inputSnapshot"] == {"iterations": 3000, "endedBy": "maxIterations"}
+    assert len(run["nodeRuns"]) == 1 + 3000
+    # A cut (a local activity's marker) every STEPS_PER_SLICE conditions.
+    assert await _markers(platform, run_id, at_least=3000 // STEPS_PER_SLICE)
+    assert CONTAINER_SLICE_PATCH in await _patch_markers(platform, run_id)
+
+
+async def test_a_short_loop_of_conditions_marks_no_patch(platform: Platform) -> None:
+    # The patch is asked only where a slice ends: runs that need no cut record no marker.
+    wf = await platform.create({"nodes": _conditions_loop(STEPS_PER_SLICE - 1)})
+    run_id = await platform.trigger(wf)
+    run = await platform.wait(wf, run_id)
+    assert run["status"] == "completed", run["errorSummary"]
+    assert await _patch_markers(platform, run_id) == []
