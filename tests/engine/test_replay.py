@@ -456,6 +456,33 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     pad = {"items": list(range(12)), "pad": "x" * 150_000}
     run_id = runs["inline_sliced_by_bytes"] = await platform.trigger(wf, pad)
     await platform.wait(wf, run_id)
+    # Containers' expressions in slices (inline_slices.CONTAINER_SLICE_PATCH). The audit's
+    # loop of 3,000 conditions and nothing else: recorded before (it failed after 2,500 on
+    # the task's share) and after (cut every 50). A loop of a condition and an inline step:
+    # recorded before (cut every 50 inline steps) and after (every 25 iterations). A map's
+    # items, each a condition, waiting at the same cuts: recorded after.
+    never = {
+        "id": "c",
+        "name": "c",
+        "nodeType": "condition",
+        "conditionCel": "false",
+        "trueSteps": [echo("s")],
+        "falseSteps": [],
+    }
+    mixed = [never, transform("t", v="iteration")]
+    for name, children, iterations in (
+        ("condition_chain_budget_spent", [never], 3000),
+        ("condition_chain_sliced", [never], 3000),
+        ("mixed_chain_sliced_by_inline_steps", mixed, 120),
+        ("mixed_chain_sliced", mixed, 120),
+    ):
+        wf = await platform.create({"nodes": [_loop("L", iterations, children)]})
+        run_id = runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, run_id, within=60)
+    conditions = {**items, "maxConcurrency": 120, "children": [never]}
+    wf = await platform.create({"nodes": [conditions]})
+    run_id = runs["map_conditions_sliced"] = await platform.trigger(wf, {"items": list(range(120))})
+    await platform.wait(wf, run_id)
     runs["paused_at_start"] = await _paused_at_start(platform)
     return runs
 
@@ -581,4 +608,9 @@ def test_every_representative_history_is_recorded() -> None:
         "non_finite_failed",
         "route_unicode_form_failed",
         "route_unicode_form_selected",
+        "condition_chain_budget_spent",
+        "condition_chain_sliced",
+        "mixed_chain_sliced_by_inline_steps",
+        "mixed_chain_sliced",
+        "map_conditions_sliced",
     }
