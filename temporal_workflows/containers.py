@@ -107,12 +107,10 @@ class Containers:
                 "reason": "rejected: else_branch",
             }
         await self.cutter.before_expression()
-        value = _evaluate(node, source, scope.variables())
+        result = _evaluate(node, source, scope.variables())
+        value = result.value
         if not isinstance(value, bool):
-            raise NodeFailed(
-                node.name,
-                f"conditionCel must yield a bool, got {type(value).__name__} {value!r}",
-            )
+            raise NodeFailed(node.name, result.not_yielding("conditionCel", "a bool"))
         branch = "trueSteps" if value else "falseSteps"
         return {"conditionCel": source, "result": value, "branch": branch}
 
@@ -274,12 +272,12 @@ class Containers:
             iteration += 1
             if end:
                 await self.cutter.before_expression()
-                done = _evaluate(
+                ending = _evaluate(
                     node, end, {**scope.variables(), "iteration_outputs": iteration_outputs}
                 )
-                if not isinstance(done, bool):
-                    raise NodeFailed(node.name, f"endConditionCel must yield a bool, got {done!r}")
-                if done:
+                if not isinstance(ending.value, bool):
+                    raise NodeFailed(node.name, ending.not_yielding("endConditionCel", "a bool"))
+                if ending.value:
                     ended_by = "endConditionCel"
                     break
         for key in LOOP_VARIABLES:  # restore an enclosing loop's variables
@@ -357,13 +355,12 @@ async def _feedback(scope: Scope, rejected: Decision) -> AsyncIterator[None]:
 
 
 def _route(node: WorkflowNode, source: str, scope: Scope, names: list[str]) -> list[str]:
-    value = _evaluate(node, source, {**scope.variables(), "step_choices": names})
+    result = _evaluate(node, source, {**scope.variables(), "step_choices": names})
+    value = result.value
     selected = [value] if isinstance(value, str) else value
     if not isinstance(selected, list) or not all(isinstance(v, str) for v in selected):
-        raise NodeFailed(
-            node.name,
-            f"conditionCel must yield a choice name or a list of names, got {value!r}",
-        )
+        wanted = "a choice name or a list of names"
+        raise NodeFailed(node.name, result.not_yielding("conditionCel", wanted))
     if not selected and workflow.patched(EMPTY_ROUTE_PATCH):
         raise NodeFailed(node.name, "conditionCel selected no choice (an empty list)")
     if any(v not in names for v in selected):
@@ -390,8 +387,8 @@ def _by_unicode_form(selected: list[str], names: list[str]) -> list[str]:
     return [by_form.get(unicodedata.normalize("NFC", v), v) for v in selected]
 
 
-def _evaluate(node: WorkflowNode, source: str, variables: dict[str, Any]) -> Any:
+def _evaluate(node: WorkflowNode, source: str, variables: dict[str, Any]) -> expressions.Evaluation:
     try:
-        return expressions.evaluate(source, variables)
+        return expressions.evaluation(source, variables)
     except expressions.ExpressionError as exc:
         raise NodeFailed(node.name, str(exc)) from None

@@ -17,6 +17,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -369,6 +370,74 @@ _CEL_TYPE_NAMES: dict[type, str] = {
     celtypes.DurationType: "google.protobuf.Duration",
     celtypes.TypeType: "type",
 }
+# How much of a value a message shows.
+SHOWN_CHARS = 200
+
+
+def described(value: Any) -> str:
+    """A CEL value as messages show it: its CEL type and its literal, cut at SHOWN_CHARS
+    ("string 'yes'", "map {'a': 1}", "null")."""
+    if value is None or isinstance(value, celtypes.NullType):
+        return "null"
+    name = _CEL_TYPE_NAMES.get(type(value), type(value).__name__)
+    shown = ""
+    # Piece by piece, so a huge or deeply nested value is read no further than shown.
+    for piece in _literal(value):
+        shown += piece
+        if len(shown) > SHOWN_CHARS:
+            return f"{name} {shown[:SHOWN_CHARS]}…"
+    return f"{name} {shown}"
+
+
+def _literal(value: Any) -> Iterator[str]:
+    """A CEL value as CEL would write it, in pieces."""
+    if value is None or isinstance(value, celtypes.NullType):
+        yield "null"
+    elif isinstance(value, bool | celtypes.BoolType):
+        yield "true" if value else "false"
+    elif isinstance(value, celtypes.UintType):
+        yield f"{int(value)}u"
+    elif isinstance(value, str):
+        yield repr(str(value[: SHOWN_CHARS + 1]))
+    elif isinstance(value, bytes):
+        yield repr(bytes(value[: SHOWN_CHARS + 1]))
+    elif isinstance(value, dict):
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            yield ", " if i else ""
+            yield from _literal(key)
+            yield ": "
+            yield from _literal(item)
+        yield "}"
+    elif isinstance(value, list):
+        yield "["
+        for i, item in enumerate(value):
+            yield ", " if i else ""
+            yield from _literal(item)
+        yield "]"
+    elif isinstance(value, celtypes.TimestampType | celtypes.DurationType):
+        yield f"{'timestamp' if isinstance(value, celtypes.TimestampType) else 'duration'}("
+        yield f"{str(value)!r})"
+    elif isinstance(value, float):
+        yield repr(float(value))
+    elif isinstance(value, int):
+        yield str(int(value))
+    else:
+        yield repr(value)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What an expression yielded: `value` as plain Python, and `cel` as CEL made it (its
+    CEL type, which the plain value may have lost: a uint, bytes)."""
+
+    value: Any
+    cel: Any
+
+    def not_yielding(self, field: str, wanted: str) -> str:
+        """Why `field` fails on this value, worded alike for every field that takes one:
+        "conditionCel must yield a bool, got string 'yes'"."""
+        return f"{field} must yield {wanted}, got {described(self.cel)}"
 
 
 def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -> Any:
@@ -377,6 +446,11 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
     It spends `budget` (a fresh one when None: see `fresh_budget`); running out is an
     ExpressionError.
     """
+    return evaluation(source, scope, budget).value
+
+
+def evaluation(source: str, scope: dict[str, Any], budget: Budget | None = None) -> Evaluation:
+    """`evaluate`, keeping the value as CEL made it too (for messages naming its type)."""
     program, names, *_ = _program(source)
     budget = budget or fresh_budget()
     # Only the variables the expression names: converting every step's outputs is costly.
@@ -403,7 +477,7 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
     finally:
         release(token)
     try:
-        return from_cel(result)
+        return Evaluation(from_cel(result), result)
     except ExpressionError as exc:
         raise ExpressionError(f"CEL evaluation of {_brief(source)} failed: {exc}") from None
 

@@ -218,9 +218,9 @@ def _branch_frames(results: list[Any], scopes: list[Scope]) -> list[BranchFrame]
 
 def _items(node: WorkflowNode, source: str, scope: Scope) -> list[Any]:
     try:
-        value = expressions.evaluate(source, scope.variables())
+        result = expressions.evaluation(source, scope.variables())
     except expressions.ExpressionError as exc:
         raise NodeFailed(node.name, str(exc)) from None
-    if not isinstance(value, list):
-        raise NodeFailed(node.name, f"itemsCel must yield a list, got {type(value).__name__}")
-    return value
+    if not isinstance(result.value, list):
+        raise NodeFailed(node.name, result.not_yielding("itemsCel", "a list"))
+    return result.value

@@ -161,7 +161,7 @@ async def test_an_item_that_fails_fails_the_map_and_the_run(platform: Platform) 
 async def test_items_cel_must_yield_a_list(platform: Platform) -> None:
     run = await platform.run({"nodes": [_map([_echo("e")], "input.n")]}, {"n": 3})
     assert run["status"] == "failed"
-    assert "itemsCel must yield a list, got int" in run["errorSummary"]
+    assert "itemsCel must yield a list, got int 3" in run["errorSummary"]
 
 
 async def test_a_map_whose_items_cel_fails_shows_the_expression(platform: Platform) -> None:

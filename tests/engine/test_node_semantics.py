@@ -2,7 +2,10 @@
 
 from typing import Any
 
-from tests.builders import condition, echo, transform
+import pytest
+
+from tests.builders import condition, echo, loop, router, transform
+from tests.builders import node as any_node
 from tests.support.platform import Platform
 
 
@@ -310,7 +313,7 @@ class TestCondition:
         )
         assert run["status"] == "failed"
         assert run["errorSummary"] == (
-            "Node 'B' failed: conditionCel must yield a bool, got str 'enterprise'"
+            "Node 'B' failed: conditionCel must yield a bool, got string 'enterprise'"
         )
 
     async def test_a_failed_condition_shows_its_expression(self, platform: Platform) -> None:
@@ -698,3 +701,38 @@ async def test_a_new_run_renders_non_ascii_in_an_object_in_text_as_written(
     run = await platform.run({"nodes": [echo("say", v="v={{ input.o }}")]}, {"o": {"k": "é✓"}})
     assert run["status"] == "completed", run["errorSummary"]
     assert run["finalOutput"]["config"]["v"] == 'v={"k":"é✓"}'
+
+
+WRONG_RESULTS = {
+    "condition": (
+        condition("N", "input.kind", echo("t")),
+        "conditionCel must yield a bool, got string 'yes'",
+    ),
+    "null condition": (
+        condition("N", "input.none", echo("t")),
+        "conditionCel must yield a bool, got null",
+    ),
+    "end condition": (
+        loop("N", echo("t"), loopConfig={"maxIterations": 2, "endConditionCel": "input.kind"}),
+        "endConditionCel must yield a bool, got string 'yes'",
+    ),
+    "router": (
+        router("N", "true", {"a": [echo("a")], "b": [echo("b")]}),
+        "conditionCel must yield a choice name or a list of names, got bool true",
+    ),
+    "map": (
+        any_node("N", "map", itemsCel="{'a': 1, 'b': [null, 2u]}", children=[echo("t")]),
+        "itemsCel must yield a list, got map {'a': 1, 'b': [null, 2u]}",
+    ),
+}
+
+
+@pytest.mark.parametrize(("container", "error"), WRONG_RESULTS.values(), ids=WRONG_RESULTS.keys())
+async def test_a_result_of_the_wrong_type_is_named_by_its_cel_type_alike_for_every_field(
+    platform: Platform, container: dict[str, Any], error: str
+) -> None:
+    # Before, each said it its own way, in Python's names: "got str 'yes'", "got 'yes'",
+    # "got NoneType None", "got True", "got dict".
+    run = await platform.run({"nodes": [container]}, {"kind": "yes", "none": None})
+    assert run["status"] == "failed"
+    assert run["errorSummary"] == f"Node 'N' failed: {error}"

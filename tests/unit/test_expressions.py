@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from temporal_workflows.expressions import (
+    SHOWN_CHARS,
     ExpressionError,
     check_expression,
     evaluate,
+    evaluation,
     from_cel,
     to_cel,
 )
@@ -181,3 +183,35 @@ class TestResultsArePlainJson:
     def test_json_like_values_round_trip(self) -> None:
         value = {"a": [1, 2.5, "s", True, None], "b": {"c": {}}}
         assert from_cel(to_cel(value)) == value
+
+
+class TestWrongResultsNameTheirCelType:
+    @pytest.mark.parametrize(
+        ("source", "shown"),
+        [
+            ("null", "null"),
+            ("true", "bool true"),
+            ("-7", "int -7"),
+            ("7u", "uint 7u"),
+            ("2.5", "double 2.5"),
+            ("'yes'", "string 'yes'"),
+            ("b'yes'", "bytes b'yes'"),
+            ("[1, 'a', null]", "list [1, 'a', null]"),
+            ("{'k': {'n': [false]}, 1: 2.0}", "map {'k': {'n': [false]}, 1: 2.0}"),
+            (
+                "timestamp('2024-01-01T00:00:00Z')",
+                "google.protobuf.Timestamp timestamp('2024-01-01T00:00:00Z')",
+            ),
+        ],
+    )
+    def test_the_value_is_shown_with_its_cel_type(self, source: str, shown: str) -> None:
+        # The plain value may have lost the type (7u is 7, b'yes' is 'yes'); the message not.
+        message = evaluation(source, {}).not_yielding("conditionCel", "a bool")
+        assert message == f"conditionCel must yield a bool, got {shown}"
+
+    def test_a_long_value_is_cut(self) -> None:
+        scope = {"input": {"xs": list(range(1_000)), "s": "x" * 100_000}}
+        for source in ("input.xs", "input.s", "[[[[input.xs]]]]"):
+            message = evaluation(source, scope).not_yielding("itemsCel", "a map")
+            shown = message.split(", got ", 1)[1]
+            assert len(shown) <= len("string ") + SHOWN_CHARS + 1 and shown.endswith("…")
