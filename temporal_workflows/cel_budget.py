@@ -83,8 +83,8 @@ class TaskBudget:
     evaluation's) however many there are.
 
     `task` names the current workflow task deterministically (the history's length when
-    it started, and the slice of inline steps within it), so a replay charges the same
-    evaluations to the same share.
+    it started, and the slice of inline steps and containers' expressions within it), so
+    a replay charges the same evaluations to the same share.
     """
 
     def __init__(
@@ -167,7 +167,8 @@ def charge_variable(budget: Budget, value: Any) -> None:
 
 def task_share_low() -> bool:
     """Whether this workflow task's share has less left than one evaluation may take (a
-    chain of inline steps then ends its slice: inline_slices.py)."""
+    chain of inline steps or containers' expressions then ends its slice: inline_slices.py).
+    """
     task_budget = _TASK.get(None)
     if task_budget is None:
         return False

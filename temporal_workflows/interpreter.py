@@ -119,7 +119,8 @@ class TrellisRun:
         self._status_attribute.start()
         if inp.expression_task_steps is not None:
             # The history's length names the workflow task (the same on replay).
-            # A slice of inline steps (inline_slices.py) starts a share of its own.
+            # A slice of inline steps and containers' expressions (inline_slices.py) starts a
+            # share of its own.
             info, slices = workflow.info(), self._slices
 
             def task() -> tuple[int, int]:
