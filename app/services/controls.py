@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -109,7 +110,11 @@ class ControlService:
             # Sent, even as null: `editedOutput: null` is an edit to an empty output.
             has_edited_output=edit and "edited_output" in body.model_fields_set,
             user_input=body.user_input if resolution == "user_input" else None,
-            selected_choices=body.selected_choices if resolution == "route_select" else None,
+            selected_choices=(
+                _as_saved(run, body.step_id, body.selected_choices)
+                if resolution == "route_select"
+                else None
+            ),
             decided_by=self.who,
             seen_gate=_seen_gate(run, body.step_id),
         )
@@ -312,6 +317,20 @@ def keyed_update_id(name: str, who: str, key: str) -> str:
     per run and answers a repeat with its first result. A key is the caller's own."""
     digest = hashlib.sha256(f"{who}\0{key}".encode()).hexdigest()[:40]
     return f"{name}-key-{digest}"
+
+
+def _as_saved(run: RunRecord, step_id: str, selected: list[str] | None) -> list[str] | None:
+    """Each selected choice as the router saved it, when the two differ only in Unicode
+    form ("café" typed composed, saved decomposed): the router's own selection compares
+    names in NFC (docs/semantics.md), and a person's was refused as "not a choice"."""
+    if not selected:
+        return selected
+    for gate in run.pending_requirements:
+        if gate.get("stepId") == step_id:
+            saved = gate.get("availableChoices") or []
+            by_form = {unicodedata.normalize("NFC", c): c for c in saved}
+            return [by_form.get(unicodedata.normalize("NFC", c), c) for c in selected]
+    return selected
 
 
 def _seen_gate(run: RunRecord, step_id: str) -> str | None:

@@ -440,6 +440,30 @@ class TestRouterCondititionLoop:
         run = await platform.wait(wf, run_id)
         assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "in-b"]
 
+    async def test_a_person_picks_a_route_by_its_name_in_another_unicode_form(
+        self, platform: Platform
+    ) -> None:
+        # Saved decomposed, typed composed: the router's own selection matched it, a
+        # person's was "'café' is not a choice (choices: café, …)" (found by a review).
+        decomposed, composed = "cafe\u0301", "caf\u00e9"
+        router = {**self.ROUTER, "choices": [
+            {"name": decomposed, "steps": [echo("coffee")]},
+            {"name": "b", "steps": [echo("in-b")]},
+        ]}  # fmt: skip
+        wf, run_id = await start(platform, [router], {"kind": "b"})
+        await wait_for_gate(platform, wf, run_id, "route")
+        ok = await approve(
+            platform,
+            wf,
+            run_id,
+            stepId="route",
+            resolution="route_select",
+            selectedChoices=[composed],
+        )
+        assert ok.status_code == 200, ok.text
+        run = await platform.wait(wf, run_id)
+        assert [n["nodeName"] for n in run["nodeRuns"]] == ["route", "coffee"]
+
     async def test_confirming_a_route_takes_the_suggestion(self, platform: Platform) -> None:
         wf, run_id = await start(platform, [self.ROUTER], {"kind": "a"})
         await wait_for_gate(platform, wf, run_id, "route")
