@@ -35,6 +35,11 @@ def _free(node: Tree[Token] | Token, bound: frozenset[str]) -> Iterator[str]:
         yield from _free(target, bound)
         args = rest[0].children if rest and isinstance(rest[0], Tree) else []
         element = _bare_ident(args[0]) if args else None
+        if str(method) == REDUCE and len(args) == 4:
+            names = {_bare_ident(args[0]), _bare_ident(args[1])} - {None}
+            yield from _free(args[2], bound)
+            yield from _free(args[3], bound | {n for n in names if n is not None})
+            return
         if str(method) in BINDING_MACROS and element is not None and len(args) >= 2:
             for arg in args[1:]:
                 yield from _free(arg, bound | {element})
@@ -55,15 +60,21 @@ def _bare_ident(node: Tree[Token] | Token) -> str | None:
     return None
 
 
+# cel-python's extension macros: `list.reduce(r, i, init, expr)` binds its first two
+# arguments inside its fourth; `list.min()` binds nothing.
+REDUCE = "reduce"
 # Function-like macros: the parser keeps them as calls, the evaluator expands them.
-MACROS = frozenset({"has", "dyn"}) | BINDING_MACROS
+MACROS = frozenset({"has", "dyn", REDUCE, "min"}) | BINDING_MACROS
 
 
 def called_names(ast: Tree[Token]) -> list[str]:
-    """The functions and methods `ast` calls (`size(x)`, `x.startsWith(y)`), once each."""
+    """The functions and methods `ast` calls (`size(x)`, `x.startsWith(y)`), once each; a
+    call with a leading dot (`.size(x)`) as `.size`."""
     called = (
-        str(node.children[0] if node.data == "ident_arg" else node.children[1])
+        str(node.children[1])
+        if node.data == "member_dot_arg"
+        else ("." if node.data == "dot_ident_arg" else "") + str(node.children[0])
         for node in ast.iter_subtrees()
-        if node.data in ("ident_arg", "member_dot_arg")
+        if node.data in ("ident_arg", "member_dot_arg", "dot_ident_arg")
     )
     return list(dict.fromkeys(called))

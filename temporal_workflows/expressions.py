@@ -139,6 +139,13 @@ def check_expression(source: str) -> None:
         raise ExpressionError("CEL expression is empty")
     program = _program(source)
     for function in program[4]:
+        if function.startswith("."):
+            # cel-python yields the function itself for `.size(x)`: a run carrying it
+            # failed its workflow task for good (the run stayed pending).
+            raise ExpressionError(
+                f"CEL expression {_brief(source)} calls {function!r} with a leading dot, "
+                f"which cel-python does not evaluate; write {function[1:]}(…)"
+            )
         if function not in FUNCTIONS and function not in MACROS:
             known = sorted(n for n in (*FUNCTIONS, *MACROS) if _BARE_NAME.match(n))
             close = difflib.get_close_matches(function, known, n=1)
@@ -338,6 +345,10 @@ def from_cel(value: Any) -> Any:
         return [from_cel(v) for v in value]
     if isinstance(value, (celtypes.TimestampType, celtypes.DurationType)):
         return str(value)
+    if callable(value) and not isinstance(value, type):
+        # `.size([1])`: cel-python yields the function; serializing it failed the workflow
+        # task for good (the run stayed pending). Refused at save too (check_expression).
+        raise ExpressionError("it yields a function, which is not a value a step can use")
     if isinstance(value, type):
         # `type(x)`, `int`: not data. Returned as is, it failed the workflow task when the
         # output was serialized (retried forever: the run hung); now it fails the node.

@@ -69,8 +69,21 @@ class TestSaveTimeCheck:
             "timestamp('2020-01-01T00:00:00Z').getFullYear() == 2020",
             "duration('1s').getSeconds() == 1 && type(1) == int",
             "[1].exists_one(x, x == 1) && [1].map(x, x * 2) == [2] && [1].filter(x, x > 0) != []",
+            # cel-python's extensions, which ran but the first check refused (a review).
+            "[3, 1, 2].min() == 1 && [1, 2, 3].reduce(r, i, 0, r + i) == 6",
         ):
             check_expression(source)
+        assert evaluate("[1, 2, 3].reduce(r, i, 0, r + i)", {}) == 6
+
+    def test_a_call_with_a_leading_dot_is_refused(self) -> None:
+        # cel-python yields the function itself for `.size([1])`: the run stayed pending,
+        # its workflow task failing for good on serializing it (found by a review).
+        for source, called in ((".size([1])", "'.size'"), (".foo(1)", "'.foo'")):
+            with pytest.raises(ExpressionError, match=f"calls {called} with a leading dot"):
+                check_expression(source)
+        with pytest.raises(ExpressionError, match="it yields a function"):
+            evaluate(".size([1])", {})
+        check_expression(".input.a == 1")  # a leading dot on a variable is CEL's own
 
     def test_names_of_any_scope_macro_bound_names_and_cel_types_pass(self) -> None:
         # Which variables exist depends on where the node sits (a loop adds `iteration`,
