@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from temporal_workflows import expressions
+    from temporal_workflows import expressions, stop_reasons
     from temporal_workflows.continuation import Continuation, Suspended
     from temporal_workflows.contracts import RunInput
     from temporal_workflows.definition import WorkflowNode
@@ -122,6 +122,7 @@ class FanOut:
         limit = asyncio.Semaphore(node.max_concurrency or self.inp.definition.max_concurrency)
         frames: list[BranchFrame | None] = list(resumed) if resumed else [None] * len(branches)
         scopes = [scope.fork() for _ in branches]
+        reason = stop_reasons.enter_block()
         for branch_scope, at in zip(scopes, frames, strict=True):
             if at is not None and at.scope is not None:
                 branch_scope.restore(at.scope)
@@ -130,6 +131,7 @@ class FanOut:
         continuation = self.continuation
 
         async def run(index: int) -> Any:
+            stop_reasons.run_under(reason)  # its own task's context: this branch only
             at = frames[index]
             if at is not None and at.state == "done":
                 return at.output
@@ -150,6 +152,8 @@ class FanOut:
                 except RunStopped as stop:
                     if not stops:
                         stops.append(stop)
+                        if isinstance(stop, NodeFailed):
+                            reason.said = f"'{stop.node_name}' failed beside it"
                         for i, task in enumerate(tasks):
                             if i != index and not task.done():
                                 task.cancel()

@@ -11,6 +11,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from temporal_workflows import stop_reasons
     from temporal_workflows.clock import RunClock
     from temporal_workflows.contracts import (
         NodeRunProjection,
@@ -191,8 +192,12 @@ class RunRecorder:
         )
 
     def cancelled(
-        self, node_run_id: str, node: WorkflowNode, error: str = "cancelled", **fields: Any
+        self, node_run_id: str, node: WorkflowNode, error: str | None = None, **fields: Any
     ) -> None:
+        """The node run ended by a cancel; `error` None: `cancelled`, and why when a
+        sibling's failure caused it (stop_reasons.py)."""
+        if error is None or error == "cancelled":
+            error = stop_reasons.cancelled_because()
         self.node(
             node_run_id,
             node,

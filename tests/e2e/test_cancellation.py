@@ -165,7 +165,8 @@ async def test_a_sibling_cancelled_in_its_first_moments_by_a_failing_one_shows_i
     assert naps["begun"] > begun
     await eventually(lambda: naps["cancelled"] > cancelled, within=5)
     nap = await _started(platform, workflow_id, run_id, "Nap")
-    assert nap["status"] == "cancelled" and nap["error"] == "cancelled", nap
+    assert nap["status"] == "cancelled", nap
+    assert nap["error"] == "cancelled: 'Broken' failed beside it", nap
     assert nap["attempt"] == 1 and nap["inputSnapshot"] == {"seconds": 5}, nap
     assert nap["startedAt"] <= nap["finishedAt"], nap
     await _assert_log_ends_with_the_cancel(platform, workflow_id, run_id, nap, "run_failed")

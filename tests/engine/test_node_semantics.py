@@ -1,10 +1,11 @@
 """Each node type, CEL and templates, through the HTTP API on a real dev server."""
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from tests.builders import condition, echo, loop, router, transform
+from tests.builders import condition, delay, echo, loop, router, transform
 from tests.builders import node as any_node
 from tests.support.platform import Platform
 
@@ -256,8 +257,53 @@ class TestParallel:
         assert run["errorSummary"].startswith("Node 'bad' failed:")
         by_name = {n["nodeName"]: n for n in run["nodeRuns"]}
         assert by_name["slow"]["status"] == "cancelled"
+        # Which sibling to look at (it said only "cancelled": found by an audit).
+        assert by_name["slow"]["error"] == "cancelled: 'bad' failed beside it"
         assert by_name["fan"]["status"] == "failed"
         assert "never" not in by_name
+
+    async def test_a_sibling_inside_a_nested_block_says_which_outer_child_failed(
+        self, platform: Platform
+    ) -> None:
+        slow = {"name": "slow", "nodeType": "step", "executorKey": "builtin:delay"}
+        inner = {"name": "inner", "nodeType": "parallel", "children": [
+            {**slow, "config": {"seconds": 30}}, {**slow, "id": "slow2", "name": "slow2",
+                                                  "config": {"seconds": 30}},
+        ]}  # fmt: skip
+        bad = {
+            "name": "bad",
+            "nodeType": "step",
+            "executorKey": "builtin:http",
+            "config": {"url": f"{platform.peer_url}/status/400"},
+        }
+        run = await platform.run(
+            {"nodes": [{"name": "fan", "nodeType": "parallel", "children": [inner, bad]}]}
+        )
+        assert run["status"] == "failed"
+        by_name = {n["nodeName"]: n for n in run["nodeRuns"]}
+        for name in ("slow", "slow2", "inner"):
+            assert by_name[name]["status"] == "cancelled", by_name[name]
+            assert by_name[name]["error"] == "cancelled: 'bad' failed beside it", by_name[name]
+
+    async def test_a_cancelled_runs_steps_say_only_cancelled(self, platform: Platform) -> None:
+        wf = await platform.create(
+            {
+                "nodes": [
+                    {
+                        "name": "fan",
+                        "nodeType": "parallel",
+                        "children": [delay("d", 30), delay("e", 30)],
+                    }
+                ]
+            }
+        )
+        run_id = await platform.trigger(wf)
+        await platform.wait(wf, run_id, {"running"})
+        await asyncio.sleep(0.5)
+        await platform.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/cancel")
+        run = await platform.wait(wf, run_id)
+        [d] = [n for n in run["nodeRuns"] if n["nodeName"] == "d"]
+        assert d["status"] == "cancelled" and d["error"] == "cancelled", d
 
 
 class TestCondition:
