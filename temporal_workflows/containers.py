@@ -7,7 +7,6 @@ its frame. Semantics: docs/semantics.md, and docs/hitl.md for the gates.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.gates import (
         Decision,
         Requirement,
+        as_saved,
         before_gate,
         iteration_gate,
         review_gate,
@@ -364,7 +364,7 @@ def _route(node: WorkflowNode, source: str, scope: Scope, names: list[str]) -> l
     if not selected and workflow.patched(EMPTY_ROUTE_PATCH):
         raise NodeFailed(node.name, "conditionCel selected no choice (an empty list)")
     if any(v not in names for v in selected):
-        named = _by_unicode_form(selected, names)
+        named = as_saved(selected, names)
         if named != selected and workflow.patched(UNICODE_FORM_ROUTE_PATCH):
             selected = named
     once = list(dict.fromkeys(selected))
@@ -377,14 +377,6 @@ def _route(node: WorkflowNode, source: str, scope: Scope, names: list[str]) -> l
             f"router selected {unknown[0]!r}, which is not a choice (choices: {', '.join(names)})",
         )
     return selected
-
-
-def _by_unicode_form(selected: list[str], names: list[str]) -> list[str]:
-    """Each selected name as the choice it names in Unicode's composed form (NFC): "café"
-    typed (one code point for é) names a choice saved decomposed (e + a combining accent),
-    as two such sibling names are one name when a definition is saved."""
-    by_form = {unicodedata.normalize("NFC", n): n for n in names}
-    return [by_form.get(unicodedata.normalize("NFC", v), v) for v in selected]
 
 
 def _evaluate(node: WorkflowNode, source: str, variables: dict[str, Any]) -> expressions.Evaluation:

@@ -5,6 +5,7 @@ Pure functions and models; the interpreter holds the gates and waits on them.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Literal
 
 from pydantic import Field
@@ -247,6 +248,15 @@ def check_decision(req: Requirement, decision: Decision, schema: list[UserInputF
                 f"confirm takes the router's suggestion ({', '.join(suggested)}), and this "
                 "gate allows one route: choose with route_select",
             )
+
+
+def as_saved(selected: list[str], names: list[str]) -> list[str]:
+    """Each selected name as the choice it names in Unicode's composed form (NFC): "café"
+    typed (one code point for é) names a choice saved decomposed (e + a combining accent),
+    as two such sibling names are one name when a definition is saved. The router's own
+    selection and a person's `route_select` both go through here."""
+    by_form = {unicodedata.normalize("NFC", n): n for n in names}
+    return [by_form.get(unicodedata.normalize("NFC", v), v) for v in selected]
 
 
 def check_choices(req: Requirement, selected: list[str] | None) -> None:

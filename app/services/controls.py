@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import unicodedata
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +38,7 @@ from temporal_workflows.contracts import (
     ControlRequest,
     ControlResult,
 )
-from temporal_workflows.gates import Decision, DecisionResult, gate_key
+from temporal_workflows.gates import Decision, DecisionResult, as_saved, gate_key
 from temporal_workflows.json_data import bounded_json_size
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, run_event
 
@@ -327,9 +326,7 @@ def _as_saved(run: RunRecord, step_id: str, selected: list[str] | None) -> list[
         return selected
     for gate in run.pending_requirements:
         if gate.get("stepId") == step_id:
-            saved = gate.get("availableChoices") or []
-            by_form = {unicodedata.normalize("NFC", c): c for c in saved}
-            return [by_form.get(unicodedata.normalize("NFC", c), c) for c in selected]
+            return as_saved(selected, gate.get("availableChoices") or [])
     return selected
 
 
