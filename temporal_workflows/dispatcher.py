@@ -168,7 +168,7 @@ class Dispatcher:
                 self.recorder.cancelled(node_run_id, node)
                 raise
             # A reviewer's cancel names where and why, here as on the step it stopped at.
-            why = str(stopped) if isinstance(stopped, RunCancelled) else "cancelled"
+            why = str(stopped) if isinstance(stopped, RunCancelled) else None
             self.recorder.cancelled(node_run_id, node, why, **_ended_early(known))
             raise
         finally:

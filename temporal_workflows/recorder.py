@@ -196,7 +196,7 @@ class RunRecorder:
     ) -> None:
         """The node run ended by a cancel; `error` None: `cancelled`, and why when a
         sibling's failure caused it (stop_reasons.py)."""
-        if error is None or error == "cancelled":
+        if error is None:
             error = stop_reasons.cancelled_because()
         self.node(
             node_run_id,
