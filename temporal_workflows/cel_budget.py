@@ -23,6 +23,8 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
+from temporal_workflows.cel_string import converted
+
 # One evaluation (a condition, an end condition, one step's whole config, one transform
 # map) in a run started before EVALUATION_STEPS, or outside a workflow: they replay as ran.
 MAX_STEPS = 50_000
@@ -286,6 +288,13 @@ class BudgetedEvaluator(Evaluator):
     def function_eval(self, name_token: lark.Token, exprlist: Any = None) -> Any:
         if isinstance(base_functions.get(name_token.value), type) and isinstance(exprlist, list):
             _spend_reading(exprlist)  # a conversion such as string(list) reads its operand
+            if name_token.value == "string" and len(exprlist) == 1:
+                try:
+                    text = converted(exprlist[0])
+                except ValueError as exc:
+                    return CELEvalError(str(exc), ValueError, None)
+                if text is not None:
+                    return text
         return super().function_eval(name_token, exprlist)
 
     def member_dot_arg(self, tree: lark.Tree[Any]) -> Any:

@@ -71,6 +71,40 @@ class TestSequence:
         )
         assert run["status"] == "completed" and run["finalOutput"] == {"v": 1}, run
 
+    async def test_string_of_a_bool_null_map_or_list_is_its_json_text(
+        self, platform: Platform
+    ) -> None:
+        # cel-python wrote "True", "None" and its own internals
+        # ("MapType({StringType('a'): …})"), which reached the step (found by an audit).
+        run = await platform.run(
+            {
+                "nodes": [
+                    echo(
+                        "s",
+                        b="{{ string(input.ok) }}",
+                        n="{{ string(null) }}",
+                        m="{{ string(input.order) }}",
+                        text="order {{ string(input.order.items) }}",
+                        d="{{ string(2.5) }}",
+                        same="{{ string(true) == 'true' && type(string(true)) == string }}",
+                    )
+                ]
+            },
+            {"ok": True, "order": {"items": [1, "é"], "id": "o1"}},
+        )
+        assert run["status"] == "completed", run.get("errorSummary")
+        assert run["finalOutput"]["config"] == {
+            "b": "true",
+            "n": "null",
+            "m": '{"id":"o1","items":[1,"é"]}',
+            "text": 'order [1,"é"]',
+            "d": "2.5",
+            "same": True,
+        }
+        run = await platform.run({"nodes": [echo("s", x="{{ string([1.0/0.0]) }}")]})
+        assert run["status"] == "failed", run
+        assert "which JSON cannot carry" in run["errorSummary"], run["errorSummary"]
+
     async def test_a_failing_template_fails_the_step_with_the_expression(
         self, platform: Platform
     ) -> None:

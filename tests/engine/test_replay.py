@@ -155,6 +155,11 @@ async def _record_all(platform: Platform) -> dict[str, str]:
             ]
         }
     )
+    # Recorded before fanout.BRANCH_WRITES_PATCH ("copied": "b" read "outer"), and after.
+    for name in ("parallel_branch_copied", "parallel_branch_writes"):
+        runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, runs[name])
+
     # A router selecting a choice by its name in another Unicode form: recorded before
     # containers.UNICODE_FORM_ROUTE_PATCH (the router failed), and after (it runs it).
     choices = [
@@ -174,8 +179,12 @@ async def _record_all(platform: Platform) -> dict[str, str]:
         runs[name] = await platform.trigger(wf)
         await platform.wait(wf, runs[name])
 
-    # Recorded before fanout.BRANCH_WRITES_PATCH ("copied": "b" read "outer"), and after.
-    for name in ("parallel_branch_copied", "parallel_branch_writes"):
+    # string() of a bool and a map: recorded before cel_string.STRING_CONVERSION_PATCH
+    # ("True", cel-python's internals), and after (JSON text).
+    wf = await platform.create(
+        {"nodes": [echo("s", b="{{ string(true) }}", m="{{ string({'a': [1, null]}) }}")]}
+    )
+    for name in ("string_conversion_python", "string_conversion_json"):
         runs[name] = await platform.trigger(wf)
         await platform.wait(wf, runs[name])
 
@@ -606,6 +615,8 @@ def test_every_representative_history_is_recorded() -> None:
         "parallel_branch_writes",
         "non_finite_passed_null",
         "non_finite_failed",
+        "string_conversion_python",
+        "string_conversion_json",
         "route_unicode_form_failed",
         "route_unicode_form_selected",
         "condition_chain_budget_spent",
