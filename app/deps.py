@@ -199,6 +199,7 @@ async def get_schedules(
         task_queue=settings.task_queue,
         default_gate_timeout_seconds=settings.default_gate_timeout_seconds,
         created_by=caller.identity(),
+        requested_by=caller.sub,
     )
 
 

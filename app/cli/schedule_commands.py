@@ -85,12 +85,18 @@ def _skipped(s: dict[str, Any]) -> str:
     return "".join(f" ({part})" for part in said if part)
 
 
+def _by(s: dict[str, Any]) -> str:
+    """Who created the schedule (an API before this, or an older schedule, names none)."""
+    return f" by {s['createdBy']}" if s.get("createdBy") else ""
+
+
 def _schedule_detail(s: dict[str, Any]) -> Any:
     head = shown(
         (f"schedule {s['id']}", "bold"),
         ("  paused" if s["paused"] else "  active", "yellow" if s["paused"] else "green"),
         f"\nworkflow {s['workflowId']}, {_timing(s)}, overlap {s['overlapPolicy']}, "
-        f"fired {s['numActions']} times{_skipped(s)}, created {when(s['createdAt'])}, "
+        f"fired {s['numActions']} times{_skipped(s)}, created {when(s['createdAt'])}"
+        f"{_by(s)}, "
         f"updated {when(s.get('updatedAt'))}",
         f"\ninput: {compact(s['initialInput'], 2000)}",
     )

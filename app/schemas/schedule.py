@@ -29,6 +29,7 @@ _ZONES = frozenset(TIME_ZONES)
 SHOWN_ONLY = frozenset(
     {"id", "workflowId", "note", "numActions", "nextActionTimes", "recentActions"}
     | {"numActionsSkippedOverlap", "numActionsMissedCatchupWindow", "createdAt", "updatedAt"}
+    | {"createdBy"}
 )
 
 
@@ -36,7 +37,7 @@ class ScheduleCreate(CamelModel):
     """POST and PUT body (PUT replaces the whole schedule): a cron or an interval, not both.
     Any other field is refused (400), except those only a GET shows (id, workflowId, note,
     numActions, numActionsSkippedOverlap, numActionsMissedCatchupWindow, nextActionTimes,
-    recentActions, createdAt, updatedAt), which are ignored: a GET's body, its nulls left
+    recentActions, createdAt, updatedAt, createdBy), which are ignored: a GET's body, its nulls left
     out, can be PUT back."""
 
     # The schema states exactly one of `cron` and `intervalSeconds` (oneOf), the cron
@@ -136,6 +137,9 @@ class SchedulePublic(CamelModel):
     recent_actions: list[ScheduleActionPublic]
     created_at: datetime
     updated_at: datetime | None = None
+    # The creating caller's `sub` (`dev` in dev mode); null for schedules made before
+    # Trellis recorded it. Pause and unpause name their caller in `note`.
+    created_by: str | None = None
 
 
 class ScheduleList(CamelModel):

@@ -21,6 +21,8 @@ from app.services.idempotency import Asked, asker, canonical, require_same
 from temporal_workflows.contracts import Identity
 
 MEMO = "trellisCreateRequest"
+# Who created the schedule (the caller's `sub`), kept on every schedule Trellis makes.
+CREATOR = "trellisCreatedBy"
 
 
 def keyed_suffix(workflow_id: str, key: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from temporalio.api.common.v1 import Payload
 from temporalio.client import (
@@ -42,7 +43,13 @@ from app.schemas.schedule import (
     ScheduleSkipList,
 )
 from app.services.precondition import content_tag, holds_to_a_tag, require_match, stale
-from app.services.schedule_key import MEMO, create_request, keyed_suffix, require_first_request
+from app.services.schedule_key import (
+    CREATOR,
+    MEMO,
+    create_request,
+    keyed_suffix,
+    require_first_request,
+)
 from app.services.schedule_timing import kept_as, require_firing, schedule_spec, temporal_call
 from app.services.schedule_update import update_over
 from temporal_workflows import search_attributes
@@ -93,16 +100,19 @@ class ScheduleService:
     default_gate_timeout_seconds: float | None = None
     # Who asks: a schedule create's Idempotency-Key is the caller's own.
     created_by: Identity | None = None
+    # The caller's `sub` (`dev` in dev mode): recorded as the creator, named in pause notes.
+    requested_by: str | None = None
 
     async def create(
         self, workflow: WorkflowRecord, body: ScheduleCreate, idempotency_key: str | None = None
     ) -> SchedulePublic:
         """Create a Temporal Schedule for the workflow (paused when asked); under an
         `Idempotency-Key`, a repeat answers the schedule its first use made."""
-        key_part, memo = uuid.uuid4().hex[:12], None
+        key_part, keyed = uuid.uuid4().hex[:12], None
+        memo: dict[str, Any] = {CREATOR: self.requested_by}
         if idempotency_key is not None:
             key_part = keyed_suffix(workflow.id, idempotency_key)
-            memo = {MEMO: create_request(body, self.created_by)}
+            keyed = memo[MEMO] = create_request(body, self.created_by)
         schedule_id = f"{schedule_prefix(workflow.id)}{key_part}"
         await require_firing(self.client, self.task_queue, body)
         try:
@@ -118,11 +128,11 @@ class ScheduleService:
                 ),
             )
         except ScheduleAlreadyRunningError:
-            if memo is None:
+            if keyed is None:
                 raise
             # The key's first use made it (before, or concurrently and won).
             desc, _ = await self._describe(schedule_id)
-            await require_first_request(desc, memo[MEMO])
+            await require_first_request(desc, keyed)
         return await self.get(schedule_id)
 
     async def list_all(self, workflow: WorkflowRecord) -> ScheduleList:
@@ -148,7 +158,7 @@ class ScheduleService:
 
     async def get(self, schedule_id: str) -> SchedulePublic:
         """One schedule, described by Temporal."""
-        return _public(*await self._describe(schedule_id))
+        return await _public(*await self._describe(schedule_id))
 
     async def replace(
         self,
@@ -191,7 +201,7 @@ class ScheduleService:
         Temporal drops the others' updates, which the description after each tells."""
         what = f"Schedule {schedule_id}"
         read, trigger = await self._describe(schedule_id)
-        require_match(if_match, schedule_tag(_public(read, trigger)), what)
+        require_match(if_match, schedule_tag(await _public(read, trigger)), what)
         if await self._unchanged(read.schedule, trigger, new, expected):
             return  # Temporal records every update, one changing nothing too
         # Keep the paused state here; it changes through set_paused() afterwards.
@@ -206,13 +216,14 @@ class ScheduleService:
         handle = self._handle(schedule_id)
         desc, trigger = await self._describe(schedule_id)
         if desc.schedule.state.paused == paused:
-            return _public(desc, trigger)
+            return await _public(desc, trigger)
+        by = f" by {self.requested_by}" if self.requested_by else ""
         if paused:
-            await temporal_call(schedule_id, handle.pause(note="Paused through the Trellis API"))
+            note = f"Paused{by} through the Trellis API"
+            await temporal_call(schedule_id, handle.pause(note=note))
         else:
-            await temporal_call(
-                schedule_id, handle.unpause(note="Unpaused through the Trellis API")
-            )
+            note = f"Unpaused{by} through the Trellis API"
+            await temporal_call(schedule_id, handle.unpause(note=note))
         return await self.get(schedule_id)
 
     async def trigger(self, schedule_id: str) -> None:
@@ -320,7 +331,7 @@ def _not_ours(schedule_id: str) -> NotFound:
     return NotFound(f"Schedule not found: {schedule_id}")
 
 
-def _public(desc: ScheduleDescription, trigger: ScheduleTriggerInput) -> SchedulePublic:
+async def _public(desc: ScheduleDescription, trigger: ScheduleTriggerInput) -> SchedulePublic:
     overlap: OverlapPolicy = OVERLAP_NAMES[desc.schedule.policy.overlap]
     paused = desc.schedule.state.paused
     return SchedulePublic(
@@ -349,4 +360,6 @@ def _public(desc: ScheduleDescription, trigger: ScheduleTriggerInput) -> Schedul
         ],
         created_at=desc.info.created_at,
         updated_at=desc.info.last_updated_at,
+        # Schedules made before the creator was recorded have none.
+        created_by=await desc.memo_value(CREATOR, default=None),
     )

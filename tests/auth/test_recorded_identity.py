@@ -174,6 +174,36 @@ async def test_a_schedule_key_is_the_callers_own(jwt_platform: Platform) -> None
         await p.api.delete(f"{schedules}/{first.json()['id']}")
 
 
+async def test_a_schedule_records_its_creator_and_who_paused_it(jwt_platform: Platform) -> None:
+    # A schedule starts runs for good: an operator must find who set it up (found by an
+    # audit: a schedule recorded no creator, and its runs no triggering identity).
+    p = jwt_platform
+    wf, _ = await start(p, [echo("only")])
+    body = {"grants": [{"principal": "user:bob", "permissions": ["VIEW", "EDIT"]}]}
+    assert (await p.api.put(f"/api/v1/workflows/{wf}/permissions", json=body)).is_success
+    schedules = f"/api/v1/workflows/{wf}/schedules"
+    made = await p.api.post(schedules, json={"intervalSeconds": 3600})
+    assert made.status_code == 201, made.text
+    sid = made.json()["id"]
+    try:
+        assert made.json()["createdBy"] == "alice"
+        bob = as_user("bob", [READ, WRITE, CONTROL])
+        paused = await p.api.post(f"{schedules}/{sid}/pause", headers=bob)
+        assert paused.json()["note"] == "Paused by bob through the Trellis API", paused.text
+        unpaused = await p.api.post(f"{schedules}/{sid}/unpause")
+        assert unpaused.json()["note"] == "Unpaused by alice through the Trellis API"
+        # Bob's change leaves the creator; a GET's body, createdBy in it, can be PUT back.
+        shown = (await p.api.get(f"{schedules}/{sid}")).json()
+        put = {k: v for k, v in shown.items() if v is not None} | {"intervalSeconds": 60}
+        replaced = await p.api.put(f"{schedules}/{sid}", json=put, headers=bob)
+        assert replaced.status_code == 200, replaced.text
+        assert replaced.json()["createdBy"] == "alice"
+        listed = (await p.api.get(schedules)).json()["schedules"]
+        assert [s["createdBy"] for s in listed] == ["alice"]
+    finally:
+        await p.api.delete(f"{schedules}/{sid}")
+
+
 async def test_a_writer_without_control_starts_no_run_through_a_schedule(
     jwt_platform: Platform,
 ) -> None:

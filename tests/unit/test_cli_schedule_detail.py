@@ -21,3 +21,16 @@ def test_schedules_show_says_how_many_firings_started_nothing() -> None:
     text = console.export_text()
     assert "fired 3 times (2 skipped by its overlap policy)," in text
     assert "its runs: trellis runs list w --schedule sched-w-1" in text
+
+
+def test_schedules_show_names_who_created_it() -> None:
+    base = {
+        "id": "sched-w-1", "workflowId": "w", "cron": None, "intervalSeconds": 60,
+        "timeZone": "UTC", "initialInput": {}, "overlapPolicy": "skip", "paused": False,
+        "note": None, "numActions": 0, "nextActionTimes": [], "recentActions": [],
+        "createdAt": "2026-11-29T00:00:00Z", "updatedAt": None,
+    }  # fmt: skip
+    for schedule, said in (({**base, "createdBy": "alice"}, True), (base, False)):
+        console = Console(record=True, width=200)
+        console.print(_schedule_detail(schedule))
+        assert (" by alice, updated" in console.export_text()) is said
