@@ -310,6 +310,7 @@ class MongoStore:
             version=record.version,
             definition=record.spec(),
             created_at=record.updated_at,
+            created_by=record.saved_by,
         )
         key = f"{record.id}/{record.version}"
         await write_bson_safe(

@@ -38,6 +38,9 @@ class WorkflowRecord(WorkflowSpec, StoredModel):
     # Saving the definition keeps both; only `set_workflow_grants` changes the grants.
     owner: str = LEGACY_OWNER
     grants: list[Grant] = Field(default_factory=list)
+    # Who saved this version (the caller's `sub`): kept with the version. None for records
+    # saved before Trellis recorded it; a toggle keeps it.
+    saved_by: str | None = None
 
     def spec(self) -> WorkflowSpec:
         return WorkflowSpec.model_validate(self.model_dump(include=set(WorkflowSpec.model_fields)))
@@ -48,6 +51,7 @@ class WorkflowVersionRecord(StoredModel):
     version: int
     definition: WorkflowSpec
     created_at: datetime = Field(default_factory=utcnow)
+    created_by: str | None = None
 
 
 class ResolvedDependency(CamelModel):
@@ -119,6 +123,7 @@ class VersionSummary:
     name: str
     description: str | None
     num_nodes: int
+    created_by: str | None = None
 
     @classmethod
     def of(cls, record: WorkflowVersionRecord) -> VersionSummary:
@@ -130,6 +135,7 @@ class VersionSummary:
             name=spec.name,
             description=spec.description,
             num_nodes=len(iter_nodes(spec.nodes)),
+            created_by=record.created_by,
         )
 
 

@@ -323,12 +323,12 @@ class SqliteStore:
         return None if row is None else _load(WorkflowVersionRecord, row[0])
 
     async def list_workflow_versions(self, workflow_id: str) -> list[VersionSummary]:
-        # One json_extract of four paths: one parse of each document (SQLite parses it
+        # One json_extract of five paths: one parse of each document (SQLite parses it
         # again for each JSON function), and no definition validated.
         async with self._read() as db:
             rows = await db.execute_fetchall(
                 "SELECT version, json_extract(doc, '$.created_at', '$.definition.name',"
-                " '$.definition.description', '$.definition.nodes')"
+                " '$.definition.description', '$.definition.nodes', '$.created_by')"
                 " FROM workflow_versions WHERE workflow_id = ? ORDER BY version",
                 (workflow_id,),
             )
@@ -817,13 +817,14 @@ async def _one(db: aiosqlite.Connection | SqliteReader, sql: str, params: Sequen
 
 
 def _version_summary(version: int, fields: list[Any]) -> VersionSummary:
-    created_at, name, description, nodes = fields
+    created_at, name, description, nodes, created_by = fields
     return VersionSummary(
         version=version,
         created_at=datetime.fromisoformat(created_at),
         name=name,
         description=description,
         num_nodes=stored_node_count(nodes),
+        created_by=created_by,
     )
 
 

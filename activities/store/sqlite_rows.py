@@ -51,6 +51,7 @@ def version_row(record: WorkflowRecord) -> tuple[Any, ...]:
         version=record.version,
         definition=record.spec(),
         created_at=record.updated_at,
+        created_by=record.saved_by,
     )
     return record.id, record.version, to_json(to_stored(version))
 

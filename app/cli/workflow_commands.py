@@ -72,7 +72,8 @@ def _workflow_detail(data: dict[str, Any]) -> Any:
 def _version_detail(data: dict[str, Any]) -> Any:
     head = shown(
         (data["name"], "bold"),
-        f"  {data['workflowId']}\nversion {data['version']}, saved {when(data['createdAt'])}",
+        f"  {data['workflowId']}\nversion {data['version']}, saved {when(data['createdAt'])}"
+        f"{' by ' + data['createdBy'] if data.get('createdBy') else ''}",
     )
     return Group(head, _node_table(data))
 
@@ -94,9 +95,12 @@ def list_versions(session: Session, workflow_id: str) -> None:
 
 
 def _version_table(data: dict[str, Any]) -> Any:
-    rows = [[v["version"], v["name"], v["numNodes"], when(v["createdAt"]), v.get("description")]
+    # `createdBy` is null for versions saved before it was recorded (and absent from an
+    # older API's answer).
+    rows = [[v["version"], v["name"], v["numNodes"], when(v["createdAt"]),
+             v.get("createdBy") or "-", v.get("description")]
             for v in data["versions"]]  # fmt: skip
-    columns = ["VERSION", "NAME", "NODES", "SAVED", "DESCRIPTION"]
+    columns = ["VERSION", "NAME", "NODES", "SAVED", "BY", "DESCRIPTION"]
     return table(f"versions ({len(rows)})", columns, rows)
 
 

@@ -74,6 +74,7 @@ async def update_workflow(
     workflow: WorkflowDep,
     body: WorkflowUpdate,
     definitions: DefinitionsDep,
+    caller: CallerDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> WorkflowPublic:
@@ -84,7 +85,7 @@ async def update_workflow(
         shown = content_tag(WorkflowPublic.from_record(record))
         require_match(if_match, shown, f"Workflow {record.id}")
 
-    saved = await definitions.update(workflow, body, expected=as_read)
+    saved = await definitions.update(workflow, body, expected=as_read, saved_by=caller.sub)
     return tagged(response, WorkflowPublic.from_record(saved))
 
 

@@ -15,6 +15,8 @@ class WorkflowVersionSummary(CamelModel):
     name: str
     description: str | None
     num_nodes: int
+    # The `sub` of the caller who saved it; null for versions saved before it was recorded.
+    created_by: str | None = None
 
     @classmethod
     def of(cls, summary: VersionSummary) -> WorkflowVersionSummary:
@@ -24,6 +26,7 @@ class WorkflowVersionSummary(CamelModel):
             name=summary.name,
             description=summary.description,
             num_nodes=summary.num_nodes,
+            created_by=summary.created_by,
         )
 
 
@@ -37,6 +40,7 @@ class WorkflowVersionPublic(WorkflowSpec):
     workflow_id: str
     version: int
     created_at: datetime
+    created_by: str | None = None
 
     @classmethod
     def from_record(cls, record: WorkflowVersionRecord) -> WorkflowVersionPublic:
@@ -44,5 +48,6 @@ class WorkflowVersionPublic(WorkflowSpec):
             workflow_id=record.workflow_id,
             version=record.version,
             created_at=record.created_at,
+            created_by=record.created_by,
             **record.definition.model_dump(),
         )

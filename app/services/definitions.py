@@ -127,6 +127,7 @@ class DefinitionService:
             created_at=now,
             updated_at=now,
             owner=owner,
+            saved_by=owner,
             **dict(spec),
         )
         await self._saving(record.name, self.store.create_workflow(record))
@@ -137,6 +138,7 @@ class DefinitionService:
         current: WorkflowRecord,
         body: WorkflowUpdate,
         expected: Callable[[WorkflowRecord], None] = lambda _: None,
+        saved_by: str | None = None,
     ) -> WorkflowRecord:
         """Apply the given fields; a changed definition becomes a new version.
 
@@ -144,16 +146,18 @@ class DefinitionService:
         a version of their own, and none undoes a toggle that landed in between.
         `expected` raises when the record as read is not the one the caller's change is
         based on (If-Match): checked on each read the write is made over, so the check
-        and the write are one step.
+        and the write are one step. A new version records `saved_by`.
         """
 
         async def updated(read: WorkflowRecord) -> _Save | None:
             expected(read)
-            return await self._updated(read, body)
+            return await self._updated(read, body, saved_by)
 
         return await self._over_latest(current, updated)
 
-    async def _updated(self, current: WorkflowRecord, body: WorkflowUpdate) -> _Save | None:
+    async def _updated(
+        self, current: WorkflowRecord, body: WorkflowUpdate, saved_by: str | None
+    ) -> _Save | None:
         changes = body.spec_changes()
         spec = current.spec()
         if changes:
@@ -172,6 +176,7 @@ class DefinitionService:
                 **dict(spec),
                 "enabled": enabled,
                 "version": current.version + 1 if definition_changed else current.version,
+                "saved_by": saved_by if definition_changed else current.saved_by,
                 "updated_at": utcnow(),
             }
         )

@@ -30,6 +30,7 @@ class TestListVersions:
                     "name": created["name"],
                     "description": created["description"],
                     "numNodes": 8,
+                    "createdBy": "dev",
                 }
             ]
         }

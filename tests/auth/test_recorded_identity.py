@@ -174,6 +174,27 @@ async def test_a_schedule_key_is_the_callers_own(jwt_platform: Platform) -> None
         await p.api.delete(f"{schedules}/{first.json()['id']}")
 
 
+async def test_each_version_records_who_saved_it(jwt_platform: Platform) -> None:
+    # Who changed a workflow that then misbehaved: each version names its saver (found by
+    # an audit: versions recorded when, not who).
+    p = jwt_platform
+    wf, _ = await start(p, [echo("only")])
+    body = {"grants": [{"principal": "user:bob", "permissions": ["VIEW", "EDIT"]}]}
+    assert (await p.api.put(f"/api/v1/workflows/{wf}/permissions", json=body)).is_success
+    bob = as_user("bob", [READ, WRITE])
+    url = f"/api/v1/workflows/{wf}"
+    saved = await p.api.put(url, json={"description": "by bob"}, headers=bob)
+    assert saved.status_code == 200, saved.text
+    # A toggle and a save changing nothing make no version, and name no one.
+    assert (await p.api.put(url, json={"enabled": False}, headers=bob)).is_success
+    assert (await p.api.put(url, json={"description": "by bob"})).is_success
+    listed = (await p.api.get(f"{url}/versions")).json()["versions"]
+    assert [(v["version"], v["createdBy"]) for v in listed] == [(1, "alice"), (2, "bob")]
+    assert (await p.api.get(f"{url}/versions/2")).json()["createdBy"] == "bob"
+    # The workflow itself answers as the contract has it: no saver field.
+    assert "savedBy" not in (await p.api.get(url)).json()
+
+
 async def test_a_schedule_records_its_creator_and_who_paused_it(jwt_platform: Platform) -> None:
     # A schedule starts runs for good: an operator must find who set it up (found by an
     # audit: a schedule recorded no creator, and its runs no triggering identity).
