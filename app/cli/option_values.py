@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from app.cli.unique_keys import RepeatedKey, unique_pairs
+
 
 class _OutOfRange(ValueError):
     """A JSON number too large for a float (`1e999`): no JSON body can carry it."""
@@ -31,8 +33,11 @@ def _number(text: str) -> float:
 
 
 def _loads(text: str) -> Any:
-    """Strict JSON: no NaN or Infinity, no number past a double's range (_OutOfRange)."""
-    return json.loads(text, parse_constant=_constant, parse_float=_number)
+    """Strict JSON: no NaN or Infinity, no number past a double's range (_OutOfRange), no
+    key given twice in one object (RepeatedKey: json would keep the last silently)."""
+    return json.loads(
+        text, parse_constant=_constant, parse_float=_number, object_pairs_hook=unique_pairs
+    )
 
 
 def loose_value(text: str, option: str) -> Any:
@@ -40,7 +45,7 @@ def loose_value(text: str, option: str) -> Any:
     (`NaN` too, which JSON has not). A number JSON cannot carry is a usage error."""
     try:
         return _loads(text)
-    except _OutOfRange as exc:
+    except (_OutOfRange, RepeatedKey) as exc:
         raise click.BadParameter(str(exc), param_hint=option) from None
     except ValueError:
         return text
@@ -55,7 +60,7 @@ def json_value(text: str, option: str) -> Any:
         text = _read_text(text, option)
     try:
         return _loads(text)
-    except _OutOfRange as exc:
+    except (_OutOfRange, RepeatedKey) as exc:
         raise click.BadParameter(str(exc), param_hint=option) from None
     except ValueError as exc:
         raise click.BadParameter(f"not JSON ({exc})", param_hint=option) from None
@@ -85,6 +90,12 @@ def pairs(
     split = [item.partition("=") for item in items]
     if any(not sep or not key for key, sep, _ in split):
         raise click.BadParameter("use KEY=VALUE", param_hint=option)
+    keys = [key for key, _, _ in split]
+    repeated = [key for key in dict.fromkeys(keys) if keys.count(key) > 1]
+    if repeated:
+        # Two values for one key contradict each other: the last one silently won.
+        named = ", ".join(repr(key[:80]) for key in repeated)
+        raise click.BadParameter(f"{named} given twice: give each key once", param_hint=option)
     return {
         key: value if key in text_keys else loose_value(value, option) for key, _, value in split
     }

@@ -15,6 +15,7 @@ from rich.console import Group
 from app.cli.api_client import if_match, segment
 from app.cli.limits import page_options
 from app.cli.output import Session, api_options, clean, compact, page_title, shown, table, when
+from app.cli.unique_keys import load_yaml
 
 
 @click.group()
@@ -215,12 +216,12 @@ def _nodes(body: dict[str, Any]) -> list[Any]:
 
 
 def _read_definition(path: str, source: str) -> Any:
-    """The file's YAML (or JSON, which is YAML); a file that is neither is a one-line error
-    naming `source`."""
+    """The file's YAML (or JSON, which is YAML); a file that is neither, or names a key twice
+    in one mapping, is a one-line error naming `source`."""
     try:
         if path == "-":
-            return yaml.safe_load(sys.stdin.read())
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            return load_yaml(sys.stdin.read())
+        return load_yaml(Path(path).read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise click.ClickException(f"{source}: not UTF-8 text ({exc.reason})") from None
     except yaml.YAMLError as exc:

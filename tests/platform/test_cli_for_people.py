@@ -840,6 +840,46 @@ def test_ctrl_c_ends_a_watch_quietly(dev: DevProcess, tmp_path: Path) -> None:
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
+def test_apply_of_a_file_naming_a_key_twice_is_refused_naming_it_and_changes_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # PyYAML (and json) kept the last of two `config:` (or `name:`) without a word.
+    name = f"twice-{uuid.uuid4().hex[:8]}"
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(
+        f"name: {name}\nnodes:\n  - name: Greet\n    nodeType: step\n"
+        "    executorKey: builtin:echo\n    config: {a: 1}\n    config: {b: 2}\n"
+    )
+    as_json = tmp_path / "twice.json"
+    as_json.write_text(f'{{"name": "{name}", "nodes": [],\n "name": "{name}-b"}}')
+    for path, key, where, first in ((twice, "config", "line 7, column 5", 6),
+                                    (as_json, "name", "line 2, column 2", 1)):  # fmt: skip
+        result = trellis(dev, "workflows", "apply", "-f", str(path))
+        assert result.returncode == 1, result.stdout
+        assert result.stderr == (
+            f"Error: {path}: not valid YAML or JSON at {where}: "
+            f"the key {key!r} is given twice in one mapping (first at line {first})\n"
+        )
+    assert name not in httpx.get(f"{dev.api_url}/api/v1/workflows", params={"query": name}).text
+    # A run's input from a JSON file: a usage error naming the flag and the key.
+    workflow_id = applied_workflow(dev, tmp_path)
+    given = tmp_path / "input.json"
+    given.write_text('{"who": "Ada", "who": "Bob"}')
+    refused = trellis(dev, "runs", "start", workflow_id, "--input-json", f"@{given}")
+    assert refused.returncode == 2, refused.stdout
+    says = "Error: Invalid value for --input-json: the key 'who' is given twice in one object"
+    assert refused.stderr.strip().endswith(says), refused.stderr
+    repeated = trellis(
+        dev, "runs", "start", workflow_id, "--input", "who=Ada", "--input", "who=Bob"
+    )
+    assert repeated.returncode == 2, repeated.stdout
+    assert repeated.stderr.strip().endswith(
+        "Error: Invalid value for --input: 'who' given twice: give each key once"
+    ), repeated.stderr
+    runs = httpx.get(f"{dev.api_url}/api/v1/workflows/{workflow_id}/runs").json()["runs"]
+    assert runs == []
+
+
 def test_a_refused_definition_names_each_problem_once(dev: DevProcess, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
