@@ -14,6 +14,7 @@ import click
 from rich.console import Group
 
 from app.cli.api_client import if_match, segment
+from app.cli.flag_pairs import OnOffFlag
 from app.cli.limits import MAX_INTERVAL_SECONDS
 from app.cli.option_values import initial_input, input_options, key_option
 from app.cli.output import Session, api_options, compact, shown, table, when
@@ -219,8 +220,8 @@ def trigger_schedule(session: Session, schedule_id: str) -> None:
 @schedules.command("update")
 @click.argument("schedule_id")
 @timing_options
-@click.option("--paused/--unpaused", "paused", default=None,
-              help="pause it, or let it fire again")  # fmt: skip
+@click.option("--paused/--unpaused", "paused", default=None, cls=OnOffFlag,
+              help="pause it, or let it fire again (not both)")  # fmt: skip
 @api_options
 def update_schedule(
     session: Session,

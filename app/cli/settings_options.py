@@ -16,6 +16,7 @@ import click
 from pydantic import SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 
+from app.cli.flag_pairs import OnOffFlag
 from app.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -212,7 +213,7 @@ def settings_flags(command: str) -> Callable[[F], F]:
             if _members(info.annotation)[0] is bool:
                 flag = flag_name(name)
                 decls = [f"{flag}/--no-{flag[2:]}"]
-                func = click.option(*decls, name, default=None, help=text)(func)
+                func = click.option(*decls, name, default=None, cls=OnOffFlag, help=text)(func)
                 continue
             decls = [flag_name(name), *ALIASES.get(name, ())]
             func = click.option(*decls, name, type=_click_type(info), default=None, help=text)(func)

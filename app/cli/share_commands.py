@@ -60,7 +60,11 @@ def share(
     replaces every grant, so this reads them and sends them back changed, naming the read's
     ETag: a change someone makes in between is kept and this fails (412, exit 1); run it
     again to apply the grants to what is there then."""
-    given = dict(_grant(g) for g in grants)
+    given: dict[str, list[str]] = {}
+    for principal, permissions in map(_grant, grants):
+        if given.setdefault(principal, permissions) != permissions:
+            # Two grants of one principal contradict each other: the last one silently won.
+            raise click.UsageError(f"{principal}: granted twice, differently; give one --grant")
     for principal in revokes:
         _principal(principal, "--revoke")
     both = sorted(set(given) & set(revokes))

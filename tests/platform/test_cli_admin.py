@@ -221,6 +221,34 @@ def test_schedules_update_refused_by_the_api_changes_nothing(
     assert after == before
 
 
+def test_contradicting_flags_are_a_usage_error_naming_both_and_change_nothing(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # `--paused --unpaused` took the last one (`--unpaused --paused` paused the schedule),
+    # and two values of one `--input` key or two grants of one principal the last one too.
+    workflow_id = applied(dev, tmp_path)
+    made = ok(trellis(dev, "schedules", "create", workflow_id, "--cron", "@daily",
+                      "--input", "who=Ada", "--json"))  # fmt: skip
+    schedule_id = json.loads(made)["id"]
+    before = schedule(dev, schedule_id)
+    for args, says in (
+        (("--paused", "--unpaused"), "--paused and --unpaused contradict each other: give one"),
+        (("--unpaused", "--paused"), "--paused and --unpaused contradict each other: give one"),
+        (("--input", "who=Bob", "--input", "who=Eve"),
+         "Invalid value for --input: 'who' given twice: give each key once"),
+    ):  # fmt: skip
+        result = trellis(dev, "schedules", "update", schedule_id, *args)
+        assert refused(result, 2).endswith(f"Error: {says}"), args
+    assert schedule(dev, schedule_id) == before
+    grants = api(dev, f"/workflows/{workflow_id}/permissions").json()
+    twice = trellis(dev, "workflows", "share", workflow_id,
+                    "--grant", "user:bob=VIEW", "--grant", "user:bob=EDIT")  # fmt: skip
+    assert refused(twice, 2).endswith(
+        "Error: user:bob: granted twice, differently; give one --grant"
+    )
+    assert api(dev, f"/workflows/{workflow_id}/permissions").json() == grants
+
+
 def changed_right_after_the_read(
     monkeypatch: pytest.MonkeyPatch, change: Callable[[], httpx.Response]
 ) -> None:

@@ -76,6 +76,19 @@ def test_a_boolean_setting_has_a_flag_and_its_negation(monkeypatch: pytest.Monke
     assert settings_from(context.params).temporal_tls is False
 
 
+def test_a_boolean_setting_given_both_ways_is_a_usage_error_naming_both() -> None:
+    # `--temporal-tls --no-temporal-tls` took the last one without a word.
+    for args in (["--temporal-tls", "--no-temporal-tls"], ["--no-temporal-tls", "--temporal-tls"]):
+        with pytest.raises(click.UsageError) as refused:
+            cli.commands["worker"].make_context("worker", args)
+        assert refused.value.message == (
+            "--temporal-tls and --no-temporal-tls contradict each other: give one"
+        )
+    context = cli.commands["worker"].make_context("worker", ["--temporal-tls", "--temporal-tls"])
+    assert settings_from(context.params).temporal_tls is True
+    assert main(["worker", "--temporal-tls", "--no-temporal-tls"]) == 2
+
+
 @pytest.mark.parametrize(
     ("flag", "given", "name", "value"),
     [
