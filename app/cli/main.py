@@ -18,6 +18,7 @@ from app.cli import (
     workflow_commands,
 )
 from app.cli.platform_commands import COMMANDS
+from app.cli.reader_gone import READER_GONE, ReaderAwareGroup, ReaderGone, drop_unread_output
 from app.cli.settings_options import SettingsError, invalid_settings, settings_overview
 from app.cli.token_command import token
 from app.startup_failure import StartupFailure
@@ -76,6 +77,7 @@ CLIENTS = (
 
 
 @click.group(
+    cls=ReaderAwareGroup,
     help=HELP,
     epilog=settings_overview(clients=CLIENTS),
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -96,6 +98,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next((a for a in args if not a.startswith("-")), "")
     try:
         result = cli.main(args=args, prog_name="trellis", standalone_mode=False)
+        sys.stdout.flush()  # a pipe closed after the last write: found here, not at exit
+    except (ReaderGone, BrokenPipeError):
+        # Whoever read the output went away (`| head`): end quietly, as Unix tools do.
+        drop_unread_output()
+        return READER_GONE
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:

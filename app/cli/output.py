@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from app.cli.api_client import Answer, ApiError, TrellisApi
+from app.cli.reader_gone import PipeConsole
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -117,10 +118,10 @@ def _api_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @contextmanager
 def session(url: str, token: str | None, as_json: bool) -> Iterator[Session]:
     api = TrellisApi(url, token)
-    console = Console(highlight=False)
+    console = PipeConsole(highlight=False)
     if not console.is_terminal:
         # Piped: wide enough that ids stay whole for grep and scripts.
-        console = Console(highlight=False, width=max(console.width, 200))
+        console = PipeConsole(highlight=False, width=max(console.width, 200))
     try:
         yield Session(api, as_json, console)
     except ApiError as exc:

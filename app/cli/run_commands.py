@@ -249,7 +249,8 @@ def watch(session: Session, run_id: str, patience: float) -> int:
     """Follow a run live (its event stream) until it ends.
 
     Exit code 0: the run completed; 1: it failed or was cancelled; 3: the watch could not
-    follow it (unknown id, API refusing, or none answering for --patience seconds)."""
+    follow it (unknown id, API refusing, or none answering for --patience seconds); 141:
+    whoever read its output went away (`| head`), the run's outcome unknown."""
     return watch_run(session, run_id, patience)
 
 

@@ -17,7 +17,8 @@ from app.cli.output import Session, clean, shown, styled, table, when
 
 # Exit codes: 0 the run completed, 1 it failed or was cancelled, 2 a usage error (click's),
 # WATCH_FAILED the watch could not follow the run (so a script can tell the run's failure
-# from its own: an unknown id, an API refusing or not answering, a stream lost for good).
+# from its own: an unknown id, an API refusing or not answering, a stream lost for good);
+# 141 when its output's reader went away (reader_gone.py).
 WATCH_FAILED = 3
 # A live view draws its node runs' latest this many (a run of thousands made each redraw
 # a table of thousands, on every event: the view fell minutes behind). It is drawn by

@@ -840,6 +840,58 @@ def test_ctrl_c_ends_a_watch_quietly(dev: DevProcess, tmp_path: Path) -> None:
     ok(trellis(dev, "runs", "cancel", run_id))
 
 
+def test_a_watch_whose_reader_went_away_ends_quietly_with_exit_141(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # `trellis runs watch RUN | head -n 3`: the write after `head` left raised
+    # BrokenPipeError, which click turned into exit 1, the exit of a run that failed.
+    workflow_id = applied_workflow(dev, tmp_path)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    gate = wait_for_gate(dev, run_id)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "runs", "watch", run_id],
+        env={**dev.env, "TRELLIS_URL": dev.api_url}, cwd=REPO, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert watcher.stdout is not None and watcher.stderr is not None
+        read = [watcher.stdout.readline() for _ in range(3)]  # `head -n 3`
+        assert all(line.endswith("\n") for line in read), read
+        watcher.stdout.close()  # and `head` exits
+        # The run goes on: the watch's next line finds no reader.
+        ok(trellis(dev, "approve", run_id, gate["stepId"]))
+        code = watcher.wait(timeout=30)
+        err = watcher.stderr.read()
+    finally:
+        watcher.kill()
+    assert (code, err) == (141, "")
+
+
+def test_a_command_whose_reader_went_away_ends_quietly_with_exit_141(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # `trellis workflows list | true`, the reader gone before the first line: exit 1.
+    workflow_id = applied_workflow(dev, tmp_path)
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id, "--json")))["runId"]
+    wait_for_gate(dev, run_id)
+    for args in (["workflows", "list"], ["workflows", "list", "--json"],
+                 ["runs", "list", workflow_id], ["runs", "show", run_id], ["approvals"],
+                 ["runs", "watch", run_id, "--json"]):  # fmt: skip
+        command = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", *args],
+            env={**dev.env, "TRELLIS_URL": dev.api_url}, cwd=REPO, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert command.stdout is not None
+            command.stdout.close()  # before it starts: it writes ~0.5 s later, at the earliest
+            _, err = command.communicate(timeout=30)
+        finally:
+            command.kill()
+        assert (command.returncode, err) == (141, ""), args
+    ok(trellis(dev, "runs", "cancel", run_id))
+
+
 def test_apply_of_a_file_naming_a_key_twice_is_refused_naming_it_and_changes_nothing(
     dev: DevProcess, tmp_path: Path
 ) -> None:
