@@ -3,7 +3,8 @@
 - `builtin:echo` and `builtin:transform` are pure: the interpreter evaluates them inline;
   here they serve direct calls, through the one implementation in
   `temporal_workflows/builtins.py`.
-- `builtin:http` sends one HTTP request (following up to 5 redirects); non-2xx fails the
+- `builtin:http` sends one HTTP request (following up to 5 redirects, the step's own
+  headers only within the URL's origin: `redirect_headers.py`); non-2xx fails the
   attempt, 4xx permanently. It reaches public addresses only unless the operator allows
   more, and reads at most `max_response_bytes` of the answer (`http_guard.py`).
 - `builtin:delay` sleeps `config.seconds`, heartbeating, and stops promptly when cancelled.
@@ -29,6 +30,7 @@ from activities.executors.base import (
     TransientError,
 )
 from activities.executors.http_guard import AddressRefused, HttpPolicy, guarded_client
+from activities.executors.redirect_headers import step_headers
 from activities.executors.tracing import CallTracer, trace_context, url_attribute
 from activities.executors.url_mask import mask_urls, masked_url
 from temporal_workflows.builtins import ECHO, TRANSFORM, BuiltinError, echo, transform
@@ -80,6 +82,7 @@ class BuiltinExecutor:
         if timeout == 0:  # every attempt would time out before it connected
             raise PermanentError("builtin:http config.timeout must be a positive number")
         sent = _checked_headers(headers)
+        own = tuple(sent)  # the step's own headers: its origin's only (redirect_headers.py)
         # The step's key, unless the config sets its own (any capitalisation).
         if not any(k.lower() == IDEMPOTENCY_HEADER.lower() for k in sent):
             sent[IDEMPOTENCY_HEADER] = call.idempotency_key
@@ -92,13 +95,16 @@ class BuiltinExecutor:
             # The trace context goes on, unless the config sets its own headers for it.
             given = {k.lower() for k in sent}
             sent.update({k: v for k, v in trace_context().items() if k not in given})
-            return await self._send(method, url, kwargs, seconds=timeout)
+            return await self._send(method, url, kwargs, seconds=timeout, own=own)
 
     async def _send(
-        self, method: str, url: str, kwargs: dict[str, Any], *, seconds: float
+        self, method: str, url: str, kwargs: dict[str, Any], *, seconds: float, own: tuple[str, ...]
     ) -> dict[str, Any]:
         try:
-            request = self._http.build_request(method, url, timeout=seconds, **kwargs)
+            extensions = step_headers(url, own)
+            request = self._http.build_request(
+                method, url, timeout=seconds, extensions=extensions, **kwargs
+            )
         except httpx.InvalidURL as exc:
             reason = mask_urls(str(exc), url)
             raise PermanentError(

@@ -21,6 +21,7 @@ import anyio
 import httpcore
 import httpx
 
+from activities.executors.redirect_headers import drop_off_origin
 from activities.executors.tls import default_tls
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -155,9 +156,11 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
 
 
 def guarded_client(policy: HttpPolicy) -> httpx.AsyncClient:
-    """The HTTP client builtin:http uses: guarded, following redirects (each one checked)."""
+    """The HTTP client builtin:http uses: guarded, following redirects (each one checked,
+    and a step's own headers dropped when one leaves its URL's origin)."""
     return httpx.AsyncClient(
         transport=GuardedTransport(policy),
+        event_hooks={"request": [drop_off_origin]},
         follow_redirects=True,
         max_redirects=policy.max_redirects,
         trust_env=False,
