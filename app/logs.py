@@ -20,6 +20,8 @@ _SECRETS = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 ***"),
     (re.compile(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"), "***"),
     (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1***@"),
+    # A user name written alone is the credential (`https://TOKEN@github.com/…`).
+    (re.compile(r"://[^/\s:@?#]+@"), "://***@"),
     (
         re.compile(
             r"(?i)((?:access_?token|token|api_?key|apikey|secret|password|passwd|"

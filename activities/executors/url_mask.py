@@ -3,8 +3,8 @@ what it carried. One place for the platform's URL masks (app/redaction.py and th
 catalog's routes use them too).
 
 A `builtin:http` step's error is kept in the run's record, its events and Temporal's
-history; a token in the URL's query string (or a password in its user info) would stay
-there for anyone who may read the run.
+history; a token in the URL's query string (or a password in its user info, or a user
+name written alone: a token, often) would stay there for anyone who may read the run.
 """
 
 from __future__ import annotations
@@ -19,32 +19,39 @@ _QUOTED_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[^\s'\"<>.,:;)
 
 def password_of(url: str) -> str | None:
     """The password written into `scheme://user:<password>@host…`, if any."""
-    _scheme, sep, rest = url.partition("://")
-    if not sep:
+    parts = _userinfo(url)
+    if parts is None:
         return None
-    authority = rest.split("/", 1)[0].split("?", 1)[0]
-    userinfo, at, _hosts = authority.rpartition("@")
-    if not at:
-        return None
-    _user, colon, password = userinfo.partition(":")
+    _user, colon, password = parts[1].partition(":")
     return password if colon and password else None
 
 
-def password_masked(url: str) -> str:
-    """`url` as written, but for its password (`scheme://user:***@host…`)."""
-    if password_of(url) is None:
+def user_only_of(url: str) -> str | None:
+    """The user name of `scheme://<user>@host…` written without a password: then it is
+    the credential (`https://TOKEN@github.com/…`, the way tokens are often written)."""
+    parts = _userinfo(url)
+    if parts is None or password_of(url) is not None:
+        return None
+    return parts[1].partition(":")[0] or None
+
+
+def userinfo_masked(url: str) -> str:
+    """`url` as written, but for what its user info carries: its password
+    (`scheme://user:***@host…`), or a user name written alone (`scheme://***@host…`)."""
+    parts = _userinfo(url)
+    if parts is None:
         return url
-    scheme, _, rest = url.partition("://")
-    authority, slash, tail = rest.partition("/")
-    userinfo, _, hosts = authority.rpartition("@")
-    user = userinfo.partition(":")[0]
-    return f"{scheme}://{user}:{MASK}@{hosts}{slash}{tail}"
+    scheme, userinfo, rest = parts
+    if password_of(url) is not None:
+        return f"{scheme}://{userinfo.partition(':')[0]}:{MASK}@{rest}"
+    return f"{scheme}://{MASK}@{rest}" if user_only_of(url) else url
 
 
 def masked_url(url: str) -> str:
-    """`url` with its password and every query value masked, its fragment left out."""
+    """`url` with its user info's credential and every query value masked, its fragment
+    left out."""
     head, question, query = url.partition("#")[0].partition("?")
-    return password_masked(head) + (question + _masked_query(query) if question else "")
+    return userinfo_masked(head) + (question + _masked_query(query) if question else "")
 
 
 def mask_urls(text: str, *urls: str) -> str:
@@ -58,6 +65,16 @@ def mask_urls(text: str, *urls: str) -> str:
 def urls_masked(text: str) -> str:
     """`text` with every URL quoted in it masked (when which URLs is not known)."""
     return _QUOTED_URL.sub(lambda found: masked_url(found.group()), text) if "://" in text else text
+
+
+def _userinfo(url: str) -> tuple[str, str, str] | None:
+    """`url`'s scheme, user info and what follows its `@`; None when it has no user info."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    userinfo, at, hosts = rest[:end].rpartition("@")
+    return (scheme, userinfo, hosts + rest[end:]) if at else None
 
 
 def _masked_query(query: str) -> str:

@@ -205,7 +205,8 @@ class TestRoutesShowNoSecret:
             "a2aAgents:\n"
             "  - name: agent\n"
             "    url: 'http://bob:pa55word@127.0.0.1:9/'\n"
-            "    headers: {X-Api-Key: 'agent-s3cret'}\n",
+            "    headers: {X-Api-Key: 'agent-s3cret'}\n"
+            "  - {name: token-agent, url: 'http://ghp_t0ken-s3cret@127.0.0.1:9/'}\n",
         )
         catalog = load_catalog(
             path, refresh_seconds=3600, environ={"MCP_KEY": "resolved-k3y", "ARG_KEY": "arg-s3cret"}
@@ -237,9 +238,12 @@ class TestRoutesShowNoSecret:
     async def test_agents_show_no_header_and_no_password(self, api: httpx.AsyncClient) -> None:
         response = await api.get("/api/v1/agents")
         assert response.status_code == 200
-        for secret in ("agent-s3cret", "pa55word", "headers"):
+        for secret in ("agent-s3cret", "pa55word", "ghp_t0ken-s3cret", "headers"):
             assert secret not in response.text
-        assert response.json()[0]["url"] == "http://bob:***@127.0.0.1:9/"
+        agent, token_agent = response.json()
+        assert agent["url"] == "http://bob:***@127.0.0.1:9/"
+        # A user name written alone is the credential (a token): masked whole.
+        assert token_agent["url"] == "http://***@127.0.0.1:9/"
 
 
 async def test_errors_quoting_an_agent_url_show_it_as_written(

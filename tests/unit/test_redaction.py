@@ -1,4 +1,5 @@
-"""Passwords in URLs, and in driver messages that quote them, never reach output."""
+"""Passwords in URLs (or user names written alone), and in driver messages that quote
+them, never reach output."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from app.redaction import redacted_url, scrub
             "mongodb+srv://u:pw@cluster.example.com/prod",
             "mongodb+srv://u:***@cluster.example.com/prod",
         ),
-        ("mongodb://user-only@db/x", "mongodb://user-only@db/x"),
+        # A user name written alone may be the credential (a token): masked in any URL.
+        ("mongodb://user-only@db/x", "mongodb://***@db/x"),
         ("mongodb://db:27017/trellis", "mongodb://db:27017/trellis"),
         ("sqlite:////data/trellis.db", "sqlite:////data/trellis.db"),
     ],
@@ -32,3 +34,9 @@ def test_a_message_quoting_the_password_is_scrubbed() -> None:
     url = "mongodb://u:p%40ss@db/x"
     message = "auth failed for u with p@ss at mongodb://u:p%40ss@db/x"
     assert scrub(message, url) == "auth failed for u with *** at mongodb://u:***@db/x"
+
+
+def test_a_message_quoting_a_user_name_written_alone_is_scrubbed() -> None:
+    url = "mongodb://t%40ken@db/x"
+    message = "cannot reach mongodb://t%40ken@db/x (as t@ken@db)"
+    assert scrub(message, url) == "cannot reach mongodb://***@db/x (as ***@db)"

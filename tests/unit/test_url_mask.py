@@ -14,6 +14,10 @@ from activities.executors.url_mask import mask_urls, masked_url, urls_masked
         ("https://api.test/hook?token=abc&page=2", "https://api.test/hook?token=***&page=***"),
         ("https://api.test/?%74oken=abc&flag", "https://api.test/?%74oken=***&flag"),
         ("https://bot:pw@api.test:8443/x#frag", "https://bot:***@api.test:8443/x"),
+        # A user name written alone is the credential (a token, as GitHub's are written).
+        ("https://ghp_T0KEN@api.test/x?page=2", "https://***@api.test/x?page=***"),
+        ("https://ghp_T0KEN:@api.test/x", "https://***@api.test/x"),
+        ("https://api.test/x?to=a@b.test", "https://api.test/x?to=***"),
         ("http://[::1/x?token=abc", "http://[::1/x?token=***"),  # malformed, masked all the same
     ],
 )
@@ -34,3 +38,6 @@ def test_every_url_quoted_in_a_message_is_masked_when_which_is_not_known() -> No
         "fetching from http://bob:***@a.test/?sig=***: refused ('https://b.test/x?k=***')."
     )
     assert urls_masked("no URL, sig=xyz") == "no URL, sig=xyz"
+    assert urls_masked("cloning https://ghp_T0KEN@git.test/r.git: 403") == (
+        "cloning https://***@git.test/r.git: 403"
+    )
