@@ -18,12 +18,14 @@ from temporalio import activity
 from activities.metrics import COUNTED_EVENTS, GATES_CLOSED_BY, RUN_ENDINGS, RunMetrics
 from activities.run_log import run_fields
 from activities.store.base import Store
+from activities.store.records import RunRecord
 from temporal_workflows.contracts import (
     NOW,
     RECORD_BATCH,
     ProjectionBatch,
     RunProjection,
 )
+from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 log = logging.getLogger("trellis.runs")
 
@@ -54,8 +56,14 @@ async def write_batch(
     events are unkeyed.
     """
     counted = [p for p in batch.runs if p.event and p.event.get("type") in COUNTED_EVENTS]
-    ending = next((p for p in counted if p.event and p.event.get("type") in GATES_CLOSED_BY), None)
-    left_open = await _gates_left_open(store, batch, ending) if ending else []
+    end = next((p for p in counted if p.event and p.event.get("type") in RUN_ENDINGS), None)
+    # A workflow task that wrote the run's end and then was refused (a cancel came while
+    # it ran) runs again and writes another end over it (`Store.update_run`'s `ending`):
+    # the run's end, and the gates it closed, were counted when the first one landed.
+    before = await store.get_run(end.run_id) if end else None
+    ended_before = before is not None and before.status in TERMINAL_RUN_STATUSES
+    ending = end if end and end.event and end.event.get("type") in GATES_CLOSED_BY else None
+    left_open = _gates_left_open(before, batch, ending) if ending else []
     keys = iter(_event_keys(batch, execution))
     runs, node_runs = iter(batch.runs), iter(batch.node_runs)
     writes = []
@@ -97,8 +105,10 @@ async def write_batch(
     run_landed = iter(ok for kind, ok in zip(batch.order, landed, strict=True) if kind == "r")
     for p, ok in zip(batch.runs, run_landed, strict=True):
         if ok and p.event and p.event.get("type") in COUNTED_EVENTS:
-            metrics.run_written(p.workflow_id, p.event, p.changes)
             _log_end(p)
+            if p is end and ended_before:
+                continue
+            metrics.run_written(p.workflow_id, p.event, p.changes)
             if p is ending:
                 resolution = GATES_CLOSED_BY[str(p.event.get("type"))]
                 ended_at = p.changes.get("finished_at")
@@ -121,13 +131,12 @@ def _log_end(p: RunProjection) -> None:
     )
 
 
-async def _gates_left_open(
-    store: Store, batch: ProjectionBatch, ending: RunProjection
+def _gates_left_open(
+    stored: RunRecord | None, batch: ProjectionBatch, ending: RunProjection
 ) -> list[dict[str, Any]]:
     """The gates still waiting when the run ended: the run's end clears them from its
     pending list without a decision, so they are found in what was written before it (the
     stored run, then this batch's earlier writes) and not among its decided ones."""
-    stored = await store.get_run(ending.run_id)
     waiting = {_gate_key(g): g for g in (stored.pending_requirements if stored else [])}
     for p in batch.runs:
         if p is ending:

@@ -24,6 +24,7 @@ from tests.support.polling import eventually
 STARTED = "trellis_runs_started_total"
 ENDED = "trellis_runs_ended_total"
 STEP = "trellis_step_duration_seconds"
+STATUSES = ("completed", "cancelled", "failed")
 
 
 async def test_a_completed_run_is_counted_started_and_completed_once(metered: Metered) -> None:
@@ -223,3 +224,35 @@ async def test_a_batch_applied_again_after_a_lost_completion_is_not_counted_twic
     await local_activity.run(projections.record_batch, batch)
     assert registry.get_sample_value(STARTED, {"workflow_id": wf}) == 1
     assert (await p.store.get_run(record.id)).status == "running"  # type: ignore[union-attr]
+
+
+async def test_a_run_whose_refused_task_wrote_an_end_first_is_counted_ended_once(
+    metered: Metered,
+) -> None:
+    # A decision and a cancel at once: the decision's workflow task writes `completed`,
+    # Temporal refuses that task (the cancel came while it ran), and the task run again
+    # writes `cancelled` over it. Both ends landed, and both were counted.
+    p = metered.platform
+
+    def ended(wf: str) -> float:
+        return sum(metered.value(ENDED, workflow_id=wf, status=s) for s in STATUSES)
+
+    for _ in range(10):
+        wf, run_id = await start(p, [echo("gated", {"requiresConfirmation": True}), echo("b")])
+        await wait_for_gate(p, wf, run_id, "gated")
+        await asyncio.gather(
+            approve(p, wf, run_id, stepId="gated", resolution="confirm"),
+            control(p, wf, run_id, "cancel"),
+        )
+        run = await p.wait(wf, run_id, within=15)
+        await eventually(lambda: ended(wf))  # noqa: B023 - awaited in this iteration
+        logged = [e["type"] for e in await p.store.list_events(run_id, 0, 200)]
+        if run["status"] == "cancelled" and "run_completed" in logged:
+            break  # the refused task's end landed first
+    else:
+        pytest.skip("no decision's workflow task was refused in 10 tries")
+    assert logged.index("run_completed") < logged.index("run_cancelled")
+    await asyncio.sleep(0.5)  # the second end is counted (if at all) right after it lands
+    # Counted once, under the end that landed first: a counter cannot take it back.
+    assert ended(wf) == 1
+    assert metered.value(ENDED, workflow_id=wf, status="completed") == 1
