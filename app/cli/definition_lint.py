@@ -18,7 +18,11 @@ from temporal_workflows.definition import WorkflowSpec
 # Read beside the definition: `id` (by the CLI: which workflow to update), `enabled`; and
 # what a workflow read carries that no one sets (`workflows show --json` applied as it is,
 # a workflow copied between platforms), taken as given, not as a misspelt field.
-TOP_LEVEL_EXTRAS = frozenset({"id", "enabled", "version", "createdAt", "updatedAt"})
+# What `workflows show --json` prints beside the definition (with `--version N`: the
+# version's `workflowId` and `createdBy`).
+TOP_LEVEL_EXTRAS = frozenset(
+    {"id", "enabled", "version", "createdAt", "updatedAt", "workflowId", "createdBy"}
+)
 
 
 def unknown_fields(definition: dict[str, Any]) -> list[str]:

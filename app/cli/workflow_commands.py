@@ -148,6 +148,10 @@ def apply_workflow(session: Session, path: str) -> None:
     definition = _read_definition(path, source)
     if not isinstance(definition, dict):
         raise click.ClickException(f"{source}: a definition is a mapping (name, nodes, …)")
+    if not definition.get("id") and definition.get("workflowId"):
+        # A kept version as `show --version N --json` prints it: applied, it brings its
+        # workflow back to that version (found by its name, a renamed one was made anew).
+        definition = {**definition, "id": definition["workflowId"]}
     for where in unknown_fields(definition):
         click.echo(f"warning: {source}: {where} is not a field of a definition; ignored", err=True)
     enabled = definition.get("enabled")
@@ -165,7 +169,7 @@ def apply_workflow(session: Session, path: str) -> None:
             "definition)"
         )
     existing = _existing_id(session, definition)
-    body = {k: v for k, v in definition.items() if k != "id"}
+    body = {k: v for k, v in definition.items() if k not in _NOT_SENT}
     if existing is None:
         answer = session.api.post("/workflows", body)
         if enabled is True:
@@ -190,6 +194,10 @@ def apply_workflow(session: Session, path: str) -> None:
         "PUT", f"/workflows/{segment(existing)}", json=body, headers=if_match(read)
     )
     session.emit(answer, lambda w: _applied(stored, w))
+
+
+# What `show --json` prints beside the definition, which the API's bodies do not take.
+_NOT_SENT = frozenset({"id", "workflowId", "createdBy"})
 
 
 class BadDefinition(click.ClickException):

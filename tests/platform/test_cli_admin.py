@@ -138,6 +138,23 @@ def test_versions_lists_every_kept_version_and_show_version_shows_one(
     assert "version 1, saved" in first and "Greet" in first and "Greet again" not in first
     printed = ok(trellis(dev, "workflows", "show", workflow_id, "--version", "2", "--json"))
     assert printed == api(dev, f"/workflows/{workflow_id}/versions/2").text + "\n"
+    # A kept version, printed and applied, brings its workflow back to it, by the id it
+    # prints (`workflowId`), though the workflow was renamed since (found by an audit: it
+    # was applied by name, and made a second workflow with the old one).
+    renamed = tmp_path / "renamed.yaml"
+    renamed.write_text(yaml.safe_dump({"id": workflow_id, "name": "Renamed", "nodes": nodes}))
+    ok(trellis(dev, "workflows", "apply", "-f", str(renamed)))
+    old = tmp_path / "v1.json"
+    old.write_text(ok(trellis(dev, "workflows", "show", workflow_id, "--version", "1", "--json")))
+    back = trellis(dev, "workflows", "apply", "-f", str(old))
+    assert back.returncode == 0 and back.stderr == "", back.stderr
+    assert f"updated workflow {workflow_id}" in back.stdout, back.stdout
+    now = api(dev, f"/workflows/{workflow_id}").json()
+    assert (now["version"], now["name"]) == (4, definition["name"])
+    assert now["nodes"][0]["name"] == definition["nodes"][0]["name"]
+    listed = httpx.get(f"{dev.api_url}/api/v1/workflows", params={"query": definition["name"]})
+    named = listed.json()["workflows"]
+    assert [w["id"] for w in named] == [workflow_id]
     missing = trellis(dev, "workflows", "show", workflow_id, "--version", "9")
     assert refused(missing, 1) == (
         f"Error: 404 resource_not_found: Workflow '{workflow_id}' has no version 9"
