@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from activities.store.access import Grant, WorkflowAccess
 from activities.store.records import (
+    EndedRunsDeleted,
     GatedRun,
     NodeRunRecord,
     RunHeader,
@@ -156,6 +157,13 @@ class Store(Protocol):
     ) -> tuple[list[RunHeader], int]:
         """Newest first (by startedAt), without their definition snapshots; with
         `schedule_id`, only the runs that schedule started."""
+
+    async def delete_ended_runs(self, ended_before: datetime, limit: int) -> EndedRunsDeleted:
+        """Delete at most `limit` runs whose status is terminal (completed, failed,
+        cancelled) and that ended before `ended_before` (`finished_at`; `updated_at` for a
+        run that has none), with their node runs and events, in one write: the run
+        retention's batch. An open run is never deleted, whatever its age; payloads stay.
+        Idempotent: callers racing each delete a run at most once between them."""
 
     async def list_unstarted_runs(self, started_before: datetime) -> list[RunRecord]:
         """Runs still `pending` that were recorded before the given time, oldest first: the

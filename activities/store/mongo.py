@@ -47,6 +47,7 @@ from activities.store.mongo_values import (
     write_bson_safe,
 )
 from activities.store.records import (
+    EndedRunsDeleted,
     GatedRun,
     NodeRunRecord,
     RunHeader,
@@ -56,7 +57,7 @@ from activities.store.records import (
     WorkflowVersionRecord,
 )
 from activities.store.search_text import search_fold
-from temporal_workflows.read_model import WORKFLOW_REVS_BELOW
+from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, WORKFLOW_REVS_BELOW
 
 Doc = dict[str, Any]
 # Large payloads are kept in chunks well below MongoDB's 16 MB document limit.
@@ -288,6 +289,37 @@ class MongoStore:
             await db.workflow_versions.delete_many({"workflow_id": workflow_id})
             result = await db.workflows.delete_one({"_id": workflow_id})
         return result.deleted_count > 0
+
+    async def delete_ended_runs(self, ended_before: datetime, limit: int) -> EndedRunsDeleted:
+        db = self._db()
+        cutoff = iso_utc(ended_before)
+        # A run ends after it starts: the (status, started_at) index narrows the look.
+        due: Doc = {
+            "status": {"$in": sorted(TERMINAL_RUN_STATUSES)},
+            "started_at": {"$lt": cutoff},
+            "$or": [
+                {"finished_at": {"$lt": cutoff}},
+                {"finished_at": None, "updated_at": {"$lt": cutoff}},
+            ],
+        }
+        with _errors():
+            cursor = db.runs.find(due, {"finished_at": 1, "updated_at": 1}).limit(limit)
+            found = await cursor.to_list()
+            if not found:
+                return EndedRunsDeleted(0, 0, None)
+            ids = [doc["_id"] for doc in found]
+            # Children first, as a workflow's delete: one cut short leaves its runs, still
+            # due. The runs go under the same condition, so a racing sweep's count is right.
+            await db.events.delete_many({"run_id": {"$in": ids}})
+            await db.node_runs.delete_many({"workflow_run_id": {"$in": ids}})
+            result = await db.runs.delete_many({**due, "_id": {"$in": ids}})
+        ends = [doc.get("finished_at") or doc.get("updated_at") for doc in found]
+        oldest = min((str(end) for end in ends if end), default=None)
+        return EndedRunsDeleted(
+            len(found),
+            result.deleted_count,
+            None if oldest is None else datetime.fromisoformat(oldest),
+        )
 
     async def get_workflow_version(
         self, workflow_id: str, version: int

@@ -204,3 +204,15 @@ class NodeRunRecord(StoredModel):
     item_index: int | None = None
     iteration: int | None = None
     rev: int = 0
+
+
+@dataclass(frozen=True)
+class EndedRunsDeleted:
+    """One batch of the run retention's deletes (`Store.delete_ended_runs`)."""
+
+    # Runs the batch found due, and those this caller deleted (fewer when another worker's
+    # sweep deleted some of them first).
+    found: int
+    deleted: int
+    # When the earliest-ended run it found ended; None when it found none.
+    oldest_end: datetime | None

@@ -39,6 +39,7 @@ from activities.store.documents import (
     stored_run_changes,
 )
 from activities.store.records import (
+    EndedRunsDeleted,
     GatedRun,
     NodeRunRecord,
     RunHeader,
@@ -65,7 +66,7 @@ from activities.store.sqlite_rows import (
     workflow_row,
 )
 from activities.store.sqlite_schema import migrate
-from temporal_workflows.read_model import WORKFLOW_REVS_BELOW
+from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, WORKFLOW_REVS_BELOW
 
 T = TypeVar("T")
 M = TypeVar("M", bound=StoredModel)
@@ -310,6 +311,19 @@ class SqliteStore:
                     await db.execute(f"DELETE FROM {table} WHERE {column} = ?", (workflow_id,))
                 cursor = await db.execute("DELETE FROM workflows WHERE id = ?", (workflow_id,))
                 return cursor.rowcount > 0
+
+    async def delete_ended_runs(self, ended_before: datetime, limit: int) -> EndedRunsDeleted:
+        # Found and deleted in one write transaction: a sweep racing it waits, then finds
+        # none of them. The run_changes counters stay, as after a workflow's delete.
+        cutoff = iso_utc(ended_before)
+        async with self._write() as db:
+            rows = await db.execute_fetchall(_ENDED_RUNS, (*_TERMINAL, cutoff, cutoff, limit))
+            ids = [row[0] for row in rows]
+            await _delete_runs(db, ids)
+        oldest = min((str(row[1]) for row in rows), default=None)
+        return EndedRunsDeleted(
+            len(ids), len(ids), None if oldest is None else datetime.fromisoformat(oldest)
+        )
 
     async def get_workflow_version(
         self, workflow_id: str, version: int
@@ -857,6 +871,16 @@ DELETE_BATCH_RUNS = 500
 _WORKFLOW_ROWS = (
     ("workflow_versions", "workflow_id"),
     ("workflow_viewers", "workflow_id"),
+)
+
+
+_TERMINAL = tuple(sorted(TERMINAL_RUN_STATUSES))
+# Runs the retention deletes. A run ends after it starts, so only those started before the
+# cutoff are read (by the status index), and their documents parsed for their end.
+_ENDED_RUNS = (
+    "SELECT id, ended FROM (SELECT id, COALESCE(json_extract(doc, '$.finished_at'),"
+    " json_extract(doc, '$.updated_at')) AS ended FROM runs"
+    f" WHERE status IN ({marks(len(_TERMINAL))}) AND started_at < ?) WHERE ended < ? LIMIT ?"
 )
 
 

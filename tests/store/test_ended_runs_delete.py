@@ -1,0 +1,107 @@
+"""`Store.delete_ended_runs`, the run retention's batch, on SQLite and on MongoDB (the named
+fake here): ended runs go with their node runs and events, open ones stay whatever their
+age, and sweeps racing each other delete a run once."""
+
+from __future__ import annotations
+
+import asyncio
+
+from activities.store.base import Store
+from activities.store.records import RunRecord
+from tests.store.builders import at, node_run, run, workflow
+from tests.store.conftest import StoreFactory
+
+
+async def _run(store: Store, wf: str, status: str, started: float, **fields: object) -> RunRecord:
+    record = run(wf, status=status, started_at=at(started), **fields)
+    await store.insert_run(record)
+    await store.upsert_node_run(node_run(record.id, status="completed", started_at=at(started)))
+    await store.append_event(record.id, {"type": "run_started", "runId": record.id})
+    return record
+
+
+async def test_runs_that_ended_before_the_cutoff_go_with_their_node_runs_and_events(
+    store: Store,
+) -> None:
+    wf = workflow()
+    await store.create_workflow(wf)
+    completed = await _run(store, wf.id, "completed", 0, finished_at=at(10))
+    failed = await _run(store, wf.id, "failed", 5, finished_at=at(20))
+    cancelled = await _run(store, wf.id, "cancelled", 6, finished_at=at(30))
+    # Ended after the cutoff, and open runs far older than it: all stay.
+    recent = await _run(store, wf.id, "completed", 50, finished_at=at(200))
+    spanning = await _run(store, wf.id, "completed", 50, finished_at=at(150))
+    opened = [await _run(store, wf.id, s, 0) for s in ("pending", "running", "paused")]
+    gated = await _run(
+        store, wf.id, "awaiting_approval", 0, pending_requirements=[{"stepId": "step-1"}]
+    )
+    await store.put_payload("sha256:kept", b"x" * 10)
+
+    batch = await store.delete_ended_runs(at(100), 500)
+
+    assert (batch.found, batch.deleted) == (3, 3)
+    assert batch.oldest_end == at(10)
+    gone = [completed.id, failed.id, cancelled.id]
+    for run_id in gone:
+        assert await store.get_run(run_id) is None
+        assert await store.list_events(run_id, 0, 10) == []
+    assert await store.list_node_runs(gone) == []
+    kept = [recent, spanning, *opened, gated]
+    for record in kept:
+        assert await store.get_run(record.id) is not None
+        assert len(await store.list_events(record.id, 0, 10)) == 1
+    assert len(await store.list_node_runs([r.id for r in kept])) == len(kept)
+    _, total = await store.list_runs(wf.id)
+    assert total == len(kept)
+    assert await store.get_payload("sha256:kept") == b"x" * 10
+    # Again: nothing left to delete.
+    again = await store.delete_ended_runs(at(100), 500)
+    assert (again.found, again.deleted, again.oldest_end) == (0, 0, None)
+
+
+async def test_a_batch_deletes_at_most_its_limit(store: Store) -> None:
+    wf = workflow()
+    await store.create_workflow(wf)
+    for i in range(5):
+        await _run(store, wf.id, "completed", i, finished_at=at(i + 1))
+    first = await store.delete_ended_runs(at(100), 3)
+    assert (first.found, first.deleted) == (3, 3)
+    second = await store.delete_ended_runs(at(100), 3)
+    assert (second.found, second.deleted) == (2, 2)
+    assert (await store.list_runs(wf.id))[1] == 0
+
+
+async def test_an_ended_run_without_an_end_time_goes_by_its_last_update(store: Store) -> None:
+    wf = workflow()
+    await store.create_workflow(wf)
+    stale = await _run(store, wf.id, "failed", 0, updated_at=at(1))
+    fresh = await _run(store, wf.id, "failed", 0, updated_at=at(500))
+    batch = await store.delete_ended_runs(at(100), 500)
+    assert batch.deleted == 1
+    assert await store.get_run(stale.id) is None
+    assert await store.get_run(fresh.id) is not None
+
+
+async def test_sweeps_racing_each_other_delete_each_run_once(
+    store_factory: StoreFactory,
+) -> None:
+    # Two workers' stores on one database (two processes, as two workers are).
+    first, second = store_factory(), store_factory()
+    await first.connect()
+    await second.connect()
+    try:
+        wf = workflow()
+        await first.create_workflow(wf)
+        for i in range(40):
+            await _run(first, wf.id, "completed", i, finished_at=at(i + 1))
+        batches = await asyncio.gather(
+            *(s.delete_ended_runs(at(100), 10) for s in (first, second, first, second))
+        )
+        more = await asyncio.gather(
+            *(s.delete_ended_runs(at(100), 10) for s in (first, second, first, second))
+        )
+        assert sum(b.deleted for b in [*batches, *more]) == 40
+        assert (await second.list_runs(wf.id))[1] == 0
+    finally:
+        await first.close()
+        await second.close()
