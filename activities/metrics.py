@@ -1,10 +1,12 @@
-"""What the worker counts: runs started and ended, step attempts, gates, read-model write lag.
+"""What the worker counts: runs started, ended and deleted, step attempts, gates, read-model
+write lag.
 
 Counted where the side effect happens, never in the workflow (it replays): the read-model
 write activity counts a run's start, its end, a gate opening and a gate's decision when
 that write lands in the store; the step activity times each attempt; the reconciler
-counts the runs it ends and the waits of the gates they held open. Labels stay bounded:
-a workflow (definition) id, an executor kind, an outcome, a resolution — never a run id.
+counts the runs it ends and the waits of the gates they held open, and the runs the run
+retention deletes. Labels stay bounded: a workflow (definition) id, an executor kind, an
+outcome, a resolution — never a run id.
 docs/operations.md lists every metric.
 """
 
@@ -70,6 +72,11 @@ class RunMetrics:
             "end of its run (cancelled, failed) while it waited",
             ["workflow_id", "resolution"],
             buckets=GATE_BUCKETS,
+            registry=registry,
+        )
+        self.runs_deleted = Counter(
+            "trellis_runs_deleted",
+            "Ended runs the run retention deleted, with their node runs and events",
             registry=registry,
         )
         self.write_lag = Histogram(

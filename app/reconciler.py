@@ -12,7 +12,8 @@ the start) and starts them: the run id is the workflow id, so a start racing ano
 harmless.
 
 It also deletes the cron-check probe schedules an API left behind when it died mid-check
-(app/services/schedule_timing.py), at start and then once a minute.
+(app/services/schedule_timing.py), at start and then once a minute, and, given a run
+retention, the runs that ended longer ago (app/run_retention.py).
 
 Every worker runs one; several never correct a run twice: a correction is written
 `newer_only` at `RECONCILED_REV`, so exactly one of them applies it (and only that one
@@ -37,6 +38,8 @@ from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
 from activities.store.records import RunRecord
 from app.run_correction import RunCorrection
+from app.run_retention import EVERY as RETENTION_EVERY
+from app.run_retention import RunRetention
 from app.schedule_sweep import OrphanSchedules
 from app.services.schedule_timing import PROBE_MAX_AGE, sweep_probes
 from app.store_sweep import EVERY as STORE_SWEEP_EVERY
@@ -76,6 +79,8 @@ class Reconciler:
         outage_reminder: timedelta = OUTAGE_REMINDER,
         probe_max_age: timedelta = PROBE_MAX_AGE,
         open_sweep_every: timedelta = STORE_SWEEP_EVERY,
+        run_retention: timedelta | None = None,
+        retention_every: timedelta = RETENTION_EVERY,
     ) -> None:
         self._client = client
         self._address = client.service_client.config.target_host
@@ -105,6 +110,11 @@ class Reconciler:
             close_lost=self._correction.close_lost,
             every=open_sweep_every,
         )
+        self._retention = (
+            None
+            if run_retention is None
+            else RunRetention(store, run_retention, self._metrics, retention_every)
+        )
 
     async def run_forever(self) -> None:
         """Reconcile every `interval` seconds until cancelled; errors are logged, not fatal."""
@@ -113,6 +123,8 @@ class Reconciler:
                 await self.reconcile_once()
                 await self._sweep_probes()
                 await self._sweep_orphan_schedules()
+                if self._retention is not None:
+                    await self._retention.run_if_due()
                 if self._down_since is not None:
                     down_for = time.monotonic() - self._down_since
                     self._down_since = None

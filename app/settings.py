@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Address, IPv6Network
 from pathlib import Path
@@ -23,6 +24,8 @@ MAX_WAIT_SECONDS = 86_400
 # a request over 4 MiB (gRPC), and one workflow task carries every step it starts: half
 # the refused size leaves room for the envelope and for a few such payloads in a task.
 MAX_OFFLOAD_BYTES = 1024 * 1024
+# The longest run retention, in days (a century).
+MAX_RETENTION_DAYS = 36_500
 
 
 class Settings(BaseSettings):
@@ -96,6 +99,12 @@ class Settings(BaseSettings):
     # How often the reconciler compares open runs with Temporal, in seconds.
     reconcile_interval_seconds: float = Field(
         default=5.0, gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
+    )
+    # Run retention (app/run_retention.py): the worker deletes runs that ended longer ago
+    # than this many days (fractions too), with their node runs and events; unset or 0
+    # keeps every run. At most a century: 1e9 days would overflow the cutoff's date.
+    run_retention_days: float | None = Field(
+        default=None, ge=0, le=MAX_RETENTION_DAYS, allow_inf_nan=False
     )
     # The Temporal Web UI the console links runs to; unset: the embedded dev server's UI
     # (none when a cluster is used and this is not set).
@@ -227,6 +236,12 @@ class Settings(BaseSettings):
     @property
     def resolved_max_body_bytes(self) -> int:
         return self.max_body_bytes or self.max_payload_bytes + 1024 * 1024
+
+    @property
+    def run_retention(self) -> timedelta | None:
+        """How long an ended run is kept; None: for good."""
+        days = self.run_retention_days
+        return timedelta(days=days) if days else None
 
     @property
     def resolved_temporal_address(self) -> str:

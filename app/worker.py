@@ -141,6 +141,7 @@ async def run_worker(
             interval=settings.reconcile_interval_seconds,
             metrics=metrics.run_metrics,
             max_output_bytes=settings.max_payload_bytes,
+            run_retention=settings.run_retention,
         )
         async with worker:
             reconcile = asyncio.create_task(reconciler.run_forever())

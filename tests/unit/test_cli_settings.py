@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -384,6 +385,39 @@ def test_the_sticky_cache_size_is_bounded(
         "--worker-max-cached-workflows / TRELLIS_WORKER_MAX_CACHED_WORKFLOWS: "
         "must be less than or equal to 1000000"
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("-1", "must be greater than or equal to 0"),
+        ("a week", "must be a valid number, unable to parse string as a number"),
+        ("inf", "must be a finite number"),
+        # now - timedelta(days=1e9) would overflow.
+        ("1e9", "must be less than or equal to 36500"),
+    ],
+)
+def test_a_run_retention_that_is_not_a_number_of_days_is_refused(
+    clean_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    value: str,
+    why: str,
+) -> None:
+    monkeypatch.setenv("TRELLIS_RUN_RETENTION_DAYS", value)
+    monkeypatch.setenv("TRELLIS_STORE_URL", "nosuch://store")  # else: stop at the store
+    assert main(["worker"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"trellis worker: invalid value '{value}' for --run-retention-days / "
+        f"TRELLIS_RUN_RETENTION_DAYS: {why}"
+    ]
+
+
+@pytest.mark.parametrize(("days", "kept"), [(None, None), (0, None), (0.5, timedelta(hours=12))])
+def test_an_unset_or_zero_run_retention_keeps_every_run(
+    days: float | None, kept: timedelta | None
+) -> None:
+    assert Settings(run_retention_days=days).run_retention == kept
 
 
 @pytest.mark.parametrize(
