@@ -200,6 +200,7 @@ async def get_schedules(
         default_gate_timeout_seconds=settings.default_gate_timeout_seconds,
         created_by=caller.identity(),
         requested_by=caller.sub,
+        max_per_workflow=settings.max_schedules_per_workflow,
     )
 
 

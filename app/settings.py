@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     # Run details and pages of runs the API keeps to answer again while nothing they show
     # was written (app/services/read_cache.py), in bytes per API process; 0 turns it off.
     read_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    # Schedules one workflow may have: each fires runs for good, and the list describes
+    # every one (no paging). Counted from Temporal's visibility, which lags creates a
+    # moment, so a burst of creates at once may pass it by a few.
+    max_schedules_per_workflow: int = Field(default=100, ge=1, le=10_000)
     # How often the reconciler compares open runs with Temporal, in seconds.
     reconcile_interval_seconds: float = Field(
         default=5.0, gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False

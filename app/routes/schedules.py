@@ -36,7 +36,9 @@ router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/schedules", tag
     "",
     status_code=status.HTTP_201_CREATED,
     dependencies=[needs(WRITE, "EDIT", also=CONTROL)],
-    responses=errors(409, s409=KEY_REUSED),
+    responses=errors(
+        409, s409=f"{KEY_REUSED}; or the workflow has TRELLIS_MAX_SCHEDULES_PER_WORKFLOW already"
+    ),
 )
 async def create_schedule(
     workflow: WorkflowDep,

@@ -32,7 +32,7 @@ from temporalio.service import RPCStatusCode
 from activities.scheduling import skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
-from app.errors import NotFound, ScheduleRefused
+from app.errors import Conflict, NotFound, ScheduleRefused
 from app.schemas.schedule import (
     OverlapPolicy,
     ScheduleActionPublic,
@@ -102,6 +102,8 @@ class ScheduleService:
     created_by: Identity | None = None
     # The caller's `sub` (`dev` in dev mode): recorded as the creator, named in pause notes.
     requested_by: str | None = None
+    # TRELLIS_MAX_SCHEDULES_PER_WORKFLOW; None: no bound.
+    max_per_workflow: int | None = None
 
     async def create(
         self, workflow: WorkflowRecord, body: ScheduleCreate, idempotency_key: str | None = None
@@ -114,6 +116,7 @@ class ScheduleService:
             key_part = keyed_suffix(workflow.id, idempotency_key)
             keyed = memo[MEMO] = create_request(body, self.created_by)
         schedule_id = f"{schedule_prefix(workflow.id)}{key_part}"
+        await self._require_room(workflow, keyed_repeat=schedule_id if keyed else None)
         await require_firing(self.client, self.task_queue, body)
         try:
             await temporal_call(
@@ -134,6 +137,20 @@ class ScheduleService:
             desc, _ = await self._describe(schedule_id)
             await require_first_request(desc, keyed)
         return await self.get(schedule_id)
+
+    async def _require_room(self, workflow: WorkflowRecord, keyed_repeat: str | None) -> None:
+        """409 when the workflow has its most schedules already, unless this is a keyed
+        create whose schedule exists (its repeat is answered as the first use was)."""
+        if self.max_per_workflow is None:
+            return
+        listed = await self.client.list_schedules(query=schedules_query(workflow.id))
+        ids = {s.id async for s in listed}
+        if len(ids) < self.max_per_workflow or keyed_repeat in ids:
+            return
+        raise Conflict(
+            f"Workflow {workflow.id!r} has {len(ids)} schedules, the most one may have "
+            "(TRELLIS_MAX_SCHEDULES_PER_WORKFLOW); delete one first"
+        )
 
     async def list_all(self, workflow: WorkflowRecord) -> ScheduleList:
         """The workflow's schedules, oldest first (visibility is eventually consistent)."""
