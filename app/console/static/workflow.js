@@ -13,7 +13,7 @@ const RUNS_PER_PAGE = 20;
 // Versions listed above the compare form; earlier ones are behind a disclosure.
 const VERSIONS_LISTED = 10;
 // What a version diff compares: the definition as saved, without bookkeeping.
-const NOT_COMPARED = new Set(["workflowId", "version", "createdAt"]);
+const NOT_COMPARED = new Set(["workflowId", "version", "createdAt", "createdBy"]);
 
 export async function renderWorkflow(main, [workflowId], { config, search, navigate }) {
   const path = `/workflows/${encodeURIComponent(workflowId)}`;
@@ -142,7 +142,9 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     const options = (selected) => list.map((v) => h("option", { value: String(v.version), selected: v.version === selected }, `v${v.version} · ${new Date(v.createdAt).toLocaleString()}`));
     const from = h("select", { id: fromId, name: "from" }, options(Math.max(1, wf.version - 1)));
     const to = h("select", { id: toId, name: "to" }, options(wf.version));
-    const item = (v) => h("li", {}, h("strong", {}, `v${v.version}`), ` · ${v.name} · ${v.numNodes} ${v.numNodes === 1 ? "node" : "nodes"} · `, when(v.createdAt));
+    // Who saved it: versions saved before Trellis recorded it name no one.
+    const by = (v) => (v.createdBy ? ` by ${v.createdBy}` : "");
+    const item = (v) => h("li", {}, h("strong", {}, `v${v.version}`), ` · ${v.name} · ${v.numNodes} ${v.numNodes === 1 ? "node" : "nodes"} · `, when(v.createdAt), by(v));
     // The latest few listed; the rest behind a disclosure (500 versions put the compare
     // form and the definition 14,000 px down the page).
     const latest = list.slice(-VERSIONS_LISTED);
