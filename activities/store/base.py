@@ -199,6 +199,9 @@ class Store(Protocol):
         one atomic change of that node run: `attempt`, and `started_at` and
         `input_snapshot` where it has none; status, rev and the rest stay, and the
         write's events are not logged.
+
+        A `cancelled` write over a node run waiting to retry (`running` with its failed
+        attempt's error) keeps that error: `cancelled_after_failure` in documents.py.
         """
 
     async def list_node_runs(

@@ -86,13 +86,40 @@ def event_document(event: dict[str, Any]) -> dict[str, Any]:
 def merged_node_run(stored: dict[str, Any] | None, fields: dict[str, Any]) -> dict[str, Any]:
     """`fields` written over a stored node run. Its `started_at` stays the first one set:
     a node run starts once, though each attempt of a retried step writes its own start,
-    and so does a step gated before it runs once the gate is decided."""
+    and so does a step gated before it runs once the gate is decided. A cancel over a
+    failed attempt keeps that attempt's error (`cancelled_after_failure`)."""
     if not stored:
         return fields
     merged = {**stored, **fields}
     if stored.get("started_at"):
         merged["started_at"] = stored["started_at"]
+    if (error := cancelled_after_failure(stored, fields)) is not None:
+        merged["error"] = error
     return merged
+
+
+def cancelled_after_failure(stored: dict[str, Any], fields: dict[str, Any]) -> str | None:
+    """The error of a cancel written over a step waiting to retry: `<the cancel's error>
+    (its last attempt failed: <that attempt's error>)`; None for any other write.
+
+    Between attempts the node run is `running` with the failed attempt's error (the step
+    activity's write); the workflow does not see Temporal's retries, so its cancel wrote
+    only `cancelled` over it, and a run cancelled because it was stuck retrying no longer
+    said why. A write naming another attempt (one cancelled before its start landed) is
+    that attempt's own end, not the failed one's. The same cancel written again (its
+    workflow task repeated) keeps what the first one said.
+    """
+    if fields.get("status") != "cancelled":
+        return None
+    said = f"{fields.get('error') or 'cancelled'} (its last attempt failed: "
+    kept = stored.get("error")
+    if stored.get("status") == "cancelled" and kept and kept.startswith(said):
+        return str(kept)
+    if stored.get("status") != "running" or not kept:
+        return None
+    if fields.get("attempt") not in (None, stored.get("attempt")):
+        return None
+    return f"{said}{kept})"
 
 
 def start_missed(stored: dict[str, Any] | None, fields: dict[str, Any]) -> dict[str, Any]:

@@ -178,3 +178,31 @@ async def test_a_delay_cut_off_by_its_timeout_sleeps_only_what_is_left_next_atte
     assert wait["attempt"] == 2 and wait["outputSnapshot"] == {"sleptSeconds": 3}
     took = datetime.fromisoformat(wait["finishedAt"]) - datetime.fromisoformat(wait["startedAt"])
     assert took.total_seconds() < 5.5
+
+
+async def test_a_step_cancelled_between_attempts_keeps_its_last_attempts_error(
+    platform: Platform,
+) -> None:
+    # Cancelled while Temporal waited to retry it, the node run said only `cancelled`:
+    # the error of the attempt that kept it retrying was written over.
+    url = f"{platform.peer_url}/flaky/between?failures=100"
+    config = {"maxRetries": 5, "backoffBaseSeconds": 60, "backoffMaxSeconds": 60}
+    workflow_id = await platform.create({"nodes": [http_step("flaky", url, stepConfig=config)]})
+    run_id = await platform.trigger(workflow_id)
+    path = f"/api/v1/workflows/{workflow_id}/runs/{run_id}"
+    for _ in range(200):  # until the first attempt's error shows: the backoff has begun
+        (node,) = (await platform.api.get(path)).json()["nodeRuns"] or [None]
+        if node is not None and node["error"]:
+            break
+        await asyncio.sleep(0.05)
+    assert node is not None and node["status"] == "running" and "503" in node["error"], node
+    failed_with = node["error"]
+
+    assert (await platform.api.post(f"{path}/cancel")).status_code == 200
+    run = await platform.wait(workflow_id, run_id)
+
+    assert run["status"] == "cancelled", run
+    (node,) = run["nodeRuns"]
+    assert node["status"] == "cancelled" and node["attempt"] == 1, node
+    assert node["error"] == f"cancelled (its last attempt failed: {failed_with})", node
+    assert platform.peer.calls["between"] == 1

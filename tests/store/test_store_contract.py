@@ -380,6 +380,36 @@ class TestRuns:
         assert merged is not None
         assert (merged.started_at, merged.status) == (at(1), "completed")
 
+    async def test_a_cancel_over_a_failed_attempt_keeps_its_error(self, store: Store) -> None:
+        # A step cancelled while Temporal waited to retry it said only `cancelled`.
+        run_id = await _stored_run(store)
+        record = node_run(run_id, started_at=at(0), rev=1)
+        assert await store.upsert_node_run(record)
+        failed = {"id": record.id, "rev": 12, "attempt": 1, "status": "running", "error": "503"}
+        assert await store.merge_node_run(failed)
+        cancel = {"id": record.id, "rev": 10**9, "status": "cancelled", "error": "cancelled"}
+        assert await store.merge_node_run(cancel)
+        merged = await store.get_node_run(record.id)
+        assert merged is not None and merged.status == "cancelled"
+        assert merged.error == "cancelled (its last attempt failed: 503)"
+        # Written again (a task repeated), it says so once.
+        assert await store.merge_node_run(cancel)
+        again = await store.get_node_run(record.id)
+        assert again is not None and again.error == merged.error
+
+    async def test_a_cancel_of_a_later_attempt_says_only_cancelled(self, store: Store) -> None:
+        # Attempt 2 was cancelled before its start landed: its end is its own, not the
+        # failed attempt 1's.
+        run_id = await _stored_run(store)
+        record = node_run(run_id, started_at=at(0), rev=1)
+        assert await store.upsert_node_run(record)
+        failed = {"id": record.id, "rev": 12, "attempt": 1, "status": "running", "error": "503"}
+        assert await store.merge_node_run(failed)
+        ended = {"id": record.id, "rev": 29, "attempt": 2, "status": "cancelled"}
+        assert await store.merge_node_run({**ended, "error": "cancelled"})
+        merged = await store.get_node_run(record.id)
+        assert merged is not None and (merged.error, merged.attempt) == ("cancelled", 2)
+
     async def test_a_node_run_of_a_run_not_stored_is_not_merged(self, store: Store) -> None:
         # Its run was deleted with its workflow; its steps' last writes landed after the
         # delete (the worker down), leaving node runs and events no run owned.
