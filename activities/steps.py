@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from opentelemetry import trace
@@ -92,7 +92,7 @@ class StepActivities:
             outcome = await self._timed(call, beat)
             _check_size(outcome.output, self._max_output_bytes)
         except asyncio.CancelledError:
-            cut_off = _cut_off_reason()
+            cut_off = _cut_off_reason(beat)
             if cut_off is not None:
                 # Not the step being cancelled: the attempt is retried (or, the last one,
                 # failed by the workflow), like any failed attempt, and said as one.
@@ -100,7 +100,7 @@ class StepActivities:
                 level = logging.INFO if cut_off == ATTEMPT_GONE_ERROR else logging.WARNING
                 log.log(level, "step %r attempt %d failed: %s", step.node_name, attempt, cut_off)
                 if cut_off != ATTEMPT_GONE_ERROR:
-                    _span_failed(cut_off)
+                    _span_failed(cut_off, timed_out=cut_off != WORKER_SHUTDOWN_ERROR)
                 await record.finish("running", None, error=cut_off)
                 if cut_off != WORKER_SHUTDOWN_ERROR:
                     # Temporal has ended the attempt already and drops its answer; raised
@@ -195,7 +195,9 @@ class StepActivities:
         except asyncio.CancelledError:
             # A timed-out attempt failed, as the docs say; a cancelled run's or a worker
             # shutdown's was cancelled.
-            outcome = "failed" if _cut_off_reason() == ATTEMPT_TIMED_OUT_ERROR else "cancelled"
+            cut_off = _cut_off_reason(beat)
+            timed_out = cut_off not in (None, WORKER_SHUTDOWN_ERROR, ATTEMPT_GONE_ERROR)
+            outcome = "failed" if timed_out else "cancelled"
             raise
         finally:
             kind_of = getattr(self._executor, "kind_of", None)
@@ -317,9 +319,9 @@ def _said(message: str, *, type: str, non_retryable: bool = False) -> Applicatio
     )
 
 
-def _cut_off_reason() -> str | None:
+def _cut_off_reason(beat: _Heartbeat) -> str | None:
     """Why the attempt was cut off when the step itself was not cancelled: its worker's
-    shutdown (a deploy) or its own timeout; None when the run was cancelled or paused,
+    shutdown (a deploy) or one of its timeouts; None when the run was cancelled or paused,
     which the node run shows as `node_cancelled`."""
     details = activity.cancellation_details()
     if details is None:
@@ -330,10 +332,31 @@ def _cut_off_reason() -> str | None:
         return ATTEMPT_TIMED_OUT_ERROR
     if details.not_found:
         # What a timeout looks like from the worker: Temporal timed the attempt out and
-        # answers its next heartbeat "not found" — or the run was closed (cancelled: its
+        # answers its next heartbeat "not found" (the SDK says no more, whichever timeout
+        # it was: checked on temporalio 1.35) — or the run was closed (cancelled: its
         # workflow ended before the attempt heard), and the reconciler closes the node run.
-        return ATTEMPT_TIMED_OUT_ERROR if _ran_its_time() else ATTEMPT_GONE_ERROR
+        return _timed_out_by(beat) or ATTEMPT_GONE_ERROR
     return None
+
+
+def _timed_out_by(beat: _Heartbeat) -> str | None:
+    """The timeout Temporal ended the attempt by, told from the attempt's own clock: its
+    start-to-close once it has run that long, its heartbeat timeout once it went that long
+    without a heartbeat (its loop blocked: a stalled worker, an executor's blocking call),
+    whichever came first; None when neither (the run closed, or the worker lost Temporal)."""
+    info = activity.info()
+    silence = beat.silence_over(info.heartbeat_timeout)
+    ran_out = _ran_its_time()
+    if silence is not None:
+        began, lasted = silence
+        limit = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 0.0
+        stc = info.start_to_close_timeout
+        if not ran_out or stc is None or began + limit < stc.total_seconds():
+            return (
+                f"step timed out (heartbeat): no heartbeat for {lasted:.0f} s"
+                f" (heartbeat timeout {limit:g} s)"
+            )
+    return ATTEMPT_TIMED_OUT_ERROR if ran_out else None
 
 
 def _ran_its_time() -> bool:
@@ -365,12 +388,11 @@ def _describe_span(step: StepInput, attempt: int) -> None:
         )
 
 
-def _span_failed(why: str) -> None:
+def _span_failed(why: str, *, timed_out: bool) -> None:
     """Mark the attempt's span failed: Temporal's interceptor marks a raised error, not
     an attempt cut off by its timeout or its worker's shutdown."""
     span = trace.get_current_span()
     if span.is_recording():
-        timed_out = why == ATTEMPT_TIMED_OUT_ERROR
         span.set_attribute("error.type", "timeout" if timed_out else "worker_shutdown")
         span.set_status(Status(StatusCode.ERROR, why))
 
@@ -414,17 +436,41 @@ class _Heartbeat:
         self._loop = asyncio.get_running_loop()
         self._details: tuple[Any, ...] = ()
         self._handle: asyncio.TimerHandle | None = None
+        # When the attempt began and last heartbeated, and its silences long enough to
+        # have run into a heartbeat timeout (when each began, and how long it lasted).
+        self._began = self._last = self._loop.time()
+        self._silences: list[tuple[float, float]] = []
 
     def start(self) -> None:
         self._handle = self._loop.call_later(HEARTBEAT_EVERY_SECONDS, self._beat)
 
     def send(self, *details: Any) -> None:
         self._details = details
+        self._sent()
         activity.heartbeat(*details)
 
     def _beat(self) -> None:
+        self._sent()
         activity.heartbeat(*self._details)
         self._handle = self._loop.call_later(HEARTBEAT_EVERY_SECONDS, self._beat)
+
+    def _sent(self) -> None:
+        now = self._loop.time()
+        if now - self._last > 2 * HEARTBEAT_EVERY_SECONDS:  # a beat missed: the loop blocked
+            self._silences.append((self._last - self._began, now - self._last))
+        self._last = now
+
+    def silence_over(self, timeout: timedelta | None) -> tuple[float, float] | None:
+        """The attempt's first silence (seconds after its start it began, and how long it
+        lasted) that Temporal would time out: no heartbeat for `timeout`, less the second
+        a heartbeat may take to reach Temporal (the worker sends them at most once a
+        second); counting the silence up to now."""
+        if timeout is None:
+            return None
+        now = self._loop.time()
+        current = (self._last - self._began, now - self._last)
+        enough = timeout.total_seconds() - HEARTBEAT_EVERY_SECONDS
+        return next((s for s in [*self._silences, current] if s[1] >= enough), None)
 
     def stop(self) -> None:
         if self._handle is not None:

@@ -2,6 +2,8 @@
 
 import asyncio
 import logging
+import re
+import time
 from datetime import datetime
 
 import pytest
@@ -206,3 +208,39 @@ async def test_a_step_cancelled_between_attempts_keeps_its_last_attempts_error(
     assert node["status"] == "cancelled" and node["attempt"] == 1, node
     assert node["error"] == f"cancelled (its last attempt failed: {failed_with})", node
     assert platform.peer.calls["between"] == 1
+
+
+async def test_an_attempt_whose_heartbeat_timed_out_says_so(platform: Platform) -> None:
+    # The worker's loop blocked (a stalled process, an executor doing blocking work) past
+    # the step's 5 s heartbeat timeout: Temporal timed the attempt out, and the node run
+    # said only "Temporal ended the attempt before it finished (timed out, or the run
+    # closed)", though the worker could tell which timeout it was.
+    sleepy = {
+        "name": "sleepy",
+        "nodeType": "step",
+        "executorKey": "builtin:delay",
+        "config": {"seconds": 30},
+        "stepConfig": {"timeoutSeconds": 15, "maxRetries": 1, "backoffBaseSeconds": 60},
+    }
+    workflow_id = await platform.create({"nodes": [sleepy]})
+    run_id = await platform.trigger(workflow_id)
+    path = f"/api/v1/workflows/{workflow_id}/runs/{run_id}"
+    for _ in range(200):  # until the attempt shows running
+        nodes = (await platform.api.get(path)).json()["nodeRuns"]
+        if nodes and nodes[0]["status"] == "running":
+            break
+        await asyncio.sleep(0.05)
+    time.sleep(6.5)  # noqa: ASYNC251  (blocks the worker's loop, this one: no heartbeats)
+    for _ in range(100):  # until the attempt hears Temporal timed it out
+        (node,) = (await platform.api.get(path)).json()["nodeRuns"]
+        if node["error"]:
+            break
+        await asyncio.sleep(0.05)
+
+    assert node["status"] == "running" and node["attempt"] == 1, node  # waiting to retry
+    assert re.fullmatch(
+        r"step timed out \(heartbeat\): no heartbeat for [67] s \(heartbeat timeout 5 s\)",
+        node["error"],
+    ), node
+    await platform.api.post(f"{path}/cancel")
+    await platform.wait(workflow_id, run_id)
