@@ -243,4 +243,5 @@ async def test_an_attempt_whose_heartbeat_timed_out_says_so(platform: Platform) 
         node["error"],
     ), node
     await platform.api.post(f"{path}/cancel")
-    await platform.wait(workflow_id, run_id)
+    (ended,) = (await platform.wait(workflow_id, run_id))["nodeRuns"]
+    assert ended["error"] == f"cancelled (its last attempt failed: {node['error']})", ended
