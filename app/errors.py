@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -25,7 +25,7 @@ from activities.run_start import RunStartFailed, WorkflowDisabled
 from activities.store.base import DuplicateNameError, ReadTooLarge, StoreError, StoreUnavailable
 from app.openapi import allowed_methods
 from app.temporal_outage import unreachable
-from temporal_workflows.contracts import CONFLICT_ERROR, INVALID_ERROR, NOT_FOUND_ERROR
+from temporal_workflows.contracts import CONFLICT_ERROR, INVALID_ERROR, NOT_FOUND_ERROR, PROBLEMS
 from temporal_workflows.validation import MAX_DEPTH, DefinitionError
 
 log = logging.getLogger(__name__)
@@ -362,10 +362,18 @@ def _from_schedule_refused(exc: ScheduleRefused) -> ApiError:
 ENDED_FIRST = "AcceptedUpdateCompletedWorkflow"
 
 
+def _problems(details: Sequence[Any]) -> list[Detail]:
+    """A refused decision's problems (`details` of the workflow's error), as the API's."""
+    for detail in details:
+        if isinstance(detail, dict) and isinstance(detail.get(PROBLEMS), list):
+            return [p for p in detail[PROBLEMS] if isinstance(p, dict)]
+    return []
+
+
 def _from_update_failed(exc: WorkflowUpdateFailedError) -> ApiError:
     cause = exc.cause
     if isinstance(cause, ApplicationError) and cause.type in WORKFLOW_ERRORS:
-        return WORKFLOW_ERRORS[cause.type](cause.message)
+        return WORKFLOW_ERRORS[cause.type](cause.message, _problems(cause.details))
     if isinstance(cause, ApplicationError) and cause.type == ENDED_FIRST:
         # A resume racing a cancel: the run ended first (it was a 500).
         return Conflict(f"The run ended before this could apply ({cause.message})")

@@ -268,6 +268,9 @@ CONFLICT_ERROR = "Conflict"
 # The detail of a decision refused because its gate is not open in the workflow: the API
 # waits a little when the store shows it open (app/services/controls.py).
 GATE_NOT_OPEN = "gate_not_open"
+# The detail key of a refused decision's problems (`[{"path", "message"}]`): the API's
+# error `details`.
+PROBLEMS = "problems"
 # The error type a failed run ends with.
 RUN_FAILED_ERROR = "RunFailed"
 

@@ -24,10 +24,17 @@ PYTHON_TYPE_NAMES = {"string": "str", "number": "float", "boolean": "bool", "arr
 class GateError(Exception):
     """A decision the gate refuses; `kind` maps to the HTTP status (see app/routes)."""
 
-    def __init__(self, kind: Literal["not_found", "invalid", "conflict"], message: str) -> None:
+    def __init__(
+        self,
+        kind: Literal["not_found", "invalid", "conflict"],
+        message: str,
+        problems: list[dict[str, str]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
+        # Each problem's `path` and `message`, as the API's error `details` list them.
+        self.problems = problems or []
 
 
 class Decision(CamelModel):
@@ -283,11 +290,14 @@ _TYPE_CHECKS: dict[str, tuple[type, ...]] = {
 
 
 def collect_input(schema: list[UserInputField], given: dict[str, Any]) -> dict[str, Any]:
-    """Form values checked against the schema (required, types, allowed values), defaults filled."""
+    """Form values checked against the schema (required, types, allowed values), defaults
+    filled. GateError names every problem at once (a person fixing one field at a time
+    sent the form again for each)."""
     fields = {f.name: f for f in schema}
+    problems: list[tuple[str, str]] = []
     unknown = sorted(set(given) - set(fields))
     if unknown:
-        raise GateError("invalid", f"userInput has unknown fields: {', '.join(unknown)}")
+        problems.append(("userInput", f"has unknown fields: {', '.join(unknown)}"))
     values: dict[str, Any] = {}
     for name, field in fields.items():
         if name in given and given[name] is not None:
@@ -295,13 +305,18 @@ def collect_input(schema: list[UserInputField], given: dict[str, Any]) -> dict[s
         elif field.default_value is not None:
             value = field.default_value
         elif field.required:
-            raise GateError("invalid", f"userInput.{name} is required")
+            problems.append((f"userInput.{name}", "is required"))
+            continue
         else:
             continue
         problem = value_problem(field, value)
         if problem is not None:
-            raise GateError("invalid", f"userInput.{name} {problem}")
+            problems.append((f"userInput.{name}", problem))
         values[name] = value
+    if problems:
+        said = "; ".join(f"{path} {message}" for path, message in problems)
+        details = [{"path": path, "message": message} for path, message in problems]
+        raise GateError("invalid", said, details)
     return values
 
 

@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
         GATE_NOT_OPEN,
         INVALID_ERROR,
         NOT_FOUND_ERROR,
+        PROBLEMS,
     )
     from temporal_workflows.definition import UserInputField
     from temporal_workflows.gate_policy import resolved, timeout_decision
@@ -126,7 +127,9 @@ class OpenGates:
         try:
             check_decision(req, decision, self._schemas.get(decision.step_id, []))
         except GateError as exc:
-            raise ApplicationError(exc.message, type=_ERROR_TYPES[exc.kind]) from None
+            # The problems ride as the error's details: the API lists them (`details`).
+            details = [{PROBLEMS: exc.problems}] if exc.problems else []
+            raise ApplicationError(exc.message, *details, type=_ERROR_TYPES[exc.kind]) from None
 
     def _timed_out(self, step_id: str) -> str | None:
         """When the step's last gate timed out, if its timer decided it."""

@@ -171,6 +171,27 @@ class TestUserInput:
             )
             assert response.status_code == 400, user_input
             assert message in response.json()["error"]["message"]
+        # Every problem at once, each with its path (found by an audit: the first only, and
+        # no details).
+        several = await approve(
+            platform,
+            wf,
+            run_id,
+            stepId="form",
+            resolution="user_input",
+            userInput={"amount": "3", "tier": "bronze", "extra": 1},
+        )
+        assert several.status_code == 400, several.text
+        error = several.json()["error"]
+        assert error["details"] == [
+            {"path": "userInput", "message": "has unknown fields: extra"},
+            {"path": "userInput.approver", "message": "is required"},
+            {"path": "userInput.amount", "message": "must be a number"},
+            {"path": "userInput.tier", "message": "must be one of ['gold', 'silver']"},
+        ], error
+        assert error["message"].startswith(
+            "userInput has unknown fields: extra; userInput.approver is required; "
+        ), error
         missing = await approve(platform, wf, run_id, stepId="form", resolution="user_input")
         assert missing.status_code == 400
         run = await wait_for_gate(platform, wf, run_id, "form")
