@@ -58,7 +58,8 @@ def require_same(first: Asked, asked: Asked, kind: str, made_id: str) -> None:
     if differs:
         raise Conflict(
             f"Idempotency-Key was first used for {kind} {made_id} with a different request "
-            f"({', '.join(differs)} differ): repeat that request unchanged, or use a new "
+            f"({', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}): repeat "
+            "that request unchanged, or use a new "
             f"key for a new {kind}"
         )
 

@@ -167,7 +167,7 @@ async def test_a_schedule_key_is_the_callers_own(jwt_platform: Platform) -> None
             headers={**as_user("bob", [READ, WRITE, CONTROL]), **key},
         )
         assert refused.status_code == 409, refused.text
-        assert "(createdBy differ)" in refused.json()["error"]["message"]
+        assert "(createdBy differs)" in refused.json()["error"]["message"]
         again = await p.api.post(schedules, json={"intervalSeconds": 3600}, headers=key)
         assert again.json()["id"] == first.json()["id"]
     finally:

@@ -229,7 +229,7 @@ class TestTrigger:
             runs_url(wf), json={"initialInput": {"n": True}}, headers=headers
         )
         assert other.status_code == 409, other.text
-        assert "(initialInput differ)" in other.json()["error"]["message"]
+        assert "(initialInput differs)" in other.json()["error"]["message"]
         await platform.wait(wf, first.json()["runId"])
 
     async def test_resolved_dependencies_need_a_parent_run(self, platform: Platform) -> None:

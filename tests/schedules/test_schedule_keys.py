@@ -56,8 +56,8 @@ async def test_the_key_with_another_body_is_409_naming_it_and_changes_nothing(
     made = (await platform.api.post(url(wf), json=DAILY, headers=KEY)).json()
     try:
         for body, differs in (
-            ({**DAILY, "cron": "0 10 * * 1-5"}, "cron"),
-            ({**DAILY, "initialInput": {"x": 2}, "paused": True}, "initialInput, paused"),
+            ({**DAILY, "cron": "0 10 * * 1-5"}, "cron differs"),
+            ({**DAILY, "initialInput": {"x": 2}, "paused": True}, "initialInput, paused differ"),
         ):
             response = await platform.api.post(url(wf), json=body, headers=KEY)
             assert response.status_code == 409, response.text
@@ -65,7 +65,7 @@ async def test_the_key_with_another_body_is_409_naming_it_and_changes_nothing(
             assert error["code"] == "conflict"
             assert error["message"] == (
                 f"Idempotency-Key was first used for schedule {made['id']} with a different "
-                f"request ({differs} differ): repeat that request unchanged, or use a new key "
+                f"request ({differs}): repeat that request unchanged, or use a new key "
                 "for a new schedule"
             )
         assert (await platform.api.get(url(wf, made["id"]))).json() == made
@@ -109,6 +109,6 @@ async def test_numbers_equal_in_value_are_the_same_request_and_true_is_not_1(
                 url(wf), json={**body, "initialInput": other}, headers=KEY
             )
             assert response.status_code == 409, (other, response.text)
-            assert "(initialInput differ)" in response.json()["error"]["message"]
+            assert "(initialInput differs)" in response.json()["error"]["message"]
     finally:
         await platform.api.delete(url(wf, made["id"]))
