@@ -178,7 +178,7 @@ def _click_type(info: FieldInfo) -> Any:
     kinds = [k for k in _members(info.annotation) if k is not type(None)]
     kind = kinds[0] if len(kinds) == 1 else str
     if get_origin(kind) is Literal:
-        return click.Choice([str(v) for v in get_args(kind)], case_sensitive=False)
+        return OneOf([str(v) for v in get_args(kind)])
     if kind is int:
         return AsTyped(click.INT)
     if kind is float:
@@ -190,16 +190,28 @@ def _click_type(info: FieldInfo) -> Any:
 
 
 class AsTyped(click.ParamType[Any, Any]):
-    """A number flag checked by click, but passed on as the user typed it: Settings converts
-    it, so a value it refuses is quoted as written (`'0'`, not click's `'0.0'`)."""
+    """A number flag passed on as the user typed it: Settings converts and checks it, so a
+    value it refuses is one line in the settings' words, quoted as written (`'0'`, not
+    click's `'0.0'`), beside every other bad setting (click's own usage error for `abc`
+    stopped before those, in its own three lines)."""
 
     def __init__(self, number: click.ParamType[Any, Any]) -> None:
-        self.number = number
         self.name = number.name
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        self.number.convert(value, param, ctx)  # not a number: click's usage error, as before
         return value
+
+
+class OneOf(click.Choice[str]):
+    """A choice flag (its help lists the choices) whose value Settings checks, as
+    AsTyped's; one given in another case is the choice (`DEBUG` is `debug`)."""
+
+    def __init__(self, choices: list[str]) -> None:
+        super().__init__(choices, case_sensitive=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        found = [c for c in self.choices if str(c).lower() == str(value).lower()]
+        return found[0] if found else value
 
 
 def settings_flags(command: str) -> Callable[[F], F]:

@@ -136,10 +136,22 @@ def test_a_number_flag_refused_is_quoted_as_typed(
     assert line.endswith(reason), line
 
 
-def test_a_number_flag_that_is_no_number_is_refused_by_click(tmp_path: Path) -> None:
-    result = run_trellis(["worker", "--reconcile-interval-seconds", "soon"], trellis_env(tmp_path))
+def test_a_number_flag_that_is_no_number_is_one_line_naming_it_as_a_variable_is(
+    tmp_path: Path,
+) -> None:
+    # It was click's own three-line usage error, which named no variable and stopped
+    # before the other bad settings were said (found by a docs audit).
+    env = {**trellis_env(tmp_path), "TRELLIS_API_WORKERS": "0"}
+    result = run_trellis(["api", "--api-port", "abc", "--log-level", "verbose"], env)
     assert result.returncode == 2
-    assert "'soon' is not a valid float" in result.stderr
+    assert result.stderr.splitlines() == [
+        "trellis api: invalid value 'abc' for --api-port / TRELLIS_API_PORT: "
+        "must be a valid integer, unable to parse string as an integer",
+        "trellis api: invalid value '0' for --api-workers / TRELLIS_API_WORKERS: "
+        "must be greater than or equal to 1",
+        "trellis api: invalid value 'verbose' for --log-level / TRELLIS_LOG_LEVEL: "
+        "must be 'DEBUG', 'INFO', 'WARNING', 'ERROR' or 'CRITICAL'",
+    ], result.stderr
 
 
 def test_help_documents_every_command_and_setting(tmp_path: Path) -> None:
