@@ -3,11 +3,12 @@ that ended longer ago than the retention, with their node runs and events, at th
 start and then every `EVERY`.
 
 Only runs in a terminal status (completed, failed, cancelled) go; an open one (pending,
-running, paused, waiting at a gate) stays whatever its age. They go `BATCH` a write, so
-every other write (each step of each run) waits for one batch at most. Several workers
-sweep at once harmlessly: the store deletes a run only while it is due, once. Payloads stay
-(no record says which runs use one), and Temporal keeps closed workflows for its
-namespace's own retention, apart from this one.
+running, paused, waiting at a gate) stays whatever its age. They go `BATCH` runs a write
+at most, and on SQLite no more than about `DELETE_ROWS` rows with their node runs and
+events (sqlite.py), so every other write (each step of each run) waits for one short
+batch at most. Several workers sweep at once harmlessly: the store deletes a run only
+while it is due, once. Payloads stay (no record says which runs use one), and Temporal
+keeps closed workflows for its namespace's own retention, apart from this one.
 """
 
 from __future__ import annotations
@@ -56,13 +57,13 @@ class RunRetention:
             deleted += batch.deleted
             if batch.oldest_end is not None and (oldest is None or batch.oldest_end < oldest):
                 oldest = batch.oldest_end
-            if batch.found < BATCH:
+            if not batch.more:
                 break
         if deleted:
             log.info(
                 "run retention deleted %d run(s) that ended before %s (the oldest ended %s)",
                 deleted,
-                cutoff.isoformat(timespec="seconds"),
-                oldest.isoformat(timespec="seconds") if oldest else "?",
+                cutoff.isoformat(),
+                oldest.isoformat() if oldest else "?",
             )
         return deleted

@@ -319,6 +319,7 @@ class MongoStore:
             len(found),
             result.deleted_count,
             None if oldest is None else datetime.fromisoformat(oldest),
+            more=len(found) == limit,
         )
 
     async def get_workflow_version(

@@ -214,5 +214,7 @@ class EndedRunsDeleted:
     # sweep deleted some of them first).
     found: int
     deleted: int
-    # When the earliest-ended run it found ended; None when it found none.
+    # When the earliest-ended run it deleted ended; None when it deleted none.
     oldest_end: datetime | None
+    # Whether due runs may remain: a full batch, or one cut short by its rows.
+    more: bool = False
