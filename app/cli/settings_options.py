@@ -74,6 +74,7 @@ SCOPES: dict[str, frozenset[str]] = {
     "worker_metrics_host": _WORKER,
     "api_shutdown_grace_seconds": _API,
     "read_cache_bytes": _API,
+    "max_schedules_per_workflow": _API,
     "http_allowed_networks": _WORKER,
     "http_max_response_bytes": _WORKER,
 }
@@ -121,6 +122,7 @@ HELP: dict[str, str] = {
     "worker_metrics_host": "address the worker's /metrics binds to",
     "api_shutdown_grace_seconds": "on SIGTERM, how long open requests may finish",
     "read_cache_bytes": "run details and run pages kept per API process to answer again (0: off)",
+    "max_schedules_per_workflow": "schedules one workflow may have (a create past it is 409)",
     "http_allowed_networks": "CIDR networks builtin:http may reach besides public ones",
     "http_max_response_bytes": "the most of an answer builtin:http reads",
     "service_token_key_file": "file holding the service-token signing key",

@@ -11,6 +11,8 @@ import pytest
 
 from app.cli.main import cli, main
 from app.cli.settings_options import (
+    HELP,
+    SCOPES,
     SETTINGS_COMMANDS,
     env_name,
     flag_name,
@@ -470,3 +472,17 @@ def test_the_apis_shutdown_grace_takes_a_fraction_of_a_second_as_the_workers_doe
     # `2.5` was refused as not an integer.
     context = cli.commands["api"].make_context("api", ["--api-shutdown-grace-seconds", "2.5"])
     assert settings_from(context.params).api_shutdown_grace_seconds == 2.5
+
+
+@pytest.mark.parametrize(
+    "name", [n for n, info in Settings.model_fields.items() if not is_secret(info)]
+)
+def test_every_flag_says_what_it_sets_and_goes_only_to_the_commands_reading_it(
+    name: str,
+) -> None:
+    # `--max-schedules-per-workflow` showed only its variable and default (found by an
+    # audit), and was a flag of the worker, which does not read it.
+    assert HELP.get(name) or Settings.model_fields[name].description, name
+    # Every platform command reads a setting SCOPES leaves out: the logs' only.
+    assert name in SCOPES or name in ("log_level", "log_format"), name
+    assert "worker" not in scope("max_schedules_per_workflow")
