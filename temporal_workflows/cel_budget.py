@@ -23,6 +23,7 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
+from temporal_workflows.cel_null import null_aware
 from temporal_workflows.cel_string import converted
 
 # One evaluation (a condition, an end condition, one step's whole config, one transform
@@ -266,6 +267,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 } | {
     "_||_": lambda x, y: _either(x, y, keep=True),
     "_&&_": lambda x, y: _either(x, y, keep=False),
+    "_==_": _charged(null_aware(base_functions["_==_"], negate=False)),
+    "_!=_": _charged(null_aware(base_functions["_!=_"], negate=True)),
 }
 
 

@@ -42,6 +42,7 @@ from temporal_workflows.cel_budget import (
     release,
     static_problem,
 )
+from temporal_workflows.cel_messages import in_cel_words
 from temporal_workflows.cel_names import MACROS, called_names, free_names
 
 # The names a CEL expression or template may read (documented in docs/semantics.md).
@@ -478,7 +479,7 @@ def evaluation(source: str, scope: dict[str, Any], budget: Budget | None = None)
             f"{budget.limit}; see 'What an expression may cost' in docs/semantics.md)"
         ) from None
     except CELEvalError as exc:
-        detail = str(exc.args[0] if exc.args else exc).split(" (in activation")[0]
+        detail = in_cel_words(str(exc.args[0] if exc.args else exc).split(" (in activation")[0])
         raise ExpressionError(f"CEL evaluation of {_brief(source)} failed: {detail}") from None
     except RecursionError:
         raise ExpressionError(f"CEL evaluation of {_brief(source)} nests too deeply") from None

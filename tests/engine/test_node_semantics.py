@@ -105,6 +105,34 @@ class TestSequence:
         assert run["status"] == "failed", run
         assert "which JSON cannot carry" in run["errorSummary"], run["errorSummary"]
 
+    async def test_anything_compares_with_null_and_mismatches_say_cel_names(
+        self, platform: Platform
+    ) -> None:
+        # `x != null` over a map step's output (skipped items are null) failed its run:
+        # cel-python refused a map, list or number compared with null (found by an audit).
+        run = await platform.run(
+            {
+                "nodes": [
+                    transform(
+                        "t",
+                        kept="input.xs.filter(x, x != null).size()",
+                        nulls="input.xs.filter(x, x == null).size()",
+                        mixed="[1, 2.5, true, [1], null].filter(x, null != x).size()",
+                    )
+                ]
+            },
+            {"xs": [{"a": 1}, None, {"a": 2}, [3], 4]},
+        )
+        assert run["status"] == "completed", run.get("errorSummary")
+        assert run["finalOutput"] == {"kept": 4, "nulls": 1, "mixed": 4}
+        run = await platform.run(
+            {"nodes": [transform("t", x="input.amount == 2")]}, {"amount": 2.0}
+        )
+        assert run["status"] == "failed"
+        assert run["errorSummary"].endswith(
+            "found no matching overload for '==' applied to (double, int)"
+        ), run["errorSummary"]
+
     async def test_a_failing_template_fails_the_step_with_the_expression(
         self, platform: Platform
     ) -> None:

@@ -188,6 +188,13 @@ async def _record_all(platform: Platform) -> dict[str, str]:
         runs[name] = await platform.trigger(wf)
         await platform.wait(wf, runs[name])
 
+    # A number compared with null: recorded before cel_null.NULL_EQUALITY_PATCH (the
+    # node failed, "no matching overload"), and after (false).
+    wf = await platform.create({"nodes": [echo("n", same="{{ 1 == null }}")]})
+    for name in ("null_equality_refused", "null_equality_false"):
+        runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, runs[name])
+
     wf = await platform.create({"nodes": [delay("slow", 0.4), echo("next"), delay("long", 30)]})
     runs["paused_cancelled"] = await platform.trigger(wf)
     await platform.wait(wf, runs["paused_cancelled"], {"running"})
@@ -617,6 +624,8 @@ def test_every_representative_history_is_recorded() -> None:
         "non_finite_failed",
         "string_conversion_python",
         "string_conversion_json",
+        "null_equality_refused",
+        "null_equality_false",
         "route_unicode_form_failed",
         "route_unicode_form_selected",
         "condition_chain_budget_spent",

@@ -1,0 +1,53 @@
+"""cel-python's evaluation errors in CEL's words: its operators and types by their CEL names.
+
+It says "found no matching overload for Token('RULE', 'relation_ne') applied to
+'(<class 'celpy.celtypes.IntType'>, <class 'NoneType'>)'"; a node's error now reads "found
+no matching overload for '!=' applied to (int, null_type)", as the messages naming a
+value's type do (docs/semantics.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+_OPERATORS = {
+    "relation_eq": "==",
+    "relation_ne": "!=",
+    "relation_lt": "<",
+    "relation_le": "<=",
+    "relation_gt": ">",
+    "relation_ge": ">=",
+    "relation_in": "in",
+    "addition_add": "+",
+    "addition_sub": "-",
+    "multiplication_mul": "*",
+    "multiplication_div": "/",
+    "multiplication_mod": "%",
+    "unary_neg": "-",
+    "unary_not": "!",
+}
+_TYPES = {
+    "NoneType": "null_type",
+    "NullType": "null_type",
+    "BoolType": "bool",
+    "IntType": "int",
+    "UintType": "uint",
+    "DoubleType": "double",
+    "StringType": "string",
+    "BytesType": "bytes",
+    "ListType": "list",
+    "MapType": "map",
+    "TimestampType": "google.protobuf.Timestamp",
+    "DurationType": "google.protobuf.Duration",
+    "TypeType": "type",
+}
+_TOKEN = re.compile(r"Token\('RULE', '(\w+)'\)")
+_CLASS = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
+_APPLIED = re.compile(r"applied to '\(([^)]*?),?\)'")
+
+
+def in_cel_words(detail: str) -> str:
+    """`detail` with cel-python's operator tokens and Python classes named as CEL names them."""
+    detail = _TOKEN.sub(lambda m: repr(_OPERATORS.get(m[1], m[1])), detail)
+    detail = _CLASS.sub(lambda m: _TYPES.get(m[1], m[1]), detail)
+    return _APPLIED.sub(lambda m: f"applied to ({m[1]})", detail)
