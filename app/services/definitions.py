@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import uuid4
@@ -16,6 +16,7 @@ from activities.store.records import WorkflowRecord, utcnow
 from app.errors import Conflict, DuplicateEntry, NotFound
 from app.schemas.workflow import WorkflowCreate, WorkflowUpdate
 from app.services.beside_loop import beside_the_loop
+from app.services.turns import Turns
 from temporal_workflows.definition import WorkflowSpec
 from temporal_workflows.validation import DefinitionError, Problem, normalise
 
@@ -34,39 +35,7 @@ SAVE_ATTEMPTS = 20
 SAVE_BACKOFF_SECONDS = 0.005
 
 
-class _Turns:
-    """One turn at a time per key, in this process; a key's lock goes with its last user.
-
-    A turn is waited for TURN_WAIT_SECONDS at most, then taken without: a save that
-    validates against a hanging MCP server (rediscovery) must not hold every other save,
-    toggle and delete of its workflow; the compare-and-write retry still orders them."""
-
-    def __init__(self) -> None:
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._waiting: dict[str, int] = {}
-
-    @contextlib.asynccontextmanager
-    async def turn(self, key: str) -> AsyncIterator[None]:
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        self._waiting[key] = self._waiting.get(key, 0) + 1
-        held = False
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(lock.acquire(), TURN_WAIT_SECONDS)
-                held = True
-            yield
-        finally:
-            if held:
-                lock.release()
-            self._waiting[key] -= 1
-            if not self._waiting[key]:
-                del self._waiting[key], self._locks[key]
-
-
-TURN_WAIT_SECONDS = 2.0
-
-
-_SAVES = _Turns()
+_SAVES = Turns()
 
 
 def new_id() -> str:

@@ -6,12 +6,12 @@ import asyncio
 
 import pytest
 
-from app.services import definitions
-from app.services.definitions import _Turns
+from app.services import turns as turns_module
+from app.services.turns import Turns
 
 
 async def test_turns_of_one_key_follow_each_other_and_other_keys_do_not_wait() -> None:
-    turns, order = _Turns(), []
+    turns, order = Turns(), []
 
     async def take(key: str, name: str, hold: float) -> None:
         async with turns.turn(key):
@@ -28,8 +28,8 @@ async def test_turns_of_one_key_follow_each_other_and_other_keys_do_not_wait() -
 async def test_a_turn_held_too_long_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
     # A save validating against a hanging MCP server held every save, toggle and delete
     # of its workflow behind it.
-    monkeypatch.setattr(definitions, "TURN_WAIT_SECONDS", 0.1)
-    turns, released = _Turns(), asyncio.Event()
+    monkeypatch.setattr(turns_module, "TURN_WAIT_SECONDS", 0.1)
+    turns, released = Turns(), asyncio.Event()
 
     async def hanging() -> None:
         async with turns.turn("a"):
