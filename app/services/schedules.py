@@ -8,6 +8,7 @@ argument keeps the configuration as given (Temporal keeps a cron only as calenda
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,7 @@ from app.schemas.schedule import (
     ScheduleSkip,
     ScheduleSkipList,
 )
+from app.services.idempotency import Asked
 from app.services.precondition import content_tag, holds_to_a_tag, require_match, stale
 from app.services.schedule_key import (
     CREATOR,
@@ -52,6 +54,7 @@ from app.services.schedule_key import (
 )
 from app.services.schedule_timing import kept_as, require_firing, schedule_spec, temporal_call
 from app.services.schedule_update import update_over
+from app.services.turns import Turns
 from temporal_workflows import search_attributes
 from temporal_workflows.contracts import Identity
 from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE, ScheduleTriggerInput
@@ -76,6 +79,26 @@ FIRINGS = {
     "next_action_times",
     "recent_actions",
 }
+
+
+# Creates take turns per workflow (app/services/turns.py). The schedules this process made
+# within RECENT_SECONDS count toward the bound though visibility may not list them yet.
+_CREATES = Turns()
+_RECENT: dict[str, dict[str, float]] = {}
+RECENT_SECONDS = 30.0
+# How much of the caller's name a pause or unpause note carries.
+NOTE_NAME_CHARS = 200
+
+
+def _recently_made(workflow_id: str) -> set[str]:
+    """The schedules this process made for the workflow lately (the older forgotten)."""
+    made = _RECENT.get(workflow_id, {})
+    since = time.monotonic() - RECENT_SECONDS
+    for schedule_id in [s for s, at in made.items() if at < since]:
+        del made[schedule_id]
+    if not made:
+        _RECENT.pop(workflow_id, None)
+    return set(made)
 
 
 def schedule_tag(schedule: SchedulePublic) -> str:
@@ -116,8 +139,23 @@ class ScheduleService:
             key_part = keyed_suffix(workflow.id, idempotency_key)
             keyed = memo[MEMO] = create_request(body, self.created_by)
         schedule_id = f"{schedule_prefix(workflow.id)}{key_part}"
-        await self._require_room(workflow, keyed_repeat=schedule_id if keyed else None)
-        await require_firing(self.client, self.task_queue, body)
+        # A workflow's creates take turns in this process: each counts the ones before it
+        # (concurrent creates, each counting before any was made, all passed the bound).
+        async with _CREATES.turn(workflow.id):
+            await self._require_room(workflow, keyed_repeat=schedule_id if keyed else None)
+            await require_firing(self.client, self.task_queue, body)
+            await self._made(workflow, schedule_id, body, memo, keyed)
+        return await self.get(schedule_id)
+
+    async def _made(
+        self,
+        workflow: WorkflowRecord,
+        schedule_id: str,
+        body: ScheduleCreate,
+        memo: dict[str, Any],
+        keyed: Asked | None,
+    ) -> None:
+        """Create the schedule in Temporal; a keyed repeat finds the first use's."""
         try:
             await temporal_call(
                 schedule_id,
@@ -136,7 +174,8 @@ class ScheduleService:
             # The key's first use made it (before, or concurrently and won).
             desc, _ = await self._describe(schedule_id)
             await require_first_request(desc, keyed)
-        return await self.get(schedule_id)
+            return
+        _RECENT.setdefault(workflow.id, {})[schedule_id] = time.monotonic()
 
     async def _require_room(self, workflow: WorkflowRecord, keyed_repeat: str | None) -> None:
         """409 when the workflow has its most schedules already, unless this is a keyed
@@ -144,7 +183,7 @@ class ScheduleService:
         if self.max_per_workflow is None:
             return
         listed = await self.client.list_schedules(query=schedules_query(workflow.id))
-        ids = {s.id async for s in listed}
+        ids = {s.id async for s in listed} | _recently_made(workflow.id)
         if len(ids) < self.max_per_workflow or keyed_repeat in ids:
             return
         raise Conflict(
@@ -234,7 +273,11 @@ class ScheduleService:
         desc, trigger = await self._describe(schedule_id)
         if desc.schedule.state.paused == paused:
             return await _public(desc, trigger)
-        by = f" by {self.requested_by}" if self.requested_by else ""
+        # Temporal refuses a long note (a 1,000-character `sub` could pause nothing).
+        who = self.requested_by or ""
+        by = (
+            f" by {who[:NOTE_NAME_CHARS]}{'…' if len(who) > NOTE_NAME_CHARS else ''}" if who else ""
+        )
         if paused:
             note = f"Paused{by} through the Trellis API"
             await temporal_call(schedule_id, handle.pause(note=note))
@@ -252,6 +295,8 @@ class ScheduleService:
         """Delete the schedule and its skips; runs it started are not affected."""
         await self._describe(schedule_id)
         await temporal_call(schedule_id, self._handle(schedule_id).delete())
+        for made in _RECENT.values():
+            made.pop(schedule_id, None)
         # After the schedule: a firing before the delete may still log a skip.
         await self.store.delete_events(skip_log_key(schedule_id))
 

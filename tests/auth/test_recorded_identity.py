@@ -221,6 +221,15 @@ async def test_a_schedule_records_its_creator_and_who_paused_it(jwt_platform: Pl
         assert replaced.json()["createdBy"] == "alice"
         listed = (await p.api.get(schedules)).json()["schedules"]
         assert [s["createdBy"] for s in listed] == ["alice"]
+        # A long name is cut in the note: Temporal refused the note, and the pause (found by
+        # an audit: a 1,000-character sub could pause nothing).
+        long = "u" + "x" * 1000
+        as_long = as_user(long, [READ, WRITE, CONTROL], roles=["ops"])
+        body = {"grants": [{"principal": "role:ops", "permissions": ["VIEW", "EDIT"]}]}
+        assert (await p.api.put(f"/api/v1/workflows/{wf}/permissions", json=body)).is_success
+        paused = await p.api.post(f"{schedules}/{sid}/pause", headers=as_long)
+        assert paused.status_code == 200, paused.text
+        assert paused.json()["note"] == f"Paused by {long[:200]}… through the Trellis API"
     finally:
         await p.api.delete(f"{schedules}/{sid}")
 

@@ -4,6 +4,7 @@ every one)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -59,6 +60,14 @@ async def test_a_schedule_past_the_bound_is_409_and_makes_nothing(capped: Platfo
         elsewhere = await capped.api.post(f"/api/v1/workflows/{other}/schedules", json=body)
         assert elsewhere.status_code == 201, elsewhere.text
         await capped.api.delete(f"/api/v1/workflows/{other}/schedules/{elsewhere.json()['id']}")
+        # Creates sent at once count each other: all passed the bound before (an audit
+        # made 10 of 3 at once).
+        elsewhere_url = f"/api/v1/workflows/{other}/schedules"
+        burst = await asyncio.gather(*(capped.api.post(elsewhere_url, json=body) for _ in range(6)))
+        assert sorted(b.status_code for b in burst) == [201] * CAP + [409] * (6 - CAP)
+        for made_now in burst:
+            if made_now.status_code == 201:
+                await capped.api.delete(f"{elsewhere_url}/{made_now.json()['id']}")
         # Deleting one makes room.
         await capped.api.delete(f"{schedules}/{made[1].json()['id']}")
 
