@@ -32,6 +32,16 @@ def about_run(
         _current.reset(token)
 
 
+@contextmanager
+def about_workflow(workflow_id: str) -> Iterator[None]:
+    """Every line logged inside is about this workflow definition (no run yet, or none)."""
+    token = _current.set({"workflow_id": workflow_id})
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def current_run_fields() -> dict[str, str]:
     """The run fields of the enclosing `about_run`, if any."""
     return dict(_current.get() or {})

@@ -15,6 +15,7 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.run_log import about_workflow
 from activities.run_start import RunStarter, WorkflowDisabled, new_run_record
 from activities.store.base import Store
 from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES
@@ -46,6 +47,12 @@ class SchedulingActivities:
     @activity.defn(name=START_SCHEDULED_RUN)
     async def start_scheduled_run(self, request: ScheduledRunRequest) -> ScheduledRunResult:
         """Create the run record and start its workflow, unless the definition cannot run."""
+        # Its lines name the workflow whose schedule fired (its own workflow id is the
+        # schedule's trigger, no run).
+        with about_workflow(request.trigger.workflow_id):
+            return await self._start_scheduled_run(request)
+
+    async def _start_scheduled_run(self, request: ScheduledRunRequest) -> ScheduledRunResult:
         trigger = request.trigger
         workflow = await self._store.get_workflow(trigger.workflow_id)
         if workflow is None:

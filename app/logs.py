@@ -14,6 +14,7 @@ from typing import Any, TextIO
 from opentelemetry import trace
 
 from activities.run_log import FIELDS, current_run_fields
+from temporal_workflows.contracts import WORKFLOW_TYPE
 
 # What may carry a secret in a line, masked whatever logged it (a driver, a library, us).
 _SECRETS = (
@@ -122,11 +123,16 @@ def _message(record: logging.LogRecord) -> str:
 def run_context(record: logging.LogRecord) -> dict[str, str]:
     """The run, workflow definition and node a record is about, where known."""
     found = current_run_fields()
-    # Temporal's activity and workflow loggers: their workflow id is our run id.
+    # Temporal's activity and workflow loggers: a run's workflow id is our run id (a
+    # schedule's trigger workflow, `sched-…-run-<time>`, names no run).
     temporal = getattr(record, "temporal_activity", None) or getattr(
         record, "temporal_workflow", None
     )
-    if isinstance(temporal, dict) and temporal.get("workflow_id"):
+    if (
+        isinstance(temporal, dict)
+        and temporal.get("workflow_id")
+        and temporal.get("workflow_type") == WORKFLOW_TYPE
+    ):
         found.setdefault("run_id", str(temporal["workflow_id"]))
     for name in FIELDS:
         value = getattr(record, name, None)

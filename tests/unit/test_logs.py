@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from activities.run_log import about_run, run_fields
+from activities.run_log import about_run, about_workflow, run_fields
 from app.logs import _SECRETS, configure_logging, scrub_secrets
 
 
@@ -68,10 +68,24 @@ def test_lines_inside_a_step_carry_its_run_without_being_told(logged: Any) -> No
 def test_temporal_activity_lines_name_the_run_by_its_workflow_id(logged: Any) -> None:
     buffer, configure = logged
     configure("json")
-    details = {"workflow_id": "run-3", "activity_type": "execute_step"}
+    details = {
+        "workflow_id": "run-3",
+        "activity_type": "execute_step",
+        "workflow_type": "TrellisRun",
+    }
     logging.getLogger("temporalio.activity").info("x", extra={"temporal_activity": details})
-    (line,) = _json_lines(buffer)
-    assert line["run_id"] == "run-3"
+    # A schedule's trigger workflow names no run (found by an audit: its skip lines carried
+    # `sched-…-run-<time>` as a run id); the workflow whose schedule fired is named.
+    trigger = {
+        "workflow_id": "sched-wf-5-abc-run-2026-11-30T03:46:00Z",
+        "activity_type": "start_scheduled_run",
+        "workflow_type": "TrellisScheduleTrigger",
+    }
+    with about_workflow("wf-5"):
+        logging.getLogger("temporalio.activity").info("y", extra={"temporal_activity": trigger})
+    run, fired = _json_lines(buffer)
+    assert run["run_id"] == "run-3"
+    assert "run_id" not in fired and fired["workflow_id"] == "wf-5"
 
 
 def test_temporal_lines_keep_their_activity_and_drop_the_sdks_private_marks(
