@@ -103,8 +103,16 @@ class OpenGates:
             # was answered "not awaiting approval", not what the docs say).
             raise _timed_out(decision, timed_out)
         if not self.open:
+            # A decision that lost to another on this gate says so (it read as if the gate
+            # had never been); still GATE_NOT_OPEN, for a gate shown open again (a retry).
+            decided = next(
+                (r for r in reversed(self.resolved) if r.step_id == decision.step_id), None
+            )
+            said = (
+                "" if decided is None else f": requirement {decision.step_id!r} was already decided"
+            )
             raise ApplicationError(
-                "Run is not awaiting approval", GATE_NOT_OPEN, type=CONFLICT_ERROR
+                f"Run is not awaiting approval{said}", GATE_NOT_OPEN, type=CONFLICT_ERROR
             )
         req = self.open.get(decision.step_id)
         if req is None:

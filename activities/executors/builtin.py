@@ -134,7 +134,9 @@ class BuiltinExecutor:
         if response.is_success:
             return {"status": response.status_code, "headers": dict(response.headers), "body": body}
         shown = masked_url(url)
-        message = f"{method} {shown} returned {response.status_code}: {str(body)[:500]}"
+        # A JSON answer quoted as JSON (it read as a Python dict: {'error': 'boom'}).
+        said = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+        message = f"{method} {shown} returned {response.status_code}: {said[:500]}"
         if 400 <= response.status_code < 500 and response.status_code not in _RETRYABLE_4XX:
             raise PermanentError(message)
         raise TransientError(message)

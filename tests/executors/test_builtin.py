@@ -77,9 +77,11 @@ async def test_http_4xx_is_permanent(
 async def test_http_5xx_is_retryable(
     registry: ExecutorRegistry, make_call: MakeCall, http_peer: str
 ) -> None:
-    config = {"method": "POST", "url": f"{http_peer}/status/503", "json": {}}
-    with pytest.raises(TransientError, match="503"):
+    config = {"method": "POST", "url": f"{http_peer}/status/503", "json": {"n": 1}}
+    with pytest.raises(TransientError, match="503") as failed:
         await registry.execute(make_call("builtin:http", config))
+    # The answer's JSON quoted as JSON, not as a Python dict (found by an audit).
+    assert str(failed.value).endswith('returned 503: {"got": {"n": 1}}'), str(failed.value)
 
 
 async def test_http_connection_failure_is_retryable(

@@ -24,6 +24,23 @@ async def test_concurrent_decisions_on_one_gate_yield_exactly_one_200(
     assert [n["nodeName"] for n in run["nodeRuns"]] == ["gate"]
 
 
+async def test_a_decision_that_lost_to_another_says_the_gate_was_decided(
+    platform: Platform,
+) -> None:
+    # It read "Run is not awaiting approval", as if the gate had never been (an audit).
+    nodes = [echo("gate", {"requiresConfirmation": True}), delay("after", 5)]
+    wf, run_id = await start(platform, nodes)
+    await wait_for_gate(platform, wf, run_id, "gate")
+    first = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    assert first.status_code == 200, first.text
+    again = await approve(platform, wf, run_id, stepId="gate", resolution="reject")
+    assert again.status_code == 409, again.text
+    assert again.json()["error"]["message"] == (
+        "Run is not awaiting approval: requirement 'gate' was already decided"
+    )
+    await platform.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/cancel")
+
+
 async def test_identical_decisions_at_once_decide_only_the_iteration_their_callers_saw(
     platform: Platform,
 ) -> None:
