@@ -268,9 +268,20 @@ def _error_line(response: httpx.Response) -> str:
     if not isinstance(error, dict):
         return _not_ours(response, json.dumps(body)[:300])
     line = f"{response.status_code} {error.get('code', '')}: {error.get('message', '')}"
-    details = [f"{d.get('path')}: {d.get('message')}" for d in error.get("details") or []]
-    # The message often quotes the first detail already: each one is said once.
-    return "; ".join([line, *[d for d in details if d not in line][:5]])
+    # The message often holds the details already, as `path: message` (a definition's
+    # problems) or `path message` (a form's): each one is said once, the extra ones added.
+    extra = [
+        f"{d.get('path')}: {d.get('message')}"
+        for d in error.get("details") or []
+        if isinstance(d, dict) and not _says(line, d)
+    ]
+    return "; ".join([line, *extra[:5]])
+
+
+def _says(line: str, detail: dict[str, Any]) -> bool:
+    """Whether `line` holds the detail's text already, in either form."""
+    path, message = detail.get("path"), detail.get("message")
+    return f"{path}: {message}" in line or f"{path} {message}" in line
 
 
 def _not_ours(response: httpx.Response, shown: str) -> str:

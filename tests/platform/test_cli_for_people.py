@@ -936,12 +936,23 @@ def test_a_refused_definition_names_each_problem_once(dev: DevProcess, tmp_path:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "name: refused\nnodes:\n  - name: S\n    nodeType: step\n"
-        "    executorKey: builtin:echo\n    humanReview: {onReject: sometimes}\n"
+        "    executorKey: builtin:echo\n"
+        "    humanReview: {onReject: sometimes, timeoutSeconds: -1}\n"
+        "  - name: T\n    nodeType: loop\n"
     )
     result = trellis(dev, "workflows", "apply", "-f", str(bad))
     assert result.returncode == 1
     assert result.stderr.startswith("Error: 400"), result.stderr
-    assert result.stderr.count("nodes[0].humanReview.onReject") == 1, result.stderr
+    for problem in ("nodes[0].humanReview.onReject", "nodes[0].humanReview.timeoutSeconds"):
+        assert result.stderr.count(problem) == 1, result.stderr
+    # Problems found once the fields parse (`path: message` too): each said once as well.
+    bad.write_text(
+        "name: refused\nnodes:\n  - {name: S, nodeType: step}\n  - {name: T, nodeType: loop}\n"
+    )
+    result = trellis(dev, "workflows", "apply", "-f", str(bad))
+    assert result.returncode == 1
+    for problem in ("executorKey or a2aPool", "need loopConfig", "need at least 1 child"):
+        assert result.stderr.count(problem) == 1, result.stderr
 
 
 def api_run(dev: DevProcess, run_id: str) -> dict[str, Any]:
