@@ -15,7 +15,16 @@ from app.cli.api_client import RESUME_PATIENCE_SECONDS, path_of, segment
 from app.cli.limits import page_options
 from app.cli.node_pages import latest_node_runs
 from app.cli.option_values import initial_input, input_options, json_value, key_option, pairs
-from app.cli.output import Session, api_options, compact, page_title, shown, styled, table, when
+from app.cli.output import (
+    Session,
+    api_options,
+    compact,
+    page_title,
+    shown,
+    styled,
+    table,
+    when,
+)
 from app.cli.run_watch import watch_run
 
 RUN_STATUSES = ("pending", "running", "paused", "awaiting_approval", "completed", "failed",
@@ -203,7 +212,9 @@ def _message(requirement: dict[str, Any]) -> str | None:
 def _needs(requirement: dict[str, Any]) -> str:
     """What the gate asks, with what an approver types: the form's fields (`*` must be
     given: required, no default) and the routes to choose from, which the decision names."""
-    needs = ", ".join(_flags(requirement)) or "confirmation"
+    needs = ", ".join(_gate_words(requirement)) or "confirmation"
+    if requirement.get("kind") == ITERATION_REVIEW:
+        needs += "\nconfirm: continue the loop; --reject: end it"
     fields = [_form_field(f) for f in requirement.get("userInputSchema") or []]
     if fields:
         needs += f"\n--input: {', '.join(fields)}"
@@ -220,6 +231,10 @@ def _form_field(field: dict[str, Any]) -> str:
     default = field.get("value")
     must = "*" if field.get("required") and default is None else ""
     kind = str(field.get("fieldType"))
+    allowed = field.get("allowedValues")
+    if allowed:
+        # The only values the API takes: without them an approver learnt them from a 400.
+        kind += f", one of {' | '.join(json.dumps(v) for v in allowed)}"
     if default is not None:
         kind += f", default {json.dumps(default)}"
     return f"{field.get('name')}{must} ({kind})"
@@ -329,7 +344,20 @@ def _inbox(data: dict[str, Any]) -> Any:
 def _asks(requirement: dict[str, Any], kind: str | None) -> str:
     """What a gate asks, as its requirement's flags name it ("Confirmation", "UserInput"),
     where its `kind` says only when ("before" a step or after it)."""
-    return ", ".join(_flags(requirement)) or str(kind or "-")
+    return ", ".join(_gate_words({"kind": kind, **requirement})) or str(kind or "-")
+
+
+# A loop's review between iterations: its requirement sets `requiresConfirmation`, and the
+# CLI called it a confirmation. The console names it so (gate.js `gateKind`).
+ITERATION_REVIEW = "iteration_review"
+
+
+def _gate_words(requirement: dict[str, Any]) -> list[str]:
+    """What a gate asks, in words: its flags, an iteration review named as one."""
+    flags = _flags(requirement)
+    if requirement.get("kind") == ITERATION_REVIEW:
+        return ["Iteration review", *(f for f in flags if f != "Confirmation")]
+    return flags
 
 
 def _flags(requirement: dict[str, Any]) -> list[str]:

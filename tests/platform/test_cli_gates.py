@@ -38,14 +38,16 @@ FORM = {"requiresUserInput": True, "userInputSchema": [
 
 def gated_run(dev: DevProcess, tmp_path: Path, review: dict[str, Any]) -> tuple[str, str]:
     """A run waiting at the gate `review` of its one step: (run id, step id)."""
+    step = {"name": "Create account", "nodeType": "step", "executorKey": "builtin:echo"}
+    return run_at_gate(dev, tmp_path, {**step, "humanReview": review})
+
+
+def run_at_gate(dev: DevProcess, tmp_path: Path, node: dict[str, Any]) -> tuple[str, str]:
+    """A run of the one node `node`, waiting at its gate: (run id, step id)."""
     path = tmp_path / "gate.yaml"
     path.write_text(
-        yaml.safe_dump(
-            {"name": f"cli-{uuid.uuid4().hex[:8]}", "enabled": True,
-             "nodes": [{"name": "Create account", "nodeType": "step",
-                        "executorKey": "builtin:echo", "humanReview": review}]}
-        )
-    )  # fmt: skip
+        yaml.safe_dump({"name": f"cli-{uuid.uuid4().hex[:8]}", "enabled": True, "nodes": [node]})
+    )
     workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
     run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id["id"], "--json")))["runId"]
     return run_id, str(wait_for_gate(dev, run_id)["stepId"])
@@ -89,3 +91,37 @@ def test_a_detail_the_message_does_not_hold_is_still_said() -> None:
         "Error: 400 invalid_request: userInput.a is required; nodes[0]: needs a name; "
         "userInput.b: is not a number"
     )
+
+
+def test_run_show_names_the_values_a_field_allows(dev: DevProcess, tmp_path: Path) -> None:
+    # `plan (str, default "gold")`: the approver learnt the choices from a 400.
+    run_id, _ = gated_run(dev, tmp_path, FORM)
+    shown = ok(trellis(dev, "runs", "show", run_id, COLUMNS="200"))
+    expected = '--input: approverNote* (str), plan (str, one of "gold" | "silver", default "gold")'
+    assert expected in shown, shown
+    ok(trellis(dev, "runs", "cancel", run_id))
+
+
+def inbox_row(dev: DevProcess, run_id: str) -> str:
+    """The inbox table's lines of the run's gate (a cell of two lines makes two)."""
+    lines = ok(trellis(dev, "approvals", "--per-page", "100", COLUMNS="400")).splitlines()
+    at = next(i for i, line in enumerate(lines) if run_id in line)
+    return "\n".join(lines[at : at + 2])
+
+
+def test_an_iteration_review_is_named_as_the_console_names_it(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # Its requirement sets `requiresConfirmation`: NEEDS and ASKS said "Confirmation".
+    loop = {"name": "Again", "nodeType": "loop", "loopConfig": {"maxIterations": 3},
+            "humanReview": {"requiresIterationReview": True,
+                            "iterationReviewMessage": "Another round?"},
+            "children": [{"name": "Echo", "nodeType": "step",
+                          "executorKey": "builtin:echo"}]}  # fmt: skip
+    run_id, _ = run_at_gate(dev, tmp_path, loop)
+    shown = ok(trellis(dev, "runs", "show", run_id, COLUMNS="200"))
+    assert "Iteration review" in shown and "Confirmation" not in shown, shown
+    assert "confirm: continue the loop; --reject: end it" in shown, shown
+    row = inbox_row(dev, run_id)
+    assert "Iteration review" in row and "Confirmation" not in row, row
+    ok(trellis(dev, "runs", "cancel", run_id))
