@@ -16,6 +16,7 @@ from app.cli.limits import page_options
 from app.cli.node_pages import latest_node_runs
 from app.cli.option_values import initial_input, input_options, json_value, key_option, pairs
 from app.cli.output import (
+    STATUS_STYLE,
     Session,
     api_options,
     compact,
@@ -331,7 +332,7 @@ def approvals(session: Session, page: int, per_page: int) -> None:
 
 def _inbox(data: dict[str, Any]) -> Any:
     rows = [
-        [a["runId"], a["stepId"], a.get("stepName"), a["workflowName"],
+        [_run_cell(a), a["stepId"], a.get("stepName"), a["workflowName"],
          _asks(a.get("requirement") or {}, a.get("kind")), ", ".join(a.get("approvers") or [])
          or "not restricted", _age(a.get("ageSeconds")),
          _asked(a.get("message"), a.get("requirement") or {})]
@@ -339,6 +340,14 @@ def _inbox(data: dict[str, Any]) -> Any:
     ]  # fmt: skip
     columns = ["RUN", "STEP_ID", "STEP", "WORKFLOW", "ASKS", "WHO", "WAITING", "MESSAGE"]
     return table(page_title("approvals", data["pagination"]), columns, rows)
+
+
+def _run_cell(approval: dict[str, Any]) -> Any:
+    """The gate's run, and "run paused" when it is (as the console's inbox says): a
+    decision is taken now and applied only once the run is resumed."""
+    if approval.get("runStatus") != "paused":
+        return approval["runId"]
+    return shown(approval["runId"], "\n", ("run paused", STATUS_STYLE["paused"]))
 
 
 def _asks(requirement: dict[str, Any], kind: str | None) -> str:

@@ -125,3 +125,14 @@ def test_an_iteration_review_is_named_as_the_console_names_it(
     row = inbox_row(dev, run_id)
     assert "Iteration review" in row and "Confirmation" not in row, row
     ok(trellis(dev, "runs", "cancel", run_id))
+
+
+def test_the_inbox_marks_a_gate_whose_run_is_paused(dev: DevProcess, tmp_path: Path) -> None:
+    # The console says "run paused" (a decision waits for the resume); the CLI said nothing.
+    run_id, _ = gated_run(dev, tmp_path, {"requiresConfirmation": True})
+    assert "run paused" not in inbox_row(dev, run_id)
+    ok(trellis(dev, "runs", "pause", run_id))
+    assert "run paused" in inbox_row(dev, run_id)
+    ok(trellis(dev, "runs", "resume", run_id))
+    assert "run paused" not in inbox_row(dev, run_id)
+    ok(trellis(dev, "runs", "cancel", run_id))
