@@ -124,6 +124,16 @@ class TrellisApi:
         # Counts, not node runs: only the run's workflow is wanted here.
         return path_of(self.get(f"/runs/{segment(run_id)}", nodeRuns="summary").data)
 
+    def console_config(self, path: str) -> dict[str, Any] | None:
+        """The console's facts of this platform (outside /api/v1), or None when they cannot
+        be read: what a command adds from them is a convenience, never a failure."""
+        try:
+            response = self._http.get(path)
+            data = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
     def events(
         self, run_path: str, after: str | None = None, patience: float = RESUME_PATIENCE_SECONDS
     ) -> Iterator[SseEvent]:

@@ -27,6 +27,7 @@ from app.cli.output import (
     when,
 )
 from app.cli.run_watch import watch_run
+from app.cli.temporal_link import temporal_line
 
 RUN_STATUSES = ("pending", "running", "paused", "awaiting_approval", "completed", "failed",
                 "cancelled")  # fmt: skip
@@ -113,14 +114,14 @@ def show_run(session: Session, run_id: str) -> None:
     counted = run["nodeRunSummary"]["total"]
     run["nodeRuns"], total = latest_node_runs(session, path_of(run), NODE_RUNS_SHOWN, counted)
     run["nodeRunSummary"] = {**run["nodeRunSummary"], "total": total}
-    session.console.print(run_detail(run))
+    session.console.print(run_detail(run, temporal_line(session.api, run["id"])))
 
 
 # Node runs a table shows at most: a run of thousands is counted, and its latest shown.
 NODE_RUNS_SHOWN = 50
 
 
-def run_detail(run: dict[str, Any]) -> Any:
+def run_detail(run: dict[str, Any], temporal: str | None = None) -> Any:
     head = shown(
         (f"run {run['id']}", "bold"),
         "  ",
@@ -128,6 +129,7 @@ def run_detail(run: dict[str, Any]) -> Any:
         f"\nworkflow {run['workflowDefinitionId']} (version {run['workflowVersion']}), "
         f"{run['triggerSource']}, started {when(run['startedAt'])}, "
         f"finished {when(run.get('finishedAt'))}",
+        *(f"\n{line}" for line in _whence(run, temporal)),
     )
     parts: list[Any] = [head]
     if run.get("errorSummary"):
@@ -145,6 +147,17 @@ def run_detail(run: dict[str, Any]) -> Any:
     if run.get("finalOutput") is not None:
         parts.append(Text(f"output: {compact(run['finalOutput'], 2000)}"))
     return Group(*parts)
+
+
+def _whence(run: dict[str, Any], temporal: str | None) -> list[str]:
+    """Where the run comes from and where Temporal has it, as the console's run page says:
+    its parent (a retry, rerun or replay), the schedule that started it, the Temporal link."""
+    lines = []
+    if run.get("parentRunId"):
+        lines.append(f"parent run: {run['parentRunId']}")
+    if run.get("scheduleId"):
+        lines.append(f"schedule: {run['scheduleId']}")
+    return [*lines, *([temporal] if temporal else [])]
 
 
 def _place(node_run: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ each refused one prints the API's message, exits 1 and changes nothing."""
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,9 +15,13 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 
+from tests.peers.serving import ServedApp
 from tests.platform.conftest import DevProcess, running_dev, trellis_env
 from tests.platform.test_cli_for_people import applied_workflow, ok, trellis, wait_for_gate
+from tests.support.cli_in_process import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +87,12 @@ def test_rerun_of_a_step_starts_a_child_run_that_runs_children_lists(
     assert child["finalOutput"]["config"] == {"who": "Ada"}
     listed = ok(trellis(dev, "runs", "children", run_id))
     assert child_id in listed and "node_rerun" in listed
+    # Its lineage and where Temporal has it, as the console's run page shows them.
+    shown = ok(trellis(dev, "runs", "show", child_id, COLUMNS="300"))
+    assert f"parent run: {run_id}" in shown, shown
+    ui = f"http://127.0.0.1:{dev.env['TRELLIS_UI_PORT']}"
+    assert f"temporal: {ui}/namespaces/default/workflows/{child_id}" in shown, shown
+    assert "parent run" not in ok(trellis(dev, "runs", "show", run_id))
 
 
 def test_replay_starts_a_child_run_and_children_json_is_the_apis_answer(
@@ -171,6 +182,7 @@ def test_schedules_create_list_show_trigger_pause_and_delete(
         time.sleep(0.2)
     fired = api(dev, f"/runs/{runs[0]['id']}").json()
     assert (fired["triggerSource"], fired["initialInput"]) == ("schedule", {"who": "Ada"})
+    assert f"schedule: {schedule_id}" in ok(trellis(dev, "runs", "show", fired["id"]))
     # Its runs, by the schedule (a firing's trigger workflow id is not a run id).
     shown = ok(trellis(dev, "schedules", "show", schedule_id))
     assert f"its runs: trellis runs list {workflow_id} --schedule {schedule_id}" in shown
@@ -229,3 +241,43 @@ def test_an_unknown_schedule_is_the_apis_404_and_changes_nothing(
     kept = api(dev, f"/workflows/{workflow_id}/schedules/{made['id']}").json()
     assert (kept["paused"], kept["numActions"]) == (False, 0)
     until_listed(dev, workflow_id, [made["id"]])
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [(None, "temporal workflow id: run-1\n"),
+     ({"temporalUiUrl": None, "temporalNamespace": "default"},
+      "temporal workflow id: run-1 (no Temporal Web UI: TRELLIS_TEMPORAL_UI_URL)\n")],
+    ids=["no-console", "no-web-ui"],
+)  # fmt: skip
+def test_run_show_without_a_temporal_web_ui_names_the_workflow_id(
+    config: dict[str, Any] | None, says: str
+) -> None:
+    # A platform on a Temporal of its own has no Web UI link unless configured; an API
+    # behind a proxy may serve no console: the run's Temporal workflow id is said all the same.
+    app = FastAPI()
+    run = {"id": "run-1", "workflowDefinitionId": "wf-1", "workflowVersion": 1,
+           "status": "completed", "triggerSource": "manual",
+           "startedAt": "2026-01-01T00:00:00Z", "nodeRuns": [],
+           "nodeRunSummary": {"total": 0, "byStatus": {}}}  # fmt: skip
+
+    @app.get("/api/v1/runs/{run_id}")
+    async def detail() -> dict[str, Any]:
+        return run
+
+    @app.get("/api/v1/workflows/{workflow_id}/runs/{run_id}/nodes")
+    async def nodes() -> dict[str, Any]:
+        return {"nodeRuns": [], "pagination": {"total": 0, "page": 1, "perPage": 50,
+                                               "totalPages": 0}}  # fmt: skip
+
+    @app.get("/console/config.json")
+    async def console_config() -> JSONResponse:
+        return JSONResponse(config or {"error": {"code": "x"}}, status_code=200 if config else 404)
+
+    served = ServedApp(app).start()
+    try:
+        env = {"PATH": os.environ["PATH"], "TRELLIS_URL": served.base_url}
+        shown = ok(run_cli(["runs", "show", "run-1"], env))
+    finally:
+        served.stop()
+    assert says in shown, shown
