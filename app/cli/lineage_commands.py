@@ -7,11 +7,12 @@ from typing import Any
 
 import click
 
-from app.cli.api_client import segment
+from app.cli.api_client import path_of, segment
 from app.cli.limits import page_options
 from app.cli.option_values import key_option
 from app.cli.output import Session, api_options, shown, styled
 from app.cli.run_commands import listed_node_runs, run_table
+from app.cli.step_names import node_id_of
 
 
 def _started(what: str, child_id: str, status: str, parent_id: str) -> Any:
@@ -32,9 +33,12 @@ def rerun(session: Session, run_id: str, node_id: str, key: str | None) -> None:
     """Rerun one top-level step of a finished run (a child run).
 
     The steps before it reuse their outputs, the ones after it do not run. NODE_ID is the
-    step's id in the definition (`trellis workflows show`)."""
-    run_path = session.api.run_path(run_id)
-    answer = session.api.post(f"{run_path}/nodes/{segment(node_id)}/rerun", key=key)
+    step's id in the definition (`trellis workflows show`), or its name when no other
+    top-level step has that name."""
+    # The run's definition snapshot (not its node runs): the ids and names it ran with.
+    run = session.api.get(f"/runs/{segment(run_id)}", nodeRuns="summary").data
+    node_id = node_id_of(run.get("definitionSnapshot") or {}, node_id)
+    answer = session.api.post(f"{path_of(run)}/nodes/{segment(node_id)}/rerun", key=key)
     # Contract 13's body is snake_case (`run_id`), unlike the other control answers.
     session.emit(answer, lambda r: _started("rerun", r["run_id"], r["status"], run_id))
 

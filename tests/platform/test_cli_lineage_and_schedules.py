@@ -95,6 +95,41 @@ def test_rerun_of_a_step_starts_a_child_run_that_runs_children_lists(
     assert "parent run" not in ok(trellis(dev, "runs", "show", run_id))
 
 
+def test_rerun_takes_a_top_level_steps_name_and_refuses_one_two_steps_have(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # README says NODE_ID is the step's id; a team typed the name `runs show` prints, and
+    # got "Invalid node id" or the API's 404.
+    path = tmp_path / "named.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}", "enabled": True, "nodes": [
+                {"id": "make", "name": "Create account", "nodeType": "step",
+                 "executorKey": "builtin:echo", "config": {"n": 1}},
+                {"id": "sum-a", "name": "Summary", "nodeType": "step",
+                 "executorKey": "builtin:echo", "config": {"n": 2}},
+                {"id": "sum-b", "name": "Summary", "nodeType": "step",
+                 "executorKey": "builtin:echo", "config": {"n": 3}},
+            ]}
+        )
+    )  # fmt: skip
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id["id"], "--json")))["runId"]
+    assert finished(dev, run_id)["status"] == "completed"
+    twice = trellis(dev, "runs", "rerun", run_id, "Summary")
+    assert twice.returncode == 2, twice.stdout
+    assert (
+        "Error: 2 top-level steps are named 'Summary': give the id of one of them (sum-a, sum-b)"
+    ) in twice.stderr
+    assert children_of(dev, workflow_id["id"], run_id) == []
+    by_name = json.loads(ok(trellis(dev, "runs", "rerun", run_id, "Create account", "--json")))
+    child = finished(dev, by_name["run_id"])
+    # The rerun step ran again; the ones after it did not (the output is the rerun step's).
+    assert (child["status"], child["finalOutput"]["config"]) == ("completed", {"n": 1})
+    by_id = json.loads(ok(trellis(dev, "runs", "rerun", run_id, "sum-b", "--json")))
+    assert finished(dev, by_id["run_id"])["finalOutput"]["config"] == {"n": 3}
+
+
 def test_replay_starts_a_child_run_and_children_json_is_the_apis_answer(
     dev: DevProcess, tmp_path: Path
 ) -> None:
