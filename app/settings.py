@@ -97,8 +97,8 @@ class Settings(BaseSettings):
     # was written (app/services/read_cache.py), in bytes per API process; 0 turns it off.
     read_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     # Schedules one workflow may have: each fires runs for good, and the list describes
-    # every one (no paging). Counted from Temporal's visibility, which lags creates a
-    # moment, so a burst of creates at once may pass it by a few.
+    # every one (no paging). Counted from Temporal's visibility with each API process's
+    # own recent and in-flight creates (docs/lineage-events-schedules.md).
     max_schedules_per_workflow: int = Field(default=100, ge=1, le=10_000)
     # How often the reconciler compares open runs with Temporal, in seconds.
     reconcile_interval_seconds: float = Field(

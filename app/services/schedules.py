@@ -54,7 +54,6 @@ from app.services.schedule_key import (
 )
 from app.services.schedule_timing import kept_as, require_firing, schedule_spec, temporal_call
 from app.services.schedule_update import update_over
-from app.services.turns import Turns
 from temporal_workflows import search_attributes
 from temporal_workflows.contracts import Identity
 from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE, ScheduleTriggerInput
@@ -81,9 +80,9 @@ FIRINGS = {
 }
 
 
-# Creates take turns per workflow (app/services/turns.py). The schedules this process made
-# within RECENT_SECONDS count toward the bound though visibility may not list them yet.
-_CREATES = Turns()
+# A workflow's creates in flight in this process, and the schedules it made within
+# RECENT_SECONDS: both count toward the bound, which visibility lists a moment late.
+_IN_FLIGHT: dict[str, int] = {}
 _RECENT: dict[str, dict[str, float]] = {}
 RECENT_SECONDS = 30.0
 # How much of the caller's name a pause or unpause note carries.
@@ -91,14 +90,16 @@ NOTE_NAME_CHARS = 200
 
 
 def _recently_made(workflow_id: str) -> set[str]:
-    """The schedules this process made for the workflow lately (the older forgotten)."""
-    made = _RECENT.get(workflow_id, {})
+    """The schedules this process made for the workflow lately (older ones, of every
+    workflow, forgotten)."""
     since = time.monotonic() - RECENT_SECONDS
-    for schedule_id in [s for s, at in made.items() if at < since]:
-        del made[schedule_id]
-    if not made:
-        _RECENT.pop(workflow_id, None)
-    return set(made)
+    for made_for in list(_RECENT):
+        made = _RECENT[made_for]
+        for schedule_id in [s for s, at in made.items() if at < since]:
+            del made[schedule_id]
+        if not made:
+            del _RECENT[made_for]
+    return set(_RECENT.get(workflow_id, {}))
 
 
 def schedule_tag(schedule: SchedulePublic) -> str:
@@ -139,12 +140,19 @@ class ScheduleService:
             key_part = keyed_suffix(workflow.id, idempotency_key)
             keyed = memo[MEMO] = create_request(body, self.created_by)
         schedule_id = f"{schedule_prefix(workflow.id)}{key_part}"
-        # A workflow's creates take turns in this process: each counts the ones before it
-        # (concurrent creates, each counting before any was made, all passed the bound).
-        async with _CREATES.turn(workflow.id):
-            await self._require_room(workflow, keyed_repeat=schedule_id if keyed else None)
-            await require_firing(self.client, self.task_queue, body)
+        await require_firing(self.client, self.task_queue, body)  # a bad cron is 400 first
+        # Each create counts the others of its workflow in flight in this process, from
+        # before its own count (concurrent creates, each counting before any was made, all
+        # passed the bound; a lock given up after a wait let a burst pass it too).
+        in_flight = _IN_FLIGHT.get(workflow.id, 0)
+        _IN_FLIGHT[workflow.id] = in_flight + 1
+        try:
+            await self._require_room(workflow, schedule_id if keyed else None, in_flight)
             await self._made(workflow, schedule_id, body, memo, keyed)
+        finally:
+            _IN_FLIGHT[workflow.id] -= 1
+            if not _IN_FLIGHT[workflow.id]:
+                del _IN_FLIGHT[workflow.id]
         return await self.get(schedule_id)
 
     async def _made(
@@ -177,17 +185,21 @@ class ScheduleService:
             return
         _RECENT.setdefault(workflow.id, {})[schedule_id] = time.monotonic()
 
-    async def _require_room(self, workflow: WorkflowRecord, keyed_repeat: str | None) -> None:
-        """409 when the workflow has its most schedules already, unless this is a keyed
-        create whose schedule exists (its repeat is answered as the first use was)."""
+    async def _require_room(
+        self, workflow: WorkflowRecord, keyed_repeat: str | None, in_flight: int
+    ) -> None:
+        """409 when the workflow has its most schedules already, counting the creates of it
+        in flight here, unless this is a keyed create whose schedule exists (its repeat is
+        answered as the first use was)."""
         if self.max_per_workflow is None:
             return
         listed = await self.client.list_schedules(query=schedules_query(workflow.id))
         ids = {s.id async for s in listed} | _recently_made(workflow.id)
-        if len(ids) < self.max_per_workflow or keyed_repeat in ids:
+        if keyed_repeat in ids or len(ids) + in_flight < self.max_per_workflow:
             return
         raise Conflict(
-            f"Workflow {workflow.id!r} has {len(ids)} schedules, the most one may have "
+            f"Workflow {workflow.id!r} has {len(ids) + in_flight} schedules (with those being "
+            "made), the most one may have "
             "(TRELLIS_MAX_SCHEDULES_PER_WORKFLOW); delete one first"
         )
 

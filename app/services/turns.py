@@ -1,4 +1,4 @@
-"""Work on one key (a workflow's saves, its schedule creates) one at a time, per process."""
+"""Work on one key (a workflow's saves) one at a time, per process."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ class Turns:
 
     A turn is waited for TURN_WAIT_SECONDS at most, then taken without: a save that
     validates against a hanging MCP server (rediscovery) must not hold every other save,
-    toggle and delete of its workflow; the compare-and-write retry still orders them (a
-    schedule create of a workflow, which counts its schedules, likewise)."""
+    toggle and delete of its workflow; the compare-and-write retry still orders them."""
 
     def __init__(self) -> None:
         self._locks: dict[str, asyncio.Lock] = {}
