@@ -20,7 +20,8 @@ from temporal_workflows.contracts import WORKFLOW_TYPE
 _SECRETS = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 ***"),
     (re.compile(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"), "***"),
-    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1***@"),
+    # A password, with a user name or without one (`redis://:s3cret@host`).
+    (re.compile(r"(://[^/\s:@]*:)[^@\s/]+@"), r"\1***@"),
     # A user name written alone is the credential (`https://TOKEN@github.com/…`).
     (re.compile(r"://[^/\s:@?#]+@"), "://***@"),
     (

@@ -164,6 +164,8 @@ SECRETS = [
     ("Authorization: Bearer abc.def-123", "abc.def-123"),
     ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl sent", "c2lnbmF0dXJl"),
     ("connecting to mongodb://admin:s3cr3t@db:27017/x", "s3cr3t"),
+    # A password without a user name (found by a review).
+    ("connecting to redis://:pa55w0rd@cache:6379/0", "pa55w0rd"),
     ("cloning https://ghp_t0ken@github.com/o/r.git", "ghp_t0ken"),
     ("GET /api/v1/runs?access_token=t0ps3cret&x=1", "t0ps3cret"),
     ('{"api_key": "k3y-value"}', "k3y-value"),
@@ -199,6 +201,7 @@ LOOKALIKES = [
     "Basic dXNlcjpwYXNz",
     "x eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln y",
     "redis://u:pw@host/0",
+    "redis://:pw@host/0",
     "https://ghp_t0ken@github.com/o/r.git",
     "Access-Token: abc",
     "api_\u212aey=abc",
