@@ -123,8 +123,6 @@ class Reconciler:
                 await self.reconcile_once()
                 await self._sweep_probes()
                 await self._sweep_orphan_schedules()
-                if self._retention is not None:
-                    await self._retention.run_if_due()
                 if self._down_since is not None:
                     down_for = time.monotonic() - self._down_since
                     self._down_since = None
@@ -138,7 +136,20 @@ class Reconciler:
                 raise
             except Exception as exc:
                 self._log_failed_pass(exc)
+            # Apart: it needs the store only, and another sweep's failure must not skip it.
+            await self._sweep_ended_runs()
             await asyncio.sleep(self._interval)
+
+    async def _sweep_ended_runs(self) -> None:
+        """The run retention's pass, when it has one; a failure is logged, and retried."""
+        if self._retention is None:
+            return
+        try:
+            await self._retention.run_if_due()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("run retention's sweep failed (tried again next pass): %s", exc)
 
     def _log_failed_pass(self, exc: Exception) -> None:
         """An outage is one WARNING when it starts and a reminder every `outage_reminder`

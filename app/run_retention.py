@@ -24,6 +24,10 @@ log = logging.getLogger("trellis.reconciler")
 EVERY = timedelta(minutes=10)
 # Runs deleted per write (as a workflow's delete deletes its runs).
 BATCH = 500
+# How long one reconciler pass sweeps: a backlog (retention turned on over a million ended
+# runs) goes over several passes, each followed at once by the next, and reconciliation
+# runs in between rather than waiting minutes.
+PASS_SECONDS = 2.0
 
 
 class RunRetention:
@@ -34,22 +38,29 @@ class RunRetention:
         self._retention = retention
         self._metrics = metrics
         self._every = every.total_seconds()
-        # Monotonic time of the last sweep (None: at the first pass).
+        # Monotonic time the last whole sweep began (None: at the first pass), and whether
+        # the last pass left due runs for the next.
         self._swept_at: float | None = None
+        self._more = False
 
-    async def run_if_due(self) -> int:
-        """The runs it deleted; none when it swept less than `every` ago."""
+    async def run_if_due(self, budget: float = PASS_SECONDS) -> int:
+        """The runs it deleted in this pass: sweeping for `budget` seconds at most, when it
+        last swept `every` ago or left runs due; none otherwise."""
         now = time.monotonic()
-        if self._swept_at is not None and now - self._swept_at < self._every:
+        due = self._more or self._swept_at is None or now - self._swept_at >= self._every
+        if not due:
             return 0
-        deleted = await self.sweep()
-        self._swept_at = now
+        if not self._more:
+            self._swept_at = now
+        deleted, self._more = await self.sweep(budget)
         return deleted
 
-    async def sweep(self) -> int:
-        """Delete every run that ended before now less the retention; how many it deleted."""
+    async def sweep(self, budget: float | None = None) -> tuple[int, bool]:
+        """Delete the runs that ended before now less the retention, for `budget` seconds at
+        most (None: until none is left); how many it deleted, and whether some are left."""
         cutoff = datetime.now(UTC) - self._retention
         deleted, oldest = 0, None
+        stop = None if budget is None else time.monotonic() + budget
         while True:
             batch = await self._store.delete_ended_runs(cutoff, BATCH)
             # Counted per batch: a sweep cut short (the store lost) counts what it deleted.
@@ -57,7 +68,7 @@ class RunRetention:
             deleted += batch.deleted
             if batch.oldest_end is not None and (oldest is None or batch.oldest_end < oldest):
                 oldest = batch.oldest_end
-            if not batch.more:
+            if not batch.more or (stop is not None and time.monotonic() >= stop):
                 break
         if deleted:
             log.info(
@@ -66,4 +77,4 @@ class RunRetention:
                 cutoff.isoformat(),
                 oldest.isoformat() if oldest else "?",
             )
-        return deleted
+        return deleted, batch.more

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from activities.metrics import RunMetrics
 from activities.store import sqlite as sqlite_module
 from activities.store.base import Store
 from activities.store.records import RunRecord
 from activities.store.sqlite import SqliteStore
+from app.run_retention import RunRetention
 from tests.store.builders import at, node_run, run, workflow
 from tests.store.conftest import StoreFactory
 
@@ -150,3 +153,20 @@ async def test_a_batch_on_sqlite_stops_at_its_rows_and_says_more_remain(
     monkeypatch.setattr(sqlite_module, "DELETE_ROWS", 1)
     alone = await sqlite_store.delete_ended_runs(at(100), 500)
     assert (alone.found, alone.deleted, alone.more) == (1, 1, False)
+
+
+async def test_a_backlog_is_swept_over_several_passes_each_within_its_budget(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Turned on over a large backlog, one pass deleted it all before the reconciler went on
+    # (found by a review): a pass sweeps for its budget, and the next pass goes on at once.
+    monkeypatch.setattr(sqlite_module, "DELETE_ROWS", 3)  # one run of three rows a batch
+    wf = workflow()
+    await sqlite_store.create_workflow(wf)
+    for i in range(3):
+        await _run(sqlite_store, wf.id, "completed", 0, finished_at=at(1 + i))
+    metrics = RunMetrics()
+    retention = RunRetention(sqlite_store, timedelta(days=1), metrics, every=timedelta(hours=1))
+    passes = [await retention.run_if_due(budget=0) for _ in range(4)]
+    assert passes == [1, 1, 1, 0]  # the last: nothing left, and the hour not passed
+    assert metrics.runs_deleted._value.get() == 3
