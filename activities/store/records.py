@@ -214,7 +214,8 @@ class EndedRunsDeleted:
     # sweep deleted some of them first).
     found: int
     deleted: int
-    # When the earliest-ended run it deleted ended; None when it deleted none.
+    # When the earliest-ended run it found due ended (on MongoDB another sweep may have
+    # deleted that one); None when it found none.
     oldest_end: datetime | None
     # Whether due runs may remain: a full batch, or one cut short by its rows.
     more: bool = False

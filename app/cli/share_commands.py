@@ -33,6 +33,11 @@ def _grant(value: str) -> tuple[str, list[str]]:
     return _principal(principal, "--grant"), permissions
 
 
+def _held(permissions: list[str]) -> frozenset[str]:
+    """What a grant of `permissions` holds: VIEW comes with any (docs/security.md)."""
+    return frozenset(permissions) | {"VIEW"}
+
+
 def _principal(value: str, option: str) -> str:
     """`user:ID` or `role:NAME`, as the API takes them (a bare `bob` it refuses)."""
     if not PRINCIPAL.fullmatch(value):
@@ -62,7 +67,9 @@ def share(
     again to apply the grants to what is there then."""
     given: dict[str, list[str]] = {}
     for principal, permissions in map(_grant, grants):
-        if given.setdefault(principal, permissions) != permissions:
+        # The same permissions in another order, or with the VIEW any of them brings,
+        # are the same grant.
+        if _held(given.setdefault(principal, permissions)) != _held(permissions):
             # Two grants of one principal contradict each other: the last one silently won.
             raise click.UsageError(f"{principal}: granted twice, differently; give one --grant")
     for principal in revokes:

@@ -264,6 +264,14 @@ def test_contradicting_flags_are_a_usage_error_naming_both_and_change_nothing(
         "Error: user:bob: granted twice, differently; give one --grant"
     )
     assert api(dev, f"/workflows/{workflow_id}/permissions").json() == grants
+    # The same grant in another order, or with the VIEW any brings, is no contradiction
+    # (found by a review: it was refused).
+    ok(trellis(dev, "workflows", "share", workflow_id,
+               "--grant", "user:bob=VIEW,EDIT", "--grant", "user:bob=EDIT"))  # fmt: skip
+    bob = api(dev, f"/workflows/{workflow_id}/permissions").json()["grants"]
+    assert [(g["principal"], set(g["permissions"])) for g in bob] == [
+        ("user:bob", {"VIEW", "EDIT"})
+    ], bob
 
 
 def changed_right_after_the_read(
