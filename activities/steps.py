@@ -32,12 +32,11 @@ from temporal_workflows.read_model import (
     node_event,
     node_record,
 )
-from temporal_workflows.retry import PERMANENT_ERROR_TYPE, progress_in
+from temporal_workflows.retry import PERMANENT_ERROR_TYPE, WORKER_SHUTDOWN_ERROR, progress_in
 
 log = logging.getLogger("trellis.steps")
 HEARTBEAT_EVERY_SECONDS = 1.0
 RUNNING_AFTER_SECONDS = 0.2
-WORKER_SHUTDOWN_ERROR = "the worker shut down before the attempt ended; it runs again"
 # What the workflow says of a step whose last attempt timed out (temporal_workflows/retry.py).
 ATTEMPT_TIMED_OUT_ERROR = "step timed out (start-to-close)"
 ATTEMPT_GONE_ERROR = "Temporal ended the attempt before it finished (timed out, or the run closed)"
@@ -461,16 +460,21 @@ class _Heartbeat:
         self._last = now
 
     def silence_over(self, timeout: timedelta | None) -> tuple[float, float] | None:
-        """The attempt's first silence (seconds after its start it began, and how long it
-        lasted) that Temporal would time out: no heartbeat for `timeout`, less the second
-        a heartbeat may take to reach Temporal (the worker sends them at most once a
-        second); counting the silence up to now."""
+        """The attempt's latest silence (seconds after its start it began, and how long it
+        lasted), when Temporal would have timed it out: no heartbeat for `timeout`, less the
+        second a heartbeat may take to reach Temporal (the worker sends them at most once a
+        second); the one going on counts up to now."""
         if timeout is None:
             return None
         now = self._loop.time()
         current = (self._last - self._began, now - self._last)
-        enough = timeout.total_seconds() - HEARTBEAT_EVERY_SECONDS
-        return next((s for s in [*self._silences, current] if s[1] >= enough), None)
+        # Only the silence going on, or the latest one when it ended within a timeout's
+        # length (Temporal answers the heartbeats after it "not found", the first within a
+        # second or two): an older one, which Temporal did not time out, is past.
+        limit = timeout.total_seconds()
+        recent = [g for g in self._silences[-1:] if (now - self._began) - (g[0] + g[1]) <= limit]
+        enough = limit - HEARTBEAT_EVERY_SECONDS
+        return next((g for g in [current, *recent] if g[1] >= enough), None)
 
     def stop(self) -> None:
         if self._handle is not None:

@@ -23,6 +23,8 @@ PERMANENT_ERROR_TYPE = "PermanentError"
 DEFAULT_RETRIES_FOR_RETRY = 3
 # What Temporal's worker reports for an attempt its shutdown cut off (sdk-core).
 WORKER_SHUTDOWN_ERROR_TYPE = "WorkerShutdown"
+# What the step activity writes for such an attempt (no failure of the step's own).
+WORKER_SHUTDOWN_ERROR = "the worker shut down before the attempt ended; it runs again"
 # An attempt lost with its worker (a deploy, a crash) is not the step failing: after the
 # last attempt Temporal's policy allows, the workflow runs that attempt again, this often.
 LOST_WORKER_RERUNS = 5

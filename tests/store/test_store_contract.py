@@ -14,6 +14,7 @@ from temporal_workflows.definition import (
     WorkflowSpec,
 )
 from temporal_workflows.read_model import CANCELLED_UNSTARTED_REV
+from temporal_workflows.retry import WORKER_SHUTDOWN_ERROR
 from tests.store.builders import at, new_id, node_run, run, workflow
 from tests.store.conftest import StoreFactory
 
@@ -396,6 +397,20 @@ class TestRuns:
         assert await store.merge_node_run(cancel)
         again = await store.get_node_run(record.id)
         assert again is not None and again.error == merged.error
+
+    async def test_a_cancel_over_an_attempt_a_deploy_cut_off_says_only_cancelled(
+        self, store: Store
+    ) -> None:
+        # A worker's shutdown is no failure of the step (found by a review).
+        run_id = await _stored_run(store)
+        record = node_run(run_id, started_at=at(0), rev=1)
+        assert await store.upsert_node_run(record)
+        cut = {"id": record.id, "rev": 12, "attempt": 1, "status": "running"}
+        assert await store.merge_node_run({**cut, "error": WORKER_SHUTDOWN_ERROR})
+        cancel = {"id": record.id, "rev": 10**9, "status": "cancelled", "error": "cancelled"}
+        assert await store.merge_node_run(cancel)
+        merged = await store.get_node_run(record.id)
+        assert merged is not None and merged.error == "cancelled"
 
     async def test_a_cancel_of_a_later_attempt_says_only_cancelled(self, store: Store) -> None:
         # Attempt 2 was cancelled before its start landed: its end is its own, not the
