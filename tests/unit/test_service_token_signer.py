@@ -219,4 +219,8 @@ class TestAlgorithmChoice:
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
         assert main(["worker", "--service-token-algorithm", "foo"]) == 2
-        assert "'foo' is not one of" in capsys.readouterr().err
+        # One line in the settings' words, as a bad variable's (README).
+        assert capsys.readouterr().err.startswith(
+            "trellis worker: invalid value 'foo' for --service-token-algorithm / "
+            "TRELLIS_SERVICE_TOKEN_ALGORITHM: must be 'HS256', "
+        )
