@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from celpy import celtypes
+
 _OPERATORS = {
     "relation_eq": "==",
     "relation_ne": "!=",
@@ -26,21 +28,24 @@ _OPERATORS = {
     "unary_neg": "-",
     "unary_not": "!",
 }
-_TYPES = {
-    "NoneType": "null_type",
-    "NullType": "null_type",
-    "BoolType": "bool",
-    "IntType": "int",
-    "UintType": "uint",
-    "DoubleType": "double",
-    "StringType": "string",
-    "BytesType": "bytes",
-    "ListType": "list",
-    "MapType": "map",
-    "TimestampType": "google.protobuf.Timestamp",
-    "DurationType": "google.protobuf.Duration",
-    "TypeType": "type",
+# Each CEL value's type by its CEL name: messages naming a value's type say these, and
+# cel-python's own errors, naming Python classes, are put in these words.
+CEL_TYPE_NAMES: dict[type, str] = {
+    type(None): "null_type",
+    celtypes.NullType: "null_type",
+    celtypes.BoolType: "bool",
+    celtypes.IntType: "int",
+    celtypes.UintType: "uint",
+    celtypes.DoubleType: "double",
+    celtypes.StringType: "string",
+    celtypes.BytesType: "bytes",
+    celtypes.ListType: "list",
+    celtypes.MapType: "map",
+    celtypes.TimestampType: "google.protobuf.Timestamp",
+    celtypes.DurationType: "google.protobuf.Duration",
+    celtypes.TypeType: "type",
 }
+_TYPES = {kind.__name__: name for kind, name in CEL_TYPE_NAMES.items()}
 _TOKEN = re.compile(r"Token\('RULE', '(\w+)'\)")
 _CLASS = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
 _APPLIED = re.compile(r"applied to '\(([^)]*?),?\)'")

@@ -37,7 +37,11 @@ def converted(value: Any) -> celtypes.StringType | None:
 
 
 def _plain(value: Any) -> Any:
-    """A CEL value as JSON-ready Python; ValueError for what JSON cannot carry."""
+    """A CEL value as JSON-ready Python; ValueError for what JSON cannot carry.
+
+    Not `expressions.from_cel`: that one names a bool map key as Python does (`True`) in
+    outputs runs already carry, which only a patch of its own could change; here keys are
+    written as CEL writes them."""
     if value is None or isinstance(value, celtypes.NullType):
         return None
     if isinstance(value, celtypes.BoolType):

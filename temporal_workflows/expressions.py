@@ -42,7 +42,7 @@ from temporal_workflows.cel_budget import (
     release,
     static_problem,
 )
-from temporal_workflows.cel_messages import in_cel_words
+from temporal_workflows.cel_messages import CEL_TYPE_NAMES, in_cel_words
 from temporal_workflows.cel_names import MACROS, called_names, free_names
 
 # The names a CEL expression or template may read (documented in docs/semantics.md).
@@ -353,7 +353,7 @@ def from_cel(value: Any) -> Any:
     if isinstance(value, type):
         # `type(x)`, `int`: not data. Returned as is, it failed the workflow task when the
         # output was serialized (retried forever: the run hung); now it fails the node.
-        name = _CEL_TYPE_NAMES.get(value, value.__name__)
+        name = CEL_TYPE_NAMES.get(value, value.__name__)
         raise ExpressionError(f"it yields the type {name}, which is not a value a step can use")
     return value
 
@@ -367,21 +367,6 @@ def _non_finite_fails() -> bool:
     return not workflow.in_workflow() or workflow.patched(NON_FINITE_PATCH)
 
 
-_CEL_TYPE_NAMES: dict[type, str] = {
-    type(None): "null_type",
-    celtypes.NullType: "null_type",
-    celtypes.BoolType: "bool",
-    celtypes.IntType: "int",
-    celtypes.UintType: "uint",
-    celtypes.DoubleType: "double",
-    celtypes.StringType: "string",
-    celtypes.BytesType: "bytes",
-    celtypes.ListType: "list",
-    celtypes.MapType: "map",
-    celtypes.TimestampType: "google.protobuf.Timestamp",
-    celtypes.DurationType: "google.protobuf.Duration",
-    celtypes.TypeType: "type",
-}
 # How much of a value a message shows.
 SHOWN_CHARS = 200
 
@@ -391,7 +376,7 @@ def described(value: Any) -> str:
     ("string 'yes'", "map {'a': 1}", "null")."""
     if value is None or isinstance(value, celtypes.NullType):
         return "null"
-    name = _CEL_TYPE_NAMES.get(type(value), type(value).__name__)
+    name = CEL_TYPE_NAMES.get(type(value), type(value).__name__)
     shown = ""
     # Piece by piece, so a huge or deeply nested value is read no further than shown.
     for piece in _literal(value):
