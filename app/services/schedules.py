@@ -8,7 +8,6 @@ argument keeps the configuration as given (Temporal keeps a cron only as calenda
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +44,7 @@ from app.schemas.schedule import (
 )
 from app.services.idempotency import Asked
 from app.services.precondition import content_tag, holds_to_a_tag, require_match, stale
+from app.services.schedule_bound import BOUND
 from app.services.schedule_key import (
     CREATOR,
     MEMO,
@@ -80,26 +80,8 @@ FIRINGS = {
 }
 
 
-# A workflow's creates in flight in this process, and the schedules it made within
-# RECENT_SECONDS: both count toward the bound, which visibility lists a moment late.
-_IN_FLIGHT: dict[str, int] = {}
-_RECENT: dict[str, dict[str, float]] = {}
-RECENT_SECONDS = 30.0
 # How much of the caller's name a pause or unpause note carries.
 NOTE_NAME_CHARS = 200
-
-
-def _recently_made(workflow_id: str) -> set[str]:
-    """The schedules this process made for the workflow lately (older ones, of every
-    workflow, forgotten)."""
-    since = time.monotonic() - RECENT_SECONDS
-    for made_for in list(_RECENT):
-        made = _RECENT[made_for]
-        for schedule_id in [s for s, at in made.items() if at < since]:
-            del made[schedule_id]
-        if not made:
-            del _RECENT[made_for]
-    return set(_RECENT.get(workflow_id, {}))
 
 
 def schedule_tag(schedule: SchedulePublic) -> str:
@@ -141,18 +123,10 @@ class ScheduleService:
             keyed = memo[MEMO] = create_request(body, self.created_by)
         schedule_id = f"{schedule_prefix(workflow.id)}{key_part}"
         await require_firing(self.client, self.task_queue, body)  # a bad cron is 400 first
-        # Each create counts the others of its workflow in flight in this process, from
-        # before its own count (concurrent creates, each counting before any was made, all
-        # passed the bound; a lock given up after a wait let a burst pass it too).
-        in_flight = _IN_FLIGHT.get(workflow.id, 0)
-        _IN_FLIGHT[workflow.id] = in_flight + 1
-        try:
+        # Counted with this process's other creates of the workflow in flight (schedule_bound.py).
+        with BOUND.creating(workflow.id) as in_flight:
             await self._require_room(workflow, schedule_id if keyed else None, in_flight)
             await self._made(workflow, schedule_id, body, memo, keyed)
-        finally:
-            _IN_FLIGHT[workflow.id] -= 1
-            if not _IN_FLIGHT[workflow.id]:
-                del _IN_FLIGHT[workflow.id]
         return await self.get(schedule_id)
 
     async def _made(
@@ -183,7 +157,7 @@ class ScheduleService:
             desc, _ = await self._describe(schedule_id)
             await require_first_request(desc, keyed)
             return
-        _RECENT.setdefault(workflow.id, {})[schedule_id] = time.monotonic()
+        BOUND.made(workflow.id, schedule_id)
 
     async def _require_room(
         self, workflow: WorkflowRecord, keyed_repeat: str | None, in_flight: int
@@ -194,7 +168,7 @@ class ScheduleService:
         if self.max_per_workflow is None:
             return
         listed = await self.client.list_schedules(query=schedules_query(workflow.id))
-        ids = {s.id async for s in listed} | _recently_made(workflow.id)
+        ids = {s.id async for s in listed} | BOUND.recently_made(workflow.id)
         if keyed_repeat in ids or len(ids) + in_flight < self.max_per_workflow:
             return
         raise Conflict(
@@ -307,8 +281,7 @@ class ScheduleService:
         """Delete the schedule and its skips; runs it started are not affected."""
         await self._describe(schedule_id)
         await temporal_call(schedule_id, self._handle(schedule_id).delete())
-        for made in _RECENT.values():
-            made.pop(schedule_id, None)
+        BOUND.deleted(schedule_id)
         # After the schedule: a firing before the delete may still log a skip.
         await self.store.delete_events(skip_log_key(schedule_id))
 
