@@ -435,10 +435,10 @@ class _Heartbeat:
         self._loop = asyncio.get_running_loop()
         self._details: tuple[Any, ...] = ()
         self._handle: asyncio.TimerHandle | None = None
-        # When the attempt began and last heartbeated, and its silences long enough to
-        # have run into a heartbeat timeout (when each began, and how long it lasted).
+        # When the attempt began and last heartbeated, and its latest silence long enough to
+        # have missed a beat (when it began, and how long it lasted): the only one that tells.
         self._began = self._last = self._loop.time()
-        self._silences: list[tuple[float, float]] = []
+        self._silence: tuple[float, float] | None = None
 
     def start(self) -> None:
         self._handle = self._loop.call_later(HEARTBEAT_EVERY_SECONDS, self._beat)
@@ -456,7 +456,7 @@ class _Heartbeat:
     def _sent(self) -> None:
         now = self._loop.time()
         if now - self._last > 2 * HEARTBEAT_EVERY_SECONDS:  # a beat missed: the loop blocked
-            self._silences.append((self._last - self._began, now - self._last))
+            self._silence = (self._last - self._began, now - self._last)
         self._last = now
 
     def silence_over(self, timeout: timedelta | None) -> tuple[float, float] | None:
@@ -472,7 +472,8 @@ class _Heartbeat:
         # length (Temporal answers the heartbeats after it "not found", the first within a
         # second or two): an older one, which Temporal did not time out, is past.
         limit = timeout.total_seconds()
-        recent = [g for g in self._silences[-1:] if (now - self._began) - (g[0] + g[1]) <= limit]
+        last = [self._silence] if self._silence is not None else []
+        recent = [g for g in last if (now - self._began) - (g[0] + g[1]) <= limit]
         enough = limit - HEARTBEAT_EVERY_SECONDS
         return next((g for g in [current, *recent] if g[1] >= enough), None)
 
