@@ -1,5 +1,5 @@
-"""The variables a CEL expression reads (the names it does not bind itself), and the
-functions it calls.
+"""The variables a run's scope offers, those a CEL expression reads (the names it does
+not bind itself), and the functions it calls.
 
 A comprehension macro (`list.exists(x, x > 1)`, also `all`, `exists_one`, `map`,
 `filter`) binds its first argument inside its other arguments; every other identifier
@@ -9,9 +9,32 @@ run's scope when it is evaluated.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from lark import Token, Tree
+
+# The names a CEL expression or template may read (documented in docs/semantics.md).
+SCOPE_VARIABLES = frozenset(
+    {
+        "input",
+        "previous_step_content",
+        "previous_step_outputs",
+        "additional_data",
+        "session_state",
+        "step_choices",
+        "user_input",
+        "rejection_feedback",
+        "iteration",
+        "iteration_outputs",
+        "loop_outputs",
+        "item",
+        "index",
+    }
+)
+
+# A name alone: an identifier CEL reads (a template's `{{ city }}` means `input.city`).
+BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # Macros whose first argument names the element inside the others.
 BINDING_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})

@@ -2,10 +2,11 @@
 
 Compiled programs are cached by source text; compiling is deterministic, so the cache
 only saves time. Nothing here runs at import time beyond building the environments.
-`template_parts` is the one place a string is cut into text and expressions: `render`
-(run time) and `template_expressions` (save time) both use it, so a definition that saves
-evaluates exactly the expressions that were checked. Every evaluation runs under a step
-budget (`cel_budget`); a whole config renders under one. The rules are in docs/semantics.md.
+`templates.template_parts` is the one place a string is cut into text and expressions:
+`render` (run time) and `template_expressions` (save time) both use it, so a definition
+that saves evaluates exactly the expressions that were checked. Every evaluation runs
+under a step budget (`cel_budget`); a whole config renders under one. The rules are in
+docs/semantics.md.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import difflib
 import functools
 import json
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -43,28 +43,15 @@ from temporal_workflows.cel_budget import (
     static_problem,
 )
 from temporal_workflows.cel_messages import CEL_TYPE_NAMES, in_cel_words
-from temporal_workflows.cel_names import MACROS, called_names, free_names
-
-# The names a CEL expression or template may read (documented in docs/semantics.md).
-SCOPE_VARIABLES = frozenset(
-    {
-        "input",
-        "previous_step_content",
-        "previous_step_outputs",
-        "additional_data",
-        "session_state",
-        "step_choices",
-        "user_input",
-        "rejection_feedback",
-        "iteration",
-        "iteration_outputs",
-        "loop_outputs",
-        "item",
-        "index",
-    }
+from temporal_workflows.cel_names import (
+    BARE_NAME,
+    MACROS,
+    SCOPE_VARIABLES,
+    called_names,
+    free_names,
 )
+from temporal_workflows.templates import Placeholder, template_parts
 
-_BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ENV = celpy.Environment(runner_class=BudgetedRunner)
 _PLAIN_ENV = celpy.Environment()
 # Per source: the program, every name token in it (the scope variables to convert), the
@@ -148,7 +135,7 @@ def check_expression(source: str) -> None:
                 f"which cel-python does not evaluate; write {function[1:]}(…)"
             )
         if function not in FUNCTIONS and function not in MACROS:
-            known = sorted(n for n in (*FUNCTIONS, *MACROS) if _BARE_NAME.match(n))
+            known = sorted(n for n in (*FUNCTIONS, *MACROS) if BARE_NAME.match(n))
             close = difflib.get_close_matches(function, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ExpressionError(
@@ -181,34 +168,6 @@ def _cel_name(name: str) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class Placeholder:
-    """One `{{ … }}` of a template string: the CEL source it evaluates."""
-
-    source: str
-
-
-def template_parts(text: str) -> list[str | Placeholder]:
-    """A string as its literal text and its `{{ … }}` placeholders, in order.
-
-    A placeholder ends at the first `}}` outside a CEL string literal and outside a map
-    literal's braces. A `{{` that is never closed stays literal text (save time refuses it).
-    """
-    parts: list[str | Placeholder] = []
-    pos = 0
-    while (start := text.find("{{", pos)) != -1:
-        end = _placeholder_end(text, start + 2)
-        if end is None:
-            break
-        if start > pos:
-            parts.append(text[pos:start])
-        parts.append(Placeholder(_template_source(text[start + 2 : end].strip())))
-        pos = end + 2
-    if pos < len(text):
-        parts.append(text[pos:])
-    return parts
-
-
 def template_expressions(text: str) -> list[str]:
     """The CEL sources a template string evaluates; raise ExpressionError for an unclosed `{{`."""
     parts = template_parts(text)
@@ -216,50 +175,6 @@ def template_expressions(text: str) -> list[str]:
         at = len(text) - len(parts[-1]) + parts[-1].index("{{")
         raise ExpressionError(f"template at character {at} of {text!r} has no closing }}}}")
     return [part.source for part in parts if isinstance(part, Placeholder)]
-
-
-def _template_source(expr: str) -> str:
-    if _BARE_NAME.match(expr) and expr not in SCOPE_VARIABLES:
-        return f"input.{expr}"
-    return expr
-
-
-def _placeholder_end(text: str, i: int) -> int | None:
-    """Where the `}}` closing a placeholder whose expression starts at i is; None if none."""
-    depth = 0  # open `{` of map literals inside the expression
-    while i < len(text):
-        char = text[i]
-        if char in "'\"":
-            end = _string_end(text, i)
-            if end is None:
-                return None
-            i = end
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            if depth == 0 and text.startswith("}}", i):
-                return i
-            depth = max(depth - 1, 0)
-        i += 1
-    return None
-
-
-def _string_end(text: str, i: int) -> int | None:
-    """Just past the CEL string literal whose opening quote is at i; None if it never closes."""
-    quote = text[i : i + 3] if text[i : i + 3] in ('"""', "'''") else text[i]
-    # r"…" and R"…" (also with b) are raw: a backslash there escapes nothing.
-    start = i
-    while start > max(i - 2, 0) and text[start - 1] in "rRbB":
-        start -= 1
-    before = text[start - 1] if start > 0 else " "
-    raw = "r" in text[start:i].lower() and not (before.isalnum() or before == "_")
-    j = i + len(quote)
-    while j < len(text):
-        if text.startswith(quote, j):
-            return j + len(quote)
-        j += 1 if raw or text[j] != "\\" else 2
-    return None
 
 
 def to_cel(value: Any) -> Any:
