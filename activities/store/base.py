@@ -116,7 +116,16 @@ class Store(Protocol):
 
     # -- runs --------------------------------------------------------------
     async def insert_run(self, record: RunRecord) -> RunRecord:
-        """Insert a run; when one with this id exists, return it unchanged (idempotent)."""
+        """Insert a run; when one with this id exists, return it unchanged (idempotent).
+
+        Returns `record` itself when this call inserted it (a starter tells its own
+        record from one a first use of its key stored), else the stored one."""
+
+    async def delete_unstarted_run(self, run_id: str) -> bool:
+        """Delete a run only while it is `pending` at most at the start claim's rev (no
+        workflow wrote it, no cancel ended it), with its node runs and events; whether it
+        did. For a starter taking back the record it just wrote for a start Temporal
+        cannot make (`RunIdTaken`): nothing else may read as deleted."""
 
     async def update_run(
         self,

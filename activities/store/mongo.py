@@ -57,7 +57,11 @@ from activities.store.records import (
     WorkflowVersionRecord,
 )
 from activities.store.search_text import search_fold
-from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, WORKFLOW_REVS_BELOW
+from temporal_workflows.read_model import (
+    START_CLAIM_REV,
+    TERMINAL_RUN_STATUSES,
+    WORKFLOW_REVS_BELOW,
+)
 
 Doc = dict[str, Any]
 # Large payloads are kept in chunks well below MongoDB's 16 MB document limit.
@@ -358,12 +362,26 @@ class MongoStore:
                 await write_bson_safe(
                     self._db().runs.insert_one, {"_id": record.id, **to_stored(record)}
                 )
+                return record  # inserted: as on SQLite, the caller's record itself
             except DuplicateKeyError:
                 pass  # already inserted (a retried activity): return what is stored
             doc = await self._db().runs.find_one({"_id": record.id})
         if doc is None:
             raise StoreError(f"run {record.id} vanished right after insert")
         return _record(RunRecord, doc)
+
+    async def delete_unstarted_run(self, run_id: str) -> bool:
+        db = self._db()
+        unstarted: Doc = {"_id": run_id, "status": "pending", "rev": {"$lte": START_CLAIM_REV}}
+        with _errors():
+            # The run first, under its condition: its children go only if it did (a
+            # never-started run has none; a workflow's first write keeps it whole).
+            result = await db.runs.delete_one(unstarted)
+            if result.deleted_count == 0:
+                return False
+            await db.events.delete_many({"run_id": run_id})
+            await db.node_runs.delete_many({"workflow_run_id": run_id})
+        return True
 
     async def update_run(
         self,

@@ -66,7 +66,11 @@ from activities.store.sqlite_rows import (
     workflow_row,
 )
 from activities.store.sqlite_schema import migrate
-from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, WORKFLOW_REVS_BELOW
+from temporal_workflows.read_model import (
+    START_CLAIM_REV,
+    TERMINAL_RUN_STATUSES,
+    WORKFLOW_REVS_BELOW,
+)
 
 T = TypeVar("T")
 M = TypeVar("M", bound=StoredModel)
@@ -366,6 +370,16 @@ class SqliteStore:
         existing = await self._tx(op)
         # Inserted: what is stored is this record's document, which reads back equal.
         return record if existing is None else _load(RunRecord, existing)
+
+    async def delete_unstarted_run(self, run_id: str) -> bool:
+        async with self._write() as db:
+            rows = await db.execute_fetchall(
+                "SELECT id FROM runs WHERE id = ? AND status = 'pending' AND rev <= ?",
+                (run_id, START_CLAIM_REV),
+            )
+            ids = [row[0] for row in rows]
+            await _delete_runs(db, ids)
+        return bool(ids)
 
     async def update_run(
         self,

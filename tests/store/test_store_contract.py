@@ -13,7 +13,12 @@ from temporal_workflows.definition import (
     WorkflowNode,
     WorkflowSpec,
 )
-from temporal_workflows.read_model import CANCELLED_UNSTARTED_REV
+from temporal_workflows.read_model import (
+    CANCELLED_UNSTARTED_REV,
+    RECORDED_REV,
+    START_CLAIM_REV,
+    START_FAILED_REV,
+)
 from temporal_workflows.retry import WORKER_SHUTDOWN_ERROR
 from tests.store.builders import at, new_id, node_run, run, workflow
 from tests.store.conftest import StoreFactory
@@ -280,6 +285,50 @@ class TestRuns:
         again = first.model_copy(update={"status": "failed"})
         assert await store.insert_run(again) == first
         assert await store.get_run(first.id) == first
+
+    async def test_an_insert_returns_the_callers_record_only_when_it_inserted_it(
+        self, store: Store
+    ) -> None:
+        # A starter tells the record it wrote from one a first use of its key stored.
+        first = run(new_id())
+        assert await store.insert_run(first) is first
+        again = first.model_copy()
+        stored = await store.insert_run(again)
+        assert stored is not again and stored == first
+
+    async def test_an_unstarted_run_is_deleted_with_what_it_holds(self, store: Store) -> None:
+        wf = workflow()
+        await store.create_workflow(wf)
+        recorded, claimed = run(wf.id, rev=RECORDED_REV), run(wf.id, rev=START_CLAIM_REV)
+        for record in (recorded, claimed):
+            await store.insert_run(record)
+            await store.append_event(record.id, {"type": "run_created"})
+            await store.upsert_node_run(node_run(record.id))
+            assert await store.delete_unstarted_run(record.id) is True
+            assert await store.get_run(record.id) is None
+            assert await store.list_events(record.id, 0, 10) == []
+            assert await store.list_node_runs([record.id]) == []
+        assert (await store.list_runs(wf.id))[1] == 0
+        assert await store.delete_unstarted_run(recorded.id) is False
+
+    async def test_a_run_its_workflow_or_a_cancel_wrote_is_never_deleted_as_unstarted(
+        self, store: Store
+    ) -> None:
+        wf = workflow()
+        await store.create_workflow(wf)
+        kept = [
+            run(wf.id, status="pending", rev=START_CLAIM_REV + 1),  # its workflow wrote
+            run(wf.id, status="running", rev=START_CLAIM_REV),
+            run(wf.id, status="cancelled", rev=CANCELLED_UNSTARTED_REV),
+            run(wf.id, status="failed", rev=START_FAILED_REV),  # refused: a repeat restarts it
+        ]
+        for record in kept:
+            await store.insert_run(record)
+            await store.append_event(record.id, {"type": "run_started"})
+            assert await store.delete_unstarted_run(record.id) is False
+            assert await store.get_run(record.id) == record
+            assert len(await store.list_events(record.id, 0, 10)) == 1
+        assert await store.delete_unstarted_run(new_id()) is False
 
     async def test_update_applies_changes_and_stores_rev(self, store: Store) -> None:
         record = run(new_id())
