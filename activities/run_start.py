@@ -11,7 +11,9 @@ workflow never wrote), with `USE_EXISTING` (a running workflow is attached to) a
 for a record whose workflow never started (still `pending`) starts it, and for any other
 record does nothing but return it. Three callers rely on that: a request repeated with
 the same `Idempotency-Key` (a trigger, retry, node rerun or replay), a schedule's next
-attempt, and the reconciler.
+attempt, and the reconciler. A record written anew under an id Temporal already closed a
+workflow of (its run deleted from the store by the run retention, kept by Temporal's)
+can never start: it is deleted again and `RunIdTaken` raised.
 
 Before asking Temporal, a starter claims the run (`activities/start_claim.py`): a run
 cancelled before its start is never started, whoever repeats the start.
@@ -59,6 +61,17 @@ class WorkflowDisabled(Exception):
     def __init__(self, workflow_id: str) -> None:
         super().__init__(DISABLED_MESSAGE)
         self.workflow_id = workflow_id
+
+
+class RunIdTaken(Exception):
+    """Temporal keeps a closed workflow under the run id, but the store has no run of it:
+    the run ended and was deleted (run retention), while Temporal's namespace retention
+    keeps it longer. A run of that id can never start again; the record written for one
+    was taken back."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"Temporal already has a closed workflow of run {run_id}")
+        self.run_id = run_id
 
 
 class RunStartFailed(Exception):
@@ -145,12 +158,15 @@ class RunStarter:
         A refused start raises RunStartFailed; with `mark_failed` the run is marked
         failed first, without it the record stays pending for a retry to start. With
         `restart_refused`, a run an earlier refused start marked failed is started too.
+        A record this call wrote whose id Temporal already closed a workflow of (a run
+        deleted from the store) is deleted again, and RunIdTaken raised.
         """
         require_enabled(workflow)
         if record.rev == RECORDED_REV and record.status == "pending":
             record.stop_after_node_id = stop_after_node_id
             record.default_gate_timeout_seconds = self.default_gate_timeout_seconds
         stored = await self.store.insert_run(record)
+        inserted = stored is record  # not one recorded earlier (Store.insert_run)
         if restart_refused and start_was_refused(stored):
             stored = await self._reopen(stored)
         if stored.status != "pending":
@@ -173,6 +189,10 @@ class RunStarter:
                 max_output_bytes=self.max_output_bytes,
             )
         except WorkflowAlreadyStartedError:
+            if inserted and await self.store.delete_unstarted_run(stored.id):
+                # No run of this id was in the store: the workflow Temporal keeps is a
+                # deleted run's. The record just written would stay pending for nothing.
+                raise RunIdTaken(stored.id) from None
             return stored  # it ran and closed before its first write landed; not again
         except Exception as exc:
             log.warning(

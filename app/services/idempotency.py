@@ -4,7 +4,9 @@ The key names the run: its id is derived from the workflow's id and the key
 (`new_run_id`), so a repeat finds the run its first use recorded and is answered with
 it (started now if its workflow never was), and concurrent first uses collide on one
 record. A repeat must ask for what the first use asked for; anything else is 409, never
-the first use's run (that would accept a request that never runs).
+the first use's run (that would accept a request that never runs). A key whose run was
+deleted from the store (run retention) while Temporal keeps its workflow is 409 too: no
+run of that id can start again, and none is recorded.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from activities.run_start import RunStarter, new_run_id, start_was_refused
+from activities.run_start import RunIdTaken, RunStarter, new_run_id, start_was_refused
 from activities.store.records import RunRecord, WorkflowRecord
 from app.errors import Conflict
-from temporal_workflows.contracts import Identity
+from temporal_workflows.contracts import CachedOutput, Identity
 
 # What a request asks for, under the wire names a 409 reports (a request names only the
 # parts it decides; a lineage request's input and reuse list follow from its source run).
@@ -107,3 +109,36 @@ async def repeated_run(
         # 400 would tell a client whose answer was lost that nothing runs).
         return existing
     return await starter.start(workflow, existing, restart_refused=True)
+
+
+async def start_first_use(
+    starter: RunStarter,
+    workflow: WorkflowRecord,
+    record: RunRecord,
+    asked: Asked,
+    *,
+    cached: dict[str, CachedOutput] | None = None,
+    stop_after_node_id: str | None = None,
+) -> RunRecord:
+    """Start the run a request records (the first use of its key, when it has one).
+
+    A concurrent first use may have stored the key's run first: it is the answer only if
+    it asked the same. A key whose run is gone from the store while Temporal keeps its
+    workflow is 409: it can name no run now, and a new one under it could never start.
+    """
+    key = record.idempotency_key
+    try:
+        stored = await starter.start(
+            workflow, record, cached=cached, stop_after_node_id=stop_after_node_id
+        )
+    except RunIdTaken as exc:
+        if key is None:
+            raise
+        raise Conflict(
+            f"Idempotency-Key was used for run {exc.run_id}, which is no longer in the "
+            "store (deleted under run retention, TRELLIS_RUN_RETENTION_DAYS): use a new "
+            "key for a new run"
+        ) from exc
+    if key is not None:
+        require_same_request(stored, asked)
+    return stored

@@ -22,7 +22,7 @@ from activities.store.records import (
 )
 from app.errors import InvalidRequest, NotFound
 from app.services.graph import latest_node_runs
-from app.services.idempotency import Asked, asker, repeated_run, require_same_request
+from app.services.idempotency import Asked, asker, repeated_run, start_first_use
 from temporal_workflows.contracts import CachedOutput, Identity
 from temporal_workflows.definition import WorkflowNode, iter_nodes
 
@@ -62,7 +62,9 @@ class LineageService:
         record = child_record(
             workflow, source, "retry", deps, key=idempotency_key, triggered_by=self.triggered_by
         )
-        return await self._start(workflow, record, asked, cached=cached, stop_after_node_id=stop)
+        return await start_first_use(
+            self.starter, workflow, record, asked, cached=cached, stop_after_node_id=stop
+        )
 
     async def rerun_node(
         self,
@@ -103,7 +105,9 @@ class LineageService:
             key=idempotency_key,
             triggered_by=self.triggered_by,
         )
-        return await self._start(workflow, record, asked, cached=cached, stop_after_node_id=node_id)
+        return await start_first_use(
+            self.starter, workflow, record, asked, cached=cached, stop_after_node_id=node_id
+        )
 
     async def replay(
         self, workflow: WorkflowRecord, source: RunRecord, idempotency_key: str | None = None
@@ -122,23 +126,7 @@ class LineageService:
             key=idempotency_key,
             triggered_by=self.triggered_by,
         )
-        return await self._start(workflow, record, asked)
-
-    async def _start(
-        self,
-        workflow: WorkflowRecord,
-        record: RunRecord,
-        asked: Asked,
-        *,
-        cached: dict[str, CachedOutput] | None = None,
-        stop_after_node_id: str | None = None,
-    ) -> RunRecord:
-        stored = await self.starter.start(
-            workflow, record, cached=cached, stop_after_node_id=stop_after_node_id
-        )
-        if record.idempotency_key is not None:
-            require_same_request(stored, asked)  # a concurrent first use may have won
-        return stored
+        return await start_first_use(self.starter, workflow, record, asked)
 
     async def _latest_completed(self, run_id: str) -> dict[str, NodeRunRecord]:
         """Per node id, the run's latest completed node run, read a page at a time and

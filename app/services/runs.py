@@ -9,7 +9,7 @@ from activities.store.base import Store
 from activities.store.records import ResolvedDependency, RunRecord, WorkflowRecord
 from app.errors import InvalidRequest, NotFound
 from app.schemas.run import RunCreate
-from app.services.idempotency import Asked, asker, repeated_run, require_same_request
+from app.services.idempotency import Asked, asker, repeated_run, start_first_use
 from app.services.lineage import reusable_steps
 from temporal_workflows.contracts import CachedOutput, Identity
 from temporal_workflows.definition import iter_nodes
@@ -42,10 +42,7 @@ class RunService:
             idempotency_key=idempotency_key,
             triggered_by=self.triggered_by,
         )
-        stored = await self.starter.start(workflow, record, cached=cached)
-        if idempotency_key is not None:
-            require_same_request(stored, asked)  # a concurrent first use may have won
-        return stored
+        return await start_first_use(self.starter, workflow, record, asked, cached=cached)
 
     async def _cached_outputs(
         self, workflow: WorkflowRecord, body: RunCreate

@@ -19,7 +19,7 @@ from temporalio.client import (
 )
 
 from activities.executors.catalog import load_catalog
-from activities.run_start import RunStarter, new_run_record, start_run_workflow
+from activities.run_start import RunIdTaken, RunStarter, new_run_record, start_run_workflow
 from activities.store.records import WorkflowRecord
 from app.main import create_app
 from app.settings import Settings
@@ -157,9 +157,25 @@ class TestStartingAgain:
         # Its workflow ran and closed before any record existed (its writes found none).
         await start_run_workflow(platform.client, record, task_queue=platform.task_queue)
         await platform.client.get_workflow_handle(record.id).result()
+        await platform.store.insert_run(record)
         starter = RunStarter(platform.store, platform.client, platform.task_queue)
-        stored = await starter.start(workflow, record)
+        stored = await starter.start(workflow, record.model_copy())
         assert stored.status == "pending"
+        assert await executions(platform, record.id) == 1
+
+    async def test_a_record_written_anew_for_a_closed_workflow_is_taken_back(
+        self, platform: Platform
+    ) -> None:
+        # The store has no run of the id, Temporal a closed workflow (the run retention
+        # deleted its run): this start's record could never start, so it is not kept.
+        workflow = await workflow_of(platform, await platform.create(ECHO))
+        record = new_run_record(workflow, "manual", {})
+        await start_run_workflow(platform.client, record, task_queue=platform.task_queue)
+        await platform.client.get_workflow_handle(record.id).result()
+        starter = RunStarter(platform.store, platform.client, platform.task_queue)
+        with pytest.raises(RunIdTaken):
+            await starter.start(workflow, record)
+        assert await platform.store.get_run(record.id) is None
         assert await executions(platform, record.id) == 1
 
 
