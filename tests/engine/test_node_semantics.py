@@ -133,6 +133,37 @@ class TestSequence:
             "found no matching overload for '==' applied to (double, int)"
         ), run["errorSummary"]
 
+    async def test_lists_and_maps_holding_null_compare_as_cel_says(
+        self, platform: Platform
+    ) -> None:
+        # A step's output list with a null item compared with the list expected failed its
+        # run: cel-python refused the null paired with a number inside lists and maps.
+        run = await platform.run(
+            {
+                "nodes": [
+                    transform("got", items="input.items"),
+                    condition(
+                        "same",
+                        "previous_step_outputs.got.items == [1, 2]",
+                        transform("equal", v="'equal'"),
+                        falseSteps=[transform("differs", v="'differs'")],
+                    ),
+                    condition("changed", "input.meta != {'a': 1}", transform("yes", v="1")),
+                    transform("last", nested="[[1]] == [[null]]", both="[null] == [null]"),
+                ]
+            },
+            {"items": [1, None], "meta": {"a": None}},
+        )
+        assert run["status"] == "completed", run.get("errorSummary")
+        assert names(run) == ["got", "same", "differs", "changed", "yes", "last"]
+        assert run["finalOutput"] == {"nested": False, "both": True}
+        # Other types inside a list still do not compare, as they do not outside one.
+        run = await platform.run({"nodes": [transform("t", x="[1] == ['a']")]})
+        assert run["status"] == "failed"
+        assert run["errorSummary"].endswith(
+            "found no matching overload for '==' applied to (list, list)"
+        ), run["errorSummary"]
+
     async def test_a_failing_template_fails_the_step_with_the_expression(
         self, platform: Platform
     ) -> None:

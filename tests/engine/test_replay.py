@@ -202,6 +202,17 @@ async def _record_all(platform: Platform) -> dict[str, str]:
         runs[name] = await platform.trigger(wf)
         await platform.wait(wf, runs[name])
 
+    # A list holding a null compared with one holding a number: recorded before
+    # cel_null.NESTED_NULL_EQUALITY_PATCH (the node failed, "no matching overload"), and
+    # after (false). `1 == null` first records NULL_EQUALITY_PATCH's marker, which must
+    # not answer the lists.
+    wf = await platform.create(
+        {"nodes": [echo("n", bare="{{ 1 == null }}", same="{{ [1] == [null] }}")]}
+    )
+    for name in ("nested_null_equality_refused", "nested_null_equality_false"):
+        runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, runs[name])
+
     wf = await platform.create({"nodes": [delay("slow", 0.4), echo("next"), delay("long", 30)]})
     runs["paused_cancelled"] = await platform.trigger(wf)
     await platform.wait(wf, runs["paused_cancelled"], {"running"})
@@ -681,6 +692,8 @@ def test_every_representative_history_is_recorded() -> None:
         "string_conversion_json",
         "null_equality_refused",
         "null_equality_false",
+        "nested_null_equality_refused",
+        "nested_null_equality_false",
         "route_unicode_form_failed",
         "route_unicode_form_selected",
         "condition_chain_budget_spent",

@@ -157,6 +157,34 @@ class TestEvaluation:
             evaluate("input.a == 2", {"input": {"a": 2.0}})
         assert evaluate("input.a == 2.0", {"input": {"a": 2.0}}) is True
 
+    @pytest.mark.parametrize(
+        ("source", "expected"),
+        [
+            ("[1] == [null]", False),
+            ("[null] == [1]", False),
+            ("[null] == [null]", True),
+            ("[[1]] == [[null]]", False),
+            ("{'a': 1} == {'a': null}", False),
+            ("{'a': [1, null]} == {'a': [1, null]}", True),
+            ("[1] != [null]", True),
+            ("{'a': 1} != {'a': null}", True),
+            ("[[1]] != [[null]]", True),
+            # The null pair is false, and a false pair decides as cel-python's does
+            # (`[1, 2] == [3, 'a']` is false there too).
+            ("[1, 2] == [null, 'a']", False),
+        ],
+    )
+    def test_a_null_inside_a_list_or_map_compares_as_cel_says(
+        self, source: str, expected: bool
+    ) -> None:
+        # cel-python refused the null paired with a number ("no matching overload").
+        assert evaluate(source, {}) is expected
+
+    @pytest.mark.parametrize("source", ["[1] == ['a']", "{'a': 1} != {'a': 'x'}", "[null] == 1"])
+    def test_other_mismatches_inside_a_list_or_map_stay_errors(self, source: str) -> None:
+        with pytest.raises(ExpressionError, match="no matching overload"):
+            evaluate(source, {})
+
     def test_division_by_zero_is_an_error(self) -> None:
         with pytest.raises(ExpressionError, match="divide by zero"):
             evaluate("input.a / 0", SCOPE)
