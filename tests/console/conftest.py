@@ -45,6 +45,26 @@ async def console(browser: Any, platform: Platform) -> AsyncIterator[Console]:
         yield opened
 
 
+@pytest.fixture(scope="module")
+async def module_platform(
+    temporal_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Platform]:
+    """One platform (built-in executors, `dev` mode) for every test of a module: each test
+    makes its own workflows, so they share it without meeting."""
+    async with (
+        executor_registry() as registry,
+        running_platform(temporal_env.client, tmp_path_factory.mktemp("platform"), registry) as p,
+    ):
+        yield p
+
+
+@pytest.fixture
+async def module_console(browser: Any, module_platform: Platform) -> AsyncIterator[Console]:
+    """A browser tab (its own context) on the module's shared platform."""
+    async with Console.open_on(browser, module_platform, _shots) as opened:
+        yield opened
+
+
 @pytest.fixture
 async def jwt_platform(
     temporal_env: WorkflowEnvironment, tmp_path: Path

@@ -11,6 +11,8 @@ from tests.builders import echo
 from tests.console.console import Console, first_answer_lost
 
 LIVE = 15_000  # ms
+# The trigger form's JSON status (the schedule form has one of its own).
+TRIGGER_STATUS = "section[aria-labelledby=trigger-h] .json-status"
 
 
 async def test_search_enable_trigger_and_filter_runs_by_status(console: Console) -> None:
@@ -47,7 +49,7 @@ async def test_search_enable_trigger_and_filter_runs_by_status(console: Console)
     await console.drawn()
     editor = page.get_by_label("Initial input (JSON object)")
     await editor.fill('{"name": ')
-    await expect(page.locator(".json-status")).to_contain_text(
+    await expect(page.locator(TRIGGER_STATUS)).to_contain_text(
         "Initial input (JSON object) is not valid JSON"
     )
     await page.get_by_role("button", name="Trigger run").click()
@@ -56,7 +58,7 @@ async def test_search_enable_trigger_and_filter_runs_by_status(console: Console)
         "Not started: the input is not valid JSON"
     )
     await editor.fill('{"name": "Ada"}')
-    await expect(page.locator(".json-status")).to_have_text("Valid JSON")
+    await expect(page.locator(TRIGGER_STATUS)).to_have_text("Valid JSON")
     await page.get_by_role("button", name="Trigger run").click()
     await console.drawn()
     await expect(page).to_have_url(re.compile(r"/runs/run-"))

@@ -1,5 +1,5 @@
-// One workflow: its state, a trigger form, its runs by status, its versions with a diff,
-// and its definition tree.
+// One workflow: its state, a trigger form, its runs by status, its schedules, its versions
+// with a diff, and its definition tree.
 
 import { api, ApiError, requestKeys, mayUse, CONTROL_SCOPE } from "./api.js";
 import { h, fill, notice, query, when, newId, badge, facts, add } from "./dom.js";
@@ -8,6 +8,7 @@ import { renderTree } from "./tree.js";
 import { renderDiff } from "./diff.js";
 import { jsonEditor } from "./jsoneditor.js";
 import { draftOf, signedInAgain } from "./drafts.js";
+import { renderSchedules } from "./schedules.js";
 
 const RUNS_PER_PAGE = 20;
 // Versions listed above the compare form; earlier ones are behind a disclosure.
@@ -34,6 +35,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
 
   const triggerSection = h("section.card", { "aria-labelledby": "trigger-h" });
   const runsSection = h("section", { "aria-labelledby": "runs-h" });
+  const schedulesSection = h("section", { "aria-labelledby": "schedules-h" });
   const versionsSection = h("section", { "aria-labelledby": "versions-h" });
 
   add(main, 
@@ -42,13 +44,16 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     h("div.page-head", {}, h("h1", { tabindex: "-1" }, wf.name), toggleButton(wf, renderTrigger)),
     wf.description ? h("p", {}, wf.description) : null,
     facts([["Id", h("code", {}, wf.id)], ["Version", String(wf.version)], ["Updated", when(wf.updatedAt)]]),
-    triggerSection, runsSection, versionsSection,
+    triggerSection, runsSection, schedulesSection, versionsSection,
     h("section", { "aria-labelledby": "definition-h" },
       h("h2", { id: "definition-h" }, "Definition"),
       h("div.tree-wrap", {}, renderTree(graph, { showStatus: false }).element)));
 
   renderTrigger();
-  await Promise.all([renderRuns(), renderVersions()]);
+  await Promise.all([
+    renderRuns(), renderVersions(),
+    renderSchedules(schedulesSection, { wf, path, consolePath, onRunStarted: renderRuns }),
+  ]);
   return null;
 
   function renderTrigger() {
