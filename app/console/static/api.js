@@ -114,7 +114,20 @@ export function newKey() {
 }
 
 /** Call the API; resolves to the JSON body (null for 204), rejects with ApiError. */
-export async function api(path, { method = "GET", body, signal, extraHeaders = {} } = {}) {
+export async function api(path, options = {}) {
+  return (await call(path, options)).data;
+}
+
+/**
+ * Call the API; resolves to `{data, etag}`: the body and the answer's `ETag` (null when it
+ * sent none), which a later write sends back in `If-Match` to be refused (412) once the
+ * resource changed since this read.
+ */
+export async function apiTagged(path, options = {}) {
+  return call(path, options);
+}
+
+async function call(path, { method = "GET", body, signal, extraHeaders = {} } = {}) {
   const own = body === undefined ? {} : { "Content-Type": "application/json" };
   const init = { method, signal, headers: headers({ ...own, ...extraHeaders }) };
   if (body !== undefined) init.body = JSON.stringify(body);
@@ -125,14 +138,14 @@ export async function api(path, { method = "GET", body, signal, extraHeaders = {
     if (err.name === "AbortError") throw err;
     throw new ApiError(0, { error: { code: "network", message: "The API could not be reached. Is Trellis running?" } });
   }
-  if (response.status === 204) return null;
+  if (response.status === 204) return { data: null, etag: null };
   const data = await response.json().catch(() => null);
   if (!response.ok) {
     const error = new ApiError(response.status, data);
     if (response.status === 401) window.dispatchEvent(new CustomEvent("trellis:unauthorized", { detail: error }));
     throw error;
   }
-  return data;
+  return { data, etag: response.headers.get("ETag") };
 }
 
 /**

@@ -1,14 +1,15 @@
 // One workflow: its state, a trigger form, its runs by status, its schedules, its versions
-// with a diff, and its definition tree.
+// with a diff and a restore, and its definition tree.
 
-import { api, ApiError, requestKeys, mayUse, CONTROL_SCOPE } from "./api.js";
-import { h, fill, notice, query, when, newId, badge, facts, add } from "./dom.js";
+import { api, apiTagged, ApiError, requestKeys, mayUse, CONTROL_SCOPE, WRITE_SCOPE } from "./api.js";
+import { h, fill, notice, query, when, newId, badge, facts, add, announce } from "./dom.js";
 import { toggleButton } from "./workflows.js";
 import { renderTree } from "./tree.js";
 import { renderDiff } from "./diff.js";
 import { jsonEditor } from "./jsoneditor.js";
 import { draftOf, signedInAgain } from "./drafts.js";
 import { renderSchedules } from "./schedules.js";
+import { confirmDialog } from "./dialog.js";
 
 const RUNS_PER_PAGE = 20;
 // Versions listed above the compare form; earlier ones are behind a disclosure.
@@ -20,10 +21,15 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
   const path = `/workflows/${encodeURIComponent(workflowId)}`;
   const consolePath = `/console/workflows/${encodeURIComponent(workflowId)}`;
   let wf;
+  // The ETag of the definition this page shows: a restore sends it in If-Match, so a save
+  // someone made since is refused (412) rather than overwritten.
+  let etag;
   let graph;
   let versions;
   try {
-    [wf, graph, versions] = await Promise.all([api(path), api(`${path}/graph`), api(`${path}/versions`)]);
+    let read;
+    [read, graph, versions] = await Promise.all([apiTagged(path), api(`${path}/graph`), api(`${path}/versions`)]);
+    ({ data: wf, etag } = read);
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return null;
     add(main, h("h1", { tabindex: "-1" }, "Workflow"), notice("error", `Could not load the workflow: ${err.message}`));
@@ -37,24 +43,34 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
   const runsSection = h("section", { "aria-labelledby": "runs-h" });
   const schedulesSection = h("section", { "aria-labelledby": "schedules-h" });
   const versionsSection = h("section", { "aria-labelledby": "versions-h" });
+  const factsBox = h("div");
+  const treeBox = h("div.tree-wrap");
 
   add(main, 
     h("nav.crumbs", { "aria-label": "Breadcrumb" },
       h("a", { href: "/console/workflows" }, "Workflows"), " › ", h("span", { "aria-current": "page" }, wf.name)),
     h("div.page-head", {}, h("h1", { tabindex: "-1" }, wf.name), toggleButton(wf, renderTrigger)),
     wf.description ? h("p", {}, wf.description) : null,
-    facts([["Id", h("code", {}, wf.id)], ["Version", String(wf.version)], ["Updated", when(wf.updatedAt)]]),
-    triggerSection, runsSection, schedulesSection, versionsSection,
+    factsBox, triggerSection, runsSection, schedulesSection, versionsSection,
     h("section", { "aria-labelledby": "definition-h" },
-      h("h2", { id: "definition-h" }, "Definition"),
-      h("div.tree-wrap", {}, renderTree(graph, { showStatus: false }).element)));
+      h("h2", { id: "definition-h" }, "Definition"), treeBox));
 
+  renderFacts();
+  renderDefinition();
   renderTrigger();
   await Promise.all([
     renderRuns(), renderVersions(),
     renderSchedules(schedulesSection, { wf, path, consolePath, onRunStarted: renderRuns }),
   ]);
   return null;
+
+  function renderFacts() {
+    fill(factsBox, facts([["Id", h("code", {}, wf.id)], ["Version", String(wf.version)], ["Updated", when(wf.updatedAt)]]));
+  }
+
+  function renderDefinition() {
+    fill(treeBox, renderTree(graph, { showStatus: false }).element);
+  }
 
   function renderTrigger() {
     const errors = h("div", { "aria-live": "assertive" });
@@ -139,9 +155,10 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
         : null);
   }
 
-  async function renderVersions() {
+  async function renderVersions(message = null) {
     const list = versions.versions;
     const out = h("div", { "aria-live": "polite" });
+    const restored = h("div", { "aria-live": "assertive" }, message);
     const fromId = newId("from");
     const toId = newId("to");
     const options = (selected) => list.map((v) => h("option", { value: String(v.version), selected: v.version === selected }, `v${v.version} · ${new Date(v.createdAt).toLocaleString()}`));
@@ -149,12 +166,22 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     const to = h("select", { id: toId, name: "to" }, options(wf.version));
     // Who saved it: versions saved before Trellis recorded it name no one.
     const by = (v) => (v.createdBy ? ` by ${v.createdBy}` : "");
-    const item = (v) => h("li", {}, h("strong", {}, `v${v.version}`), ` · ${v.name} · ${v.numNodes} ${v.numNodes === 1 ? "node" : "nodes"} · `, when(v.createdAt), by(v));
+    // Saving a definition needs workflows-write: without it Restore is offered disabled.
+    const mayWrite = mayUse(WRITE_SCOPE);
+    const restoreButton = (v) => h("button.secondary.small", {
+      type: "button", "aria-label": `Restore v${v.version}`, dataset: { restore: String(v.version) },
+      disabled: !mayWrite, title: mayWrite ? null : "Restoring needs the workflows-write scope, which your sign-in lacks",
+      on: { click: (event) => restore(v, event.currentTarget) },
+    }, "Restore");
+    const item = (v) => h("li", { dataset: { version: String(v.version) } },
+      h("strong", {}, `v${v.version}`), ` · ${v.name} · ${v.numNodes} ${v.numNodes === 1 ? "node" : "nodes"} · `, when(v.createdAt), by(v),
+      v.version === wf.version ? h("span.muted", {}, " (current)") : [" ", restoreButton(v)]);
     // The latest few listed; the rest behind a disclosure (500 versions put the compare
     // form and the definition 14,000 px down the page).
     const latest = list.slice(-VERSIONS_LISTED);
     const earlier = list.slice(0, -VERSIONS_LISTED);
     fill(versionsSection, h("h2", { id: "versions-h" }, "Versions"),
+      restored,
       earlier.length
         ? h("details", {}, h("summary", {}, `${earlier.length} earlier version${earlier.length === 1 ? "" : "s"}`),
             h("ol.plain.versions", {}, earlier.map(item)))
@@ -174,6 +201,49 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
         fill(out, renderDiff(comparable(a), comparable(b), { from: `v${a.version}`, to: `v${b.version}` }));
       } catch (err) {
         fill(out, notice("error", `Could not compare: ${err.message}`));
+      }
+    }
+
+    /** Save version `v`'s definition as the current one (a new version), under the ETag of
+     * the definition this page shows: a save made since is refused with the API's 412. */
+    async function restore(v, button) {
+      const ok = await confirmDialog({
+        title: `Restore v${v.version}?`,
+        body: `v${v.version}'s definition (name, description, nodes, canvas, concurrency) is saved as the workflow's current one, a new version after v${wf.version}. Runs already started keep their version.`,
+        confirmLabel: `Restore v${v.version}`,
+      });
+      if (!ok) return;
+      button.disabled = true;
+      fill(restored);
+      try {
+        const old = await api(`${path}/versions/${v.version}`);
+        const body = {
+          name: old.name, description: old.description ?? null, canvas: old.canvas,
+          nodes: old.nodes, maxConcurrency: old.maxConcurrency,
+        };
+        const saved = await apiTagged(path, { method: "PUT", body, extraHeaders: etag ? { "If-Match": etag } : {} });
+        const before = wf.version;
+        ({ data: wf, etag } = saved);
+        [graph, versions] = await Promise.all([api(`${path}/graph`), api(`${path}/versions`)]);
+        renderFacts();
+        renderDefinition();
+        const text = wf.version === before
+          ? `v${v.version}'s definition is the current one already: nothing was saved.`
+          : `Restored v${v.version}: its definition is now v${wf.version}.`;
+        await renderVersions(notice("success", text));
+        const heading = versionsSection.querySelector("h2");
+        heading.setAttribute("tabindex", "-1");
+        heading.focus(); // the button pressed is gone with the list it was in
+        announce(text);
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 401) return; // the sign-in page took over
+        const again = err instanceof ApiError && err.status === 412
+          ? " Reload the page to see the definition as it is now, then restore again if you still want to."
+          : "";
+        fill(restored, notice("error", h("span", { dataset: { status: String(err.status) } },
+          `Not restored: ${err.message}${again}`)));
+        button.disabled = !mayWrite;
+        button.focus();
       }
     }
   }
