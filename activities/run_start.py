@@ -108,6 +108,7 @@ def new_run_record(
     idempotency_key: str | None = None,
     triggered_by: Identity | None = None,
     schedule_id: str | None = None,
+    trigger_workflow_id: str | None = None,
 ) -> RunRecord:
     """A pending run of the workflow's live definition, or of the one `pinned_to` ran on;
     its id is derived from `idempotency_key` when one is given (see `new_run_id`)."""
@@ -128,6 +129,7 @@ def new_run_record(
         idempotency_key=idempotency_key,
         triggered_by=triggered_by,
         schedule_id=schedule_id,
+        trigger_workflow_id=trigger_workflow_id,
         rev=RECORDED_REV,
     )
 

@@ -80,6 +80,7 @@ class SchedulingActivities:
             trigger.initial_input,
             run_id=request.run_id,
             schedule_id=trigger.schedule_id,
+            trigger_workflow_id=activity.info().workflow_id,
         )
         try:
             await starter.start(workflow, record, mark_failed=_last_attempt())

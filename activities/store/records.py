@@ -100,6 +100,9 @@ class RunHeader(StoredModel):
     triggered_by: Identity | None = None
     # The schedule whose firing started the run (its `POST …/trigger` too); None otherwise.
     schedule_id: str | None = None
+    # That firing's trigger workflow (a schedule's `recentActions[].triggerWorkflowId`), so
+    # a firing names its run; None for other runs and those recorded before it was kept.
+    trigger_workflow_id: str | None = None
     # Writes carry a revision from the workflow; an older revision never overwrites a newer one.
     rev: int = 0
     # Which workflow task wrote the run's end (its history length then): an end a later

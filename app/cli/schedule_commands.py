@@ -109,10 +109,10 @@ def _schedule_detail(s: dict[str, Any]) -> Any:
         parts.append(shown("next firings: none while paused"))
     else:
         parts.append(table("next firings", ["AT"], upcoming))
-    recent = [[when(a["scheduledAt"]), when(a["startedAt"]), a["triggerWorkflowId"]]
-              for a in s["recentActions"]]  # fmt: skip
-    parts.append(table("recent firings", ["DUE", "FIRED", "TRIGGER WORKFLOW"], recent))
-    # A trigger workflow's id is not a run's: say where the runs are.
+    # A firing names its run (`runId`) once the run is recorded; none for a skip.
+    recent = [[when(a["scheduledAt"]), when(a["startedAt"]), a.get("runId") or "-",
+               a["triggerWorkflowId"]] for a in s["recentActions"]]  # fmt: skip
+    parts.append(table("recent firings", ["DUE", "FIRED", "RUN", "TRIGGER WORKFLOW"], recent))
     parts.append(shown(f"its runs: trellis runs list {s['workflowId']} --schedule {s['id']}"))
     return Group(*parts)
 

@@ -111,11 +111,13 @@ class ScheduleCreate(CamelModel):
 
 
 class ScheduleActionPublic(CamelModel):
-    """One firing: when it was due, when it fired, the trigger workflow it started."""
+    """One firing: when it was due, when it fired, the trigger workflow it started and the
+    run that started (None: a skip, a run deleted, or one recorded before runs named it)."""
 
     scheduled_at: datetime
     started_at: datetime
     trigger_workflow_id: str
+    run_id: str | None = None
 
 
 class SchedulePublic(CamelModel):

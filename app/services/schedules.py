@@ -69,6 +69,9 @@ OVERLAP: dict[OverlapPolicy, ScheduleOverlapPolicy] = {
 OVERLAP_NAMES: dict[ScheduleOverlapPolicy, OverlapPolicy] = {v: k for k, v in OVERLAP.items()}
 
 DESCRIBE_CONCURRENCY = 16
+# A schedule's newest runs read to name its recent firings' runs: Temporal keeps the last
+# 10 firings, and a skip or a retried start makes room to spare.
+FIRING_RUNS_READ = 20
 # What a schedule's firing changes by itself: not in its ETag, so a PUT based on a read is
 # refused for a change someone made, never because the schedule fired meanwhile.
 FIRINGS = {
@@ -199,8 +202,23 @@ class ScheduleService:
         return ScheduleList(schedules=sorted(found, key=lambda s: (s.created_at, s.id)))
 
     async def get(self, schedule_id: str) -> SchedulePublic:
-        """One schedule, described by Temporal."""
-        return await _public(*await self._describe(schedule_id))
+        """One schedule, described by Temporal, its firings naming their runs."""
+        return await self._with_runs(await _public(*await self._describe(schedule_id)))
+
+    async def _with_runs(self, schedule: SchedulePublic) -> SchedulePublic:
+        """`schedule` with each recent firing's `runId`: the run whose record names the
+        firing's trigger workflow, among the schedule's newest runs (Temporal keeps its
+        last 10 firings; each starts one run at most). None for a firing that started no
+        run (a skip), whose run was deleted, or recorded before runs named their firing."""
+        if not schedule.recent_actions:
+            return schedule
+        runs, _total = await self.store.list_runs(
+            schedule.workflow_id, schedule_id=schedule.id, per_page=FIRING_RUNS_READ
+        )
+        by_firing = {run.trigger_workflow_id: run.id for run in runs if run.trigger_workflow_id}
+        for action in schedule.recent_actions:
+            action.run_id = by_firing.get(action.trigger_workflow_id)
+        return schedule
 
     async def replace(
         self,
@@ -258,7 +276,7 @@ class ScheduleService:
         handle = self._handle(schedule_id)
         desc, trigger = await self._describe(schedule_id)
         if desc.schedule.state.paused == paused:
-            return await _public(desc, trigger)
+            return await self._with_runs(await _public(desc, trigger))
         # Temporal refuses a long note (a 1,000-character `sub` could pause nothing).
         who = self.requested_by or ""
         by = (

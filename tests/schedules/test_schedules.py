@@ -111,6 +111,46 @@ class TestFiring:
             described = (await platform.api.get(url(wf, created["id"]))).json()
             assert described["numActions"] == 1 and len(described["recentActions"]) == 1
 
+    async def test_each_firing_names_the_run_it_started(self, platform: Platform) -> None:
+        # A firing showed its trigger workflow's id only, no run's: a console or a script
+        # could only guess a firing's run by time.
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, DAILY) as created:
+            one = url(wf, created["id"])
+            started: list[str] = []
+            for _ in range(2):
+                assert (await platform.api.post(one + "/trigger")).status_code == 202
+
+                async def more() -> list[dict[str, Any]] | None:
+                    runs = await runs_of(platform, wf)
+                    return runs if len(runs) > len(started) else None
+
+                started.append((await eventually(more))[0]["id"])
+                await asyncio.sleep(1.1)  # a firing's trigger workflow is named by its second
+
+            async def described_when(ready: Any) -> dict[str, Any]:
+                async def read() -> dict[str, Any] | None:
+                    found: dict[str, Any] = (await platform.api.get(one)).json()
+                    return found if ready(found) else None
+
+                found: dict[str, Any] = await eventually(read)
+                return found
+
+            described = await described_when(lambda d: all(a["runId"] for a in d["recentActions"]))
+            by_firing = {a["triggerWorkflowId"]: a["runId"] for a in described["recentActions"]}
+            assert sorted(by_firing.values()) == sorted(started)
+            assert len(by_firing) == 2  # each firing its own run
+            # The list names them alike.
+            [listed] = (await platform.api.get(url(wf))).json()["schedules"]
+            assert {a["runId"] for a in listed["recentActions"]} == set(started)
+            # A firing that started no run (the workflow disabled meanwhile) names none.
+            await platform.api.post(f"/api/v1/workflows/{wf}/toggle", json={"enabled": False})
+            await platform.client.get_schedule_handle(created["id"]).trigger()
+            skipped = await described_when(lambda d: len(d["recentActions"]) == 3)
+            newest = max(skipped["recentActions"], key=lambda a: a["startedAt"])
+            assert newest["runId"] is None
+            assert len(await runs_of(platform, wf)) == 2
+
     async def test_firings_the_overlap_policy_skipped_are_counted(self, platform: Platform) -> None:
         # Temporal counted them (the Web UI showed it); the API showed nothing of them.
         wf = await platform.create(ECHO)

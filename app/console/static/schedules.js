@@ -9,12 +9,6 @@ import { confirmDialog } from "./dialog.js";
 import { draftOf, signedInAgain } from "./drafts.js";
 
 const OVERLAP_POLICIES = ["skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"];
-// The API names no run per firing: a firing's run is the schedule's first run started from
-// its start (less this much, for the clocks of Temporal's server and the worker) until the
-// next firing's.
-const CLOCK_SLACK_MS = 1000;
-// A schedule's runs read to match its firings (Temporal keeps its last 10).
-const RUNS_READ = 20;
 // After "Trigger now": how often, and how many times, the schedule is read again until
 // the firing's run shows.
 const FOLLOW_EVERY_MS = 1000;
@@ -47,9 +41,8 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
     const missing = [...madeHere].filter((id) => !listed.some((s) => s.id === id));
     const late = await Promise.all(missing.map((id) => api(`${base}/${encodeURIComponent(id)}`).catch(() => null)));
     shown = [...listed, ...late.filter(Boolean)];
-    const runs = await Promise.all(shown.map(runsOf));
     cards.clear();
-    const items = shown.map((s, i) => card(s, runs[i]));
+    const items = shown.map((s) => card(s));
     shown.forEach((s, i) => cards.set(s.id, items[i]));
     drawList(items);
   }
@@ -62,21 +55,10 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
     fill(list, h("ul.plain.schedules", {}, items));
   }
 
-  /** The schedule's latest runs (none read when it has not fired), null when unreadable. */
-  async function runsOf(schedule) {
-    if (!schedule.recentActions.length) return [];
-    try {
-      const q = `?scheduleId=${encodeURIComponent(schedule.id)}&perPage=${RUNS_READ}&nodeRuns=summary`;
-      return (await api(`${path}/runs${q}`)).runs;
-    } catch {
-      return null;
-    }
-  }
-
   /** Draw `schedule` in its card (a new card when it has none), with `message` above it. */
-  function redraw(schedule, runs, message = null) {
+  function redraw(schedule, message = null) {
     shown = [...shown.filter((s) => s.id !== schedule.id), schedule];
-    const fresh = card(schedule, runs, message);
+    const fresh = card(schedule, message);
     const old = cards.get(schedule.id);
     if (old && old.isConnected) old.replaceWith(fresh);
     else if (list.querySelector("ul.schedules")) list.querySelector("ul.schedules").append(fresh);
@@ -84,7 +66,7 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
     cards.set(schedule.id, fresh);
   }
 
-  function card(s, runs, message = null) {
+  function card(s, message = null) {
     const headingId = newId("schedule");
     const errors = h("div", { "aria-live": "assertive" });
     const mayWrite = mayUse(WRITE_SCOPE);
@@ -119,7 +101,7 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
           s.nextActionTimes.length
             ? h("ol.plain.next", {}, s.nextActionTimes.map((t) => h("li", {}, when(t))))
             : h("p.muted", {}, s.paused ? "None while paused." : "None.")),
-        h("div", {}, h("h4", {}, "Recent firings"), recent(s, runs))),
+        h("div", {}, h("h4", {}, "Recent firings"), recent(s))),
       message, errors,
       h("div.actions", {}, buttons));
     return li;
@@ -141,7 +123,7 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
       return act(pause, async () => {
         const action = paused ? "pause" : "unpause";
         const changed = await api(`${base}/${encodeURIComponent(s.id)}/${action}`, { method: "POST" });
-        redraw(changed, runs, notice("success", paused ? "Paused." : "Unpaused."));
+        redraw(changed, notice("success", paused ? "Paused." : "Unpaused."));
         focusIn(s.id, "button[data-control=pause]");
         announce(paused ? "Schedule paused" : "Schedule unpaused");
       });
@@ -150,7 +132,7 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
     function trigger() {
       return act(fire, async () => {
         const fired = await api(`${base}/${encodeURIComponent(s.id)}/trigger`, { method: "POST" });
-        redraw(s, runs, notice("success", fired.message));
+        redraw(s, notice("success", fired.message));
         focusIn(s.id, "button[data-control=trigger]");
         announce("Schedule fired");
         await follow(s.numActions);
@@ -184,19 +166,16 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
         await new Promise((resolve) => setTimeout(resolve, FOLLOW_EVERY_MS));
         if (!section.isConnected) return;
         let now;
-        let nowRuns;
         try {
           now = await api(`${base}/${encodeURIComponent(s.id)}`);
-          nowRuns = await runsOf(now);
         } catch {
           return; // deleted meanwhile, or the API is away: the page says what it last knew
         }
         if (now.numActions <= before) continue;
         const latest = newestFirst(now.recentActions)[0];
-        const run = latest && runOfFiring(now.recentActions, nowRuns || []).get(latest.triggerWorkflowId);
-        if (!run) continue;
-        redraw(now, nowRuns, notice("success", "Fired: its run started. ",
-          h("a", { href: runHref(run) }, "Open the run")));
+        if (!latest?.runId) continue;
+        redraw(now, notice("success", "Fired: its run started. ",
+          h("a", { href: runHref(latest.runId) }, "Open the run")));
         onRunStarted();
         return;
       }
@@ -208,20 +187,19 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
     if (el && !el.disabled) el.focus();
   }
 
-  function recent(s, runs) {
+  function recent(s) {
     if (!s.recentActions.length) return h("p.muted", {}, "None yet.");
-    const byFiring = runOfFiring(s.recentActions, runs || []);
-    return h("ol.plain.recent", {}, newestFirst(s.recentActions).map((a) => {
-      const run = byFiring.get(a.triggerWorkflowId);
-      return h("li", {}, when(a.startedAt), " · ",
-        run
-          ? h("a", { href: runHref(run) }, h("code", {}, run.id))
-          : h("span.muted", {}, runs === null ? "its run could not be read" : "no run (yet)"));
-    }));
+    // The API names each firing's run once it is recorded; none for a firing that started
+    // no run (the workflow disabled), whose run was deleted, or fired before runs named it.
+    return h("ol.plain.recent", {}, newestFirst(s.recentActions).map((a) =>
+      h("li", {}, when(a.startedAt), " · ",
+        a.runId
+          ? h("a", { href: runHref(a.runId) }, h("code", {}, a.runId))
+          : h("span.muted", {}, "no run"))));
   }
 
-  function runHref(run) {
-    return `${consolePath}/runs/${encodeURIComponent(run.id)}`;
+  function runHref(runId) {
+    return `${consolePath}/runs/${encodeURIComponent(runId)}`;
   }
 
   function createForm() {
@@ -343,29 +321,6 @@ function firings(s) {
 
 function newestFirst(actions) {
   return [...actions].sort((a, b) => Date.parse(b.startedAt) - Date.parse(a.startedAt));
-}
-
-/**
- * Each firing's run (by trigger workflow id): the first of the schedule's runs started from
- * the firing's start (less the clocks' slack) until the next firing's. A firing that
- * started no run (the workflow disabled) has none.
- */
-function runOfFiring(actions, runs) {
-  const firings = newestFirst(actions).reverse();
-  const starts = runs.map((r) => ({ run: r, at: Date.parse(r.startedAt) })).sort((a, b) => a.at - b.at);
-  const found = new Map();
-  const used = new Set();
-  firings.forEach((a, i) => {
-    const from = Date.parse(a.startedAt) - CLOCK_SLACK_MS;
-    const next = firings[i + 1];
-    const to = next ? Date.parse(next.startedAt) - CLOCK_SLACK_MS : Infinity;
-    const hit = starts.find((s) => !used.has(s.run.id) && s.at >= from && s.at < to);
-    if (hit) {
-      used.add(hit.run.id);
-      found.set(a.triggerWorkflowId, hit.run);
-    }
-  });
-  return found;
 }
 
 /** An API error as the console shows others: its message, with the details it names. */
