@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     api_workers: int = Field(default=1, ge=1, le=64)
     temporal_port: int = Field(default=7233, ge=1, le=65535)
     ui_port: int = Field(default=8233, ge=1, le=65535)
+    # The embedded dev server's own Prometheus /metrics; unset: a free port it picks at each
+    # start (no scrape configuration can name that).
+    temporal_metrics_port: int | None = Field(default=None, ge=1, le=65535)
     # When set, Trellis uses that Temporal cluster and starts no dev server.
     temporal_address: str | None = None
     temporal_namespace: str = Field(default="default", min_length=1)

@@ -30,6 +30,7 @@ _SERVE = frozenset({"dev", "api", "worker"})
 _API = frozenset({"dev", "api"})
 _WORKER = frozenset({"dev", "worker"})
 _API_AND_TOKEN = _API | {"token"}
+_DEV = frozenset({"dev"})
 
 # Which commands read a setting (`trellis dev` hands every setting to its children).
 # A setting missing here is offered by every platform command.
@@ -46,6 +47,8 @@ SCOPES: dict[str, frozenset[str]] = {
     "temporal_port": _CONNECT,
     # The API links the console to the embedded dev server's Web UI on this port.
     "ui_port": _API,
+    # Only `trellis dev` starts the dev server.
+    "temporal_metrics_port": _DEV,
     "temporal_ui_url": _API,
     "api_host": _API,
     "api_port": _API,
@@ -95,6 +98,7 @@ HELP: dict[str, str] = {
     "temporal_tls_server_name": "name the cluster's certificate is checked against (and SNI)",
     "temporal_port": "embedded Temporal dev server's gRPC port",
     "ui_port": "embedded Temporal Web UI port (the console links runs to it)",
+    "temporal_metrics_port": "embedded Temporal dev server's /metrics port (unset: a free one)",
     "temporal_ui_url": "Temporal Web UI the console links runs to",
     "api_host": "address the API binds to",
     "api_port": "API port",

@@ -81,6 +81,9 @@ def preflight(settings: Settings) -> None:
             "--api-port / TRELLIS_API_PORT": settings.api_port,
             "--temporal-port / TRELLIS_TEMPORAL_PORT": settings.temporal_port if embedded else None,
             "--ui-port / TRELLIS_UI_PORT": settings.ui_port if embedded else None,
+            "--temporal-metrics-port / TRELLIS_TEMPORAL_METRICS_PORT": (
+                settings.temporal_metrics_port if embedded else None
+            ),
             "--worker-metrics-port / TRELLIS_WORKER_METRICS_PORT": settings.worker_metrics_port,
         }
     )
@@ -95,6 +98,13 @@ def preflight(settings: Settings) -> None:
         ensure_port_free(
             "127.0.0.1", settings.ui_port, "Temporal Web UI", "--ui-port / TRELLIS_UI_PORT"
         )
+        if settings.temporal_metrics_port is not None:
+            ensure_port_free(
+                "127.0.0.1",
+                settings.temporal_metrics_port,
+                "Temporal metrics",
+                "--temporal-metrics-port / TRELLIS_TEMPORAL_METRICS_PORT",
+            )
     check_worker_metrics_port(settings)
     check_tracing()
     check_store(settings)
@@ -164,6 +174,8 @@ def _banner(settings: Settings, api_url: str) -> str:
     if settings.worker_metrics_port is not None:
         host = local_host(settings.worker_metrics_host)
         metrics += f", http://{host}:{settings.worker_metrics_port}/metrics (worker)"
+    if settings.embedded_temporal and settings.temporal_metrics_port is not None:
+        metrics += f", http://127.0.0.1:{settings.temporal_metrics_port}/metrics (Temporal)"
     return (
         "Trellis is ready.\n"
         f"  Console:         {api_url}/console/\n"

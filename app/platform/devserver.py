@@ -48,6 +48,7 @@ def dev_server_child(settings: Settings) -> Child:
         db_file=temporal_db_file(settings),
         namespace=settings.temporal_namespace,
         log_format=settings.log_format,
+        metrics_port=settings.temporal_metrics_port,
     )
     # Its banner (stdout) is text whatever the format; `trellis dev` prints the same
     # addresses itself once ready, so a JSON log stream drops it.

@@ -39,6 +39,7 @@ def dev_server_command(
     db_file: Path | None,
     namespace: str,
     log_format: str = "text",
+    metrics_port: int | None = None,
 ) -> list[str]:
     """The full `temporal server start-dev` command line; with `log_format` "json" its log
     lines are JSON objects too (TRELLIS_LOG_FORMAT: one format for the whole platform)."""
@@ -55,6 +56,8 @@ def dev_server_command(
     # fmt: on
     if log_format == "json":
         cmd += ["--log-format", "json"]
+    if metrics_port is not None:
+        cmd += ["--metrics-port", str(metrics_port)]
     if namespace != "default":
         cmd += ["--namespace", namespace]
     if db_file is not None:

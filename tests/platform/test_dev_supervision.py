@@ -76,16 +76,31 @@ def test_dev_with_a_temporal_address_starts_no_dev_server(
     assert dev.stop() == 0
 
 
+def _temporal_metrics_served(port: int) -> None:
+    metrics = httpx.get(f"http://127.0.0.1:{port}/metrics")
+    assert metrics.status_code == 200
+    assert "service_requests" in metrics.text  # the Temporal server's own, not ours
+
+
 def test_dev_killed_and_started_again_at_once_with_worker_metrics_comes_back(
     tmp_path: Path, dev_processes: list[DevProcess]
 ) -> None:
     # The old worker, told to stop by its supervisor's death, drained its in-flight step
     # for its whole shutdown grace holding the metrics port: the new `trellis dev` found it
     # taken and refused to start.
-    env = trellis_env(tmp_path, TRELLIS_WORKER_METRICS_PORT=str(free_port()))
+    # The dev server's own /metrics on a port set, as a scrape configuration names it: it
+    # was a free port the dev server picked at each start.
+    temporal_metrics = free_port()
+    env = trellis_env(
+        tmp_path,
+        TRELLIS_WORKER_METRICS_PORT=str(free_port()),
+        TRELLIS_TEMPORAL_METRICS_PORT=str(temporal_metrics),
+    )
     dev = DevProcess.start(env)
     dev_processes.append(dev)
     dev.wait_ready()
+    assert f"http://127.0.0.1:{temporal_metrics}/metrics (Temporal)" in dev.output
+    _temporal_metrics_served(temporal_metrics)
     old_worker = dev.children()["worker"]
     body = {
         "name": "slow",
@@ -114,6 +129,7 @@ def test_dev_killed_and_started_again_at_once_with_worker_metrics_comes_back(
     dev_processes.append(again)
     again.wait_ready()
     assert alive(old_worker), "the old worker should still be draining its step"
+    _temporal_metrics_served(temporal_metrics)  # on the same port after the restart
     deadline = time.monotonic() + 60
     while httpx.get(f"{api}/{wf}/runs/{run_id}").json()["status"] != "completed":
         assert time.monotonic() < deadline, "the run did not complete after the restart"

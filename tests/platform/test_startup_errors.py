@@ -68,6 +68,15 @@ def test_dev_on_a_taken_temporal_port_says_so(tmp_path: Path, taken_port: int) -
     assert "TRELLIS_TEMPORAL_PORT" in result.stderr
 
 
+def test_dev_on_a_taken_temporal_metrics_port_says_so(tmp_path: Path, taken_port: int) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_TEMPORAL_METRICS_PORT=str(taken_port))
+    result = run_trellis(["dev"], env)
+    assert result.returncode != 0
+    assert f"port {taken_port}" in result.stderr
+    assert "TRELLIS_TEMPORAL_METRICS_PORT" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_dev_given_one_port_for_two_parts_says_so_before_starting_any(tmp_path: Path) -> None:
     # Each port alone was free: the dev server then failed on its own, in a JSON log line.
     with socket.socket() as sock:
