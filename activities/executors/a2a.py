@@ -17,7 +17,7 @@ import asyncio
 import base64
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Any, cast
 
 import httpx
@@ -191,7 +191,7 @@ class A2AExecutor:
         if isinstance(reply, Task) and reply.status.state in INTERRUPTED:
             # The step cannot answer it and goes on without it: the agent need not wait.
             await self._cancel_remote(client, reply.id, name)
-        return _outcome(name, reply)
+        return _outcome(name, reply, self._catalog.redacted)
 
     async def _cancel_remote(self, client: Client, task_id: str, name: str) -> None:
         try:
@@ -342,10 +342,12 @@ def _message(call: StepCall, name: str) -> Message:
     )
 
 
-def _outcome(name: str, reply: Task | Message) -> Any:
+def _outcome(name: str, reply: Task | Message, redact: Callable[[str], str]) -> Any:
+    """The reply's output; or the error its state means, the agent's words in it redacted
+    (an agent may quote the key its request carried). An output is the user's data, as is."""
     if isinstance(reply, Message):
         return _parts_value(list(reply.parts))
-    state, why = reply.status.state, _status_text(reply.status)
+    state, why = reply.status.state, redact(_status_text(reply.status))
     if state == TaskState.TASK_STATE_COMPLETED:
         values = [_parts_value(list(a.parts)) for a in reply.artifacts]
         if not values:  # no artifact: the agent's closing words, when it said any

@@ -31,6 +31,7 @@ from activities.executors.catalog_file import (
     read_catalog_file,
 )
 from activities.executors.catalog_models import AgentInfo, ServerInfo, SkillInfo, ToolInfo
+from activities.executors.catalog_secrets import catalog_secrets, secrets_masked
 from activities.executors.endpoint import Endpoint, split_userinfo
 from activities.executors.tls import default_tls
 from activities.executors.url_mask import masked_url, urls_masked
@@ -77,6 +78,8 @@ class Catalog:
         self.refresh_seconds = refresh_seconds
         # A stdio server's environment is its entry's env plus this PATH, nothing else.
         self._search_path = (environ or {}).get("PATH", os.defpath)
+        # What `redacted` masks: every credential the file gives a server or an agent.
+        self._secrets = catalog_secrets(file, environ or {})
         self._sessions: McpSessions | None = None
         self._auth: Any = None  # what the sessions' HTTP requests carry (`use_auth`)
         self._server_specs = {s.id: s for s in file.servers}
@@ -193,8 +196,9 @@ class Catalog:
 
     def redacted(self, text: str) -> str:
         """An error message with each catalog URL in it as the routes show it (`${VAR}`
-        unresolved, a password and query values masked), and any other URL masked: an A2A
-        or MCP client's errors may quote the URL they used, as resolved or as normalised."""
+        unresolved, a password and query values masked), any other URL masked, and every
+        credential of the catalog masked (`catalog_secrets`): an A2A or MCP client's errors
+        may quote the URL they used, and a tool or an agent may quote its token."""
         urls = [s.url for s in self.file.servers if s.url] + [a.url for a in self.file.agents]
         said: dict[str, str] = {}
         for url in urls:
@@ -205,7 +209,7 @@ class Catalog:
         for used in sorted(said, key=len, reverse=True):
             shown = said[used]
             text = text.replace(used, shown).replace(used.rstrip("/"), shown.rstrip("/"))
-        return urls_masked(text)
+        return secrets_masked(urls_masked(text), self._secrets)
 
     def is_known_agent(self, name: str) -> bool:
         return name in self._agent_specs

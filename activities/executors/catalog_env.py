@@ -58,3 +58,8 @@ def interpolate(data: Any, environ: Mapping[str, str]) -> tuple[Any, dict[str, s
     if problems:
         raise InterpolationError("; ".join(problems))
     return result, written, given
+
+
+def variables_in(written: str) -> list[str]:
+    """The names of the `${VAR}`s a value was written with (`$${` is no variable)."""
+    return [m.group(1) for m in _TOKEN.finditer(written) if m.group(1)]

@@ -281,3 +281,23 @@ def test_the_catalog_repr_shows_no_header_or_env(tmp_path: Path) -> None:
     )
     catalog: Catalog = load_catalog(path)
     assert "k3y-in-repr" not in repr(catalog.file) and "env-in-repr" not in repr(catalog.file)
+
+
+def test_errors_are_masked_of_every_credential_but_values_too_short_to_be_one(
+    tmp_path: Path,
+) -> None:
+    path = write(
+        tmp_path,
+        "mcpServers:\n"
+        "  - id: a\n"
+        "    url: 'http://h/mcp?k=${QUERY_KEY}'\n"
+        "    headers: {Authorization: 'Bearer ${TOKEN}', X-Mode: 'on'}\n"
+        "  - {id: b, command: [x], env: {T: lit3ral-env, DEBUG: '1'}}\n"
+        "a2aAgents:\n"
+        "  - {name: c, url: 'http://bob:pa55@h/', headers: {X-Api-Key: agent-k3y}}\n",
+    )
+    catalog = load_catalog(path, environ={"TOKEN": "t0ken-value", "QUERY_KEY": "q-s3cret"})
+    said = catalog.redacted(
+        "refused t0ken-value, lit3ral-env, agent-k3y, q-s3cret and pa55 (mode on, DEBUG 1)"
+    )
+    assert said == "refused ***, ***, ***, *** and *** (mode on, DEBUG 1)"

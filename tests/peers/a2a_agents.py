@@ -1,7 +1,8 @@
 """Test A2A agents (a2a-sdk servers), all mounted under `/agents/<name>/` of one Starlette app.
 
 Kinds: `echo` (completes with one data artifact of what it received), `fail` (task
-failed), `slow` (works `config.seconds`, default 3, or until `config.untilWorking` of
+failed), `leak` (task failed, quoting the `X-Api-Key` its request carried: an agent
+echoing its key), `slow` (works `config.seconds`, default 3, or until `config.untilWorking` of
 its tasks have worked at once; counts cancellations), `input`
 (asks for input), `reject` (rejects), `bare` (completes without an artifact). Each has
 its own card and skills. An agent with a `query` answers only requests whose query string
@@ -108,6 +109,9 @@ class PeerAgent(AgentExecutor):
 
         if kind == "fail":
             await updater.failed(say(f"{self.spec.name} could not do it: simulated failure"))
+        elif kind == "leak":
+            key = context.call_context.state.get("headers", {}).get("x-api-key")
+            await updater.failed(say(f"upstream refused key {key}"))
         elif kind == "input":
             await updater.requires_input(say("Which plan should the account get?"))
         elif kind == "reject":

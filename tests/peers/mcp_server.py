@@ -1,5 +1,7 @@
 """The test MCP server: `echo`, `add` (structured), `flaky`, `broken` (an error result),
-`refuses` (a JSON-RPC error), `environment`, the contract's tool names.
+`refuses` (a JSON-RPC error), `environment`, `quote_secret` (an error result quoting an
+environment variable or a request header: a tool echoing its token), the contract's
+tool names.
 
 Served over streamable HTTP by `tests.peers.catalog`, or over stdio with
 `python -m tests.peers.mcp_server --stdio`. `McpStats` counts requests by method on the
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -108,6 +111,14 @@ def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
     @server.tool(description="The environment variables this server's process has.")
     def environment() -> dict[str, str]:
         return dict(os.environ)
+
+    @server.tool(description="Fails quoting an environment variable's or a header's value.")
+    def quote_secret(ctx: Context, env: str = "", header: str = "") -> str:
+        request = ctx.request_context.request  # None over stdio
+        headers = getattr(request, "headers", {})
+        token = os.environ.get(env) if env else headers.get(header)
+        print(f"debug: using token {token} for upstream", file=sys.stderr, flush=True)
+        raise ToolError(f"upstream refused token {token}")
 
     @server.tool(description="A text of `size` bytes (a large result).")
     def large(size: int) -> dict[str, Any]:

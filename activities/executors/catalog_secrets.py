@@ -1,0 +1,74 @@
+"""The credentials a catalog gives its servers and agents, masked out of what Trellis keeps.
+
+A tool or an agent may quote one in its own error text (`upstream refused token …`, an
+HTTP error body echoing a header); that text became a node run's error, the run's
+`errorSummary`, its events, Temporal's history and the worker's log lines, in full.
+`Catalog.redacted` masks every value found here in every error an MCP or A2A executor
+keeps, whichever server or agent quoted it. A tool's or an agent's successful output is
+the user's data and is never masked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from urllib.parse import parse_qsl, unquote
+
+from activities.executors.catalog_env import variables_in
+from activities.executors.catalog_file import MIN_SECRET_CHARS, CatalogFile
+from activities.executors.endpoint import split_userinfo
+from activities.executors.url_mask import MASK, password_of, user_only_of
+
+
+def catalog_secrets(file: CatalogFile, environ: Mapping[str, str]) -> list[str]:
+    """Every credential the catalog gives: each `headers` and `env` value (and the token
+    after an `Authorization` scheme), a URL's password or lone user name and its query
+    values, and each environment variable resolved into any of those or into a `command`.
+    Longest first (a shorter may be part of a longer); values under MIN_SECRET_CHARS are
+    left, as in a stdio server's stderr: too short to be a credential, and masking `1`
+    or `yes` would garble every message."""
+    values: set[str] = set()
+    for server in file.servers:
+        values.update(server.secrets)  # its env values, and variables resolved into them
+        values |= _header_secrets(file, server.headers, environ)
+        if server.url:
+            values |= _url_secrets(file, server.url, environ)
+    for agent in file.agents:
+        values |= _header_secrets(file, agent.headers, environ)
+        values |= _url_secrets(file, agent.url, environ)
+    return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
+
+
+def secrets_masked(text: str, secrets: Iterable[str]) -> str:
+    """`text` with each of `secrets` (longest first) shown as `***`."""
+    for secret in secrets:
+        text = text.replace(secret, MASK)
+    return text
+
+
+def _header_secrets(
+    file: CatalogFile, headers: Mapping[str, str], environ: Mapping[str, str]
+) -> set[str]:
+    values: set[str] = set()
+    for value in headers.values():
+        values.add(value)
+        scheme, space, credential = value.partition(" ")
+        if space and scheme.isalpha():  # `Bearer <token>`: the token may be quoted alone
+            values.add(credential.strip())
+        values |= _resolved(file.written(value), environ)
+    return values
+
+
+def _url_secrets(file: CatalogFile, url: str, environ: Mapping[str, str]) -> set[str]:
+    """A URL's credentials: its user info's and query's values, and the variables the file
+    resolved into those parts (not its host or path: they say where, which errors show)."""
+    values = {v for v in (password_of(url), user_only_of(url)) if v}
+    values |= {unquote(v) for v in values}
+    values |= {v for _, v in parse_qsl(url.partition("#")[0].partition("?")[2])}
+    written = file.written(url)
+    userinfo = split_userinfo(written)[1] or ""
+    query = written.partition("?")[2]
+    return values | _resolved(userinfo, environ) | _resolved(query, environ)
+
+
+def _resolved(written: str, environ: Mapping[str, str]) -> set[str]:
+    return {environ[name] for name in variables_in(written) if name in environ}
