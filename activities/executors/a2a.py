@@ -90,7 +90,7 @@ CONNECTION_LIMITS = httpx.Limits(
 
 
 class A2AExecutor:
-    """Calls catalog agents; keeps one client (and card) per agent for the process."""
+    """Calls catalog agents; keeps one client per agent, rebuilt when its card changes."""
 
     def __init__(
         self, catalog: Catalog, http: httpx.AsyncClient, calls: CallTracer | None = None
@@ -101,7 +101,8 @@ class A2AExecutor:
         # and gives a request the called agent's credentials when it goes to the agent's
         # catalog origin (its `agent_credentials` auth; the agent is named by `calling`).
         self._calls = calls or CallTracer()
-        self._clients: dict[str, Client] = {}
+        # Each agent's client, with the card it was built from (`_client`).
+        self._clients: dict[str, tuple[AgentCard, Client]] = {}
         # Streams read to their end after their step had its answer (see `_drain`).
         self._draining: set[asyncio.Task[None]] = set()
 
@@ -153,16 +154,7 @@ class A2AExecutor:
         card = None
         try:
             card = await self.card(name)
-            client = self._clients.get(name)
-            if client is None:
-                config = ClientConfig(
-                    httpx_client=self._http,
-                    streaming=True,
-                    # JSON-RPC wherever the agent serves it, else A2A's REST binding.
-                    supported_protocol_bindings=list(BINDINGS),
-                    use_client_preference=True,
-                )
-                client = self._clients[name] = ClientFactory(config).create(card)
+            client = self._client(name, card)
         except Exception as exc:
             reason = self._catalog.redacted(describe_error(exc))
             served = {i.protocol_binding for i in card.supported_interfaces} if card else set()
@@ -192,6 +184,25 @@ class A2AExecutor:
             # The step cannot answer it and goes on without it: the agent need not wait.
             await self._cancel_remote(client, reply.id, name)
         return _outcome(name, reply, self._catalog.redacted)
+
+    def _client(self, name: str, card: AgentCard) -> Client:
+        """The agent's client for its current card: built anew when the catalog's card
+        changed (a refresh saw its URL or binding move), since a client calls where the
+        card it was built from said; the old one kept calling there until a call failed."""
+        held = self._clients.get(name)
+        if held is not None and (held[0] is card or held[0] == card):
+            self._clients[name] = (card, held[1])  # the same card: next time, by identity
+            return held[1]
+        config = ClientConfig(
+            httpx_client=self._http,
+            streaming=True,
+            # JSON-RPC wherever the agent serves it, else A2A's REST binding.
+            supported_protocol_bindings=list(BINDINGS),
+            use_client_preference=True,
+        )
+        client = ClientFactory(config).create(card)
+        self._clients[name] = (card, client)
+        return client
 
     async def _cancel_remote(self, client: Client, task_id: str, name: str) -> None:
         try:
