@@ -400,8 +400,12 @@ def _part_value(part: Part) -> Any:
     if part.HasField("data"):
         return _whole_numbers(MessageToDict(part.data))
     if part.HasField("url"):
-        return {"url": part.url, "mediaType": part.media_type, "filename": part.filename}
-    return {"raw": base64.b64encode(part.raw).decode(), "mediaType": part.media_type}
+        value = {"url": part.url, "mediaType": part.media_type}
+    else:
+        value = {"raw": base64.b64encode(part.raw).decode(), "mediaType": part.media_type}
+    if part.filename:  # a file part's, raw or by URL; none given, none shown
+        value["filename"] = part.filename
+    return value
 
 
 def _whole_numbers(value: Any) -> Any:

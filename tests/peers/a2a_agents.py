@@ -2,9 +2,10 @@
 
 Kinds: `echo` (completes with one data artifact of what it received), `fail` (task
 failed), `leak` (task failed, quoting the `X-Api-Key` its request carried: an agent
-echoing its key), `slow` (works `config.seconds`, default 3, or until `config.untilWorking` of
-its tasks have worked at once; counts cancellations), `input`
-(asks for input), `reject` (rejects), `bare` (completes without an artifact). Each has
+echoing its key), `files` (completes with one artifact of four file parts: raw and by
+URL, each with and without a filename), `slow` (works `config.seconds`, default 3, or
+until `config.untilWorking` of its tasks have worked at once; counts cancellations),
+`input` (asks for input), `reject` (rejects), `bare` (completes without an artifact). Each has
 its own card and skills. An agent with a `query` answers only requests whose query string
 carries it (a signed URL: `…/agents/<name>?sig=…`), the card's request included; others
 get 403.
@@ -21,8 +22,10 @@ from urllib.parse import parse_qsl
 from a2a.helpers import (
     get_data_parts,
     new_data_part,
+    new_raw_part,
     new_task_from_user_message,
     new_text_message,
+    new_url_part,
 )
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
@@ -116,6 +119,15 @@ class PeerAgent(AgentExecutor):
             await updater.requires_input(say("Which plan should the account get?"))
         elif kind == "reject":
             await updater.reject(say(f"{self.spec.name} does not handle this kind of task"))
+        elif kind == "files":
+            parts = [
+                new_raw_part(b"\x89PNG", media_type="image/png", filename="chart.png"),
+                new_raw_part(b"plain", media_type="text/plain"),
+                new_url_part("https://files.example/r.pdf", "application/pdf", "report.pdf"),
+                new_url_part("https://files.example/x", media_type="application/pdf"),
+            ]
+            await updater.add_artifact(parts, name="files")
+            await updater.complete()
         elif kind == "bare":
             # Completes without an artifact, with `config.say` as its closing words if given.
             words = (received.get("config") or {}).get("say")

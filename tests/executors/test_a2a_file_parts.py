@@ -1,0 +1,37 @@
+"""An agent's file parts come back as `{url|raw, mediaType[, filename]}`: a filename the
+agent gave is kept, for a raw part as for a URL part, and none given is left out."""
+
+from __future__ import annotations
+
+from activities.executors.catalog import Catalog
+from activities.executors.catalog_file import A2AAgentSpec, CatalogFile
+from activities.executors.registry import ExecutorRegistry
+from tests.executors.conftest import MakeCall
+from tests.peers.a2a_agents import AgentSpec, AgentStats, agents_app
+from tests.peers.serving import ServedApp, free_port
+
+
+async def test_file_parts_keep_the_filename_given_and_show_none_when_none_was(
+    make_call: MakeCall,
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    served = ServedApp(agents_app([AgentSpec("filer", kind="files")], base, AgentStats()), port)
+    served.start()
+    agent = A2AAgentSpec(name="filer", url=f"{base}/agents/filer/")
+    registry = ExecutorRegistry(Catalog(CatalogFile(agents=(agent,))))
+    try:
+        outcome = await registry.execute(make_call("filer", {"task": "files"}))
+    finally:
+        await registry.close()
+        served.stop()
+    assert outcome.output == [
+        {"raw": "iVBORw==", "mediaType": "image/png", "filename": "chart.png"},
+        {"raw": "cGxhaW4=", "mediaType": "text/plain"},
+        {
+            "url": "https://files.example/r.pdf",
+            "mediaType": "application/pdf",
+            "filename": "report.pdf",
+        },
+        {"url": "https://files.example/x", "mediaType": "application/pdf"},
+    ]
