@@ -40,6 +40,7 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict
 
+from activities.executors.a2a_errors import describe_a2a_error
 from activities.executors.agent_card import fetch_card
 from activities.executors.agent_credentials import calling
 from activities.executors.base import (
@@ -47,7 +48,6 @@ from activities.executors.base import (
     StepCall,
     StepOutcome,
     TransientError,
-    describe_error,
     payload_config,
 )
 from activities.executors.catalog import Catalog
@@ -156,7 +156,7 @@ class A2AExecutor:
             card = await self.card(name)
             client = self._client(name, card)
         except Exception as exc:
-            reason = self._catalog.redacted(describe_error(exc))
+            reason = self._catalog.redacted(describe_a2a_error(exc))
             served = {i.protocol_binding for i in card.supported_interfaces} if card else set()
             if served and not served & set(BINDINGS):
                 # The card says so: no attempt can reach it until the agent serves another.
@@ -178,7 +178,7 @@ class A2AExecutor:
             raise
         except Exception as exc:
             self._clients.pop(name, None)  # a broken client is rebuilt from a fresh card
-            reason = self._catalog.redacted(describe_error(exc))
+            reason = self._catalog.redacted(describe_a2a_error(exc))
             raise TransientError(f"A2A agent {name!r} call failed: {reason}") from None
         if isinstance(reply, Task) and reply.status.state in INTERRUPTED:
             # The step cannot answer it and goes on without it: the agent need not wait.
@@ -210,7 +210,7 @@ class A2AExecutor:
                 request = CancelTaskRequest(id=task_id)
                 await client.cancel_task(request)
         except Exception as exc:  # best effort: the step is cancelled either way
-            reason = self._catalog.redacted(describe_error(exc))
+            reason = self._catalog.redacted(describe_a2a_error(exc))
             log.warning("could not cancel A2A task %s of agent %r: %s", task_id, name, reason)
 
     async def _resumed(
@@ -225,7 +225,7 @@ class A2AExecutor:
         try:
             read = await client.get_task(GetTaskRequest(id=task_id))
         except Exception as exc:  # an agent that restarted may have forgotten it
-            reason = self._catalog.redacted(describe_error(exc))  # it may quote the agent's URL
+            reason = self._catalog.redacted(describe_a2a_error(exc))  # it may quote the agent's URL
             log.info("A2A task %s of an earlier attempt: %s", task_id, reason)
             return None
         state = read.status.state

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 from a2a.types.a2a_pb2 import AgentCard
 
+from activities.executors.a2a_errors import describe_a2a_error
 from activities.executors.agent_card import fetch_card
 from activities.executors.base import BUILTIN_PREFIX, describe_error
 from activities.executors.builtin import BUILTIN_KEYS
@@ -354,7 +355,7 @@ class Catalog:
             kwargs: dict[str, object] = {"headers": dict(endpoint.headers)}
             card = await fetch_card(self._http, endpoint.url, kwargs)
         except Exception as exc:
-            error = self.redacted(describe_error(exc))
+            error = self.redacted(describe_a2a_error(exc))
             self._agents[name] = self._agents[name].model_copy(
                 update={"status": "down", "error": error, "checked_at": now}
             )
