@@ -10,6 +10,7 @@ the user's data and is never masked.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, unquote
 
@@ -18,11 +19,17 @@ from activities.executors.catalog_file import MIN_SECRET_CHARS, CatalogFile
 from activities.executors.endpoint import split_userinfo
 from activities.executors.url_mask import MASK, password_of, user_only_of
 
+# Header names that carry a credential, whatever else they are called around it.
+_CREDENTIAL_HEADER = re.compile(
+    r"(?i)auth|token|key|secret|passw|cookie|session|signature|credential"
+)
+
 
 def catalog_secrets(file: CatalogFile, environ: Mapping[str, str]) -> list[str]:
-    """Every credential the catalog gives: each `headers` and `env` value (and the token
-    after an `Authorization` scheme), a URL's password or lone user name and its query
-    values, and each environment variable resolved into any of those or into a `command`.
+    """Every credential the catalog gives: each credential header's value (and the token
+    after an `Authorization` scheme), each `env` value, a URL's password or lone user name
+    and its query values, and each environment variable resolved into any of those or
+    into a `command`.
     Longest first (a shorter may be part of a longer); values under MIN_SECRET_CHARS are
     left, as in a stdio server's stderr: too short to be a credential, and masking `1`
     or `yes` would garble every message."""
@@ -48,12 +55,17 @@ def secrets_masked(text: str, secrets: Iterable[str]) -> str:
 def _header_secrets(
     file: CatalogFile, headers: Mapping[str, str], environ: Mapping[str, str]
 ) -> set[str]:
+    """The values of headers whose name says they carry a credential (`Authorization`,
+    `X-Api-Key`, a cookie, a token), and every variable resolved into any header. Other
+    literal values (`Accept: application/json`, `X-Mode: fast`) are no secret, and
+    masking them would garble every message that names them."""
     values: set[str] = set()
-    for value in headers.values():
-        values.add(value)
-        scheme, space, credential = value.partition(" ")
-        if space and scheme.isalpha():  # `Bearer <token>`: the token may be quoted alone
-            values.add(credential.strip())
+    for name, value in headers.items():
+        if _CREDENTIAL_HEADER.search(name):
+            values.add(value)
+            scheme, space, credential = value.partition(" ")
+            if space and scheme.isalpha():  # `Bearer <token>`: the token may be quoted alone
+                values.add(credential.strip())
         values |= _resolved(file.written(value), environ)
     return values
 

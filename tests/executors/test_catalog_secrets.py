@@ -291,7 +291,7 @@ def test_errors_are_masked_of_every_credential_but_values_too_short_to_be_one(
         "mcpServers:\n"
         "  - id: a\n"
         "    url: 'http://h/mcp?k=${QUERY_KEY}'\n"
-        "    headers: {Authorization: 'Bearer ${TOKEN}', X-Mode: 'on'}\n"
+        "    headers: {Authorization: 'Bearer ${TOKEN}', X-Mode: 'on', Accept: text/plain}\n"
         "  - {id: b, command: [x], env: {T: lit3ral-env, DEBUG: '1'}}\n"
         "a2aAgents:\n"
         "  - {name: c, url: 'http://bob:pa55@h/', headers: {X-Api-Key: agent-k3y}}\n",
@@ -299,5 +299,7 @@ def test_errors_are_masked_of_every_credential_but_values_too_short_to_be_one(
     catalog = load_catalog(path, environ={"TOKEN": "t0ken-value", "QUERY_KEY": "q-s3cret"})
     said = catalog.redacted(
         "refused t0ken-value, lit3ral-env, agent-k3y, q-s3cret and pa55 (mode on, DEBUG 1)"
+        " as text/plain"
     )
-    assert said == "refused ***, ***, ***, *** and *** (mode on, DEBUG 1)"
+    # A literal value of a header whose name names no credential is none (`Accept`).
+    assert said == "refused ***, ***, ***, *** and *** (mode on, DEBUG 1) as text/plain"
