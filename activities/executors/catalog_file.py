@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from activities.executors.catalog_env import InterpolationError, interpolate
+from activities.executors.catalog_url import url_problem
 from activities.executors.endpoint import Endpoint, userinfo_conflict
 
 # Server ids prefix tool names (`serverId/toolName`), so they must not contain a slash.
@@ -59,9 +60,16 @@ def _none_is(empty: object) -> BeforeValidator:
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Word = Annotated[str, StringConstraints(min_length=1)]
-Url = Annotated[
-    Text, _check(lambda u: u.startswith(("http://", "https://")), "must be an http(s) URL")
-]
+
+
+def _usable_url(url: str) -> str:
+    if problem := url_problem(url):
+        raise ValueError(problem)
+    return url
+
+
+# Checked as resolved (after `${VAR}`s): what the clients will be given.
+Url = Annotated[Text, AfterValidator(_usable_url)]
 # A number is written as its digits.
 Value = Annotated[str, Field(coerce_numbers_to_str=True)]
 HeaderName = Annotated[str, _check(_HEADER_NAME.fullmatch, "is not an HTTP header name")]

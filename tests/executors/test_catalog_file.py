@@ -201,3 +201,42 @@ def test_a_repeat_among_valid_entries_is_named_once(tmp_path: Path) -> None:
     message = refused(path)
     assert message.count("repeats the id(s) s") == 1
     assert "a2aAgents[0].url: field required" in message
+
+
+def test_a_url_no_request_can_go_to_is_refused_naming_what_is_wrong(tmp_path: Path) -> None:
+    # They started, and failed at each use with the client's words (an audit): `/servers`
+    # said `OverflowError: connect(): port must be 0-65535.`, a "missing protocol" for a
+    # URL that has one, or `MCPError: Not Found` for a path with a space.
+    path = write(
+        tmp_path,
+        "mcpServers:\n"
+        "  - {id: port, url: 'http://127.0.0.1:99999/mcp'}\n"
+        "  - {id: nohost, url: 'http:///mcp'}\n"
+        "  - {id: space, url: 'http://127.0.0.1:18110/m cp'}\n"
+        "  - {id: scheme, url: 'htp:/127.0.0.1/mcp'}\n"
+        "  - {id: notaport, url: 'http://bob:s3cret@h:s3cret/mcp'}\n"
+        "a2aAgents:\n"
+        "  - {name: port, url: 'http://127.0.0.1:99999/agents/a/'}\n"
+        "  - {name: nohost, url: 'https://:8443/'}\n"
+        "  - {name: ipv6, url: 'http://[::1/'}\n",
+    )
+    message = refused(path)
+    assert message.split(": ", 1)[1].split("; ") == [
+        "mcpServers[0].url: port 99999 must be a number from 1 to 65535",
+        "mcpServers[1].url: has no host (http://HOST[:PORT]/PATH)",
+        "mcpServers[2].url: holds a space (write it percent-encoded, %20)",
+        "mcpServers[3].url: must be an http(s) URL",
+        "mcpServers[4].url: its port must be a number from 1 to 65535",
+        "a2aAgents[0].url: port 99999 must be a number from 1 to 65535",
+        "a2aAgents[1].url: has no host (http://HOST[:PORT]/PATH)",
+        "a2aAgents[2].url: has a malformed [IPv6] host",
+    ]
+    assert "s3cret" not in message
+
+
+def test_a_url_is_checked_as_its_variables_resolve_it(tmp_path: Path) -> None:
+    path = write(tmp_path, "a2aAgents:\n  - {name: a, url: 'http://${AGENT_HOST}/'}\n")
+    with pytest.raises(CatalogError, match=r"a2aAgents\[0\]\.url: has no host"):
+        load_catalog(path, environ={"AGENT_HOST": ""})
+    catalog = load_catalog(path, environ={"AGENT_HOST": "127.0.0.1:9101"})
+    assert catalog.agent_endpoint("a").url == "http://127.0.0.1:9101/"

@@ -186,6 +186,17 @@ def test_a_catalog_variable_that_is_not_set_stops_start_up_naming_it(
     assert "Traceback" not in result.stderr
 
 
+def test_a_catalog_url_no_request_can_go_to_stops_start_up_naming_it(tmp_path: Path) -> None:
+    # It started, and `/servers` said `OverflowError: connect(): port must be 0-65535.`
+    catalog = tmp_path / "executors.yaml"
+    catalog.write_text("mcpServers:\n  - {id: s, url: 'http://127.0.0.1:99999/mcp'}\n")
+    env = trellis_env(tmp_path / "data", TRELLIS_EXECUTORS_FILE=str(catalog))
+    result = run_trellis(["api"], env)
+    assert result.returncode != 0
+    assert "mcpServers[0].url: port 99999 must be a number from 1 to 65535" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_a_service_token_key_that_cannot_sign_stops_the_worker_naming_it(tmp_path: Path) -> None:
     env = trellis_env(tmp_path / "data", TRELLIS_SERVICE_TOKEN_KEY="too-short")
     result = run_trellis(["worker"], env)
