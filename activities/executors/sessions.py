@@ -44,6 +44,8 @@ HTTP_LIMITS = httpx2.Limits(keepalive_expiry=4.0)
 MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024
 # What the SDK reports for an HTTP error status whose body is no JSON-RPC error.
 SDK_STAND_IN = (mcp_types.INTERNAL_ERROR, "Server returned an error response")
+# ... and for a 404 before a session exists (a wrong path, most often): it names no status.
+SDK_NOT_FOUND = (mcp_types.METHOD_NOT_FOUND, "Not Found")
 # HTTP statuses of tool calls not yet reported, kept at most this many (a bound, not a size).
 REFUSALS_KEPT = 1000
 
@@ -76,17 +78,21 @@ def _method(body: bytes) -> str:
     return method if isinstance(method, str) else "request"
 
 
+# What an HTTP status at the handshake most likely means about the catalog's `url`.
+_HINTS = {
+    404: " (check the url's path: streamable HTTP servers serve at /mcp by default)",
+    405: " (a legacy SSE server? Trellis speaks MCP's streamable HTTP)",
+}
+
+
 class HandshakeRefused(Exception):
     """The server answered the handshake or a listing with an HTTP error status (a wrong
-    token's 401, a legacy SSE server's 405), where the SDK says only "Server returned an
-    error response"."""
+    token's 401, a wrong path's 404, a legacy SSE server's 405), where the SDK says only
+    "Server returned an error response" or "Not Found"."""
 
     def __init__(self, status: int, reason: str, method: str) -> None:
         said = f"HTTP {status} {reason}".strip()
-        hint = (
-            " (a legacy SSE server? Trellis speaks MCP's streamable HTTP)" if status == 405 else ""
-        )
-        super().__init__(f"{said} to {method}{hint}")
+        super().__init__(f"{said} to {method}{_HINTS.get(status, '')}")
         self.status = status
 
 
@@ -193,8 +199,11 @@ class McpSession:
         inner = exc  # anyio's task groups wrap what they raise
         while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
             inner = inner.exceptions[0]
-        stand_in = isinstance(inner, MCPError) and (inner.code, inner.message) == SDK_STAND_IN
-        return refused if stand_in and refused is not None else exc
+        if refused is None or not isinstance(inner, MCPError):
+            return exc
+        said = (inner.code, inner.message)
+        stand_in = said == SDK_STAND_IN or (said == SDK_NOT_FOUND and refused.status == 404)
+        return refused if stand_in else exc
 
     def _authenticate(self, request: httpx2.Request) -> httpx2.Request:
         # Looked up per request, so a session opened before `auth` was set still uses it.

@@ -277,6 +277,13 @@ def _refusing() -> ASGIApp:
     ("app", "path", "said"),
     [
         (_refusing, "/mcp", "HTTP 401 Unauthorized to initialize"),
+        # A server at /mcp asked at another path: the SDK said only "MCPError: Not Found".
+        (
+            lambda: build_mcp_server(McpStats()).streamable_http_app(),
+            "/wrong",
+            "HandshakeRefused: HTTP 404 Not Found to initialize (check the url's path:"
+            " streamable HTTP servers serve at /mcp by default)",
+        ),
         # MCP's legacy SSE transport takes no POST at its stream's URL.
         (
             lambda: build_mcp_server(McpStats()).sse_app(),
