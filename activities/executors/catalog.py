@@ -46,6 +46,8 @@ __all__ = ["Catalog", "CatalogError", "ExecutorRef", "load_catalog"]
 
 log = logging.getLogger(__name__)
 DISCOVERY_TIMEOUT_SECONDS = 10.0
+# Server ids an unknown key's message lists at most.
+SERVERS_NAMED = 10
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,16 @@ class Catalog:
             return ExecutorRef(kind="mcp", key=key, server_id=servers[0], tool_name=key)
         if is_agent:
             return ExecutorRef(kind="a2a", key=key, agent_name=key)
+        if slash:  # `server/tool` whose server is gone (a catalog changed since the save)
+            return f"no MCP server {server_id!r} in the executor catalog ({self._servers_said()})"
         return f"{key!r} is not a built-in, an MCP tool or an A2A agent in the executor catalog"
+
+    def _servers_said(self) -> str:
+        ids = list(self._servers)
+        if not ids:
+            return "it has no MCP servers"
+        more = f" and {len(ids) - SERVERS_NAMED} more" if len(ids) > SERVERS_NAMED else ""
+        return f"its servers are {', '.join(map(repr, ids[:SERVERS_NAMED]))}{more}"
 
     def unlisted_servers(self, key: str) -> list[str]:
         """Servers that could offer `key` but did not answer their last listing (down, or
@@ -165,7 +176,8 @@ class Catalog:
         if key.startswith(BUILTIN_PREFIX):
             return []
         server_id, slash, _ = key.partition("/")
-        ids = [server_id] if slash and server_id in self._servers else list(self._servers)
+        # A `server/tool` key concerns that server only: none when it is not in the catalog.
+        ids = ([server_id] if server_id in self._servers else []) if slash else list(self._servers)
         return [sid for sid in ids if self._server_specs[sid].tools is None]
 
     async def current_resolution(self, key: str) -> ExecutorRef | str:

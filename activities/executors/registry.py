@@ -81,12 +81,15 @@ class ExecutorRegistry:
         if isinstance(ref, str):
             if unlisted := self.catalog.unlisted_servers(key):
                 # The definition was checked when saved: the tool may be on a server that
-                # is down now, which is worth a retry, not the step's end.
-                servers = ", ".join(map(repr, unlisted))
-                raise TransientError(
-                    f"unknown executorKey: {ref}; MCP server(s) {servers} did not answer, "
-                    "so the tools they offer are unknown"
-                )
+                # is down now, which is worth a retry, not the step's end. A `server/tool`
+                # key's message already says that its server is down.
+                said = f"unknown executorKey: {ref}"
+                if "/" not in key:
+                    servers = ", ".join(map(repr, unlisted))
+                    said += (
+                        f"; it can only be a tool of MCP server(s) {servers}, which did not answer"
+                    )
+                raise TransientError(said)
             raise PermanentError(f"unknown executorKey: {ref}")
         if ref.kind == "builtin":
             return await self.builtin.execute(call)

@@ -540,10 +540,38 @@ async def test_a_key_no_listed_server_offers_is_retryable_while_a_server_is_down
     registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
     try:
         await registry.catalog.start()
-        with pytest.raises(TransientError, match="'late' did not answer"):
+        with pytest.raises(TransientError, match="'late', which did not answer"):
             await registry.execute(make_call("add", {"a": 1, "b": 2}))
-        with pytest.raises(TransientError, match="'late' did not answer"):
+        with pytest.raises(TransientError, match="MCP server 'late' is down"):
             await registry.execute(make_call("late/add", {"a": 1, "b": 2}))
+    finally:
+        await registry.close()
+        await registry.catalog.close()
+
+
+async def test_a_key_of_a_removed_server_or_agent_says_so_not_that_others_are_down(
+    make_call: MakeCall,
+) -> None:
+    # An audit: both were "unknown executorKey: … ; MCP server(s) 'late' did not answer,
+    # so the tools they offer are unknown", though 'late' cannot offer `gone/echo`.
+    spec = McpServerSpec(id="late", url=f"http://127.0.0.1:{free_port()}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+    try:
+        await registry.catalog.start()
+        with pytest.raises(PermanentError) as server_gone:
+            await registry.execute(make_call("gone/echo", {}))
+        assert str(server_gone.value) == (
+            "unknown executorKey: no MCP server 'gone' in the executor catalog"
+            " (its servers are 'late')"
+        )
+        # A bare name could be a tool of the server that is down: that is worth a retry.
+        with pytest.raises(TransientError) as agent_gone:
+            await registry.execute(make_call("removed-agent", {}))
+        assert str(agent_gone.value) == (
+            "unknown executorKey: 'removed-agent' is not a built-in, an MCP tool or an A2A"
+            " agent in the executor catalog; it can only be a tool of MCP server(s) 'late',"
+            " which did not answer"
+        )
     finally:
         await registry.close()
         await registry.catalog.close()
