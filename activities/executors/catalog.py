@@ -33,6 +33,7 @@ from activities.executors.catalog_file import (
 )
 from activities.executors.catalog_models import AgentInfo, ServerInfo, SkillInfo, ToolInfo
 from activities.executors.catalog_secrets import catalog_secrets, secrets_masked
+from activities.executors.catalog_source import CatalogSource
 from activities.executors.endpoint import Endpoint, split_userinfo
 from activities.executors.tls import default_tls
 from activities.executors.url_mask import masked_url, urls_masked
@@ -64,8 +65,11 @@ def load_catalog(
 ) -> Catalog:
     """The catalog named by a file (None: built-ins only), its `${VAR}`s resolved from
     `environ` (the entry point passes the process environment); CatalogError when bad."""
-    file = read_catalog_file(path, environ) if path is not None else CatalogFile()
-    return Catalog(file, refresh_seconds=refresh_seconds, environ=environ)
+    if path is None:
+        return Catalog(CatalogFile(), refresh_seconds=refresh_seconds, environ=environ)
+    source = CatalogSource(path)  # before the read: a change made during it is seen later
+    file = read_catalog_file(path, environ)
+    return Catalog(file, refresh_seconds=refresh_seconds, environ=environ, source=source)
 
 
 class Catalog:
@@ -76,9 +80,12 @@ class Catalog:
         file: CatalogFile,
         refresh_seconds: float = 60.0,
         environ: Mapping[str, str] | None = None,
+        source: CatalogSource | None = None,
     ) -> None:
         self.file = file
         self.refresh_seconds = refresh_seconds
+        # The file `file` was read from, looked at on each refresh (it is not read again).
+        self._source = source
         # A stdio server's environment is its entry's env plus this PATH, nothing else.
         self._search_path = (environ or {}).get("PATH", os.defpath)
         # What `redacted` masks: every credential the file gives a server or an agent.
@@ -288,7 +295,10 @@ class Catalog:
             self._loop = asyncio.create_task(self._refresh_forever())
 
     async def refresh(self) -> None:
-        """Ask every server for its tools and every agent for its card, concurrently."""
+        """Ask every server for its tools and every agent for its card, concurrently;
+        warn when the catalog file no longer says what this process loaded."""
+        if self._source is not None:
+            self._source.warn_if_changed()
         await asyncio.gather(
             *(self._refresh_server(sid) for sid in self._servers),
             *(self._refresh_agent(name) for name in self._agents),

@@ -1,12 +1,14 @@
-"""A catalog that changed since a definition was saved: the platform restarted with a server
-gone. A step naming it says that server is gone, not that unrelated servers are down."""
+"""A catalog file that changed: since a definition was saved (the platform restarted with a
+server gone), or while the platform runs (it keeps what it loaded, and says so)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import load_catalog
@@ -64,3 +66,29 @@ async def test_a_step_on_a_server_no_longer_in_the_catalog_says_so_at_run_and_at
     assert saved.status_code == 400, saved.text
     message = saved.json()["error"]["message"]
     assert f"nodes[0] ('Echo'): {gone} (its servers are 'down-undeclared')" in message
+
+
+async def test_a_catalog_file_edited_while_running_is_not_read_again_and_a_refresh_says_so(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An audit added an agent to the file: `?refresh=true` did not list it, a save naming
+    # it was refused, and nothing said why.
+    caplog.set_level(logging.WARNING, logger="activities.executors.catalog_source")
+    agent = "a2aAgents:\n  - {{name: {}, url: 'http://127.0.0.1:{}/'}}\n"
+    async with _platform_on(temporal_env, tmp_path, agent.format("first", free_port())) as p:
+        path = tmp_path / "executors.yaml"
+        path.write_text(path.read_text() + "  - {name: added, url: 'http://127.0.0.1:1/'}\n")
+        for _ in range(2):  # one warning per change, not one per refresh
+            listed = (await p.api.get("/api/v1/agents?refresh=true")).json()
+            assert [a["name"] for a in listed] == ["first"]
+        saved = await p.api.post(
+            "/api/v1/workflows", json={"name": "w", "nodes": [step("A", "added")]}
+        )
+        assert saved.status_code == 400, saved.text
+
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning == (
+        f"executor catalog {path} has changed since this process read it at start; it keeps"
+        " the catalog it loaded (a refresh asks the catalog's servers and agents again, not"
+        " the file): restart the API and the worker to use the file as it is now"
+    )

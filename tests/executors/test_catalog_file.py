@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -240,3 +242,23 @@ def test_a_url_is_checked_as_its_variables_resolve_it(tmp_path: Path) -> None:
         load_catalog(path, environ={"AGENT_HOST": ""})
     catalog = load_catalog(path, environ={"AGENT_HOST": "127.0.0.1:9101"})
     assert catalog.agent_endpoint("a").url == "http://127.0.0.1:9101/"
+
+
+async def test_a_catalog_file_rewritten_as_it_was_is_not_reported_as_changed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its modification time moved, its content did not: the process uses the file as it is.
+    caplog.set_level(logging.WARNING, logger="activities.executors.catalog_source")
+    text = "mcpServers:\n"
+    path = write(tmp_path, text)
+    catalog = load_catalog(path)
+    os.utime(path, ns=(1, 1))
+    await catalog.refresh()
+    path.write_text(text + "a2aAgents:\n", encoding="utf-8")
+    await catalog.refresh()
+    path.write_text(text, encoding="utf-8")  # changed back: the next change is news again
+    await catalog.refresh()
+    path.write_text(text + "a2aAgents:\n", encoding="utf-8")
+    await catalog.refresh()
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 2 and str(path) in warned[0].getMessage()
