@@ -15,12 +15,13 @@ from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from activities.executors.base import Executor, PermanentError, StepCall
+from activities.executors.base import CALLING_KEY, Executor, PermanentError, StepCall, called_by
 from activities.handed_writes import HandedWrites
 from activities.metrics import RunMetrics
 from activities.projections import write_batch
 from activities.run_log import about_run
 from activities.store.base import Store, StoreUnavailable
+from activities.store.records import NodeRunRecord
 from activities.store.while_unavailable import while_unavailable
 from temporal_workflows.clock import fixed_width
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
@@ -32,12 +33,18 @@ from temporal_workflows.read_model import (
     node_event,
     node_record,
 )
-from temporal_workflows.retry import PERMANENT_ERROR_TYPE, WORKER_SHUTDOWN_ERROR, progress_in
+from temporal_workflows.retry import (
+    PERMANENT_ERROR_TYPE,
+    WORKER_SHUTDOWN_ERROR,
+    progress_in,
+    start_to_close_message,
+)
 
 log = logging.getLogger("trellis.steps")
 HEARTBEAT_EVERY_SECONDS = 1.0
 RUNNING_AFTER_SECONDS = 0.2
-# What the workflow says of a step whose last attempt timed out (temporal_workflows/retry.py).
+# What `_cut_off_reason` says of an attempt Temporal timed out (start-to-close); the error
+# written names the limit and what the attempt waited for (`_timed_out_error`).
 ATTEMPT_TIMED_OUT_ERROR = "step timed out (start-to-close)"
 ATTEMPT_GONE_ERROR = "Temporal ended the attempt before it finished (timed out, or the run closed)"
 # An attempt's last write: "running" means the attempt failed and Temporal may retry it.
@@ -77,21 +84,28 @@ class StepActivities:
         # Counted on from the attempts of activities this node run lost with their workers.
         attempt = step.attempts_before + activity.info().attempt
         wrote_before = await self._write_before(step)
-        if attempt > 1 and (done := await self._completed_before(step, attempt)) is not None:
+        earlier = await self._earlier_run(step) if attempt > 1 else None
+        if earlier is not None and (done := _completed_before(step, earlier, attempt)):
             done.wrote_before = wrote_before
             return done
-        record = _Attempt(self._store, step, attempt)
+        # A retry's node_started says how the attempt before it failed, where known.
+        before = earlier.error if earlier is not None and earlier.attempt < attempt else None
+        record = _Attempt(self._store, step, attempt, previous_error=before)
         # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
         # (well within "about a second"); how it ended is written once, at the end.
         record.announce_after(RUNNING_AFTER_SECONDS)
-        beat = _Heartbeat()
-        call = _call(step, attempt, beat.send, _earlier_progress(step))
+        # Until the executor says more, its heartbeats name what the attempt waits for.
+        waiting, calling = self._target(step)
+        beat = _Heartbeat({"waitingFor": waiting})
+        call = _call(step, attempt, beat, _earlier_progress(step))
         _describe_span(step, attempt)
         try:
             outcome = await self._timed(call, beat)
             _check_size(outcome.output, self._max_output_bytes)
         except asyncio.CancelledError:
             cut_off = _cut_off_reason(beat)
+            if cut_off == ATTEMPT_TIMED_OUT_ERROR:
+                cut_off = _timed_out_error(beat)
             if cut_off is not None:
                 # Not the step being cancelled: the attempt is retried (or, the last one,
                 # failed by the workflow), like any failed attempt, and said as one.
@@ -100,7 +114,13 @@ class StepActivities:
                 log.log(level, "step %r attempt %d failed: %s", step.node_name, attempt, cut_off)
                 if cut_off != ATTEMPT_GONE_ERROR:
                     _span_failed(cut_off, timed_out=cut_off != WORKER_SHUTDOWN_ERROR)
-                await record.finish("running", None, error=cut_off)
+                progress = beat.progress()
+                await record.finish(
+                    "running",
+                    None,
+                    error=cut_off,
+                    resolved_executor=progress.get(CALLING_KEY) or calling,
+                )
                 if cut_off != WORKER_SHUTDOWN_ERROR:
                     # Temporal has ended the attempt already and drops its answer; raised
                     # as a cancel, the SDK logged it with a traceback, as unexpected.
@@ -110,13 +130,13 @@ class StepActivities:
             raise
         except PermanentError as exc:
             log.warning("step %r failed for good: %s", step.node_name, exc)
-            await record.finish("running", None, error=str(exc))
+            await record.finish("running", None, error=str(exc), resolved_executor=called_by(exc))
             raise _said(str(exc), type=PERMANENT_ERROR_TYPE, non_retryable=True) from None
         except Exception as exc:
             message = str(exc) or type(exc).__name__
             log.warning("step %r attempt %d failed: %s", step.node_name, attempt, message)
             # The attempt's error is visible at once; the workflow writes the final status.
-            await record.finish("running", None, error=message)
+            await record.finish("running", None, error=message, resolved_executor=called_by(exc))
             raise _said(message, type=type(exc).__name__) from None
         result = StepOutput(
             output=outcome.output,
@@ -154,35 +174,27 @@ class StepActivities:
             return False
         return True
 
-    async def _completed_before(self, step: StepInput, attempt: int) -> StepOutput | None:
-        """The result of an earlier attempt of this node run whose end is in the store.
-
-        Its end landed, then its worker died (or could not reach Temporal) before Temporal
-        recorded the completion, so Temporal runs the node run again. Calling the executor
-        again would repeat the side effect and log node_completed a second time; the
-        attempt answers with what the store holds instead. Read only on a repeated attempt.
-        """
+    async def _earlier_run(self, step: StepInput) -> NodeRunRecord | None:
+        """This node run as an earlier attempt left it in the store (None when unknown)."""
         try:
             found = await self._store.get_node_run(step.node_run_id)
         except StoreUnavailable:
             return None  # the executor runs; its key still lets a tool deduplicate
-        if found is None or found.status != "completed" or found.attempt >= attempt:
+        if found is None or found.workflow_run_id != step.run_id:
             return None
-        if found.workflow_run_id != step.run_id:
-            return None
-        log.info(
-            "step %r attempt %d: attempt %d already completed, answering with its result",
-            step.node_name,
-            attempt,
-            found.attempt,
-        )
-        return StepOutput(
-            output=found.output_snapshot,
-            attempt=found.attempt,
-            resolved_executor=found.resolved_executor,
-            started_at=_stamp(found.started_at),
-            finished_at=_stamp(found.finished_at),
-        )
+        return found
+
+    def _target(self, step: StepInput) -> tuple[str, dict[str, Any] | None]:
+        """What the step's executor calls: as a timeout's error names it, and its
+        `resolvedExecutor` when that is one known executor."""
+        target = getattr(self._executor, "target", None)
+        if target is None:
+            return step.executor_key or "its executor", None
+        try:
+            named: tuple[str, dict[str, Any] | None] = target(_call(step, 1, _Unsent(), {}))
+        except Exception:  # only a name for an error; the call reports its own problems
+            return step.executor_key or "its executor", None
+        return named
 
     async def _timed(self, call: StepCall, beat: _Heartbeat) -> Any:
         """The executor's call, its duration observed by executor kind and outcome."""
@@ -220,7 +232,7 @@ class StepActivities:
         if plan is None:
             return StepPlan()
         try:
-            resolved = await plan(_call(step, 1, lambda *d: None, {}))
+            resolved = await plan(_call(step, 1, _Unsent(), {}))
         except Exception:  # the step itself will report the problem
             resolved = None
         return StepPlan(resolved_executor=resolved)
@@ -232,10 +244,13 @@ class StepActivities:
 class _Attempt:
     """The node-run writes of one attempt: at most one "running", then one final write."""
 
-    def __init__(self, store: Store, step: StepInput, attempt: int) -> None:
+    def __init__(
+        self, store: Store, step: StepInput, attempt: int, previous_error: str | None = None
+    ) -> None:
         self._store = store
         self._step = step
         self._attempt = attempt
+        self._previous_error = previous_error
         self.started_at = _now()
         self._announced = False
         self._timer: asyncio.TimerHandle | None = None
@@ -258,6 +273,9 @@ class _Attempt:
         )
 
     def _event(self, kind: str, status: str) -> dict[str, Any]:
+        extra = {}
+        if kind == "node_started" and self._previous_error:
+            extra["previousError"] = self._previous_error
         return node_event(
             kind,
             run_id=self._step.run_id,
@@ -267,6 +285,7 @@ class _Attempt:
             status=status,
             timestamp=_now(),
             attempt=self._attempt,
+            **extra,
         )
 
     def announce_after(self, delay: float) -> None:
@@ -338,6 +357,39 @@ def _cut_off_reason(beat: _Heartbeat) -> str | None:
     return None
 
 
+def _timed_out_error(beat: _Heartbeat) -> str:
+    """A timed-out attempt's error: its limit, and what it was waiting for."""
+    timeout = activity.info().start_to_close_timeout
+    if timeout is None:
+        return ATTEMPT_TIMED_OUT_ERROR
+    return start_to_close_message(timeout.total_seconds(), beat.progress())
+
+
+def _completed_before(step: StepInput, found: NodeRunRecord, attempt: int) -> StepOutput | None:
+    """The result of an earlier attempt of this node run whose end is in the store.
+
+    Its end landed, then its worker died (or could not reach Temporal) before Temporal
+    recorded the completion, so Temporal runs the node run again. Calling the executor
+    again would repeat the side effect and log node_completed a second time; the
+    attempt answers with what the store holds instead. Read only on a repeated attempt.
+    """
+    if found.status != "completed" or found.attempt >= attempt:
+        return None
+    log.info(
+        "step %r attempt %d: attempt %d already completed, answering with its result",
+        step.node_name,
+        attempt,
+        found.attempt,
+    )
+    return StepOutput(
+        output=found.output_snapshot,
+        attempt=found.attempt,
+        resolved_executor=found.resolved_executor,
+        started_at=_stamp(found.started_at),
+        finished_at=_stamp(found.finished_at),
+    )
+
+
 def _timed_out_by(beat: _Heartbeat) -> str | None:
     """The timeout Temporal ended the attempt by, told from the attempt's own clock: its
     start-to-close once it has run that long, its heartbeat timeout once it went that long
@@ -397,7 +449,7 @@ def _span_failed(why: str, *, timed_out: bool) -> None:
 
 
 def _call(
-    step: StepInput, attempt: int, heartbeat: Any, earlier_progress: dict[str, Any]
+    step: StepInput, attempt: int, beat: _Heartbeat | _Unsent, earlier_progress: dict[str, Any]
 ) -> StepCall:
     return StepCall(
         run_id=step.run_id,
@@ -410,10 +462,33 @@ def _call(
         config=step.config,
         context=step.context,
         attempt=attempt,
-        heartbeat=heartbeat,
+        heartbeat=beat.send,
+        note=beat.note,
         triggered_by=step.triggered_by,
         earlier_progress=earlier_progress,
+        deadline=_deadline(),
     )
+
+
+def _deadline() -> float | None:
+    """When Temporal times this attempt out, in seconds since the epoch."""
+    try:
+        info = activity.info()
+    except RuntimeError:  # outside an activity (tests)
+        return None
+    if info.start_to_close_timeout is None or info.started_time is None:
+        return None
+    return (info.started_time + info.start_to_close_timeout).timestamp()
+
+
+class _Unsent:
+    """The heartbeat of a call that is only described, never run (a plan, a name)."""
+
+    def send(self, *details: Any) -> None:
+        pass
+
+    def note(self, *details: Any) -> None:
+        pass
 
 
 def _earlier_progress(step: StepInput) -> dict[str, Any]:
@@ -431,9 +506,10 @@ class _Heartbeat:
     heartbeat's, and an empty beat would erase what a next attempt is to pick up.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *details: Any) -> None:
         self._loop = asyncio.get_running_loop()
-        self._details: tuple[Any, ...] = ()
+        self._details: tuple[Any, ...] = details
+        self._first = details
         self._handle: asyncio.TimerHandle | None = None
         # When the attempt began and last heartbeated, and its latest silence long enough to
         # have missed a beat (when it began, and how long it lasted): the only one that tells.
@@ -444,9 +520,25 @@ class _Heartbeat:
         self._handle = self._loop.call_later(HEARTBEAT_EVERY_SECONDS, self._beat)
 
     def send(self, *details: Any) -> None:
-        self._details = details
+        self._details = details = self._named(details)
         self._sent()
         activity.heartbeat(*details)
+
+    def note(self, *details: Any) -> None:
+        """Carry these details from the next beat on, without sending one now."""
+        self._details = self._named(details)
+
+    def _named(self, details: tuple[Any, ...]) -> tuple[Any, ...]:
+        """An executor's progress still says what the attempt waits for (its own
+        `waitingFor` when it has one, else the activity's first)."""
+        first = progress_in(self._first)
+        if first is None or not details or not isinstance(details[0], dict):
+            return details
+        return ({**first, **details[0]}, *details[1:])
+
+    def progress(self) -> dict[str, Any]:
+        """What the last beat carried (or the next will), as a dict."""
+        return progress_in(self._details) or {}
 
     def _beat(self) -> None:
         self._sent()

@@ -76,6 +76,14 @@ def last_progress(error: ActivityError) -> dict[str, Any] | None:
     return None
 
 
+def start_to_close_message(timeout_seconds: float, progress: dict[str, Any] | None) -> str:
+    """A start-to-close timeout's error: the limit, and what the attempt was waiting for
+    when its heartbeats said (`waitingFor`: a tool, an agent, a pool's member)."""
+    said = f"step timed out (start-to-close, timeoutSeconds {timeout_seconds:g})"
+    waiting = (progress or {}).get("waitingFor")
+    return f"{said} waiting for {waiting}" if isinstance(waiting, str) and waiting else said
+
+
 def failure_message(error: BaseException) -> str:
     """The innermost meaningful message of an activity failure."""
     cause: BaseException | None = error

@@ -46,6 +46,27 @@ class TransientError(Exception):
     """A failure worth retrying (connection, 5xx, tool reported isError)."""
 
 
+# The heartbeat detail naming where the call in flight went (its `resolvedExecutor`), kept
+# on the node run when the attempt times out.
+CALLING_KEY = "calling"
+# The attribute a failed call's error carries naming where the call went (a node run's
+# `resolvedExecutor`, kept when the attempt fails).
+_CALLED = "trellis_resolved_executor"
+
+
+def called(exc: BaseException, resolved: dict[str, Any]) -> BaseException:
+    """Mark a failure with the executor its call went to, unless a closer one said so."""
+    if getattr(exc, _CALLED, None) is None:
+        setattr(exc, _CALLED, resolved)
+    return exc
+
+
+def called_by(exc: BaseException) -> dict[str, Any] | None:
+    """The executor a failed call went to, when known."""
+    resolved = getattr(exc, _CALLED, None)
+    return resolved if isinstance(resolved, dict) else None
+
+
 @dataclass
 class StepCall:
     run_id: str
@@ -68,6 +89,12 @@ class StepCall:
     # it across attempts): where work that attempt started, and may have lost with its
     # worker, can be picked up. Empty on a first attempt.
     earlier_progress: dict[str, Any] = field(default_factory=dict)
+    # When Temporal times this attempt out (seconds since the epoch; None when unknown): a
+    # pool tells by it whether an earlier attempt was held by one member until its timeout.
+    deadline: float | None = None
+    # Sets the details the activity's own heartbeats carry without sending one now (the
+    # first heartbeat goes to the server at once: a round trip every call would pay).
+    note: Callable[..., None] = field(default=lambda *details: None)
 
     @property
     def idempotency_key(self) -> str:

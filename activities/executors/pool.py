@@ -2,6 +2,11 @@
 
 - `failover` (default): pool order; agents whose card is down are skipped, a failed call
   moves on to the next agent within the same attempt.
+
+Whatever the strategy, an attempt that a member held until its timeout (it never
+answered) hands its next attempt the members after that one first: the agent it waited
+on is named in the heartbeat details (`waitingFor`, and `a2aPool` for the next attempt),
+so a hung member costs one attempt, not all of them.
 - `round_robin`: the same, starting at an index derived from a hash of the run id, so
   runs spread over the pool and retries of one run start at the same agent.
 - `skill_match`: agents ordered by how well their card's skills match `config.task`,
@@ -12,17 +17,29 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 from activities.executors.a2a import A2AExecutor
-from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
+from activities.executors.base import (
+    CALLING_KEY,
+    PermanentError,
+    StepCall,
+    StepOutcome,
+    TransientError,
+    called,
+)
 from activities.executors.catalog import Catalog
 from temporal_workflows.validation import POOL_STRATEGIES
 
 STRATEGIES = POOL_STRATEGIES
 _WORD = re.compile(r"[a-z0-9]+")
 _TAG_WEIGHT, _NAME_WEIGHT, _TEXT_WEIGHT = 3, 2, 1
+# The heartbeat detail naming the member an attempt waits on: {"waitingOn", "deadline"}.
+POOL_PROGRESS_KEY = "a2aPool"
+# How much of each failed member's error the text of what an attempt waits for repeats.
+_FAILURE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -85,33 +102,34 @@ class PoolExecutor:
     ) -> StepOutcome:
         tried = self._available(candidates)
         skipped = [f"{c.name}: card down" for c in candidates if c not in tried]
+        held = _held_by(call, tried)
+        if held is not None:
+            # The earlier attempt waited on it until its timeout: the others go first.
+            at = next(i for i, c in enumerate(tried) if c.name == held)
+            tried = tried[at + 1 :] + tried[: at + 1]
         failures: list[tuple[str, Exception]] = []
+        member: dict[str, Any] = {}
         for candidate in tried:
+            member = _resolved(candidate, strategy)
             try:
-                output = await self._a2a.call(call, candidate.name)
+                output = await self._a2a.call(_on_member(call, member, failures), candidate.name)
             except (TransientError, PermanentError) as exc:
                 failures.append((candidate.name, exc))
                 continue
-            reason = candidate.reason
-            if failures or skipped:
-                passed = [f"{n} failed" for n, _ in failures] + skipped
-                reason += f" (after: {'; '.join(passed)})"
-            return StepOutcome(
-                output=output,
-                resolved_executor={
-                    "kind": "a2a",
-                    "key": candidate.name,
-                    "poolIndex": candidate.index,
-                    "strategy": strategy,
-                    "reason": reason,
-                },
-            )
+            passed = [f"{n} failed" for n, _ in failures] + skipped
+            if held is not None:
+                passed.insert(0, f"{held} held the previous attempt until its timeout")
+            if passed:
+                member["reason"] += f" (after: {'; '.join(passed)})"
+            return StepOutcome(output=output, resolved_executor=member)
         detail = "; ".join([f"{n}: {e}" for n, e in failures] + skipped)
+        # The node run names the agent the last failed call went to.
+        member["reason"] += " (the last agent tried: every agent of the pool failed)"
         # An agent skipped for a card down at the last refresh was not tried: it may be up
         # at the next attempt, so only a pool whose every agent refused for good is permanent.
         if failures and not skipped and all(isinstance(e, PermanentError) for _, e in failures):
-            raise PermanentError(f"every agent of the pool failed: {detail}")
-        raise TransientError(f"every agent of the pool failed: {detail}")
+            raise called(PermanentError(f"every agent of the pool failed: {detail}"), member)
+        raise called(TransientError(f"every agent of the pool failed: {detail}"), member)
 
     async def _by_skill(self, call: StepCall) -> list[Candidate]:
         wanted = _query(call.config)
@@ -126,6 +144,57 @@ class PoolExecutor:
             scored.append((score, index, name, ", ".join(sorted(matched)) or "nothing"))
         scored.sort(key=lambda s: (-s[0], s[1]))
         return [Candidate(i, n, f"skill_match: score {s} (matched {m})") for s, i, n, m in scored]
+
+
+def _resolved(candidate: Candidate, strategy: str) -> dict[str, Any]:
+    return {
+        "kind": "a2a",
+        "key": candidate.name,
+        "poolIndex": candidate.index,
+        "strategy": strategy,
+        "reason": candidate.reason,
+    }
+
+
+def _on_member(call: StepCall, member: dict[str, Any], failures: list[Any]) -> StepCall:
+    """The call as one member gets it: each heartbeat also names that member, what failed
+    before it (the text a timeout's error repeats) and when the attempt times out."""
+    waiting = f"A2A agent {member['key']}"
+    if failures:
+        said = [f"{n} failed: {_cut(str(e))}" for n, e in failures]
+        waiting += f" (after: {'; '.join(said)})"
+    own = {
+        "waitingFor": waiting,
+        CALLING_KEY: member,
+        POOL_PROGRESS_KEY: {"waitingOn": member["key"], "deadline": call.deadline},
+    }
+
+    def beat(*details: Any) -> None:
+        detail = details[0] if details and isinstance(details[0], dict) else {}
+        call.heartbeat({**detail, **own})
+
+    if failures:
+        call.heartbeat(own)  # a member after a failure may hang at once, its card included
+    else:
+        call.note(own)
+    return replace(call, heartbeat=beat)
+
+
+def _held_by(call: StepCall, tried: list[Candidate]) -> str | None:
+    """The member an earlier attempt waited on until its timeout, when it is in the pool.
+    An attempt cut off before its timeout (its worker lost) is not counted: its member may
+    still answer, and the next attempt picks up its task (docs/executors.md)."""
+    earlier = call.earlier_progress.get(POOL_PROGRESS_KEY)
+    if not isinstance(earlier, dict):
+        return None
+    name, deadline = earlier.get("waitingOn"), earlier.get("deadline")
+    if not isinstance(deadline, int | float) or time.time() < deadline:
+        return None
+    return name if any(c.name == name for c in tried) else None
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _FAILURE_CHARS else text[:_FAILURE_CHARS] + "…"
 
 
 def _rotation(pool: list[str], run_id: str) -> list[Candidate]:

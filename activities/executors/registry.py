@@ -10,9 +10,15 @@ from opentelemetry.trace import Tracer
 
 from activities.executors.a2a import CONNECTION_LIMITS, A2AExecutor
 from activities.executors.agent_credentials import agent_credentials
-from activities.executors.base import PermanentError, StepCall, StepOutcome, TransientError
+from activities.executors.base import (
+    PermanentError,
+    StepCall,
+    StepOutcome,
+    TransientError,
+    called,
+)
 from activities.executors.builtin import BuiltinExecutor
-from activities.executors.catalog import Catalog
+from activities.executors.catalog import Catalog, ExecutorRef
 from activities.executors.http_guard import HttpPolicy
 from activities.executors.pool import PoolExecutor
 from activities.executors.service_token import (
@@ -91,13 +97,32 @@ class ExecutorRegistry:
                     )
                 raise TransientError(said)
             raise PermanentError(f"unknown executorKey: {ref}")
-        if ref.kind == "builtin":
-            return await self.builtin.execute(call)
+        try:
+            if ref.kind == "builtin":
+                return await self.builtin.execute(call)
+            if ref.kind == "mcp":
+                assert ref.server_id is not None and ref.tool_name is not None
+                return await self.mcp.call(call, ref.server_id, ref.tool_name)
+            assert ref.agent_name is not None
+            return await self.a2a.execute(call, ref.agent_name)
+        except (TransientError, PermanentError) as exc:
+            # The call was made: the failed node run names where it went.
+            called(exc, _resolved(ref))
+            raise
+
+    def target(self, call: StepCall) -> tuple[str, dict[str, Any] | None]:
+        """What an attempt of the step waits on (a timeout's error names it), and the
+        executor it calls when that is one known executor (not a pool)."""
+        if call.a2a_pool:
+            return f"A2A pool {', '.join(call.a2a_pool)}", None
+        ref = self.catalog.resolution(call.executor_key) if call.executor_key else None
+        if ref is None or isinstance(ref, str):
+            return f"executorKey {call.executor_key!r}", None
         if ref.kind == "mcp":
-            assert ref.server_id is not None and ref.tool_name is not None
-            return await self.mcp.call(call, ref.server_id, ref.tool_name)
-        assert ref.agent_name is not None
-        return await self.a2a.execute(call, ref.agent_name)
+            return f"MCP tool {ref.server_id}/{ref.tool_name}", _resolved(ref)
+        if ref.kind == "a2a":
+            return f"A2A agent {ref.agent_name}", _resolved(ref)
+        return ref.key, _resolved(ref)
 
     def kind_of(self, call: StepCall) -> str:
         """What runs the step, for metrics: `builtin`, `mcp`, `a2a`, `a2a_pool` or `unknown`."""
@@ -116,6 +141,13 @@ class ExecutorRegistry:
         await self._http.aclose()
         await self.builtin.close()
         await self.catalog.close_sessions()
+
+
+def _resolved(ref: ExecutorRef) -> dict[str, Any]:
+    """A single executor's `resolvedExecutor`, as its own successful call records it."""
+    if ref.kind == "mcp":
+        return {"kind": "mcp", "key": ref.key, "server": ref.server_id, "tool": ref.tool_name}
+    return {"kind": ref.kind, "key": ref.key}
 
 
 def _caller(call: StepCall) -> Caller | None:

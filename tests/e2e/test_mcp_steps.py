@@ -57,6 +57,16 @@ async def test_a_tool_reporting_an_error_is_retried_then_fails_with_its_message(
     assert run["errorSummary"].startswith("Node 'Broken' failed:")
 
 
+async def test_a_failed_tool_call_names_the_tool_it_went_to(platform: Platform) -> None:
+    # A failed node run's resolvedExecutor was always null.
+    run = await platform.run({"nodes": [step("Broken", "broken", stepConfig=retries(0))]})
+
+    assert run["status"] == "failed", run
+    chosen = node_runs(run)["Broken"]["resolvedExecutor"]
+    assert chosen is not None and chosen["kind"] == "mcp", chosen
+    assert (chosen["key"], chosen["tool"]) == ("broken", "broken")
+
+
 async def test_arguments_not_matching_the_schema_fail_at_once_naming_the_fields(
     platform: Platform,
 ) -> None:

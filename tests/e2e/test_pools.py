@@ -6,6 +6,7 @@ import hashlib
 
 from tests.builders import pool_step, retries
 from tests.e2e.helpers import node_runs
+from tests.events.sse import read_all
 from tests.support.platform import Platform
 
 ACCOUNT_MANAGERS = ["account-manager-v1", "account-manager-v2", "account-manager-fallback"]
@@ -50,6 +51,58 @@ async def test_a_pool_whose_members_all_fail_fails_naming_each(platform: Platfor
     error = node_runs(run)["Create"]["error"]
     assert "every agent of the pool failed" in error
     assert "failing-agent" in error and "dead-agent" in error
+
+
+# `slow-agent` works `config.seconds`: here far past the step's timeout, a hung member.
+HUNG = {"seconds": 600}
+
+
+async def test_a_hung_member_costs_one_attempt_the_next_starts_after_it(
+    platform: Platform,
+) -> None:
+    # Each attempt started at failing-agent again and hung on slow-agent until its
+    # timeout: account-manager-fallback was never tried and the step failed.
+    pool = ["failing-agent", "slow-agent", "account-manager-fallback"]
+    config = {"maxRetries": 1, "timeoutSeconds": 5, "backoffBaseSeconds": 3}
+    workflow_id = await platform.create(
+        {"nodes": [pool_step("Create", pool, HUNG, stepConfig=config)]}
+    )
+    run_id = await platform.trigger(workflow_id)
+    run = await platform.wait(workflow_id, run_id, within=40)
+
+    assert run["status"] == "completed", run
+    created = node_runs(run)["Create"]
+    assert created["attempt"] == 2
+    assert created["outputSnapshot"]["agent"] == "account-manager-fallback"
+    chosen = created["resolvedExecutor"]
+    assert (chosen["key"], chosen["poolIndex"]) == ("account-manager-fallback", 2)
+    assert "slow-agent held the previous attempt until its timeout" in chosen["reason"]
+    # The retry's start says how the first attempt failed: the member it waited on, the
+    # one that failed before it, and the limit.
+    events = await read_all(platform.api, f"/api/v1/workflows/{workflow_id}/runs/{run_id}/events")
+    retried = [m.json() for m in events if m.event == "node_started"][-1]
+    assert retried["attempt"] == 2
+    assert retried["previousError"].startswith(
+        "step timed out (start-to-close, timeoutSeconds 5) waiting for A2A agent slow-agent"
+        " (after: failing-agent failed: A2A agent 'failing-agent' failed:"
+    ), retried
+
+
+async def test_a_failed_pool_step_names_the_agent_its_last_call_went_to(
+    platform: Platform,
+) -> None:
+    run = await platform.run(
+        {
+            "nodes": [
+                pool_step("Create", ["failing-agent", "rejecting-agent"], stepConfig=retries(0))
+            ]
+        }
+    )
+
+    assert run["status"] == "failed", run
+    chosen = node_runs(run)["Create"]["resolvedExecutor"]
+    assert (chosen["kind"], chosen["key"], chosen["poolIndex"]) == ("a2a", "rejecting-agent", 1)
+    assert chosen["reason"].endswith("(the last agent tried: every agent of the pool failed)")
 
 
 async def test_round_robin_starts_at_the_run_ids_hash(platform: Platform) -> None:

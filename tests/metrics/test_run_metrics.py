@@ -75,7 +75,10 @@ async def test_an_attempt_cut_off_by_its_timeout_is_counted_failed_and_logged(
     )
     assert metered.value(f"{STEP}_count", executor_kind="builtin", outcome="cancelled") == 0
     [line] = [r for r in caplog.records if "attempt 1 failed" in r.getMessage()]
-    assert line.getMessage() == "step 'slow' attempt 1 failed: step timed out (start-to-close)"
+    assert line.getMessage() == (
+        "step 'slow' attempt 1 failed: step timed out (start-to-close, timeoutSeconds 1)"
+        " waiting for builtin:delay"
+    )
 
 
 async def test_a_run_s_end_is_logged_once_also_when_no_step_failed(
