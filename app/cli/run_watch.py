@@ -122,10 +122,23 @@ class RunView:
 _ENDED = {"completed", "failed", "cancelled", "skipped"}
 
 
+# How much of a failed attempt's error a retry's line repeats (the node run has it whole).
+ATTEMPT_ERROR_CHARS = 160
+
+
 def _line(event: dict[str, Any]) -> str:
     """One event as one line, for a log or a pipe."""
     what = event.get("nodeName") or ""
     extra = f" ({event['error']})" if event.get("error") else ""
+    attempt = event.get("attempt")
+    if event.get("type") == "node_started" and isinstance(attempt, int) and attempt > 1:
+        # A retry: else each attempt read as the same bare start again.
+        extra = f" (attempt {attempt})"
+        if before := event.get("previousError"):
+            before = str(before)
+            if len(before) > ATTEMPT_ERROR_CHARS:
+                before = before[:ATTEMPT_ERROR_CHARS] + "…"
+            extra = f" (attempt {attempt}; attempt {attempt - 1} failed: {before})"
     kind, status = event.get("type", ""), event.get("status", "")
     line = f"{when(event.get('timestamp'))}  {kind:<24} {what} {status}{extra}".rstrip()
     return clean(line, one_line=True)

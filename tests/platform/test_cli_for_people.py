@@ -211,6 +211,34 @@ def test_watch_of_a_failing_run_ends_saying_why(dev: DevProcess, tmp_path: Path)
     assert last.startswith(f"run {run_id} failed: Node 'Greet' failed: CEL evaluation of"), last
 
 
+def test_a_piped_watch_says_which_attempt_a_retry_is_and_how_the_last_failed(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # Each retry printed another bare "node_started Wait running" line.
+    path = tmp_path / "retrying.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}",
+             "nodes": [{"name": "Wait", "nodeType": "step", "executorKey": "builtin:delay",
+                        "config": {"seconds": 30},
+                        "stepConfig": {"timeoutSeconds": 1, "maxRetries": 1,
+                                       "backoffBaseSeconds": 3}}]}
+        )
+    )  # fmt: skip
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    ok(trellis(dev, "workflows", "enable", workflow_id["id"]))
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id["id"], "--json")))["runId"]
+    watched = trellis(dev, "runs", "watch", run_id)
+    assert watched.returncode == 1, watched.stderr
+    started = [line for line in watched.stdout.splitlines() if "node_started" in line]
+    assert len(started) == 2, watched.stdout
+    assert started[0].endswith("node_started             Wait running"), started
+    assert started[1].endswith(
+        "Wait running (attempt 2; attempt 1 failed: step timed out (start-to-close,"
+        " timeoutSeconds 1) waiting for builtin:delay)"
+    ), started
+
+
 def test_json_prints_exactly_what_the_api_returned(dev: DevProcess, tmp_path: Path) -> None:
     workflow_id = applied_workflow(dev, tmp_path)
     printed = ok(trellis(dev, "workflows", "show", workflow_id, "--json"))
