@@ -36,6 +36,10 @@ GATE_BUCKETS = (1, 10, 30, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86_400, 3 * 
 LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 10, 30)
 
 
+# What runs a step, as `executor_kind` names it (`StepExecutor.kind_of`).
+EXECUTOR_KINDS = ("builtin", "mcp", "a2a", "a2a_pool", "unknown")
+
+
 class RunMetrics:
     """The worker's instruments, registered in `registry` (the one its /metrics serves)."""
 
@@ -60,6 +64,16 @@ class RunMetrics:
             buckets=STEP_BUCKETS,
             registry=registry,
         )
+        self.attempts_lost = Counter(
+            "trellis_step_attempts_lost",
+            "Step attempts lost with their worker (killed, stalled, cut off from Temporal), "
+            "counted by the attempt after them",
+            ["executor_kind"],
+            registry=registry,
+        )
+        # Served at 0 from the start, so a rate over it is known before the first loss.
+        for kind in EXECUTOR_KINDS:
+            self.attempts_lost.labels(kind)
         self.gates_opened = Counter(
             "trellis_gates_opened",
             "Approval gates opened (each time a gate opens, re-openings after a retry too)",
@@ -114,6 +128,9 @@ class RunMetrics:
 
     def step_attempt(self, executor_kind: str, outcome: str, seconds: float) -> None:
         self.step_duration.labels(executor_kind, outcome).observe(seconds)
+
+    def attempt_lost(self, executor_kind: str) -> None:
+        self.attempts_lost.labels(executor_kind).inc()
 
     def batch_landed(self, oldest_write_at: str | None, now: datetime) -> None:
         """A read-model batch landed; `oldest_write_at` is when its first write was made."""

@@ -89,7 +89,7 @@ class StepActivities:
             done.wrote_before = wrote_before
             return done
         # A retry's node_started says how the attempt before it failed, where known.
-        before = earlier.error if earlier is not None and earlier.attempt < attempt else None
+        before, lost = _previous_attempt(step, earlier, attempt)
         record = _Attempt(self._store, step, attempt, previous_error=before)
         # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
         # (well within "about a second"); how it ended is written once, at the end.
@@ -98,6 +98,9 @@ class StepActivities:
         waiting, calling = self._target(step)
         beat = _Heartbeat({"waitingFor": waiting})
         call = _call(step, attempt, beat, _earlier_progress(step))
+        if lost:
+            log.warning("step %r %s; attempt %d runs", step.node_name, before, attempt)
+            self._metrics.attempt_lost(self._kind_of(call))
         _describe_span(step, attempt)
         try:
             outcome = await self._timed(call, beat)
@@ -211,9 +214,11 @@ class StepActivities:
             outcome = "failed" if timed_out else "cancelled"
             raise
         finally:
-            kind_of = getattr(self._executor, "kind_of", None)
-            kind = kind_of(call) if kind_of is not None else "unknown"
-            self._metrics.step_attempt(kind, outcome, time.perf_counter() - started)
+            self._metrics.step_attempt(self._kind_of(call), outcome, time.perf_counter() - started)
+
+    def _kind_of(self, call: StepCall) -> str:
+        kind_of = getattr(self._executor, "kind_of", None)
+        return kind_of(call) if kind_of is not None else "unknown"
 
     async def _with_heartbeats(self, call: StepCall, beat: _Heartbeat) -> Any:
         # A background heartbeat lets Temporal deliver cancellation to any executor
@@ -363,6 +368,29 @@ def _timed_out_error(beat: _Heartbeat) -> str:
     if timeout is None:
         return ATTEMPT_TIMED_OUT_ERROR
     return start_to_close_message(timeout.total_seconds(), beat.progress())
+
+
+def _previous_attempt(
+    step: StepInput, earlier: NodeRunRecord | None, attempt: int
+) -> tuple[str | None, bool]:
+    """How attempt `attempt - 1` ended, as its node run shows it, and whether it was lost:
+    its error; or, when it left none (its worker killed, stalled or cut off from Temporal,
+    which gave the attempt up at its heartbeat timeout), that it was lost, which this
+    attempt says for it, as an attempt a deploy cut off says itself. None for a first
+    attempt or a node run that could not be read."""
+    if earlier is None or attempt <= 1:
+        return None, False
+    if earlier.attempt == attempt - 1 and earlier.error is not None:
+        return earlier.error, False
+    if earlier.status != "running":
+        return None, False  # no attempt's trace: a node run the workflow ended meanwhile
+    waited = _earlier_progress(step).get("waitingFor")
+    lost = (
+        f"attempt {attempt - 1} was lost with its worker (no word from it: killed, stalled "
+        "or cut off from Temporal, which gave the attempt up)"
+        + (f" while waiting for {waited}" if waited else "")
+    )
+    return lost, True
 
 
 def _completed_before(step: StepInput, found: NodeRunRecord, attempt: int) -> StepOutput | None:

@@ -12,10 +12,12 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tests.builders import step
+from tests.events.sse import read_all
 from tests.faults.harness import REPORTS, TERMINAL, Load, create_workflow, effect_step
 from tests.peers.catalog import Peers
 from tests.support.api_runs import create_and_trigger, wait_for
 from tests.support.processes import Processes, TrellisProcess, process_env
+from tests.support.server import free_port
 
 RUNS = 60
 
@@ -103,8 +105,15 @@ async def test_a_step_with_a_short_timeout_outlives_its_worker_being_killed(
     temporal_env: WorkflowEnvironment, peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:
     """A dead worker was noticed only after 30 s without heartbeats, so a step whose own
-    timeout was shorter timed out first and failed the run, the worker back at once."""
-    env = process_env(tmp_path, temporal_env.client.service_client.config.target_host)
+    timeout was shorter timed out first and failed the run, the worker back at once. The
+    lost attempt is said by the next one (it left no trace: no log line, no metric, no
+    error, though its call was made twice)."""
+    metrics_port = free_port()
+    env = process_env(
+        tmp_path,
+        temporal_env.client.service_client.config.target_host,
+        TRELLIS_WORKER_METRICS_PORT=str(metrics_port),
+    )
     api = processes.api(env)
     first = processes.worker(env)
     wait = step("Wait", "builtin:delay", {"seconds": 6}, stepConfig={"timeoutSeconds": 20})
@@ -113,9 +122,17 @@ async def test_a_step_with_a_short_timeout_outlives_its_worker_being_killed(
         await wait_for(client, wf, run_id, lambda r: r["nodeRuns"][:1] != [])  # started
         await asyncio.sleep(1.5)
         first.kill()
-        processes.worker(env)
+        second = processes.worker(env)
         # Noticed within a third of the 20 s (6.7 s), then the 6 s step again.
         run = await wait_for(client, wf, run_id, lambda r: r["status"] in TERMINAL, within=40)
+        events = await read_all(client, f"/api/v1/workflows/{wf}/runs/{run_id}/events")
+        metrics = (await client.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
     assert run["status"] == "completed", run
     [node_run] = run["nodeRuns"]
     assert (node_run["status"], node_run["attempt"]) == ("completed", 2), node_run
+    retried = [m.json() for m in events if m.event == "node_started"][-1]
+    lost = "attempt 1 was lost with its worker"
+    assert retried["attempt"] == 2 and retried["previousError"].startswith(lost), retried
+    assert "while waiting for builtin:delay" in retried["previousError"]
+    assert f"step 'Wait' {lost}" in second.output()
+    assert 'trellis_step_attempts_lost_total{executor_kind="builtin"} 1.0' in metrics
