@@ -15,7 +15,7 @@ from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from activities.executors.base import CALLING_KEY, Executor, PermanentError, StepCall, called_by
+from activities.executors.base import Executor, PermanentError, StepCall, called_by
 from activities.handed_writes import HandedWrites
 from activities.metrics import RunMetrics
 from activities.projections import write_batch
@@ -34,6 +34,7 @@ from temporal_workflows.read_model import (
     node_record,
 )
 from temporal_workflows.retry import (
+    CALLING_KEY,
     PERMANENT_ERROR_TYPE,
     WORKER_SHUTDOWN_ERROR,
     progress_in,
@@ -94,9 +95,13 @@ class StepActivities:
         # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
         # (well within "about a second"); how it ended is written once, at the end.
         record.announce_after(RUNNING_AFTER_SECONDS)
-        # Until the executor says more, its heartbeats name what the attempt waits for.
+        # Until the executor says more, its heartbeats name what the attempt waits for and
+        # the executor it calls: what the workflow says of a last attempt timed out.
         waiting, calling = self._target(step)
-        beat = _Heartbeat({"waitingFor": waiting})
+        first: dict[str, Any] = {"waitingFor": waiting}
+        if calling is not None:
+            first[CALLING_KEY] = calling
+        beat = _Heartbeat(first)
         call = _call(step, attempt, beat, _earlier_progress(step))
         if lost:
             log.warning("step %r %s; attempt %d runs", step.node_name, before, attempt)

@@ -30,6 +30,9 @@ WORKER_SHUTDOWN_ERROR = "the worker shut down before the attempt ended; it runs 
 LOST_WORKER_RERUNS = 5
 # A rerun is one attempt: the one the lost worker took away (the policy's others were used).
 RERUN_POLICY = RetryPolicy(maximum_attempts=1)
+# The heartbeat detail naming where the call in flight went (its `resolvedExecutor`), kept
+# on the node run when the attempt times out.
+CALLING_KEY = "calling"
 
 
 def attempts(config: StepConfig) -> int:
@@ -82,6 +85,26 @@ def start_to_close_message(timeout_seconds: float, progress: dict[str, Any] | No
     said = f"step timed out (start-to-close, timeoutSeconds {timeout_seconds:g})"
     waiting = (progress or {}).get("waitingFor")
     return f"{said} waiting for {waiting}" if isinstance(waiting, str) and waiting else said
+
+
+def start_to_close_timeout(error: BaseException) -> TimeoutError | None:
+    """The timeout, when Temporal timed the activity's last attempt out (start-to-close)."""
+    cause = error.cause if isinstance(error, ActivityError) else None
+    if isinstance(cause, TimeoutError) and cause.type == TimeoutType.START_TO_CLOSE:
+        return cause
+    return None
+
+
+def timed_out_error(
+    timeout: TimeoutError, timeout_seconds: float
+) -> tuple[str, dict[str, Any] | None]:
+    """A last attempt Temporal timed out: its error, as the attempt's own says it, and the
+    executor it was calling (`resolvedExecutor`), from its last heartbeat's details (kept in
+    the history, so a replay reads the same)."""
+    progress = progress_in(timeout.last_heartbeat_details)
+    calling = (progress or {}).get(CALLING_KEY)
+    message = start_to_close_message(timeout_seconds, progress)
+    return message, calling if isinstance(calling, dict) else None
 
 
 def failure_message(error: BaseException) -> str:

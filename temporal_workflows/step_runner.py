@@ -43,6 +43,8 @@ with workflow.unsafe.imports_passed_through():
         last_progress,
         lost_with_its_worker,
         retry_policy,
+        start_to_close_timeout,
+        timed_out_error,
     )
     from temporal_workflows.reviews import Reviews, review_of
     from temporal_workflows.run_status import Activity
@@ -63,6 +65,9 @@ def heartbeat_timeout(step_timeout: timedelta) -> timedelta:
 # Runs that lost a step's last attempt with its worker before reruns existed failed the
 # step there; on replay they still do (the rerun is a new command).
 LOST_WORKER_PATCH = "step-rerun-when-its-worker-is-lost"
+# A last attempt Temporal timed out failed the step saying only "step timed out
+# (start-to-close)", its node run naming no executor; on replay such runs still do.
+TIMEOUT_DETAILS_PATCH = "step-timeout-details"
 _GROWING_VARIABLES = frozenset({"previous_step_outputs", "loop_outputs"})
 PLAN_TIMEOUT = timedelta(seconds=30)
 
@@ -210,7 +215,7 @@ class StepRunner:
             # the cause itself.
             cause = exc.cause if isinstance(exc, ActivityError) else exc
             if not isinstance(cause, CancelledError):
-                self._failed(step, failure_message(exc), attempt=None)
+                self._failed(step, *_last_failure(exc, step.config), attempt=None)
             self.recorder.cancelled(step.node_run_id, node)
             raise asyncio.CancelledError() from None
         except asyncio.CancelledError:
@@ -325,19 +330,40 @@ class StepRunner:
             return node.name
         return f"{node.name} → {chosen.get('key')} ({chosen.get('reason')})"
 
-    def _failed(self, step: _Step, error: str, attempt: int | None) -> NoReturn:
+    def _failed(
+        self,
+        step: _Step,
+        error: str,
+        resolved: dict[str, Any] | None = None,
+        *,
+        attempt: int | None,
+    ) -> NoReturn:
         """The step's last attempt failed: skip it (onError=skip) or fail the run.
 
         attempt None: an activity ran and recorded its attempts; otherwise the step
         failed in the workflow (a template, an inline built-in) and starts and ends here.
+        resolved: the executor the attempt called, when the workflow knows it and the
+        attempt could not write it (timed out).
         """
         fields: dict[str, Any] = (
             {} if attempt is None else {"attempt": attempt, "started_at": self.clock.stamp()}
         )
+        if resolved is not None:
+            fields["resolved_executor"] = resolved
         if step.config.on_error == "skip":
             raise NodeSkipped(error, **fields)
         self.recorder.failed(step.node_run_id, step.node, error, **fields)
         raise NodeFailed(step.node.name, error)
+
+
+def _last_failure(error: FailureError, config: StepConfig) -> tuple[str, dict[str, Any] | None]:
+    """The error of the step's last attempt, and the executor it called when only the
+    workflow can say so: Temporal timed the attempt out, and the attempt's own write of
+    it lands after the workflow's and is refused as older."""
+    timeout = start_to_close_timeout(error)
+    if timeout is None or not workflow.patched(TIMEOUT_DETAILS_PATCH):
+        return failure_message(error), None
+    return timed_out_error(timeout, config.timeout_seconds)
 
 
 def _form_values(review: HumanReview, decision: Decision) -> dict[str, Any]:

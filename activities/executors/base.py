@@ -46,9 +46,6 @@ class TransientError(Exception):
     """A failure worth retrying (connection, 5xx, tool reported isError)."""
 
 
-# The heartbeat detail naming where the call in flight went (its `resolvedExecutor`), kept
-# on the node run when the attempt times out.
-CALLING_KEY = "calling"
 # The attribute a failed call's error carries naming where the call went (a node run's
 # `resolvedExecutor`, kept when the attempt fails).
 _CALLED = "trellis_resolved_executor"

@@ -23,7 +23,6 @@ from typing import Any
 
 from activities.executors.a2a import A2AExecutor
 from activities.executors.base import (
-    CALLING_KEY,
     PermanentError,
     StepCall,
     StepOutcome,
@@ -31,6 +30,7 @@ from activities.executors.base import (
     called,
 )
 from activities.executors.catalog import Catalog
+from temporal_workflows.retry import CALLING_KEY
 from temporal_workflows.validation import POOL_STRATEGIES
 
 STRATEGIES = POOL_STRATEGIES

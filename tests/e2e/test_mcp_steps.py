@@ -67,6 +67,27 @@ async def test_a_failed_tool_call_names_the_tool_it_went_to(platform: Platform) 
     assert (chosen["key"], chosen["tool"]) == ("broken", "broken")
 
 
+async def test_a_tool_holding_the_last_attempt_past_its_timeout_is_named(
+    platform: Platform,
+) -> None:
+    # The run and the node run said only "step timed out (start-to-close)", and the node
+    # run named no executor: the attempt's own error came after the workflow's.
+    nap = step("Nap", "peer-http/sleepy", {"seconds": 30})
+    run = await platform.run({"nodes": [nap | {"stepConfig": {"timeoutSeconds": 2}}]})
+
+    assert run["status"] == "failed", run
+    said = "step timed out (start-to-close, timeoutSeconds 2) waiting for MCP tool peer-http/sleepy"
+    assert run["errorSummary"] == f"Node 'Nap' failed: {said}", run
+    napped = node_runs(run)["Nap"]
+    assert napped["error"] == said
+    assert napped["resolvedExecutor"] == {
+        "kind": "mcp",
+        "key": "peer-http/sleepy",
+        "server": "peer-http",
+        "tool": "sleepy",
+    }
+
+
 async def test_arguments_not_matching_the_schema_fail_at_once_naming_the_fields(
     platform: Platform,
 ) -> None:

@@ -88,6 +88,26 @@ async def test_a_hung_member_costs_one_attempt_the_next_starts_after_it(
     ), retried
 
 
+async def test_a_pool_s_last_attempt_timed_out_names_the_member_it_waited_on(
+    platform: Platform,
+) -> None:
+    # The run said only "step timed out (start-to-close)", and the node run named no agent.
+    config = {"maxRetries": 0, "timeoutSeconds": 3}
+    pool = pool_step("Create", ["failing-agent", "slow-agent"], HUNG, stepConfig=config)
+    run = await platform.run({"nodes": [pool]})
+
+    assert run["status"] == "failed", run
+    said = (
+        "step timed out (start-to-close, timeoutSeconds 3) waiting for A2A agent slow-agent"
+        " (after: failing-agent failed: A2A agent 'failing-agent' failed:"
+    )
+    assert run["errorSummary"].startswith(f"Node 'Create' failed: {said}"), run
+    created = node_runs(run)["Create"]
+    assert created["error"].startswith(said), created
+    chosen = created["resolvedExecutor"]
+    assert (chosen["kind"], chosen["key"], chosen["poolIndex"]) == ("a2a", "slow-agent", 1)
+
+
 async def test_a_failed_pool_step_names_the_agent_its_last_call_went_to(
     platform: Platform,
 ) -> None:

@@ -518,6 +518,14 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     run_id = runs["map_conditions_sliced"] = await platform.trigger(wf, {"items": list(range(120))})
     await platform.wait(wf, run_id)
     runs["paused_at_start"] = await _paused_at_start(platform)
+    # A step whose last attempt Temporal times out: recorded before
+    # step_runner.TIMEOUT_DETAILS_PATCH ("step timed out (start-to-close)"), and after (the
+    # limit and what its heartbeats said it waited for).
+    slow = delay("slow", 8) | {"stepConfig": {"timeoutSeconds": 1, "maxRetries": 0}}
+    wf = await platform.create({"nodes": [slow]})
+    for name in ("step_timed_out_unnamed", "step_timed_out_named"):
+        runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, runs[name])
     return runs
 
 
@@ -701,4 +709,6 @@ def test_every_representative_history_is_recorded() -> None:
         "mixed_chain_sliced_by_inline_steps",
         "mixed_chain_sliced",
         "map_conditions_sliced",
+        "step_timed_out_unnamed",
+        "step_timed_out_named",
     }

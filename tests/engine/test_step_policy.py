@@ -120,13 +120,20 @@ async def test_a_step_over_its_timeout_fails_the_attempt(platform: Platform) -> 
                     "nodeType": "step",
                     "executorKey": "builtin:delay",
                     "config": {"seconds": 5},
-                    "stepConfig": {"timeoutSeconds": 0.5},
+                    # Time for the attempt's first heartbeat to reach Temporal on a busy box.
+                    "stepConfig": {"timeoutSeconds": 1},
                 }
             ]
         }
     )
     assert run["status"] == "failed"
-    assert run["errorSummary"] == "Node 'sleepy' failed: step timed out (start-to-close)"
+    # The limit and what the attempt's heartbeats said it waited for: the workflow said
+    # only "step timed out (start-to-close)", and the node run named no executor.
+    assert run["errorSummary"] == (
+        "Node 'sleepy' failed: step timed out (start-to-close, timeoutSeconds 1)"
+        " waiting for builtin:delay"
+    )
+    assert run["nodeRuns"][0]["resolvedExecutor"] == {"kind": "builtin", "key": "builtin:delay"}
 
 
 async def test_a_timed_out_attempt_is_a_failed_attempt_not_a_cancelled_node(
