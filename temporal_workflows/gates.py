@@ -6,7 +6,7 @@ Pure functions and models; the interpreter holds the gates and waits on them.
 from __future__ import annotations
 
 import unicodedata
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
@@ -15,6 +15,7 @@ from temporal_workflows.definition import HumanReview, UserInputField, WorkflowN
 
 Resolution = Literal["confirm", "reject", "edit", "user_input", "route_select"]
 GateKind = Literal["before", "output_review", "iteration_review", "route_selection"]
+GATE_KINDS: tuple[str, ...] = get_args(GateKind)
 # What made a decision: a person (decidedBy is their sub) or the gate's timer (decidedBy
 # is null). A kind, not a name, so a user whose sub is "timeout" is still a person.
 DecisionSource = Literal["user", "timeout"]
@@ -57,6 +58,10 @@ class Decision(CamelModel):
     # record as the API read it): a decision is refused for another (a loop's next
     # iteration review). Ten identical confirms sent at once decided three iterations.
     seen_gate: str | None = None
+    # And which of its gates: a step's output review opens on the node run its confirmation
+    # opened on, so a double-clicked confirm approved an output no one had seen. (A worker
+    # of an earlier release ignores it, as it ignores any field it does not know.)
+    seen_kind: GateKind | None = None
 
     @property
     def is_timeout(self) -> bool:

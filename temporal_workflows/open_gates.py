@@ -128,6 +128,8 @@ class OpenGates:
         seen = decision.seen_gate
         if seen is not None and req.key is not None and seen != req.key:
             raise _already_decided(decision)  # the gate it saw; this one opened since
+        if decision.seen_kind is not None and decision.seen_kind != req.kind:
+            raise _already_decided(decision)  # its confirmation; the output review since
         if req.timeout_at is not None and workflow.now() >= datetime.fromisoformat(req.timeout_at):
             # Its timer fired while no worker was up: the timer and this decision reached
             # the run together, and the decision would be applied first.

@@ -38,7 +38,7 @@ from temporal_workflows.contracts import (
     ControlRequest,
     ControlResult,
 )
-from temporal_workflows.gates import Decision, DecisionResult, as_saved, gate_key
+from temporal_workflows.gates import GATE_KINDS, Decision, DecisionResult, as_saved, gate_key
 from temporal_workflows.json_data import bounded_json_size
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, run_event
 
@@ -115,7 +115,7 @@ class ControlService:
                 else None
             ),
             decided_by=self.who,
-            seen_gate=_seen_gate(run, body.step_id),
+            **_seen_gate(run, body.step_id),
         )
         update_id = None
         if key is not None:
@@ -330,18 +330,23 @@ def _as_saved(run: RunRecord, step_id: str, selected: list[str] | None) -> list[
     return selected
 
 
-def _seen_gate(run: RunRecord, step_id: str) -> str | None:
-    """Which opening of the step's gate the run's record shows open; None when none."""
+def _seen_gate(run: RunRecord, step_id: str) -> dict[str, Any]:
+    """Which opening of the step's gate the run's record shows open, and which of its
+    gates (`seen_gate`, `seen_kind`); none when none is."""
     for gate in run.pending_requirements:
         if gate.get("stepId") == step_id:
-            return gate_key(gate.get("nodeRunId"), gate.get("iteration"), gate.get("itemIndex"))
-    return None
+            key = gate_key(gate.get("nodeRunId"), gate.get("iteration"), gate.get("itemIndex"))
+            kind = gate.get("kind")
+            return {"seen_gate": key, "seen_kind": kind if kind in GATE_KINDS else None}
+    return {}
 
 
 def fingerprint(decision: Decision) -> str:
     """What a decision asks, hashed (who asks included), to tell a repeat from another
     (not which gate its caller saw: a repeat after the gate moved on is the same request)."""
-    asked = decision.model_dump(mode="json", exclude={"request_fingerprint", "seen_gate"})
+    asked = decision.model_dump(
+        mode="json", exclude={"request_fingerprint", "seen_gate", "seen_kind"}
+    )
     return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
 

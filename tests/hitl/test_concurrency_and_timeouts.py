@@ -270,3 +270,25 @@ async def test_live_requirements_come_from_the_workflow_query(platform: Platform
     live = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}/requirements")).json()
     assert live["source"] == "workflow"
     assert [r["stepId"] for r in live["pendingRequirements"]] == ["gate"]
+
+
+async def test_a_double_clicked_confirm_does_not_approve_the_output_review_opened_since(
+    platform: Platform,
+) -> None:
+    # A step's output review opens on the node run its confirmation opened on: a confirm
+    # sent twice at once decided both gates, the output approved unseen (an audit).
+    review = {"requiresConfirmation": True, "requiresOutputReview": True}
+    wf, run_id = await start(platform, [echo("gate", review)])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    responses = await asyncio.gather(
+        *[approve(platform, wf, run_id, stepId="gate", resolution="confirm") for _ in range(2)]
+    )
+    assert sorted(r.status_code for r in responses) == [200, 409], [r.text for r in responses]
+    run = await wait_for_gate(platform, wf, run_id, "gate")
+    [waiting] = run["pendingRequirements"]
+    assert waiting["kind"] == "output_review" and waiting["isPostExecution"]
+    assert [r["kind"] for r in run["resolvedRequirements"]] == ["before"]
+    # Confirmed with the output in view, the run goes on.
+    seen = await approve(platform, wf, run_id, stepId="gate", resolution="confirm")
+    assert seen.status_code == 200, seen.text
+    assert (await platform.wait(wf, run_id))["status"] == "completed"
