@@ -13,6 +13,7 @@ from app.services.idempotency import Asked, asker, repeated_run, start_first_use
 from app.services.lineage import reusable_steps
 from temporal_workflows.contracts import CachedOutput, Identity
 from temporal_workflows.definition import iter_nodes
+from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 
 
 @dataclass
@@ -53,6 +54,14 @@ class RunService:
         parent = await self.store.get_run(body.parent_run_id)
         if parent is None or parent.workflow_definition_id != workflow.id:
             raise NotFound(f"Parent run {body.parent_run_id!r} not found for this workflow")
+        if parent.status not in TERMINAL_RUN_STATUSES:
+            # A child of a run still going would run its steps beside it, reusing outputs
+            # of a run whose outcome is not known yet. (A completed parent is allowed
+            # here, unlike `…/retry`: the form names what it reuses and what runs again.)
+            raise InvalidRequest(
+                f"Parent run {parent.id!r} is {parent.status}; only a run that ended "
+                "(completed, failed or cancelled) can be the parent of a retry"
+            )
         known = {node.id for node in iter_nodes(workflow.nodes)}
         reusable = {node.id for node in reusable_steps(workflow.nodes)}
         for dep in body.resolved_dependencies:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.builders import http_step, loop, node, transform
+from tests.builders import delay, http_step, loop, node, transform
 from tests.support.platform import Platform
 
 
@@ -113,6 +113,26 @@ class TestRetry:
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "invalid_request"
         assert "only a failed or cancelled run" in response.json()["error"]["message"]
+
+    async def test_the_explicit_form_refuses_a_parent_still_going(self, platform: Platform) -> None:
+        # `…/retry` refused a run still going; the contract 7 form started a `retry` child
+        # of a running run beside it, reusing outputs of a run not ended (an audit).
+        wf = await platform.create(
+            {"nodes": [http_step("a", f"{platform.peer_url}/echo/done"), delay("wait", 30)]}
+        )
+        url = f"/api/v1/workflows/{wf}/runs"
+        running = await platform.trigger(wf)  # pending or running while it is asked
+        before = (await platform.api.get(url)).json()["pagination"]["total"]
+        body = {"triggerSource": "retry", "parentRunId": running}
+        response = await platform.api.post(url, json=body)
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] == "invalid_request"
+        message = response.json()["error"]["message"]
+        assert message.endswith(
+            "only a run that ended (completed, failed or cancelled) can be the parent of a retry"
+        ), message
+        assert (await platform.api.get(url)).json()["pagination"]["total"] == before
+        await platform.api.post(f"{url}/{running}/cancel")
 
     async def test_the_explicit_contract_7_form_reuses_outputs(self, platform: Platform) -> None:
         wf, source = await failed_run(platform, "explicit")
