@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 
 from fastapi import APIRouter, Depends, Request, status
 
@@ -15,7 +16,31 @@ from app.openapi import API_PREFIX, errors
 from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
 
 router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
-KEY_RESPONSES = errors(409, s409=KEY_REUSED)
+KEY_RESPONSES = errors(400, 409, s409=KEY_REUSED)
+
+
+def _no_body(what: str, instead: str) -> Callable[[Request], Awaitable[None]]:
+    """A dependency refusing a body: retry, rerun and replay take the source run's input as
+    it was (contract 13: "Request Body: Empty"; 14: "no additional input is accepted"), so a
+    body asking for something (a new `initialInput`) is refused, not silently ignored. No
+    body, or `{}`, passes."""
+
+    async def no_body(request: Request) -> None:
+        body = (await request.body()).strip()
+        try:
+            empty = not body or json.loads(body) == {}
+        except ValueError:
+            empty = False
+        if not empty:
+            raise InvalidRequest(
+                f"A {what} takes no body: the source run's initialInput is used as it was "
+                f"({instead})"
+            )
+
+    return no_body
+
+
+_NEW_INPUT = "trigger a new run to give another input"
 
 
 # 200, not 202 like rerun and replay: contract 3.2 ("HTTP 200 returned immediately with the
@@ -23,7 +48,16 @@ KEY_RESPONSES = errors(409, s409=KEY_REUSED)
 @router.post(
     "/retry",
     status_code=status.HTTP_200_OK,
-    dependencies=[needs(CONTROL)],
+    dependencies=[
+        needs(CONTROL),
+        Depends(
+            _no_body(
+                "retry",
+                "to choose what runs again, POST …/runs with parentRunId and "
+                "resolvedDependencies; " + _NEW_INPUT,
+            )
+        ),
+    ],
     responses=KEY_RESPONSES,
 )
 async def retry_run(
@@ -40,7 +74,7 @@ async def retry_run(
 @router.post(
     "/nodes/{node_id}/rerun",
     status_code=status.HTTP_202_ACCEPTED,
-    dependencies=[needs(CONTROL)],
+    dependencies=[needs(CONTROL), Depends(_no_body("node rerun", _NEW_INPUT))],
     responses=KEY_RESPONSES,
 )
 async def rerun_node(
@@ -59,25 +93,10 @@ async def rerun_node(
     )
 
 
-async def _no_input(request: Request) -> None:
-    """Replay forwards the source run's input as it was (contract 14: "no additional input
-    is accepted"): a body asking for something is refused, not ignored. No body, or `{}`."""
-    body = (await request.body()).strip()
-    try:
-        empty = not body or json.loads(body) == {}
-    except ValueError:
-        empty = False
-    if not empty:
-        raise InvalidRequest(
-            "A replay takes no body: the source run's initialInput is used as it was "
-            "(trigger a new run to give another input)"
-        )
-
-
 @router.post(
     "/replay",
     status_code=status.HTTP_202_ACCEPTED,
-    dependencies=[needs(CONTROL), Depends(_no_input)],
+    dependencies=[needs(CONTROL), Depends(_no_body("replay", _NEW_INPUT))],
     responses=errors(400, 409, s409=KEY_REUSED),
 )
 async def replay_run(

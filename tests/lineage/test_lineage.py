@@ -383,6 +383,24 @@ class TestReplay:
             assert response.status_code == 202, response.text
         assert (await platform.api.get(children)).json()["pagination"]["total"] == 2
 
+    async def test_a_retry_and_a_rerun_refuse_a_body_asking_for_input(
+        self, platform: Platform
+    ) -> None:
+        # Contract 13: "Request Body: Empty"; a new initialInput sent to either was taken
+        # (200/202) and ignored, the child running on the source's input (an audit).
+        wf, source = await failed_run(platform, "bodies")
+        base = runs_url(wf, source["id"])
+        children = base + "/children"
+        for path, what in (("/retry", "A retry"), ("/nodes/first/rerun", "A node rerun")):
+            for body in ({"initialInput": {"who": "bob"}}, {"anything": 1}):
+                response = await platform.api.post(base + path, json=body)
+                assert response.status_code == 400, response.text
+                assert response.json()["error"]["message"].startswith(f"{what} takes no body")
+        assert (await platform.api.get(children)).json()["pagination"]["total"] == 0
+        assert (await platform.api.post(base + "/retry", json={})).status_code == 200
+        assert (await platform.api.post(base + "/nodes/first/rerun")).status_code == 202
+        assert (await platform.api.get(children)).json()["pagination"]["total"] == 2
+
 
 class TestChildSources:
     async def test_a_run_with_a_parent_is_a_retry(self, platform: Platform) -> None:
