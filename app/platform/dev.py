@@ -70,6 +70,12 @@ def data_dir_lock(data_dir: Path) -> Iterator[None]:
         yield
 
 
+# A dev server told to stop (its `trellis dev` killed) frees its gRPC port at once and its
+# /metrics about a second later (measured: 1.1 s): a `trellis dev` started again at once
+# waits for it, with room for a loaded machine.
+TEMPORAL_METRICS_PORT_WAIT_SECONDS = 8.0
+
+
 def preflight(settings: Settings) -> None:
     """Refuse to start on a taken port or a bad catalog, before any process is spawned."""
     check_no_tls_for_dev_server(settings)
@@ -104,6 +110,7 @@ def preflight(settings: Settings) -> None:
                 settings.temporal_metrics_port,
                 "Temporal metrics",
                 "--temporal-metrics-port / TRELLIS_TEMPORAL_METRICS_PORT",
+                wait_seconds=TEMPORAL_METRICS_PORT_WAIT_SECONDS,
             )
     check_worker_metrics_port(settings)
     check_tracing()
