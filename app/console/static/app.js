@@ -20,8 +20,10 @@ const ROUTES = [
 
 let config = null;
 let cleanup = null;
-// Which show() is the latest: a page still drawing when another replaced it (a 401 brought
-// the sign-in page while it loaded) must not start its refresh timer or event stream after.
+// Which show() is the latest: a page still drawing when another replaced it (the user moved
+// on, a 401 brought the sign-in page while it loaded) must not start its refresh timer or
+// event stream after. Each draws into its own box, taken out of #main when replaced, so
+// what a replaced page draws after its first await is never seen.
 let shown = 0;
 
 /** Go to a console path (history entry added unless `replace`). */
@@ -46,16 +48,17 @@ async function show(moveFocus) {
   }
   renderWho();
   main.setAttribute("aria-busy", "true");
+  const page = h("div");
+  fill(main, page);
   if (!route) {
-    fill(main, h("h1", { tabindex: "-1" }, "Page not found"),
+    fill(page, h("h1", { tabindex: "-1" }, "Page not found"),
       h("p", {}, "Nothing lives at this address. ", h("a", { href: "/console/" }, "Go to the approvals inbox.")));
     document.title = "Not found · Trellis";
   } else {
     const params = route[0].exec(path).slice(1).map(decodeURIComponent);
     const ctx = { config, navigate, search: new URLSearchParams(location.search) };
-    fill(main);
     try {
-      const stop = (await route[2](main, params, ctx)) || null;
+      const stop = (await route[2](page, params, ctx)) || null;
       if (current !== shown) {
         if (stop) stop(); // replaced while it drew: what it started stops at once
         return;
@@ -63,7 +66,7 @@ async function show(moveFocus) {
       cleanup = stop;
     } catch (err) {
       if (current !== shown) return;
-      fill(main, h("h1", { tabindex: "-1" }, "Something went wrong"),
+      fill(page, h("h1", { tabindex: "-1" }, "Something went wrong"),
         h("p", { role: "alert" }, `This page could not be drawn: ${err.message}. Reload to try again.`));
       console.error(err);
     }

@@ -53,6 +53,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     add(main, h("h1", { tabindex: "-1" }, "Run"), notice("error", `Could not load the run: ${err.message}`));
     return null;
   }
+  if (!main.isConnected) return null; // the user moved on while it loaded: nothing starts
   // Retry, replay and rerun start a run: pressed again after a lost answer, the same
   // Idempotency-Key starts none; pressed again after an answer, a new key starts another.
   const startKeys = new Map();

@@ -35,6 +35,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     add(main, h("h1", { tabindex: "-1" }, "Workflow"), notice("error", `Could not load the workflow: ${err.message}`));
     return null;
   }
+  if (!main.isConnected) return null; // the user moved on while it loaded
   document.title = `${wf.name} · Trellis`;
   const status = search.get("status") || "";
   const page = Math.max(1, Number(search.get("page")) || 1);
