@@ -1,5 +1,5 @@
 """Moving between console pages in a real browser: a page the user left while it loaded is
-never drawn."""
+never drawn, and the skip link stays on the page."""
 
 from __future__ import annotations
 
@@ -77,3 +77,22 @@ async def test_back_then_forward_on_a_slow_network_shows_only_the_page_at_the_ad
     assert await page.evaluate(DUPLICATE_IDS) == []
     assert await page.title() == "Page B · Trellis"
     assert page.url.endswith(f"/console/workflows/{b}")
+
+
+async def test_the_skip_link_moves_focus_to_the_page_and_keeps_what_was_typed(
+    module_console: Console,
+) -> None:
+    console = module_console
+    p = console.platform
+    wf = await p.create({"nodes": [echo("greet", text="hello")]})
+    page = await console.goto(f"/console/workflows/{wf}")
+    editor = page.get_by_label("Initial input (JSON object)")
+    await editor.fill('{"typed": 1}')
+
+    await page.locator("a.skip-link").focus()
+    await page.keyboard.press("Enter")
+    await expect(page.locator("main")).to_be_focused()
+    await page.wait_for_timeout(300)
+    await expect(editor).to_have_value('{"typed": 1}')
+    await page.keyboard.press("Tab")
+    await expect(page.locator("main a").first).to_be_focused()

@@ -25,6 +25,7 @@ let cleanup = null;
 // event stream after. Each draws into its own box, taken out of #main when replaced, so
 // what a replaced page draws after its first await is never seen.
 let shown = 0;
+let drawnAt = ""; // the path and query of the page shown
 
 /** Go to a console path (history entry added unless `replace`). */
 export function navigate(path, { replace = false } = {}) {
@@ -41,6 +42,7 @@ async function show(moveFocus) {
   }
   const main = document.getElementById("main");
   const path = location.pathname;
+  drawnAt = path + location.search;
   const route = ROUTES.find(([pattern]) => pattern.test(path));
   for (const link of document.querySelectorAll("[data-nav]")) {
     if (route && link.dataset.nav === route[1]) link.setAttribute("aria-current", "page");
@@ -101,11 +103,16 @@ document.addEventListener("click", (event) => {
   if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey || link.target) return;
   const url = new URL(link.href, location.href);
   if (url.origin !== location.origin || !url.pathname.startsWith("/console")) return;
+  // A link within this page (the skip link's #main) is the browser's: it moves focus there.
+  if (url.hash && url.pathname === location.pathname && url.search === location.search) return;
   event.preventDefault();
   navigate(url.pathname + url.search);
 });
 
-window.addEventListener("popstate", () => show(true));
+// Not when only the fragment changed (the skip link, or Back from it): the page stays.
+window.addEventListener("popstate", () => {
+  if (location.pathname + location.search !== drawnAt) show(true);
+});
 
 window.addEventListener("trellis:unauthorized", () => {
   if (location.pathname.startsWith("/console/sign-in")) return;
