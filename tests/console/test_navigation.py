@@ -1,5 +1,5 @@
 """Moving between console pages in a real browser: a page the user left while it loaded is
-never drawn, and the skip link stays on the page."""
+never drawn, the skip link stays on the page, and a console that cannot start says so."""
 
 from __future__ import annotations
 
@@ -96,3 +96,12 @@ async def test_the_skip_link_moves_focus_to_the_page_and_keeps_what_was_typed(
     await expect(editor).to_have_value('{"typed": 1}')
     await page.keyboard.press("Tab")
     await expect(page.locator("main a").first).to_be_focused()
+
+
+async def test_a_console_that_cannot_read_its_settings_says_so(module_console: Console) -> None:
+    console = module_console
+    page = console.page
+    await page.route("**/console/config.json", lambda route: route.abort("connectionreset"))
+    await page.goto(console.base_url + "/console/")
+    await expect(page.locator("main h1")).to_have_text("The console could not start")
+    await expect(page.get_by_role("alert")).to_contain_text("Reload the page to try again.")

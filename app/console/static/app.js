@@ -122,8 +122,15 @@ window.addEventListener("trellis:unauthorized", () => {
 });
 
 async function start() {
-  const response = await fetch("/console/config.json", { headers: { Accept: "application/json" } });
-  config = await response.json();
+  try {
+    const response = await fetch("/console/config.json", { headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(`it answered ${response.status}`);
+    config = await response.json();
+  } catch (err) {
+    fill(document.getElementById("main"), h("h1", { tabindex: "-1" }, "The console could not start"),
+      h("p", { role: "alert" }, `Its settings (/console/config.json) could not be read: ${err.message}. Is Trellis running? Reload the page to try again.`));
+    return;
+  }
   setApiBase(config.apiBase);
   setScopesClaim(config.scopesClaim);
   await show(false);
