@@ -62,3 +62,25 @@ async def test_restore_is_refused_with_412_once_the_workflow_changed(
     current = (await p.api.get(url)).json()
     assert current["version"] == 3
     assert current["nodes"][0]["config"]["text"] == "v3"
+
+
+async def test_restore_after_the_pages_own_switch_is_not_refused(module_console: Console) -> None:
+    console = module_console
+    p = console.platform
+    wf = await p.create({"nodes": [echo("greet", text="hello")]})
+    url = f"/api/v1/workflows/{wf}"
+    assert (await p.api.put(url, json={"nodes": [echo("greet", text="v2")]})).is_success
+    page = await console.goto(f"/console/workflows/{wf}")
+    switch = page.locator(".page-head button.toggle")
+    await switch.click()
+    await expect(switch).to_have_attribute("aria-pressed", "false")
+
+    versions = page.locator("section[aria-labelledby=versions-h]")
+    await versions.get_by_role("button", name="Restore v1").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Restore v1").click()
+    await expect(versions.get_by_role("status")).to_have_text(
+        "Restored v1: its definition is now v3."
+    )
+    current = (await p.api.get(url)).json()
+    assert current["version"] == 3
+    assert current["enabled"] is False

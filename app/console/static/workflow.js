@@ -50,7 +50,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
   add(main, 
     h("nav.crumbs", { "aria-label": "Breadcrumb" },
       h("a", { href: "/console/workflows" }, "Workflows"), " › ", h("span", { "aria-current": "page" }, wf.name)),
-    h("div.page-head", {}, h("h1", { tabindex: "-1" }, wf.name), toggleButton(wf, renderTrigger)),
+    h("div.page-head", {}, h("h1", { tabindex: "-1" }, wf.name), toggleButton(wf, toggled)),
     wf.description ? h("p", {}, wf.description) : null,
     factsBox, triggerSection, runsSection, schedulesSection, versionsSection,
     h("section", { "aria-labelledby": "definition-h" },
@@ -64,6 +64,13 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     renderSchedules(schedulesSection, { wf, path, consolePath, onRunStarted: renderRuns }),
   ]);
   return null;
+
+  /** The page's own switch changed the workflow's ETag: a restore after it is no conflict,
+   * unless someone saved a definition meanwhile (another version), which it must not hide. */
+  function toggled(updated, tag) {
+    if (updated.version === wf.version && tag) etag = tag;
+    renderTrigger();
+  }
 
   function renderFacts() {
     fill(factsBox, facts([["Id", h("code", {}, wf.id)], ["Version", String(wf.version)], ["Updated", when(wf.updatedAt)]]));

@@ -1,6 +1,6 @@
 // The workflows page: search, page through, enable or disable.
 
-import { api, ApiError, mayUse, WRITE_SCOPE } from "./api.js";
+import { api, apiTagged, ApiError, mayUse, WRITE_SCOPE } from "./api.js";
 import { h, fill, notice, query, when, newId, announce, add } from "./dom.js";
 
 const PER_PAGE = 20;
@@ -58,7 +58,8 @@ export async function renderWorkflows(main, _params, { search, navigate }) {
   return null;
 }
 
-/** An enable/disable switch (a button with aria-pressed) that toggles through the API. */
+/** An enable/disable switch (a button with aria-pressed) that toggles through the API;
+ * `onChange(updated, etag)` gets the API's answer and its ETag. */
 export function toggleButton(wf, onChange) {
   // Switching needs workflows-write: without it the switch shows the state, disabled.
   const may = mayUse(WRITE_SCOPE);
@@ -71,13 +72,13 @@ export function toggleButton(wf, onChange) {
   async function click() {
     button.disabled = true;
     try {
-      const updated = await api(`/workflows/${encodeURIComponent(wf.id)}/toggle`, { method: "POST", body: { enabled: !wf.enabled } });
+      const { data: updated, etag } = await apiTagged(`/workflows/${encodeURIComponent(wf.id)}/toggle`, { method: "POST", body: { enabled: !wf.enabled } });
       wf.enabled = updated.enabled;
       button.setAttribute("aria-pressed", String(wf.enabled));
       button.textContent = wf.enabled ? "Enabled" : "Disabled";
       error.textContent = "";
       announce(`${wf.name} is now ${wf.enabled ? "enabled" : "disabled"}`);
-      if (onChange) onChange(wf);
+      if (onChange) onChange(updated, etag);
     } catch (err) {
       error.textContent = `Not changed: ${err.message}`;
     } finally {
