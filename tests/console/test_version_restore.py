@@ -84,3 +84,27 @@ async def test_restore_after_the_pages_own_switch_is_not_refused(module_console:
     current = (await p.api.get(url)).json()
     assert current["version"] == 3
     assert current["enabled"] is False
+
+
+async def test_restore_shows_the_restored_name_and_description(module_console: Console) -> None:
+    console = module_console
+    p = console.platform
+    wf = await p.create(
+        {"name": "Pays invoices", "description": "The first", "nodes": [echo("greet")]}
+    )
+    renamed = {"name": "Renamed", "description": "The second", "nodes": [echo("greet")]}
+    assert (await p.api.put(f"/api/v1/workflows/{wf}", json=renamed)).is_success
+    page = await console.goto(f"/console/workflows/{wf}")
+    await expect(page.locator("main h1")).to_have_text("Renamed")
+
+    versions = page.locator("section[aria-labelledby=versions-h]")
+    await versions.get_by_role("button", name="Restore v1").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Restore v1").click()
+    await expect(versions.get_by_role("status")).to_contain_text("Restored v1")
+    await expect(page.locator("main h1")).to_have_text("Pays invoices")
+    crumbs = page.get_by_role("navigation", name="Breadcrumb")
+    await expect(crumbs.locator("[aria-current=page]")).to_have_text("Pays invoices")
+    await expect(page).to_have_title("Pays invoices · Trellis")
+    await expect(page.locator("main")).to_contain_text("The first")
+    await expect(page.locator("main")).not_to_contain_text("The second")
+    await expect(page.get_by_role("button", name="Pays invoices enabled")).to_have_count(1)

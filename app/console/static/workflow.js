@@ -36,7 +36,6 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     return null;
   }
   if (!main.isConnected) return null; // the user moved on while it loaded
-  document.title = `${wf.name} · Trellis`;
   const status = search.get("status") || "";
   const page = Math.max(1, Number(search.get("page")) || 1);
 
@@ -44,18 +43,15 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
   const runsSection = h("section", { "aria-labelledby": "runs-h" });
   const schedulesSection = h("section", { "aria-labelledby": "schedules-h" });
   const versionsSection = h("section", { "aria-labelledby": "versions-h" });
+  const headBox = h("div");
   const factsBox = h("div");
   const treeBox = h("div.tree-wrap");
 
-  add(main, 
-    h("nav.crumbs", { "aria-label": "Breadcrumb" },
-      h("a", { href: "/console/workflows" }, "Workflows"), " › ", h("span", { "aria-current": "page" }, wf.name)),
-    h("div.page-head", {}, h("h1", { tabindex: "-1" }, wf.name), toggleButton(wf, toggled)),
-    wf.description ? h("p", {}, wf.description) : null,
-    factsBox, triggerSection, runsSection, schedulesSection, versionsSection,
+  add(main, headBox, factsBox, triggerSection, runsSection, schedulesSection, versionsSection,
     h("section", { "aria-labelledby": "definition-h" },
       h("h2", { id: "definition-h" }, "Definition"), treeBox));
 
+  renderHead();
   renderFacts();
   renderDefinition();
   renderTrigger();
@@ -64,6 +60,16 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     renderSchedules(schedulesSection, { wf, path, consolePath, onRunStarted: renderRuns }),
   ]);
   return null;
+
+  /** The name and description, which a restore may change. */
+  function renderHead() {
+    document.title = `${wf.name} · Trellis`;
+    fill(headBox,
+      h("nav.crumbs", { "aria-label": "Breadcrumb" },
+        h("a", { href: "/console/workflows" }, "Workflows"), " › ", h("span", { "aria-current": "page" }, wf.name)),
+      h("div.page-head", {}, h("h1", { tabindex: "-1" }, wf.name), toggleButton(wf, toggled)),
+      wf.description ? h("p", {}, wf.description) : null);
+  }
 
   /** The page's own switch changed the workflow's ETag: a restore after it is no conflict,
    * unless someone saved a definition meanwhile (another version), which it must not hide. */
@@ -233,6 +239,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
         const before = wf.version;
         ({ data: wf, etag } = saved);
         [graph, versions] = await Promise.all([api(`${path}/graph`), api(`${path}/versions`)]);
+        renderHead();
         renderFacts();
         renderDefinition();
         const text = wf.version === before
