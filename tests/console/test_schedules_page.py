@@ -199,4 +199,7 @@ async def test_a_caller_the_workflow_is_only_shown_to_sees_the_apis_refusal(
     await expect(alert).to_contain_text("Pause: not done:")
     await expect(alert.locator("[data-status]")).to_have_attribute("data-status", "403")
     await expect(card.locator(".badge")).to_have_text("active")
+    # The refusal gives back only what the token's scopes allow.
+    await expect(card.get_by_role("button", name="Pause")).to_be_enabled()
+    await expect(card.get_by_role("button", name="Trigger now")).to_be_disabled()
     await console.check_accessible()

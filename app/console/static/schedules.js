@@ -107,6 +107,7 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
     return li;
 
     async function act(button, work) {
+      const allowed = buttons.map((b) => !b.disabled); // what the token's scopes allow
       for (const b of buttons) b.disabled = true;
       fill(errors);
       try {
@@ -114,7 +115,7 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
       } catch (err) {
         if (err instanceof ApiError && err.status === 401) return; // the sign-in page took over
         fill(errors, problem(`${button.textContent}: not done`, err));
-        for (const b of buttons) b.disabled = false;
+        buttons.forEach((b, i) => { b.disabled = !allowed[i]; });
         button.focus();
       }
     }
