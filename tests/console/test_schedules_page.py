@@ -89,6 +89,8 @@ async def test_a_bad_cron_shows_the_apis_400_and_makes_nothing(module_console: C
     await expect(alert).to_contain_text("Not created:")
     await expect(alert).to_contain_text("is not a cron expression this API accepts")
     await expect(alert.locator("[data-status]")).to_have_attribute("data-status", "400")
+    # Its one detail is its message: said once.
+    await expect(alert.get_by_text("is not a cron expression")).to_have_count(1)
     await schedules.get_by_label("Cron expression").fill("0 0 31 2 *")
     await schedules.get_by_role("button", name="Create schedule").click()
     await expect(alert).to_contain_text("never fires")

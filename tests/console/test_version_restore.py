@@ -58,6 +58,8 @@ async def test_restore_is_refused_with_412_once_the_workflow_changed(
     alert = versions.get_by_role("alert")
     await expect(alert).to_contain_text("Not restored: Workflow")
     await expect(alert).to_contain_text("changed since it was read")
+    # The API's message and the console's advice are two sentences.
+    await expect(alert).to_contain_text("on what it is now. Reload the page")
     await expect(alert.locator("[data-status]")).to_have_attribute("data-status", "412")
     current = (await p.api.get(url)).json()
     assert current["version"] == 3

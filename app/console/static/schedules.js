@@ -324,12 +324,13 @@ function newestFirst(actions) {
   return [...actions].sort((a, b) => Date.parse(b.startedAt) - Date.parse(a.startedAt));
 }
 
-/** An API error as the console shows others: its message, with the details it names. */
+/** An API error as the console shows others: its message, with the details it names that
+ * it does not already say (a 400's message often is its one detail). */
 function problem(what, err) {
+  const more = (err.details || []).map((d) => (d.path ? `${d.path}: ${d.message}` : d.message))
+    .filter((text) => !err.message.includes(text));
   return notice("error", h("span", { dataset: { status: String(err.status) } }, `${what}: ${err.message}`),
-    err.details && err.details.length
-      ? h("ul", {}, err.details.map((d) => h("li", {}, d.path ? `${d.path}: ${d.message}` : d.message)))
-      : null);
+    more.length ? h("ul", {}, more.map((text) => h("li", {}, text))) : null);
 }
 
 function localZone() {

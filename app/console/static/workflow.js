@@ -256,7 +256,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
           ? " Reload the page to see the definition as it is now, then restore again if you still want to."
           : "";
         fill(restored, notice("error", h("span", { dataset: { status: String(err.status) } },
-          `Not restored: ${err.message}${again}`)));
+          `Not restored: ${err.message.replace(/[^.!?]$/, "$&.")}${again}`)));
         button.disabled = !mayWrite;
         button.focus();
       }
