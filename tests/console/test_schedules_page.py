@@ -46,6 +46,8 @@ async def test_a_schedule_created_through_the_form_is_listed_with_its_next_firin
     await schedules.get_by_role("button", name="Create schedule").click()
     card = schedules.locator("li.schedule")
     await expect(card).to_have_count(1)
+    # The button pressed has the focus again (disabled while sending, it had lost it).
+    await expect(schedules.get_by_role("button", name="Create schedule")).to_be_focused()
     await expect(card.get_by_role("heading", level=3)).to_have_text(
         "Cron */5 * * * * (Europe/Berlin)"
     )
@@ -91,9 +93,21 @@ async def test_a_bad_cron_shows_the_apis_400_and_makes_nothing(module_console: C
     await expect(alert.locator("[data-status]")).to_have_attribute("data-status", "400")
     # Its one detail is its message: said once.
     await expect(alert.get_by_text("is not a cron expression")).to_have_count(1)
-    await schedules.get_by_label("Cron expression").fill("0 0 31 2 *")
+    # The field the API named is marked and has the focus.
+    cron = schedules.get_by_label("Cron expression")
+    await expect(cron).to_have_attribute("aria-invalid", "true")
+    await expect(cron).to_be_focused()
+    await cron.fill("0 0 31 2 *")
     await schedules.get_by_role("button", name="Create schedule").click()
     await expect(alert).to_contain_text("never fires")
+    await expect(cron).to_be_focused()
+    await cron.fill("0 9 * * *")
+    await schedules.get_by_label("Time zone").fill("Mars/Olympus")
+    await schedules.get_by_role("button", name="Create schedule").click()
+    await expect(alert).to_contain_text("unknown IANA time zone")
+    await expect(schedules.get_by_label("Time zone")).to_have_attribute("aria-invalid", "true")
+    await expect(schedules.get_by_label("Time zone")).to_be_focused()
+    await expect(cron).not_to_have_attribute("aria-invalid", "true")
     await expect(schedules).to_contain_text("No schedules.")
     listed = (await p.api.get(f"/api/v1/workflows/{wf}/schedules")).json()["schedules"]
     assert listed == []

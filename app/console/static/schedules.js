@@ -290,7 +290,8 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
       const { value: initialInput, error } = editor.read();
       if (error) return fill(errors, notice("error", `Not created: the input ${error}`));
       Object.assign(body, { initialInput, overlapPolicy: policy.value, paused: paused.checked });
-      send.disabled = true;
+      send.disabled = true; // which takes the focus away: it goes back below
+      let focus = send;
       try {
         const made = await api(base, { method: "POST", body, extraHeaders: { "Idempotency-Key": keyFor(body) } });
         keyFor = requestKeys(); // the same form sent again makes another schedule
@@ -301,8 +302,14 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
       } catch (err) {
         if (err instanceof ApiError && err.status === 401) return; // the sign-in page took over
         fill(errors, problem("Not created", err));
+        // The first field the API named (`cron`, `timeZone`, `intervalSeconds`).
+        const fields = { cron, timeZone: zone, intervalSeconds: every };
+        const named = err.details.map((d) => fields[d.path]).find(Boolean);
+        if (named) named.setAttribute("aria-invalid", "true");
+        focus = named || send;
       } finally {
         send.disabled = !may;
+        if (form.isConnected) focus.focus();
       }
     }
   }
