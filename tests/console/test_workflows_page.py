@@ -209,3 +209,22 @@ async def test_a_page_of_runs_past_the_last_says_so_and_leads_to_the_last(
     await expect(runs).to_contain_text("Page 5 is past the last (1).")
     await runs.get_by_role("link", name="Go to the last page").click()
     await expect(runs.locator("tbody tr")).to_have_count(1)
+
+
+async def test_the_enabled_switch_works_from_the_keyboard_and_keeps_the_focus(
+    module_console: Console,
+) -> None:
+    console = module_console
+    p = console.platform
+    name = f"Keyboard switch {uuid.uuid4().hex[:6]}"
+    wf = await p.create({"name": name, "nodes": [echo("hi")]}, enable=False)
+    page = await console.goto(f"/console/workflows?q={name}")
+    switch = page.get_by_role("button", name=f"{name} enabled")
+    await switch.focus()
+    await page.keyboard.press("Enter")
+    await expect(switch).to_have_attribute("aria-pressed", "true")
+    await expect(switch).to_be_focused()
+    await page.keyboard.press("Enter")
+    await expect(switch).to_have_attribute("aria-pressed", "false")
+    await expect(switch).to_be_focused()
+    assert (await p.api.get(f"/api/v1/workflows/{wf}")).json()["enabled"] is False

@@ -70,6 +70,7 @@ export function toggleButton(wf, onChange) {
   }, wf.enabled ? "Enabled" : "Disabled");
   const error = h("span.field-error", { "aria-live": "polite" });
   async function click() {
+    const focused = document.activeElement === button; // disabling it takes the focus away
     button.disabled = true;
     try {
       const { data: updated, etag } = await apiTagged(`/workflows/${encodeURIComponent(wf.id)}/toggle`, { method: "POST", body: { enabled: !wf.enabled } });
@@ -83,6 +84,7 @@ export function toggleButton(wf, onChange) {
       error.textContent = `Not changed: ${err.message}`;
     } finally {
       button.disabled = !may;
+      if (focused) button.focus();
     }
   }
   return h("span.toggle-wrap", {}, button, error);
