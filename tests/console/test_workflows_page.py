@@ -9,6 +9,7 @@ from playwright.async_api import expect
 
 from tests.builders import echo
 from tests.console.console import Console, first_answer_lost
+from tests.hitl.helpers import wait_for_gate
 
 LIVE = 15_000  # ms
 # The trigger form's JSON status (the schedule form has one of its own).
@@ -228,3 +229,35 @@ async def test_the_enabled_switch_works_from_the_keyboard_and_keeps_the_focus(
     await expect(switch).to_have_attribute("aria-pressed", "false")
     await expect(switch).to_be_focused()
     assert (await p.api.get(f"/api/v1/workflows/{wf}")).json()["enabled"] is False
+
+
+async def test_long_names_words_and_urls_wrap_at_390_px(module_console: Console) -> None:
+    console = module_console
+    p = console.platform
+    word = "d" * 300
+    url = "https://example.com/" + "segment/" * 40
+    review = {"requiresConfirmation": True, "confirmationMessage": "M" * 200}
+    wf = await p.create(
+        {
+            "name": "Long " + "verylongname" * 10,
+            "description": f"See {url} and {word}",
+            "nodes": [echo("step-" + "x" * 60, review)],
+        }
+    )
+    await schedule_daily(console, wf, {"k": "v" * 200})
+    run_id = await p.trigger(wf, {})
+    await wait_for_gate(p, wf, run_id, "step-" + "x" * 60)
+    for name, path in (
+        ("long-workflows", f"/console/workflows?q={word[:50]}"),
+        ("long-workflow", f"/console/workflows/{wf}"),
+        ("long-run", f"/console/workflows/{wf}/runs/{run_id}"),
+        ("long-inbox", "/console/"),
+    ):
+        await console.goto(path)
+        await console.shoot(name)
+
+
+async def schedule_daily(console: Console, wf: str, initial: dict[str, str]) -> None:
+    body = {"cron": "0 9 * * *", "timeZone": "UTC", "initialInput": initial, "paused": True}
+    made = await console.platform.api.post(f"/api/v1/workflows/{wf}/schedules", json=body)
+    assert made.status_code == 201, made.text
