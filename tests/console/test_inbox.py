@@ -189,7 +189,7 @@ class TestRouteSelection:
         await expect(card.get_by_role("checkbox", name="standard (suggested)")).to_be_checked()
         await card.get_by_role("checkbox", name="standard (suggested)").uncheck()
         await card.get_by_role("button", name="Take selected routes").click()
-        await expect(card.get_by_role("alert")).to_contain_text("Choose a route first.")
+        await expect(card.get_by_role("group")).to_contain_text("Choose a route first.")
         await card.get_by_role("checkbox", name="express").check()
         await card.get_by_role("checkbox", name="standard (suggested)").check()
         await card.get_by_role("button", name="Take selected routes").click()
@@ -219,7 +219,13 @@ class TestRouteSelection:
         ).to_have_accessible_description(tie)
         sent = approve_requests(console.page)
         await card.get_by_role("button", name="Take selected route").click()
-        await expect(card.get_by_role("alert")).to_contain_text("Choose a route first.")
+        # Said under the routes, which are marked, and the focus is on the first of them.
+        routes = card.get_by_role("group", name="Route to take")
+        await expect(routes).to_have_attribute("aria-invalid", "true")
+        await expect(routes).to_have_accessible_description(f"{tie} Choose a route first.")
+        await expect(routes.locator(".field-error")).to_have_text("Choose a route first.")
+        await expect(card.get_by_role("radio", name="express (suggested)")).to_be_focused()
+        await expect(card.get_by_role("alert")).to_contain_text("Fix the field marked above.")
         assert sent == []
         await card.get_by_role("radio", name="express (suggested)").check()
         await card.get_by_role("button", name="Take selected route").click()

@@ -187,15 +187,25 @@ function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink
         h("label", { for: id }, choice, suggested.has(choice) ? h("span.suggested", {}, " (suggested)") : null));
     });
     const tieId = newId("tie");
-    parts.push(h("fieldset.field", { "aria-labelledby": legendId, "aria-describedby": tie ? tieId : null },
+    // A refused choice is said under the routes, as a field's error is.
+    const why = h("p.field-error", { id: `${group}-error`, hidden: true });
+    const set = h("fieldset.field", { "aria-labelledby": legendId, "aria-describedby": tie ? `${tieId} ${why.id}` : why.id },
       h("legend", { id: legendId }, multiple ? "Routes to take (one or more)" : "Route to take"),
       tie ? h("p.hint", { id: tieId }, `The suggestion names ${suggested.size} routes; this gate takes one. Choose it.`) : null,
-      h("div.choices", {}, boxes)));
+      h("div.choices", {}, boxes), why);
+    parts.push(set);
     primary = ["route_select", multiple ? "Take selected routes" : "Take selected route", () => {
       const selected = [...card.querySelectorAll(`input[name="${group}"]:checked`)].map((b) => b.value);
-      if (!selected.length) return { error: "Choose a route first." };
-      if (selected.length > 1 && !multiple) return { error: "This router takes exactly one route." };
-      return { body: { selectedChoices: selected } };
+      why.textContent = !selected.length ? "Choose a route first."
+        : selected.length > 1 && !multiple ? "This router takes exactly one route." : "";
+      why.hidden = !why.textContent;
+      if (why.hidden) {
+        set.removeAttribute("aria-invalid");
+        return { body: { selectedChoices: selected } };
+      }
+      set.setAttribute("aria-invalid", "true");
+      set.querySelector("input").focus();
+      return { error: "Fix the field marked above." };
     }];
   } else if (req.requiresUserInput) {
     fields = inputFields(req.userInputSchema || []);
