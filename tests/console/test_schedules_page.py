@@ -53,6 +53,11 @@ async def test_a_schedule_created_through_the_form_is_listed_with_its_next_firin
     )
     await expect(card.locator(".badge")).to_have_text("active")
     await expect(card.locator("ol.next li")).to_have_count(5)
+    # Shown in the reader's time zone, which says so beside the schedule's own.
+    zone = await page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")
+    await expect(card.get_by_role("heading", level=4).first).to_have_text(
+        f"Next firings ({zone} time)"
+    )
     await expect(card).to_contain_text("allow all")
     await expect(card).to_contain_text("by dev")
 

@@ -97,7 +97,8 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
         ["Firings", firings(s)],
       ]),
       h("div.split", {},
-        h("div", {}, h("h4", {}, "Next firings"),
+        // In the reader's zone (as every time here), which the heading's need not be.
+        h("div", {}, h("h4", {}, `Next firings (${localZone()} time)`),
           s.nextActionTimes.length
             ? h("ol.plain.next", {}, s.nextActionTimes.map((t) => h("li", {}, when(t))))
             : h("p.muted", {}, s.paused ? "None while paused." : "None.")),
