@@ -25,6 +25,7 @@ from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from activities.executors.a2a_errors import REFUSED_HINT
 from activities.executors.base import IDEMPOTENCY_META_KEY, PermanentError
 from activities.executors.catalog_file import McpServerSpec
 from activities.executors.service_token import acting_for
@@ -79,7 +80,10 @@ def _method(body: bytes) -> str:
 
 
 # What an HTTP status at the handshake most likely means about the catalog's `url`.
+# A refused token is said as an A2A agent's is (a2a_errors.REFUSED_HINT).
 _HINTS = {
+    401: REFUSED_HINT,
+    403: REFUSED_HINT,
     404: " (check the url's path: streamable HTTP servers serve at /mcp by default)",
     405: " (a legacy SSE server? Trellis speaks MCP's streamable HTTP)",
 }

@@ -276,7 +276,12 @@ def _refusing() -> ASGIApp:
 @pytest.mark.parametrize(
     ("app", "path", "said"),
     [
-        (_refusing, "/mcp", "HTTP 401 Unauthorized to initialize"),
+        # A wrong or missing token: said as an A2A agent's 401 is.
+        (
+            _refusing,
+            "/mcp",
+            "HTTP 401 Unauthorized to initialize (check the catalog entry's headers",
+        ),
         # A server at /mcp asked at another path: the SDK said only "MCPError: Not Found".
         (
             lambda: build_mcp_server(McpStats()).streamable_http_app(),
