@@ -8,7 +8,9 @@ and app.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import io
+import logging
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,9 +18,22 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import Catalog, load_catalog
 from activities.executors.registry import ExecutorRegistry
+from app.logs import configure_logging
 from tests.peers.catalog import Peers
 from tests.support.platform import Platform, running_platform
 from tests.support.service_tokens import SIGNER
+
+
+@pytest.fixture
+def log_lines() -> Iterator[io.StringIO]:
+    """The process's log lines (the API's and the worker's), as the entry points format them."""
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    buffer = io.StringIO()
+    configure_logging("DEBUG", "text", stream=buffer)
+    yield buffer
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
 
 
 @pytest.fixture(scope="session")

@@ -7,14 +7,12 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from app.logs import configure_logging
 from tests.builders import step
 from tests.events.sse import read_all
 from tests.support.http_peer import HttpPeer
@@ -26,18 +24,6 @@ SECRET = "s3cret-catalog-token"
 QUERY = f"token={SECRET}&sig={SECRET}"
 # Each catalog entry, by the step key naming it: down (nothing listens) or answering 500.
 KEYS = ("down/add", "failing/add", "down-agent", "failing-agent")
-
-
-@pytest.fixture
-def log_lines() -> Iterator[io.StringIO]:
-    """The process's log lines (the API's and the worker's), as the entry points format them."""
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    buffer = io.StringIO()
-    configure_logging("DEBUG", "text", stream=buffer)
-    yield buffer
-    root.handlers[:] = saved[0]
-    root.setLevel(saved[1])
 
 
 @pytest.fixture

@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import logging
 import re
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import load_catalog
 from activities.executors.registry import ExecutorRegistry
-from app.logs import configure_logging
 from tests.builders import step
 from tests.events.sse import read_all
 from tests.peers.a2a_agents import AgentSpec, AgentStats, agents_app
@@ -64,18 +62,6 @@ def _refusing_messages(app: Any) -> Any:
         await app(scope, receive, send)
 
     return refusing
-
-
-@pytest.fixture
-def log_lines() -> Iterator[io.StringIO]:
-    """The process's log lines (the worker's among them), as the entry points format them."""
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    buffer = io.StringIO()
-    configure_logging("DEBUG", "text", stream=buffer)
-    yield buffer
-    root.handlers[:] = saved[0]
-    root.setLevel(saved[1])
 
 
 @pytest.fixture
