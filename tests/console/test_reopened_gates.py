@@ -54,6 +54,26 @@ async def test_a_loops_next_iteration_review_gets_a_new_form_on_the_run_page(
     assert len(run["resolvedRequirements"]) == 2
 
 
+async def test_a_loops_next_iteration_review_comes_below_the_decided_one_in_the_inbox(
+    console: Console,
+) -> None:
+    # Oldest first: the new gate is younger than the outcome kept on screen, so it goes
+    # after it, not at the top.
+    p = console.platform
+    wf, run_id = await console.at_gate(reviewed_loop(), "lp")
+    page = console.page
+    await console.goto("/console/approvals")
+    cards = page.locator(f'article[data-run-id="{run_id}"]')
+    await cards.get_by_role("button", name="Continue loop").click()
+    await expect(cards.get_by_role("status")).to_contain_text("Approved: lp")
+    await gate_opened(p, wf, run_id, "iteration", 1)
+    await page.get_by_role("button", name="Refresh").click()
+    await expect(cards).to_have_count(2)
+    await expect(cards.nth(0).get_by_role("status")).to_contain_text("Approved: lp")
+    await expect(cards.nth(1).get_by_role("button", name="Continue loop")).to_have_count(1)
+    await expect(cards.nth(1).locator("[data-role=iteration]")).to_have_text("1")
+
+
 async def test_a_review_reopened_after_a_rejection_gets_a_new_form_in_the_inbox(
     console: Console,
 ) -> None:

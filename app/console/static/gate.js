@@ -32,7 +32,7 @@ export function gateCard(item, { onDecided, onDismissed, headingLevel = "h2", sh
   const headingId = newId("gate");
   const card = h("article.card.gate", {
     "aria-labelledby": headingId,
-    dataset: { runId: item.runId, stepId: item.stepId, gateKey: gateKey(item) },
+    dataset: { runId: item.runId, stepId: item.stepId, gateKey: gateKey(item), createdAt: item.createdAt || "" },
   });
   const title = item.stepName || item.stepId;
   const runPath = `/console/workflows/${encodeURIComponent(item.workflowId)}/runs/${encodeURIComponent(item.runId)}`;
@@ -113,8 +113,11 @@ export function syncGates(list, items, options = {}) {
     let card = [...list.children].find((c) => c.dataset.gateKey === key);
     if (!card) {
       card = gateCard(item, options);
-      if (previous) previous.after(card);
-      else list.prepend(card);
+      // Oldest first: past the cards kept from before (decided, closed) that are no younger
+      // (a loop's next iteration goes below the outcome of the one before, not above it).
+      let next = previous ? previous.nextElementSibling : list.firstElementChild;
+      while (next && !wanted.has(next.dataset.gateKey) && !(opened(next) > opened(card))) next = next.nextElementSibling;
+      list.insertBefore(card, next);
     } else {
       // A card that stays follows its run being paused or resumed since it was drawn.
       const shown = card.querySelector("[data-role=run-paused]");
@@ -125,6 +128,8 @@ export function syncGates(list, items, options = {}) {
     previous = card;
   }
 }
+
+const opened = (card) => Date.parse(card.dataset.createdAt);
 
 /** A card kept open while its gate closed elsewhere: say so where the reader is, and
  * stop it acting live (its clocks, its decision buttons); what was typed stays to copy. */
