@@ -3,6 +3,7 @@ create through the form, pause and unpause, trigger now, delete, the API's error
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -168,6 +169,31 @@ async def test_trigger_now_starts_a_run_its_firing_links_to(module_console: Cons
     run = await p.wait(wf, run_id)
     assert run["scheduleId"] == made["id"]
     assert run["initialInput"] == {"who": "Ada"}
+
+
+async def test_every_time_on_a_schedules_card_names_the_zone_it_is_in(
+    module_console: Console,
+) -> None:
+    # As the next firings do: the reader's zone, named, not the schedule's.
+    console = module_console
+    p = console.platform
+    wf = await p.create({"nodes": [echo("greet", text="hello")]})
+    made = await schedule(p, wf, cron="0 9 * * *", timeZone="Asia/Tokyo")
+    url = f"/api/v1/workflows/{wf}/schedules/{made['id']}"
+    assert (await p.api.post(f"{url}/trigger")).status_code == 202
+    for _ in range(150):  # Temporal records the firing a moment later
+        if (await p.api.get(url)).json()["recentActions"]:
+            break
+        await asyncio.sleep(0.1)
+    page = await console.goto(f"/console/workflows/{wf}")
+    card = section(page).locator("li.schedule")
+    await expect(card.locator("ol.recent li")).to_have_count(1)
+    zone = await page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")
+    await expect(card.get_by_role("heading", level=4)).to_have_text(
+        [f"Next firings ({zone} time)", f"Recent firings ({zone} time)"]
+    )
+    created = card.locator("dd", has=page.locator("time"))
+    await expect(created).to_contain_text(f" ({zone} time) by dev")
 
 
 async def test_delete_asks_first_and_then_removes_the_schedule(module_console: Console) -> None:

@@ -68,6 +68,7 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
 
   function card(s, message = null) {
     const headingId = newId("schedule");
+    const zone = localZone();
     const errors = h("div", { "aria-live": "assertive" });
     const mayWrite = mayUse(WRITE_SCOPE);
     const mayControl = mayUse(CONTROL_SCOPE);
@@ -93,16 +94,16 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
         ["Id", h("code", {}, s.id)],
         ["Overlap policy", s.overlapPolicy.replace(/_/g, " ")],
         ["Input", h("code", {}, JSON.stringify(s.initialInput))],
-        ["Created", h("span", {}, when(s.createdAt), s.createdBy ? ` by ${s.createdBy}` : "")],
+        ["Created", h("span", {}, when(s.createdAt), ` (${zone} time)`, s.createdBy ? ` by ${s.createdBy}` : "")],
         ["Firings", firings(s)],
       ]),
       h("div.split", {},
-        // In the reader's zone (as every time here), which the heading's need not be.
-        h("div", {}, h("h4", {}, `Next firings (${localZone()} time)`),
+        // In the reader's zone (as every time here, each saying so), which the heading's need not be.
+        h("div", {}, h("h4", {}, `Next firings (${zone} time)`),
           s.nextActionTimes.length
             ? h("ol.plain.next", {}, s.nextActionTimes.map((t) => h("li", {}, when(t))))
             : h("p.muted", {}, s.paused ? "None while paused." : "None.")),
-        h("div", {}, h("h4", {}, "Recent firings"), recent(s))),
+        h("div", {}, h("h4", {}, `Recent firings (${zone} time)`), recent(s))),
       message, errors,
       h("div.actions", {}, buttons));
     return li;
