@@ -196,6 +196,43 @@ async def test_every_time_on_a_schedules_card_names_the_zone_it_is_in(
     await expect(created).to_contain_text(f" ({zone} time) by dev")
 
 
+async def test_many_schedules_fold_all_but_the_newest_five_as_versions_do(
+    module_console: Console,
+) -> None:
+    # 100 schedules, each card drawn in full, made a page 30,000 px long.
+    console = module_console
+    p = console.platform
+    wf = await p.create({"nodes": [echo("greet", text="hello")]})
+    made = [await schedule(p, wf, intervalSeconds=3600 * (n + 1)) for n in range(8)]
+    page = await console.goto(f"/console/workflows/{wf}")
+    schedules = section(page)
+    folded = schedules.locator("details:not(.new-schedule)")
+    await expect(folded.locator("summary")).to_have_text("3 earlier schedules")
+    shown = schedules.locator("ul.schedules:not(details *) > li")
+    await expect(shown).to_have_count(5)
+    await expect(shown.last).to_have_attribute("data-schedule-id", made[-1]["id"])
+    await expect(folded.locator("li.schedule")).to_have_count(3)
+    await expect(folded.locator("li.schedule").first).to_be_hidden()
+
+    # Opened with the keyboard: the summary keeps the focus, Tab goes on into the first card.
+    await folded.locator("summary").focus()
+    await page.keyboard.press("Enter")
+    first = folded.locator("li.schedule").first
+    await expect(first).to_be_visible()
+    await expect(first).to_have_attribute("data-schedule-id", made[0]["id"])
+    await expect(folded.locator("summary")).to_be_focused()
+    await page.keyboard.press("Tab")
+    await expect(first.get_by_role("button", name="Pause")).to_be_focused()
+
+    # A folded one deleted: the count follows and the fold stays open.
+    await first.get_by_role("button", name="Delete").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Delete schedule").click()
+    await expect(folded.locator("summary")).to_have_text("2 earlier schedules")
+    await expect(folded.locator("li.schedule").first).to_be_visible()
+    await expect(shown).to_have_count(5)
+    await console.check_accessible()
+
+
 async def test_delete_asks_first_and_then_removes_the_schedule(module_console: Console) -> None:
     console = module_console
     p = console.platform

@@ -92,6 +92,19 @@ export function when(iso) {
   return h("time", { datetime: iso, title: iso }, date.toLocaleString());
 }
 
+/** `items` in a `spec` list, all but the last `few` folded above them under "N earlier
+ * <noun>s" (a disclosure: its summary keeps the focus, Tab goes on into what it shows). */
+export function folded(spec, items, few, noun, open = false) {
+  const earlier = items.slice(0, Math.max(0, items.length - few));
+  return [
+    earlier.length
+      ? h("details", { open }, h("summary", {}, `${earlier.length} earlier ${noun}${earlier.length === 1 ? "" : "s"}`),
+          h(spec, {}, earlier))
+      : null,
+    h(spec, {}, items.slice(earlier.length)),
+  ];
+}
+
 /** Pretty JSON for display. */
 export function json(value) {
   return JSON.stringify(value === undefined ? null : value, null, 2);

@@ -3,7 +3,7 @@
 // to create one.
 
 import { api, ApiError, requestKeys, mayUse, CONTROL_SCOPE, WRITE_SCOPE } from "./api.js";
-import { h, fill, notice, when, newId, badge, facts, announce, duration } from "./dom.js";
+import { h, fill, notice, when, newId, badge, facts, announce, duration, folded } from "./dom.js";
 import { jsonEditor } from "./jsoneditor.js";
 import { confirmDialog } from "./dialog.js";
 import { draftOf, signedInAgain } from "./drafts.js";
@@ -13,6 +13,8 @@ const OVERLAP_POLICIES = ["skip", "buffer_one", "buffer_all", "cancel_other", "t
 // the firing's run shows.
 const FOLLOW_EVERY_MS = 1000;
 const FOLLOW_TRIES = 15;
+// Schedules listed in full (the newest); earlier ones are behind a disclosure, as versions are.
+const SCHEDULES_LISTED = 5;
 
 /**
  * Draw the schedules of workflow `wf` into `section` (an element labelled by `schedules-h`);
@@ -25,7 +27,6 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
   const cards = new Map(); // schedule id → its <li>
   // Schedules made from this page: Temporal's list shows a new one a moment late.
   const madeHere = new Set();
-  let shown = [];
   fill(section, h("h2", { id: "schedules-h" }, "Schedules"), out, list, createForm());
   await load();
 
@@ -40,28 +41,27 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
     }
     const missing = [...madeHere].filter((id) => !listed.some((s) => s.id === id));
     const late = await Promise.all(missing.map((id) => api(`${base}/${encodeURIComponent(id)}`).catch(() => null)));
-    shown = [...listed, ...late.filter(Boolean)];
+    const shown = [...listed, ...late.filter(Boolean)];
     cards.clear();
     const items = shown.map((s) => card(s));
     shown.forEach((s, i) => cards.set(s.id, items[i]));
     drawList(items);
   }
 
-  function drawList(items) {
+  function drawList(items, open) {
     if (!items.length) {
       fill(list, h("p", { dataset: { role: "no-schedules" } }, "No schedules."));
       return;
     }
-    fill(list, h("ul.plain.schedules", {}, items));
+    fill(list, folded("ul.plain.schedules", items, SCHEDULES_LISTED, "schedule", open));
   }
 
   /** Draw `schedule` in its card (a new card when it has none), with `message` above it. */
   function redraw(schedule, message = null) {
-    shown = [...shown.filter((s) => s.id !== schedule.id), schedule];
     const fresh = card(schedule, message);
     const old = cards.get(schedule.id);
     if (old && old.isConnected) old.replaceWith(fresh);
-    else if (list.querySelector("ul.schedules")) list.querySelector("ul.schedules").append(fresh);
+    else if (list.querySelector("ul.schedules")) list.lastElementChild.append(fresh); // the unfolded list
     else drawList([fresh]);
     cards.set(schedule.id, fresh);
   }
@@ -153,10 +153,10 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
       await act(remove, async () => {
         await api(`${base}/${encodeURIComponent(s.id)}`, { method: "DELETE" });
         madeHere.delete(s.id);
-        shown = shown.filter((x) => x.id !== s.id);
-        cards.get(s.id)?.remove();
         cards.delete(s.id);
-        if (!shown.length) drawList([]);
+        // Drawn again from the cards left, so the fold counts right (and stays open if it was).
+        drawList([...list.querySelectorAll("li.schedule")].filter((li) => li.dataset.scheduleId !== s.id),
+          list.querySelector("details")?.open);
         fill(out, notice("success", `Deleted the schedule ${timing(s)}.`));
         section.querySelector("h2").setAttribute("tabindex", "-1");
         section.querySelector("h2").focus();

@@ -2,7 +2,7 @@
 // with a diff and a restore, and its definition tree.
 
 import { api, apiTagged, ApiError, requestKeys, mayUse, CONTROL_SCOPE, WRITE_SCOPE } from "./api.js";
-import { h, fill, notice, query, when, newId, badge, facts, add, announce } from "./dom.js";
+import { h, fill, notice, query, when, newId, badge, facts, add, announce, folded } from "./dom.js";
 import { toggleButton } from "./workflows.js";
 import { renderTree } from "./tree.js";
 import { renderDiff } from "./diff.js";
@@ -192,15 +192,9 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
       v.version === wf.version ? h("span.muted", {}, " (current)") : [" ", restoreButton(v)]);
     // The latest few listed; the rest behind a disclosure (500 versions put the compare
     // form and the definition 14,000 px down the page).
-    const latest = list.slice(-VERSIONS_LISTED);
-    const earlier = list.slice(0, -VERSIONS_LISTED);
     fill(versionsSection, h("h2", { id: "versions-h" }, "Versions"),
       restored,
-      earlier.length
-        ? h("details", {}, h("summary", {}, `${earlier.length} earlier version${earlier.length === 1 ? "" : "s"}`),
-            h("ol.plain.versions", {}, earlier.map(item)))
-        : null,
-      h("ol.plain.versions", {}, latest.map(item)),
+      folded("ol.plain.versions", list.map(item), VERSIONS_LISTED, "version"),
       list.length > 1
         ? h("form.inline-form", { on: { submit: compare } },
             h("label", { for: fromId }, "Compare"), from, h("label", { for: toId }, "with"), to,
