@@ -119,6 +119,53 @@ async def test_a_bad_cron_shows_the_apis_400_and_makes_nothing(module_console: C
     assert listed == []
 
 
+async def test_a_refused_field_has_the_focus_and_its_message_under_it(
+    module_console: Console,
+) -> None:
+    # As a gate's form does: the reason is read with the field the focus lands on.
+    console = module_console
+    p = console.platform
+    wf = await p.create({"nodes": [echo("greet", text="hello")]})
+    page = await console.goto(f"/console/workflows/{wf}")
+    schedules = section(page)
+    await schedules.get_by_text("New schedule").click()
+    create = schedules.get_by_role("button", name="Create schedule")
+    await create.click()
+    cron = schedules.get_by_label("Cron expression")
+    await expect(cron).to_be_focused()
+    await expect(cron).to_have_attribute("aria-invalid", "true")
+    await expect(cron).to_have_accessible_description(re.compile("Give a cron expression."))
+    await expect(schedules.get_by_role("alert")).to_contain_text("Not created:")
+    await console.shoot("schedule-refused")
+
+    await schedules.get_by_text("Every N seconds").click()
+    every = schedules.get_by_label("Every (seconds)")
+    await every.fill("1.5")
+    await create.click()
+    await expect(every).to_be_focused()
+    await expect(every).to_have_accessible_description(re.compile("whole number of seconds"))
+    await expect(cron).not_to_have_attribute("aria-invalid", "true")
+
+    await every.fill("60")
+    editor = schedules.get_by_label("Input of its runs (JSON object)")
+    await editor.fill("[1]")
+    await create.click()
+    await expect(editor).to_be_focused()
+    await expect(editor).to_have_accessible_description(re.compile("must be a JSON object"))
+    await expect(every).not_to_have_attribute("aria-invalid", "true")
+    await expect(every).to_have_accessible_description("")
+
+    # The API's refusal too: its message under the field it names.
+    await schedules.get_by_text("On a cron").click()
+    await cron.fill("61 * * * *")
+    await editor.fill("{}")
+    await create.click()
+    await expect(cron).to_be_focused()
+    await expect(cron).to_have_accessible_description(re.compile("not a cron expression"))
+    await console.check_accessible()
+    assert (await p.api.get(f"/api/v1/workflows/{wf}/schedules")).json()["schedules"] == []
+
+
 async def test_pause_and_unpause_show_the_state_and_its_note(module_console: Console) -> None:
     console = module_console
     p = console.platform

@@ -217,21 +217,23 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
     };
     const cronId = newId("cron");
     const cronHint = `${cronId}-hint`;
-    const cron = h("input", { type: "text", id: cronId, name: "cron", spellcheck: "false", autocomplete: "off", "aria-describedby": cronHint });
+    const cron = h("input", { type: "text", id: cronId, name: "cron", spellcheck: "false", autocomplete: "off", "aria-describedby": `${cronHint} ${cronId}-error` });
     const everyId = newId("every");
-    const every = h("input", { type: "text", id: everyId, name: "intervalSeconds", inputmode: "numeric", autocomplete: "off" });
+    const every = h("input", { type: "text", id: everyId, name: "intervalSeconds", inputmode: "numeric", autocomplete: "off", "aria-describedby": `${everyId}-error` });
     const zoneId = newId("zone");
     const zoneHint = `${zoneId}-hint`;
-    const zone = h("input", { type: "text", id: zoneId, name: "timeZone", value: "UTC", spellcheck: "false", autocomplete: "off", "aria-describedby": zoneHint });
+    const zone = h("input", { type: "text", id: zoneId, name: "timeZone", value: "UTC", spellcheck: "false", autocomplete: "off", "aria-describedby": `${zoneHint} ${zoneId}-error` });
+    // Why a field was refused, under it and read with it (as a gate's fields have theirs).
+    const why = (field) => h("p.field-error", { id: `${field.id}-error`, hidden: true });
     const cronField = h("div.field", {},
       h("label", { for: cronId }, "Cron expression"),
       h("p.hint", { id: cronHint }, "Five fields (minute hour day-of-month month day-of-week), e.g. 0 9 * * MON-FRI, or @daily, @hourly…"),
-      cron);
+      cron, why(cron));
     const zoneField = h("div.field", {},
       h("label", { for: zoneId }, "Time zone"),
       h("p.hint", { id: zoneHint }, `An IANA name the cron's times are in (yours: ${localZone()}).`),
-      zone);
-    const everyField = h("div.field", { hidden: true }, h("label", { for: everyId }, "Every (seconds)"), every);
+      zone, why(zone));
+    const everyField = h("div.field", { hidden: true }, h("label", { for: everyId }, "Every (seconds)"), every, why(every));
     const policyId = newId("overlap");
     const policy = h("select", { id: policyId, name: "overlapPolicy", "aria-describedby": `${policyId}-hint` },
       OVERLAP_POLICIES.map((p) => h("option", { value: p }, p.replace(/_/g, " "))));
@@ -268,15 +270,24 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
       everyField.hidden = byCron();
     }
 
+    /** Mark `field` refused (or, with no text, no longer) and say why under it. */
+    function mark(field, text) {
+      if (text) field.setAttribute("aria-invalid", "true");
+      else field.removeAttribute("aria-invalid");
+      const el = form.querySelector(`#${field.id}-error`);
+      el.textContent = text || "";
+      el.hidden = !text;
+    }
+
     function refuse(field, text) {
-      field.setAttribute("aria-invalid", "true");
+      mark(field, text[0].toUpperCase() + text.slice(1));
       fill(errors, notice("error", `Not created: ${text}`));
       field.focus();
     }
 
     async function submit(event) {
       event.preventDefault();
-      for (const field of [cron, every, zone]) field.removeAttribute("aria-invalid");
+      for (const field of [cron, every, zone]) mark(field);
       fill(errors);
       const body = {};
       if (byCron()) {
@@ -306,8 +317,9 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
         fill(errors, problem("Not created", err));
         // The first field the API named (`cron`, `timeZone`, `intervalSeconds`).
         const fields = { cron, timeZone: zone, intervalSeconds: every };
-        const named = err.details.map((d) => fields[d.path]).find(Boolean);
-        if (named) named.setAttribute("aria-invalid", "true");
+        const detail = err.details.find((d) => fields[d.path]);
+        const named = detail && fields[detail.path];
+        if (named) mark(named, detail.message);
         focus = named || send;
       } finally {
         send.disabled = !may;
