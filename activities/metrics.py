@@ -93,6 +93,12 @@ class RunMetrics:
             "Ended runs the run retention deleted, with their node runs and events",
             registry=registry,
         )
+        self.payloads_deleted = Counter(
+            "trellis_payloads_deleted",
+            "Large payloads (kept out of Temporal history) the run retention deleted with the"
+            " last runs using them",
+            registry=registry,
+        )
         self.write_lag = Histogram(
             "trellis_read_model_write_lag_seconds",
             "Age of the oldest write of a read-model batch when the batch landed in the store",

@@ -5,6 +5,12 @@ output or a batch of read-model writes can be larger. Every Temporal client and 
 of Trellis uses `data_converter(store, …)`: a payload above the threshold is written to
 the store under the SHA-256 of its bytes and replaced in history by a small claim, and
 read back transparently wherever it is decoded (the SDK's external storage).
+
+Each put names the run whose history will carry the claim: the SDK's store context names
+the workflow an activity's result, a workflow task's commands or a client's start, signal or
+update is for, and a run's workflow id is its run id. The store deletes a payload with the
+last run naming it; one put naming no workflow (an activity no workflow started, a bare
+encode) keeps it for good.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from temporalio.converter import (
     StorageDriverClaim,
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
+    StorageDriverWorkflowInfo,
 )
 
 from activities.store.base import Store, StoreError
@@ -55,11 +62,12 @@ class StorePayloads(StorageDriver):
         self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
     ) -> list[StorageDriverClaim]:
         claims: list[StorageDriverClaim] = []
+        run_id = _run_of(context)
         for payload in payloads:
             data = payload.SerializeToString()
             key = hashlib.sha256(data).hexdigest()
             await while_unavailable(
-                functools.partial(self._store.put_payload, key, data),
+                functools.partial(self._store.put_payload, key, data, run_id),
                 "a payload's write",
                 patience=WRITE_PATIENCE_SECONDS,
             )
@@ -79,6 +87,13 @@ class StorePayloads(StorageDriver):
             payload.ParseFromString(data)
             payloads.append(payload)
         return payloads
+
+
+def _run_of(context: StorageDriverStoreContext) -> str | None:
+    """The run whose history carries what is stored: its workflow's id (a schedule's own
+    workflow names no run, and its payloads are never deleted with one)."""
+    target = context.target
+    return target.id if isinstance(target, StorageDriverWorkflowInfo) else None
 
 
 @functools.cache

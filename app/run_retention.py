@@ -1,14 +1,14 @@
 """Run retention (TRELLIS_RUN_RETENTION_DAYS): the reconciler deletes from the store the runs
-that ended longer ago than the retention, with their node runs and events, at the worker's
-start and then every `EVERY`.
+that ended longer ago than the retention, with their node runs, events and the large payloads
+no other run uses, at the worker's start and then every `EVERY`.
 
 Only runs in a terminal status (completed, failed, cancelled) go; an open one (pending,
 running, paused, waiting at a gate) stays whatever its age. They go `BATCH` runs a write
 at most, and on SQLite no more than about `DELETE_ROWS` rows with their node runs and
 events (sqlite.py), so every other write (each step of each run) waits for one short
 batch at most. Several workers sweep at once harmlessly: the store deletes a run only
-while it is due, once. Payloads stay (no record says which runs use one), and Temporal
-keeps closed workflows for its namespace's own retention, apart from this one.
+while it is due, once. Temporal keeps closed workflows for its namespace's own retention,
+apart from this one.
 """
 
 from __future__ import annotations
@@ -59,22 +59,26 @@ class RunRetention:
         """Delete the runs that ended before now less the retention, for `budget` seconds at
         most (None: until none is left); how many it deleted, and whether some are left."""
         cutoff = datetime.now(UTC) - self._retention
-        deleted, oldest = 0, None
+        deleted, payloads, oldest = 0, 0, None
         stop = None if budget is None else time.monotonic() + budget
         while True:
             batch = await self._store.delete_ended_runs(cutoff, BATCH)
             # Counted per batch: a sweep cut short (the store lost) counts what it deleted.
             self._metrics.runs_deleted.inc(batch.deleted)
+            self._metrics.payloads_deleted.inc(batch.payloads)
             deleted += batch.deleted
+            payloads += batch.payloads
             if batch.oldest_end is not None and (oldest is None or batch.oldest_end < oldest):
                 oldest = batch.oldest_end
             if not batch.more or (stop is not None and time.monotonic() >= stop):
                 break
         if deleted:
             log.info(
-                "run retention deleted %d run(s) that ended before %s (the oldest ended %s)",
+                "run retention deleted %d run(s) that ended before %s (the oldest ended %s)"
+                " and %d large payload(s) no other run uses",
                 deleted,
                 cutoff.isoformat(),
                 oldest.isoformat() if oldest else "?",
+                payloads,
             )
         return deleted, batch.more

@@ -21,6 +21,10 @@ from activities.store.records import (
     WorkflowVersionRecord,
 )
 
+# The reference that keeps a large payload for good (no run id is empty): one put for no
+# run, or kept from before runs' references were recorded.
+KEPT = ""
+
 # The principals a list is filtered for (`user:alice`, `role:ops`); None: everything.
 Viewer = frozenset[str] | None
 
@@ -105,7 +109,8 @@ class Store(Protocol):
         step; `ChangedMeanwhile` (nothing written) when they are not."""
 
     async def delete_workflow(self, workflow_id: str) -> bool:
-        """Delete a definition with its versions, runs, node runs and events."""
+        """Delete a definition with its versions, runs, node runs and events, and the large
+        payloads only its runs used (`put_payload`)."""
 
     async def get_workflow_version(
         self, workflow_id: str, version: int
@@ -123,7 +128,8 @@ class Store(Protocol):
 
     async def delete_unstarted_run(self, run_id: str) -> bool:
         """Delete a run only while it is `pending` at most at the start claim's rev (no
-        workflow wrote it, no cancel ended it), with its node runs and events; whether it
+        workflow wrote it, no cancel ended it), with its node runs, events and the payloads
+        only it used (its start's own, for one); whether it
         did. For a starter taking back the record it just wrote for a start Temporal
         cannot make (`RunIdTaken`): nothing else may read as deleted."""
 
@@ -170,8 +176,9 @@ class Store(Protocol):
     async def delete_ended_runs(self, ended_before: datetime, limit: int) -> EndedRunsDeleted:
         """Delete at most `limit` runs whose status is terminal (completed, failed,
         cancelled) and that ended before `ended_before` (`finished_at`; `updated_at` for a
-        run that has none), with their node runs and events, in one write: the run
-        retention's batch. An open run is never deleted, whatever its age; payloads stay.
+        run that has none), with their node runs, events and the large payloads no other
+        run uses (`put_payload`), in one write: the run retention's batch. An open run is
+        never deleted, whatever its age.
         Idempotent: callers racing each delete a run at most once between them."""
 
     async def list_unstarted_runs(self, started_before: datetime) -> list[RunRecord]:
@@ -267,8 +274,16 @@ class Store(Protocol):
         ...
 
     # -- large payloads (claim check) ----------------------------------------
-    async def put_payload(self, key: str, data: bytes) -> None:
-        """Keep a Temporal payload too large for history under its content key (idempotent)."""
+    async def put_payload(self, key: str, data: bytes, run_id: str | None = None) -> None:
+        """Keep a Temporal payload too large for history under its content key (idempotent),
+        with a reference from the run whose history carries it, in one write.
+
+        A payload goes when the last run referring to it is deleted (`delete_ended_runs`,
+        `delete_workflow`, `delete_unstarted_run`), in that delete's write; a put of the
+        same bytes racing the delete leaves it present. One put with no run (`run_id` None:
+        the SDK named no workflow) keeps it for good, as every payload stored before
+        references were (`KEPT`).
+        """
 
     async def get_payload(self, key: str) -> bytes | None:
         """A payload kept by `put_payload`; None when there is none under the key."""

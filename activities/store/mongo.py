@@ -40,6 +40,7 @@ from activities.store.documents import (
     stored_run_changes,
     to_stored,
 )
+from activities.store.mongo_payloads import delete_unused_payloads, put_payload
 from activities.store.mongo_values import (
     JSON_FIELD,
     from_bson_safe,
@@ -64,8 +65,6 @@ from temporal_workflows.read_model import (
 )
 
 Doc = dict[str, Any]
-# Large payloads are kept in chunks well below MongoDB's 16 MB document limit.
-PAYLOAD_CHUNK_BYTES = 8 * 1024 * 1024
 # A workflow's ACL, and the principals that may VIEW it (kept beside it for filtered lists).
 _ACL_FIELDS = frozenset({"owner", "grants", "viewers"})
 # Kept beside a workflow for search; a workflow folded by an older rule is folded again.
@@ -96,6 +95,8 @@ _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
     ),
     ("node_runs", [("workflow_run_id", ASCENDING), ("started_at", ASCENDING)], {}),
     ("payloads", [("key", ASCENDING), ("index", ASCENDING)], {}),
+    ("payload_refs", [("run_id", ASCENDING)], {}),
+    ("payload_refs", [("key", ASCENDING)], {}),
     ("events", [("run_id", ASCENDING), ("_id", ASCENDING)], {}),
     # A keyed event is logged once per run (see `append_event`); unkeyed ones are not
     # indexed, so they are never taken for repeats (SQLite's NULLs are distinct alike).
@@ -289,6 +290,7 @@ class MongoStore:
             run_ids = await db.runs.distinct("_id", {"workflow_definition_id": workflow_id})
             await db.events.delete_many({"run_id": {"$in": run_ids}})
             await db.node_runs.delete_many({"workflow_run_id": {"$in": run_ids}})
+            await delete_unused_payloads(db, run_ids)
             await db.runs.delete_many({"workflow_definition_id": workflow_id})
             await db.workflow_versions.delete_many({"workflow_id": workflow_id})
             result = await db.workflows.delete_one({"_id": workflow_id})
@@ -316,6 +318,7 @@ class MongoStore:
             # due. The runs go under the same condition, so a racing sweep's count is right.
             await db.events.delete_many({"run_id": {"$in": ids}})
             await db.node_runs.delete_many({"workflow_run_id": {"$in": ids}})
+            payloads = await delete_unused_payloads(db, ids)
             result = await db.runs.delete_many({**due, "_id": {"$in": ids}})
         ends = [doc.get("finished_at") or doc.get("updated_at") for doc in found]
         oldest = min((str(end) for end in ends if end), default=None)
@@ -324,6 +327,7 @@ class MongoStore:
             result.deleted_count,
             None if oldest is None else datetime.fromisoformat(oldest),
             more=len(found) == limit,
+            payloads=payloads,
         )
 
     async def get_workflow_version(
@@ -381,6 +385,7 @@ class MongoStore:
                 return False
             await db.events.delete_many({"run_id": run_id})
             await db.node_runs.delete_many({"workflow_run_id": run_id})
+            await delete_unused_payloads(db, [run_id])
         return True
 
     async def update_run(
@@ -625,25 +630,9 @@ class MongoStore:
         return None
 
     # -- run events ----------------------------------------------------------
-    async def put_payload(self, key: str, data: bytes) -> None:
-        # Chunked: a MongoDB document holds at most 16 MB.
-        chunks = [
-            data[i : i + PAYLOAD_CHUNK_BYTES] for i in range(0, len(data), PAYLOAD_CHUNK_BYTES)
-        ]
+    async def put_payload(self, key: str, data: bytes, run_id: str | None = None) -> None:
         with _errors():
-            for index, chunk in enumerate(chunks or [b""]):
-                await self._db().payloads.update_one(
-                    {"_id": f"{key}:{index}"},
-                    {
-                        "$setOnInsert": {
-                            "key": key,
-                            "index": index,
-                            "count": len(chunks) or 1,
-                            "data": chunk,
-                        }
-                    },
-                    upsert=True,
-                )
+            await put_payload(self._db(), key, data, run_id)
 
     async def get_payload(self, key: str) -> bytes | None:
         with _errors():

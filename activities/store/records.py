@@ -222,3 +222,5 @@ class EndedRunsDeleted:
     oldest_end: datetime | None
     # Whether due runs may remain: a full batch, or one cut short by its rows.
     more: bool = False
+    # Large payloads deleted with them: those no other run referred to (`put_payload`).
+    payloads: int = 0

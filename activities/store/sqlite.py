@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import (
+    KEPT,
     ChangedMeanwhile,
     DuplicateNameError,
     StoreError,
@@ -323,13 +324,14 @@ class SqliteStore:
         async with self._write() as db:
             rows = list(await db.execute_fetchall(_ENDED_RUNS, (*_TERMINAL, cutoff, cutoff, limit)))
             ids = await _within_rows(db, [row[0] for row in rows], DELETE_ROWS)
-            await _delete_runs(db, ids)
+            payloads = await _delete_runs(db, ids)
         oldest = min((str(row[1]) for row in rows[: len(ids)]), default=None)
         return EndedRunsDeleted(
             len(rows),
             len(ids),
             None if oldest is None else datetime.fromisoformat(oldest),
             more=len(ids) < len(rows) or len(rows) == limit,
+            payloads=payloads,
         )
 
     async def get_workflow_version(
@@ -625,12 +627,17 @@ class SqliteStore:
         return 0 if row is None else int(row[0])
 
     # -- run events ----------------------------------------------------------
-    async def put_payload(self, key: str, data: bytes) -> None:
-        await self._tx(
-            lambda conn: conn.execute(
-                "INSERT OR IGNORE INTO payloads (key, data) VALUES (?, ?)", (key, data)
+    async def put_payload(self, key: str, data: bytes, run_id: str | None = None) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            # One transaction: a delete of the payload's last run waits for it, or went
+            # before it and this writes the payload afresh.
+            conn.execute("INSERT OR IGNORE INTO payloads (key, data) VALUES (?, ?)", (key, data))
+            conn.execute(
+                "INSERT OR IGNORE INTO payload_refs (key, run_id) VALUES (?, ?)",
+                (key, KEPT if run_id is None else run_id),
             )
-        )
+
+        await self._tx(op)
 
     async def get_payload(self, key: str) -> bytes | None:
         async with self._read() as db:
@@ -929,14 +936,26 @@ async def _within_rows(db: aiosqlite.Connection, ids: list[str], most: int) -> l
     return taken
 
 
-async def _delete_runs(db: aiosqlite.Connection, ids: list[str]) -> None:
-    """Delete these runs with their node runs and events."""
+async def _delete_runs(db: aiosqlite.Connection, ids: list[str]) -> int:
+    """Delete these runs with their node runs, events and the payloads only they used;
+    how many payloads went."""
     if not ids:
-        return
+        return 0
     held = marks(len(ids))
     await db.execute(f"DELETE FROM events WHERE run_id IN ({held})", ids)
     await db.execute(f"DELETE FROM node_runs WHERE workflow_run_id IN ({held})", ids)
     await db.execute(f"DELETE FROM runs WHERE id IN ({held})", ids)
+    cursor = await db.execute(_UNUSED_PAYLOADS.format(held=held), [*ids, *ids])
+    await db.execute(f"DELETE FROM payload_refs WHERE run_id IN ({held})", ids)
+    return cursor.rowcount
+
+
+# The payloads these runs refer to and no other run (nor KEPT) does.
+_UNUSED_PAYLOADS = (
+    "DELETE FROM payloads WHERE key IN (SELECT key FROM payload_refs WHERE run_id IN ({held}))"
+    " AND NOT EXISTS (SELECT 1 FROM payload_refs AS other WHERE other.key = payloads.key"
+    " AND other.run_id NOT IN ({held}))"
+)
 
 
 def _runs(rows: Any) -> list[RunRecord]:

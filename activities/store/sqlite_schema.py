@@ -181,6 +181,17 @@ MIGRATIONS: list[list[Step]] = [
         # 20,000 runs, the API's loop held). Runs before it name no schedule.
         add_schedule_id_column,
     ],
+    [
+        # Which runs' histories carry each large payload (by its workflow id, the run's):
+        # a payload goes with the last of them. `''` keeps one for good (base.KEPT): a put
+        # that named no run, and every payload stored before this, whose runs are unknown.
+        # (IF NOT EXISTS: a file set back by hand runs this again.)
+        "CREATE TABLE IF NOT EXISTS payload_refs (key TEXT NOT NULL, run_id TEXT NOT NULL,"
+        " PRIMARY KEY (key, run_id)) WITHOUT ROWID",
+        "CREATE INDEX IF NOT EXISTS payload_refs_run ON payload_refs (run_id)",
+        "INSERT INTO payload_refs (key, run_id) SELECT key, '' FROM payloads"
+        " WHERE key NOT IN (SELECT key FROM payload_refs)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

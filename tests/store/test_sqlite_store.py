@@ -22,7 +22,7 @@ from tests.store.builders import at, new_id, node_run, run, workflow
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Schema versions at which a migration began (MIGRATIONS[n] takes n to n + 1).
 BEFORE_ACLS, BEFORE_CHANGE_COUNTERS, BEFORE_EVENT_KEYS, BEFORE_STORED_ACCESS = 2, 3, 4, 6
-BEFORE_REFOLD, BEFORE_SCHEDULE_COLUMN = 7, 8
+BEFORE_REFOLD, BEFORE_SCHEDULE_COLUMN, BEFORE_PAYLOAD_REFS = 7, 8, 9
 
 
 def _undo_stored_access(db: sqlite3.Connection) -> None:
@@ -235,6 +235,36 @@ async def test_workflows_folded_before_accents_were_are_found_by_plain_letters(
         assert [r.id for r in items] == [record.id]
     finally:
         await store.close()
+
+
+async def test_payloads_from_before_run_references_are_kept_for_good(db_path: Path) -> None:
+    # Stored when no record said which runs use a payload: any run may, so none goes.
+    store = SqliteStore(db_path)
+    await store.connect()
+    wf = workflow()
+    await store.create_workflow(wf)
+    old = run(wf.id, status="completed", started_at=at(0), finished_at=at(10))
+    await store.insert_run(old)
+    await store.put_payload("old", b"o" * 300_000, old.id)
+    await store.close()
+    with sqlite3.connect(db_path) as db:  # as the file was before references
+        db.execute("DROP TABLE payload_refs")
+        db.execute(f"PRAGMA user_version = {BEFORE_PAYLOAD_REFS}")
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        new = run(wf.id, status="completed", started_at=at(0), finished_at=at(10))
+        await store.insert_run(new)
+        await store.put_payload("old", b"o" * 300_000, new.id)
+        await store.put_payload("new", b"n" * 300_000, new.id)
+        batch = await store.delete_ended_runs(at(100), 500)
+        assert (batch.deleted, batch.payloads) == (2, 1)
+        assert await store.get_payload("old") == b"o" * 300_000
+        assert await store.get_payload("new") is None
+    finally:
+        await store.close()
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 async def test_runs_from_before_the_schedule_column_name_no_schedule_and_new_ones_do(

@@ -1,0 +1,94 @@
+"""Large payloads on MongoDB (the claim check), with the runs whose histories carry them.
+
+Three collections: `payloads` holds a payload's chunks, `payload_refs` one document per
+(payload, run) reference, `payload_heads` one per payload present, naming the generation
+(`gen`) its chunks carry. Without a transaction across documents, the order of writes keeps
+a put racing the delete of a payload's last run from losing it:
+
+- a put writes its reference first, then takes the head (made if absent), then writes every
+  chunk under the head's generation;
+- a delete removes its runs' references, then a head no reference is left on, then checks
+  again: a reference come meanwhile puts the head back (its put may have read it), else it
+  deletes the chunks of that head's generation only. A put whose reference came after the
+  check found no head, so made a new generation, whose chunks the delete does not touch.
+
+A race may leave a payload behind, never take one a run refers to.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+
+from activities.store.base import KEPT
+
+Doc = dict[str, Any]
+# Kept in chunks well below MongoDB's 16 MB document limit.
+CHUNK_BYTES = 8 * 1024 * 1024
+
+
+async def put_payload(db: AsyncDatabase[Doc], key: str, data: bytes, run_id: str | None) -> None:
+    await _refer(db, key, KEPT if run_id is None else run_id)
+    if await db.payloads.find_one({"key": key, "gen": {"$exists": False}}, {"_id": 1}):
+        # Stored before references were recorded: the runs using it are unknown.
+        await _refer(db, key, KEPT)
+    head = await db.payload_heads.find_one_and_update(
+        {"_id": key},
+        {"$setOnInsert": {"gen": uuid.uuid4().hex}},
+        upsert=True,
+        return_document=ReturnDocument.AFTER,
+    )
+    assert head is not None  # an upsert returns what it made
+    chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+    for index, chunk in enumerate(chunks):
+        # Written by every put (not only the first): present when it returns, whatever a
+        # delete of an older generation did meanwhile.
+        fields = {"key": key, "index": index, "count": len(chunks), "data": chunk}
+        await db.payloads.update_one(
+            {"_id": f"{key}:{index}"}, {"$set": {**fields, "gen": head["gen"]}}, upsert=True
+        )
+
+
+async def _refer(db: AsyncDatabase[Doc], key: str, run_id: str) -> None:
+    await db.payload_refs.update_one(
+        {"_id": f"{key} {run_id}"}, {"$setOnInsert": {"key": key, "run_id": run_id}}, upsert=True
+    )
+
+
+async def delete_unused_payloads(db: AsyncDatabase[Doc], run_ids: list[str]) -> int:
+    """Drop these runs' references and the payloads no other run (nor KEPT) refers to; how
+    many payloads went."""
+    if not run_ids:
+        return 0
+    keys = await db.payload_refs.distinct("key", {"run_id": {"$in": run_ids}})
+    await db.payload_refs.delete_many({"run_id": {"$in": run_ids}})
+    deleted = 0
+    for key in keys:
+        deleted += await _delete_if_unused(db, key)
+    return deleted
+
+
+async def _delete_if_unused(db: AsyncDatabase[Doc], key: str) -> bool:
+    if await _referred(db, key):
+        return False
+    head = await db.payload_heads.find_one({"_id": key})
+    if head is None:
+        return False
+    taken = await db.payload_heads.delete_one({"_id": key, "gen": head["gen"]})
+    if taken.deleted_count == 0:
+        return False  # another delete took it
+    if await _referred(db, key):
+        # A put came meanwhile and may have read this head: it stays.
+        await db.payload_heads.update_one(
+            {"_id": key}, {"$setOnInsert": {"gen": head["gen"]}}, upsert=True
+        )
+        return False
+    await db.payloads.delete_many({"key": key, "gen": head["gen"]})
+    return True
+
+
+async def _referred(db: AsyncDatabase[Doc], key: str) -> bool:
+    return await db.payload_refs.find_one({"key": key}, {"_id": 1}) is not None

@@ -1,0 +1,130 @@
+"""Large payloads (kept in the store, out of Temporal history) go with the last run whose
+history carries them: under run retention and with their workflow. A run still present,
+sharing the bytes or reusing its deleted parent's outputs, keeps them, reads and replays."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from temporalio.worker import Replayer
+
+from activities.metrics import RunMetrics
+from activities.payloads import data_converter
+from app.run_retention import RunRetention
+from temporal_workflows.interpreter import TrellisRun
+from tests.builders import echo
+from tests.support.platform import Platform
+
+# Over the 256 KiB threshold: the run's input, and the step's output that echoes it.
+LARGE_INPUT = {"pad": "x" * 300_000}
+FLOW = {"nodes": [echo("big", v="{{ input.pad }}"), echo("small", v="1")]}
+
+
+def run_url(wf: str, run_id: str) -> str:
+    return f"/api/v1/workflows/{wf}/runs/{run_id}"
+
+
+async def claims(p: Platform, run_id: str) -> set[str]:
+    """The store keys of the payloads the run's Temporal history carries as claims."""
+    history = await p.client.get_workflow_handle(run_id).fetch_history()
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if "externalPayloads" in value:
+                found.add(json.loads(base64.b64decode(value["data"]))["claimData"]["key"])
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(history.to_json_dict())
+    return found
+
+
+async def present(p: Platform, keys: set[str]) -> set[str]:
+    return {key for key in keys if await p.store.get_payload(key) is not None}
+
+
+async def replays(p: Platform, run_id: str) -> None:
+    history = await p.client.get_workflow_handle(run_id).fetch_history()
+    replayer = Replayer(workflows=[TrellisRun], data_converter=data_converter(p.store))
+    await replayer.replay_workflow(history)
+
+
+async def test_retention_deletes_a_runs_payloads_and_its_child_keeps_what_it_reused(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    p = platform
+    caplog.set_level(logging.INFO, "trellis.reconciler")
+    wf = await p.create(FLOW)
+    parent = await p.trigger(wf, LARGE_INPUT)
+    ended = await p.wait(wf, parent)
+    assert ended["status"] == "completed"
+    await p.client.get_workflow_handle(parent).result()
+    await asyncio.sleep(1.5)
+    # A rerun of the last step reuses the parent's large output (`reuse_previous_output`).
+    rerun = await p.api.post(run_url(wf, parent) + "/nodes/small/rerun")
+    assert rerun.status_code == 202, rerun.text
+    child = rerun.json()["run_id"]
+    assert (await p.wait(wf, child))["status"] == "completed"
+    await p.client.get_workflow_handle(child).result()
+    of_parent, of_child = await claims(p, parent), await claims(p, child)
+    assert len(of_parent) >= 2 and await present(p, of_parent) == of_parent
+    shared = of_parent & of_child
+    assert shared, "the child's history carries the reused output's bytes"
+
+    # Only the parent ended before the cutoff.
+    parent_end = datetime.fromisoformat(ended["finishedAt"])
+    retention = datetime.now(UTC) - (parent_end + timedelta(seconds=0.5))
+    registry = CollectorRegistry()
+    deleted, _ = await RunRetention(p.store, retention, RunMetrics(registry)).sweep()
+    assert deleted == 1
+    assert (await p.api.get(run_url(wf, parent))).status_code == 404
+
+    assert await present(p, of_parent) == shared
+    assert await present(p, of_child) == of_child
+    # Counted: those of its history only, and what it stored for itself that its history
+    # does not show (a local activity's input, say).
+    counted = registry.get_sample_value("trellis_payloads_deleted_total")
+    assert counted is not None and counted >= len(of_parent - of_child)
+    said = [r.getMessage() for r in caplog.records if "run retention deleted" in r.getMessage()]
+    assert said and f"and {int(counted)} large payload(s) no other run uses" in said[-1]
+    # The child reads whole, its reused large output too, and its history replays.
+    read = await p.api.get(run_url(wf, child))
+    assert read.status_code == 200, read.text
+    by_node = {n["nodeId"]: n for n in read.json()["nodeRuns"]}
+    assert by_node["big"]["reusedFromNodeRunId"]
+    assert by_node["big"]["outputSnapshot"]["config"] == {"v": LARGE_INPUT["pad"]}
+    await replays(p, child)
+
+
+async def test_deleting_a_workflow_deletes_its_runs_payloads_not_another_runs(
+    platform: Platform,
+) -> None:
+    p = platform
+    doomed, other = await p.create(FLOW), await p.create(FLOW)
+    mine, theirs = await p.trigger(doomed, LARGE_INPUT), await p.trigger(other, LARGE_INPUT)
+    for wf, run_id in ((doomed, mine), (other, theirs)):
+        assert (await p.wait(wf, run_id))["status"] == "completed"
+        await p.client.get_workflow_handle(run_id).result()
+    of_mine, of_theirs = await claims(p, mine), await claims(p, theirs)
+    shared = of_mine & of_theirs
+    assert shared and of_mine - shared  # the echoed output is the same bytes; the inputs differ
+
+    deleted = await p.api.delete(f"/api/v1/workflows/{doomed}")
+    assert deleted.status_code == 204, deleted.text
+
+    assert await present(p, of_mine) == shared
+    assert await present(p, of_theirs) == of_theirs
+    read = await p.api.get(run_url(other, theirs))
+    assert read.status_code == 200 and read.json()["status"] == "completed"
+    await replays(p, theirs)

@@ -1,0 +1,196 @@
+"""Large payloads go with the last run referring to them (`put_payload`'s `run_id`), on
+SQLite and on MongoDB (the named fake here): under run retention, with their workflow, with
+an unstarted run; one put for no run keeps a payload for good, and a put of the same bytes
+racing the delete of the last other run leaves it present."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from activities.store.base import Store
+from activities.store.mongo import MongoStore
+from activities.store.records import RunRecord
+from temporal_workflows.read_model import RECORDED_REV
+from tests.store.builders import at, run, workflow
+from tests.store.conftest import StoreFactory
+from tests.support.fake_mongo import FakeCollection, forget, is_fake, mongo_for_tests
+
+BIG = b"\x01" * 300_000
+
+
+async def _ended(store: Store, wf: str) -> RunRecord:
+    record = run(wf, status="completed", started_at=at(0), finished_at=at(10))
+    await store.insert_run(record)
+    return record
+
+
+async def _workflow(store: Store) -> str:
+    record = workflow()
+    await store.create_workflow(record)
+    return record.id
+
+
+async def test_a_payload_goes_with_the_last_run_that_refers_to_it(store: Store) -> None:
+    wf = await _workflow(store)
+    first, second = await _ended(store, wf), await _ended(store, wf)
+    await store.put_payload("shared", BIG, first.id)
+    await store.put_payload("shared", BIG, second.id)
+    await store.put_payload("shared", BIG, second.id)  # a repeat (an activity run again)
+    await store.put_payload("own", b"mine", first.id)
+
+    batch = await store.delete_ended_runs(at(100), 1)
+    (deleted,) = [r for r in (first, second) if await store.get_run(r.id) is None]
+    kept = second if deleted is first else first
+    # Only the deleted run's own payload went; the shared one stays for the other run.
+    assert (batch.deleted, batch.payloads) == (1, 1 if deleted is first else 0)
+    assert await store.get_payload("shared") == BIG
+    assert await store.get_payload("own") == (None if deleted is first else b"mine")
+
+    last = await store.delete_ended_runs(at(100), 500)
+    assert last.deleted == 1 and await store.get_run(kept.id) is None
+    assert await store.get_payload("shared") is None
+    assert await store.get_payload("own") is None
+    assert batch.payloads + last.payloads == 2
+    # Again: nothing left to delete, no payload counted twice.
+    assert (await store.delete_ended_runs(at(100), 500)).payloads == 0
+
+
+async def test_open_and_recent_runs_keep_their_payloads_under_retention(store: Store) -> None:
+    wf = await _workflow(store)
+    ended = await _ended(store, wf)
+    running = run(wf, status="running", started_at=at(0))
+    recent = run(wf, status="completed", started_at=at(0), finished_at=at(500))
+    for record in (running, recent):
+        await store.insert_run(record)
+    for record in (ended, running, recent):
+        await store.put_payload(f"of-{record.id}", BIG, record.id)
+
+    assert (await store.delete_ended_runs(at(100), 500)).payloads == 1
+    assert await store.get_payload(f"of-{ended.id}") is None
+    assert await store.get_payload(f"of-{running.id}") == BIG
+    assert await store.get_payload(f"of-{recent.id}") == BIG
+
+
+async def test_deleting_a_workflow_deletes_the_payloads_only_its_runs_use(store: Store) -> None:
+    doomed, other = await _workflow(store), await _workflow(store)
+    mine, theirs = run(doomed), run(other)
+    for record in (mine, theirs):
+        await store.insert_run(record)
+    await store.put_payload("mine", BIG, mine.id)
+    await store.put_payload("shared", b"both", mine.id)
+    await store.put_payload("shared", b"both", theirs.id)
+
+    assert await store.delete_workflow(doomed) is True
+    assert await store.get_payload("mine") is None
+    assert await store.get_payload("shared") == b"both"
+    assert await store.delete_workflow(other) is True
+    assert await store.get_payload("shared") is None
+
+
+async def test_an_unstarted_run_is_deleted_with_its_payloads(store: Store) -> None:
+    wf = await _workflow(store)
+    record = run(wf, rev=RECORDED_REV)
+    await store.insert_run(record)
+    await store.put_payload("start", BIG, record.id)
+    assert await store.delete_unstarted_run(record.id) is True
+    assert await store.get_payload("start") is None
+
+
+async def test_a_payload_put_for_no_run_is_kept_for_good(store: Store) -> None:
+    wf = await _workflow(store)
+    first, second = await _ended(store, wf), await _ended(store, wf)
+    await store.put_payload("anonymous", BIG)
+    await store.put_payload("anonymous", BIG, first.id)
+    await store.put_payload("later", b"later", second.id)
+    await store.put_payload("later", b"later")
+
+    batch = await store.delete_ended_runs(at(100), 500)
+    assert (batch.deleted, batch.payloads) == (2, 0)
+    assert await store.get_payload("anonymous") == BIG
+    assert await store.get_payload("later") == b"later"
+
+
+async def test_a_payload_put_again_after_its_delete_is_there_again(store: Store) -> None:
+    wf = await _workflow(store)
+    gone, later = await _ended(store, wf), run(wf)
+    await store.put_payload("again", BIG, gone.id)
+    assert (await store.delete_ended_runs(at(100), 500)).payloads == 1
+    await store.insert_run(later)
+    await store.put_payload("again", BIG, later.id)
+    assert await store.get_payload("again") == BIG
+    assert await store.delete_workflow(wf) is True
+    assert await store.get_payload("again") is None
+
+
+async def _after(yields: int, call: Awaitable[None]) -> None:
+    for _ in range(yields):
+        await asyncio.sleep(0)
+    await call
+
+
+async def test_a_put_racing_the_delete_of_the_last_other_run_leaves_the_payload(
+    store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two stores on one database, as two processes (SQLite: two connections; MongoDB: two
+    # clients). Each fake MongoDB call first yields a seeded number of times, so the
+    # delete's and the put's writes interleave in every order (a real server's would).
+    seeded = random.Random(7)
+
+    def yielding(call: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        async def call_later(*args: Any, **kwargs: Any) -> Any:
+            for _ in range(seeded.choice((0, 0, 1, 2, 12))):
+                await asyncio.sleep(0)
+            return await call(*args, **kwargs)
+
+        return call_later
+
+    for name in ("update_one", "find_one", "find_one_and_update", "delete_one", "delete_many"):
+        monkeypatch.setattr(FakeCollection, name, yielding(getattr(FakeCollection, name)))
+    deleting, putting = store_factory(), store_factory()
+    await deleting.connect()
+    await putting.connect()
+    try:
+        for round_ in range(60):
+            wf = await _workflow(deleting)
+            key, doomed, other = f"k{round_}", run(wf, rev=RECORDED_REV), run(wf)
+            await deleting.insert_run(doomed)
+            await deleting.insert_run(other)
+            await deleting.put_payload(key, BIG, doomed.id)
+            await asyncio.gather(
+                deleting.delete_unstarted_run(doomed.id),
+                _after(seeded.randrange(40), putting.put_payload(key, BIG, other.id)),
+            )
+            assert await putting.get_payload(key) == BIG, round_
+            assert await deleting.delete_workflow(wf) is True
+            assert await putting.get_payload(key) is None, round_
+    finally:
+        await deleting.close()
+        await putting.close()
+
+
+async def test_a_payload_stored_on_mongodb_before_run_references_is_kept_for_good() -> None:
+    # The chunks as a store before references wrote them: no generation, no head, no
+    # reference. Any run may use them, so a later run's put and delete leave them.
+    url, options = mongo_for_tests()
+    if not is_fake(url):
+        pytest.skip("writes legacy documents into a database of its own: only on the fake")
+    store = MongoStore(url, database="legacy_payloads", **options)
+    await store.connect()
+    try:
+        chunk = {"key": "old", "index": 0, "count": 1, "data": BIG}
+        await store._db().payloads.update_one(
+            {"_id": "old:0"}, {"$setOnInsert": chunk}, upsert=True
+        )
+        wf = await _workflow(store)
+        new = await _ended(store, wf)
+        await store.put_payload("old", BIG, new.id)
+        assert (await store.delete_ended_runs(at(100), 500)).payloads == 0
+        assert await store.get_payload("old") == BIG
+    finally:
+        await store.close()
+        forget(url)
