@@ -128,3 +128,27 @@ async def test_deleting_a_workflow_deletes_its_runs_payloads_not_another_runs(
     read = await p.api.get(run_url(other, theirs))
     assert read.status_code == 200 and read.json()["status"] == "completed"
     await replays(p, theirs)
+
+
+async def test_a_repeat_under_a_deleted_runs_key_leaves_no_payload_behind(
+    platform: Platform,
+) -> None:
+    # The repeat's start stores its large input again, under the deleted run's id, before
+    # Temporal refuses it (it keeps that run's closed workflow): the record it wrote is
+    # taken back (409), and the payload with it.
+    p = platform
+    wf = await p.create(FLOW)
+    body, key = {"initialInput": LARGE_INPUT}, {"Idempotency-Key": "large-1"}
+    first = await p.api.post(f"/api/v1/workflows/{wf}/runs", json=body, headers=key)
+    assert first.status_code == 202, first.text
+    run_id = first.json()["runId"]
+    assert (await p.wait(wf, run_id))["status"] == "completed"
+    await p.client.get_workflow_handle(run_id).result()
+    of_run = await claims(p, run_id)
+    deleted, _ = await RunRetention(p.store, timedelta(0), RunMetrics(CollectorRegistry())).sweep()
+    assert deleted == 1 and await present(p, of_run) == set()
+
+    repeat = await p.api.post(f"/api/v1/workflows/{wf}/runs", json=body, headers=key)
+    assert repeat.status_code == 409, repeat.text
+    assert await p.store.get_run(run_id) is None
+    assert await present(p, of_run) == set()
