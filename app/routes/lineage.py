@@ -14,6 +14,7 @@ from app.deps import KEY_REUSED, IdempotencyKey, LineageDep, NodeIdDep, RunDep, 
 from app.errors import InvalidRequest
 from app.openapi import API_PREFIX, errors
 from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
+from app.schemas.run import OPTIONAL_TRIGGER_NAMES
 
 router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
 KEY_RESPONSES = errors(400, 409, s409=KEY_REUSED)
@@ -23,14 +24,18 @@ def _no_body(what: str, instead: str) -> Callable[[Request], Awaitable[None]]:
     """A dependency refusing a body: retry, rerun and replay take the source run's input as
     it was (contract 13: "Request Body: Empty"; 14: "no additional input is accepted"), so a
     body asking for something (a new `initialInput`) is refused, not silently ignored. No
-    body, or `{}`, passes."""
+    body, or `{}`, passes; so do a trigger's fields sent as null, which a trigger reads as
+    left out."""
 
     async def no_body(request: Request) -> None:
         body = (await request.body()).strip()
         try:
-            empty = not body or json.loads(body) == {}
+            sent = json.loads(body) if body else {}
         except ValueError:
-            empty = False
+            sent = None
+        empty = isinstance(sent, dict) and all(
+            value is None and name in OPTIONAL_TRIGGER_NAMES for name, value in sent.items()
+        )
         if not empty:
             raise InvalidRequest(
                 f"A {what} takes no body: the source run's initialInput is used as it was "

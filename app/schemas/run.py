@@ -62,53 +62,81 @@ class DependencyRequest(ResolvedDependency):
 CHILD_SOURCES = frozenset({"retry", "node_rerun", "replay"})
 _CHILD_SOURCE_NAMES = list[JsonValue](sorted(CHILD_SOURCES))
 
+# Every trigger field is optional, and many clients write an absent one as null: null
+# means "not given" for each (as for parentRunId), under either name.
+_OPTIONAL_FIELDS = {
+    "triggerSource": "trigger_source",
+    "initialInput": "initial_input",
+    "parentRunId": "parent_run_id",
+    "resolvedDependencies": "resolved_dependencies",
+}
+OPTIONAL_TRIGGER_NAMES = frozenset(_OPTIONAL_FIELDS) | frozenset(_OPTIONAL_FIELDS.values())
+
+
+# The validators below, as far as JSON Schema says them (their messages are the API's;
+# the document only refuses what they refuse). A null is a field left out.
+_TRIGGER_RULES: dict[str, JsonValue] = {
+    "examples": [{"initialInput": {"customerName": "Ada"}}],
+    "allOf": [
+        # Dependencies name outputs of a parent run: they need its id.
+        {
+            "if": {
+                "required": ["resolvedDependencies"],
+                "properties": {"resolvedDependencies": {"type": "array", "minItems": 1}},
+            },
+            "then": {
+                "required": ["parentRunId"],
+                "properties": {"parentRunId": {"type": "string"}},
+            },
+        },
+        # A run with a parent is a retry ...
+        {
+            "if": {
+                "required": ["parentRunId"],
+                "properties": {"parentRunId": {"type": "string"}},
+            },
+            "then": {"properties": {"triggerSource": {"enum": ["retry", None]}}},
+        },
+        # ... and a child run's trigger source needs one.
+        {
+            "if": {
+                "required": ["triggerSource"],
+                "properties": {"triggerSource": {"enum": _CHILD_SOURCE_NAMES}},
+            },
+            "then": {
+                "required": ["parentRunId"],
+                "properties": {"parentRunId": {"type": "string"}},
+            },
+        },
+    ],
+}
+
+
+def _trigger_schema(schema: dict[str, Any]) -> None:
+    """The trigger's rules, and null beside each optional field's own type."""
+    for name in _OPTIONAL_FIELDS:
+        prop = schema["properties"][name]
+        if "anyOf" not in prop:
+            own = {k: prop.pop(k) for k in list(prop) if k not in ("title", "default")}
+            prop["anyOf"] = [own, {"type": "null"}]
+    schema.update(_TRIGGER_RULES)
+
 
 class RunCreate(CamelModel):
-    model_config = ConfigDict(
-        strict=True,
-        json_schema_extra={
-            "examples": [{"initialInput": {"customerName": "Ada"}}],
-            # The validators below, as far as JSON Schema says them (their messages are
-            # the API's; the document only refuses what they refuse).
-            "allOf": [
-                # Dependencies name outputs of a parent run: they need its id.
-                {
-                    "if": {
-                        "required": ["resolvedDependencies"],
-                        "properties": {"resolvedDependencies": {"minItems": 1}},
-                    },
-                    "then": {
-                        "required": ["parentRunId"],
-                        "properties": {"parentRunId": {"type": "string"}},
-                    },
-                },
-                # A run with a parent is a retry ...
-                {
-                    "if": {
-                        "required": ["parentRunId"],
-                        "properties": {"parentRunId": {"type": "string"}},
-                    },
-                    "then": {"properties": {"triggerSource": {"const": "retry"}}},
-                },
-                # ... and a child run's trigger source needs one.
-                {
-                    "if": {
-                        "required": ["triggerSource"],
-                        "properties": {"triggerSource": {"enum": _CHILD_SOURCE_NAMES}},
-                    },
-                    "then": {
-                        "required": ["parentRunId"],
-                        "properties": {"parentRunId": {"type": "string"}},
-                    },
-                },
-            ],
-        },
-    )
+    model_config = ConfigDict(strict=True, json_schema_extra=_trigger_schema)
 
     trigger_source: str = Field(default="manual", min_length=1, max_length=64)
     initial_input: Annotated[dict[str, Any], run_data("initialInput")] = Field(default_factory=dict)
     parent_run_id: IdStr | None = None
     resolved_dependencies: list[DependencyRequest] = Field(default_factory=list, max_length=500)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_left_out(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            left_out = OPTIONAL_TRIGGER_NAMES
+            return {k: v for k, v in data.items() if v is not None or k not in left_out}
+        return data
 
     @model_validator(mode="after")
     def _children_are_retries(self) -> RunCreate:

@@ -232,6 +232,9 @@ def test_the_document_admits_the_bodies_those_rules_take(tmp_path: Path) -> None
     for body in (
         {},
         {"triggerSource": "api", "parentRunId": None},
+        {"triggerSource": None, "initialInput": None, "resolvedDependencies": None},
+        {"triggerSource": None, "parentRunId": "run-1"},
+        {"parentRunId": None, "resolvedDependencies": None},
         {"parentRunId": "run-1"},
         {"triggerSource": "retry", "parentRunId": "run-1", "resolvedDependencies": [DEPENDENCY]},
     ):

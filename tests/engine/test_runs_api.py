@@ -232,6 +232,50 @@ class TestTrigger:
         assert "(initialInput differs)" in other.json()["error"]["message"]
         await platform.wait(wf, first.json()["runId"])
 
+    async def test_optional_fields_sent_as_null_are_left_out(self, platform: Platform) -> None:
+        # Clients that write absent fields as null could not trigger: only parentRunId's
+        # null was taken; the other three answered 400.
+        wf = await platform.create(ECHO)
+        nulls = {
+            "triggerSource": None,
+            "initialInput": None,
+            "parentRunId": None,
+            "resolvedDependencies": None,
+        }
+        headers = {"Idempotency-Key": "order-45"}
+        for name, value in nulls.items():
+            response = await platform.api.post(runs_url(wf), json={name: value})
+            assert response.status_code == 202, (name, response.text)
+            assert response.json()["triggerSource"] == "manual"
+            run = await platform.wait(wf, response.json()["runId"])
+            assert run["status"] == "completed" and run["initialInput"] == {}
+            assert run["parentRunId"] is None and run["resolvedDependencies"] == []
+        # The same trigger as one that leaves them out: one run under a key.
+        first = await platform.api.post(runs_url(wf), json=nulls, headers=headers)
+        again = await platform.api.post(runs_url(wf), json={}, headers=headers)
+        assert first.status_code == again.status_code == 202, (first.text, again.text)
+        assert first.json()["runId"] == again.json()["runId"]
+        await platform.wait(wf, first.json()["runId"])
+        assert (await platform.api.get(runs_url(wf))).json()["pagination"]["total"] == 5
+
+    async def test_optional_fields_of_the_wrong_type_are_400_and_start_nothing(
+        self, platform: Platform
+    ) -> None:
+        wf = await platform.create(ECHO)
+        for body, path in (
+            ({"triggerSource": 5}, "triggerSource"),
+            ({"triggerSource": ""}, "triggerSource"),
+            ({"initialInput": "x"}, "initialInput"),
+            ({"parentRunId": 7}, "parentRunId"),
+            ({"resolvedDependencies": {}}, "resolvedDependencies"),
+        ):
+            response = await platform.api.post(runs_url(wf), json=body)
+            assert response.status_code == 400, body
+            error = response.json()["error"]
+            assert error["code"] == "invalid_request"
+            assert [d["path"] for d in error["details"]] == [path], error
+        assert (await platform.api.get(runs_url(wf))).json()["pagination"]["total"] == 0
+
     async def test_resolved_dependencies_need_a_parent_run(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
         response = await platform.api.post(
