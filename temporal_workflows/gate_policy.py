@@ -108,10 +108,22 @@ def rejection_outcome(
     return "skip"
 
 
+def retries_spent(retry_count: int, singular: bool = True) -> str:
+    """`rejected by reviewer after N retries`, with "1 retry" for one (`singular`: the
+    run took gate_policy's RETRY_WORDING_PATCH; before it, "1 retries")."""
+    noun = "retry" if retry_count == 1 and singular else "retries"
+    return f"rejected by reviewer after {retry_count} {noun}"
+
+
 def after_rejection(
-    review: HumanReview, decision: Decision, retry_count: int, node: WorkflowNode
+    review: HumanReview,
+    decision: Decision,
+    retry_count: int,
+    node: WorkflowNode,
+    singular: bool = True,
 ) -> Literal["skip", "retry"]:
-    """What a rejection does: skip the node or retry it; raises to cancel or fail the run."""
+    """What a rejection does: skip the node or retry it; raises to cancel or fail the run
+    (its error worded as `retries_spent` says)."""
     outcome = rejection_outcome(review, decision, retry_count, node)
     if outcome == "cancel":
         why = "timed out" if decision.is_timeout else f"rejected by {decision.decided_by}"
@@ -119,7 +131,7 @@ def after_rejection(
     if outcome == "fail":
         raise NodeFailed(
             node.name,
-            f"rejected by reviewer after {retry_count} retries"
+            retries_spent(retry_count, singular)
             + (f": {decision.feedback}" if decision.feedback else ""),
         )
     return outcome

@@ -23,6 +23,8 @@ with workflow.unsafe.imports_passed_through():
         after_rejection,
         cancels_run,
         fails_run,
+        rejection_outcome,
+        retries_spent,
         takes_else_branch,
     )
     from temporal_workflows.gates import Decision, Requirement
@@ -72,6 +74,11 @@ PAUSED_FAIL_PATCH = "decision-failing-a-paused-run-fails-at-once"
 # run writes its whole audit trail again at each change, and a record changed after its
 # decision (an upgrade's replay) is no audit trail.
 FORM_VALUES_RECORDED_PATCH = "form-decision-records-the-values-used"
+# A gate's retries spent after one retry said "rejected by reviewer after 1 retries" (the
+# run's error summary, the node run's error); it says "after 1 retry" now. Runs that wrote
+# it before replay as they ran (tests/histories/rejected_after_1_retries). Asked only when
+# that text is written.
+RETRY_WORDING_PATCH = "rejection-after-1-retry-singular"
 # Builds the gate for the n-th time it opens (n = rejections retried so far).
 RequirementFor = Callable[[int], Requirement]
 # Runs the node again after a rejection the policy retries (a step, a loop iteration).
@@ -120,8 +127,9 @@ class Reviews:
                 self.recorder.node(node_run_id(), node, "running", event=None)
             if decision.resolution != "reject" or takes_else_branch(review, decision):
                 return decision
+            singular = _one_retry_singular(review, decision, retry_count, node)
             try:
-                verdict = after_rejection(review, decision, retry_count, node)
+                verdict = after_rejection(review, decision, retry_count, node, singular)
             except RunCancelled as cancelled:
                 if self._closes(node):
                     self.recorder.cancelled(node_run_id(), node, str(cancelled))
@@ -131,7 +139,7 @@ class Reviews:
                     self.recorder.failed(node_run_id(), node, failed.error)
                 raise
             if verdict == "skip":
-                raise NodeSkipped(_skipped_because(review, decision, retry_count))
+                raise NodeSkipped(_skipped_because(review, decision, retry_count, singular))
             retry_count += 1
             if redo is not None:
                 if self._closes(node):
@@ -241,13 +249,24 @@ def ends_run_at_once(
     return False
 
 
-def _skipped_because(review: HumanReview, decision: Decision, retry_count: int) -> str:
+def _one_retry_singular(
+    review: HumanReview, decision: Decision, retry_count: int, node: WorkflowNode
+) -> bool:
+    """Whether a rejection's text may say "1 retry" (RETRY_WORDING_PATCH), asked only
+    when it writes that text: other runs get no marker."""
+    if retry_count != 1 or decision.is_timeout:
+        return True
+    spent = rejection_outcome(review, decision, retry_count, node) in ("fail", "skip")
+    return not spent or workflow.patched(RETRY_WORDING_PATCH)
+
+
+def _skipped_because(
+    review: HumanReview, decision: Decision, retry_count: int, singular: bool
+) -> str:
     """The skipped node run's error: who or what skipped it (a timer is no reviewer)."""
     if decision.is_timeout:
         return "skipped: the gate timed out (onTimeout: skip)"
     if review.on_reject == "retry":  # the retries ran out, and the step's onError is skip
         feedback = f": {decision.feedback}" if decision.feedback else ""
-        return (
-            f"rejected by reviewer after {retry_count} retries{feedback}; skipped (onError: skip)"
-        )
+        return f"{retries_spent(retry_count, singular)}{feedback}; skipped (onError: skip)"
     return SKIPPED_BY_REVIEWER

@@ -526,6 +526,18 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     for name in ("step_timed_out_unnamed", "step_timed_out_named"):
         runs[name] = await platform.trigger(wf)
         await platform.wait(wf, runs[name])
+    # Gates whose one retry is spent: one skips its step (onError: skip), the other fails
+    # the run. Recorded before reviews.RETRY_WORDING_PATCH ("after 1 retries"), and after.
+    spent = {"requiresOutputReview": True, "onReject": "retry", "maxRetries": 1}
+    skipped = echo("skipped", spent) | {"stepConfig": {"onError": "skip"}}
+    wf = await platform.create({"nodes": [skipped, echo("failed", spent)]})
+    for name in ("rejected_after_1_retries", "rejected_after_1_retry"):
+        run_id = runs[name] = await platform.trigger(wf)
+        for gate in ("skipped", "failed"):
+            for retry_count in (0, 1):
+                await wait_for_requirement(platform, wf, run_id, gate, retryCount=retry_count)
+                await approve(platform, wf, run_id, stepId=gate, resolution="reject")
+        await platform.wait(wf, run_id)
     return runs
 
 

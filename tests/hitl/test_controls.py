@@ -496,7 +496,7 @@ async def test_an_output_review_failing_the_run_while_paused_fails_it_at_once(
     assert decided.status_code == 200 and decided.json()["status"] == "failed"
     run = await _assert_ended_failed(platform, wf, run_id, {"gate": "failed"})
     assert run["errorSummary"] == (
-        "Node 'gate' failed: rejected by reviewer after 1 retries: still wrong"
+        "Node 'gate' failed: rejected by reviewer after 1 retry: still wrong"
     )
     assert [n["nodeId"] for n in run["nodeRuns"]] == ["gate", "gate"]
 

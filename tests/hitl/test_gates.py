@@ -347,10 +347,10 @@ class TestOutputReview:
         await approve(platform, wf, run_id, stepId="draft", resolution="reject", feedback="b")
         run = await platform.wait(wf, run_id)
         assert run["status"] == "failed"
-        assert run["errorSummary"] == "Node 'draft' failed: rejected by reviewer after 1 retries: b"
+        assert run["errorSummary"] == "Node 'draft' failed: rejected by reviewer after 1 retry: b"
         assert [(n["nodeName"], n["status"], n["error"]) for n in run["nodeRuns"]] == [
             ("draft", "failed", "rejected by reviewer: a"),
-            ("draft", "failed", "rejected by reviewer after 1 retries: b"),
+            ("draft", "failed", "rejected by reviewer after 1 retry: b"),
         ]
 
     async def test_rejections_past_max_retries_skip_a_step_whose_on_error_is_skip(
@@ -370,6 +370,24 @@ class TestOutputReview:
                 "skipped",
                 "rejected by reviewer after 0 retries: no; skipped (onError: skip)",
             ),
+            ("after", "completed", None),
+        ]
+
+    async def test_one_retry_spent_skipping_the_step_says_1_retry(self, platform: Platform) -> None:
+        # It said "after 1 retries".
+        review = {**self.REVIEW, "maxRetries": 1}
+        draft = {**echo("draft", review), "stepConfig": {"onError": "skip"}}
+        wf, run_id = await start(platform, [draft, echo("after")])
+        for retry_count, feedback in ((0, "a"), (1, "b")):
+            await wait_for_requirement(platform, wf, run_id, "draft", retryCount=retry_count)
+            await approve(
+                platform, wf, run_id, stepId="draft", resolution="reject", feedback=feedback
+            )
+        run = await platform.wait(wf, run_id)
+        assert run["status"] == "completed", run["errorSummary"]
+        assert [(n["nodeName"], n["status"], n["error"]) for n in run["nodeRuns"]] == [
+            ("draft", "failed", "rejected by reviewer: a"),
+            ("draft", "skipped", "rejected by reviewer after 1 retry: b; skipped (onError: skip)"),
             ("after", "completed", None),
         ]
 

@@ -12,6 +12,7 @@ from temporal_workflows.gate_policy import (
     cancels_run,
     fails_run,
     resolved,
+    retries_spent,
     takes_else_branch,
     timeout_decision,
 )
@@ -102,6 +103,14 @@ def test_a_rejection_retries_until_max_retries_then_fails() -> None:
     assert after_rejection(review_of(n), REJECT, 1, n) == "retry"
     with pytest.raises(NodeFailed, match="rejected by reviewer after 2 retries: no"):
         after_rejection(review_of(n), REJECT, 2, n)
+
+
+def test_one_retry_spent_says_retry_and_runs_recorded_before_keep_retries() -> None:
+    n = gated(onReject="retry", maxRetries=1)
+    with pytest.raises(NodeFailed, match=r"after 1 retry: no$"):
+        after_rejection(review_of(n), REJECT, 1, n)
+    assert retries_spent(0) == "rejected by reviewer after 0 retries"
+    assert retries_spent(1, singular=False) == "rejected by reviewer after 1 retries"
 
 
 def test_exhausted_retries_skip_a_step_whose_on_error_is_skip() -> None:
