@@ -313,14 +313,32 @@ async def get_version_or_404(
     return record
 
 
+async def run_not_found(store: Store, caller: Caller, run_id: str, said: str) -> NotFound:
+    """The 404 for a run the store does not hold (`said`), or for one it deleted, saying so:
+    only to the dev admin, who may see every workflow. The store's trace of a deleted run
+    names no workflow, so no ACL can say who else may learn that it existed."""
+    if caller.admin and await store.run_was_deleted(run_id):
+        return NotFound(
+            f"Run {run_id!r} is no longer in the store: it ended and was deleted under run "
+            "retention (TRELLIS_RUN_RETENTION_DAYS) or with its workflow"
+        )
+    return NotFound(said)
+
+
 async def get_run_or_404(
-    run_id: Annotated[str, id_path("run id")], workflow: WorkflowAccessDep, store: StoreDep
+    run_id: Annotated[str, id_path("run id")],
+    workflow: WorkflowAccessDep,
+    store: StoreDep,
+    caller: CallerDep,
 ) -> RunRecord:
     """The run named in the path, which must belong to the workflow in the path (its id
     checked with the path's others, by the workflow's lookup)."""
     run = await store.get_run(run_id)
-    if run is None or run.workflow_definition_id != workflow.id:
-        raise NotFound(f"Run {run_id!r} not found for workflow {workflow.id!r}")
+    said = f"Run {run_id!r} not found for workflow {workflow.id!r}"
+    if run is None:
+        raise await run_not_found(store, caller, run_id, said)
+    if run.workflow_definition_id != workflow.id:
+        raise NotFound(said)
     return run
 
 
@@ -337,7 +355,7 @@ async def get_any_run_or_404(
     lookup finds it (so whatever hides a workflow hides its runs here too)."""
     run = await store.get_run(check_id(run_id, "run id"))
     if run is None:
-        raise NotFound(f"Run {run_id!r} not found")
+        raise await run_not_found(store, caller, run_id, f"Run {run_id!r} not found")
     try:
         await get_workflow_access_or_404(run.workflow_definition_id, store, caller, request)
     except NotFound:

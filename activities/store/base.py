@@ -246,6 +246,11 @@ class Store(Protocol):
     async def workflow_run_changes(self, workflow_id: str) -> int | None:
         """The same over every run of the workflow and their node runs."""
 
+    async def run_was_deleted(self, run_id: str) -> bool:
+        """Whether the store held the run once and holds it no more (deleted by the run
+        retention or with its workflow): its change counter outlived it. False where the
+        store keeps no counters (MongoDB): there a deleted run leaves no trace."""
+
     # -- run events (for the live stream) ----------------------------------
     async def append_event(self, run_id: str, event: dict[str, Any], key: str | None = None) -> int:
         """Append an event to a run's log; return its id, monotonic per store.

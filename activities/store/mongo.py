@@ -629,6 +629,9 @@ class MongoStore:
     async def workflow_run_changes(self, workflow_id: str) -> int | None:
         return None
 
+    async def run_was_deleted(self, run_id: str) -> bool:
+        return False
+
     # -- run events ----------------------------------------------------------
     async def put_payload(self, key: str, data: bytes, run_id: str | None = None) -> None:
         with _errors():

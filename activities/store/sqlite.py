@@ -621,6 +621,17 @@ class SqliteStore:
             "SELECT n FROM workflow_run_changes WHERE workflow_id = ?", workflow_id
         )
 
+    async def run_was_deleted(self, run_id: str) -> bool:
+        # A run's insert starts its counter, and nothing deletes one.
+        async with self._read() as db:
+            row = await _one(
+                db,
+                "SELECT 1 FROM run_changes WHERE run_id = ?"
+                " AND NOT EXISTS (SELECT 1 FROM runs WHERE id = ?)",
+                (run_id, run_id),
+            )
+        return row is not None
+
     async def _counter(self, sql: str, key: str) -> int:
         async with self._read() as db:
             row = await _one(db, sql, (key,))

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 
 from app.auth.caller import CONTROL, READ
-from app.auth.guard import needs
+from app.auth.guard import CallerDep, needs
 from app.deps import (
     KEY_REUSED,
     MAX_PAGE,
@@ -119,12 +119,13 @@ async def get_run(
     store: StoreDep,
     cache: ReadCacheDep,
     settings: SettingsDep,
+    caller: CallerDep,
     node_runs: NodeRunsView = "all",
 ) -> Response:
     """One run with its snapshot, node runs (or with `nodeRuns=summary`, their counts)."""
 
     async def build() -> bytes:
-        run = await get_run_or_404(run_id, workflow, store)
+        run = await get_run_or_404(run_id, workflow, store, caller)
         return await run_detail_body(store, run, node_runs, settings.max_response_bytes)
 
     # Kept under the request's path: an answer is only kept once the run was found in the

@@ -170,3 +170,22 @@ async def test_a_backlog_is_swept_over_several_passes_each_within_its_budget(
     passes = [await retention.run_if_due(budget=0) for _ in range(4)]
     assert passes == [1, 1, 1, 0]  # the last: nothing left, and the hour not passed
     assert metrics.runs_deleted._value.get() == 3
+
+
+async def test_a_deleted_run_is_told_from_one_never_stored_where_counters_are_kept(
+    store: Store,
+) -> None:
+    # SQLite's change counter outlives its run; MongoDB keeps none, so no trace either.
+    wf, other = workflow(), workflow()
+    await store.create_workflow(wf)
+    await store.create_workflow(other)
+    swept = await _run(store, wf.id, "completed", 0, finished_at=at(10))
+    kept = await _run(store, wf.id, "running", 0)
+    with_workflow = await _run(store, other.id, "running", 0)
+    await store.delete_ended_runs(at(100), 500)
+    await store.delete_workflow(other.id)
+    keeps_counters = await store.run_changes(kept.id) is not None
+    assert await store.run_was_deleted(swept.id) is keeps_counters
+    assert await store.run_was_deleted(with_workflow.id) is keeps_counters
+    assert await store.run_was_deleted(kept.id) is False
+    assert await store.run_was_deleted("run-never-stored") is False
