@@ -78,6 +78,11 @@ M = TypeVar("M", bound=StoredModel)
 # How often the live feed looks for new events (watch_event_runs).
 TAIL_SECONDS = 0.005
 TAIL_PAGE = 1000
+# The size the write-ahead log is cut back to once a checkpoint has copied it into the
+# file: a sweep deleting thousands of runs grows it by what it deleted (~60 MB seen), and
+# without a limit SQLite keeps that size, reused, until every process closes the file.
+# 32 MiB holds any everyday burst of writes without cutting and growing it again.
+WAL_SIZE_LIMIT_BYTES = 32 * 1024 * 1024
 
 
 # Node runs by start, unstarted last. No index gives this order, so the ids are ordered
@@ -121,6 +126,7 @@ class SqliteStore:
             await self._enable_wal(self._db)
             # WAL + NORMAL: safe across process crashes; a power cut can lose only the last commits.
             await self._db.execute("PRAGMA synchronous = NORMAL")
+            await self._db.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT_BYTES}")
             async with self._write() as db:
                 await migrate(db)
             self._reader = SqliteReader(self.path)

@@ -5,6 +5,8 @@ age, and sweeps racing each other delete a run once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -189,3 +191,36 @@ async def test_a_deleted_run_is_told_from_one_never_stored_where_counters_are_ke
     assert await store.run_was_deleted(with_workflow.id) is keeps_counters
     assert await store.run_was_deleted(kept.id) is False
     assert await store.run_was_deleted("run-never-stored") is False
+
+
+async def test_the_wal_a_sweep_grew_is_cut_back_to_its_limit_after_a_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It kept the size the sweep grew it to (~60 MB seen) until every process stopped.
+    limit = 256 * 1024
+    monkeypatch.setattr(sqlite_module, "WAL_SIZE_LIMIT_BYTES", limit)
+    store = SqliteStore(tmp_path / "trellis.db")
+    await store.connect()
+    wal = tmp_path / "trellis.db-wal"
+    try:
+        wf = workflow()
+        await store.create_workflow(wf)
+        for i in range(60):
+            record = await _run(store, wf.id, "completed", i, finished_at=at(i + 1))
+            output = {"text": "x" * 2000}
+            await asyncio.gather(
+                *(
+                    store.upsert_node_run(node_run(record.id, output_snapshot=output))
+                    for _ in range(20)
+                )
+            )
+        assert (await store.delete_ended_runs(at(100), 500)).deleted == 60
+        assert wal.stat().st_size > 4 * limit
+        # A checkpoint (another process's, or this one's own when the log is long), then
+        # the next write starts the log again, cut back to the limit.
+        with contextlib.closing(sqlite3.connect(tmp_path / "trellis.db")) as other:
+            other.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        await store.create_workflow(workflow())
+        assert wal.stat().st_size <= limit
+    finally:
+        await store.close()
