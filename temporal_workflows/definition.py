@@ -36,6 +36,7 @@ MAX_MESSAGE_LENGTH = 4_000
 # Who may decide a gate, and who a workflow is shared with: `user:<sub>` or `role:<role>`.
 PRINCIPAL_PATTERN = r"^(user|role):[^\s]{1,200}$"
 MAX_APPROVERS = 50
+MAX_POOL = 5
 # Temporal refuses more than 2,000 pending activities per workflow; stay well below.
 MAX_CONCURRENCY = 500
 # A node's id (and every other id: docs/api.md, "Ids"); compiled in validation.py.
@@ -46,6 +47,24 @@ NODE_ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 # read back from the store or a Temporal payload is never refused for it.
 NodeId = Annotated[str, Field(json_schema_extra={"pattern": NODE_ID_REGEX, "minLength": 1})]
 NonEmpty = Annotated[str, Field(json_schema_extra={"minLength": 1})]
+# The document's patterns spell whitespace out: `\s` is another set in each engine (ECMA's,
+# which OpenAPI means, takes U+FEFF but not U+0085; pydantic's Rust regex takes Unicode's
+# White_Space; Python's re and str.strip() take U+001C-U+001F too).
+_CONTROLS = r"\u0000-\u001F\u007F-\u009F"
+_SPACES = r"\u0020\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+_WHITE_SPACE = rf"\u0009-\u000D\u0085{_SPACES}"
+# A node's or a router choice's name: no control character (Unicode Cc), not blank.
+NAME_PATTERN = rf"^[^{_CONTROLS}]*[^{_CONTROLS}{_SPACES}][^{_CONTROLS}]*$"
+Name = Annotated[str, Field(json_schema_extra={"pattern": NAME_PATTERN})]
+# A workflow's name is stripped before it is checked: whitespace around it may be any.
+_AROUND = rf"[{_WHITE_SPACE}\u001C-\u001F]*"
+WORKFLOW_NAME_PATTERN = f"^{_AROUND}{NAME_PATTERN[1:-1]}{_AROUND}$"
+WorkflowName = Annotated[str, Field(json_schema_extra={"pattern": WORKFLOW_NAME_PATTERN})]
+# PRINCIPAL_PATTERN as pydantic checks a grant's principal, and as validation.py (Python's
+# re) checks an approver.
+GRANT_PRINCIPAL_PATTERN = rf"^(user|role):[^{_WHITE_SPACE}]{{1,200}}$"
+APPROVER_PATTERN = rf"^(user|role):[^{_WHITE_SPACE}\u001C-\u001F]{{1,200}}$"
+Approver = Annotated[str, Field(json_schema_extra={"pattern": APPROVER_PATTERN})]
 
 
 class Position(DefinitionModel):
@@ -69,7 +88,12 @@ class StepConfig(DefinitionModel):
     max_retries: Annotated[int, Field(ge=0, le=100), INTEGRAL] = 0
     on_error: OnError = "fail"
     backoff_base_seconds: float = Field(default=1.0, gt=0, le=86_400)
-    backoff_max_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    backoff_max_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=86_400,
+        description="At least backoffBaseSeconds (checked at save time).",
+    )
     # Per-attempt start-to-close timeout (an extension of the contract).
     timeout_seconds: float = Field(default=300.0, gt=0, le=7 * 86_400)
 
@@ -90,14 +114,46 @@ class UserInputField(DefinitionModel):
     allowed_values: list[Any] | None = None
 
 
+_GATE_FLAGS = (
+    "requiresConfirmation",
+    "requiresUserInput",
+    "requiresOutputReview",
+    "requiresIterationReview",
+)
+
+
+def _given(field: str) -> dict[str, Any]:
+    return {"required": [field], "properties": {field: {"minItems": 1}}}
+
+
+def _on(flag: str) -> dict[str, Any]:
+    return {"required": [flag], "properties": {flag: {"const": True}}}
+
+
 class HumanReview(DefinitionModel):
     """Per-node human-in-the-loop configuration (HITL v2)."""
+
+    # Save-time rules (validation.py) the document can say: approvers need a gate to
+    # decide, and a form's fields need requiresUserInput.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                {"if": _given("approvers"), "then": {"anyOf": [_on(f) for f in _GATE_FLAGS]}},
+                {"if": _given("userInputSchema"), "then": _on("requiresUserInput")},
+            ]
+        }
+    )
 
     requires_confirmation: bool = False
     confirmation_message: str | None = Field(default=None, max_length=MAX_MESSAGE_LENGTH)
     requires_user_input: bool = False
     user_input_message: str | None = Field(default=None, max_length=MAX_MESSAGE_LENGTH)
-    user_input_schema: list[UserInputField] = Field(default_factory=list, max_length=100)
+    user_input_schema: list[UserInputField] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Each field name at most once (checked at save time: JSON Schema "
+        "cannot say unique by a field).",
+    )
     requires_output_review: bool = False
     output_review_message: str | None = Field(default=None, max_length=MAX_MESSAGE_LENGTH)
     requires_iteration_review: bool = False
@@ -110,7 +166,9 @@ class HumanReview(DefinitionModel):
     allow_multiple_selections: bool = False
     # Who may decide this node's gates (`user:<sub>`, `role:<role>`); empty: anyone who
     # may control the workflow's runs.
-    approvers: list[str] = Field(default_factory=list, max_length=MAX_APPROVERS)
+    approvers: list[Approver] = Field(
+        default_factory=list, max_length=MAX_APPROVERS, json_schema_extra={"uniqueItems": True}
+    )
 
     def is_active(self) -> bool:
         return (
@@ -122,7 +180,9 @@ class HumanReview(DefinitionModel):
 
 
 class RouterChoice(DefinitionModel):
-    name: NonEmpty = Field(max_length=MAX_NAME_LENGTH)
+    # No min_length: save time refuses an empty name with its own message (the pattern
+    # says it to the document).
+    name: Name = Field(max_length=MAX_NAME_LENGTH)
     steps: list[WorkflowNode] = Field(default_factory=list)
 
 
@@ -130,11 +190,15 @@ class WorkflowNode(DefinitionModel):
     """One node of the tree. Every container field is always present (empty when unused)."""
 
     id: NodeId | None = Field(default=None, max_length=128)
-    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
+    name: Name = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     node_type: NodeType
     position: Position = Field(default_factory=Position)
     executor_key: NonEmpty | None = Field(default=None, max_length=MAX_NAME_LENGTH)
-    a2a_pool: list[str] = Field(default_factory=list, alias="a2aPool")
+    a2a_pool: list[str] = Field(
+        default_factory=list,
+        alias="a2aPool",
+        json_schema_extra={"maxItems": MAX_POOL, "uniqueItems": True},
+    )
     step_config: StepConfig | None = None
     config: dict[str, Any] = Field(default_factory=dict)
     children: list[WorkflowNode] = Field(default_factory=list)
@@ -170,7 +234,7 @@ class WorkflowNode(DefinitionModel):
 class WorkflowSpec(DefinitionModel):
     """The executable part of a definition: what a run is pinned to."""
 
-    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
+    name: WorkflowName = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
     canvas: Canvas = Field(default_factory=Canvas)
     # Save time refuses an empty tree (with its own message); the schema says so too.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from temporal_workflows.cel_budget import EVALUATION_STEPS
 from temporal_workflows.definition import (
+    MAX_POOL,
     NODE_ID_REGEX,
     PRINCIPAL_PATTERN,
     HumanReview,
@@ -32,7 +33,6 @@ from temporal_workflows.json_data import data_problem
 
 MAX_DEPTH = 12
 MAX_NODES = 5_000
-MAX_POOL = 5
 # How a step's `a2aPool` is ordered (`config.poolStrategy`; activities/executors/pool.py).
 POOL_STRATEGIES = ("failover", "round_robin", "skill_match")
 NODE_ID_PATTERN = re.compile(NODE_ID_REGEX)

@@ -15,6 +15,7 @@ from temporal_workflows.definition import (
     MAX_DESCRIPTION_LENGTH,
     MAX_NAME_LENGTH,
     Canvas,
+    WorkflowName,
     WorkflowNode,
     WorkflowSpec,
     iter_nodes,
@@ -60,10 +61,11 @@ class WorkflowUpdate(CamelModel):
         ),
     )
 
-    name: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_LENGTH)
+    name: WorkflowName | None = Field(default=None, min_length=1, max_length=MAX_NAME_LENGTH)
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
     canvas: Canvas | None = None
-    nodes: list[WorkflowNode] | None = None
+    # Save time refuses an empty tree, as on create.
+    nodes: Annotated[list[WorkflowNode], Field(json_schema_extra={"minItems": 1})] | None = None
     max_concurrency: Annotated[int, Field(ge=1, le=500), INTEGRAL] | None = None
     enabled: bool | None = Field(default=None, strict=True)
 
