@@ -20,25 +20,43 @@ from temporal_workflows.validation import NODE_ID_PATTERN
 IdStr = Annotated[str, Field(pattern=NODE_ID_PATTERN.pattern)]
 
 
+def _one_shape_per_resolution(schema: dict[str, Any]) -> None:
+    """The entry as two shapes, one per `resolution` (`oneOf`, told apart by its `const`):
+    a reuse names its `sourceNodeRunId` (a string, not null), a rerun names none.
+
+    Not `if`/`then`: client generators ignore both and make every field optional, and a
+    fuzzer reaches the `else` side only through `not`. No `discriminator` either: its
+    mapping names component schemas, and one model per shape would change the 400s' paths.
+    """
+    properties = schema.pop("properties")
+    required = schema.pop("required")
+    source = properties["sourceNodeRunId"]["anyOf"][0]  # the id; the null variant goes
+    shapes = (
+        ("reuse_previous_output", source, [*required, "sourceNodeRunId"]),
+        ("rerun", {"type": "null"}, required),
+    )
+    schema.pop("type")
+    schema["oneOf"] = [
+        {
+            "type": "object",
+            "title": resolution,
+            "properties": {
+                **properties,
+                "resolution": {"type": "string", "const": resolution},
+                "sourceNodeRunId": source_schema,
+            },
+            "required": shape_required,
+        }
+        for resolution, source_schema, shape_required in shapes
+    ]
+
+
 class DependencyRequest(ResolvedDependency):
     """One `resolvedDependencies` entry as a trigger sends it: ids under the path-id rule,
     and `sourceNodeRunId` given exactly when an output is reused (a rerun has none to
     point at; one sent was recorded as lineage, unchecked). Errors name the entry's field."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "allOf": [
-                {
-                    "if": {"properties": {"resolution": {"const": "reuse_previous_output"}}},
-                    "then": {"required": ["sourceNodeRunId"]},
-                },
-                {
-                    "if": {"properties": {"resolution": {"const": "rerun"}}},
-                    "then": {"properties": {"sourceNodeRunId": {"type": "null"}}},
-                },
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra=_one_shape_per_resolution)
 
     node_id: IdStr
     source_node_run_id: IdStr | None = None
@@ -117,7 +135,9 @@ def _trigger_schema(schema: dict[str, Any]) -> None:
     for name in _OPTIONAL_FIELDS:
         prop = schema["properties"][name]
         if "anyOf" not in prop:
-            own = {k: prop.pop(k) for k in list(prop) if k not in ("title", "default")}
+            own = {
+                k: prop.pop(k) for k in list(prop) if k not in ("title", "default", "description")
+            }
             prop["anyOf"] = [own, {"type": "null"}]
     schema.update(_TRIGGER_RULES)
 
@@ -128,7 +148,13 @@ class RunCreate(CamelModel):
     trigger_source: str = Field(default="manual", min_length=1, max_length=64)
     initial_input: Annotated[dict[str, Any], run_data("initialInput")] = Field(default_factory=dict)
     parent_run_id: IdStr | None = None
-    resolved_dependencies: list[DependencyRequest] = Field(default_factory=list, max_length=500)
+    resolved_dependencies: list[DependencyRequest] = Field(
+        default_factory=list,
+        max_length=500,
+        json_schema_extra={"uniqueItems": True},
+        description="At most one entry per nodeId (checked by the API: JSON Schema's "
+        "uniqueItems refuses only entries equal as a whole).",
+    )
 
     @model_validator(mode="before")
     @classmethod
