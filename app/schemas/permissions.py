@@ -14,7 +14,13 @@ MAX_GRANTS = 200
 class PermissionsUpdate(CamelModel):
     """PUT body: the grants replace the workflow's grants (the owner keeps every permission)."""
 
-    grants: list[Grant] = Field(max_length=MAX_GRANTS)
+    grants: list[Grant] = Field(
+        max_length=MAX_GRANTS,
+        json_schema_extra={"uniqueItems": True},
+        description="Each principal at most once (checked by the API, 400 naming the repeated "
+        "ones: JSON Schema's uniqueItems refuses only grants equal as a whole, not two "
+        "grants of one principal). The workflow's owner is no grant (400).",
+    )
 
     @model_validator(mode="after")
     def _one_grant_per_principal(self) -> PermissionsUpdate:
