@@ -166,6 +166,28 @@ async def test_a_refused_field_has_the_focus_and_its_message_under_it(
     assert (await p.api.get(f"/api/v1/workflows/{wf}/schedules")).json()["schedules"] == []
 
 
+async def test_a_refusal_is_not_left_marked_on_a_timing_no_longer_chosen(
+    module_console: Console,
+) -> None:
+    # Refused as "Every N seconds", then "On a cron" and back: the hidden field kept its
+    # mark and message, read again as if the new choice had been refused.
+    console = module_console
+    wf = await console.platform.create({"nodes": [echo("greet", text="hello")]})
+    page = await console.goto(f"/console/workflows/{wf}")
+    schedules = section(page)
+    await schedules.get_by_text("New schedule").click()
+    await schedules.get_by_text("Every N seconds").click()
+    every = schedules.get_by_label("Every (seconds)")
+    await every.fill("1.5")
+    await schedules.get_by_role("button", name="Create schedule").click()
+    await expect(every).to_have_attribute("aria-invalid", "true")
+    await schedules.get_by_text("On a cron").click()
+    await schedules.get_by_text("Every N seconds").click()
+    await expect(every).not_to_have_attribute("aria-invalid", "true")
+    await expect(every).to_have_accessible_description("")
+    await console.check_accessible()
+
+
 async def test_pause_and_unpause_show_the_state_and_its_note(module_console: Console) -> None:
     console = module_console
     p = console.platform

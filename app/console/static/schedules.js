@@ -265,6 +265,8 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
     }
 
     function shownTiming() {
+      // A refusal was of the timing given: another choice starts without its marks.
+      for (const field of [cron, every, zone]) mark(field);
       cronField.hidden = !byCron();
       zoneField.hidden = !byCron();
       everyField.hidden = byCron();
