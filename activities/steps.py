@@ -496,7 +496,6 @@ def _call(
         context=step.context,
         attempt=attempt,
         heartbeat=beat.send,
-        note=beat.note,
         triggered_by=step.triggered_by,
         earlier_progress=earlier_progress,
         deadline=_deadline(),
@@ -518,9 +517,6 @@ class _Unsent:
     """The heartbeat of a call that is only described, never run (a plan, a name)."""
 
     def send(self, *details: Any) -> None:
-        pass
-
-    def note(self, *details: Any) -> None:
         pass
 
 
@@ -556,10 +552,6 @@ class _Heartbeat:
         self._details = details = self._named(details)
         self._sent()
         activity.heartbeat(*details)
-
-    def note(self, *details: Any) -> None:
-        """Carry these details from the next beat on, without sending one now."""
-        self._details = self._named(details)
 
     def _named(self, details: tuple[Any, ...]) -> tuple[Any, ...]:
         """An executor's progress still says what the attempt waits for (its own

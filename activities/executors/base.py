@@ -89,9 +89,6 @@ class StepCall:
     # When Temporal times this attempt out (seconds since the epoch; None when unknown): a
     # pool tells by it whether an earlier attempt was held by one member until its timeout.
     deadline: float | None = None
-    # Sets the details the activity's own heartbeats carry without sending one now (the
-    # first heartbeat goes to the server at once: a round trip every call would pay).
-    note: Callable[..., None] = field(default=lambda *details: None)
 
     @property
     def idempotency_key(self) -> str:

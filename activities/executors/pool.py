@@ -173,10 +173,10 @@ def _on_member(call: StepCall, member: dict[str, Any], failures: list[Any]) -> S
         detail = details[0] if details and isinstance(details[0], dict) else {}
         call.heartbeat({**detail, **own})
 
-    if failures:
-        call.heartbeat(own)  # a member after a failure may hang at once, its card included
-    else:
-        call.note(own)
+    # Sent at once, not left to the beat a second in: a member may hang at once (its card
+    # fetch included), and an attempt timed out before any beat named it left the error,
+    # the node run and the next attempt's order without it. One round trip per member.
+    call.heartbeat(own)
     return replace(call, heartbeat=beat)
 
 

@@ -108,6 +108,40 @@ async def test_a_pool_s_last_attempt_timed_out_names_the_member_it_waited_on(
     assert (chosen["kind"], chosen["key"], chosen["poolIndex"]) == ("a2a", "slow-agent", 1)
 
 
+async def test_a_first_member_hung_within_the_first_second_is_named(
+    platform: Platform,
+) -> None:
+    # Its name rode on the heartbeat a second in, after Temporal had timed the attempt
+    # out: the error said only "step timed out (start-to-close, timeoutSeconds 1)".
+    config = {"maxRetries": 0, "timeoutSeconds": 1}
+    pool = pool_step("Create", ["slow-agent", "account-manager-fallback"], HUNG, stepConfig=config)
+    run = await platform.run({"nodes": [pool]})
+
+    assert run["status"] == "failed", run
+    said = "step timed out (start-to-close, timeoutSeconds 1) waiting for A2A agent slow-agent"
+    created = node_runs(run)["Create"]
+    assert created["error"] == said, created
+    chosen = created["resolvedExecutor"]
+    assert (chosen["kind"], chosen["key"], chosen["poolIndex"]) == ("a2a", "slow-agent", 0)
+
+
+async def test_a_first_member_hung_within_the_first_second_costs_one_attempt(
+    platform: Platform,
+) -> None:
+    # The retry did not know which member had held it, started at slow-agent again and
+    # hung there too.
+    config = {"maxRetries": 1, "timeoutSeconds": 1, "backoffBaseSeconds": 0.05}
+    pool = pool_step("Create", ["slow-agent", "account-manager-fallback"], HUNG, stepConfig=config)
+    run = await platform.run({"nodes": [pool]})
+
+    assert run["status"] == "completed", run
+    created = node_runs(run)["Create"]
+    assert created["attempt"] == 2
+    chosen = created["resolvedExecutor"]
+    assert (chosen["key"], chosen["poolIndex"]) == ("account-manager-fallback", 1)
+    assert "slow-agent held the previous attempt until its timeout" in chosen["reason"]
+
+
 async def test_a_failed_pool_step_names_the_agent_its_last_call_went_to(
     platform: Platform,
 ) -> None:
