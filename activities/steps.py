@@ -50,6 +50,8 @@ ATTEMPT_TIMED_OUT_ERROR = "step timed out (start-to-close)"
 ATTEMPT_GONE_ERROR = "Temporal ended the attempt before it finished (timed out, or the run closed)"
 # An attempt's last write: "running" means the attempt failed and Temporal may retry it.
 _PHASES: dict[str, AttemptPhase] = {"running": "attempt_failed", "completed": "completed"}
+# How much later than Temporal's start an attempt's node run may say it started (`_ran_out`).
+_STARTED_LATE = timedelta(seconds=1)
 
 
 def _now() -> str:
@@ -89,15 +91,15 @@ class StepActivities:
         if earlier is not None and (done := _completed_before(step, earlier, attempt)):
             done.wrote_before = wrote_before
             return done
+        # Until the executor says more, its heartbeats name what the attempt waits for and
+        # the executor it calls: what the workflow says of a last attempt timed out.
+        waiting, calling = self._target(step)
         # A retry's node_started says how the attempt before it failed, where known.
-        before, lost = _previous_attempt(step, earlier, attempt)
+        before, lost = _previous_attempt(step, earlier, attempt, waiting)
         record = _Attempt(self._store, step, attempt, previous_error=before)
         # A step that runs longer than RUNNING_AFTER_SECONDS shows as running meanwhile
         # (well within "about a second"); how it ended is written once, at the end.
         record.announce_after(RUNNING_AFTER_SECONDS)
-        # Until the executor says more, its heartbeats name what the attempt waits for and
-        # the executor it calls: what the workflow says of a last attempt timed out.
-        waiting, calling = self._target(step)
         first: dict[str, Any] = {"waitingFor": waiting}
         if calling is not None:
             first[CALLING_KEY] = calling
@@ -376,19 +378,28 @@ def _timed_out_error(beat: _Heartbeat) -> str:
 
 
 def _previous_attempt(
-    step: StepInput, earlier: NodeRunRecord | None, attempt: int
+    step: StepInput, earlier: NodeRunRecord | None, attempt: int, waiting: str
 ) -> tuple[str | None, bool]:
     """How attempt `attempt - 1` ended, as its node run shows it, and whether it was lost:
-    its error; or, when it left none (its worker killed, stalled or cut off from Temporal,
-    which gave the attempt up at its heartbeat timeout), that it was lost, which this
-    attempt says for it, as an attempt a deploy cut off says itself. None for a first
-    attempt or a node run that could not be read."""
+    its error; or, when it left none, its timeout when Temporal timed it out (start-to-close;
+    `waiting`: what it waited for, were its heartbeats silent), else that it was lost (its
+    worker killed, stalled or cut off from Temporal, which gave the attempt up at its
+    heartbeat timeout), which this attempt says for it, as an attempt a deploy cut off says
+    itself. None for a first attempt or a node run that could not be read."""
     if earlier is None or attempt <= 1:
         return None, False
     if earlier.attempt == attempt - 1 and earlier.error is not None:
         return earlier.error, False
     if earlier.status != "running":
         return None, False  # no attempt's trace: a node run the workflow ended meanwhile
+    timeout = activity.info().start_to_close_timeout
+    if earlier.attempt == attempt - 1 and timeout is not None and _ran_out(earlier, timeout):
+        # The attempt hears of its timeout at its next heartbeat (up to a second on) and
+        # writes it after its executor stops (an agent's tasks/cancel answered): a retry
+        # starting sooner finds no error yet. Said from what Temporal kept of its beats, as
+        # the workflow says a last attempt's.
+        progress = progress_in(activity.info().heartbeat_details) or {"waitingFor": waiting}
+        return start_to_close_message(timeout.total_seconds(), progress), False
     waited = _earlier_progress(step).get("waitingFor")
     lost = (
         f"attempt {attempt - 1} was lost with its worker (no word from it: killed, stalled "
@@ -396,6 +407,22 @@ def _previous_attempt(
         + (f" while waiting for {waited}" if waited else "")
     )
     return lost, True
+
+
+def _ran_out(earlier: NodeRunRecord, timeout: timedelta) -> bool:
+    """Whether Temporal failed the attempt before this retry (of the same activity) once
+    its whole start-to-close timeout had passed: Temporal scheduled this retry the policy's
+    backoff after that failure. The node run's `startedAt` is the worker's clock, taken
+    after the attempt's first reads and writes: a little after Temporal's own start."""
+    info = activity.info()
+    policy = info.retry_policy
+    if info.attempt < 2 or policy is None or earlier.started_at is None:
+        return False
+    backoff = policy.initial_interval * policy.backoff_coefficient ** (info.attempt - 2)
+    if policy.maximum_interval is not None:
+        backoff = min(backoff, policy.maximum_interval)
+    failed_at = info.current_attempt_scheduled_time - backoff
+    return failed_at >= earlier.started_at + timeout - _STARTED_LATE
 
 
 def _completed_before(step: StepInput, found: NodeRunRecord, attempt: int) -> StepOutput | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tests.builders import retries, step
 from tests.e2e.helpers import node_runs
+from tests.events.sse import read_all
 from tests.support.platform import Platform
 
 
@@ -96,3 +97,24 @@ async def test_an_agent_whose_url_carries_a_query_runs_a_step(platform: Platform
     signed = node_runs(run)["Sign"]
     assert signed["outputSnapshot"]["agent"] == "signed-agent"
     assert signed["outputSnapshot"]["text"] == "Sign it"
+
+
+async def test_a_retry_after_a_timeout_says_it_however_soon_it_starts(
+    platform: Platform,
+) -> None:
+    # The timed-out attempt hears of its timeout at its next heartbeat and writes its error
+    # once the agent has answered its tasks/cancel: a retry starting sooner read no error
+    # and said the attempt "was lost with its worker".
+    config = {"maxRetries": 1, "timeoutSeconds": 2, "backoffBaseSeconds": 0.05}
+    hangs = step("Create", "slow-agent", {"seconds": 600, "cancelSeconds": 3}, stepConfig=config)
+    workflow_id = await platform.create({"nodes": [hangs]})
+    run_id = await platform.trigger(workflow_id)
+    run = await platform.wait(workflow_id, run_id)
+
+    assert run["status"] == "failed", run
+    events = await read_all(platform.api, f"/api/v1/workflows/{workflow_id}/runs/{run_id}/events")
+    retried = [m.json() for m in events if m.event == "node_started"][-1]
+    assert retried["attempt"] == 2, retried
+    assert retried["previousError"] == (
+        "step timed out (start-to-close, timeoutSeconds 2) waiting for A2A agent slow-agent"
+    ), retried

@@ -4,7 +4,8 @@ Kinds: `echo` (completes with one data artifact of what it received), `fail` (ta
 failed), `leak` (task failed, quoting the `X-Api-Key` its request carried: an agent
 echoing its key), `files` (completes with one artifact of four file parts: raw and by
 URL, each with and without a filename), `slow` (works `config.seconds`, default 3, or
-until `config.untilWorking` of its tasks have worked at once; counts cancellations),
+until `config.untilWorking` of its tasks have worked at once; counts cancellations, and
+answers a `tasks/cancel` `config.cancelSeconds` late: a peer slow to stop),
 `input` (asks for input), `reject` (rejects), `bare` (completes without an artifact). Each has
 its own card and skills. An agent with a `query` answers only requests whose query string
 carries it (a signed URL: `…/agents/<name>?sig=…`), the card's request included; others
@@ -74,6 +75,8 @@ class AgentStats:
     # Tasks of the slow agent working at once: now, and the most seen.
     working: Counter[str] = field(default_factory=Counter)
     most_working: Counter[str] = field(default_factory=Counter)
+    # How long the slow agent holds its answer to each task's `tasks/cancel`, by task id.
+    cancel_holds: dict[str, float] = field(default_factory=dict)
 
 
 class CountingHandler(DefaultRequestHandler):
@@ -139,6 +142,7 @@ class PeerAgent(AgentExecutor):
                 # `untilWorking`: end early once that many tasks have worked at once.
                 crowd = int(config.get("untilWorking", 0)) or None
                 name, stats = self.spec.name, self.stats
+                stats.cancel_holds[task.id] = float(config.get("cancelSeconds", 0))
                 stats.working[name] += 1
                 stats.most_working[name] = max(stats.most_working[name], stats.working[name])
                 try:
@@ -162,6 +166,7 @@ class PeerAgent(AgentExecutor):
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         self.stats.cancellations[self.spec.name] += 1
         assert context.task_id is not None and context.context_id is not None
+        await asyncio.sleep(self.stats.cancel_holds.pop(context.task_id, 0.0))
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
