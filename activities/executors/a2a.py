@@ -400,10 +400,13 @@ def _part_value(part: Part) -> Any:
     if part.HasField("data"):
         return _whole_numbers(MessageToDict(part.data))
     if part.HasField("url"):
-        value = {"url": part.url, "mediaType": part.media_type}
+        value = {"url": part.url}
     else:
-        value = {"raw": base64.b64encode(part.raw).decode(), "mediaType": part.media_type}
-    if part.filename:  # a file part's, raw or by URL; none given, none shown
+        value = {"raw": base64.b64encode(part.raw).decode()}
+    # A file part's, raw or by URL; none given, none shown (protobuf says "" for unset).
+    if part.media_type:
+        value["mediaType"] = part.media_type
+    if part.filename:
         value["filename"] = part.filename
     return value
 

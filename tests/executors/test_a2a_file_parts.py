@@ -1,5 +1,6 @@
-"""An agent's file parts come back as `{url|raw, mediaType[, filename]}`: a filename the
-agent gave is kept, for a raw part as for a URL part, and none given is left out."""
+"""An agent's file parts come back as `{url|raw[, mediaType][, filename]}`: a media type
+and a filename the agent gave are kept, for a raw part as for a URL part, and none given
+is left out."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from tests.peers.a2a_agents import AgentSpec, AgentStats, agents_app
 from tests.peers.serving import ServedApp, free_port
 
 
-async def test_file_parts_keep_the_filename_given_and_show_none_when_none_was(
+async def test_file_parts_keep_the_media_type_and_filename_given_and_show_none_not_given(
     make_call: MakeCall,
 ) -> None:
     port = free_port()
@@ -34,4 +35,7 @@ async def test_file_parts_keep_the_filename_given_and_show_none_when_none_was(
             "filename": "report.pdf",
         },
         {"url": "https://files.example/x", "mediaType": "application/pdf"},
+        # No media type given: it said "mediaType": "".
+        {"raw": "YmxvYg=="},
+        {"url": "https://files.example/notes", "filename": "notes.txt"},
     ]

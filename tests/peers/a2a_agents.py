@@ -2,14 +2,14 @@
 
 Kinds: `echo` (completes with one data artifact of what it received), `fail` (task
 failed), `leak` (task failed, quoting the `X-Api-Key` its request carried: an agent
-echoing its key), `files` (completes with one artifact of four file parts: raw and by
-URL, each with and without a filename), `slow` (works `config.seconds`, default 3, or
-until `config.untilWorking` of its tasks have worked at once; counts cancellations, and
-answers a `tasks/cancel` `config.cancelSeconds` late: a peer slow to stop),
-`input` (asks for input), `reject` (rejects), `bare` (completes without an artifact). Each has
-its own card and skills. An agent with a `query` answers only requests whose query string
-carries it (a signed URL: `…/agents/<name>?sig=…`), the card's request included; others
-get 403.
+echoing its key), `files` (completes with one artifact of six file parts: raw and by
+URL, each with and without a filename, and each once without a media type), `slow` (works
+`config.seconds`, default 3, or until `config.untilWorking` of its tasks have worked at
+once; counts cancellations, and answers a `tasks/cancel` `config.cancelSeconds` late: a
+peer slow to stop), `input` (asks for input), `reject` (rejects), `bare` (completes
+without an artifact). Each has its own card and skills. An agent with a `query` answers
+only requests whose query string carries it (a signed URL: `…/agents/<name>?sig=…`), the
+card's request included; others get 403.
 """
 
 from __future__ import annotations
@@ -128,6 +128,8 @@ class PeerAgent(AgentExecutor):
                 new_raw_part(b"plain", media_type="text/plain"),
                 new_url_part("https://files.example/r.pdf", "application/pdf", "report.pdf"),
                 new_url_part("https://files.example/x", media_type="application/pdf"),
+                new_raw_part(b"blob"),
+                new_url_part("https://files.example/notes", filename="notes.txt"),
             ]
             await updater.add_artifact(parts, name="files")
             await updater.complete()
