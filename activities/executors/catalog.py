@@ -13,51 +13,39 @@ import contextlib
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from a2a.types.a2a_pb2 import AgentCard
 
-from activities.executors.a2a_errors import describe_a2a_error
-from activities.executors.agent_card import fetch_card
-from activities.executors.base import BUILTIN_PREFIX, describe_error
-from activities.executors.builtin import BUILTIN_KEYS
-from activities.executors.catalog_file import (
-    CatalogError,
-    CatalogFile,
-    McpServerSpec,
-    read_catalog_file,
+from activities.executors.catalog_discovery import (
+    agent_info,
+    discovery_client,
+    fetched_card,
+    initial_server,
+    listed_server,
+    shown_url,
 )
-from activities.executors.catalog_models import AgentInfo, ServerInfo, SkillInfo, ToolInfo
+from activities.executors.catalog_file import CatalogError, CatalogFile, read_catalog_file
+from activities.executors.catalog_keys import CatalogKeys, ExecutorRef
+from activities.executors.catalog_models import AgentInfo, ServerInfo
 from activities.executors.catalog_secrets import catalog_secrets, secrets_masked
 from activities.executors.catalog_source import CatalogSource
 from activities.executors.endpoint import Endpoint, split_userinfo
-from activities.executors.tls import default_tls
-from activities.executors.url_mask import masked_url, urls_masked
+from activities.executors.url_mask import urls_masked
 from temporal_workflows.definition import WorkflowSpec, iter_nodes_at
 from temporal_workflows.validation import Problem
 
 if TYPE_CHECKING:
     from activities.executors.sessions import McpSessions
 
-__all__ = ["Catalog", "CatalogError", "ExecutorRef", "load_catalog"]
+__all__ = ["Catalog", "CatalogError", "ExecutorRef", "load_catalog", "shown_url"]
 
 log = logging.getLogger(__name__)
+# Read at each refresh (a test shortens it).
 DISCOVERY_TIMEOUT_SECONDS = 10.0
-# Server ids an unknown key's message lists at most.
-SERVERS_NAMED = 10
-
-
-@dataclass(frozen=True)
-class ExecutorRef:
-    kind: Literal["builtin", "mcp", "a2a"]
-    key: str
-    server_id: str | None = None
-    tool_name: str | None = None
-    agent_name: str | None = None
 
 
 def load_catalog(
@@ -95,11 +83,13 @@ class Catalog:
         self._server_specs = {s.id: s for s in file.servers}
         self._agent_specs = {a.name: a for a in file.agents}
         self._agent_endpoints = {a.name: a.endpoint for a in file.agents}
-        self._servers = {s.id: _initial_server(s, file) for s in file.servers}
+        self._servers = {s.id: initial_server(s, file) for s in file.servers}
         self._agents = {
             a.name: AgentInfo(name=a.name, url=shown_url(file.written(a.url))) for a in file.agents
         }
         self._cards: dict[str, AgentCard] = {}
+        # Reads `_servers` as the refreshes replace its entries.
+        self._keys = CatalogKeys(self._servers, self._server_specs, self._agent_specs)
         self._http: httpx.AsyncClient | None = None
         self._loop: asyncio.Task[None] | None = None
         self._asked: asyncio.Future[None] | None = None
@@ -136,41 +126,7 @@ class Catalog:
 
     def resolution(self, key: str) -> ExecutorRef | str:
         """What a key names, or a message saying why it names nothing."""
-        if key.startswith("builtin:"):
-            if key in BUILTIN_KEYS:
-                return ExecutorRef(kind="builtin", key=key)
-            return f"{key!r} is not a built-in (known: {', '.join(sorted(BUILTIN_KEYS))})"
-        server_id, slash, tool = key.partition("/")
-        if slash and server_id in self._servers:
-            if self._offers(server_id, tool):
-                return ExecutorRef(kind="mcp", key=key, server_id=server_id, tool_name=tool)
-            info = self._servers[server_id]
-            if info.status == "down" and self._server_specs[server_id].tools is None:
-                # Nothing is known of what it offers: say why, not that it offers nothing.
-                return (
-                    f"MCP server {server_id!r} is down, so its tool {tool!r} cannot be"
-                    f" checked: {info.error}"
-                )
-            return f"MCP server {server_id!r} offers no tool {tool!r}"
-        servers = [sid for sid in self._servers if self._offers(sid, key)]
-        is_agent = key in self._agent_specs
-        if len(servers) + int(is_agent) > 1:
-            offered = [f"{sid}/{key}" for sid in servers] + (["the A2A agent"] if is_agent else [])
-            return f"{key!r} is ambiguous; write one of: {', '.join(offered)}"
-        if servers:
-            return ExecutorRef(kind="mcp", key=key, server_id=servers[0], tool_name=key)
-        if is_agent:
-            return ExecutorRef(kind="a2a", key=key, agent_name=key)
-        if slash:  # `server/tool` whose server is gone (a catalog changed since the save)
-            return f"no MCP server {server_id!r} in the executor catalog ({self._servers_said()})"
-        return f"{key!r} is not a built-in, an MCP tool or an A2A agent in the executor catalog"
-
-    def _servers_said(self) -> str:
-        ids = list(self._servers)
-        if not ids:
-            return "it has no MCP servers"
-        more = f" and {len(ids) - SERVERS_NAMED} more" if len(ids) > SERVERS_NAMED else ""
-        return f"its servers are {', '.join(map(repr, ids[:SERVERS_NAMED]))}{more}"
+        return self._keys.resolution(key)
 
     def unlisted_servers(self, key: str) -> list[str]:
         """Servers that could offer `key` but did not answer their last listing (down, or
@@ -180,12 +136,7 @@ class Catalog:
     def listing_servers(self, key: str) -> list[str]:
         """Servers that could offer `key` from their listing (they declare no tools),
         whatever they answered last: what they offer now may have changed since."""
-        if key.startswith(BUILTIN_PREFIX):
-            return []
-        server_id, slash, _ = key.partition("/")
-        # A `server/tool` key concerns that server only: none when it is not in the catalog.
-        ids = ([server_id] if server_id in self._servers else []) if slash else list(self._servers)
-        return [sid for sid in ids if self._server_specs[sid].tools is None]
+        return self._keys.listing_servers(key)
 
     async def current_resolution(self, key: str) -> ExecutorRef | str:
         """What a key names, asking the servers that could offer it again first when it
@@ -237,27 +188,7 @@ class Catalog:
     def unknown_executor_problems(self, spec: WorkflowSpec) -> list[Problem]:
         """One problem per step whose executorKey or a2aPool entry the catalog cannot
         resolve, naming the node by its path and name as the save-time rules do."""
-        problems: list[Problem] = []
-        for path, node in iter_nodes_at(spec.nodes):
-            where = f"{path} ({node.name!r})"
-            if node.executor_key is not None:
-                found = self.resolution(node.executor_key)
-                if isinstance(found, str):
-                    problems.append(Problem(where, f"unknown executorKey: {found}"))
-            unknown = [a for a in node.a2a_pool if not self.is_known_agent(a)]
-            if unknown:
-                problems.append(
-                    Problem(
-                        where,
-                        f"unresolvable a2aPool agent(s) {', '.join(map(repr, unknown))}; "
-                        "each entry must be an A2A agent in the executor catalog",
-                    )
-                )
-        return problems
-
-    def _offers(self, server_id: str, tool_name: str) -> bool:
-        # Resolved on every step: a scan, not a set built per call (1.3% of the worker's CPU).
-        return any(t.name == tool_name for t in self._servers[server_id].tools)
+        return self._keys.unknown_executor_problems(spec)
 
     # --- live state ---
 
@@ -280,7 +211,7 @@ class Catalog:
     def remember_card(self, name: str, card: AgentCard) -> None:
         """Keep a card an executor fetched, so the pool picker and skill matching see it."""
         self._cards[name] = card
-        self._agents[name] = _agent_info(self._agents[name], card)
+        self._agents[name] = agent_info(self._agents[name], card)
 
     def servers(self) -> list[ServerInfo]:
         return list(self._servers.values())
@@ -332,98 +263,26 @@ class Catalog:
                 log.exception("executor catalog refresh failed")
 
     async def _refresh_server(self, server_id: str) -> None:
-        spec = self._server_specs[server_id]
         session = self.sessions.get(server_id)
-        info = self._servers[server_id]
-        now = datetime.now(UTC)
-        try:
-            async with asyncio.timeout(DISCOVERY_TIMEOUT_SECONDS):
-                listed = await session.tools(refresh=True)
-        except Exception as exc:
-            await session.reset()
-            error = self.redacted(describe_error(exc))
-            if isinstance(exc, TimeoutError) and error == "TimeoutError":
-                error = f"TimeoutError: no tool listing within {DISCOVERY_TIMEOUT_SECONDS:g} s"
-            self._servers[server_id] = info.model_copy(
-                update={"status": "down", "error": error, "checked_at": now}
-            )
-            return
-        tools = [
-            ToolInfo(name=t.name, description=t.description, input_schema=dict(t.input_schema))
-            for t in listed.values()
-            if spec.tools is None or t.name in spec.tools
-        ]
-        if spec.tools is not None:  # declared tools stay resolvable even if the server lost one
-            seen = {t.name for t in tools}
-            tools += [ToolInfo(name=n) for n in spec.tools if n not in seen]
-        self._servers[server_id] = info.model_copy(
-            update={"status": "up", "error": None, "tools": tools, "checked_at": now}
+        self._servers[server_id] = await listed_server(
+            self._servers[server_id],
+            self._server_specs[server_id],
+            session,
+            DISCOVERY_TIMEOUT_SECONDS,
+            self.redacted,
         )
 
     async def _refresh_agent(self, name: str) -> None:
         if self._http is None:
-            # No connection kept between refreshes: an agent closes an idle one within
-            # seconds, and a kept one sat half-closed (CLOSE-WAIT) for the whole interval.
-            self._http = httpx.AsyncClient(
-                timeout=DISCOVERY_TIMEOUT_SECONDS,
-                verify=default_tls(),
-                limits=httpx.Limits(max_keepalive_connections=0),
-            )
+            self._http = discovery_client(DISCOVERY_TIMEOUT_SECONDS)
         now = datetime.now(UTC)
-        try:
-            endpoint = self.agent_endpoint(name)
-            # Its own client, acting for nobody: the card's URL is the catalog's, and
-            # redirects are not followed, so the catalog's headers go with the request.
-            kwargs: dict[str, object] = {"headers": dict(endpoint.headers)}
-            card = await fetch_card(self._http, endpoint.url, kwargs)
-        except Exception as exc:
-            error = self.redacted(describe_a2a_error(exc))
+        found = await fetched_card(self.agent_endpoint(name), self._http, self.redacted)
+        if isinstance(found, str):
             self._agents[name] = self._agents[name].model_copy(
-                update={"status": "down", "error": error, "checked_at": now}
+                update={"status": "down", "error": found, "checked_at": now}
             )
             return
-        self._cards[name] = card
-        self._agents[name] = _agent_info(self._agents[name], card).model_copy(
+        self._cards[name] = found
+        self._agents[name] = agent_info(self._agents[name], found).model_copy(
             update={"checked_at": now}
         )
-
-
-def _initial_server(spec: McpServerSpec, file: CatalogFile) -> ServerInfo:
-    return ServerInfo(
-        id=spec.id,
-        transport="streamable-http" if spec.url else "stdio",
-        url=shown_url(file.written(spec.url)) if spec.url else None,
-        command=file.written_command(spec),
-        tools_source="static" if spec.tools is not None else "discovered",
-        tools=[ToolInfo(name=n) for n in spec.tools or ()],
-    )
-
-
-def _agent_info(info: AgentInfo, card: AgentCard) -> AgentInfo:
-    skills = [
-        SkillInfo(
-            id=s.id,
-            name=s.name,
-            description=s.description,
-            tags=list(s.tags),
-            examples=list(s.examples),
-        )
-        for s in card.skills
-    ]
-    return info.model_copy(
-        update={
-            "status": "up",
-            "error": None,
-            "card_name": card.name,
-            "description": card.description,
-            "version": card.version,
-            "streaming": card.capabilities.streaming,
-            "skills": skills,
-        }
-    )
-
-
-def shown_url(url: str) -> str:
-    """A URL as the catalog routes show it: a password and the query values written into
-    it are masked (any may be a token), as `builtin:http` shows its URL."""
-    return masked_url(url)
