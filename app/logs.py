@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -14,58 +13,10 @@ from typing import Any, TextIO
 from opentelemetry import trace
 
 from activities.run_log import FIELDS, current_run_fields
+from activities.secret_text import scrub_request_path, scrub_secrets
 from temporal_workflows.contracts import WORKFLOW_TYPE
 
-# What may carry a secret in a line, masked whatever logged it (a driver, a library, us).
-_SECRETS = (
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 ***"),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"), "***"),
-    # A password, with a user name or without one (`redis://:s3cret@host`).
-    (re.compile(r"(://[^/\s:@]*:)[^@\s/]+@"), r"\1***@"),
-    # A user name written alone is the credential (`https://TOKEN@github.com/…`).
-    (re.compile(r"://[^/\s:@?#]+@"), "://***@"),
-    (
-        re.compile(
-            r"(?i)((?:access_?token|token|api_?key|apikey|secret|password|passwd|"
-            r"authorization|client_secret)[\"']?\s*[=:]\s*[\"']?)[^\s&\"',;}]+"
-        ),
-        r"\1***",
-    ),
-)
-# Every pattern above needs one of these in its match (case-folded, as `(?i)` compares), so
-# a line with none of them is left as it is: looking for them costs ~1 µs, the patterns ~25.
-_CLUES = ("bearer", "basic", "eyj", "://", "token", "key", "secret", "passw", "authorization")
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
-
-# A request's path and query as uvicorn logs them stay percent-encoded (and it encodes a
-# path's `=` as %3D itself), so there a name, its `=` or the space after `Bearer` may be
-# escaped: `?%74oken=…`, `/hooks/token%3D…`, `access%5Ftoken=…`.
-_SECRET_NAMES = (
-    "access_token", "accesstoken", "token", "api_key", "apikey", "secret", "password",
-    "passwd", "authorization", "client_secret",
-)  # fmt: skip
-
-
-def _escapable(word: str) -> str:
-    """A pattern for `word` with any of its characters possibly percent-encoded."""
-    spelled = []
-    for char in word:
-        codes = {f"%{ord(c):02x}" for c in (char.lower(), char.upper())}
-        spelled.append("(?:" + "|".join([re.escape(char), *sorted(codes)]) + ")")
-    return "".join(spelled)
-
-
-_ENCODED_SECRETS = (
-    (re.compile(r"(?i)((?:bearer|basic)(?:%20|\+)+)[^\s/&;?#]+"), r"\1***"),
-    (
-        re.compile(
-            "(?i)((?:"
-            + "|".join(_escapable(name) for name in _SECRET_NAMES)
-            + r")(?:=|%3d|:|%3a))[^\s/&;?#]+"
-        ),
-        r"\1***",
-    ),
-)
 
 
 # Libraries whose INFO lines are per request: kept to WARNING and above.
@@ -82,25 +33,6 @@ CHATTY_LOGGERS = (
 # Extras that are only for a terminal: uvicorn's `color_message` is its message with ANSI
 # colour codes.
 _TERMINAL_ONLY = frozenset({"color_message"})
-
-
-def scrub_secrets(text: str) -> str:
-    """`text` with tokens, keys and URL passwords masked."""
-    folded = text.casefold()
-    if not any(clue in folded for clue in _CLUES):
-        return text
-    for pattern, replacement in _SECRETS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def scrub_request_path(path: str) -> str:
-    """A request's path and query as the access log shows them, with secrets masked: also
-    those whose name or separator is percent-encoded."""
-    if "%" in path or "+" in path:
-        for pattern, replacement in _ENCODED_SECRETS:
-            path = pattern.sub(replacement, path)
-    return scrub_secrets(path)
 
 
 def _message(record: logging.LogRecord) -> str:

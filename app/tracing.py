@@ -21,7 +21,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from app.logs import scrub_request_path
+from activities.secret_text import scrub_request_path
 
 if TYPE_CHECKING:  # neither is loaded where it is not used: a worker serves no FastAPI app
     from fastapi.telemetry import TelemetryConfig

@@ -10,7 +10,6 @@ the user's data and is never masked.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, unquote
 
@@ -18,11 +17,7 @@ from activities.executors.catalog_env import variables_in
 from activities.executors.catalog_file import MIN_SECRET_CHARS, CatalogFile
 from activities.executors.endpoint import split_userinfo
 from activities.executors.url_mask import MASK, password_of, user_only_of
-
-# Header names that carry a credential, whatever else they are called around it.
-_CREDENTIAL_HEADER = re.compile(
-    r"(?i)auth|token|key|secret|passw|cookie|session|signature|credential"
-)
+from activities.secret_text import CREDENTIAL_HEADER
 
 
 def catalog_secrets(file: CatalogFile, environ: Mapping[str, str]) -> list[str]:
@@ -61,7 +56,7 @@ def _header_secrets(
     masking them would garble every message that names them."""
     values: set[str] = set()
     for name, value in headers.items():
-        if _CREDENTIAL_HEADER.search(name):
+        if CREDENTIAL_HEADER.search(name):
             values.add(value)
             scheme, space, credential = value.partition(" ")
             if space and scheme.isalpha():  # `Bearer <token>`: the token may be quoted alone

@@ -1,6 +1,6 @@
 """A URL as an error message, a log line or an answer may show it: where it went, never
-what it carried. One place for the platform's URL masks (app/redaction.py and the
-catalog's routes use them too).
+what it carried. One place for the platform's URL masks (app/redaction.py, the catalog's
+routes and the log and span masks of activities/secret_text.py use them too).
 
 A `builtin:http` step's error is kept in the run's record, its events and Temporal's
 history; a token in the URL's query string (or a password in its user info, or a user
@@ -67,6 +67,14 @@ def urls_masked(text: str) -> str:
     return _QUOTED_URL.sub(lambda found: masked_url(found.group()), text) if "://" in text else text
 
 
+def quoted_urls_userinfo_masked(text: str) -> str:
+    """`text` with the user info of every URL quoted in it masked (its password, or a user
+    name written alone), the rest of each URL as written: a log line's URLs say where."""
+    if "://" not in text:
+        return text
+    return _QUOTED_URL.sub(lambda found: userinfo_masked(found.group()), text)
+
+
 def _userinfo(url: str) -> tuple[str, str, str] | None:
     """`url`'s scheme, user info and what follows its `@`; None when it has no user info."""
     scheme, sep, rest = url.partition("://")
@@ -74,7 +82,20 @@ def _userinfo(url: str) -> tuple[str, str, str] | None:
         return None
     end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
     userinfo, at, hosts = rest[:end].rpartition("@")
+    if not at and _password_goes_on(rest[:end]):
+        # `mongodb://user:Pa55/w0rd@host/db`: a password pasted unescaped may hold a `/`
+        # (`openssl rand -base64` makes them); its user info ends at the last `@` before
+        # the query, not at the `/`. Over-masking such a URL's path is the lesser harm.
+        end = min((i for i in map(rest.find, "?#") if i >= 0), default=len(rest))
+        userinfo, at, hosts = rest[:end].rpartition("@")
     return (scheme, userinfo, hosts + rest[end:]) if at else None
+
+
+def _password_goes_on(authority: str) -> bool:
+    """True when `authority` (up to the first `/`) reads `user:<start of a password>`,
+    not `host:port` or an IPv6 literal."""
+    _user, colon, after = authority.partition(":")
+    return bool(colon and after and not after.isdigit() and not authority.startswith("["))
 
 
 def _masked_query(query: str) -> str:

@@ -83,6 +83,21 @@ def test_setup_never_prints_the_store_password(
     assert "s3cr3t" not in result.stdout + result.stderr
 
 
+def test_setup_never_prints_a_store_password_holding_a_slash(
+    bare_cluster: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    # Compose pastes MONGO_PASSWORD into the URL unescaped; `openssl rand -base64` makes `/`.
+    address = bare_cluster.client.service_client.config.target_host
+    url = "mongodb://trellis:Pa55/w0rd@127.0.0.1:9/trellis"
+    env = trellis_env(
+        tmp_path, TRELLIS_TEMPORAL_ADDRESS=address, TRELLIS_STORE_URL=url, TRELLIS_LOG_FORMAT="json"
+    )
+    result = run_trellis(["setup", "--wait", "5"], env, timeout=60)
+    assert result.returncode == 1
+    assert "preparing the store mongodb://trellis:***@127.0.0.1:9/trellis" in result.stderr
+    assert "Pa55" not in result.stdout + result.stderr
+
+
 def test_setup_on_an_unreachable_cluster_exits_1_with_one_line(tmp_path: Path) -> None:
     # The Temporal SDK's core could crash the interpreter's exit after a failed connect
     # (SIGABRT/SIGSEGV), more often on a busy machine: four at once, five times, so a

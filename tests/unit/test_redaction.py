@@ -22,6 +22,15 @@ from app.redaction import redacted_url, scrub
         ),
         # A user name written alone may be the credential (a token): masked in any URL.
         ("mongodb://user-only@db/x", "mongodb://***@db/x"),
+        # A password pasted unescaped may hold a `/` (found by an audit: shown in clear).
+        (
+            "mongodb://trellis:Pa55/w0rd@127.0.0.1:18198/trellis",
+            "mongodb://trellis:***@127.0.0.1:18198/trellis",
+        ),
+        ("mongodb://u:a/b/c@h/db?authSource=admin", "mongodb://u:***@h/db?authSource=admin"),
+        # A port is no password, and a path may hold an `@`.
+        ("https://host:8080/users/@me", "https://host:8080/users/@me"),
+        ("https://github.com/o/r@v1", "https://github.com/o/r@v1"),
         ("mongodb://db:27017/trellis", "mongodb://db:27017/trellis"),
         ("sqlite:////data/trellis.db", "sqlite:////data/trellis.db"),
     ],
@@ -34,6 +43,12 @@ def test_a_message_quoting_the_password_is_scrubbed() -> None:
     url = "mongodb://u:p%40ss@db/x"
     message = "auth failed for u with p@ss at mongodb://u:p%40ss@db/x"
     assert scrub(message, url) == "auth failed for u with *** at mongodb://u:***@db/x"
+
+
+def test_a_message_quoting_a_password_holding_a_slash_is_scrubbed() -> None:
+    url = "mongodb://trellis:Pa55/w0rd@db/x"
+    message = f"Port must be an integer: {url}"
+    assert scrub(message, url) == "Port must be an integer: mongodb://trellis:***@db/x"
 
 
 def test_a_message_quoting_a_user_name_written_alone_is_scrubbed() -> None:
