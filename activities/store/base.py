@@ -38,6 +38,11 @@ class StoreUnavailable(StoreError):
     503 `database_error`: the same request may succeed in a moment."""
 
 
+class StoreUrlInvalid(StoreError):
+    """The store URL cannot be used as written (its driver refused to parse it): a setting
+    to correct, not a store to wait for."""
+
+
 class DuplicateNameError(StoreError):
     """Another workflow already has this name; mapped to 409 `duplicate_entry`."""
 

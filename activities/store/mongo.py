@@ -17,7 +17,12 @@ import bson
 from bson.errors import BSONError
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
+from pymongo.errors import (
+    ConfigurationError,
+    ConnectionFailure,
+    DuplicateKeyError,
+    PyMongoError,
+)
 
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import (
@@ -26,6 +31,7 @@ from activities.store.base import (
     ReadTooLarge,
     StoreError,
     StoreUnavailable,
+    StoreUrlInvalid,
     Viewer,
 )
 from activities.store.documents import (
@@ -137,10 +143,8 @@ class MongoStore:
     async def connect(self) -> None:
         """Create the client and every index (idempotent; `trellis setup` calls it too)."""
         try:
+            self._client = self._new_client()
             with _errors():
-                self._client = self._client_class(
-                    self.url, serverSelectionTimeoutMS=self._timeout_ms
-                )
                 for collection, keys, options in _INDEXES:
                     await self._db()[collection].create_index(keys, **options)
                 # Workflows from before ACLs belong to the dev-mode caller, the only one.
@@ -152,6 +156,15 @@ class MongoStore:
         except StoreError:
             await self.close()
             raise
+
+    def _new_client(self) -> Any:
+        """The driver's client; StoreUrlInvalid when it cannot parse the URL (an unescaped
+        `/` or `@` in the password, a port that is no number, an unknown option): PyMongo
+        says so with a ValueError or a ConfigurationError (InvalidURI is one)."""
+        try:
+            return self._client_class(self.url, serverSelectionTimeoutMS=self._timeout_ms)
+        except (ValueError, ConfigurationError) as exc:
+            raise StoreUrlInvalid(f"not a MongoDB URL PyMongo can use: {exc}") from exc
 
     async def _fold_unfolded_workflows(self) -> None:
         """Workflows saved before search compared folded text get it (search_text.py)."""

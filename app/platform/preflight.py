@@ -146,10 +146,14 @@ async def check_store_reachable(settings: Settings) -> None:
 
 def store_unreachable(settings: Settings, exc: Exception) -> str:
     """One line naming the store (its password masked), its setting and why it failed."""
+    from activities.store.base import StoreUrlInvalid
     from app.redaction import redacted_url, scrub
 
     url = settings.resolved_store_url
     reason = scrub(" ".join(str(exc).split()), url) or type(exc).__name__
+    if isinstance(exc, StoreUrlInvalid):
+        # The setting's fault, as an unsupported URL is (check_store): no store to reach.
+        return f"{_store_setting(settings)}: {redacted_url(url)}: {reason}"
     return f"cannot reach the store at {redacted_url(url)} ({_store_setting(settings)}): {reason}"
 
 

@@ -247,6 +247,23 @@ def test_a_store_url_trellis_cannot_use_is_one_line_without_its_password(
     ]
 
 
+@pytest.mark.parametrize("command", ["api", "worker"])
+def test_a_mongodb_url_its_driver_cannot_parse_is_one_line_naming_the_setting(
+    tmp_path: Path, command: str
+) -> None:
+    # A password pasted unescaped holding a `/`: PyMongo's ValueError was a 40-line traceback.
+    url = f"mongodb://trellis:Pa55/w0rd@127.0.0.1:{free_port()}/trellis"
+    env = trellis_env(tmp_path / "data", TRELLIS_STORE_URL=url)
+    result = run_trellis([command], env)
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"trellis {command}: --store-url / TRELLIS_STORE_URL: mongodb://trellis:***@127.0.0.1:"
+    )
+    assert "not a MongoDB URL PyMongo can use: Port contains non-digit characters" in line
+    assert "Pa55" not in result.stderr + result.stdout
+
+
 @pytest.mark.parametrize("command", ["dev", "worker"])
 def test_a_data_dir_that_cannot_be_created_is_one_line_naming_it(
     tmp_path: Path, command: str
