@@ -16,12 +16,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from opentelemetry import trace
-from opentelemetry.context import Context
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from activities.secret_text import scrub_request_path
+from app.span_secrets import SecretsMasked
 
 if TYPE_CHECKING:  # neither is loaded where it is not used: a worker serves no FastAPI app
     from fastapi.telemetry import TelemetryConfig
@@ -82,25 +81,10 @@ def tracer_provider_from_env(
     endpoint = environ.get(ENDPOINTS[0], "").strip()
     if not endpoint:
         endpoint = f"{environ[ENDPOINTS[1]].strip().rstrip('/')}/v1/traces"
-    provider.add_span_processor(SecretsMasked())
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    # Masked on the way out, as a log line is: no secret in a span (app/span_secrets.py).
+    exporter = SecretsMasked(OTLPSpanExporter(endpoint=endpoint))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
-
-
-# Span attributes that carry what a caller typed into a URL.
-URL_ATTRIBUTES = ("url.query", "url.full", "http.target", "http.url")
-
-
-class SecretsMasked(SpanProcessor):
-    """A caller's `?access_token=…` (or a key, a password) masked in a span's URL attributes
-    as in the access log (app/logs.py), percent-encoded too: a span is as readable as a log
-    line."""
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        for key in URL_ATTRIBUTES:
-            value = (span.attributes or {}).get(key)
-            if isinstance(value, str) and (clean := scrub_request_path(value)) != value:
-                span.set_attribute(key, clean)
 
 
 def check_tracing_settings(environ: Mapping[str, str] = os.environ) -> None:

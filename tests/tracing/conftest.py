@@ -17,6 +17,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.tracing import TRACER_NAME
+from app.span_secrets import SecretsMasked
 from app.tracing import temporal_interceptors
 from tests.peers.catalog import Peers
 from tests.support.platform import Platform, executor_registry, running_platform
@@ -63,7 +64,8 @@ async def traced(
 ) -> AsyncIterator[Traced]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    # Masked on the way out, as a process's provider exports (app/tracing.py).
+    provider.add_span_processor(SimpleSpanProcessor(SecretsMasked(exporter)))
     try:
         async with peer_platform(temporal_env, tmp_path, peers, provider) as platform:
             yield Traced(platform, provider, exporter)
