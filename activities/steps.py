@@ -139,7 +139,12 @@ class StepActivities:
                 await record.finish("cancelled", "node_cancelled", error="cancelled")
             raise
         except PermanentError as exc:
-            log.warning("step %r failed for good: %s", step.node_name, exc)
+            log.warning(
+                "step %r attempt %d failed for good (not retried): %s",
+                step.node_name,
+                attempt,
+                exc,
+            )
             await record.finish("running", None, error=str(exc), resolved_executor=called_by(exc))
             raise _said(str(exc), type=PERMANENT_ERROR_TYPE, non_retryable=True) from None
         except Exception as exc:

@@ -111,6 +111,18 @@ async def test_a_permanent_error_is_not_retried(platform: Platform) -> None:
     assert platform.peer.calls["status-422"] == 1
 
 
+async def test_a_permanent_failure_is_logged_with_its_attempt_and_as_final(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    # It said `step 'bad' failed for good: …`, without the attempt docs/operations.md names.
+    caplog.set_level(logging.INFO)
+    url = f"{platform.peer_url}/status/422"
+    run = await platform.run({"nodes": [http_step("bad", url, stepConfig=retries(3))]})
+    assert run["status"] == "failed"
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step 'bad'")]
+    assert line.startswith("step 'bad' attempt 1 failed for good (not retried): "), line
+
+
 async def test_a_step_over_its_timeout_fails_the_attempt(platform: Platform) -> None:
     run = await platform.run(
         {
