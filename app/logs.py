@@ -179,6 +179,11 @@ def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | N
     _temporal_fields_on_extra()
 
 
+def json_lines() -> bool:
+    """True when the root logger writes JSON lines (`TRELLIS_LOG_FORMAT=json`)."""
+    return any(isinstance(h.formatter, JsonFormatter) for h in logging.getLogger().handlers)
+
+
 def _temporal_fields_on_extra() -> None:
     """Temporal's loggers: workflow and activity details as fields, not appended text."""
     from temporalio import activity, workflow

@@ -117,11 +117,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             click.echo(f"trellis {command}: {line}", err=True)
         return 2
     except StartupFailure as exc:
-        click.echo(f"trellis {command}: {exc}", err=True)
+        _say_fatal(f"trellis {command}: {exc}")
         if argv is None:  # the `trellis` process itself, not a caller in this process
             _exit_without_finalizing(1)
         return 1
     return result if isinstance(result, int) else 0
+
+
+def _say_fatal(line: str) -> None:
+    """The line a command that cannot start ends with: a log line (ERROR) when this process
+    writes JSON lines, so a log shipper reads it as it reads the warnings before it; else
+    plain text. (Logging is set up only by a command that got as far as its settings.)"""
+    logs = sys.modules.get("app.logs")
+    if logs is not None and logs.json_lines():
+        logging.getLogger("trellis.startup").error("%s", line)
+    else:
+        click.echo(line, err=True)
 
 
 def _exit_without_finalizing(code: int) -> None:

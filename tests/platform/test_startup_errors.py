@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -307,3 +308,22 @@ def test_an_api_whose_mongodb_does_not_answer_says_so_without_its_password(tmp_p
     )
     assert "(--store-url / TRELLIS_STORE_URL): MongoDB store unavailable" in line
     assert "s3cret-pw" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("command", [["worker"], ["setup", "--wait", "0"]])
+def test_under_json_logs_the_fatal_line_is_json_too(tmp_path: Path, command: list[str]) -> None:
+    # The warnings before it were JSON, the line saying why it stopped was plain text.
+    env = trellis_env(
+        tmp_path / "data",
+        TRELLIS_LOG_FORMAT="json",
+        TRELLIS_TEMPORAL_ADDRESS="127.0.0.1:1",
+        TRELLIS_NO_SUCH_THING="1",  # a warning before it
+    )
+    result = run_trellis(command, env)
+    assert result.returncode == 1
+    warning, fatal = (json.loads(line) for line in result.stderr.splitlines())
+    assert warning["level"] == "WARNING"
+    assert fatal["level"] == "ERROR" and fatal["logger"] == "trellis.startup"
+    assert fatal["message"].startswith(
+        f"trellis {command[0]}: cannot reach Temporal at 127.0.0.1:1"
+    )
