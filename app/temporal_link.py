@@ -18,7 +18,7 @@ from app.redaction import describe
 from app.settings import Settings
 from app.setup import missing_search_attributes, search_attributes_missing
 from app.temporal import connect_temporal
-from app.temporal_outage import outage_cause
+from app.temporal_outage import CLIENT_TIMEOUT, outage_cause
 
 log = logging.getLogger("trellis.temporal")
 HEALTH_TIMEOUT = timedelta(seconds=2)
@@ -103,16 +103,31 @@ async def _check_health(client: Client) -> bool:
     (the server closed an aged connection, say: "transport error", "operation was
     canceled"). Each retry waits a little first: asked at once, the check can go out on
     the connection that just died before the client has seen it go (seen once in CI, on a
-    loaded machine). The last failure, or a check that ran out of time, is the answer."""
+    loaded machine). The last failure, or a check that ran out of time, is the answer.
+
+    All the asks share HEALTH_TIMEOUT: a Temporal that hangs (SIGSTOPped, a stalled
+    network) was asked three times, 2 s each, since the SDK reports its own timeout as
+    CANCELLED "Timeout expired", which read as a lost connection (/readyz took ~6.3 s)."""
+    deadline = time.monotonic() + HEALTH_TIMEOUT.total_seconds()
     for pause in HEALTH_RETRY_PAUSES:
         try:
-            return await client.service_client.check_health(timeout=HEALTH_TIMEOUT)
+            return await client.service_client.check_health(timeout=_left(deadline))
         except RPCError as exc:
-            if exc.status == RPCStatusCode.DEADLINE_EXCEEDED:
+            if _timed_out(exc) or time.monotonic() + pause >= deadline:
                 raise
             log.info("Temporal health check lost (%s); asking again", describe(exc))
         await asyncio.sleep(pause)
-    return await client.service_client.check_health(timeout=HEALTH_TIMEOUT)
+    return await client.service_client.check_health(timeout=_left(deadline))
+
+
+def _timed_out(exc: RPCError) -> bool:
+    return exc.status == RPCStatusCode.DEADLINE_EXCEEDED or (
+        exc.status == RPCStatusCode.CANCELLED and exc.message == CLIENT_TIMEOUT
+    )
+
+
+def _left(deadline: float) -> timedelta:
+    return timedelta(seconds=max(deadline - time.monotonic(), 0.01))
 
 
 async def _namespace_missing(client: Client) -> bool:

@@ -4,7 +4,10 @@ and says whether a worker polls the task queue."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sqlite3
+import time
 import uuid
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -144,6 +147,35 @@ class TestReadyz:
         message = f"Temporal at {address} is unreachable"
         assert response.json()["error"]["message"] == f"Not ready: temporal: {message}"
         assert response.json()["error"]["details"] == [{"path": "temporal", "message": message}]
+
+    async def test_a_hung_temporal_is_503_within_the_checks_2_s(
+        self,
+        settings: Settings,
+        store: Store,
+        catalog: Catalog,
+        tmp_path: Path,
+        processes: Processes,
+    ) -> None:
+        # SIGSTOPped: the SDK's own timeout (CANCELLED "Timeout expired") read as a lost
+        # connection, so the check was asked three times, 2 s each (/readyz took ~6.3 s).
+        port = free_port()
+        address = f"127.0.0.1:{port}"
+        temporal = start_temporal(processes, port, tmp_path / "temporal.db")
+        await wait_for_temporal(Settings(temporal_address=address), within=60)
+        async with api_client(settings, store, catalog, await Client.connect(address)) as http:
+            assert (await http.get("/readyz")).status_code == 200
+            os.kill(temporal.pid, signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                response = await http.get("/readyz", timeout=30)
+                took = time.monotonic() - started
+            finally:
+                os.kill(temporal.pid, signal.SIGCONT)
+        assert_error(response, 503, "service_unavailable", "temporal")
+        assert response.json()["error"]["details"] == [
+            {"path": "temporal", "message": f"Temporal at {address} is unreachable"}
+        ]
+        assert took < 3.0, took
 
     async def test_a_namespace_the_cluster_lacks_is_503_naming_it(
         self, settings: Settings, store: Store, catalog: Catalog, temporal_env: WorkflowEnvironment
