@@ -87,6 +87,9 @@ def preflight(settings: Settings) -> None:
             "--api-port / TRELLIS_API_PORT": settings.api_port,
             "--temporal-port / TRELLIS_TEMPORAL_PORT": settings.temporal_port if embedded else None,
             "--ui-port / TRELLIS_UI_PORT": settings.ui_port if embedded else None,
+            "--temporal-http-api-port / TRELLIS_TEMPORAL_HTTP_API_PORT": (
+                settings.temporal_http_api_port if embedded else None
+            ),
             "--temporal-metrics-port / TRELLIS_TEMPORAL_METRICS_PORT": (
                 settings.temporal_metrics_port if embedded else None
             ),
@@ -103,6 +106,12 @@ def preflight(settings: Settings) -> None:
         )
         ensure_port_free(
             "127.0.0.1", settings.ui_port, "Temporal Web UI", "--ui-port / TRELLIS_UI_PORT"
+        )
+        ensure_port_free(
+            "127.0.0.1",
+            settings.temporal_http_api_port,
+            "Temporal HTTP API",
+            "--temporal-http-api-port / TRELLIS_TEMPORAL_HTTP_API_PORT",
         )
         if settings.temporal_metrics_port is not None:
             ensure_port_free(

@@ -49,6 +49,7 @@ def dev_server_child(settings: Settings) -> Child:
         namespace=settings.temporal_namespace,
         log_format=settings.log_format,
         metrics_port=settings.temporal_metrics_port,
+        http_port=settings.temporal_http_api_port,
     )
     # Its banner (stdout) is text whatever the format; `trellis dev` prints the same
     # addresses itself once ready, so a JSON log stream drops it.

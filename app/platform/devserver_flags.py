@@ -40,6 +40,7 @@ def dev_server_command(
     namespace: str,
     log_format: str = "text",
     metrics_port: int | None = None,
+    http_port: int | None = None,
 ) -> list[str]:
     """The full `temporal server start-dev` command line; with `log_format` "json" its log
     lines are JSON objects too (TRELLIS_LOG_FORMAT: one format for the whole platform)."""
@@ -58,6 +59,8 @@ def dev_server_command(
         cmd += ["--log-format", "json"]
     if metrics_port is not None:
         cmd += ["--metrics-port", str(metrics_port)]
+    if http_port is not None:  # else a free port the dev server picks
+        cmd += ["--http-port", str(http_port)]
     if namespace != "default":
         cmd += ["--namespace", namespace]
     if db_file is not None:

@@ -30,6 +30,7 @@ def trellis_env(data_dir: Path, **extra: str) -> dict[str, str]:
         TRELLIS_API_PORT=str(free_port()),
         TRELLIS_TEMPORAL_PORT=str(free_port()),
         TRELLIS_UI_PORT=str(free_port()),
+        TRELLIS_TEMPORAL_HTTP_API_PORT=str(free_port()),
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)

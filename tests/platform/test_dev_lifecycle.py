@@ -35,6 +35,15 @@ class FirstRun:
     children: dict[str, int]
     exit_code: int
     stop_seconds: float
+    http_api: int | str  # the dev server's HTTP API at TRELLIS_TEMPORAL_HTTP_API_PORT
+
+
+def _http_api(port: str) -> int | str:
+    """What Temporal's HTTP API at `port` answers a namespace list with."""
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/api/v1/namespaces", timeout=5).status_code
+    except httpx.HTTPError as exc:
+        return repr(exc)
 
 
 async def _park_workflow(address: str) -> str:
@@ -58,6 +67,7 @@ def first_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FirstRun]:
         created = httpx.post(f"{dev.api_url}/api/v1/workflows", json=WORKFLOW)
         assert created.status_code == 201, created.text
         parked = asyncio.run(_park_workflow(dev.temporal_address))
+        http_api = _http_api(env["TRELLIS_TEMPORAL_HTTP_API_PORT"])
         began = time.monotonic()
         code = dev.stop(signal.SIGTERM)
         yield FirstRun(
@@ -69,6 +79,7 @@ def first_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FirstRun]:
             children,
             code,
             time.monotonic() - began,
+            http_api,
         )
     finally:
         dev.kill_everything()
@@ -91,6 +102,11 @@ def test_dev_prints_the_api_docs_and_web_ui_urls(first_run: FirstRun) -> None:
     assert f"http://127.0.0.1:{env['TRELLIS_API_PORT']}/docs" in first_run.dev.output
     assert f"http://127.0.0.1:{env['TRELLIS_API_PORT']}/console/" in first_run.dev.output
     assert f"http://127.0.0.1:{env['TRELLIS_UI_PORT']}" in first_run.dev.output
+
+
+def test_the_dev_servers_http_api_is_on_its_configured_port(first_run: FirstRun) -> None:
+    # It was a free port the dev server picked at each start: nothing could name it.
+    assert first_run.http_api == 200
 
 
 def test_dev_supervises_temporal_worker_and_api(first_run: FirstRun) -> None:
