@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Protocol
 
 from activities.store.access import Grant, WorkflowAccess
 from activities.store.records import (
     EndedRunsDeleted,
+    FiringRefsDeleted,
     GatedRun,
     NodeRunRecord,
     RunHeader,
@@ -24,6 +26,20 @@ from activities.store.records import (
 # The reference that keeps a large payload for good (no run id is empty): one put for no
 # run, or kept from before runs' references were recorded.
 KEPT = ""
+
+
+class PayloadHolder(StrEnum):
+    """What a large payload's reference is from, which says how long it keeps it."""
+
+    # A run's workflow (its id is the run id): until the run is deleted.
+    RUN = "run"
+    # A schedule's own action argument (the id of the workflow it starts, no run): until the
+    # schedule is deleted (`end_schedule_payloads`).
+    SCHEDULE = "schedule"
+    # A schedule's firing (its trigger workflow, no run): until it is surely over
+    # (`delete_firing_payloads`).
+    FIRING = "firing"
+
 
 # The principals a list is filtered for (`user:alice`, `role:ops`); None: everything.
 Viewer = frozenset[str] | None
@@ -284,9 +300,17 @@ class Store(Protocol):
         ...
 
     # -- large payloads (claim check) ----------------------------------------
-    async def put_payload(self, key: str, data: bytes, run_id: str | None = None) -> None:
+    async def put_payload(
+        self,
+        key: str,
+        data: bytes,
+        run_id: str | None = None,
+        holder: PayloadHolder = PayloadHolder.RUN,
+    ) -> None:
         """Keep a Temporal payload too large for history under its content key (idempotent),
-        with a reference from the run whose history carries it, in one write.
+        with a reference from the run whose history carries it, in one write (`holder`: from
+        a schedule or a firing instead, `run_id` its workflow's id; a repeat renews the time
+        it was made).
 
         A payload goes when the last run referring to it is deleted (`delete_ended_runs`,
         `delete_workflow`, `delete_unstarted_run`), in that delete's write; a put of the
@@ -297,3 +321,11 @@ class Store(Protocol):
 
     async def get_payload(self, key: str) -> bytes | None:
         """A payload kept by `put_payload`; None when there is none under the key."""
+
+    async def delete_firing_payloads(self, made_before: datetime, limit: int) -> FiringRefsDeleted:
+        """Delete up to `limit` references of firings (`PayloadHolder.FIRING`) made before
+        `made_before`, with the payloads nothing refers to any more, in one write."""
+
+    async def end_schedule_payloads(self, workflow_id: str) -> None:
+        """Hand a deleted schedule's own references (under the id of the workflow it
+        starts) to `delete_firing_payloads`, as made now: a firing still running reads them."""

@@ -28,6 +28,7 @@ from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_
 from activities.store.base import (
     ChangedMeanwhile,
     DuplicateNameError,
+    PayloadHolder,
     ReadTooLarge,
     StoreError,
     StoreUnavailable,
@@ -46,7 +47,12 @@ from activities.store.documents import (
     stored_run_changes,
     to_stored,
 )
-from activities.store.mongo_payloads import delete_unused_payloads, put_payload
+from activities.store.mongo_payloads import (
+    delete_firing_payloads,
+    delete_unused_payloads,
+    end_schedule_payloads,
+    put_payload,
+)
 from activities.store.mongo_values import (
     JSON_FIELD,
     from_bson_safe,
@@ -55,6 +61,7 @@ from activities.store.mongo_values import (
 )
 from activities.store.records import (
     EndedRunsDeleted,
+    FiringRefsDeleted,
     GatedRun,
     NodeRunRecord,
     RunHeader,
@@ -103,6 +110,7 @@ _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
     ("payloads", [("key", ASCENDING), ("index", ASCENDING)], {}),
     ("payload_refs", [("run_id", ASCENDING)], {}),
     ("payload_refs", [("key", ASCENDING)], {}),
+    ("payload_refs", [("holder", ASCENDING), ("made_at", ASCENDING)], {}),
     ("events", [("run_id", ASCENDING), ("_id", ASCENDING)], {}),
     # A keyed event is logged once per run (see `append_event`); unkeyed ones are not
     # indexed, so they are never taken for repeats (SQLite's NULLs are distinct alike).
@@ -646,9 +654,23 @@ class MongoStore:
         return False
 
     # -- run events ----------------------------------------------------------
-    async def put_payload(self, key: str, data: bytes, run_id: str | None = None) -> None:
+    async def put_payload(
+        self,
+        key: str,
+        data: bytes,
+        run_id: str | None = None,
+        holder: PayloadHolder = PayloadHolder.RUN,
+    ) -> None:
         with _errors():
-            await put_payload(self._db(), key, data, run_id)
+            await put_payload(self._db(), key, data, run_id, holder)
+
+    async def delete_firing_payloads(self, made_before: datetime, limit: int) -> FiringRefsDeleted:
+        with _errors():
+            return await delete_firing_payloads(self._db(), made_before, limit)
+
+    async def end_schedule_payloads(self, workflow_id: str) -> None:
+        with _errors():
+            await end_schedule_payloads(self._db(), workflow_id)
 
     async def get_payload(self, key: str) -> bytes | None:
         with _errors():

@@ -12,29 +12,38 @@ a put racing the delete of a payload's last run from losing it:
   deletes the chunks of that head's generation only. A put whose reference came after the
   check found no head, so made a new generation, whose chunks the delete does not touch.
 
-A race may leave a payload behind, never take one a run refers to.
+A race may leave a payload behind, never take one a run refers to. A firing's references
+(`PayloadHolder.FIRING`, by the time each was made) go the same way once old enough.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from activities.store.base import KEPT
+from activities.store.base import KEPT, PayloadHolder
+from activities.store.documents import iso_utc
+from activities.store.records import FiringRefsDeleted
 
 Doc = dict[str, Any]
 # Kept in chunks well below MongoDB's 16 MB document limit.
 CHUNK_BYTES = 8 * 1024 * 1024
 
 
-async def put_payload(db: AsyncDatabase[Doc], key: str, data: bytes, run_id: str | None) -> None:
-    await _refer(db, key, KEPT if run_id is None else run_id)
+async def put_payload(
+    db: AsyncDatabase[Doc], key: str, data: bytes, run_id: str | None, holder: PayloadHolder
+) -> None:
+    if run_id is None:
+        await _refer(db, key, KEPT, PayloadHolder.RUN)
+    else:
+        await _refer(db, key, run_id, holder)
     if await db.payloads.find_one({"key": key, "gen": {"$exists": False}}, {"_id": 1}):
         # Stored before references were recorded: the runs using it are unknown.
-        await _refer(db, key, KEPT)
+        await _refer(db, key, KEPT, PayloadHolder.RUN)
     head = await db.payload_heads.find_one_and_update(
         {"_id": key},
         {"$setOnInsert": {"gen": uuid.uuid4().hex}},
@@ -52,9 +61,39 @@ async def put_payload(db: AsyncDatabase[Doc], key: str, data: bytes, run_id: str
         )
 
 
-async def _refer(db: AsyncDatabase[Doc], key: str, run_id: str) -> None:
+async def _refer(db: AsyncDatabase[Doc], key: str, run_id: str, holder: PayloadHolder) -> None:
+    # A repeat renews what it is from and when it was made (as on SQLite).
     await db.payload_refs.update_one(
-        {"_id": f"{key} {run_id}"}, {"$setOnInsert": {"key": key, "run_id": run_id}}, upsert=True
+        {"_id": f"{key} {run_id}"},
+        {
+            "$setOnInsert": {"key": key, "run_id": run_id},
+            "$set": {"holder": str(holder), "made_at": iso_utc(datetime.now(UTC))},
+        },
+        upsert=True,
+    )
+
+
+async def delete_firing_payloads(
+    db: AsyncDatabase[Doc], made_before: datetime, limit: int
+) -> FiringRefsDeleted:
+    """Drop up to `limit` firings' references made before `made_before`, and the payloads
+    nothing refers to any more."""
+    old: Doc = {"holder": str(PayloadHolder.FIRING), "made_at": {"$lt": iso_utc(made_before)}}
+    found = await db.payload_refs.find(old, {"key": 1}).sort("made_at", 1).limit(limit).to_list()
+    for ref in found:
+        # Under the same condition: a ref renewed meanwhile (a put) stays.
+        await db.payload_refs.delete_one({**old, "_id": ref["_id"]})
+    payloads = 0
+    for key in sorted({ref["key"] for ref in found}):
+        payloads += await _delete_if_unused(db, key)
+    return FiringRefsDeleted(len(found), payloads)
+
+
+async def end_schedule_payloads(db: AsyncDatabase[Doc], workflow_id: str) -> None:
+    """A deleted schedule's own references become a firing's, made now."""
+    await db.payload_refs.update_many(
+        {"run_id": workflow_id},
+        {"$set": {"holder": str(PayloadHolder.FIRING), "made_at": iso_utc(datetime.now(UTC))}},
     )
 
 

@@ -224,3 +224,13 @@ class EndedRunsDeleted:
     more: bool = False
     # Large payloads deleted with them: those no other run referred to (`put_payload`).
     payloads: int = 0
+
+
+@dataclass(frozen=True)
+class FiringRefsDeleted:
+    """One batch of the firings' payload sweep (`Store.delete_firing_payloads`)."""
+
+    # References of firings found due (a full batch: more may be), and payloads deleted with
+    # them: those nothing else refers to.
+    refs: int
+    payloads: int

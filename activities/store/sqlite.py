@@ -14,7 +14,7 @@ import re
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,6 +26,7 @@ from activities.store.base import (
     KEPT,
     ChangedMeanwhile,
     DuplicateNameError,
+    PayloadHolder,
     StoreError,
     StoreUnavailable,
     Viewer,
@@ -41,6 +42,7 @@ from activities.store.documents import (
 )
 from activities.store.records import (
     EndedRunsDeleted,
+    FiringRefsDeleted,
     GatedRun,
     NodeRunRecord,
     RunHeader,
@@ -644,15 +646,21 @@ class SqliteStore:
         return 0 if row is None else int(row[0])
 
     # -- run events ----------------------------------------------------------
-    async def put_payload(self, key: str, data: bytes, run_id: str | None = None) -> None:
+    async def put_payload(
+        self,
+        key: str,
+        data: bytes,
+        run_id: str | None = None,
+        holder: PayloadHolder = PayloadHolder.RUN,
+    ) -> None:
+        ref = (key, KEPT, PayloadHolder.RUN) if run_id is None else (key, run_id, holder)
+        made_at = iso_utc(datetime.now(UTC))
+
         def op(conn: sqlite3.Connection) -> None:
             # One transaction: a delete of the payload's last run waits for it, or went
             # before it and this writes the payload afresh.
             conn.execute("INSERT OR IGNORE INTO payloads (key, data) VALUES (?, ?)", (key, data))
-            conn.execute(
-                "INSERT OR IGNORE INTO payload_refs (key, run_id) VALUES (?, ?)",
-                (key, KEPT if run_id is None else run_id),
-            )
+            conn.execute(_REFER, (*ref, made_at))
 
         await self._tx(op)
 
@@ -660,6 +668,34 @@ class SqliteStore:
         async with self._read() as db:
             row = await _one(db, "SELECT data FROM payloads WHERE key = ?", (key,))
         return None if row is None else bytes(row[0])
+
+    async def delete_firing_payloads(self, made_before: datetime, limit: int) -> FiringRefsDeleted:
+        async with self._write() as db:
+            refs = [
+                (str(row[0]), str(row[1]))
+                for row in await db.execute_fetchall(
+                    _OLD_FIRING_REFS, (iso_utc(made_before), limit)
+                )
+            ]
+            if not refs:
+                return FiringRefsDeleted(0, 0)
+            await db.executemany("DELETE FROM payload_refs WHERE key = ? AND run_id = ?", refs)
+            keys = sorted({key for key, _ in refs})
+            cursor = await db.execute(
+                f"DELETE FROM payloads WHERE key IN ({marks(len(keys))}) AND NOT EXISTS"
+                " (SELECT 1 FROM payload_refs WHERE payload_refs.key = payloads.key)",
+                keys,
+            )
+        return FiringRefsDeleted(len(refs), cursor.rowcount)
+
+    async def end_schedule_payloads(self, workflow_id: str) -> None:
+        made_at = iso_utc(datetime.now(UTC))
+        await self._tx(
+            lambda conn: conn.execute(
+                "UPDATE payload_refs SET holder = ?, made_at = ? WHERE run_id = ?",
+                (PayloadHolder.FIRING, made_at, workflow_id),
+            )
+        )
 
     async def append_event(self, run_id: str, event: dict[str, Any], key: str | None = None) -> int:
         return await self._tx(lambda conn: _insert_event(conn, run_id, event, key))
@@ -966,6 +1002,17 @@ async def _delete_runs(db: aiosqlite.Connection, ids: list[str]) -> int:
     await db.execute(f"DELETE FROM payload_refs WHERE run_id IN ({held})", ids)
     return cursor.rowcount
 
+
+# A repeat renews what the reference is from and when it was made: a firing's activity run
+# again keeps its payloads from then, a schedule made anew under a deleted one's id its own.
+_REFER = (
+    "INSERT INTO payload_refs (key, run_id, holder, made_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (key, run_id) DO UPDATE SET holder = excluded.holder, made_at = excluded.made_at"
+)
+_OLD_FIRING_REFS = (
+    "SELECT key, run_id FROM payload_refs WHERE holder = 'firing' AND made_at < ?"
+    " ORDER BY made_at LIMIT ?"
+)
 
 # The payloads these runs refer to and no other run (nor KEPT) does.
 _UNUSED_PAYLOADS = (

@@ -5,6 +5,7 @@ To change the schema, append a migration; never edit one that has shipped.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 import aiosqlite
@@ -12,6 +13,8 @@ import aiosqlite
 from activities.store.base import StoreError
 from activities.store.non_finite import repair_non_finite_documents
 from activities.store.search_text import search_fold
+
+log = logging.getLogger("trellis.store")
 
 # A migration step: a statement, or a function for what SQL alone cannot do.
 Step = str | Callable[[aiosqlite.Connection], Awaitable[None]]
@@ -51,6 +54,16 @@ async def add_schedule_id_column(db: aiosqlite.Connection) -> None:
         columns = {row[0] for row in await cursor.fetchall()}
     if "schedule_id" not in columns:
         await db.execute("ALTER TABLE runs ADD COLUMN schedule_id TEXT")
+
+
+async def add_payload_ref_holder(db: aiosqlite.Connection) -> None:
+    """`payload_refs.holder` and `.made_at`, unless the file has them (as above)."""
+    async with db.execute("SELECT name FROM pragma_table_info('payload_refs')") as cursor:
+        columns = {row[0] for row in await cursor.fetchall()}
+    if "holder" not in columns:
+        await db.execute("ALTER TABLE payload_refs ADD COLUMN holder TEXT NOT NULL DEFAULT 'run'")
+    if "made_at" not in columns:
+        await db.execute("ALTER TABLE payload_refs ADD COLUMN made_at TEXT")
 
 
 async def refold_search_text(db: aiosqlite.Connection) -> None:
@@ -192,6 +205,13 @@ MIGRATIONS: list[list[Step]] = [
         "INSERT INTO payload_refs (key, run_id) SELECT key, '' FROM payloads"
         " WHERE key NOT IN (SELECT key FROM payload_refs)",
     ],
+    [
+        # What each reference is from (base.PayloadHolder) and when it was made: a
+        # schedule's firing refers to its own payloads under its trigger workflow's id, no
+        # run's, and they go a while after it was made (app/firing_payloads.py). Those
+        # before this are a run's (NULL made_at).
+        add_payload_ref_holder,
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -215,6 +235,9 @@ INDEXES = (
     # Only runs a schedule started are in it (`schedule_id = ?` implies the condition).
     "CREATE INDEX IF NOT EXISTS runs_schedule_started_id ON runs (schedule_id, started_at, id)"
     " WHERE schedule_id IS NOT NULL",
+    # The firings' references, oldest first, for their sweep (no run's is in it).
+    "CREATE INDEX IF NOT EXISTS payload_refs_firing_made ON payload_refs (made_at)"
+    " WHERE holder = 'firing'",
 )
 # Replaced by the ones above (the same columns, less `id`).
 REPLACED_INDEXES = (
@@ -245,6 +268,11 @@ async def migrate(db: aiosqlite.Connection) -> None:
                 await step(db)
     if current != SCHEMA_VERSION:
         await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        # Said once: a migrated file is refused by a release before it (docs/operations.md).
+        if current == 0:
+            log.info("store schema created at version %d", SCHEMA_VERSION)
+        else:
+            log.info("store schema migrated from version %d to %d", current, SCHEMA_VERSION)
     for statement in INDEXES:
         await db.execute(statement)
     for name in REPLACED_INDEXES:

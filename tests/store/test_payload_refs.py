@@ -1,18 +1,20 @@
 """Large payloads go with the last run referring to them (`put_payload`'s `run_id`), on
 SQLite and on MongoDB (the named fake here): under run retention, with their workflow, with
 an unstarted run; one put for no run keeps a payload for good, and a put of the same bytes
-racing the delete of the last other run leaves it present."""
+racing the delete of the last other run leaves it present. A schedule's firing's own go once
+old (`delete_firing_payloads`), a schedule's own argument once the schedule is deleted."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from activities.store.base import Store
+from activities.store.base import PayloadHolder, Store
 from activities.store.mongo import MongoStore
 from activities.store.records import RunRecord
 from temporal_workflows.read_model import RECORDED_REV
@@ -194,3 +196,74 @@ async def test_a_payload_stored_on_mongodb_before_run_references_is_kept_for_goo
     finally:
         await store.close()
         forget(url)
+
+
+# A schedule's firings refer to their own payloads under their trigger workflow's id (no
+# run's), the schedule to its argument under the id of the workflow it starts.
+FIRING, SCHEDULE = "sched-a-run-2026-11-30T09:00:00Z", "sched-a-run"
+LATER = datetime.now(UTC) + timedelta(hours=1)
+
+
+async def test_a_firings_payloads_go_once_old_unless_a_run_or_its_schedule_uses_them(
+    store: Store,
+) -> None:
+    wf = await _workflow(store)
+    started = await _ended(store, wf)
+    await store.put_payload("request", BIG, FIRING, PayloadHolder.FIRING)
+    await store.put_payload("input", b"i", FIRING, PayloadHolder.FIRING)
+    await store.put_payload("input", b"i", started.id)  # the run it started keeps its copy
+    await store.put_payload("argument", b"a", SCHEDULE, PayloadHolder.SCHEDULE)
+    await store.put_payload("argument", b"a", FIRING, PayloadHolder.FIRING)
+
+    # Made now: not yet before an hour ago.
+    young = await store.delete_firing_payloads(datetime.now(UTC) - timedelta(hours=1), 500)
+    assert (young.refs, young.payloads) == (0, 0)
+    assert await store.get_payload("request") == BIG
+
+    swept = await store.delete_firing_payloads(LATER, 500)
+    assert (swept.refs, swept.payloads) == (3, 1)
+    assert await store.get_payload("request") is None
+    assert await store.get_payload("input") == b"i"
+    assert await store.get_payload("argument") == b"a"
+    assert (await store.delete_firing_payloads(LATER, 500)).refs == 0
+    # The run's and the schedule's references are no firing's: they stay.
+    await store.delete_ended_runs(at(100), 500)
+    assert await store.get_payload("input") is None
+    assert await store.get_payload("argument") == b"a"
+
+
+async def test_a_deleted_schedules_own_payload_goes_with_the_next_sweep_after_the_bound(
+    store: Store,
+) -> None:
+    await store.put_payload("argument", b"a", SCHEDULE, PayloadHolder.SCHEDULE)
+    await store.put_payload("other", b"o", "sched-b-run", PayloadHolder.SCHEDULE)
+    assert (await store.delete_firing_payloads(LATER, 500)).refs == 0
+
+    await store.end_schedule_payloads(SCHEDULE)
+    # Handed over as made now: a firing still running reads it meanwhile.
+    assert (
+        await store.delete_firing_payloads(datetime.now(UTC) - timedelta(hours=1), 500)
+    ).refs == 0
+    assert await store.get_payload("argument") == b"a"
+    swept = await store.delete_firing_payloads(LATER, 500)
+    assert (swept.refs, swept.payloads) == (1, 1)
+    assert await store.get_payload("argument") is None
+    assert await store.get_payload("other") == b"o"
+
+
+async def test_a_schedule_made_again_under_its_id_keeps_its_argument(store: Store) -> None:
+    await store.put_payload("argument", b"a", SCHEDULE, PayloadHolder.SCHEDULE)
+    await store.end_schedule_payloads(SCHEDULE)
+    await store.put_payload("argument", b"a", SCHEDULE, PayloadHolder.SCHEDULE)
+    assert (await store.delete_firing_payloads(LATER, 500)).refs == 0
+    assert await store.get_payload("argument") == b"a"
+
+
+async def test_the_firings_sweep_goes_a_batch_at_a_time(store: Store) -> None:
+    for n in range(3):
+        await store.put_payload(f"request-{n}", b"r", f"{FIRING}-{n}", PayloadHolder.FIRING)
+    first = await store.delete_firing_payloads(LATER, 2)
+    assert (first.refs, first.payloads) == (2, 2)
+    rest = await store.delete_firing_payloads(LATER, 2)
+    assert (rest.refs, rest.payloads) == (1, 1)
+    assert [await store.get_payload(f"request-{n}") for n in range(3)] == [None] * 3

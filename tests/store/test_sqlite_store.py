@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from activities.store.access import Grant, WorkflowAccess
-from activities.store.base import StoreError
+from activities.store.base import PayloadHolder, StoreError
 from activities.store.sqlite import SqliteStore
 from activities.store.sqlite_schema import SCHEMA_VERSION
 from temporal_workflows.definition import HumanReview, WorkflowNode, WorkflowSpec
@@ -22,7 +24,7 @@ from tests.store.builders import at, new_id, node_run, run, workflow
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Schema versions at which a migration began (MIGRATIONS[n] takes n to n + 1).
 BEFORE_ACLS, BEFORE_CHANGE_COUNTERS, BEFORE_EVENT_KEYS, BEFORE_STORED_ACCESS = 2, 3, 4, 6
-BEFORE_REFOLD, BEFORE_SCHEDULE_COLUMN, BEFORE_PAYLOAD_REFS = 7, 8, 9
+BEFORE_REFOLD, BEFORE_SCHEDULE_COLUMN, BEFORE_PAYLOAD_REFS, BEFORE_REF_HOLDERS = 7, 8, 9, 10
 
 
 def _undo_stored_access(db: sqlite3.Connection) -> None:
@@ -101,7 +103,7 @@ def test_a_file_that_cannot_be_opened_fails_with_nothing_left_running(tmp_path: 
         from pathlib import Path
 
         import uvloop
-        from activities.store.base import StoreError
+        from activities.store.base import PayloadHolder, StoreError
         from activities.store.sqlite import SqliteStore
 
         async def main() -> None:
@@ -265,6 +267,38 @@ async def test_payloads_from_before_run_references_are_kept_for_good(db_path: Pa
         await store.close()
     with sqlite3.connect(db_path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+async def test_a_migration_says_once_from_which_version_and_old_references_are_runs(
+    db_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "trellis.store")
+    store = SqliteStore(db_path)
+    await store.connect()
+    await store.put_payload("old", b"o", "run-old")
+    await store.close()
+    with sqlite3.connect(db_path) as db:  # as the file was before what refers was recorded
+        db.execute("DROP INDEX payload_refs_firing_made")
+        db.execute("ALTER TABLE payload_refs DROP COLUMN holder")
+        db.execute("ALTER TABLE payload_refs DROP COLUMN made_at")
+        db.execute(f"PRAGMA user_version = {BEFORE_REF_HOLDERS}")
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        await store.put_payload("new", b"n", "sched-a-run-1", PayloadHolder.FIRING)
+        swept = await store.delete_firing_payloads(datetime.now(UTC) + timedelta(hours=1), 500)
+        assert (swept.refs, swept.payloads) == (1, 1)
+        assert await store.get_payload("old") == b"o"
+    finally:
+        await store.close()
+    store = SqliteStore(db_path)
+    await store.connect()  # at this code's version: nothing to say
+    await store.close()
+    said = [r.getMessage() for r in caplog.records if r.name == "trellis.store"]
+    assert said == [
+        f"store schema created at version {SCHEMA_VERSION}",
+        f"store schema migrated from version {BEFORE_REF_HOLDERS} to {SCHEMA_VERSION}",
+    ]
 
 
 async def test_runs_from_before_the_schedule_column_name_no_schedule_and_new_ones_do(
