@@ -96,7 +96,7 @@ class RunMetrics:
         self.payloads_deleted = Counter(
             "trellis_payloads_deleted",
             "Large payloads (kept out of Temporal history) the run retention deleted with the"
-            " last runs using them",
+            " last runs using them, and schedule firings' own once over",
             registry=registry,
         )
         self.write_lag = Histogram(

@@ -10,7 +10,10 @@ Each put names the run whose history will carry the claim: the SDK's store conte
 the workflow an activity's result, a workflow task's commands or a client's start, signal or
 update is for, and a run's workflow id is its run id. The store deletes a payload with the
 last run naming it; one put naming no workflow (an activity no workflow started, a bare
-encode) keeps it for good.
+encode) keeps it for good. A schedule's workflow (by its type) is no run: a client's create
+or update of the schedule names it with no run of it yet (the schedule's own argument, kept
+while the schedule is), a firing names its run (its own activity's input and result, swept
+once the firing is surely over: app/firing_payloads.py).
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ from temporalio.converter import (
     StorageDriverWorkflowInfo,
 )
 
-from activities.store.base import Store, StoreError
+from activities.store.base import PayloadHolder, Store, StoreError
 from activities.store.while_unavailable import while_unavailable
+from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE
 
 # Temporal warns about payloads from 256 KB; keep everything above it in the store.
 DEFAULT_OFFLOAD_BYTES = 256 * 1024
@@ -62,12 +66,12 @@ class StorePayloads(StorageDriver):
         self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
     ) -> list[StorageDriverClaim]:
         claims: list[StorageDriverClaim] = []
-        run_id = _run_of(context)
+        run_id, holder = _run_of(context)
         for payload in payloads:
             data = payload.SerializeToString()
             key = hashlib.sha256(data).hexdigest()
             await while_unavailable(
-                functools.partial(self._store.put_payload, key, data, run_id),
+                functools.partial(self._store.put_payload, key, data, run_id, holder),
                 "a payload's write",
                 patience=WRITE_PATIENCE_SECONDS,
             )
@@ -89,11 +93,20 @@ class StorePayloads(StorageDriver):
         return payloads
 
 
-def _run_of(context: StorageDriverStoreContext) -> str | None:
-    """The run whose history carries what is stored: its workflow's id (a schedule's own
-    workflow names no run, and its payloads are never deleted with one)."""
+def _run_of(context: StorageDriverStoreContext) -> tuple[str | None, PayloadHolder]:
+    """The workflow whose history carries what is stored (its id; None: none named) and
+    what it is: a run, or a schedule's own argument or one of its firings."""
     target = context.target
-    return target.id if isinstance(target, StorageDriverWorkflowInfo) else None
+    if not isinstance(target, StorageDriverWorkflowInfo):
+        return None, PayloadHolder.RUN
+    if target.type != SCHEDULE_WORKFLOW_TYPE:
+        return target.id, PayloadHolder.RUN
+    # The schedule's action, encoded by the client that creates or updates it, names the
+    # workflow it starts and no run (there is none yet); a firing's workflow task and
+    # activity name the firing's run.
+    if target.run_id is None:
+        return target.id, PayloadHolder.SCHEDULE
+    return target.id, PayloadHolder.FIRING
 
 
 @functools.cache

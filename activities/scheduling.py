@@ -24,6 +24,7 @@ from temporal_workflows.schedule_trigger import (
     ScheduledRunRequest,
     ScheduledRunResult,
     ScheduleTriggerInput,
+    trigger_workflow_id,
 )
 
 DISABLED = "workflow disabled"
@@ -60,6 +61,7 @@ class SchedulingActivities:
             # its skips go with it (no API can show them; an id made anew must not).
             await self._delete_schedule(trigger.schedule_id)
             await self._store.delete_events(skip_log_key(trigger.schedule_id))
+            await self._store.end_schedule_payloads(trigger_workflow_id(trigger.schedule_id))
             activity.logger.info("schedule %s deleted: %s", trigger.schedule_id, DELETED)
             return ScheduledRunResult(skipped_reason=DELETED)
         if activity.info().attempt == 1 and not await self._schedule_exists(trigger.schedule_id):

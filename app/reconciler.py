@@ -12,8 +12,9 @@ the start) and starts them: the run id is the workflow id, so a start racing ano
 harmless.
 
 It also deletes the cron-check probe schedules an API left behind when it died mid-check
-(app/services/schedule_timing.py), at start and then once a minute, and, given a run
-retention, the runs that ended longer ago (app/run_retention.py).
+(app/services/schedule_timing.py), at start and then once a minute, given a run
+retention, the runs that ended longer ago (app/run_retention.py), and schedule firings'
+own large payloads once they are surely over (app/firing_payloads.py).
 
 Every worker runs one; several never correct a run twice: a correction is written
 `newer_only` at `RECONCILED_REV`, so exactly one of them applies it (and only that one
@@ -37,6 +38,7 @@ from activities.run_log import run_fields
 from activities.run_start import RunStarter, RunStartFailed, WorkflowDisabled
 from activities.store.base import Store
 from activities.store.records import RunRecord
+from app.firing_payloads import FiringPayloads
 from app.run_correction import RunCorrection
 from app.run_retention import EVERY as RETENTION_EVERY
 from app.run_retention import RunRetention
@@ -81,6 +83,7 @@ class Reconciler:
         open_sweep_every: timedelta = STORE_SWEEP_EVERY,
         run_retention: timedelta | None = None,
         retention_every: timedelta = RETENTION_EVERY,
+        firing_payloads: FiringPayloads | None = None,
     ) -> None:
         self._client = client
         self._address = client.service_client.config.target_host
@@ -115,6 +118,7 @@ class Reconciler:
             if run_retention is None
             else RunRetention(store, run_retention, self._metrics, retention_every)
         )
+        self._firing_payloads = firing_payloads or FiringPayloads(store, self._metrics)
 
     async def run_forever(self) -> None:
         """Reconcile every `interval` seconds until cancelled; errors are logged, not fatal."""
@@ -136,8 +140,9 @@ class Reconciler:
                 raise
             except Exception as exc:
                 self._log_failed_pass(exc)
-            # Apart: it needs the store only, and another sweep's failure must not skip it.
+            # Apart: they need the store only, and another sweep's failure must not skip them.
             await self._sweep_ended_runs()
+            await self._sweep_firing_payloads()
             await asyncio.sleep(self._interval)
 
     async def _sweep_ended_runs(self) -> None:
@@ -150,6 +155,16 @@ class Reconciler:
             raise
         except Exception as exc:
             log.warning("run retention's sweep failed (tried again next pass): %s", exc)
+
+    async def _sweep_firing_payloads(self) -> None:
+        """Schedule firings' own payloads (app/firing_payloads.py), with or without run
+        retention; a failure is logged, and retried."""
+        try:
+            await self._firing_payloads.run_if_due()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("firings' payload sweep failed (tried again next pass): %s", exc)
 
     def _log_failed_pass(self, exc: Exception) -> None:
         """An outage is one WARNING when it starts and a reminder every `outage_reminder`

@@ -24,6 +24,7 @@ from activities.scheduling import skip_log_key
 from activities.store.base import Store
 from app.services.schedules import trellis_trigger
 from temporal_workflows import search_attributes
+from temporal_workflows.schedule_trigger import trigger_workflow_id
 
 QUERY = "ScheduleId STARTS_WITH 'sched-'"
 
@@ -55,6 +56,7 @@ class OrphanSchedules:
                 if exc.status != RPCStatusCode.NOT_FOUND:  # deleted meanwhile: done
                     raise
             await self._store.delete_events(skip_log_key(schedule_id))
+            await self._store.end_schedule_payloads(trigger_workflow_id(schedule_id))
             del self._seen[schedule_id]
             swept.append(schedule_id)
         return swept

@@ -23,6 +23,11 @@ START_SCHEDULED_RUN = "start_scheduled_run"
 START_TIMEOUT = timedelta(seconds=30)
 
 
+def trigger_workflow_id(schedule_id: str) -> str:
+    """The id of the workflow the schedule starts (Temporal adds each firing's time to it)."""
+    return f"{schedule_id}-run"
+
+
 class ScheduleTriggerInput(CamelModel):
     """The schedule's action argument: which workflow to run, with what, as configured."""
 

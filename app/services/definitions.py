@@ -58,7 +58,7 @@ class ScheduleRemover(Protocol):
 
     async def delete_schedules(self, workflow_id: str) -> list[str]: ...
 
-    async def delete_skips(self, schedule_ids: list[str]) -> None: ...
+    async def delete_schedule_records(self, schedule_ids: list[str]) -> None: ...
 
 
 @dataclass
@@ -228,8 +228,8 @@ class DefinitionService:
         if not await self.store.delete_workflow(current.id):
             raise NotFound(f"Workflow {current.id!r} not found")
         if self.schedule_remover is not None:
-            # After the records (app/services/schedule_removal.py, delete_skips).
-            await self.schedule_remover.delete_skips(schedule_ids)
+            # After the records (app/services/schedule_removal.py).
+            await self.schedule_remover.delete_schedule_records(schedule_ids)
 
     async def on_workflow_delete(self, current: WorkflowRecord) -> list[str]:
         """Hook run before a definition's records are deleted; the ids of the schedules

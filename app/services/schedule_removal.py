@@ -3,7 +3,8 @@
 Without this a paused schedule of a deleted workflow stayed in Temporal for ever, and an
 active one fired once more (up to a year later) before deleting itself
 (activities/scheduling.py keeps that as the safety net). A schedule's skip log goes with it,
-once the workflow's records are gone.
+once the workflow's records are gone, and its own large payload (its argument) goes to the
+firings' sweep (app/firing_payloads.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from app.errors import ServiceUnavailable
 from app.services.schedules import schedules_query, trellis_trigger
 from app.temporal_link import TemporalLink
 from app.temporal_outage import unreachable
+from temporal_workflows.schedule_trigger import trigger_workflow_id
 
 log = logging.getLogger(__name__)
 # Each call to Temporal while schedules are removed: a hung Temporal is taken as a down one.
@@ -34,9 +36,9 @@ class ScheduleRemover:
     store: Store
 
     async def delete_schedules(self, workflow_id: str) -> list[str]:
-        """Delete the workflow's schedules Temporal lists; their ids (for `delete_skips`).
-        Only those Trellis made for it: one made in Temporal with the same search
-        attribute is someone else's and is left alone."""
+        """Delete the workflow's schedules Temporal lists; their ids (for
+        `delete_schedule_records`). Only those Trellis made for it: one made in Temporal
+        with the same search attribute is someone else's and is left alone."""
         try:
             client = await self.temporal.require()
         except ServiceUnavailable:
@@ -70,12 +72,14 @@ class ScheduleRemover:
             if ours is True
         ]
 
-    async def delete_skips(self, schedule_ids: list[str]) -> None:
-        """Delete the skip logs of the given schedules: after the workflow's records, so a
-        firing that read the workflow before writes its skip before this, or sees the
-        workflow gone after writing it and deletes it itself (activities/scheduling.py)."""
+    async def delete_schedule_records(self, schedule_ids: list[str]) -> None:
+        """Delete the skip logs of the given schedules, and hand their own payloads to the
+        firings' sweep: after the workflow's records, so a firing that read the workflow
+        before writes its skip before this, or sees the workflow gone after writing it and
+        deletes it itself (activities/scheduling.py)."""
         for schedule_id in schedule_ids:
             await self.store.delete_events(skip_log_key(schedule_id))
+            await self.store.end_schedule_payloads(trigger_workflow_id(schedule_id))
 
 
 def _left(workflow_id: str, why: str) -> list[str]:

@@ -56,7 +56,11 @@ from app.services.schedule_timing import kept_as, require_firing, schedule_spec,
 from app.services.schedule_update import update_over
 from temporal_workflows import search_attributes
 from temporal_workflows.contracts import Identity
-from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE, ScheduleTriggerInput
+from temporal_workflows.schedule_trigger import (
+    SCHEDULE_WORKFLOW_TYPE,
+    ScheduleTriggerInput,
+    trigger_workflow_id,
+)
 
 OVERLAP: dict[OverlapPolicy, ScheduleOverlapPolicy] = {
     "skip": ScheduleOverlapPolicy.SKIP,
@@ -302,6 +306,7 @@ class ScheduleService:
         BOUND.deleted(schedule_id)
         # After the schedule: a firing before the delete may still log a skip.
         await self.store.delete_events(skip_log_key(schedule_id))
+        await self.store.end_schedule_payloads(trigger_workflow_id(schedule_id))
 
     async def skips(self, schedule_id: str, after_id: int, limit: int) -> ScheduleSkipList:
         """Firings that started no run, oldest first, after the given skip id (404 for a
@@ -330,7 +335,7 @@ class ScheduleService:
             action=ScheduleActionStartWorkflow(
                 SCHEDULE_WORKFLOW_TYPE,
                 trigger,
-                id=f"{schedule_id}-run",
+                id=trigger_workflow_id(schedule_id),
                 task_queue=self.task_queue,
                 static_summary=f"Schedule of {workflow.name!r}",
             ),
