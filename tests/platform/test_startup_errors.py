@@ -78,6 +78,15 @@ def test_dev_on_a_taken_temporal_metrics_port_says_so(tmp_path: Path, taken_port
     assert "Traceback" not in result.stderr
 
 
+def test_dev_on_a_taken_temporal_http_api_port_says_so(tmp_path: Path, taken_port: int) -> None:
+    env = trellis_env(tmp_path / "data", TRELLIS_TEMPORAL_HTTP_API_PORT=str(taken_port))
+    result = run_trellis(["dev"], env)
+    assert result.returncode != 0
+    assert f"port {taken_port}" in result.stderr
+    assert "TRELLIS_TEMPORAL_HTTP_API_PORT" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_dev_given_one_port_for_two_parts_says_so_before_starting_any(tmp_path: Path) -> None:
     # Each port alone was free: the dev server then failed on its own, in a JSON log line.
     with socket.socket() as sock:
@@ -321,7 +330,9 @@ def test_under_json_logs_the_fatal_line_is_json_too(tmp_path: Path, command: lis
     )
     result = run_trellis(command, env)
     assert result.returncode == 1
-    warning, fatal = (json.loads(line) for line in result.stderr.splitlines())
+    # Every line JSON (the store's INFO line on creating its file may come between).
+    lines = [json.loads(line) for line in result.stderr.splitlines()]
+    warning, fatal = lines[0], lines[-1]
     assert warning["level"] == "WARNING"
     assert fatal["level"] == "ERROR" and fatal["logger"] == "trellis.startup"
     assert fatal["message"].startswith(
