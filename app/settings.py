@@ -42,10 +42,10 @@ class Settings(BaseSettings):
     api_workers: int = Field(default=1, ge=1, le=64)
     temporal_port: int = Field(default=7233, ge=1, le=65535)
     ui_port: int = Field(default=8233, ge=1, le=65535)
-    # The embedded dev server's HTTP API (Temporal's own default frontend HTTP port): set, so
-    # it is not a free port the dev server picks at each start, which no firewall rule or
-    # client configuration could name.
-    temporal_http_api_port: int = Field(default=7243, ge=1, le=65535)
+    # The embedded dev server's HTTP API; unset: a free port it picks at each start, as
+    # before the setting (a fixed default would stop a second platform on the machine
+    # that moved every other port), which no firewall rule or client could name.
+    temporal_http_api_port: int | None = Field(default=None, ge=1, le=65535)
     # The embedded dev server's own Prometheus /metrics; unset: a free port it picks at each
     # start (no scrape configuration can name that).
     temporal_metrics_port: int | None = Field(default=None, ge=1, le=65535)

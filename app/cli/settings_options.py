@@ -100,7 +100,7 @@ HELP: dict[str, str] = {
     "temporal_port": "embedded Temporal dev server's gRPC port",
     "ui_port": "embedded Temporal Web UI port (the console links runs to it)",
     "temporal_metrics_port": "embedded Temporal dev server's /metrics port (unset: a free one)",
-    "temporal_http_api_port": "embedded Temporal dev server's HTTP API port",
+    "temporal_http_api_port": "embedded Temporal dev server's HTTP API port (unset: a free one)",
     "temporal_ui_url": "Temporal Web UI the console links runs to",
     "api_host": "address the API binds to",
     "api_port": "API port",

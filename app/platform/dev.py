@@ -107,12 +107,13 @@ def preflight(settings: Settings) -> None:
         ensure_port_free(
             "127.0.0.1", settings.ui_port, "Temporal Web UI", "--ui-port / TRELLIS_UI_PORT"
         )
-        ensure_port_free(
-            "127.0.0.1",
-            settings.temporal_http_api_port,
-            "Temporal HTTP API",
-            "--temporal-http-api-port / TRELLIS_TEMPORAL_HTTP_API_PORT",
-        )
+        if settings.temporal_http_api_port is not None:
+            ensure_port_free(
+                "127.0.0.1",
+                settings.temporal_http_api_port,
+                "Temporal HTTP API",
+                "--temporal-http-api-port / TRELLIS_TEMPORAL_HTTP_API_PORT",
+            )
         if settings.temporal_metrics_port is not None:
             ensure_port_free(
                 "127.0.0.1",
