@@ -13,7 +13,8 @@ record does nothing but return it. Three callers rely on that: a request repeate
 the same `Idempotency-Key` (a trigger, retry, node rerun or replay), a schedule's next
 attempt, and the reconciler. A record written anew under an id Temporal already closed a
 workflow of (its run deleted from the store by the run retention, kept by Temporal's)
-can never start: it is deleted again and `RunIdTaken` raised.
+can never start: it is deleted again and `RunIdTaken` raised. A running workflow under
+the id is the record's own (the reconciler started it meanwhile): the record is kept.
 
 Before asking Temporal, a starter claims the run (`activities/start_claim.py`): a run
 cancelled before its start is never started, whoever repeats the start.
@@ -43,6 +44,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from activities.run_log import run_fields
 from activities.start_claim import cancel_if_cancelled, claim_start
+from activities.start_conflict import kept_workflow_is_running
 from activities.store.base import Store
 from activities.store.records import ResolvedDependency, RunRecord, WorkflowRecord, utcnow
 from temporal_workflows import search_attributes
@@ -191,11 +193,13 @@ class RunStarter:
                 max_output_bytes=self.max_output_bytes,
             )
         except WorkflowAlreadyStartedError:
-            if inserted and await self.store.delete_unstarted_run(stored.id):
+            if inserted and await self._is_deleted_runs(stored.id):
                 # No run of this id was in the store: the workflow Temporal keeps is a
                 # deleted run's. The record just written would stay pending for nothing.
                 raise RunIdTaken(stored.id) from None
-            return stored  # it ran and closed before its first write landed; not again
+            # This record's workflow (another starter's, or it ran and closed before its
+            # first write landed; not again), or Temporal could not say: a start in flight.
+            return stored
         except Exception as exc:
             log.warning(
                 "run start refused by Temporal: %s", exc, extra=run_fields(stored.id, workflow.id)
@@ -212,6 +216,14 @@ class RunStarter:
             extra=run_fields(stored.id, workflow.id),
         )
         return stored
+
+    async def _is_deleted_runs(self, run_id: str) -> bool:
+        """Whether the closed workflow under the id of a record this start wrote is a
+        deleted run's; if so, the record is deleted again (`activities/start_conflict.py`)."""
+        running = await kept_workflow_is_running(self.client, run_id)
+        if running is None or running:
+            return False  # this record's live run (or unknown): never delete its record
+        return await self.store.delete_unstarted_run(run_id)
 
     async def _reopen(self, run: RunRecord) -> RunRecord:
         """Put a run whose start was refused back to `pending` (unless its workflow wrote)."""
