@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
+from activities.authorization_value import authorization_masked
 from activities.executors.url_mask import MASK, quoted_urls_userinfo_masked
+from activities.secret_names import is_credential_name
 
 # Header names that carry a credential, whatever else they are called around it: a
 # catalog's header is known to be a header, so every such name counts.
@@ -17,36 +19,42 @@ CREDENTIAL_HEADER = re.compile(
     r"(?i)auth|token|key|secret|passw|cookie|session|signature|credential"
 )
 
-# In free text a name is taken as a credential's only when it says so outright (a line says
-# "key" and "session" of other things). `-`, `_` or nothing may join its words: `api-key`,
-# `X-Api-Key`, `access_token`, `clientSecret`.
-_NAMES = r"token|api[-_]?key|secret|password|passwd"
-_AUTHORIZATION = r"(?:proxy[-_]?)?authori[sz]ation"
-# Up to the value, as `name=v`, `name: v`, `"name": "v"` write it.
-_BEFORE_VALUE = r"[\"']?\s*[=:]\s*[\"']?"
-_TOKEN = r"[^\s&\"',;}]+"
-# An `Authorization` value's scheme (`Bearer`, `Token`, `ApiKey`, `Digest`, …): a word of
-# letters, kept, since it says which credential it was; what follows it is masked.
-_SCHEME = r"AWS4-HMAC-SHA256|[A-Za-z]+(?:-[A-Za-z]+)*"
-# Digest's and AWS's `name=value, name="value"` list, up to its last pair (a `;` inside a
-# value is the value's: AWS's `SignedHeaders=host;range`).
-_PARAMS = r"[\w-]+=(?:\"[^\"]*\"|[^\s,\"]*)(?:\s*,\s*[\w-]+=(?:\"[^\"]*\"|[^\s,\"]*))*"
-
+# A name is read as a whole, words joined by `-`, `_` or camelCase, and judged by
+# activities/secret_names.py; it must be followed at once by `=` or `:` (a line says
+# "token" and "secret" of other things).
+_NAME = re.compile(r"(?<![\w-])[\w-]+(?=[\"']?\s*[=:])")
+# Its value: a quoted one up to its closing quote (`"password": "correct horse battery"`),
+# else up to a space or a delimiter.
+_VALUE = re.compile(
+    r"([\"']?\s*[=:]\s*)"
+    r"(?:(?P<quote>[\"'])(?:\\.|(?!(?P=quote))[^\\\n])+(?P=quote)|([\"']?)[^\s&\"',;}]+)"
+)
 _SCHEME_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
-_AUTHORIZATION_VALUE = re.compile(
-    rf"(?i)\b({_AUTHORIZATION}{_BEFORE_VALUE})(?:({_SCHEME})\s+(?:{_PARAMS}|{_TOKEN})|{_TOKEN})"
-)
-_NAMED_VALUE = re.compile(rf"(?i)((?:{_NAMES}){_BEFORE_VALUE}){_TOKEN}")
 
-# Every mask needs one of these in its match (case-folded, as `(?i)` compares), so text
-# with none of them is left as it is: looking for them costs ~1 µs, the masks ~25.
-_CLUES = ("bearer", "basic", "eyj", "://", "token", "key", "secret", "passw", "authori")
+# Every mask needs one of these in its match (case-folded, as `(?i)` and secret_names.py
+# compare), so text with none of them is left as it is: looking for them costs ~1 µs, the
+# masks ~25.
+_CLUES = (
+    "bearer", "basic", "eyj", "://", "token", "key", "secret", "passw", "passphrase",
+    "credential", "authori",
+)  # fmt: skip
 
 
-def _authorization(found: re.Match[str]) -> str:
-    scheme = found.group(2)
-    return f"{found.group(1)}{scheme} {MASK}" if scheme else f"{found.group(1)}{MASK}"
+def _named_values_masked(text: str) -> str:
+    kept: list[str] = []
+    done = 0
+    for name in _NAME.finditer(text):
+        if name.start() < done or not is_credential_name(name.group()):
+            continue
+        value = _VALUE.match(text, name.end())
+        if value is None:
+            continue
+        quote = value.group("quote")
+        shown = f"{quote}{MASK}{quote}" if quote else f"{value.group(3)}{MASK}"
+        kept += [text[done : value.start()], value.group(1), shown]
+        done = value.end()
+    return "".join(kept) + text[done:] if kept else text
 
 
 def masked(text: str) -> str:
@@ -54,8 +62,8 @@ def masked(text: str) -> str:
     text = _SCHEME_CREDENTIAL.sub(rf"\1 {MASK}", text)
     text = _JWT.sub(MASK, text)
     text = quoted_urls_userinfo_masked(text)
-    text = _AUTHORIZATION_VALUE.sub(_authorization, text)
-    return _NAMED_VALUE.sub(rf"\1{MASK}", text)
+    text = authorization_masked(text)
+    return _named_values_masked(text)
 
 
 def scrub_secrets(text: str) -> str:
