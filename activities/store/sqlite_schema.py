@@ -269,8 +269,10 @@ async def migrate(db: aiosqlite.Connection) -> None:
     if current != SCHEMA_VERSION:
         await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         # Said once: a migrated file is refused by a release before it (docs/operations.md).
+        # A new file is no news (DEBUG): at INFO it came before the one line a start
+        # that cannot go on prints (a worker without Temporal, a bad namespace).
         if current == 0:
-            log.info("store schema created at version %d", SCHEMA_VERSION)
+            log.debug("store schema created at version %d", SCHEMA_VERSION)
         else:
             log.info("store schema migrated from version %d to %d", current, SCHEMA_VERSION)
     for statement in INDEXES:
