@@ -335,12 +335,16 @@ class MongoStore:
             if not found:
                 return EndedRunsDeleted(0, 0, None)
             ids = [doc["_id"] for doc in found]
-            # Children first, as a workflow's delete: one cut short leaves its runs, still
-            # due. The runs go under the same condition, so a racing sweep's count is right.
-            await db.events.delete_many({"run_id": {"$in": ids}})
-            await db.node_runs.delete_many({"workflow_run_id": {"$in": ids}})
-            payloads = await delete_unused_payloads(db, ids)
+            # The runs first, under the same condition (a racing sweep's count stays right),
+            # then the children and payloads of those gone only: a run reopened meanwhile
+            # (run_start.py `_reopen`) stays whole. One cut short between leaves the gone
+            # runs' children behind, never a kept run without its payloads.
             result = await db.runs.delete_many({**due, "_id": {"$in": ids}})
+            kept = set(await db.runs.distinct("_id", {"_id": {"$in": ids}}))
+            gone = [run_id for run_id in ids if run_id not in kept]
+            await db.events.delete_many({"run_id": {"$in": gone}})
+            await db.node_runs.delete_many({"workflow_run_id": {"$in": gone}})
+            payloads = await delete_unused_payloads(db, gone)
         ends = [doc.get("finished_at") or doc.get("updated_at") for doc in found]
         oldest = min((str(end) for end in ends if end), default=None)
         return EndedRunsDeleted(

@@ -17,7 +17,7 @@ import pytest
 from activities.store.base import PayloadHolder, Store
 from activities.store.mongo import MongoStore
 from activities.store.records import RunRecord
-from temporal_workflows.read_model import RECORDED_REV
+from temporal_workflows.read_model import RECORDED_REV, START_FAILED_REV
 from tests.store.builders import at, run, workflow
 from tests.store.conftest import StoreFactory
 from tests.support.fake_mongo import FakeCollection, forget, is_fake, mongo_for_tests
@@ -173,6 +173,33 @@ async def test_a_put_racing_the_delete_of_the_last_other_run_leaves_the_payload(
     finally:
         await deleting.close()
         await putting.close()
+
+
+async def test_retention_on_mongodb_keeps_the_payloads_of_a_run_reopened_meanwhile(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found due, then reopened (a refused start put back to pending) just before the runs'
+    # conditional delete: the run stays, and so must the payloads it refers to.
+    if not isinstance(store, MongoStore) or not is_fake(mongo_for_tests()[0]):
+        pytest.skip("MongoDB's order of writes, forced on the fake (SQLite: one transaction)")
+    wf = await _workflow(store)
+    ended = await _ended(store, wf)
+    await store.put_payload("input", BIG, ended.id)
+    real = FakeCollection.delete_many
+
+    async def reopened_first(self: FakeCollection, filter_: Any) -> Any:
+        if self._sync.name == "runs":
+            await store.update_run(
+                ended.id, START_FAILED_REV, {"status": "pending", "finished_at": None}
+            )
+        return await real(self, filter_)
+
+    monkeypatch.setattr(FakeCollection, "delete_many", reopened_first)
+    batch = await store.delete_ended_runs(at(100), 500)
+    assert (batch.deleted, batch.payloads) == (0, 0)
+    kept = await store.get_run(ended.id)
+    assert kept is not None and kept.status == "pending"
+    assert await store.get_payload("input") == BIG
 
 
 async def test_a_payload_stored_on_mongodb_before_run_references_is_kept_for_good() -> None:
