@@ -14,7 +14,8 @@ harmless.
 It also deletes the cron-check probe schedules an API left behind when it died mid-check
 (app/services/schedule_timing.py), at start and then once a minute, given a run
 retention, the runs that ended longer ago (app/run_retention.py), and schedule firings'
-own large payloads once they are surely over (app/firing_payloads.py).
+own large payloads (and those a delete handed over) once Temporal has closed their
+workflows (app/firing_payloads.py).
 
 Every worker runs one; several never correct a run twice: a correction is written
 `newer_only` at `RECONCILED_REV`, so exactly one of them applies it (and only that one
@@ -118,7 +119,7 @@ class Reconciler:
             if run_retention is None
             else RunRetention(store, run_retention, self._metrics, retention_every)
         )
-        self._firing_payloads = firing_payloads or FiringPayloads(store, self._metrics)
+        self._firing_payloads = firing_payloads or FiringPayloads(client, store, self._metrics)
 
     async def run_forever(self) -> None:
         """Reconcile every `interval` seconds until cancelled; errors are logged, not fatal."""

@@ -36,8 +36,9 @@ class PayloadHolder(StrEnum):
     # A schedule's own action argument (the id of the workflow it starts, no run): until the
     # schedule is deleted (`end_schedule_payloads`).
     SCHEDULE = "schedule"
-    # A schedule's firing (its trigger workflow, no run): until it is surely over
-    # (`delete_firing_payloads`).
+    # A schedule's firing (its trigger workflow, no run), or handed over by a delete (a
+    # schedule's own argument, a deleted workflow's runs'): until Temporal has closed the
+    # workflow that may still read it (`delete_firing_payloads`).
     FIRING = "firing"
 
 
@@ -130,8 +131,9 @@ class Store(Protocol):
         step; `ChangedMeanwhile` (nothing written) when they are not."""
 
     async def delete_workflow(self, workflow_id: str) -> bool:
-        """Delete a definition with its versions, runs, node runs and events, and the large
-        payloads only its runs used (`put_payload`)."""
+        """Delete a definition with its versions, runs, node runs and events; its runs' large
+        payloads go to `delete_firing_payloads`, as made now (a run may still be closing in
+        Temporal and read them)."""
 
     async def get_workflow_version(
         self, workflow_id: str, version: int
@@ -313,7 +315,7 @@ class Store(Protocol):
         it was made).
 
         A payload goes when the last run referring to it is deleted (`delete_ended_runs`,
-        `delete_workflow`, `delete_unstarted_run`), in that delete's write; a put of the
+        `delete_unstarted_run`), in that delete's write, or later (`delete_workflow`); a put of the
         same bytes racing the delete leaves it present. One put with no run (`run_id` None:
         the SDK named no workflow) keeps it for good, as every payload stored before
         references were (`KEPT`).
@@ -322,9 +324,18 @@ class Store(Protocol):
     async def get_payload(self, key: str) -> bytes | None:
         """A payload kept by `put_payload`; None when there is none under the key."""
 
-    async def delete_firing_payloads(self, made_before: datetime, limit: int) -> FiringRefsDeleted:
+    async def firing_payload_holders(
+        self, made_before: datetime, after: str, limit: int
+    ) -> list[str]:
+        """Up to `limit` workflow ids, in order, after `after`, with firings' references
+        (`PayloadHolder.FIRING`) made before `made_before`."""
+
+    async def delete_firing_payloads(
+        self, made_before: datetime, limit: int, workflow_ids: Sequence[str] | None = None
+    ) -> FiringRefsDeleted:
         """Delete up to `limit` references of firings (`PayloadHolder.FIRING`) made before
-        `made_before`, with the payloads nothing refers to any more, in one write."""
+        `made_before` (of these workflows only, unless None), with the payloads nothing refers
+        to any more, in one write."""
 
     async def end_schedule_payloads(self, workflow_id: str) -> None:
         """Hand a deleted schedule's own references (under the id of the workflow it

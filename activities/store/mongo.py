@@ -51,6 +51,8 @@ from activities.store.mongo_payloads import (
     delete_firing_payloads,
     delete_unused_payloads,
     end_schedule_payloads,
+    firing_payload_holders,
+    hand_over_payloads,
     put_payload,
 )
 from activities.store.mongo_values import (
@@ -311,7 +313,8 @@ class MongoStore:
             run_ids = await db.runs.distinct("_id", {"workflow_definition_id": workflow_id})
             await db.events.delete_many({"run_id": {"$in": run_ids}})
             await db.node_runs.delete_many({"workflow_run_id": {"$in": run_ids}})
-            await delete_unused_payloads(db, run_ids)
+            # Not deleted at once: a run may still be closing in Temporal (sqlite.py).
+            await hand_over_payloads(db, run_ids)
             await db.runs.delete_many({"workflow_definition_id": workflow_id})
             await db.workflow_versions.delete_many({"workflow_id": workflow_id})
             result = await db.workflows.delete_one({"_id": workflow_id})
@@ -668,9 +671,17 @@ class MongoStore:
         with _errors():
             await put_payload(self._db(), key, data, run_id, holder)
 
-    async def delete_firing_payloads(self, made_before: datetime, limit: int) -> FiringRefsDeleted:
+    async def firing_payload_holders(
+        self, made_before: datetime, after: str, limit: int
+    ) -> list[str]:
         with _errors():
-            return await delete_firing_payloads(self._db(), made_before, limit)
+            return await firing_payload_holders(self._db(), made_before, after, limit)
+
+    async def delete_firing_payloads(
+        self, made_before: datetime, limit: int, workflow_ids: Sequence[str] | None = None
+    ) -> FiringRefsDeleted:
+        with _errors():
+            return await delete_firing_payloads(self._db(), made_before, limit, workflow_ids)
 
     async def end_schedule_payloads(self, workflow_id: str) -> None:
         with _errors():

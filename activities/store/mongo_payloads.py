@@ -19,6 +19,7 @@ A race may leave a payload behind, never take one a run refers to. A firing's re
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,23 +63,57 @@ async def put_payload(
 
 
 async def _refer(db: AsyncDatabase[Doc], key: str, run_id: str, holder: PayloadHolder) -> None:
-    # A repeat renews what it is from and when it was made (as on SQLite).
+    # A repeat renews what it is from and when it was made (as on SQLite); a run's put
+    # leaves one the sweep's (a deleted workflow's run still closing writes on).
+    made_at = iso_utc(datetime.now(UTC))
+    if holder == PayloadHolder.RUN:
+        swept = {"_id": f"{key} {run_id}", "holder": str(PayloadHolder.FIRING)}
+        if (await db.payload_refs.update_one(swept, {"$set": {"made_at": made_at}})).matched_count:
+            return
     await db.payload_refs.update_one(
         {"_id": f"{key} {run_id}"},
         {
             "$setOnInsert": {"key": key, "run_id": run_id},
-            "$set": {"holder": str(holder), "made_at": iso_utc(datetime.now(UTC))},
+            "$set": {"holder": str(holder), "made_at": made_at},
         },
         upsert=True,
     )
 
 
-async def delete_firing_payloads(
-    db: AsyncDatabase[Doc], made_before: datetime, limit: int
-) -> FiringRefsDeleted:
-    """Drop up to `limit` firings' references made before `made_before`, and the payloads
-    nothing refers to any more."""
+async def firing_payload_holders(
+    db: AsyncDatabase[Doc], made_before: datetime, after: str, limit: int
+) -> list[str]:
+    """Up to `limit` workflow ids after `after`, in order, with firings' references made
+    before `made_before`."""
     old: Doc = {"holder": str(PayloadHolder.FIRING), "made_at": {"$lt": iso_utc(made_before)}}
+    found: list[str] = []
+    while len(found) < limit:
+        page = await (
+            db.payload_refs.find({**old, "run_id": {"$gt": after}}, {"run_id": 1})
+            .sort("run_id", 1)
+            .limit(limit)
+            .to_list()
+        )
+        for doc in page:  # in order: a workflow's references are together
+            if doc["run_id"] not in found[-1:]:
+                found.append(doc["run_id"])
+        if len(page) < limit:
+            break
+        after = page[-1]["run_id"]
+    return found[:limit]
+
+
+async def delete_firing_payloads(
+    db: AsyncDatabase[Doc],
+    made_before: datetime,
+    limit: int,
+    workflow_ids: Sequence[str] | None = None,
+) -> FiringRefsDeleted:
+    """Drop up to `limit` firings' references made before `made_before` (of these workflows
+    only, unless None), and the payloads nothing refers to any more."""
+    old: Doc = {"holder": str(PayloadHolder.FIRING), "made_at": {"$lt": iso_utc(made_before)}}
+    if workflow_ids is not None:
+        old["run_id"] = {"$in": list(workflow_ids)}
     found = await db.payload_refs.find(old, {"key": 1}).sort("made_at", 1).limit(limit).to_list()
     for ref in found:
         # Under the same condition: a ref renewed meanwhile (a put) stays.
@@ -91,8 +126,14 @@ async def delete_firing_payloads(
 
 async def end_schedule_payloads(db: AsyncDatabase[Doc], workflow_id: str) -> None:
     """A deleted schedule's own references become a firing's, made now."""
+    await hand_over_payloads(db, [workflow_id])
+
+
+async def hand_over_payloads(db: AsyncDatabase[Doc], run_ids: list[str]) -> None:
+    """These workflows' references become firings', made now: the sweep deletes them once
+    Temporal has closed each (a deleted workflow's run may still be closing)."""
     await db.payload_refs.update_many(
-        {"run_id": workflow_id},
+        {"run_id": {"$in": run_ids}},
         {"$set": {"holder": str(PayloadHolder.FIRING), "made_at": iso_utc(datetime.now(UTC))}},
     )
 

@@ -317,7 +317,7 @@ class SqliteStore:
                     (workflow_id, DELETE_BATCH_RUNS),
                 )
                 ids = [row[0] for row in rows]
-                await _delete_runs(db, ids)
+                await _delete_runs(db, ids, hand_over=True)
                 if len(ids) == DELETE_BATCH_RUNS:
                     continue
                 for table, column in _WORKFLOW_ROWS:
@@ -669,13 +669,27 @@ class SqliteStore:
             row = await _one(db, "SELECT data FROM payloads WHERE key = ?", (key,))
         return None if row is None else bytes(row[0])
 
-    async def delete_firing_payloads(self, made_before: datetime, limit: int) -> FiringRefsDeleted:
+    async def firing_payload_holders(
+        self, made_before: datetime, after: str, limit: int
+    ) -> list[str]:
+        async with self._read() as db:
+            rows = await db.execute_fetchall(_FIRING_HOLDERS, (iso_utc(made_before), after, limit))
+        return [str(row[0]) for row in rows]
+
+    async def delete_firing_payloads(
+        self, made_before: datetime, limit: int, workflow_ids: Sequence[str] | None = None
+    ) -> FiringRefsDeleted:
+        of: list[str] = []
+        sql = _OLD_FIRING_REFS.format(of="")
+        if workflow_ids is not None:
+            if not workflow_ids:
+                return FiringRefsDeleted(0, 0)
+            of = list(workflow_ids)
+            sql = _OLD_FIRING_REFS.format(of=f" AND run_id IN ({marks(len(of))})")
         async with self._write() as db:
             refs = [
                 (str(row[0]), str(row[1]))
-                for row in await db.execute_fetchall(
-                    _OLD_FIRING_REFS, (iso_utc(made_before), limit)
-                )
+                for row in await db.execute_fetchall(sql, (iso_utc(made_before), *of, limit))
             ]
             if not refs:
                 return FiringRefsDeleted(0, 0)
@@ -989,15 +1003,22 @@ async def _within_rows(db: aiosqlite.Connection, ids: list[str], most: int) -> l
     return taken
 
 
-async def _delete_runs(db: aiosqlite.Connection, ids: list[str]) -> int:
+async def _delete_runs(db: aiosqlite.Connection, ids: list[str], hand_over: bool = False) -> int:
     """Delete these runs with their node runs, events and the payloads only they used;
-    how many payloads went."""
+    how many payloads went. `hand_over`: their references go to the firings' sweep as made
+    now instead, which deletes them once Temporal has closed each run (one may be closing)."""
     if not ids:
         return 0
     held = marks(len(ids))
     await db.execute(f"DELETE FROM events WHERE run_id IN ({held})", ids)
     await db.execute(f"DELETE FROM node_runs WHERE workflow_run_id IN ({held})", ids)
     await db.execute(f"DELETE FROM runs WHERE id IN ({held})", ids)
+    if hand_over:
+        await db.execute(
+            f"UPDATE payload_refs SET holder = ?, made_at = ? WHERE run_id IN ({held})",
+            [PayloadHolder.FIRING, iso_utc(datetime.now(UTC)), *ids],
+        )
+        return 0
     cursor = await db.execute(_UNUSED_PAYLOADS.format(held=held), [*ids, *ids])
     await db.execute(f"DELETE FROM payload_refs WHERE run_id IN ({held})", ids)
     return cursor.rowcount
@@ -1005,13 +1026,19 @@ async def _delete_runs(db: aiosqlite.Connection, ids: list[str]) -> int:
 
 # A repeat renews what the reference is from and when it was made: a firing's activity run
 # again keeps its payloads from then, a schedule made anew under a deleted one's id its own.
+# A run's put stays the sweep's (a deleted workflow's run still closing writes on).
 _REFER = (
     "INSERT INTO payload_refs (key, run_id, holder, made_at) VALUES (?, ?, ?, ?)"
-    " ON CONFLICT (key, run_id) DO UPDATE SET holder = excluded.holder, made_at = excluded.made_at"
+    " ON CONFLICT (key, run_id) DO UPDATE SET made_at = excluded.made_at, holder ="
+    " CASE WHEN excluded.holder = 'run' AND holder = 'firing' THEN holder ELSE excluded.holder END"
 )
 _OLD_FIRING_REFS = (
-    "SELECT key, run_id FROM payload_refs WHERE holder = 'firing' AND made_at < ?"
+    "SELECT key, run_id FROM payload_refs WHERE holder = 'firing' AND made_at < ?{of}"
     " ORDER BY made_at LIMIT ?"
+)
+_FIRING_HOLDERS = (
+    "SELECT DISTINCT run_id FROM payload_refs WHERE holder = 'firing' AND made_at < ?"
+    " AND run_id > ? ORDER BY run_id LIMIT ?"
 )
 
 # The payloads these runs refer to and no other run (nor KEPT) does.

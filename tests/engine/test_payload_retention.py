@@ -17,14 +17,18 @@ from temporalio.worker import Replayer
 
 from activities.metrics import RunMetrics
 from activities.payloads import data_converter
+from app.firing_payloads import FiringPayloads
 from app.run_retention import RunRetention
 from temporal_workflows.interpreter import TrellisRun
-from tests.builders import echo
+from tests.builders import delay, echo
 from tests.support.platform import Platform
+from tests.support.polling import eventually
 
 # Over the 256 KiB threshold: the run's input, and the step's output that echoes it.
 LARGE_INPUT = {"pad": "x" * 300_000}
 FLOW = {"nodes": [echo("big", v="{{ input.pad }}"), echo("small", v="1")]}
+# The same, then open until closed by hand.
+HELD = {"nodes": [echo("big", v="{{ input.pad }}"), delay("hold", 600)]}
 
 
 def run_url(wf: str, run_id: str) -> str:
@@ -122,12 +126,49 @@ async def test_deleting_a_workflow_deletes_its_runs_payloads_not_another_runs(
 
     deleted = await p.api.delete(f"/api/v1/workflows/{doomed}")
     assert deleted.status_code == 204, deleted.text
+    assert await present(p, of_mine) == of_mine  # until the sweep finds the run closed
+    await FiringPayloads(
+        p.client, p.store, RunMetrics(CollectorRegistry()), keep_for=timedelta(0)
+    ).sweep()
 
     assert await present(p, of_mine) == shared
     assert await present(p, of_theirs) == of_theirs
     read = await p.api.get(run_url(other, theirs))
     assert read.status_code == 200 and read.json()["status"] == "completed"
     await replays(p, theirs)
+
+
+async def test_a_deleted_workflows_run_still_open_in_temporal_keeps_its_payloads_till_closed(
+    platform: Platform,
+) -> None:
+    # The store shows the workflow deleted while Temporal still has a run open (one that
+    # outlived the delete's wait for its cancel): replayed, it decodes its input and outputs.
+    p = platform
+    wf = await p.create(HELD)
+    run_id = await p.trigger(wf, LARGE_INPUT)
+    await eventually(lambda: _node_done(p, wf, run_id, "big"))
+    of_run = await claims(p, run_id)
+    assert of_run  # the input at least
+    assert await p.store.delete_workflow(wf) is True
+    assert await present(p, of_run) == of_run
+
+    swept = FiringPayloads(
+        p.client, p.store, RunMetrics(CollectorRegistry()), keep_for=timedelta(0)
+    )
+    assert await swept.sweep() == (0, False)
+    assert await present(p, of_run) == of_run
+    await replays(p, run_id)
+
+    await p.client.get_workflow_handle(run_id).terminate("the test closes it")
+    deleted, more = await swept.sweep()  # with its activities' own (store writes)
+    assert deleted >= len(of_run) and not more
+    assert await present(p, of_run) == set()
+
+
+async def _node_done(p: Platform, wf: str, run_id: str, node: str) -> bool:
+    read = await p.api.get(run_url(wf, run_id))
+    nodes = {n["nodeId"]: n["status"] for n in read.json().get("nodeRuns", [])}
+    return nodes.get(node) == "completed"
 
 
 async def test_a_repeat_under_a_deleted_runs_key_leaves_no_payload_behind(

@@ -20,6 +20,7 @@ from activities.store.base import PayloadHolder
 from activities.store.sqlite import SqliteStore
 from app.firing_payloads import FiringPayloads
 from app.reconciler import Reconciler
+from tests.builders import delay
 from tests.engine.test_payload_retention import claims, present
 from tests.schedules.test_schedules import ECHO, runs_of, url
 from tests.support.platform import Platform
@@ -30,7 +31,7 @@ LARGE = {"blob": "x" * 300_000}
 
 def sweep(p: Platform) -> FiringPayloads:
     """The reconciler's sweep, taking every firing's references made before now."""
-    return FiringPayloads(p.store, RunMetrics(CollectorRegistry()), keep_for=timedelta(0))
+    return FiringPayloads(p.client, p.store, RunMetrics(CollectorRegistry()), keep_for=timedelta(0))
 
 
 async def settled_runs(p: Platform, wf: str) -> dict[str, str]:
@@ -143,6 +144,22 @@ async def test_deleting_the_workflow_takes_its_schedules_argument(platform: Plat
     assert firing_refs_left(p) == []
 
 
+async def test_an_old_firing_reference_stays_while_its_workflow_is_open(platform: Platform) -> None:
+    # A firing's activity held past `keep_for` (a backed-up task queue): its input is read
+    # once it runs, so the reference stays until Temporal closes the firing's workflow.
+    p = platform
+    wf = await p.create({"nodes": [delay("hold", 600)]})
+    open_id = await p.trigger(wf)
+    await p.wait(wf, open_id, {"running"})
+    await p.store.put_payload("held", b"h" * 300_000, open_id, PayloadHolder.FIRING)
+    assert await sweep(p).sweep() == (0, False)
+    assert await p.store.get_payload("held") is not None
+
+    await p.client.get_workflow_handle(open_id).terminate("the test closes it")
+    assert await sweep(p).sweep() == (1, False)
+    assert await p.store.get_payload("held") is None
+
+
 async def _at_least(p: Platform, wf: str, count: int) -> bool:
     return len(await runs_of(p, wf)) >= count
 
@@ -156,7 +173,11 @@ async def test_the_reconciler_sweeps_them_without_run_retention(platform: Platfo
         task_queue=p.task_queue,
         interval=0.05,
         firing_payloads=FiringPayloads(
-            p.store, RunMetrics(CollectorRegistry()), keep_for=timedelta(0), every=timedelta(0)
+            p.client,
+            p.store,
+            RunMetrics(CollectorRegistry()),
+            keep_for=timedelta(0),
+            every=timedelta(0),
         ),
     )
     task = asyncio.create_task(reconciler.run_forever())

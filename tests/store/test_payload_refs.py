@@ -16,7 +16,7 @@ import pytest
 
 from activities.store.base import PayloadHolder, Store
 from activities.store.mongo import MongoStore
-from activities.store.records import RunRecord
+from activities.store.records import FiringRefsDeleted, RunRecord
 from temporal_workflows.read_model import RECORDED_REV, START_FAILED_REV
 from tests.store.builders import at, run, workflow
 from tests.store.conftest import StoreFactory
@@ -88,10 +88,30 @@ async def test_deleting_a_workflow_deletes_the_payloads_only_its_runs_use(store:
     await store.put_payload("shared", b"both", theirs.id)
 
     assert await store.delete_workflow(doomed) is True
+    # Handed to the sweep (a run may still be closing in Temporal), which takes them.
+    assert await store.get_payload("mine") == BIG
+    assert (await _swept(store)).payloads == 1
     assert await store.get_payload("mine") is None
     assert await store.get_payload("shared") == b"both"
     assert await store.delete_workflow(other) is True
+    await _swept(store)
     assert await store.get_payload("shared") is None
+
+
+async def test_a_deleted_workflows_run_writing_on_keeps_its_reference_the_sweeps(
+    store: Store,
+) -> None:
+    wf = await _workflow(store)
+    closing = run(wf)
+    await store.insert_run(closing)
+    await store.put_payload("output", BIG, closing.id)
+    assert await store.delete_workflow(wf) is True
+    await store.put_payload("output", BIG, closing.id)  # its worker writes the same again
+    assert (await _swept(store)).payloads == 1
+
+
+async def _swept(store: Store) -> FiringRefsDeleted:
+    return await store.delete_firing_payloads(datetime.now(UTC) + timedelta(hours=1), 500)
 
 
 async def test_an_unstarted_run_is_deleted_with_its_payloads(store: Store) -> None:
@@ -126,6 +146,7 @@ async def test_a_payload_put_again_after_its_delete_is_there_again(store: Store)
     await store.put_payload("again", BIG, later.id)
     assert await store.get_payload("again") == BIG
     assert await store.delete_workflow(wf) is True
+    await _swept(store)
     assert await store.get_payload("again") is None
 
 
@@ -169,6 +190,7 @@ async def test_a_put_racing_the_delete_of_the_last_other_run_leaves_the_payload(
             )
             assert await putting.get_payload(key) == BIG, round_
             assert await deleting.delete_workflow(wf) is True
+            await _swept(deleting)
             assert await putting.get_payload(key) is None, round_
     finally:
         await deleting.close()
