@@ -21,15 +21,14 @@ from activities.executors.catalog import Catalog
 from activities.store.base import Store
 from activities.store.sqlite import SqliteStore
 from app.main import create_app
-from app.platform.devserver import wait_for_temporal
 from app.settings import Settings
 from app.setup import register_search_attributes
 from tests.api.conftest import api_client
 from tests.api.helpers import API, assert_error
 from tests.builders import workflow
-from tests.faults.test_temporal_restart import start_temporal
 from tests.support.bare_namespace import bare_namespace
 from tests.support.cutting_proxy import CuttingProxy
+from tests.support.own_temporal import own_temporal
 from tests.support.platform import executor_registry, running_platform
 from tests.support.processes import Processes
 from tests.support.server import free_port, serving
@@ -135,10 +134,8 @@ class TestReadyz:
         tmp_path: Path,
         processes: Processes,
     ) -> None:
-        port = free_port()
+        temporal, port = await own_temporal(processes, tmp_path / "temporal.db")
         address = f"127.0.0.1:{port}"
-        temporal = start_temporal(processes, port, tmp_path / "temporal.db")
-        await wait_for_temporal(Settings(temporal_address=address), within=60)
         async with api_client(settings, store, catalog, await Client.connect(address)) as http:
             assert (await http.get("/readyz")).status_code == 200
             temporal.kill()
@@ -158,10 +155,8 @@ class TestReadyz:
     ) -> None:
         # SIGSTOPped: the SDK's own timeout (CANCELLED "Timeout expired") read as a lost
         # connection, so the check was asked three times, 2 s each (/readyz took ~6.3 s).
-        port = free_port()
+        temporal, port = await own_temporal(processes, tmp_path / "temporal.db")
         address = f"127.0.0.1:{port}"
-        temporal = start_temporal(processes, port, tmp_path / "temporal.db")
-        await wait_for_temporal(Settings(temporal_address=address), within=60)
         async with api_client(settings, store, catalog, await Client.connect(address)) as http:
             assert (await http.get("/readyz")).status_code == 200
             os.kill(temporal.pid, signal.SIGSTOP)

@@ -12,12 +12,9 @@ import json
 import time
 from pathlib import Path
 
-from app.platform.devserver import wait_for_temporal
-from app.settings import Settings
 from app.temporal_runtime import CORE_LOGGER
-from tests.faults.test_temporal_restart import start_temporal
+from tests.support.own_temporal import own_temporal, start_temporal
 from tests.support.processes import Processes, TrellisProcess, process_env
-from tests.support.server import free_port
 
 
 def wait_for_output(process: TrellisProcess, text: str, within: float) -> None:
@@ -30,17 +27,15 @@ def wait_for_output(process: TrellisProcess, text: str, within: float) -> None:
 async def test_the_sdks_retry_warnings_during_a_temporal_outage_are_json_lines(
     tmp_path: Path, processes: Processes
 ) -> None:
-    port, db_file = free_port(), tmp_path / "temporal.db"
+    db_file = tmp_path / "temporal.db"
+    temporal, port = await own_temporal(processes, db_file)
     address = f"127.0.0.1:{port}"
-    temporal = start_temporal(processes, port, db_file)
-    await wait_for_temporal(Settings(temporal_address=address), within=60)
     worker = processes.worker(process_env(tmp_path, address, TRELLIS_LOG_FORMAT="json"))
 
     temporal.kill()
     # The worker's pollers retry the dead server; the core warns after a few attempts.
     wait_for_output(worker, "retried", within=60)
-    start_temporal(processes, port, db_file)
-    await wait_for_temporal(Settings(temporal_address=address), within=60)
+    await start_temporal(processes, port, db_file)
 
     lines = [line for line in worker.output().splitlines() if line.strip()]
     entries = []

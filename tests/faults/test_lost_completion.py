@@ -14,13 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.platform.devserver import wait_for_temporal
-from app.settings import Settings
 from tests.faults.harness import REPORTS, Load, create_workflow, effect_step
-from tests.faults.test_temporal_restart import start_temporal
 from tests.peers.catalog import Peers
+from tests.support.own_temporal import own_temporal
 from tests.support.processes import Processes, process_env
-from tests.support.server import free_port
 
 RUNS = 5
 
@@ -45,10 +42,8 @@ async def until(check: Any, within: float = 30) -> None:
 async def test_a_completed_attempt_lost_with_its_worker_is_not_run_again(
     peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:
-    port = free_port()
+    temporal, port = await own_temporal(processes, tmp_path / "temporal.db")
     address = f"127.0.0.1:{port}"
-    temporal = start_temporal(processes, port, tmp_path / "temporal.db")
-    await wait_for_temporal(Settings(temporal_address=address), within=60)
     env = process_env(tmp_path, address, TRELLIS_EXECUTORS_FILE=str(peers.catalog_path))
     api = processes.api(env)
     worker = processes.worker(env)

@@ -18,10 +18,8 @@ from temporalio.service import RetryConfig
 from temporalio.testing import WorkflowEnvironment
 
 from activities.store.sqlite import SqliteStore
-from app.platform.devserver import wait_for_temporal
 from app.reconciler import Reconciler
-from app.settings import Settings
-from tests.faults.test_temporal_restart import start_temporal
+from tests.support.own_temporal import own_temporal, start_temporal
 from tests.support.polling import eventually
 from tests.support.processes import Processes
 from tests.support.server import free_port
@@ -125,10 +123,9 @@ async def test_temporal_going_away_is_one_warning_and_its_return_is_said(
     store: SqliteStore,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    port, db_file = free_port(), tmp_path / "temporal.db"
+    db_file = tmp_path / "temporal.db"
+    temporal, port = await own_temporal(processes, db_file)
     address = f"127.0.0.1:{port}"
-    temporal = start_temporal(processes, port, db_file)
-    await wait_for_temporal(Settings(temporal_address=address), within=60)
     client = await Client.connect(address, retry_config=QUICK)
     caplog.set_level(logging.INFO, logger=LOGGER)
     async with reconciling(client, store):
@@ -140,7 +137,7 @@ async def test_temporal_going_away_is_one_warning_and_its_return_is_said(
         (warning,) = reconciler_records(caplog)
         assert_one_line_warnings([warning], address)
         caplog.clear()
-        start_temporal(processes, port, db_file)
+        await start_temporal(processes, port, db_file)
         await eventually(lambda: infos(caplog), within=60)
         await asyncio.sleep(0.5)
     (back,) = infos(caplog)  # said once; the passes after it say nothing

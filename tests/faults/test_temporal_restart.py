@@ -4,38 +4,25 @@ running runs go on, triggers refused meanwhile are started by their retry."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
 import httpx
 
-from app.platform.devserver import temporal_binary, wait_for_temporal
-from app.platform.devserver_flags import dev_server_command
-from app.settings import Settings
 from tests.faults.harness import REPORTS, Load, create_workflow, effect_step
 from tests.peers.catalog import Peers
-from tests.support.processes import Processes, TrellisProcess, process_env
-from tests.support.server import free_port
+from tests.support.own_temporal import own_temporal, start_temporal
+from tests.support.processes import Processes, process_env
 
 RUNS = 40
-
-
-def start_temporal(processes: Processes, port: int, db_file: Path) -> TrellisProcess:
-    argv = dev_server_command(
-        temporal_binary(), port=port, ui_port=free_port(), db_file=db_file, namespace="default"
-    )
-    argv += ["--headless"]
-    return processes.spawn("temporal", argv, dict(os.environ))
 
 
 async def test_temporal_sigkill_and_restart_on_the_same_file_under_load(
     peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:
-    port, db_file = free_port(), tmp_path / "temporal.db"
+    db_file = tmp_path / "temporal.db"
+    temporal, port = await own_temporal(processes, db_file)
     address = f"127.0.0.1:{port}"
-    temporal = start_temporal(processes, port, db_file)
-    await wait_for_temporal(Settings(temporal_address=address), within=60)
     env = process_env(tmp_path, address, TRELLIS_EXECUTORS_FILE=str(peers.catalog_path))
     api = processes.api(env)
     processes.worker(env)
@@ -47,8 +34,7 @@ async def test_temporal_sigkill_and_restart_on_the_same_file_under_load(
     async def kill_and_restart() -> None:
         await asyncio.sleep(1.0)
         temporal.kill()
-        restarted = start_temporal(processes, port, db_file)
-        await wait_for_temporal(Settings(temporal_address=address), within=60)
+        restarted = await start_temporal(processes, port, db_file)
         assert restarted.running()
 
     # Triggers trickle in over 4 s, so some arrive while Temporal is down.
