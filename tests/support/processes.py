@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.listening import group_listens_on
 from tests.support.server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,7 +123,8 @@ class Processes:
         deadline = time.monotonic() + within
         while True:
             try:
-                if httpx.get(f"{api.url}/readyz", timeout=2).status_code == 200:
+                ready = httpx.get(f"{api.url}/readyz", timeout=2).status_code == 200
+                if ready and group_listens_on(api.process.pid, port):
                     return api
             except httpx.HTTPError:
                 pass
