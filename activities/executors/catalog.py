@@ -35,6 +35,7 @@ from activities.executors.catalog_secrets import catalog_secrets, secrets_masked
 from activities.executors.catalog_source import CatalogSource
 from activities.executors.endpoint import Endpoint, split_userinfo
 from activities.executors.url_mask import urls_masked
+from activities.secret_text import scrub_secrets
 from temporal_workflows.definition import WorkflowSpec, iter_nodes_at
 from temporal_workflows.validation import Problem
 
@@ -167,9 +168,12 @@ class Catalog:
 
     def redacted(self, text: str) -> str:
         """An error message with each catalog URL in it as the routes show it (`${VAR}`
-        unresolved, a password and query values masked), any other URL masked, and every
-        credential of the catalog masked (`catalog_secrets`): an A2A or MCP client's errors
-        may quote the URL they used, and a tool or an agent may quote its token."""
+        unresolved, a password and query values masked), any other URL masked, every
+        credential of the catalog masked (`catalog_secrets`), then what the logs mask
+        (`scrub_secrets`: `Bearer …`, a JWT, `token=…`): an A2A or MCP client's errors
+        may quote the URL they used, and a tool or an agent may quote its token or the
+        caller's service token. Every text a tool, an agent or their clients wrote passes
+        here before an error, a heartbeat or `/servers` and `/agents` keep it."""
         urls = [s.url for s in self.file.servers if s.url] + [a.url for a in self.file.agents]
         said: dict[str, str] = {}
         for url in urls:
@@ -180,7 +184,9 @@ class Catalog:
         for used in sorted(said, key=len, reverse=True):
             shown = said[used]
             text = text.replace(used, shown).replace(used.rstrip("/"), shown.rstrip("/"))
-        return secrets_masked(urls_masked(text), self._secrets)
+        # The catalog's values first: one holding a space would be cut by the logs' masks
+        # (`password: ***` then the rest of it).
+        return scrub_secrets(secrets_masked(urls_masked(text), self._secrets))
 
     def is_known_agent(self, name: str) -> bool:
         return name in self._agent_specs

@@ -1,15 +1,15 @@
 """Test A2A agents (a2a-sdk servers), all mounted under `/agents/<name>/` of one Starlette app.
 
 Kinds: `echo` (completes with one data artifact of what it received), `fail` (task
-failed), `leak` (task failed, quoting the `X-Api-Key` its request carried: an agent
-echoing its key), `files` (completes with one artifact of six file parts: raw and by
-URL, each with and without a filename, and each once without a media type), `slow` (works
-`config.seconds`, default 3, or until `config.untilWorking` of its tasks have worked at
-once; counts cancellations, and answers a `tasks/cancel` `config.cancelSeconds` late: a
-peer slow to stop), `input` (asks for input), `reject` (rejects), `bare` (completes
-without an artifact). Each has its own card and skills. An agent with a `query` answers
-only requests whose query string carries it (a signed URL: `…/agents/<name>?sig=…`), the
-card's request included; others get 403.
+failed), `leak` (task failed, quoting the header its request carried that its `leaks`
+names, `X-Api-Key` by default: an agent echoing its key), `files` (completes with one
+artifact of six file parts: raw and by URL, each with and without a filename, and each
+once without a media type), `slow` (works `config.seconds`, default 3, or until
+`config.untilWorking` of its tasks have worked at once; counts cancellations, and answers
+a `tasks/cancel` `config.cancelSeconds` late: a peer slow to stop), `input` (asks for
+input), `reject` (rejects), `bare` (completes without an artifact). Each has its own
+card and skills. An agent with a `query` answers only requests whose query string carries
+it (a signed URL: `…/agents/<name>?sig=…`), the card's request included; others get 403.
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ class AgentSpec:
     query: str = ""
     # The protocol binding it serves: A2A's JSON-RPC, or its REST one ("HTTP+JSON").
     binding: str = "JSONRPC"
+    # The request header a `leak` agent quotes (lower case).
+    leaks: str = "x-api-key"
 
 
 @dataclass
@@ -116,7 +118,7 @@ class PeerAgent(AgentExecutor):
         if kind == "fail":
             await updater.failed(say(f"{self.spec.name} could not do it: simulated failure"))
         elif kind == "leak":
-            key = context.call_context.state.get("headers", {}).get("x-api-key")
+            key = context.call_context.state.get("headers", {}).get(self.spec.leaks)
             await updater.failed(say(f"upstream refused key {key}"))
         elif kind == "input":
             await updater.requires_input(say("Which plan should the account get?"))
