@@ -33,6 +33,7 @@ from activities.executors.http_guard import AddressRefused, HttpPolicy, guarded_
 from activities.executors.redirect_headers import step_headers
 from activities.executors.tracing import CallTracer, trace_context, url_attribute
 from activities.executors.url_mask import mask_urls, masked_url
+from activities.secret_text import scrub_secrets
 from temporal_workflows.builtins import ECHO, TRANSFORM, BuiltinError, echo, transform
 from temporal_workflows.clock import fixed_width
 
@@ -125,7 +126,8 @@ class BuiltinExecutor:
         except httpx.HTTPError as exc:
             # The error may quote the URL it was sending to: a redirect's, not only ours.
             sent = str(exc.request.url) if _has_request(exc) else ""
-            reason = mask_urls(str(exc), url, sent)
+            # And the server's or the transport's words masked as the logs mask them.
+            reason = scrub_secrets(mask_urls(str(exc), url, sent))
             raise TransientError(
                 f"{method} {masked_url(url)} failed: {type(exc).__name__}: {reason}"
             ) from exc
@@ -136,6 +138,9 @@ class BuiltinExecutor:
         shown = masked_url(url)
         # A JSON answer quoted as JSON (it read as a Python dict: {'error': 'boom'}).
         said = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+        # A server may echo the `Authorization` it was sent: masked as the logs mask it,
+        # whole, before the cut (a token cut short would no longer look like one).
+        said = scrub_secrets(said)
         message = f"{method} {shown} returned {response.status_code}: {said[:500]}"
         if 400 <= response.status_code < 500 and response.status_code not in _RETRYABLE_4XX:
             raise PermanentError(message)

@@ -1,5 +1,5 @@
 """A step's failure text written by the outside world (an MCP tool's error result, an A2A
-agent's failed task) is masked as the logs mask it before the step's
+agent's failed task, an HTTP error body) is masked as the logs mask it before the step's
 error keeps it: the caller's service token a peer echoes (`Bearer eyJ…`) shows as `***` in
 the node run's `error` (the run as the API shows it, its events) and in Temporal's history
 (the failed activity's message); a catalog credential quoted with no credential word
@@ -154,6 +154,20 @@ async def test_a_catalog_credential_quoted_after_no_credential_word_is_masked(
     assert failed.error == said
     assert failed.history == [said]
     assert_nowhere(failed, ENVIRON["AGENT_KEY"])
+
+
+async def test_an_http_error_body_quoting_the_authorization_sent_shows_it_masked(
+    alice: Platform,
+) -> None:
+    url = f"{alice.peer_url}/refuses-auth"
+    headers = {"Authorization": "Bearer sk-live-abc123"}
+    config = {"url": url, "method": "POST", "headers": headers}
+    failed = await failed_step(alice, "builtin:http", config)
+    said = f'POST {url} returned 401: {{"error": "Authorization: Bearer *** rejected"}}'
+    assert failed.error == said
+    assert failed.history == [said]
+    # The step's config as written stays in its definition and input snapshot.
+    assert "sk-live-abc123" not in failed.history[0]
 
 
 async def test_a_pool_member_s_masked_failure_is_what_the_timeout_error_repeats(

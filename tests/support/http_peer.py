@@ -23,6 +23,7 @@ class HttpPeer:
                 Route("/echo/{key}", self._echo, methods=["GET", "POST"]),
                 Route("/flaky/{key}", self._flaky, methods=["GET", "POST"]),
                 Route("/status/{code:int}", self._status, methods=["GET", "POST"]),
+                Route("/refuses-auth", self._refuses_auth, methods=["GET", "POST"]),
                 Route("/slow/{key}", self._slow, methods=["GET", "POST"]),
             ]
         )
@@ -57,6 +58,11 @@ class HttpPeer:
         code = request.path_params["code"]
         self.calls[f"status-{code}"] += 1
         return JSONResponse({"error": f"status {code}"}, status_code=code)
+
+    async def _refuses_auth(self, request: Request) -> JSONResponse:
+        """401, quoting the `Authorization` it was sent (a server echoing a credential)."""
+        said = request.headers.get("authorization")
+        return JSONResponse({"error": f"Authorization: {said} rejected"}, status_code=401)
 
     async def _slow(self, request: Request) -> JSONResponse:
         key = request.path_params["key"]
