@@ -47,6 +47,10 @@ def _named_values_masked(text: str) -> str:
     for name in _NAME.finditer(text):
         if name.start() < done or not is_credential_name(name.group()):
             continue
+        if text[max(0, name.start() - 5) : name.start()].casefold() == "tool ":
+            # A tool's name, not a value's: the MCP SDK's "Error executing tool get_token:
+            # connection refused" lost its first word to the mask.
+            continue
         value = _VALUE.match(text, name.end())
         if value is None:
             continue

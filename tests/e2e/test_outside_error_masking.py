@@ -123,11 +123,11 @@ async def test_an_mcp_tool_quoting_the_bearer_token_it_was_sent_shows_it_masked(
     alice: Platform,
 ) -> None:
     failed = await failed_step(alice, "leaky/quote_secret", {"header": "authorization"})
-    # The SDK's `Error executing tool quote_secret: …` reads to the logs' masks as a value
-    # named `quote_secret`, which they mask too, as the worker's log line shows it.
+    # The SDK's `Error executing tool quote_secret: …` names a tool, not a value: its
+    # first word is kept.
     said = (
         "MCP tool 'quote_secret' reported an error: "
-        "Error executing tool quote_secret: *** refused token Bearer ***"
+        "Error executing tool quote_secret: upstream refused token Bearer ***"
     )
     assert failed.error == said
     assert failed.history == [said]

@@ -79,3 +79,23 @@ AUTHORIZATION = [
 @pytest.mark.parametrize(("line", "shown"), AUTHORIZATION)
 def test_an_authorization_value_masks_only_its_credential(line: str, shown: str) -> None:
     assert scrub_secrets(line) == shown
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Error executing tool get_token: connection refused",
+        "Error executing tool rotate_api_key: upstream 502",
+        "Unknown Tool reset_password: not listed",
+    ],
+)
+def test_a_tools_name_before_its_error_is_no_credentials_name(line: str) -> None:
+    # The MCP SDK's error words: a tool named for a credential kept its error's first word
+    # masked ("get_token: *** refused"), now in a step's stored error too.
+    assert scrub_secrets(line) == line
+
+
+def test_a_credential_after_a_tools_name_is_still_masked() -> None:
+    line = "Error executing tool get_token: upstream said token=abc123 Bearer eyJx.eyJy.z"
+    shown = "Error executing tool get_token: upstream said token=*** Bearer ***"
+    assert scrub_secrets(line) == shown
