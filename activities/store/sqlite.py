@@ -14,16 +14,16 @@ import re
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 from pydantic import ValidationError
 
+from activities.store import sqlite_payloads
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import (
-    KEPT,
     ChangedMeanwhile,
     DuplicateNameError,
     PayloadHolder,
@@ -645,7 +645,7 @@ class SqliteStore:
             row = await _one(db, sql, (key,))
         return 0 if row is None else int(row[0])
 
-    # -- run events ----------------------------------------------------------
+    # -- large payloads (sqlite_payloads.py) ---------------------------------
     async def put_payload(
         self,
         key: str,
@@ -653,64 +653,30 @@ class SqliteStore:
         run_id: str | None = None,
         holder: PayloadHolder = PayloadHolder.RUN,
     ) -> None:
-        ref = (key, KEPT, PayloadHolder.RUN) if run_id is None else (key, run_id, holder)
-        made_at = iso_utc(datetime.now(UTC))
-
-        def op(conn: sqlite3.Connection) -> None:
-            # One transaction: a delete of the payload's last run waits for it, or went
-            # before it and this writes the payload afresh.
-            conn.execute("INSERT OR IGNORE INTO payloads (key, data) VALUES (?, ?)", (key, data))
-            conn.execute(_REFER, (*ref, made_at))
-
-        await self._tx(op)
+        await self._tx(lambda conn: sqlite_payloads.put_payload(conn, key, data, run_id, holder))
 
     async def get_payload(self, key: str) -> bytes | None:
         async with self._read() as db:
-            row = await _one(db, "SELECT data FROM payloads WHERE key = ?", (key,))
-        return None if row is None else bytes(row[0])
+            return await sqlite_payloads.get_payload(db, key)
 
     async def firing_payload_holders(
         self, made_before: datetime, after: str, limit: int
     ) -> list[str]:
         async with self._read() as db:
-            rows = await db.execute_fetchall(_FIRING_HOLDERS, (iso_utc(made_before), after, limit))
-        return [str(row[0]) for row in rows]
+            return await sqlite_payloads.firing_payload_holders(db, made_before, after, limit)
 
     async def delete_firing_payloads(
         self, made_before: datetime, limit: int, workflow_ids: Sequence[str] | None = None
     ) -> FiringRefsDeleted:
-        of: list[str] = []
-        sql = _OLD_FIRING_REFS.format(of="")
-        if workflow_ids is not None:
-            if not workflow_ids:
-                return FiringRefsDeleted(0, 0)
-            of = list(workflow_ids)
-            sql = _OLD_FIRING_REFS.format(of=f" AND run_id IN ({marks(len(of))})")
         async with self._write() as db:
-            refs = [
-                (str(row[0]), str(row[1]))
-                for row in await db.execute_fetchall(sql, (iso_utc(made_before), *of, limit))
-            ]
-            if not refs:
-                return FiringRefsDeleted(0, 0)
-            await db.executemany("DELETE FROM payload_refs WHERE key = ? AND run_id = ?", refs)
-            keys = sorted({key for key, _ in refs})
-            cursor = await db.execute(
-                f"DELETE FROM payloads WHERE key IN ({marks(len(keys))}) AND NOT EXISTS"
-                " (SELECT 1 FROM payload_refs WHERE payload_refs.key = payloads.key)",
-                keys,
+            return await sqlite_payloads.delete_firing_payloads(
+                db, made_before, limit, workflow_ids
             )
-        return FiringRefsDeleted(len(refs), cursor.rowcount)
 
     async def end_schedule_payloads(self, workflow_id: str) -> None:
-        made_at = iso_utc(datetime.now(UTC))
-        await self._tx(
-            lambda conn: conn.execute(
-                "UPDATE payload_refs SET holder = ?, made_at = ? WHERE run_id = ?",
-                (PayloadHolder.FIRING, made_at, workflow_id),
-            )
-        )
+        await self._tx(lambda conn: sqlite_payloads.end_schedule_payloads(conn, workflow_id))
 
+    # -- run events ----------------------------------------------------------
     async def append_event(self, run_id: str, event: dict[str, Any], key: str | None = None) -> int:
         return await self._tx(lambda conn: _insert_event(conn, run_id, event, key))
 
@@ -1014,39 +980,9 @@ async def _delete_runs(db: aiosqlite.Connection, ids: list[str], hand_over: bool
     await db.execute(f"DELETE FROM node_runs WHERE workflow_run_id IN ({held})", ids)
     await db.execute(f"DELETE FROM runs WHERE id IN ({held})", ids)
     if hand_over:
-        await db.execute(
-            f"UPDATE payload_refs SET holder = ?, made_at = ? WHERE run_id IN ({held})",
-            [PayloadHolder.FIRING, iso_utc(datetime.now(UTC)), *ids],
-        )
+        await sqlite_payloads.hand_over_payloads(db, ids)
         return 0
-    cursor = await db.execute(_UNUSED_PAYLOADS.format(held=held), [*ids, *ids])
-    await db.execute(f"DELETE FROM payload_refs WHERE run_id IN ({held})", ids)
-    return cursor.rowcount
-
-
-# A repeat renews what the reference is from and when it was made: a firing's activity run
-# again keeps its payloads from then, a schedule made anew under a deleted one's id its own.
-# A run's put stays the sweep's (a deleted workflow's run still closing writes on).
-_REFER = (
-    "INSERT INTO payload_refs (key, run_id, holder, made_at) VALUES (?, ?, ?, ?)"
-    " ON CONFLICT (key, run_id) DO UPDATE SET made_at = excluded.made_at, holder ="
-    " CASE WHEN excluded.holder = 'run' AND holder = 'firing' THEN holder ELSE excluded.holder END"
-)
-_OLD_FIRING_REFS = (
-    "SELECT key, run_id FROM payload_refs WHERE holder = 'firing' AND made_at < ?{of}"
-    " ORDER BY made_at LIMIT ?"
-)
-_FIRING_HOLDERS = (
-    "SELECT DISTINCT run_id FROM payload_refs WHERE holder = 'firing' AND made_at < ?"
-    " AND run_id > ? ORDER BY run_id LIMIT ?"
-)
-
-# The payloads these runs refer to and no other run (nor KEPT) does.
-_UNUSED_PAYLOADS = (
-    "DELETE FROM payloads WHERE key IN (SELECT key FROM payload_refs WHERE run_id IN ({held}))"
-    " AND NOT EXISTS (SELECT 1 FROM payload_refs AS other WHERE other.key = payloads.key"
-    " AND other.run_id NOT IN ({held}))"
-)
+    return await sqlite_payloads.delete_unused_payloads(db, ids)
 
 
 def _runs(rows: Any) -> list[RunRecord]:
