@@ -316,7 +316,9 @@ class Store(Protocol):
 
         A payload goes when the last run referring to it is deleted (`delete_ended_runs`,
         `delete_unstarted_run`), in that delete's write, or later (`delete_workflow`); a put of the
-        same bytes racing the delete leaves it present. One put with no run (`run_id` None:
+        same bytes racing the delete leaves it present. A run's put is the firings' sweep's
+        when the run has no record or a delete handed its references over (its workflow
+        deleted while it was still closing). One put with no run (`run_id` None:
         the SDK named no workflow) keeps it for good, as every payload stored before
         references were (`KEPT`).
         """

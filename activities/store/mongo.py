@@ -316,6 +316,9 @@ class MongoStore:
             # Not deleted at once: a run may still be closing in Temporal (sqlite.py).
             await hand_over_payloads(db, run_ids)
             await db.runs.delete_many({"workflow_definition_id": workflow_id})
+            # Again: a put that found its run still there wrote its reference before
+            # (mongo_payloads.py `_swept_if_run_gone`).
+            await hand_over_payloads(db, run_ids)
             await db.workflow_versions.delete_many({"workflow_id": workflow_id})
             result = await db.workflows.delete_one({"_id": workflow_id})
         return result.deleted_count > 0

@@ -42,6 +42,8 @@ async def put_payload(
         await _refer(db, key, KEPT, PayloadHolder.RUN)
     else:
         await _refer(db, key, run_id, holder)
+        if holder == PayloadHolder.RUN:
+            await _swept_if_run_gone(db, key, run_id)
     if await db.payloads.find_one({"key": key, "gen": {"$exists": False}}, {"_id": 1}):
         # Stored before references were recorded: the runs using it are unknown.
         await _refer(db, key, KEPT, PayloadHolder.RUN)
@@ -78,6 +80,22 @@ async def _refer(db: AsyncDatabase[Doc], key: str, run_id: str, holder: PayloadH
         },
         upsert=True,
     )
+
+
+async def _swept_if_run_gone(db: AsyncDatabase[Doc], key: str, run_id: str) -> None:
+    """A run's reference becomes the sweep's when the run has no record (its workflow
+    deleted while it was still closing in Temporal) or a delete handed its others over: no
+    run's delete would take it. Looked at after the reference is written: a workflow's
+    delete that this finds the run still in hands it over after deleting the runs."""
+    gone = await db.runs.find_one({"_id": run_id}, {"_id": 1}) is None
+    if not gone:
+        handed = {"run_id": run_id, "holder": str(PayloadHolder.FIRING)}
+        gone = await db.payload_refs.find_one(handed, {"_id": 1}) is not None
+    if gone:
+        await db.payload_refs.update_one(
+            {"_id": f"{key} {run_id}", "holder": str(PayloadHolder.RUN)},
+            {"$set": {"holder": str(PayloadHolder.FIRING), "made_at": iso_utc(datetime.now(UTC))}},
+        )
 
 
 async def firing_payload_holders(

@@ -27,8 +27,11 @@ def put_payload(
 ) -> None:
     """The payload and its reference (`Store.put_payload`), inside the caller's transaction:
     a delete of the payload's last run waits for it, or went before it and this writes the
-    payload afresh."""
+    payload afresh (and a run's reference is the sweep's: `_RUN_GONE`)."""
     ref = (key, KEPT, PayloadHolder.RUN) if run_id is None else (key, run_id, holder)
+    if run_id is not None and holder == PayloadHolder.RUN:
+        if conn.execute(_RUN_GONE, (run_id, run_id)).fetchone()[0]:
+            ref = (key, run_id, PayloadHolder.FIRING)
     conn.execute("INSERT OR IGNORE INTO payloads (key, data) VALUES (?, ?)", (key, data))
     conn.execute(_REFER, (*ref, iso_utc(datetime.now(UTC))))
 
@@ -108,6 +111,13 @@ _REFER = (
     "INSERT INTO payload_refs (key, run_id, holder, made_at) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (key, run_id) DO UPDATE SET made_at = excluded.made_at, holder ="
     " CASE WHEN excluded.holder = 'run' AND holder = 'firing' THEN holder ELSE excluded.holder END"
+)
+# A run with no record (its workflow deleted while it was still closing in Temporal, or
+# retention deleted it), or whose references a delete handed to the sweep: no run's
+# delete will take what it puts now, so it is the sweep's, gone once Temporal closed it.
+_RUN_GONE = (
+    "SELECT NOT EXISTS (SELECT 1 FROM runs WHERE id = ?) OR EXISTS"
+    " (SELECT 1 FROM payload_refs WHERE run_id = ? AND holder = 'firing')"
 )
 _OLD_FIRING_REFS = (
     "SELECT key, run_id FROM payload_refs WHERE holder = 'firing' AND made_at < ?{of}"

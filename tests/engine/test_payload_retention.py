@@ -165,6 +165,35 @@ async def test_a_deleted_workflows_run_still_open_in_temporal_keeps_its_payloads
     assert await present(p, of_run) == set()
 
 
+async def test_a_deleted_workflows_run_storing_a_new_payload_leaves_none_behind(
+    platform: Platform,
+) -> None:
+    # Deleted from the store while its workflow runs on: its later step's large output
+    # (bytes no earlier put stored) goes with the sweep too, once Temporal closed the run.
+    p = platform
+    flow = {
+        "nodes": [
+            echo("big", v="{{ input.pad }}"),
+            delay("hold", 3),
+            echo("later", v="{{ input.pad }}-later"),
+        ]
+    }
+    wf = await p.create(flow)
+    run_id = await p.trigger(wf, LARGE_INPUT)
+    await eventually(lambda: _node_done(p, wf, run_id, "big"))
+    before = await claims(p, run_id)
+    assert await p.store.delete_workflow(wf) is True
+    await p.client.get_workflow_handle(run_id).result()
+    of_run = await claims(p, run_id)
+    assert of_run - before, "the later step's output was stored after the delete"
+
+    deleted, more = await FiringPayloads(
+        p.client, p.store, RunMetrics(CollectorRegistry()), keep_for=timedelta(0)
+    ).sweep()
+    assert deleted >= len(of_run) and not more
+    assert await present(p, of_run) == set()
+
+
 async def _node_done(p: Platform, wf: str, run_id: str, node: str) -> bool:
     read = await p.api.get(run_url(wf, run_id))
     nodes = {n["nodeId"]: n["status"] for n in read.json().get("nodeRuns", [])}
