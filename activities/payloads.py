@@ -21,9 +21,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
+from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload
+from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
@@ -44,6 +46,8 @@ from temporal_workflows.schedule_trigger import SCHEDULE_WORKFLOW_TYPE
 # Temporal warns about payloads from 256 KB; keep everything above it in the store.
 DEFAULT_OFFLOAD_BYTES = 256 * 1024
 DRIVER_NAME = "trellis-store"
+# How the SDK marks a claim in history (json/protobuf of this message).
+_CLAIM_TYPE = ExternalStorageReference.DESCRIPTOR.full_name.encode()
 # How long a payload's write waits for a store that cannot take it for now (locked, a full
 # disk): it is written as a workflow task completes or an activity's result is sent, and an
 # activity whose result could not be sent is run again (its step's call made twice).
@@ -91,6 +95,21 @@ class StorePayloads(StorageDriver):
             payload.ParseFromString(data)
             payloads.append(payload)
         return payloads
+
+
+def claimed_keys(payloads: Iterable[Payload]) -> set[str]:
+    """The store keys these payloads (as Temporal holds them) are claims for: a schedule's
+    argument kept here, say."""
+    keys: set[str] = set()
+    for payload in payloads:
+        if payload.metadata.get("messageType") != _CLAIM_TYPE:
+            continue
+        reference = json_format.Parse(
+            payload.data, ExternalStorageReference(), ignore_unknown_fields=True
+        )
+        if reference.driver_name == DRIVER_NAME and "key" in reference.claim_data:
+            keys.add(reference.claim_data["key"])
+    return keys
 
 
 def _run_of(context: StorageDriverStoreContext) -> tuple[str | None, PayloadHolder]:

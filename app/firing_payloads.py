@@ -8,7 +8,8 @@ for every firing (its run id differs), referred to by the firing's workflow, whi
 run, so no run's delete takes it (a 15 s schedule with a 300 KB input grew the store by
 ~1.7 GB a day). The run a firing starts keeps its own copy, under its run id; the
 schedule's own argument stays while the schedule does, and a schedule's delete hands it
-here (`Store.end_schedule_payloads`), as a workflow's delete its runs' (`delete_workflow`).
+here (`Store.end_schedule_payloads`), as an update the copies it replaced
+(`Store.replace_schedule_payloads`) and a workflow's delete its runs' (`delete_workflow`).
 
 A reference goes once older than `keep_for` and its workflow (the reference's id) is closed
 or unknown to Temporal: a firing's activity held over an hour in a backed-up task queue, or

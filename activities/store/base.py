@@ -342,3 +342,12 @@ class Store(Protocol):
     async def end_schedule_payloads(self, workflow_id: str) -> None:
         """Hand a deleted schedule's own references (under the id of the workflow it
         starts) to `delete_firing_payloads`, as made now: a firing still running reads them."""
+
+    async def replace_schedule_payloads(
+        self, workflow_id: str, keep: Sequence[str], made_before: datetime
+    ) -> None:
+        """After a schedule's update: hand its own references (under the id of the workflow
+        it starts) made before `made_before` to `delete_firing_payloads`, as made now,
+        except those to `keep` (the argument it carries now), which stay the schedule's,
+        renewed (taken back from a concurrent update that found them replaced). Those made
+        since are a concurrent update's, whose own call tells."""

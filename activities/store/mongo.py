@@ -54,6 +54,7 @@ from activities.store.mongo_payloads import (
     firing_payload_holders,
     hand_over_payloads,
     put_payload,
+    replace_schedule_payloads,
 )
 from activities.store.mongo_values import (
     JSON_FIELD,
@@ -689,6 +690,12 @@ class MongoStore:
     async def end_schedule_payloads(self, workflow_id: str) -> None:
         with _errors():
             await end_schedule_payloads(self._db(), workflow_id)
+
+    async def replace_schedule_payloads(
+        self, workflow_id: str, keep: Sequence[str], made_before: datetime
+    ) -> None:
+        with _errors():
+            await replace_schedule_payloads(self._db(), workflow_id, keep, made_before)
 
     async def get_payload(self, key: str) -> bytes | None:
         with _errors():

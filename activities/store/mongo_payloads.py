@@ -147,6 +147,27 @@ async def end_schedule_payloads(db: AsyncDatabase[Doc], workflow_id: str) -> Non
     await hand_over_payloads(db, [workflow_id])
 
 
+async def replace_schedule_payloads(
+    db: AsyncDatabase[Doc], workflow_id: str, keep: Sequence[str], made_before: datetime
+) -> None:
+    """An updated schedule's argument it no longer carries becomes a firing's, made now
+    (`Store.replace_schedule_payloads`)."""
+    now = iso_utc(datetime.now(UTC))
+    await db.payload_refs.update_many(
+        {"run_id": workflow_id, "key": {"$in": list(keep)}},
+        {"$set": {"holder": str(PayloadHolder.SCHEDULE), "made_at": now}},
+    )
+    await db.payload_refs.update_many(
+        {
+            "run_id": workflow_id,
+            "holder": str(PayloadHolder.SCHEDULE),
+            "made_at": {"$lt": iso_utc(made_before)},
+            "key": {"$nin": list(keep)},
+        },
+        {"$set": {"holder": str(PayloadHolder.FIRING), "made_at": now}},
+    )
+
+
 async def hand_over_payloads(db: AsyncDatabase[Doc], run_ids: list[str]) -> None:
     """These workflows' references become firings', made now: the sweep deletes them once
     Temporal has closed each (a deleted workflow's run may still be closing)."""

@@ -676,6 +676,15 @@ class SqliteStore:
     async def end_schedule_payloads(self, workflow_id: str) -> None:
         await self._tx(lambda conn: sqlite_payloads.end_schedule_payloads(conn, workflow_id))
 
+    async def replace_schedule_payloads(
+        self, workflow_id: str, keep: Sequence[str], made_before: datetime
+    ) -> None:
+        await self._tx(
+            lambda conn: sqlite_payloads.replace_schedule_payloads(
+                conn, workflow_id, keep, made_before
+            )
+        )
+
     # -- run events ----------------------------------------------------------
     async def append_event(self, run_id: str, event: dict[str, Any], key: str | None = None) -> int:
         return await self._tx(lambda conn: _insert_event(conn, run_id, event, key))

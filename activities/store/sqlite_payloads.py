@@ -86,6 +86,29 @@ def end_schedule_payloads(conn: sqlite3.Connection, workflow_id: str) -> None:
     )
 
 
+def replace_schedule_payloads(
+    conn: sqlite3.Connection, workflow_id: str, keep: Sequence[str], made_before: datetime
+) -> None:
+    """`Store.replace_schedule_payloads`, inside the caller's transaction."""
+    now, kept = iso_utc(datetime.now(UTC)), marks(len(keep))
+    conn.execute(
+        f"UPDATE payload_refs SET holder = ?, made_at = ? WHERE run_id = ? AND key IN ({kept})",
+        (PayloadHolder.SCHEDULE, now, workflow_id, *keep),
+    )
+    conn.execute(
+        "UPDATE payload_refs SET holder = ?, made_at = ? WHERE run_id = ? AND holder = ?"
+        f" AND made_at < ? AND key NOT IN ({kept})",
+        (
+            PayloadHolder.FIRING,
+            now,
+            workflow_id,
+            PayloadHolder.SCHEDULE,
+            iso_utc(made_before),
+            *keep,
+        ),
+    )
+
+
 async def hand_over_payloads(db: aiosqlite.Connection, ids: list[str]) -> None:
     """These runs' references go to the firings' sweep as made now, which deletes them once
     Temporal has closed each run (one may be closing)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
@@ -44,6 +45,7 @@ from app.schemas.schedule import (
 )
 from app.services.idempotency import Asked
 from app.services.precondition import content_tag, holds_to_a_tag, require_match, stale
+from app.services.schedule_argument import release_replaced_argument
 from app.services.schedule_bound import BOUND
 from app.services.schedule_key import (
     CREATOR,
@@ -233,6 +235,8 @@ class ScheduleService:
     ) -> SchedulePublic:
         """Replace timing, input and overlap policy; pause or unpause when that changed.
         412 when `if_match` is given and is not the schedule's ETag, nothing changed."""
+        # Before the new argument is stored (schedule_argument.py).
+        since = datetime.now(UTC)
         handle = self._handle(schedule_id)
         new = self._schedule(workflow, schedule_id, body)
         # What Temporal would keep for the new spec and policy (and whether the cron fires):
@@ -240,7 +244,7 @@ class ScheduleService:
         # included, not only that Trellis's argument is the same.
         expected = await kept_as(self.client, self.task_queue, body, new.policy)
         if holds_to_a_tag(if_match):
-            await self._replace_as_read(schedule_id, new, expected, if_match)
+            await self._replace_as_read(schedule_id, new, expected, if_match, since)
             return await self.set_paused(schedule_id, body.paused)
 
         async def updater(current: ScheduleUpdateInput) -> ScheduleUpdate | None:
@@ -254,10 +258,17 @@ class ScheduleService:
             return ScheduleUpdate(schedule=new)
 
         await temporal_call(schedule_id, handle.update(updater))
+        updated, _ = await self._describe(schedule_id)
+        await release_replaced_argument(self.store, updated, since)
         return await self.set_paused(schedule_id, body.paused)
 
     async def _replace_as_read(
-        self, schedule_id: str, new: Schedule, expected: Schedule, if_match: str
+        self,
+        schedule_id: str,
+        new: Schedule,
+        expected: Schedule,
+        if_match: str,
+        since: datetime,
     ) -> None:
         """Replace the schedule only while it is as the caller read it (`if_match`): checked
         on a description, and the update sent with that description's conflict token
@@ -272,6 +283,8 @@ class ScheduleService:
         new.state = read.schedule.state
         await temporal_call(schedule_id, update_over(self.client, read, new))
         now, trigger = await self._describe(schedule_id)
+        # Whichever update it carries (ours, or one that came first), the others' go.
+        await release_replaced_argument(self.store, now, since)
         if not await self._unchanged(now.schedule, trigger, new, expected):
             raise stale(if_match, what)
 

@@ -160,6 +160,56 @@ async def test_an_old_firing_reference_stays_while_its_workflow_is_open(platform
     assert await p.store.get_payload("held") is None
 
 
+async def argument_keys(p: Platform, sid: str) -> set[str]:
+    """The keys of the schedule's argument as Temporal holds it now."""
+    described = await p.client.get_schedule_handle(sid).describe()
+    action = described.raw_description.schedule.action.start_workflow
+    return claims_in(action.input.payloads)
+
+
+async def test_an_update_hands_the_argument_it_replaced_to_the_sweep(platform: Platform) -> None:
+    p = platform
+    wf = await p.create(ECHO)
+    body = {"intervalSeconds": 3600, "initialInput": LARGE, "paused": True}
+    created = await p.api.post(url(wf), json=body)
+    assert created.status_code == 201, created.text
+    sid = created.json()["id"]
+    first = await argument_keys(p, sid)
+    other = {**body, "initialInput": {"blob": "y" * 300_000}}
+    replaced = await p.api.put(url(wf, sid), json=other)
+    assert replaced.status_code == 200, replaced.text
+    second = await argument_keys(p, sid)
+    assert first and second and first != second
+    await sweep(p).sweep()
+    assert await present(p, first) == set()
+    assert await present(p, second) == second
+
+    # An update that changes nothing keeps it; the schedule fires with it.
+    again = await p.api.put(url(wf, sid), json=other)
+    assert again.status_code == 200, again.text
+    await sweep(p).sweep()
+    assert await present(p, second) == second
+    fired = await p.api.post(url(wf, sid) + "/trigger")
+    assert fired.status_code == 202, fired.text
+    await eventually(lambda: _at_least(p, wf, 1), within=20)
+    (run_id,) = await settled_runs(p, wf)
+    read = await p.api.get(f"/api/v1/workflows/{wf}/runs/{run_id}")
+    assert read.json()["initialInput"] == other["initialInput"]
+
+    # Under If-Match, to an input small enough for history: the large one goes.
+    tag = (await p.api.get(url(wf, sid))).headers["etag"]
+    small = {**body, "initialInput": {"x": 1}}
+    as_read = await p.api.put(url(wf, sid), json=small, headers={"If-Match": tag})
+    assert as_read.status_code == 200, as_read.text
+    assert await argument_keys(p, sid) == set()
+    await sweep(p).sweep()
+    assert await present(p, second) == set()
+    deleted = await p.api.delete(url(wf, sid))
+    assert deleted.status_code == 204, deleted.text
+    await sweep(p).sweep()
+    assert firing_refs_left(p) == []
+
+
 async def _at_least(p: Platform, wf: str, count: int) -> bool:
     return len(await runs_of(p, wf)) >= count
 

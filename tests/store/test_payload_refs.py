@@ -363,6 +363,44 @@ async def test_a_schedule_made_again_under_its_id_keeps_its_argument(store: Stor
     assert await store.get_payload("argument") == b"a"
 
 
+async def test_an_updated_schedule_hands_over_the_arguments_it_no_longer_carries(
+    store: Store,
+) -> None:
+    for key in ("first", "second", "carried"):
+        await store.put_payload(key, b"a", SCHEDULE, PayloadHolder.SCHEDULE)
+    await store.put_payload("other schedule's", b"o", "sched-b-run", PayloadHolder.SCHEDULE)
+    await asyncio.sleep(0.01)
+    since = datetime.now(UTC)
+    await asyncio.sleep(0.01)
+    await store.put_payload("concurrent", b"c", SCHEDULE, PayloadHolder.SCHEDULE)
+
+    await store.replace_schedule_payloads(SCHEDULE, ["carried"], since)
+    # Handed over as made now (a firing started before the update reads it meanwhile).
+    young = await store.delete_firing_payloads(datetime.now(UTC) - timedelta(hours=1), 500)
+    assert (young.refs, young.payloads) == (0, 0)
+    swept = await store.delete_firing_payloads(LATER, 500)
+    assert (swept.refs, swept.payloads) == (2, 2)
+    keys = ("first", "second", "carried", "concurrent", "other schedule's")
+    assert [await store.get_payload(k) is not None for k in keys] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+    ]
+
+    # A concurrent update that found "carried" replaced (its description came first): the
+    # one whose description shows it carried takes it back.
+    await store.replace_schedule_payloads(SCHEDULE, ["concurrent"], datetime.now(UTC))
+    await store.replace_schedule_payloads(SCHEDULE, ["carried"], since)
+    swept = await store.delete_firing_payloads(LATER, 500)
+    assert (swept.refs, swept.payloads) == (0, 0)
+    # To an argument small enough for history: every copy goes.
+    await store.replace_schedule_payloads(SCHEDULE, [], datetime.now(UTC))
+    assert (await store.delete_firing_payloads(LATER, 500)).payloads == 2
+    assert await store.get_payload("other schedule's") == b"o"
+
+
 async def test_the_firings_sweep_goes_a_batch_at_a_time(store: Store) -> None:
     for n in range(3):
         await store.put_payload(f"request-{n}", b"r", f"{FIRING}-{n}", PayloadHolder.FIRING)
