@@ -1,6 +1,8 @@
 """While Temporal is down, the reconciler says so in one warning line when the outage starts,
 naming the address and the cause, then only a reminder at a long interval, and once at INFO
-when it ends; only an unexpected failure is logged with its traceback."""
+when it ends; only an unexpected failure is logged with its traceback. The firings' payload
+sweep deletes nothing meanwhile (one line each failed sweep, as the run retention's), and
+deletes what is due once Temporal answers."""
 
 from __future__ import annotations
 
@@ -13,11 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 from temporalio.client import Client
 from temporalio.service import RetryConfig
 from temporalio.testing import WorkflowEnvironment
 
+from activities.metrics import RunMetrics
+from activities.store.base import PayloadHolder
 from activities.store.sqlite import SqliteStore
+from app.firing_payloads import FiringPayloads
 from app.reconciler import Reconciler
 from tests.support.own_temporal import own_temporal, start_temporal
 from tests.support.polling import eventually
@@ -145,6 +151,56 @@ async def test_temporal_going_away_is_one_warning_and_its_return_is_said(
         f"reconciliation resumed: Temporal at {address} answers again (unreachable for "
     )
     assert reconciler_records(caplog)[-1] is back
+
+
+async def test_the_firings_payload_sweep_deletes_nothing_until_temporal_answers(
+    tmp_path: Path,
+    processes: Processes,
+    store: SqliteStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # It cannot tell a firing's workflow closed: it fails as the run retention's sweep
+    # fails (one line, no traceback), and the next sweep once Temporal is back deletes.
+    db_file = tmp_path / "temporal.db"
+    temporal, port = await own_temporal(processes, db_file)
+    client = await Client.connect(f"127.0.0.1:{port}", retry_config=QUICK)
+    # A workflow Temporal does not know: closed, once it says so.
+    await store.put_payload("request", b"r" * 300_000, "sched-x-run-1", PayloadHolder.FIRING)
+    temporal.kill()
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    metrics = RunMetrics(CollectorRegistry())
+    sweep = FiringPayloads(client, store, metrics, keep_for=timedelta(0), every=timedelta(0))
+    reconciler = Reconciler(
+        client, store, task_queue="outage", interval=0.1, metrics=metrics, firing_payloads=sweep
+    )
+    loop = asyncio.create_task(reconciler.run_forever())
+    try:
+        await eventually(lambda: len(sweep_lines(caplog)) >= 3, within=30)
+        assert await store.get_payload("request") is not None
+        for record in sweep_lines(caplog):
+            assert record.levelno == logging.WARNING and record.exc_info is None
+            message = record.getMessage()
+            assert message.startswith("firings' payload sweep failed (tried again next pass): ")
+            assert "\n" not in message
+            assert "Connection refused" in message or "tcp connect error" in message, message
+        await start_temporal(processes, port, db_file)
+        await eventually(lambda: _gone(store, "request"), within=60)
+    finally:
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
+    assert any(
+        r.getMessage().startswith("deleted 1 large payload(s) of schedule firings made before")
+        for r in reconciler_records(caplog)
+    )
+
+
+def sweep_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in reconciler_records(caplog) if "payload sweep" in r.getMessage()]
+
+
+async def _gone(store: SqliteStore, key: str) -> bool:
+    return await store.get_payload(key) is None
 
 
 def infos(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
