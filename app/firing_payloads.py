@@ -20,7 +20,6 @@ looked at again the next pass. Temporal unreachable: the pass stops and deletes 
 from __future__ import annotations
 
 import logging
-import time
 from datetime import UTC, datetime, timedelta
 
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -28,6 +27,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.metrics import RunMetrics
 from activities.store.base import Store
+from app.sweep_pacing import Budget, SweepPacing
 
 log = logging.getLogger("trellis.reconciler")
 # Before Temporal is asked at all: a firing's workflow is mostly closed within ~20 minutes
@@ -55,12 +55,9 @@ class FiringPayloads:
         self._store = store
         self._metrics = metrics
         self._keep_for = keep_for
-        self._every = every.total_seconds()
-        # Monotonic time the last whole sweep began: the first is one `every` after the
-        # start, so a firing that waited for a worker (none was up) has taken its activity
-        # by then. Whether the last pass left due references.
-        self._swept_at = time.monotonic()
-        self._more = False
+        # The first sweep one `every` after the start: a firing that waited for a worker
+        # (none was up) has taken its activity by then.
+        self._pacing = SweepPacing(every, at_start=False)
         # The last workflow id looked at: the next batch starts after it, so workflows still
         # open never hold back those after them ("": from the first).
         self._after = ""
@@ -68,12 +65,9 @@ class FiringPayloads:
     async def run_if_due(self, budget: float = PASS_SECONDS) -> int:
         """The payloads it deleted in this pass, sweeping for `budget` seconds at most, when
         it last swept `every` ago or left references due; none otherwise."""
-        now = time.monotonic()
-        if not self._more and now - self._swept_at < self._every:
+        if not self._pacing.due():
             return 0
-        if not self._more:
-            self._swept_at = now
-        deleted, self._more = await self.sweep(budget)
+        deleted, self._pacing.more = await self.sweep(budget)
         return deleted
 
     async def sweep(self, budget: float | None = None) -> tuple[int, bool]:
@@ -83,14 +77,14 @@ class FiringPayloads:
         workflows are left to look at."""
         cutoff = datetime.now(UTC) - self._keep_for
         deleted = 0
-        stop = None if budget is None else time.monotonic() + budget
+        spent = Budget(budget).spent
         while True:
             holders = await self._store.firing_payload_holders(cutoff, self._after, HOLDERS)
             closed = [workflow_id for workflow_id in holders if await self._closed(workflow_id)]
             deleted += await self._delete(cutoff, closed)
             more = len(holders) == HOLDERS
             self._after = holders[-1] if more else ""
-            if not more or (stop is not None and time.monotonic() >= stop):
+            if not more or spent():
                 break
         if deleted:
             log.info(

@@ -14,11 +14,11 @@ apart from this one.
 from __future__ import annotations
 
 import logging
-import time
 from datetime import UTC, datetime, timedelta
 
 from activities.metrics import RunMetrics
 from activities.store.base import Store
+from app.sweep_pacing import Budget, SweepPacing
 
 log = logging.getLogger("trellis.reconciler")
 EVERY = timedelta(minutes=10)
@@ -37,22 +37,14 @@ class RunRetention:
         self._store = store
         self._retention = retention
         self._metrics = metrics
-        self._every = every.total_seconds()
-        # Monotonic time the last whole sweep began (None: at the first pass), and whether
-        # the last pass left due runs for the next.
-        self._swept_at: float | None = None
-        self._more = False
+        self._pacing = SweepPacing(every, at_start=True)
 
     async def run_if_due(self, budget: float = PASS_SECONDS) -> int:
         """The runs it deleted in this pass: sweeping for `budget` seconds at most, when it
         last swept `every` ago or left runs due; none otherwise."""
-        now = time.monotonic()
-        due = self._more or self._swept_at is None or now - self._swept_at >= self._every
-        if not due:
+        if not self._pacing.due():
             return 0
-        if not self._more:
-            self._swept_at = now
-        deleted, self._more = await self.sweep(budget)
+        deleted, self._pacing.more = await self.sweep(budget)
         return deleted
 
     async def sweep(self, budget: float | None = None) -> tuple[int, bool]:
@@ -60,7 +52,7 @@ class RunRetention:
         most (None: until none is left); how many it deleted, and whether some are left."""
         cutoff = datetime.now(UTC) - self._retention
         deleted, payloads, oldest = 0, 0, None
-        stop = None if budget is None else time.monotonic() + budget
+        spent = Budget(budget).spent
         while True:
             batch = await self._store.delete_ended_runs(cutoff, BATCH)
             # Counted per batch: a sweep cut short (the store lost) counts what it deleted.
@@ -70,7 +62,7 @@ class RunRetention:
             payloads += batch.payloads
             if batch.oldest_end is not None and (oldest is None or batch.oldest_end < oldest):
                 oldest = batch.oldest_end
-            if not batch.more or (stop is not None and time.monotonic() >= stop):
+            if not batch.more or spent():
                 break
         if deleted:
             log.info(
