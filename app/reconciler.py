@@ -155,7 +155,10 @@ class Reconciler:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("run retention's sweep failed (tried again next pass): %s", exc)
+            log.warning(
+                "run retention's sweep failed (tried again at its next sweep, within 10 min): %s",
+                exc,
+            )
 
     async def _sweep_firing_payloads(self) -> None:
         """Schedule firings' own payloads (app/firing_payloads.py), with or without run
@@ -165,7 +168,10 @@ class Reconciler:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("firings' payload sweep failed (tried again next pass): %s", exc)
+            log.warning(
+                "firings' payload sweep failed (tried again at its next sweep, within 10 min): %s",
+                exc,
+            )
 
     def _log_failed_pass(self, exc: Exception) -> None:
         """An outage is one WARNING when it starts and a reminder every `outage_reminder`

@@ -180,7 +180,9 @@ async def test_the_firings_payload_sweep_deletes_nothing_until_temporal_answers(
         for record in sweep_lines(caplog):
             assert record.levelno == logging.WARNING and record.exc_info is None
             message = record.getMessage()
-            assert message.startswith("firings' payload sweep failed (tried again next pass): ")
+            assert message.startswith(
+                "firings' payload sweep failed (tried again at its next sweep, within 10 min): "
+            )
             assert "\n" not in message
             assert "Connection refused" in message or "tcp connect error" in message, message
         await start_temporal(processes, port, db_file)
