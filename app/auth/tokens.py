@@ -22,9 +22,13 @@ KEY_SET_ALGORITHMS = frozenset({"RS256", "ES256"})
 # Clock skew forgiven on `exp`, `nbf` and `iat`.
 LEEWAY_SECONDS = 30
 # How long a fetched key set is trusted before it is fetched again (an unknown `kid`
-# fetches it at once, so rotated keys are picked up).
+# fetches it again, KEY_SET_REFETCH_SECONDS apart at most).
 KEY_SET_LIFESPAN_SECONDS = 300
 KEY_SET_TIMEOUT_SECONDS = 5
+# A token naming a key the cached set lacks fetches the set again, at most this often
+# (PyJWT's default, 30 s from every fetch, refused a key rotated in for up to 30 s; and
+# a stranger's made-up `kid` cannot make it fetch more often than this).
+KEY_SET_REFETCH_SECONDS = 5
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class TokenVerifier:
                 cache_jwk_set=True,
                 lifespan=KEY_SET_LIFESPAN_SECONDS,
                 timeout=KEY_SET_TIMEOUT_SECONDS,
+                cooldown_duration=KEY_SET_REFETCH_SECONDS,
             )
             if jwks_url
             else None

@@ -92,6 +92,8 @@ class KeySet:
         self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.ec = ec.generate_private_key(ec.SECP256R1())
         self.served = 0
+        # RSA keys published later, by kid (an identity provider rotating its keys).
+        self.rotated: dict[str, rsa.RSAPrivateKey] = {}
 
     def document(self) -> dict[str, Any]:
         keys = []
@@ -101,7 +103,15 @@ class KeySet:
         ):
             jwk = json.loads(algorithm.to_jwk(key.public_key()))
             keys.append({**jwk, "kid": kid, "use": "sig"})
+        for kid, later in self.rotated.items():
+            jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(later.public_key()))
+            keys.append({**jwk, "kid": kid, "use": "sig"})
         return {"keys": keys}
+
+    def rotate(self, kid: str) -> str:
+        """Publish a new RSA key as `kid`; a signer of tokens with it."""
+        self.rotated[kid] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        return kid
 
     def rs256(self, sub: str, scopes: Sequence[str] = ALL_SCOPES, **kw: Any) -> str:
         return token(sub, scopes, key=self.rsa, algorithm="RS256", headers={"kid": "rsa-1"}, **kw)
