@@ -25,6 +25,7 @@ from app.auth.acl import not_found, require
 from app.auth.caller import Caller
 from app.auth.guard import CallerDep, request_rule
 from app.errors import Forbidden, InvalidRequest, NotFound
+from app.header_text import as_sent
 from app.services.approvals import ApprovalService
 from app.services.controls import ControlService
 from app.services.definitions import DefinitionService
@@ -409,8 +410,9 @@ async def get_last_event_id(
     query is a 400 all the same: it was ignored whenever the header came too."""
     for name, given in (("lastEventId", query), ("Last-Event-ID", header)):
         if given and not (given.isdigit() and given.isascii() and len(given) <= 18):
+            shown = as_sent(given) if name == "Last-Event-ID" else given
             raise InvalidRequest(
-                f"Invalid {name} {given[:40]!r}: an event id is a non-negative integer "
+                f"Invalid {name} {shown[:40]!r}: an event id is a non-negative integer "
                 "of at most 18 digits (0-9 only; empty or left out: from the first event)"
             )
     value = header or query

@@ -14,6 +14,7 @@ from fastapi import Response
 from pydantic import BaseModel
 
 from app.errors import PreconditionFailed
+from app.header_text import as_sent
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -51,6 +52,6 @@ def holds_to_a_tag(header: str | None) -> TypeGuard[str]:
 def stale(header: str, what: str) -> PreconditionFailed:
     """The 412 for a write whose If-Match names no current tag."""
     return PreconditionFailed(
-        f"{what} changed since it was read (If-Match {header[:100]!r} is not its current "
+        f"{what} changed since it was read (If-Match {as_sent(header)[:100]!r} is not its current "
         "ETag): read it again and make the change on what it is now"
     )

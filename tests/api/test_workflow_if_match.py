@@ -84,6 +84,9 @@ async def test_a_put_with_a_stale_etag_is_412_and_changes_nothing(
     for if_match in (stale, "garbage", f"W/{before.headers['etag']}", f"{stale}, {stale}"):
         refused = await client.put(url(wf), json=mine, headers={"If-Match": if_match})
         assert_error(refused, 412, "precondition_failed", wf["id"], "changed since")
+    # Quoted as sent: a UTF-8 tag was read as Latin-1 ('"ã\x83\x90"').
+    refused = await client.put(url(wf), json=mine, headers={"If-Match": '"バ"'.encode()})
+    assert_error(refused, 412, "precondition_failed", "If-Match '\"バ\"' is not")
     after = await client.get(url(wf))
     assert after.json() == before.json()
     assert after.headers["etag"] == before.headers["etag"] != stale
