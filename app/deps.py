@@ -176,7 +176,7 @@ async def get_definitions(
 
 
 async def get_runs(store: StoreDep, starter: RunStarterDep, caller: CallerDep) -> RunService:
-    return RunService(store=store, starter=starter, triggered_by=caller.identity())
+    return RunService(store=store, starter=starter, caller=caller)
 
 
 async def get_lineage(store: StoreDep, starter: RunStarterDep, caller: CallerDep) -> LineageService:

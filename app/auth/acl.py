@@ -5,12 +5,14 @@ workflow they can see is 403."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from activities.store.access import PERMISSIONS, Grant, Guarded, Permission, owner_principal
 from activities.store.base import Viewer
 from activities.store.records import RunRecord
 from app.auth.caller import CONTROL, Caller
 from app.errors import Forbidden, NotFound
-from temporal_workflows.definition import approvers_by_step
+from temporal_workflows.definition import WorkflowNode, approvers_by_step, iter_nodes
 
 
 def permissions_of(caller: Caller, workflow: Guarded) -> frozenset[Permission]:
@@ -81,3 +83,23 @@ def require_approver(caller: Caller, run: RunRecord, step_id: str) -> None:
     approvers = approvers_of(run, step_id)
     if not is_approver(caller, approvers):
         raise Forbidden(f"Only {', '.join(approvers)} may decide step {step_id!r}")
+
+
+def require_reuse_approver(
+    caller: Caller, nodes: list[WorkflowNode], reused: Collection[str]
+) -> None:
+    """403 naming the gate and who may decide it, when a new run would reuse the decided
+    output of a node (of `reused`) whose gate names approvers the caller is not among.
+
+    Checked whatever the new run's input: the caller of the contract 7 form also chooses
+    which steps before the gate run again (on fresh data) and the definition is the live
+    one, so an equal input does not mean the decision was made on what the new run holds.
+    """
+    for node in iter_nodes(nodes):
+        review = node.human_review
+        if node.id not in reused or review is None or is_approver(caller, review.approvers):
+            continue
+        raise Forbidden(
+            f"Only {', '.join(review.approvers)} may decide step {node.id!r} ({node.name!r}), "
+            "so only they may reuse its decided output in a new run (resolvedDependencies)"
+        )

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from activities.run_start import RunStarter, new_run_record, require_enabled
 from activities.store.base import Store
 from activities.store.records import ResolvedDependency, RunRecord, WorkflowRecord
+from app.auth.acl import require_reuse_approver
+from app.auth.caller import Caller
 from app.errors import InvalidRequest, NotFound
 from app.schemas.run import RunCreate
 from app.services.idempotency import Asked, asker, repeated_run, start_first_use
@@ -20,8 +22,13 @@ from temporal_workflows.read_model import TERMINAL_RUN_STATUSES
 class RunService:
     store: Store
     starter: RunStarter
-    # Who triggers (recorded with the run, carried into its workflow).
-    triggered_by: Identity | None = None
+    # Who triggers: recorded with the run, carried into its workflow, and checked against
+    # the approvers of gates whose decided outputs the run would reuse.
+    caller: Caller
+
+    @property
+    def triggered_by(self) -> Identity | None:
+        return self.caller.identity()
 
     async def trigger(
         self, workflow: WorkflowRecord, body: RunCreate, idempotency_key: str | None
@@ -34,6 +41,8 @@ class RunService:
             return repeat
         require_enabled(workflow)
         cached = await self._cached_outputs(workflow, body)
+        # Before anything is written: a gate's decision stands in for its approvers only.
+        require_reuse_approver(self.caller, workflow.nodes, cached.keys())
         record = new_run_record(
             workflow,
             body.trigger_source,
