@@ -6,7 +6,7 @@ SQLite (embedded default) and MongoDB implement it; one contract test suite chec
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ from activities.store.records import (
     WorkflowRecord,
     WorkflowVersionRecord,
 )
+from temporal_workflows.contracts import Identity
 
 # The reference that keeps a large payload for good (no run id is empty): one put for no
 # run, or kept from before runs' references were recorded.
@@ -41,6 +42,10 @@ class PayloadHolder(StrEnum):
     # workflow that may still read it (`delete_firing_payloads`).
     FIRING = "firing"
 
+
+# How long a schedule's fire-now request is kept (`record_schedule_fire`): it is claimed
+# within a minute of being made, and the activity that claims it retries for minutes.
+FIRE_REQUESTS_KEPT = timedelta(hours=1)
 
 # The principals a list is filtered for (`user:alice`, `role:ops`); None: everything.
 Viewer = frozenset[str] | None
@@ -351,3 +356,21 @@ class Store(Protocol):
         except those to `keep` (the argument it carries now), which stay the schedule's,
         renewed (taken back from a concurrent update that found them replaced). Those made
         since are a concurrent update's, whose own call tells."""
+
+    # -- schedules' fire-now requests ----------------------------------------
+    async def record_schedule_fire(
+        self, schedule_id: str, requested_by: Identity, requested_at: datetime
+    ) -> None:
+        """Keep who asked to fire the schedule now, and when (Temporal's trigger carries no
+        caller); the schedule's requests older than `FIRE_REQUESTS_KEPT` go in the same
+        write."""
+
+    async def claim_schedule_fire(
+        self, schedule_id: str, firing_id: str, since: datetime, until: datetime
+    ) -> Identity | None:
+        """Who asked for the firing `firing_id`: the request it claimed before (a retry),
+        else the newest of the schedule's requests made in [`since`, `until`) that no
+        firing has claimed, claimed now (of two firings, one takes it); None when none is."""
+
+    async def delete_schedule_fires(self, schedule_id: str) -> None:
+        """Delete a deleted schedule's requests (a schedule made anew under its id has none)."""

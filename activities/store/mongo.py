@@ -24,6 +24,7 @@ from pymongo.errors import (
     PyMongoError,
 )
 
+from activities.store import mongo_fires
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import (
     ChangedMeanwhile,
@@ -74,6 +75,7 @@ from activities.store.records import (
     WorkflowVersionRecord,
 )
 from activities.store.search_text import search_fold
+from temporal_workflows.contracts import Identity
 from temporal_workflows.read_model import (
     START_CLAIM_REV,
     TERMINAL_RUN_STATUSES,
@@ -115,6 +117,7 @@ _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
     ("payload_refs", [("key", ASCENDING)], {}),
     ("payload_refs", [("holder", ASCENDING), ("made_at", ASCENDING)], {}),
     ("events", [("run_id", ASCENDING), ("_id", ASCENDING)], {}),
+    ("schedule_fires", [("schedule_id", ASCENDING), ("requested_at", DESCENDING)], {}),
     # A keyed event is logged once per run (see `append_event`); unkeyed ones are not
     # indexed, so they are never taken for repeats (SQLite's NULLs are distinct alike).
     (
@@ -760,6 +763,27 @@ class MongoStore:
     async def delete_events(self, run_id: str) -> None:
         with _errors():
             await self._db().events.delete_many({"run_id": run_id})
+
+    # -- schedules' fire-now requests (mongo_fires.py) ------------------------
+    async def record_schedule_fire(
+        self, schedule_id: str, requested_by: Identity, requested_at: datetime
+    ) -> None:
+        with _errors():
+            await mongo_fires.record_schedule_fire(
+                self._db(), schedule_id, requested_by, requested_at
+            )
+
+    async def claim_schedule_fire(
+        self, schedule_id: str, firing_id: str, since: datetime, until: datetime
+    ) -> Identity | None:
+        with _errors():
+            return await mongo_fires.claim_schedule_fire(
+                self._db(), schedule_id, firing_id, since, until
+            )
+
+    async def delete_schedule_fires(self, schedule_id: str) -> None:
+        with _errors():
+            await self._db().schedule_fires.delete_many({"schedule_id": schedule_id})
 
     async def watch_event_runs(self) -> AsyncIterator[set[str]]:
         # One change stream on the events collection (MongoDB needs a replica set for

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import aiosqlite
 from pydantic import ValidationError
 
-from activities.store import sqlite_payloads
+from activities.store import sqlite_fires, sqlite_payloads
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import (
     ChangedMeanwhile,
@@ -69,6 +69,7 @@ from activities.store.sqlite_rows import (
     workflow_row,
 )
 from activities.store.sqlite_schema import migrate
+from temporal_workflows.contracts import Identity
 from temporal_workflows.read_model import (
     START_CLAIM_REV,
     TERMINAL_RUN_STATUSES,
@@ -684,6 +685,29 @@ class SqliteStore:
                 conn, workflow_id, keep, made_before
             )
         )
+
+    # -- schedules' fire-now requests (sqlite_fires.py) -----------------------
+    async def record_schedule_fire(
+        self, schedule_id: str, requested_by: Identity, requested_at: datetime
+    ) -> None:
+        await self._tx(
+            lambda conn: sqlite_fires.record_schedule_fire(
+                conn, schedule_id, requested_by, requested_at
+            )
+        )
+
+    async def claim_schedule_fire(
+        self, schedule_id: str, firing_id: str, since: datetime, until: datetime
+    ) -> Identity | None:
+        return await self._tx(
+            lambda conn: sqlite_fires.claim_schedule_fire(
+                conn, schedule_id, firing_id, since, until
+            )
+        )
+
+    async def delete_schedule_fires(self, schedule_id: str) -> None:
+        async with self._write() as db:
+            await db.execute("DELETE FROM schedule_fires WHERE schedule_id = ?", (schedule_id,))
 
     # -- run events ----------------------------------------------------------
     async def append_event(self, run_id: str, event: dict[str, Any], key: str | None = None) -> int:

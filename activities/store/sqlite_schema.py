@@ -212,6 +212,15 @@ MIGRATIONS: list[list[Step]] = [
         # before this are a run's (NULL made_at).
         add_payload_ref_holder,
     ],
+    [
+        # Who asked to fire a schedule now, until the firing's run claims it (Temporal's
+        # trigger carries no caller; activities/scheduling.py). (IF NOT EXISTS: as above.)
+        "CREATE TABLE IF NOT EXISTS schedule_fires (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " schedule_id TEXT NOT NULL, requested_at TEXT NOT NULL, claimed_by TEXT,"
+        " requested_by TEXT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS schedule_fires_requested"
+        " ON schedule_fires (schedule_id, requested_at)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from activities.store.base import ChangedMeanwhile, DuplicateNameError, ReadTooLarge, Store
+from activities.store.base import (
+    FIRE_REQUESTS_KEPT,
+    ChangedMeanwhile,
+    DuplicateNameError,
+    ReadTooLarge,
+    Store,
+)
 from activities.store.records import GatedRun, VersionSummary
+from temporal_workflows.contracts import Identity
 from temporal_workflows.definition import (
     HumanReview,
     LoopConfig,
@@ -820,6 +827,37 @@ class TestEvents:
         await store.append_event(run_id, {"at": at(0)})
         (event,) = await store.list_events(run_id, 0, 1)
         assert event["at"].startswith("2026-03-01T12:00:00.123456")
+
+
+class TestScheduleFires:
+    """Who asked to fire a schedule now, claimed by the firing that follows."""
+
+    async def test_a_firing_claims_the_newest_request_in_its_window_once(
+        self, store: Store
+    ) -> None:
+        sid, bob, carol = new_id(), Identity(user_id="bob"), Identity(user_id="carol", scopes=["x"])
+        await store.record_schedule_fire(sid, bob, at(0))
+        await store.record_schedule_fire(sid, carol, at(5))
+        await store.record_schedule_fire(new_id(), bob, at(6))  # another schedule's
+        # Outside the window: none (a request made after the firing's second, or too early).
+        assert await store.claim_schedule_fire(sid, "f-early", at(-10), at(0)) is None
+        assert await store.claim_schedule_fire(sid, "f", at(0), at(6)) == carol
+        # A retry of the same firing answers the same; another firing gets the one left.
+        assert await store.claim_schedule_fire(sid, "f", at(0), at(6)) == carol
+        assert await store.claim_schedule_fire(sid, "g", at(0), at(6)) == bob
+        assert await store.claim_schedule_fire(sid, "h", at(0), at(6)) is None
+
+    async def test_deleted_and_old_requests_are_claimed_by_no_one(self, store: Store) -> None:
+        sid, other, bob = new_id(), new_id(), Identity(user_id="bob")
+        await store.record_schedule_fire(sid, bob, at(0))
+        await store.record_schedule_fire(other, bob, at(0))
+        await store.delete_schedule_fires(sid)
+        assert await store.claim_schedule_fire(sid, "f", at(-1), at(1)) is None
+        # The schedule's next request drops those kept past FIRE_REQUESTS_KEPT.
+        later = FIRE_REQUESTS_KEPT.total_seconds() + 1
+        await store.record_schedule_fire(other, bob, at(later))
+        assert await store.claim_schedule_fire(other, "f", at(-1), at(1)) is None
+        assert await store.claim_schedule_fire(other, "g", at(-1), at(later + 1)) == bob
 
 
 class TestPayloads:
