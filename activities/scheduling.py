@@ -15,6 +15,7 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.fired_by import fired_by
 from activities.run_log import about_workflow
 from activities.run_start import RunStarter, WorkflowDisabled, new_run_record
 from activities.store.base import Store
@@ -62,6 +63,7 @@ class SchedulingActivities:
             await self._delete_schedule(trigger.schedule_id)
             await self._store.delete_events(skip_log_key(trigger.schedule_id))
             await self._store.end_schedule_payloads(trigger_workflow_id(trigger.schedule_id))
+            await self._store.delete_schedule_fires(trigger.schedule_id)
             activity.logger.info("schedule %s deleted: %s", trigger.schedule_id, DELETED)
             return ScheduledRunResult(skipped_reason=DELETED)
         if activity.info().attempt == 1 and not await self._schedule_exists(trigger.schedule_id):
@@ -76,13 +78,16 @@ class SchedulingActivities:
             default_gate_timeout_seconds=trigger.default_gate_timeout_seconds,
             max_output_bytes=self._max_output_bytes,
         )
+        firing_id = activity.info().workflow_id
         record = new_run_record(
             workflow,
             "schedule",
             trigger.initial_input,
             run_id=request.run_id,
+            # Who fired it now through the API (a retry claims the same; None: its time came).
+            triggered_by=await fired_by(self._store, self._client, trigger.schedule_id, firing_id),
             schedule_id=trigger.schedule_id,
-            trigger_workflow_id=activity.info().workflow_id,
+            trigger_workflow_id=firing_id,
         )
         try:
             await starter.start(workflow, record, mark_failed=_last_attempt())

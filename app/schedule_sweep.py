@@ -57,6 +57,7 @@ class OrphanSchedules:
                     raise
             await self._store.delete_events(skip_log_key(schedule_id))
             await self._store.end_schedule_payloads(trigger_workflow_id(schedule_id))
+            await self._store.delete_schedule_fires(schedule_id)
             del self._seen[schedule_id]
             swept.append(schedule_id)
         return swept

@@ -73,13 +73,14 @@ class ScheduleRemover:
         ]
 
     async def delete_schedule_records(self, schedule_ids: list[str]) -> None:
-        """Delete the skip logs of the given schedules, and hand their own payloads to the
-        firings' sweep: after the workflow's records, so a firing that read the workflow
-        before writes its skip before this, or sees the workflow gone after writing it and
-        deletes it itself (activities/scheduling.py)."""
+        """Delete the skip logs and fire-now requests of the given schedules, and hand their
+        own payloads to the firings' sweep: after the workflow's records, so a firing that
+        read the workflow before writes its skip before this, or sees the workflow gone
+        after writing it and deletes it itself (activities/scheduling.py)."""
         for schedule_id in schedule_ids:
             await self.store.delete_events(skip_log_key(schedule_id))
             await self.store.end_schedule_payloads(trigger_workflow_id(schedule_id))
+            await self.store.delete_schedule_fires(schedule_id)
 
 
 def _left(workflow_id: str, why: str) -> list[str]:

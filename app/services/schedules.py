@@ -308,8 +308,12 @@ class ScheduleService:
         return await self.get(schedule_id)
 
     async def trigger(self, schedule_id: str) -> None:
-        """Fire the schedule once now (its overlap policy applies)."""
+        """Fire the schedule once now (its overlap policy applies); the run it starts
+        records the caller, kept here first as Temporal's trigger carries none
+        (activities/fired_by.py). In dev mode no one is recorded, as for a run's trigger."""
         await self._describe(schedule_id)
+        if self.created_by is not None:
+            await self.store.record_schedule_fire(schedule_id, self.created_by, datetime.now(UTC))
         await temporal_call(schedule_id, self._handle(schedule_id).trigger())
 
     async def delete(self, schedule_id: str) -> None:
@@ -320,6 +324,7 @@ class ScheduleService:
         # After the schedule: a firing before the delete may still log a skip.
         await self.store.delete_events(skip_log_key(schedule_id))
         await self.store.end_schedule_payloads(trigger_workflow_id(schedule_id))
+        await self.store.delete_schedule_fires(schedule_id)
 
     async def skips(self, schedule_id: str, after_id: int, limit: int) -> ScheduleSkipList:
         """Firings that started no run, oldest first, after the given skip id (404 for a
