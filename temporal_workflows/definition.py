@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 
 from temporal_workflows.base import INTEGRAL, CamelModel
+from temporal_workflows.principals import PRINCIPAL_PATTERN
 
 # The longest a gate may wait before its onTimeout applies (a node's, or the default).
 MAX_GATE_TIMEOUT_SECONDS = 366 * 86_400
@@ -33,8 +34,6 @@ MAX_NAME_LENGTH = 200
 MAX_DESCRIPTION_LENGTH = 5_000
 MAX_EXPRESSION_LENGTH = 4_000
 MAX_MESSAGE_LENGTH = 4_000
-# Who may decide a gate, and who a workflow is shared with: `user:<sub>` or `role:<role>`.
-PRINCIPAL_PATTERN = r"^(user|role):[^\s]{1,200}$"
 MAX_APPROVERS = 50
 MAX_POOL = 5
 # Temporal refuses more than 2,000 pending activities per workflow; stay well below.
@@ -60,11 +59,9 @@ Name = Annotated[str, Field(json_schema_extra={"pattern": NAME_PATTERN})]
 _AROUND = rf"[{_WHITE_SPACE}\u001C-\u001F]*"
 WORKFLOW_NAME_PATTERN = f"^{_AROUND}{NAME_PATTERN[1:-1]}{_AROUND}$"
 WorkflowName = Annotated[str, Field(json_schema_extra={"pattern": WORKFLOW_NAME_PATTERN})]
-# PRINCIPAL_PATTERN as pydantic checks a grant's principal, and as validation.py (Python's
-# re) checks an approver.
-GRANT_PRINCIPAL_PATTERN = rf"^(user|role):[^{_WHITE_SPACE}]{{1,200}}$"
-APPROVER_PATTERN = rf"^(user|role):[^{_WHITE_SPACE}\u001C-\u001F]{{1,200}}$"
-Approver = Annotated[str, Field(json_schema_extra={"pattern": APPROVER_PATTERN})]
+# Who may decide a gate (principals.py); checked at save time (validation.py), so a
+# definition stored before the rule was stricter still loads and runs.
+Approver = Annotated[str, Field(json_schema_extra={"pattern": PRINCIPAL_PATTERN})]
 
 
 class Position(DefinitionModel):

@@ -16,7 +16,6 @@ from temporal_workflows.cel_budget import EVALUATION_STEPS
 from temporal_workflows.definition import (
     MAX_POOL,
     NODE_ID_REGEX,
-    PRINCIPAL_PATTERN,
     HumanReview,
     WorkflowNode,
     WorkflowSpec,
@@ -30,13 +29,13 @@ from temporal_workflows.expressions import (
 )
 from temporal_workflows.gates import value_problem
 from temporal_workflows.json_data import data_problem
+from temporal_workflows.principals import principal_problem
 
 MAX_DEPTH = 12
 MAX_NODES = 5_000
 # How a step's `a2aPool` is ordered (`config.poolStrategy`; activities/executors/pool.py).
 POOL_STRATEGIES = ("failover", "round_robin", "skill_match")
 NODE_ID_PATTERN = re.compile(NODE_ID_REGEX)
-_PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -337,9 +336,9 @@ def _form_fields(hr: HumanReview) -> list[str]:
 
 def _approvers(hr: HumanReview) -> list[str]:
     out = [
-        f"humanReview.approvers[{i}] {who[:210]!r} must be 'user:<sub>' or 'role:<role>'"
+        f"humanReview.approvers[{i}] {who[:210]!r}: {problem}"
         for i, who in enumerate(hr.approvers)
-        if not _PRINCIPAL.fullmatch(who)
+        if (problem := principal_problem(who))
     ]
     if len(set(hr.approvers)) != len(hr.approvers):
         out.append("humanReview.approvers lists someone twice")

@@ -130,7 +130,7 @@ class TokenVerifier:
             raise NotAuthenticated("Token has no usable 'sub' claim")
         if odd := unnameable(sub):
             raise NotAuthenticated(
-                f"Token's 'sub' holds {odd}, which no grant or approver list could name"
+                f"Token's 'sub' {odd}, which no grant or approver list could name"
             )
         name = claim(claims, self._claims.name)
         issued = claims.get("iat")

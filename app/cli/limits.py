@@ -17,8 +17,8 @@ MAX_PAGE = 1_000_000
 MAX_PER_PAGE = 100
 # app/schemas/schedule.py: ScheduleCreate.interval_seconds.
 MAX_INTERVAL_SECONDS = 366 * 86_400
-# activities/store/access.py: Grant (temporal_workflows/definition.py's PRINCIPAL_PATTERN).
-PRINCIPAL = re.compile(r"^(user|role):[^\s]{1,200}$")
+# activities/store/access.py: Grant, a stored one (any name, which --revoke may take).
+PRINCIPAL = re.compile(r"^(user|role):.+$", re.DOTALL)
 PERMISSIONS = ("VIEW", "EDIT", "DELETE", "SHARE")
 
 

@@ -11,6 +11,7 @@ from rich.console import Group
 from app.cli.api_client import if_match, segment
 from app.cli.limits import PERMISSIONS, PRINCIPAL
 from app.cli.output import Session, api_options, shown, table
+from temporal_workflows.principals import principal_problem
 
 
 def _grant(value: str) -> tuple[str, list[str]]:
@@ -30,7 +31,12 @@ def _grant(value: str) -> tuple[str, list[str]]:
             f"{', '.join(PERMISSIONS)}",
             param_hint="--grant",
         )
-    return _principal(principal, "--grant"), permissions
+    _principal(principal, "--grant")
+    if problem := principal_problem(principal):
+        # The API's rule (docs/security.md, "Principals"); --revoke takes any, so a
+        # grant stored before the rule was stricter can still be taken back.
+        raise click.BadParameter(f"{principal[:140]!r}: {problem}", param_hint="--grant")
+    return principal, permissions
 
 
 def _held(permissions: list[str]) -> frozenset[str]:
@@ -42,7 +48,7 @@ def _principal(value: str, option: str) -> str:
     """`user:ID` or `role:NAME`, as the API takes them (a bare `bob` it refuses)."""
     if not PRINCIPAL.fullmatch(value):
         raise click.BadParameter(
-            f"{value[:140]!r} is not a principal: user:ID or role:NAME (no spaces)",
+            f"{value[:140]!r} is not a principal: user:ID or role:NAME",
             param_hint=option,
         )
     return value

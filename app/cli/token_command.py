@@ -15,7 +15,7 @@ def _usable_sub(ctx: click.Context, param: click.Parameter, sub: str) -> str:
     from app.auth.subject import unnameable
 
     if odd := unnameable(sub):
-        raise click.BadParameter(f"holds {odd}; the API refuses such a token")
+        raise click.BadParameter(f"{odd}; the API refuses such a token")
     return sub
 
 

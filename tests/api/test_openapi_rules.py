@@ -295,3 +295,44 @@ async def test_what_the_document_refuses_of_a_definition_the_api_refuses(
         assert judge(doc, "WorkflowCreate")(body)
         response = await shared_client.post(f"{API}/workflows", json=body)
         assert response.status_code == 201, response.text
+
+
+# Principals (docs/security.md, "Principals"): `\s` was another set in the document, in
+# pydantic's Rust regex (grants) and in Python's re (approvers): `user:a\x1cb` was a grant
+# but no approver; `\x00`, ESC, DEL, C1 and bidi controls were both.
+PRINCIPALS = [
+    *(f"user:a{c}b" for c in "\x00\t\x1b\x1c\x1f\x7f\x85\x9f \xa0\u1680\u2000\u2028\u3000"),
+    *(f"role:a{c}b" for c in "\xad\u200b\u200e\u202a\u202e\u2060\u2066\u2069\ufeff"),
+    "user:" + "x" * 201,
+    "bob",
+    "user:",
+    "user:zoë",
+    "role:財務",
+    "user:" + "x" * 200,
+    "user:a\u0301",
+]
+
+
+async def test_a_principal_the_document_admits_is_a_grant_and_an_approver_and_no_other(
+    shared_client: httpx.AsyncClient,
+) -> None:
+    doc = await openapi(shared_client)
+    as_grant = judge(doc, "Grant", "properties", "principal")
+    as_approver = judge(doc, "HumanReview", "properties", "approvers", "items")
+    created = await shared_client.post(f"{API}/workflows", json=workflow(f"who {uuid4()}"))
+    url = f"{API}/workflows/{created.json()['id']}/permissions"
+    admitted = [p for p in PRINCIPALS if as_grant(p)]
+    assert admitted == PRINCIPALS[-4:]
+    for principal in PRINCIPALS:
+        assert as_approver(principal) == as_grant(principal), principal
+        grant = {"principal": principal, "permissions": ["VIEW"]}
+        shared = await shared_client.put(url, json={"grants": [grant]})
+        gate = {**GATE, "approvers": [principal]}
+        saved = await shared_client.post(
+            f"{API}/workflows", json=workflow(f"who {uuid4()}", step("s", humanReview=gate))
+        )
+        if principal in admitted:
+            assert (shared.status_code, saved.status_code) == (200, 201), principal
+        else:
+            assert_error(shared, 400, "invalid_request", "grants[0].principal")
+            assert_error(saved, 400, "invalid_request", "approvers[0]")

@@ -221,15 +221,18 @@ async def test_a_schedule_records_its_creator_and_who_paused_it(jwt_platform: Pl
         assert replaced.json()["createdBy"] == "alice"
         listed = (await p.api.get(schedules)).json()["schedules"]
         assert [s["createdBy"] for s in listed] == ["alice"]
-        # A long name is cut in the note: Temporal refused the note, and the pause (found by
-        # an audit: a 1,000-character sub could pause nothing).
-        long = "u" + "x" * 1000
-        as_long = as_user(long, [READ, WRITE, CONTROL], roles=["ops"])
+        # Temporal refused a long note, and the pause (found by an audit: a 1,000-character
+        # sub could pause nothing); such a sub is refused now, and the longest one fits.
         body = {"grants": [{"principal": "role:ops", "permissions": ["VIEW", "EDIT"]}]}
         assert (await p.api.put(f"/api/v1/workflows/{wf}/permissions", json=body)).is_success
+        too_long = as_user("u" * 1001, [READ, WRITE, CONTROL], roles=["ops"])
+        refused = await p.api.post(f"{schedules}/{sid}/pause", headers=too_long)
+        assert refused.status_code == 401, refused.text
+        long = "u" + "x" * 199
+        as_long = as_user(long, [READ, WRITE, CONTROL], roles=["ops"])
         paused = await p.api.post(f"{schedules}/{sid}/pause", headers=as_long)
         assert paused.status_code == 200, paused.text
-        assert paused.json()["note"] == f"Paused by {long[:200]}… through the Trellis API"
+        assert paused.json()["note"] == f"Paused by {long} through the Trellis API"
     finally:
         await p.api.delete(f"{schedules}/{sid}")
 

@@ -84,3 +84,30 @@ def test_an_error_not_in_the_apis_shape_asks_whether_the_url_is_the_apis(
     assert result.exit_code == 1, result.output
     assert shown in result.output, result.output
     assert "is it the Trellis API? set TRELLIS_URL or --url" in result.output
+
+
+@pytest.mark.parametrize(
+    ("principal", "says"),
+    [
+        ("user:a\x00b", "a control character (U+0000)"),
+        ("user:a\x1cb", "whitespace (U+001C)"),
+        ("role:a\u3000b", "whitespace (U+3000)"),
+        ("user:a\x9fb", "a control character (U+009F)"),
+        ("user:bob\u202e", "a format character (U+202E)"),
+        ("role:\u200bops", "a format character (U+200B)"),
+        ("user:" + "x" * 201, "is 201 characters long (at most 200)"),
+    ],
+)
+def test_a_grant_the_api_would_refuse_is_a_usage_error(principal: str, says: str) -> None:
+    # The API's rule (docs/security.md, "Principals"); the CLI showed `user:a\x00b` back.
+    code, output = _run(["workflows", "share", "wf-1", "--grant", f"{principal}=VIEW"])
+    assert code == 2, output
+    assert "Invalid value for --grant" in output and says in output, output
+
+
+@pytest.mark.parametrize("principal", ["user:zoë", "role:財務", "user:a\x00b"])
+def test_a_grant_of_any_script_and_any_revoke_are_sent(principal: str) -> None:
+    # Nothing listens: exit 1 once the request is made. A revoke takes any stored grant.
+    grant = ["--grant", f"{principal}=VIEW"] if principal.isprintable() else []
+    code, output = _run(["workflows", "share", "wf-1", *grant, "--revoke", principal + "x"])
+    assert code == 1 and "cannot reach the Trellis API" in output, output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import pytest
 
@@ -81,3 +82,12 @@ async def test_a_header_whose_alg_is_not_a_string_is_refused(alg: object) -> Non
     forged = header.rstrip(b"=").decode() + "." + signed.split(".", 1)[1]
     with pytest.raises(NotAuthenticated, match="algorithm"):
         await TokenVerifier(secret=SECRET).caller(forged)
+
+
+async def test_a_sub_no_principal_could_name_is_refused() -> None:
+    verifier = TokenVerifier(secret=SECRET)
+    for sub, says in (("x" * 201, "is 201 characters long (at most 200)"),
+                      ("bob\u202e", "holds a format character (U+202E)")):  # fmt: skip
+        with pytest.raises(NotAuthenticated, match=re.escape(f"Token's 'sub' {says}")):
+            await verifier.caller(token(sub))
+    assert (await verifier.caller(token("x" * 200))).sub == "x" * 200
