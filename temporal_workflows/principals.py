@@ -28,6 +28,7 @@ PRINCIPAL_PATTERN = rf"^(user|role):[^{HIDDEN}]{{1,{MAX_PRINCIPAL_NAME}}}$"
 KINDS = ("user:", "role:")
 
 _HIDDEN = re.compile(f"[{HIDDEN}]")
+_HIDDEN_RUNS = re.compile(f"[{HIDDEN}]+")
 
 
 def name_problem(name: str) -> str | None:
@@ -59,3 +60,10 @@ def principal_problem(principal: str) -> str | None:
         return shape
     problem = name_problem(principal[5:])
     return None if problem is None else f"{shape}: the name after {kind!r} {problem}"
+
+
+def shown_name(value: str, limit: int) -> str | None:
+    """`value` fit to show: each run of whitespace, control or format characters one
+    space, the ends stripped, at most `limit` characters; None when nothing is left."""
+    cleaned = _HIDDEN_RUNS.sub(" ", value).strip()[:limit].rstrip()
+    return cleaned or None

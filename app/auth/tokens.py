@@ -14,7 +14,7 @@ from typing import Any
 import jwt
 
 from app.auth.caller import Caller
-from app.auth.subject import unnameable
+from app.auth.subject import display_name, unnameable
 from app.auth.token_rules import HMAC_ALGORITHM, TokenSettingsError, check_jwt_secret
 from app.errors import NotAuthenticated, ServiceUnavailable
 
@@ -132,11 +132,10 @@ class TokenVerifier:
             raise NotAuthenticated(
                 f"Token's 'sub' {odd}, which no grant or approver list could name"
             )
-        name = claim(claims, self._claims.name)
         issued = claims.get("iat")
         return Caller(
             sub=sub,
-            username=name if isinstance(name, str) else None,
+            username=display_name(claim(claims, self._claims.name)),
             scopes=frozenset(words(claim(claims, self._claims.scopes))),
             roles=frozenset(words(claim(claims, self._claims.roles))),
             authenticated_at=int(issued) if isinstance(issued, (int, float)) else None,

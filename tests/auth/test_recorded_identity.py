@@ -269,3 +269,16 @@ async def test_a_writer_without_control_starts_no_run_through_a_schedule(
         await p.api.delete(f"{schedules}/{sid}")
     runs = (await p.api.get(f"/api/v1/workflows/{wf}/runs")).json()
     assert runs["pagination"]["total"] == 1  # start()'s own run only
+
+
+async def test_a_runs_username_is_the_name_claim_cleaned_and_cut(jwt_platform: Platform) -> None:
+    # A 30 KB name with a newline and ESC was stored as it came; it is display only.
+    p = jwt_platform
+    wf = await p.create({"nodes": [echo("only")]})
+    named = as_user("alice", name="Ada\n\x1b[31mL\u202eove" + "x" * 30_000)
+    started = await p.api.post(
+        f"/api/v1/workflows/{wf}/runs", json={"initialInput": {}}, headers=named
+    )
+    assert started.status_code == 202, started.text
+    run = await p.wait(wf, started.json()["runId"])
+    assert run["triggeredBy"]["username"] == ("Ada [31mL ove" + "x" * 200)[:200]

@@ -15,6 +15,7 @@ from temporal_workflows.principals import (
     PRINCIPAL_PATTERN,
     name_problem,
     principal_problem,
+    shown_name,
 )
 
 BMP = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
@@ -65,3 +66,12 @@ def test_names_are_one_to_200_characters_of_any_script() -> None:
     assert name_problem("") == "is empty"
     for bad in ("bob", "group:x", "User:bob", "user:"):
         assert principal_problem(bad), bad
+
+
+def test_a_shown_name_keeps_its_words_and_drops_what_hides_or_forges() -> None:
+    assert shown_name("  Ada\n\x1b[31mLove\u202elace \u200b ", 200) == "Ada [31mLove lace"
+    assert shown_name("Zoë 財務", 200) == "Zoë 財務"
+    assert shown_name("\n\x00\u202e ", 200) is None
+    long = shown_name("a" * 30_000 + "\n", 200)
+    assert long == "a" * 200
+    assert shown_name("a" * 199 + " b", 200) == "a" * 199

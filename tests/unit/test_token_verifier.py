@@ -84,10 +84,15 @@ async def test_a_header_whose_alg_is_not_a_string_is_refused(alg: object) -> Non
         await TokenVerifier(secret=SECRET).caller(forged)
 
 
-async def test_a_sub_no_principal_could_name_is_refused() -> None:
+async def test_a_sub_no_principal_could_name_is_refused_and_the_name_is_cleaned() -> None:
     verifier = TokenVerifier(secret=SECRET)
     for sub, says in (("x" * 201, "is 201 characters long (at most 200)"),
                       ("bob\u202e", "holds a format character (U+202E)")):  # fmt: skip
         with pytest.raises(NotAuthenticated, match=re.escape(f"Token's 'sub' {says}")):
             await verifier.caller(token(sub))
     assert (await verifier.caller(token("x" * 200))).sub == "x" * 200
+    # The name is shown only (a run's triggeredBy.username): cleaned and cut, not refused.
+    named = await verifier.caller(token("alice", name="Ada\n\x1b[31mL\u202e" + "o" * 30_000))
+    assert named.username == "Ada [31mL " + "o" * 190
+    assert (await verifier.caller(token("alice", name="\n\u200b"))).username is None
+    assert (await verifier.caller(token("alice", name="Zoë 財務"))).username == "Zoë 財務"
