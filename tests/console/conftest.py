@@ -29,7 +29,7 @@ async def browser() -> AsyncIterator[Any]:
 
     # The directory holds this run's screenshots only.
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)  # another xdist worker may have made it
     async with async_playwright() as playwright:
         chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
