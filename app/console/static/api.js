@@ -14,10 +14,8 @@ export function setScopesClaim(claim) {
   scopesClaim = claim || "scope";
 }
 
-/**
- * Whether the signed-in token grants `scope` (read from its payload, as `claims()` is: for
- * what to offer only; the API checks every request). Without a token (dev mode), yes.
- */
+/** Whether the signed-in token grants `scope` (what to offer only: the API checks every
+ * request). Without a token (dev mode), yes. */
 export function mayUse(scope) {
   if (!session.token) return true;
   return words(claimAt(session.claims() || {}, scopesClaim)).includes(scope);
@@ -118,14 +116,8 @@ export async function api(path, options = {}) {
   return (await call(path, options)).data;
 }
 
-/**
- * Call the API; resolves to `{data, etag}`: the body and the answer's `ETag` (null when it
- * sent none), which a later write sends back in `If-Match` to be refused (412) once the
- * resource changed since this read.
- */
-export async function apiTagged(path, options = {}) {
-  return call(path, options);
-}
+/** Call the API; resolves to `{data, etag}`: the body and its `ETag` (for `If-Match`). */
+export const apiTagged = (path, options = {}) => call(path, options);
 
 async function call(path, { method = "GET", body, signal, extraHeaders = {} } = {}) {
   const own = body === undefined ? {} : { "Content-Type": "application/json" };

@@ -20,10 +20,8 @@ const ROUTES = [
 
 let config = null;
 let cleanup = null;
-// Which show() is the latest: a page still drawing when another replaced it (the user moved
-// on, a 401 brought the sign-in page while it loaded) must not start its refresh timer or
-// event stream after. Each draws into its own box, taken out of #main when replaced, so
-// what a replaced page draws after its first await is never seen.
+// Which show() is the latest: a page replaced while drawing (the user moved on, a 401)
+// starts nothing after; it draws into its own box, out of #main, never seen.
 let shown = 0;
 let drawnAt = ""; // the path and query of the page shown
 

@@ -28,10 +28,7 @@ export function confirmDialog({ title, body, confirmLabel, danger = false }) {
   });
 }
 
-/**
- * The control that opened the dialog, or the one that replaced it while the dialog was
- * open (a live update re-draws the run page's controls), found by its id or action.
- */
+/** The opener, or what replaced it meanwhile (a live redraw), by its id or action. */
 function again(el) {
   if (!el || el.isConnected) return el;
   if (el.id) return document.getElementById(el.id);

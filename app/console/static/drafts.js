@@ -1,17 +1,13 @@
-// What was typed in a form when the sign-in ran out (the API answered 401), given back to the
-// same form once the page is drawn again after signing in. Kept in memory only: it holds what
-// the user typed, which has no business in storage, and signing in never reloads the page.
+// What was typed when the sign-in ran out (a 401), given back once signed in again. In
+// memory only: what the user typed has no business in storage, and sign-in never reloads.
 
 import { notice } from "./dom.js";
 
 const open = new Map(); // key → { form, initial, extra }
 const kept = new Map(); // key → { values, ...extra() }
 
-/**
- * Watch a form under a key that names it across redraws (a gate's key, a workflow's trigger).
- * `extra()` adds what else must come back, such as the Idempotency-Key of what was sent.
- * Returns what was kept for it (null when nothing was), once.
- */
+/** Watch a form under a key kept across redraws; `extra()` adds what else comes back (the
+ * Idempotency-Key sent). Returns what was kept for it (or null), once. */
 export function draftOf(key, form, extra = () => ({})) {
   open.set(key, { form, initial: JSON.stringify(valuesOf(form)), extra });
   const draft = kept.get(key) || null;

@@ -23,10 +23,7 @@ export function gateKind(req) {
   return "Confirmation";
 }
 
-/**
- * A card for one gate. `item` has workflowId, workflowName, runId, stepId, stepName, message,
- * createdAt, timeoutAt and requirement (the StepRequirementSummary).
- */
+/** A card for one gate (an approvals item: `requirement` is the StepRequirementSummary). */
 export function gateCard(item, { onDecided, onDismissed, headingLevel = "h2", showRunLink = true } = {}) {
   const req = item.requirement;
   const headingId = newId("gate");
@@ -93,12 +90,8 @@ function gateKey(item) {
   return `${item.runId}/${item.stepId}/${item.createdAt || ""}`;
 }
 
-/**
- * Make `list` show one card per item (in order) without touching cards that stay: a form
- * being filled in is never replaced. Cards whose gate closed leave, unless they say what
- * was decided, are sending a decision or hold the focus; one kept for the focus says the
- * gate closed (it looked open, and only a submit said otherwise).
- */
+/** Make `list` show one card per item (in order), never replacing a card that stays. A
+ * closed gate's card leaves unless decided, deciding, or focused (then it says so). */
 export function syncGates(list, items, options = {}) {
   const wanted = new Set(items.map(gateKey));
   for (const card of [...list.children]) {
@@ -131,8 +124,7 @@ export function syncGates(list, items, options = {}) {
 
 const opened = (card) => Date.parse(card.dataset.createdAt);
 
-/** A card kept open while its gate closed elsewhere: say so where the reader is, and
- * stop it acting live (its clocks, its decision buttons); what was typed stays to copy. */
+/** A focused card whose gate closed says so and stops acting live; what was typed stays. */
 function markClosed(card) {
   card.classList.add("closed");
   const note = notice("info",
@@ -255,9 +247,8 @@ function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink
 
   const form = h("form.decision", { novalidate: true, on: { submit } }, parts);
   const draft = draftOf(`gate:${gateKey(item)}`, form, () => ({ sent: keyFor.sent() }));
-  // The same decision sent again (its answer was lost, or refused for an expired sign-in)
-  // goes under the same Idempotency-Key and is applied once: a loop's next iteration review
-  // has the same stepId, and a keyless repeat would decide it unseen.
+  // The same decision sent again (a lost answer, an expired sign-in) goes under the same
+  // Idempotency-Key: a keyless repeat would decide a loop's next review unseen.
   const keyFor = requestKeys(draft && draft.sent);
   if (draft) errors.replaceChildren(signedInAgain());
   return form;
@@ -281,8 +272,7 @@ function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink
     }
     const buttons = [...form.querySelectorAll("button")];
     buttons.forEach((b) => { b.disabled = true; });
-    // The run may move on (and a live refresh drop its gate) before the answer is back:
-    // the card stays until it says what happened.
+    // Kept through a refresh that drops its gate until it says what happened.
     card.classList.add("deciding");
     try {
       const decision = { stepId: item.stepId, resolution, ...built.body };
@@ -294,8 +284,7 @@ function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink
       if (err instanceof ApiError && err.status === 401) return; // the sign-in page took over
       buttons.forEach((b) => { b.disabled = false; });
       const field = showFailure(err);
-      // Disabling the buttons took the focus away: back to the field the server named, or
-      // to the button that was pressed.
+      // The focus, lost with the disabled buttons: the field named, or the button pressed.
       if (field) field.focus();
       else if (event.submitter && event.submitter.isConnected) event.submitter.focus();
     } finally {

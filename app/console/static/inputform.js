@@ -143,8 +143,8 @@ function fieldControl(field) {
   };
 }
 
-// The server's rules, in its order: a value or a default or (if required) an error; then the
-// type; then the allowed values. Messages read like the server's.
+// The server's rules, in its order and words: a value, a default or (if required) an
+// error; the type; the allowed values.
 function check(field, kind, value) {
   const name = field.name;
   if (value === undefined) {

@@ -1,5 +1,5 @@
-// The run page: status, controls, open gates, the definition tree with live node statuses
-// (Server-Sent Events), each node's runs, lineage and a link to the Temporal Web UI.
+// The run page: status, controls, open gates, the tree with live statuses, node runs,
+// lineage, the Temporal Web UI link.
 
 import { api, follow, ApiError, newKey, mayUse, CONTROL_SCOPE } from "./api.js";
 import { h, fill, badge, facts, when, duration, jsonBlock, notice, announce, add } from "./dom.js";
@@ -9,12 +9,9 @@ import { confirmDialog } from "./dialog.js";
 
 // How many of a node's runs (loop iterations, retries) its detail shows.
 const NODE_RUNS_SHOWN = 20;
-// Steering a run (and deciding its gates) needs CONTROL_SCOPE: without it the controls
-// are offered disabled, saying why, rather than refused after a click.
+// Without CONTROL_SCOPE the controls are offered disabled, saying why.
 const NO_CONTROL = "You may watch this run; steering it needs the workflows-control scope, which your sign-in lacks.";
 const LIVE_TEXT = "Live: node statuses change as the run goes. Choose a node to see its runs.";
-// The events stream dropped (the API restarting, the network): the page says it may be
-// behind, and goes back to the first text once the stream is open again.
 const GONE_TEXT = "Live updates stopped: this run is no longer available to you (deleted, or your access was withdrawn).";
 const ENDED_TEXT = "The run has ended: nothing here changes any more. Choose a node to see its runs.";
 const LOST_TEXT = "Live updates paused: the API cannot be reached. Trying again; what is shown may be out of date.";
@@ -40,8 +37,7 @@ const CONTROLS = [
 export async function renderRun(main, [workflowId, runId], { config }) {
   document.title = `Run ${runId} · Trellis`;
   const base = `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}`;
-  // Node runs are counted, not listed: a run may have thousands. The chosen node's own
-  // runs are read one by one (see loadNodeRuns).
+  // Node runs counted, not listed (a run may have thousands): see loadNodeRuns.
   const detailPath = `${base}?nodeRuns=summary`;
   const abort = new AbortController();
   let run;
@@ -54,8 +50,6 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     return null;
   }
   if (!main.isConnected) return null; // the user moved on while it loaded: nothing starts
-  // Retry, replay and rerun start a run: pressed again after a lost answer, the same
-  // Idempotency-Key starts none; pressed again after an answer, a new key starts another.
   const startKeys = new Map();
   let selected = null;
   let nodeRuns = []; // the chosen node's latest node runs, newest first
@@ -75,8 +69,8 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   const treeSlot = h("div.tree-wrap", {}, tree.element);
   let gone = false; // the run answered 404: deleted, or no longer visible to this caller
   const terminal = new Set(config.terminalRunStatuses);
-  // A run that has ended is not followed: its stream would send the whole log (40,004
-  // events, 14 MB, for a long loop) only to say what its detail already says.
+  // An ended run is not followed: its stream would send the whole log (a long loop's
+  // 40,004 events, 14 MB) to say what its detail says.
   const following = !terminal.has(run.status);
   const first = following ? "live" : "ended";
   const liveState = h("p", {
@@ -106,8 +100,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   renderDecisions();
   renderLineage();
 
-  // Not followed, it is never read again: a run that ended between the page's two reads
-  // (its graph read first, still running) would keep that graph's statuses.
+  // Never read again unless now: it may have ended between its graph's read and its own.
   if (!following && !terminal.has(graph.status)) refresh();
 
   const clock = setInterval(() => tickClocks(gatesSection), 1000);
@@ -117,9 +110,8 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   let opened = false; // the stream has been open once
   if (following) follow(`${base}/events`, {
     signal: abort.signal,
-    // After what the graph already shows: a long run's whole log (40,004 events, 14 MB,
-    // for a long loop) was read first. A change between the page's two reads and the
-    // stream's start is caught by a refresh once the stream is open.
+    // After what the graph shows (not the whole log); what changed meanwhile is read by
+    // the refresh once the stream is open.
     after: graph.lastEventId ? String(graph.lastEventId) : null,
     onState(state) {
       if (state === "gone") return markGone();
@@ -135,8 +127,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     },
     async shouldStop() {
       await refresh();
-      // A run whose workflow was deleted ends its stream with `run_cancelled` (the delete
-      // cancels it), but it is gone, not a run that ended: only the refresh's 404 says so.
+      // A deleted workflow's run ends with `run_cancelled`, but is gone (the 404 says so).
       if (gone) return true;
       const ended = terminal.has(run.status);
       if (ended) setLiveState("ended"); // it said "Live: node statuses change…"
@@ -150,8 +141,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     clearTimeout(refreshTimer);
   };
 
-  // A refresh waits for the events to pause 200 ms, but never more than a second: a busy
-  // run's events never paused, and its counts stood still for seconds (`refreshDue`).
+  // After a 200 ms pause in the events, or a second at most (a busy run's never pause).
   function scheduleRefresh() {
     clearTimeout(refreshTimer);
     const now = Date.now();
@@ -241,8 +231,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   }
 
   function renderControls() {
-    // A re-draw must not drop the focus to the page's body: keep it on the same control,
-    // or (when that is now disabled, e.g. Pause once paused) on the first one enabled.
+    // The focus stays on the same control, or the first enabled (Pause once paused).
     const focused = controls.contains(document.activeElement) ? document.activeElement.dataset.action : null;
     const steering = mayUse(CONTROL_SCOPE);
     fill(controls, CONTROLS.map((c) => {
@@ -283,9 +272,8 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     }
   }
 
-  /** POST a control; one that starts a run carries a key kept until the API answers. */
-  // Retry, replay and rerun start a run, pause and resume change one: each goes under an
-  // Idempotency-Key kept while its answer is lost, so pressing again applies it once.
+  /** POST a control; a keyed one carries an Idempotency-Key kept while its answer is
+   * lost, so pressing again applies it once (after an answer, a new key). */
   async function startRun(path, keyed) {
     if (!keyed) return api(path, { method: "POST" });
     if (!startKeys.has(path)) startKeys.set(path, newKey());
@@ -454,10 +442,8 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   }
 }
 
-/**
- * Re-draw `section` with `draw` unless what it shows (`shown`) is unchanged; the focused
- * control and the open <details> (by data-key) are the same after as before.
- */
+/** Re-draw `section` with `draw` unless `shown` is unchanged, keeping the focus and the
+ * open <details> (by data-key). */
 function redraw(section, shown, draw) {
   const key = JSON.stringify(shown);
   if (section.dataset.shown === key) return;

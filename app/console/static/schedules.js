@@ -1,6 +1,5 @@
-// A workflow's schedules (Temporal Schedules, through the API): each with its timing, state,
-// next firings and recent ones (linked to the runs they started), its controls, and a form
-// to create one.
+// A workflow's schedules: timing, state, next and recent firings (linked to their runs),
+// controls, and a form to create one.
 
 import { api, ApiError, requestKeys, mayUse, CONTROL_SCOPE, WRITE_SCOPE } from "./api.js";
 import { h, fill, notice, when, newId, badge, facts, announce, duration, folded } from "./dom.js";
@@ -16,10 +15,7 @@ const FOLLOW_TRIES = 15;
 // Schedules listed in full (the newest); earlier ones are behind a disclosure, as versions are.
 const SCHEDULES_LISTED = 5;
 
-/**
- * Draw the schedules of workflow `wf` into `section` (an element labelled by `schedules-h`);
- * `onRunStarted` is called once a triggered firing's run shows.
- */
+/** Draw `wf`'s schedules into `section`; `onRunStarted` once a triggered firing's run shows. */
 export async function renderSchedules(section, { wf, path, consolePath, onRunStarted }) {
   const base = `${path}/schedules`;
   const list = h("div");
@@ -192,8 +188,7 @@ export async function renderSchedules(section, { wf, path, consolePath, onRunSta
 
   function recent(s) {
     if (!s.recentActions.length) return h("p.muted", {}, "None yet.");
-    // The API names each firing's run once it is recorded; none for a firing that started
-    // no run (the workflow disabled), whose run was deleted, or fired before runs named it.
+    // No run: the workflow was disabled, the run deleted, or fired before runs were named.
     return h("ol.plain.recent", {}, newestFirst(s.recentActions).map((a) =>
       h("li", {}, when(a.startedAt), " · ",
         a.runId

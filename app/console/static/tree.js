@@ -11,10 +11,7 @@ const LANE_LABELS = {
   map: () => "each item",
 };
 
-/**
- * The tree as nested lists. With `onSelect`, each node is a button that selects it.
- * Returns {element, setStatus(nodeId, status), select(nodeId)}.
- */
+/** The tree as nested lists (nodes as buttons with `onSelect`): {element, setStatus, select}. */
 export function renderTree(graph, { onSelect, showStatus = true } = {}) {
   const byId = new Map(graph.nodes.map((n) => [n.id, n]));
   const next = new Map();

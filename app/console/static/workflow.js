@@ -1,5 +1,4 @@
-// One workflow: its state, a trigger form, its runs by status, its schedules, its versions
-// with a diff and a restore, and its definition tree.
+// One workflow: state, trigger form, runs, schedules, versions (diff, restore), tree.
 
 import { api, apiTagged, ApiError, requestKeys, mayUse, CONTROL_SCOPE, WRITE_SCOPE } from "./api.js";
 import { h, fill, notice, query, when, newId, badge, facts, add, announce, folded } from "./dom.js";
@@ -21,8 +20,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
   const path = `/workflows/${encodeURIComponent(workflowId)}`;
   const consolePath = `/console/workflows/${encodeURIComponent(workflowId)}`;
   let wf;
-  // The ETag of the definition this page shows: a restore sends it in If-Match, so a save
-  // someone made since is refused (412) rather than overwritten.
+  // The shown definition's ETag: a restore's If-Match, so a later save is not overwritten.
   let etag;
   let graph;
   let versions;
@@ -71,8 +69,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
       wf.description ? h("p", {}, wf.description) : null);
   }
 
-  /** The page's own switch changed the workflow's ETag: a restore after it is no conflict,
-   * unless someone saved a definition meanwhile (another version), which it must not hide. */
+  /** The page's own switch changed the ETag: no conflict, unless another version was saved. */
   function toggled(updated, tag) {
     if (updated.version === wf.version && tag) etag = tag;
     renderTrigger();
@@ -190,8 +187,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     const item = (v) => h("li", { dataset: { version: String(v.version) } },
       h("strong", {}, `v${v.version}`), ` · ${v.name} · ${v.numNodes} ${v.numNodes === 1 ? "node" : "nodes"} · `, when(v.createdAt), by(v),
       v.version === wf.version ? h("span.muted", {}, " (current)") : [" ", restoreButton(v)]);
-    // The latest few listed; the rest behind a disclosure (500 versions put the compare
-    // form and the definition 14,000 px down the page).
+    // The rest folded: 500 versions put the compare form 14,000 px down.
     fill(versionsSection, h("h2", { id: "versions-h" }, "Versions"),
       restored,
       folded("ol.plain.versions", list.map(item), VERSIONS_LISTED, "version"),
