@@ -111,6 +111,11 @@ export function newKey() {
   return "console-" + [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** JSON text as values; a number a JS number would change (9007199254740993, 1.0) is
+ * kept as JSON.rawJSON, which JSON.stringify writes back as it came. */
+export const parseJson = (text) => JSON.parse(text, (_key, value, context) =>
+  typeof value === "number" && JSON.rawJSON && context.source !== String(value) ? JSON.rawJSON(context.source) : value);
+
 /** Call the API; resolves to the JSON body (null for 204), rejects with ApiError. */
 export async function api(path, options = {}) {
   return (await call(path, options)).data;
@@ -131,7 +136,12 @@ async function call(path, { method = "GET", body, signal, extraHeaders = {} } = 
     throw new ApiError(0, { error: { code: "network", message: "The API could not be reached. Is Trellis running?" } });
   }
   if (response.status === 204) return { data: null, etag: null };
-  const data = await response.json().catch(() => null);
+  let data = null;
+  try {
+    data = parseJson(await response.text());
+  } catch {
+    // not JSON (a proxy's error page): the status says enough
+  }
   if (!response.ok) {
     const error = new ApiError(response.status, data);
     if (response.status === 401) window.dispatchEvent(new CustomEvent("trellis:unauthorized", { detail: error }));
@@ -169,7 +179,7 @@ export async function follow(path, { onEvent, shouldStop, signal, onState = () =
       onState("live");
       for await (const message of messages(response.body, signal)) {
         if (message.id) lastId = message.id;
-        if (message.data !== null) onEvent(message.event || "message", JSON.parse(message.data));
+        if (message.data !== null) onEvent(message.event || "message", parseJson(message.data));
       }
       if (await shouldStop()) return;
     } catch (err) {

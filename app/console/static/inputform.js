@@ -2,6 +2,7 @@
 // makes (temporal_workflows/gates.py collect_input), run before sending.
 
 import { h, newId } from "./dom.js";
+import { parseJson } from "./api.js";
 
 const NUMBER_TYPES = new Set(["float", "int", "number"]);
 const BOOLEAN_TYPES = new Set(["bool", "boolean"]);
@@ -77,7 +78,7 @@ function fieldControl(field) {
       h("option", { value: "" }, field.required ? "Choose…" : "(none)"),
       field.allowedValues.map((v) =>
         h("option", { value: JSON.stringify(v), selected: has(field.value) && same(v, field.value) }, display(v))));
-    read = () => (input.value === "" ? undefined : JSON.parse(input.value));
+    read = () => (input.value === "" ? undefined : parseJson(input.value));
   } else if (kind === "boolean") {
     const group = newId("bool");
     const yes = h("input", { type: "radio", name: group, id: `${group}-yes`, value: "true", checked: field.value === true });
@@ -96,12 +97,12 @@ function fieldControl(field) {
       id, name: field.name, rows: "3", spellcheck: "false", "aria-describedby": described,
       value: has(field.value) ? JSON.stringify(field.value) : "",
     });
-    read = () => (input.value.trim() === "" ? undefined : parseJson(input.value));
+    read = () => (input.value.trim() === "" ? undefined : parseList(input.value));
   } else {
     input = h("input", {
       // Numbers are typed as text and parsed here, as the server would read them.
       id, name: field.name, type: "text", inputmode: kind === "number" ? "decimal" : undefined,
-      value: has(field.value) ? String(field.value) : "", "aria-describedby": described,
+      value: has(field.value) ? display(field.value) : "", "aria-describedby": described,
     });
     read = () => {
       const text = input.value;
@@ -157,7 +158,7 @@ function check(field, kind, value) {
     number: typeof value === "number",
     boolean: typeof value === "boolean",
     array: Array.isArray(value),
-    object: typeof value === "object" && value !== null && !Array.isArray(value),
+    object: typeof value === "object" && value !== null && !Array.isArray(value) && !JSON.isRawJSON(value),
   }[kind];
   if (!ok) return { error: `${name} must be ${kind === "array" ? "an array" : `a ${kind}`}` };
   if (Array.isArray(field.allowedValues) && !field.allowedValues.some((v) => same(v, value))) {
@@ -180,9 +181,9 @@ function kindHint(kind, field) {
   return "";
 }
 
-function parseJson(text) {
+function parseList(text) {
   try {
-    return JSON.parse(text);
+    return parseJson(text);
   } catch (err) {
     throw new Error(`not valid JSON (${err.message})`);
   }

@@ -2,6 +2,7 @@
 // and can format it. read() gives {value} or {error} (and marks the field invalid).
 
 import { h, newId, json } from "./dom.js";
+import { parseJson } from "./api.js";
 
 export function jsonEditor({ label, hint, value, name, rows, expect }) {
   const id = newId(name || "json");
@@ -17,8 +18,8 @@ export function jsonEditor({ label, hint, value, name, rows, expect }) {
 
   function parse() {
     try {
-      const parsed = JSON.parse(area.value);
-      if (expect === "object" && (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))) {
+      const parsed = parseJson(area.value);
+      if (expect === "object" && (typeof parsed !== "object" || !parsed || Array.isArray(parsed) || JSON.isRawJSON(parsed))) {
         return { error: "must be a JSON object, e.g. {\"name\": \"Ada\"}" };
       }
       return { value: parsed };
