@@ -20,9 +20,9 @@ function typeOf(field) {
 
 const has = (value) => value !== undefined && value !== null;
 
-// A number as JSON writes it (collect_input receives JSON; spaces around it are JSON's
-// whitespace): JS Number() would also take "0x10", "Infinity" or "+5". An int field takes
-// an integer only ("1e3" is a float in JSON); a float field any finite JSON number.
+// A number as JSON writes it (Number() also takes "0x10", "Infinity", "+5"), spaces
+// around it ignored. An int field takes an integer only ("1e3" is a float in JSON); a
+// float field any finite number, sent as typed (Number() made "12.0" the integer 12).
 const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 const JSON_INTEGER = /^-?(0|[1-9]\d*)$/;
 
@@ -30,7 +30,7 @@ function parseNumber(raw, integer) {
   const text = raw.trim();
   const n = Number(text);
   if (integer) return JSON_INTEGER.test(text) && Number.isSafeInteger(n) ? n : { invalid: "must be an integer" };
-  return JSON_NUMBER.test(text) && Number.isFinite(n) ? n : { invalid: "must be a number" };
+  return JSON_NUMBER.test(text) && Number.isFinite(n) ? JSON.rawJSON(text) : { invalid: "must be a number" };
 }
 
 /** One form control per field; returns {element, read()} where read() gives {values, errors}. */
@@ -155,7 +155,7 @@ function check(field, kind, value) {
   if (value && value.invalid) return { error: `${name} ${value.invalid}` };
   const ok = {
     string: typeof value === "string",
-    number: typeof value === "number",
+    number: typeof value === "number" || JSON.isRawJSON(value),
     boolean: typeof value === "boolean",
     array: Array.isArray(value),
     object: typeof value === "object" && value !== null && !Array.isArray(value) && !JSON.isRawJSON(value),
