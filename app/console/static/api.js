@@ -151,21 +151,25 @@ async function call(path, { method = "GET", body, signal, extraHeaders = {} } = 
 }
 
 /**
- * Follow a Server-Sent Events stream with fetch (EventSource cannot send a token).
- * Calls onEvent(type, data) per message, from after the event id `after` (null: from the
- * first); resumes after the last id on reconnect.
- * Resolves when the server ends the stream and `shouldStop()` says so, or on abort.
- * onState("live" | "lost" | "gone") says whether a stream is open, so a page can say it
- * is not ("gone": the run answered 404, and is no longer followed).
+ * Follow a Server-Sent Events stream with fetch (EventSource cannot send a token): onEvent
+ * per message after the event id `after` (null: all), resuming after the last id. Ends
+ * when the stream does and `shouldStop()` says so, or on abort. onState("live" | "lost" |
+ * "gone": 404, not retried). A hidden tab holds no stream (Chromium's 6 connections to a
+ * host were all taken by background run pages): it resumes when shown.
  */
 export async function follow(path, { onEvent, shouldStop, signal, onState = () => {}, after = null }) {
   let lastId = after;
   let delay = 500;
   while (!signal.aborted) {
+    await shown(signal);
+    const stream = new AbortController();
+    const close = () => { if (signal.aborted || hidden()) stream.abort(); };
+    signal.addEventListener("abort", close);
+    document.addEventListener("visibilitychange", close);
     try {
       const extra = { Accept: "text/event-stream" };
       if (lastId) extra["Last-Event-ID"] = lastId;
-      const response = await fetch(apiBase + path, { headers: headers(extra), signal });
+      const response = await fetch(apiBase + path, { headers: headers(extra), signal: stream.signal });
       if (response.status === 401) {
         window.dispatchEvent(new CustomEvent("trellis:unauthorized"));
         return;
@@ -177,18 +181,38 @@ export async function follow(path, { onEvent, shouldStop, signal, onState = () =
       if (!response.ok) throw new Error(`stream answered ${response.status}`);
       delay = 500;
       onState("live");
-      for await (const message of messages(response.body, signal)) {
+      for await (const message of messages(response.body, stream.signal)) {
         if (message.id) lastId = message.id;
         if (message.data !== null) onEvent(message.event || "message", parseJson(message.data));
       }
-      if (await shouldStop()) return;
+      if (!stream.signal.aborted && await shouldStop()) return;
     } catch (err) {
       if (signal.aborted) return;
+    } finally {
+      signal.removeEventListener("abort", close);
+      document.removeEventListener("visibilitychange", close);
     }
+    if (stream.signal.aborted) continue; // hidden: open again once shown
     onState("lost");
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 10_000);
   }
+}
+
+const hidden = () => document.visibilityState === "hidden";
+
+/** Resolves once the tab is shown (at once if it is), or the page is left. */
+function shown(signal) {
+  return new Promise((resolve) => {
+    const check = () => {
+      if (hidden() && !signal.aborted) return;
+      document.removeEventListener("visibilitychange", check);
+      resolve();
+    };
+    document.addEventListener("visibilitychange", check);
+    signal.addEventListener("abort", check, { once: true });
+    check();
+  });
 }
 
 async function* messages(body, signal) {
