@@ -8,6 +8,7 @@ from typing import Any
 
 from playwright.async_api import expect
 
+from tests.builders import echo
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate, form_gate, review_gate, route_gate
 from tests.hitl.helpers import control, wait_for_gate
@@ -344,3 +345,21 @@ async def test_a_page_of_the_inbox_past_the_last_says_so_and_leads_to_the_last(
     await expect(page.locator("p.summary")).to_contain_text("Page 999 is past the last")
     await page.get_by_role("link", name=re.compile(r"Go to the last page")).click()
     await expect(page.locator(f"[data-run-id='{run_id}']")).to_have_count(1)
+
+
+async def test_a_required_text_field_of_spaces_is_sent_as_the_server_takes_it(
+    console: Console,
+) -> None:
+    # The browser refused "   " as missing while the API takes it (the checks mirror it).
+    p = console.platform
+    form = {"requiresUserInput": True, "userInputSchema": [{"name": "reason"}]}
+    wf, run_id = await console.at_gate([echo("ask", form)], "ask")
+    await console.goto("/console/approvals")
+    card = console.page.locator(f'article[data-run-id="{run_id}"]')
+    await card.get_by_role("button", name="Submit").click()
+    await expect(card.get_by_text("reason is required")).to_be_visible()  # empty: no answer
+    await card.get_by_label("reason").fill("   ")
+    await card.get_by_role("button", name="Submit").click()
+    await expect(card.get_by_role("status")).to_contain_text("Submitted: ask")
+    run = await p.wait(wf, run_id)
+    assert run["resolvedRequirements"][0]["userInput"] == {"reason": "   "}

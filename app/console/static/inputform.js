@@ -104,11 +104,11 @@ function fieldControl(field) {
       id, name: field.name, type: "text", inputmode: kind === "number" ? "decimal" : undefined,
       value: has(field.value) ? display(field.value) : "", "aria-describedby": described,
     });
+    // Only an empty box is no answer: the server takes a string of spaces as one.
     read = () => {
       const text = input.value;
-      if (text.trim() === "") return undefined;
-      if (kind === "number") return parseNumber(text, field.fieldType === "int");
-      return text;
+      if (kind !== "number") return text === "" ? undefined : text;
+      return text.trim() === "" ? undefined : parseNumber(text, field.fieldType === "int");
     };
   }
 
