@@ -11,7 +11,7 @@ from playwright.async_api import expect
 from tests.builders import echo
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate, form_gate, review_gate, route_gate
-from tests.hitl.helpers import control, wait_for_gate
+from tests.hitl.helpers import approve, control, wait_for_gate
 
 LIVE = 15_000  # ms: how long a live change may take to show
 
@@ -363,3 +363,22 @@ async def test_a_required_text_field_of_spaces_is_sent_as_the_server_takes_it(
     await expect(card.get_by_role("status")).to_contain_text("Submitted: ask")
     run = await p.wait(wf, run_id)
     assert run["resolvedRequirements"][0]["userInput"] == {"reason": "   "}
+
+
+async def test_a_card_whose_decision_was_refused_does_not_say_nothing_was_sent(
+    console: Console,
+) -> None:
+    # After the 409, the next refresh said "Nothing you entered here was sent".
+    p = console.platform
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    await console.goto("/console/approvals")
+    card = console.page.locator(f'article[data-run-id="{run_id}"]')
+    await expect(card).to_be_visible()
+    decided = await approve(p, wf, run_id, stepId="ship", resolution="reject")
+    assert decided.status_code == 200, decided.text
+    await card.get_by_role("button", name="Approve").click()
+    await expect(card.get_by_role("alert")).to_contain_text("Already decided, or the run moved on")
+    await expect(card.get_by_role("button", name="Approve")).to_be_focused()
+    closed = card.locator("[data-role=gate-closed]")  # at the inbox's next refresh
+    await expect(closed).to_contain_text("Your decision was sent and refused", timeout=LIVE)
+    await expect(closed).not_to_contain_text("Nothing you entered here was sent")

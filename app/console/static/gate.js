@@ -124,14 +124,20 @@ export function syncGates(list, items, options = {}) {
 
 const opened = (card) => Date.parse(card.dataset.createdAt);
 
+// What a closed card says of what was sent from it (a refusal is no "nothing was sent").
+const SENT = {
+  refused: "Your decision was sent and refused (the answer is below)",
+  lost: "Your decision was sent but its answer was lost: it may have been applied",
+};
+
 /** A focused card whose gate closed says so and stops acting live; what was typed stays. */
 function markClosed(card) {
   card.classList.add("closed");
   const note = notice("info",
     h("p.result-title", {}, "This gate has closed"),
     h("p", {}, "While this card was open it was decided elsewhere, timed out, or its run "
-      + "ended (cancelled or failed). Nothing you entered here was sent; the run's page "
-      + "shows what happened."),
+      + `ended (cancelled or failed). ${SENT[card.dataset.sent] || "Nothing you entered here was sent"}; `
+      + "the run's page shows what happened."),
     h("button.secondary.small", { type: "button", on: { click: () => card.remove() } }, "Dismiss"));
   note.dataset.role = "gate-closed";
   card.querySelector(".gate-head").after(note);
@@ -282,6 +288,7 @@ function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink
       decided(result, resolution);
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) return; // the sign-in page took over
+      if (err instanceof ApiError) card.dataset.sent = err.status ? "refused" : "lost";
       buttons.forEach((b) => { b.disabled = false; });
       const field = showFailure(err);
       // The focus, lost with the disabled buttons: the field named, or the button pressed.
