@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from playwright.async_api import expect
 
@@ -155,3 +155,27 @@ async def test_a_caller_without_the_control_scope_is_told_and_nothing_changes(
     assert refused.status_code == 403, refused.text
     run = await wait_for_gate(p, wf, run_id, "ship")
     assert run["resolvedRequirements"] == []
+
+
+async def test_signing_in_returns_to_console_pages_only(jwt_console: Console) -> None:
+    # `next=/console/../api/v1/workflows` passed a check of its prefix, and signing in left
+    # the console for the API's JSON.
+    console = jwt_console
+    page = console.page
+    outside = [
+        "/console/../api/v1/workflows",
+        "/console/%2e%2e/api/v1/workflows",
+        "/console/..\\api/v1/workflows",
+        "//example.com/console/",
+        "https://example.com/console/",
+        "/console/sign-in",
+    ]
+    for next_path in outside:
+        await console.goto(f"/console/sign-in?next={quote(next_path, safe='')}")
+        await sign_in(console, token("alice", READ_AND_CONTROL))
+        await expect(page.get_by_role("heading", name="Approvals")).to_be_visible()
+        assert page.url == f"{console.base_url}/console/", next_path
+    await console.goto(f"/console/sign-in?next={quote('/console/workflows?q=x', safe='')}")
+    await sign_in(console, token("alice", READ_AND_CONTROL))
+    await expect(page.get_by_role("heading", name="Workflows")).to_be_visible()
+    assert page.url == f"{console.base_url}/console/workflows?q=x"

@@ -56,6 +56,9 @@ export async function renderSignIn(main, _params, { config, navigate, search }) 
 }
 
 function safeNext(next) {
-  // Only console paths: a crafted link must not send the user elsewhere after sign-in.
-  return next && next.startsWith("/console/") && !next.startsWith("/console/sign-in") ? next : "/console/";
+  // Console paths only, as the browser resolves them ("/console/../api" is not one).
+  const url = new URL(next || "/", location.origin);
+  const { pathname: path } = url;
+  return url.origin === location.origin && path.startsWith("/console/") && !path.startsWith("/console/sign-in")
+    ? path + url.search : "/console/";
 }
