@@ -98,3 +98,28 @@ async def test_a_number_field_sends_the_number_as_typed(console: Console) -> Non
         sent = run["resolvedRequirements"][0]["userInput"]["amount"]
         assert isinstance(sent, float) and sent == value, typed
         assert "flag" in [n["nodeName"] for n in run["nodeRuns"]], typed
+
+
+async def test_an_optional_yes_no_field_can_be_left_unanswered_again(console: Console) -> None:
+    # Once Yes or No was clicked, an optional boolean could not be cleared.
+    p = console.platform
+    wf, run_id = await console.at_gate(form_gate(), "collect")
+    await console.goto("/console/approvals")
+    card = console.page.locator(f'article[data-run-id="{run_id}"]')
+    urgent = card.get_by_role("group", name="urgent (optional)")
+    await expect(urgent.get_by_role("radio", name="No answer")).to_be_checked()
+    await card.get_by_label("amount").fill("12")
+    await card.get_by_label("currency").select_option(label="EUR")
+    await urgent.get_by_role("radio", name="Yes").check()
+    await urgent.get_by_role("radio", name="No answer").check()
+    await card.get_by_role("button", name="Submit").click()
+    await expect(card.get_by_role("status")).to_contain_text("Submitted: collect")
+    run = await p.wait(wf, run_id)
+    assert "urgent" not in run["resolvedRequirements"][0]["userInput"]
+    # A required one has Yes and No only.
+    radios = await console.page.evaluate("""async () => {
+      const { inputFields } = await import("/console/assets/inputform.js");
+      const form = inputFields([{ name: "b", fieldType: "bool", required: true }]);
+      return [...form.element.querySelectorAll("label")].map((label) => label.textContent);
+    }""")
+    assert radios == ["Yes", "No"]

@@ -81,17 +81,22 @@ function fieldControl(field) {
     read = () => (input.value === "" ? undefined : parseJson(input.value));
   } else if (kind === "boolean") {
     const group = newId("bool");
-    const yes = h("input", { type: "radio", name: group, id: `${group}-yes`, value: "true", checked: field.value === true });
-    const no = h("input", { type: "radio", name: group, id: `${group}-no`, value: "false", checked: field.value === false });
-    input = yes;
+    // A radio cannot be unset: an optional field offers "No answer".
+    const choices = [["true", "Yes"], ["false", "No"], ...(field.required ? [] : [["", "No answer"]])];
+    const radios = choices.map(([value]) => h("input", {
+      type: "radio", name: group, id: `${group}-${value || "none"}`, value,
+      checked: value === (typeof field.value === "boolean" ? String(field.value) : ""),
+    }));
+    input = radios[0];
     element = h("fieldset.field", { "aria-describedby": described, dataset: { field: field.name } },
       h("legend", {}, label),
       hint ? h("p.hint", { id: hintId }, hint) : null,
-      h("div.choices",
-        h("span.choice", {}, yes, h("label", { for: yes.id }, "Yes")),
-        h("span.choice", {}, no, h("label", { for: no.id }, "No"))),
+      h("div.choices", radios.map((radio, i) => h("span.choice", {}, radio, h("label", { for: radio.id }, choices[i][1])))),
       errorEl);
-    read = () => (yes.checked ? true : no.checked ? false : undefined);
+    read = () => {
+      const on = radios.find((radio) => radio.checked);
+      return on && on.value ? on.value === "true" : undefined;
+    };
   } else if (kind === "array" || kind === "object") {
     input = h("textarea.code", {
       id, name: field.name, rows: "3", spellcheck: "false", "aria-describedby": described,
