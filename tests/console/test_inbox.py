@@ -382,3 +382,17 @@ async def test_a_card_whose_decision_was_refused_does_not_say_nothing_was_sent(
     closed = card.locator("[data-role=gate-closed]")  # at the inbox's next refresh
     await expect(closed).to_contain_text("Your decision was sent and refused", timeout=LIVE)
     await expect(closed).not_to_contain_text("Nothing you entered here was sent")
+
+
+async def test_a_gate_past_its_timeout_stops_counting_its_wait(console: Console) -> None:
+    # Its countdown said "expired (then approved)" while "Waiting" went on counting up
+    # until the next refresh took the card away.
+    review = {"requiresConfirmation": True, "timeoutSeconds": 2, "onTimeout": "approve"}
+    _wf, run_id = await console.at_gate([echo("ship", review), echo("after")], "ship")
+    await console.goto("/console/approvals")
+    card = console.page.locator(f'article[data-run-id="{run_id}"]')
+    await expect(card.locator("[data-deadline]")).to_contain_text("expired (then approved)")
+    waited = await card.locator("[data-since]").inner_text()
+    await console.page.wait_for_timeout(2500)
+    await expect(card.locator("[data-since]")).to_have_text(waited)
+    assert waited in ("1 s", "2 s", "3 s"), waited

@@ -40,7 +40,7 @@ export function gateCard(item, { onDecided, onDismissed, headingLevel = "h2", sh
     // Which loop iteration and map item it waits in (0-based, as on node runs).
     req.iteration == null ? null : h("div", {}, h("dt", {}, "Iteration"), h("dd", { dataset: { role: "iteration" } }, String(req.iteration))),
     req.itemIndex == null ? null : h("div", {}, h("dt", {}, "Map item"), h("dd", { dataset: { role: "item-index" } }, String(req.itemIndex))),
-    h("div", {}, h("dt", {}, "Waiting"), h("dd", {}, ageOf(item.createdAt))),
+    h("div", {}, h("dt", {}, "Waiting"), h("dd", {}, ageOf(item.createdAt, item.timeoutAt))),
     h("div", {}, h("dt", {}, "Timeout"), h("dd", {}, countdown(item.timeoutAt, req.onTimeout))),
     item.approvers && item.approvers.length
       ? h("div", {}, h("dt", {}, "Approvers"), h("dd", { dataset: { role: "approvers" } }, item.approvers.join(", ")))
@@ -65,10 +65,13 @@ function pausedBadge(runStatus) {
   return runStatus === "paused" ? h("span.badge.status-paused", { dataset: { role: "run-paused" } }, "run paused") : null;
 }
 
-function ageOf(createdAt) {
+// A gate waits no longer than its timeout (which decides it): its age stops there.
+function ageOf(createdAt, timeoutAt) {
   if (!createdAt) return h("span.muted", {}, "—");
-  return h("span", { dataset: { since: createdAt }, title: createdAt }, duration((Date.now() - Date.parse(createdAt)) / 1000));
+  return h("span", { dataset: { since: createdAt, until: timeoutAt || "" }, title: createdAt }, ageText(createdAt, timeoutAt));
 }
+
+const ageText = (since, until) => duration((Math.min(Date.now(), Date.parse(until) || Infinity) - Date.parse(since)) / 1000);
 
 function countdown(timeoutAt, onTimeout) {
   if (!timeoutAt) return h("span", {}, "none (waits until decided)");
@@ -156,7 +159,7 @@ function stopClocks(card) {
 /** Refresh every age and countdown on the page (called once a second). */
 export function tickClocks(root = document) {
   for (const el of root.querySelectorAll("[data-since]")) {
-    el.textContent = duration((Date.now() - Date.parse(el.dataset.since)) / 1000);
+    el.textContent = ageText(el.dataset.since, el.dataset.until);
   }
   for (const el of root.querySelectorAll("[data-deadline]")) {
     el.textContent = countdownText(el.dataset.deadline, el.dataset.onTimeout);
