@@ -140,6 +140,7 @@ async def test_a_failed_node_shows_its_error_and_can_be_rerun(console: Console) 
     await page.get_by_role("dialog").locator("button[value=ok]").click()
     notice = page.get_by_role("status").filter(has_text="Rerun: started run")
     await expect(notice).to_be_visible()
+    await expect(page.locator("#announcer")).to_have_text("Rerun done")  # it said nothing
     child_id = (await notice.get_by_role("link").inner_text()).strip()
     child = await p.wait(wf, child_id)
     assert child["triggerSource"] == "node_rerun"

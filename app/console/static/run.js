@@ -375,6 +375,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     try {
       const result = await startRun(`${base}/nodes/${encodeURIComponent(node.id)}/rerun`, true);
       fill(controlResult, notice("success", "Rerun: started run ", runLink(result.run_id), "."));
+      announce("Rerun done"); // as every other control says
       renderLineage();
     } catch (err) {
       fill(controlResult, notice("error", `Rerun refused: ${err.message}`));
