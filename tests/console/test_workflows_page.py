@@ -261,3 +261,13 @@ async def schedule_daily(console: Console, wf: str, initial: dict[str, str]) -> 
     body = {"cron": "0 9 * * *", "timeZone": "UTC", "initialInput": initial, "paused": True}
     made = await console.platform.api.post(f"/api/v1/workflows/{wf}/schedules", json=body)
     assert made.status_code == 201, made.text
+
+
+async def test_the_runs_list_shows_new_runs_while_the_page_is_open(console: Console) -> None:
+    # It showed the runs as they were when the page opened, until a reload.
+    p = console.platform
+    wf = await p.create({"nodes": [echo("one")]})
+    page = await console.goto(f"/console/workflows/{wf}")
+    await expect(page.get_by_text("No runs yet.")).to_be_visible()
+    run_id = await p.trigger(wf)
+    await expect(page.locator(f'tr[data-run-id="{run_id}"]')).to_be_visible(timeout=LIVE)

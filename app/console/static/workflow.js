@@ -11,6 +11,7 @@ import { renderSchedules } from "./schedules.js";
 import { confirmDialog } from "./dialog.js";
 
 const RUNS_PER_PAGE = 20;
+const RUNS_REFRESH_SECONDS = 10;
 // Versions listed above the compare form; earlier ones are behind a disclosure.
 const VERSIONS_LISTED = 10;
 // What a version diff compares: the definition as saved, without bookkeeping.
@@ -57,7 +58,12 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
     renderRuns(), renderVersions(),
     renderSchedules(schedulesSection, { wf, path, consolePath, onRunStarted: renderRuns }),
   ]);
-  return null;
+  // New runs show without a reload; not in a hidden tab, nor over a list in use.
+  const timer = setInterval(() => {
+    if (document.visibilityState === "visible" && !runsSection.contains(document.activeElement)
+      && runsSection.querySelector("select").value === status) renderRuns();
+  }, RUNS_REFRESH_SECONDS * 1000);
+  return () => clearInterval(timer);
 
   /** The name and description, which a restore may change. */
   function renderHead() {
