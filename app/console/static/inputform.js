@@ -30,7 +30,7 @@ function parseNumber(raw, integer) {
   const text = raw.trim();
   const n = Number(text);
   if (integer) return JSON_INTEGER.test(text) && Number.isSafeInteger(n) ? n : { invalid: "must be an integer" };
-  return JSON_NUMBER.test(text) && Number.isFinite(n) ? JSON.rawJSON(text) : { invalid: "must be a number" };
+  return JSON_NUMBER.test(text) && Number.isFinite(n) ? (JSON.rawJSON ? JSON.rawJSON(text) : n) : { invalid: "must be a number" };
 }
 
 /** One form control per field; returns {element, read()} where read() gives {values, errors}. */
