@@ -60,6 +60,18 @@ class TestAssets:
         again = await platform.api.get("/console/assets/app.js", headers={"If-None-Match": etag})
         assert again.status_code == 304 and again.content == b""
 
+    async def test_files_are_nosniff_and_what_a_browser_can_open_as_a_page_has_the_policy(
+        self, platform: Platform
+    ) -> None:
+        for name in ("app.js", "console.css", "favicon.svg"):
+            response = await platform.api.get(f"/console/assets/{name}")
+            assert response.status_code == 200, name
+            assert response.headers["x-content-type-options"] == "nosniff", name
+            assert response.headers["referrer-policy"] == "no-referrer", name
+        # An SVG opened on its own is a document that could run script.
+        icon = await platform.api.get("/console/assets/favicon.svg")
+        assert "script-src 'self'" in icon.headers["content-security-policy"]
+
     async def test_a_client_without_gzip_gets_the_plain_file(self, platform: Platform) -> None:
         response = await platform.api.get(
             "/console/assets/console.css", headers={"Accept-Encoding": "identity"}
