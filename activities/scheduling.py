@@ -38,6 +38,17 @@ def skip_log_key(schedule_id: str) -> str:
     return f"schedule:{schedule_id}"
 
 
+async def forget_schedule(store: Store, schedule_id: str) -> None:
+    """What the store keeps of a deleted schedule: its skip log and fire-now requests go,
+    its own payloads to the firings' sweep (a firing still running reads them). Every
+    path that deletes a schedule calls this after the delete (the API's, a workflow's
+    delete, the orphan sweep, a firing that finds its workflow gone), so a firing before
+    it may still log a skip."""
+    await store.delete_events(skip_log_key(schedule_id))
+    await store.end_schedule_payloads(trigger_workflow_id(schedule_id))
+    await store.delete_schedule_fires(schedule_id)
+
+
 class SchedulingActivities:
     def __init__(
         self, store: Store, client: Client, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
@@ -61,9 +72,7 @@ class SchedulingActivities:
             # The definition is gone: stop the schedule so it does not fire forever, and
             # its skips go with it (no API can show them; an id made anew must not).
             await self._delete_schedule(trigger.schedule_id)
-            await self._store.delete_events(skip_log_key(trigger.schedule_id))
-            await self._store.end_schedule_payloads(trigger_workflow_id(trigger.schedule_id))
-            await self._store.delete_schedule_fires(trigger.schedule_id)
+            await forget_schedule(self._store, trigger.schedule_id)
             activity.logger.info("schedule %s deleted: %s", trigger.schedule_id, DELETED)
             return ScheduledRunResult(skipped_reason=DELETED)
         if activity.info().attempt == 1 and not await self._schedule_exists(trigger.schedule_id):

@@ -20,11 +20,10 @@ from datetime import timedelta
 from temporalio.client import Client, ScheduleActionStartWorkflow
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.scheduling import skip_log_key
+from activities.scheduling import forget_schedule
 from activities.store.base import Store
 from app.services.schedules import trellis_trigger
 from temporal_workflows import search_attributes
-from temporal_workflows.schedule_trigger import trigger_workflow_id
 
 QUERY = "ScheduleId STARTS_WITH 'sched-'"
 
@@ -55,9 +54,7 @@ class OrphanSchedules:
             except RPCError as exc:
                 if exc.status != RPCStatusCode.NOT_FOUND:  # deleted meanwhile: done
                     raise
-            await self._store.delete_events(skip_log_key(schedule_id))
-            await self._store.end_schedule_payloads(trigger_workflow_id(schedule_id))
-            await self._store.delete_schedule_fires(schedule_id)
+            await forget_schedule(self._store, schedule_id)
             del self._seen[schedule_id]
             swept.append(schedule_id)
         return swept

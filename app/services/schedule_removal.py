@@ -17,13 +17,12 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.scheduling import skip_log_key
+from activities.scheduling import forget_schedule
 from activities.store.base import Store
 from app.errors import ServiceUnavailable
 from app.services.schedules import schedules_query, trellis_trigger
 from app.temporal_link import TemporalLink
 from app.temporal_outage import unreachable
-from temporal_workflows.schedule_trigger import trigger_workflow_id
 
 log = logging.getLogger(__name__)
 # Each call to Temporal while schedules are removed: a hung Temporal is taken as a down one.
@@ -78,9 +77,7 @@ class ScheduleRemover:
         read the workflow before writes its skip before this, or sees the workflow gone
         after writing it and deletes it itself (activities/scheduling.py)."""
         for schedule_id in schedule_ids:
-            await self.store.delete_events(skip_log_key(schedule_id))
-            await self.store.end_schedule_payloads(trigger_workflow_id(schedule_id))
-            await self.store.delete_schedule_fires(schedule_id)
+            await forget_schedule(self.store, schedule_id)
 
 
 def _left(workflow_id: str, why: str) -> list[str]:

@@ -30,7 +30,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCStatusCode
 
-from activities.scheduling import skip_log_key
+from activities.scheduling import forget_schedule, skip_log_key
 from activities.store.base import Store
 from activities.store.records import WorkflowRecord
 from app.errors import Conflict, NotFound, ScheduleRefused
@@ -322,9 +322,7 @@ class ScheduleService:
         await temporal_call(schedule_id, self._handle(schedule_id).delete())
         BOUND.deleted(schedule_id)
         # After the schedule: a firing before the delete may still log a skip.
-        await self.store.delete_events(skip_log_key(schedule_id))
-        await self.store.end_schedule_payloads(trigger_workflow_id(schedule_id))
-        await self.store.delete_schedule_fires(schedule_id)
+        await forget_schedule(self.store, schedule_id)
 
     async def skips(self, schedule_id: str, after_id: int, limit: int) -> ScheduleSkipList:
         """Firings that started no run, oldest first, after the given skip id (404 for a
