@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 from temporalio.client import (
@@ -147,31 +148,14 @@ class Reconciler:
             await asyncio.sleep(self._interval)
 
     async def _sweep_ended_runs(self) -> None:
-        """The run retention's pass, when it has one; a failure is logged, and retried."""
-        if self._retention is None:
-            return
-        try:
-            await self._retention.run_if_due()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning(
-                "run retention's sweep failed (tried again at its next sweep, within 10 min): %s",
-                exc,
-            )
+        """The run retention's pass, when it has one."""
+        if self._retention is not None:
+            await _logged_sweep("run retention's", self._retention.run_if_due)
 
     async def _sweep_firing_payloads(self) -> None:
         """Schedule firings' own payloads (app/firing_payloads.py), with or without run
-        retention; a failure is logged, and retried."""
-        try:
-            await self._firing_payloads.run_if_due()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning(
-                "firings' payload sweep failed (tried again at its next sweep, within 10 min): %s",
-                exc,
-            )
+        retention."""
+        await _logged_sweep("firings' payload", self._firing_payloads.run_if_due)
 
     def _log_failed_pass(self, exc: Exception) -> None:
         """An outage is one WARNING when it starts and a reminder every `outage_reminder`
@@ -294,3 +278,14 @@ class Reconciler:
         if applied:
             self._metrics.run_ended(run.workflow_definition_id, "failed")
         return applied
+
+
+async def _logged_sweep(name: str, run_if_due: Callable[[], Awaitable[object]]) -> None:
+    """A sweep's pass; a failure is one WARNING line, and the sweep is tried again at its
+    next time (app/sweep_pacing.py)."""
+    try:
+        await run_if_due()
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning("%s sweep failed (tried again at its next sweep, within 10 min): %s", name, exc)

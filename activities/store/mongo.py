@@ -667,7 +667,7 @@ class MongoStore:
     async def run_was_deleted(self, run_id: str) -> bool:
         return False
 
-    # -- run events ----------------------------------------------------------
+    # -- large payloads (mongo_payloads.py) ----------------------------------
     async def put_payload(
         self,
         key: str,
