@@ -160,10 +160,10 @@ function check(field, kind, value) {
   if (value && value.invalid) return { error: `${name} ${value.invalid}` };
   const ok = {
     string: typeof value === "string",
-    number: typeof value === "number" || JSON.isRawJSON(value),
+    number: typeof value === "number" || JSON.isRawJSON?.(value),
     boolean: typeof value === "boolean",
     array: Array.isArray(value),
-    object: typeof value === "object" && value !== null && !Array.isArray(value) && !JSON.isRawJSON(value),
+    object: typeof value === "object" && value !== null && !Array.isArray(value) && !JSON.isRawJSON?.(value),
   }[kind];
   if (!ok) return { error: `${name} must be ${kind === "array" ? "an array" : `a ${kind}`}` };
   if (Array.isArray(field.allowedValues) && !field.allowedValues.some((v) => same(v, value))) {

@@ -19,7 +19,7 @@ export function jsonEditor({ label, hint, value, name, rows, expect }) {
   function parse() {
     try {
       const parsed = parseJson(area.value);
-      if (expect === "object" && (typeof parsed !== "object" || !parsed || Array.isArray(parsed) || JSON.isRawJSON(parsed))) {
+      if (expect === "object" && (typeof parsed !== "object" || !parsed || Array.isArray(parsed) || JSON.isRawJSON?.(parsed))) {
         return { error: "must be a JSON object, e.g. {\"name\": \"Ada\"}" };
       }
       return { value: parsed };

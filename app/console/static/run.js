@@ -492,7 +492,7 @@ function countsText(summary) {
 
 function executorText(executor) {
   const parts = Object.entries(executor)
-    .filter(([, v]) => v != null && (typeof v !== "object" || JSON.isRawJSON(v)))
+    .filter(([, v]) => v != null && (typeof v !== "object" || JSON.isRawJSON?.(v)))
     .map(([k, v]) => `${k}: ${v.rawJSON || v}`);
   return h("code", {}, parts.join(", ") || JSON.stringify(executor));
 }
