@@ -1133,14 +1133,17 @@ class _RestartingApi:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.end_headers()
+                # Each phase changes before its event is sent: a client that has the event
+                # may ask for the run at once, before this thread runs on (a loaded machine
+                # answered "running" to the watcher that had just read run_completed).
                 if api.phase == "first":
-                    self._event(1, "run_started", "running")
                     api.phase = "down"
+                    self._event(1, "run_started", "running")
                     api.first_stream_done.set()
                     return  # HTTP/1.0: closing the connection ends the stream cleanly
                 api.resumed_after.append(self.headers.get("Last-Event-ID"))
-                self._event(2, "run_completed", "completed")
                 api.phase = "done"
+                self._event(2, "run_completed", "completed")
 
             def _event(self, event_id: int, kind: str, status: str) -> None:
                 event = {"type": kind, "runId": "run-x", "status": status, "id": event_id}
