@@ -4,8 +4,6 @@ and says whether a worker polls the task queue."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sqlite3
 import time
 import uuid
@@ -28,6 +26,7 @@ from tests.api.helpers import API, assert_error
 from tests.builders import workflow
 from tests.support.bare_namespace import bare_namespace
 from tests.support.cutting_proxy import CuttingProxy
+from tests.support.frozen import frozen
 from tests.support.own_temporal import own_temporal
 from tests.support.platform import executor_registry, running_platform
 from tests.support.processes import Processes
@@ -159,13 +158,10 @@ class TestReadyz:
         address = f"127.0.0.1:{port}"
         async with api_client(settings, store, catalog, await Client.connect(address)) as http:
             assert (await http.get("/readyz")).status_code == 200
-            os.kill(temporal.pid, signal.SIGSTOP)
-            try:
+            with frozen(temporal.pid):
                 started = time.monotonic()
                 response = await http.get("/readyz", timeout=30)
                 took = time.monotonic() - started
-            finally:
-                os.kill(temporal.pid, signal.SIGCONT)
         assert_error(response, 503, "service_unavailable", "temporal")
         assert response.json()["error"]["details"] == [
             {"path": "temporal", "message": f"Temporal at {address} is unreachable"}

@@ -5,8 +5,6 @@ so the tool is called once and the run's log says `node_completed` once."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ import pytest
 
 from tests.faults.harness import REPORTS, Load, create_workflow, effect_step
 from tests.peers.catalog import Peers
+from tests.support.frozen import frozen
 from tests.support.own_temporal import own_temporal
 from tests.support.processes import Processes, process_env
 
@@ -60,12 +59,9 @@ async def test_a_completed_attempt_lost_with_its_worker_is_not_run_again(
     await until(lambda: all_in({"running"}))
     # Temporal frozen: each step's end lands in the store (the API reads it there), but
     # its completion cannot reach Temporal before the worker dies.
-    os.kill(temporal.pid, signal.SIGSTOP)
-    try:
+    with frozen(temporal.pid):
         await until(lambda: all_in({"completed"}))
         worker.kill()
-    finally:
-        os.kill(temporal.pid, signal.SIGCONT)
     processes.worker(env)
     statuses = await load.settle(within=90)
     tally = load.tally("completion lost with its worker", statuses, peers.mcp_stats)
