@@ -2,9 +2,10 @@
 
 A port found free can be taken before the server binds it (by another test's dev server,
 its port picked the same way). This server then exits, and a wait on the address passes
-against the other one, whose faults the test reads as its own (another test's SIGSTOPped
-server answered a /readyz that should have been 503, once in CI). So each server is
-started with a namespace of its own, and the wait is for that namespace.
+against the other one, whose answers the test reads as its own. So each server is started
+with a namespace of its own, and the wait is for that namespace. (A /readyz that answered
+200 from a SIGSTOPped server, in CI, was first put down to this; its cause was the stop's
+lag, tests/support/frozen.py.)
 """
 
 from __future__ import annotations
