@@ -33,6 +33,7 @@ from pydantic import (
 from activities.executors.catalog_env import InterpolationError, interpolate
 from activities.executors.catalog_url import url_problem
 from activities.executors.endpoint import Endpoint, userinfo_conflict
+from activities.yaml_problem import yaml_problem
 
 # Server ids prefix tool names (`serverId/toolName`), so they must not contain a slash.
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -222,9 +223,10 @@ def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> C
         raise fail(f"cannot be read ({exc.strerror or exc})") from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        kind = "JSON" if path.suffix == ".json" else "YAML"
-        raise fail(f"invalid {kind}: {' '.join(str(exc).split())}") from None
+    except json.JSONDecodeError as exc:  # says where, never what is there
+        raise fail(f"invalid JSON: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise fail(f"invalid YAML {yaml_problem(exc)}") from None
     if not isinstance(data, dict | None):
         raise fail("the top level must be a mapping with mcpServers and/or a2aAgents")
     try:

@@ -12,6 +12,7 @@ import click
 import yaml
 from rich.console import Group
 
+from activities.yaml_problem import yaml_problem
 from app.cli.api_client import if_match, segment
 from app.cli.limits import page_options
 from app.cli.output import Session, api_options, clean, compact, page_title, shown, table, when
@@ -233,10 +234,9 @@ def _read_definition(path: str, source: str) -> Any:
     except UnicodeDecodeError as exc:
         raise click.ClickException(f"{source}: not UTF-8 text ({exc.reason})") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise click.ClickException(f"{source}: not valid YAML or JSON{where}: {problem}") from None
+        raise click.ClickException(
+            f"{source}: not valid YAML or JSON {yaml_problem(exc)}"
+        ) from None
 
 
 def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:

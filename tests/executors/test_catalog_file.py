@@ -59,6 +59,21 @@ def test_bad_yaml_is_refused(tmp_path: Path) -> None:
     assert "invalid YAML" in refused(write(tmp_path, "mcpServers: [unclosed\n"))
 
 
+def test_a_file_that_does_not_parse_is_refused_saying_where_and_never_what_is_there(
+    tmp_path: Path,
+) -> None:
+    """TRELLIS_EXECUTORS_FILE pointed at the wrong file (a `.env`, a credentials file): the
+    error goes to a terminal and a log, so it names the line, not the line's text."""
+    secret = "s3cr3t-Value-91"
+    yaml_file = write(tmp_path, f"API_KEY={secret}\nPASSWORD: {secret}: [oops\n", "env.yaml")
+    message = refused(yaml_file)
+    assert message.endswith("invalid YAML at line 2, column 9: mapping values are not allowed here")
+    json_file = write(tmp_path, f'{{"password": "{secret}', "creds.json")
+    message = refused(json_file)
+    assert "invalid JSON: Unterminated string starting at: line 1 column 14" in message
+    assert secret not in refused(yaml_file) + message
+
+
 def test_unknown_key_is_refused(tmp_path: Path) -> None:
     message = refused(write(tmp_path, "mcpServers: []\nagents: []\n"))
     assert "unknown key(s) agents" in message
