@@ -20,6 +20,7 @@ from activities.handed_writes import HandedWrites
 from activities.metrics import RunMetrics
 from activities.projections import write_batch
 from activities.run_log import about_run
+from activities.secret_text import scrub_secrets
 from activities.store.base import Store, StoreUnavailable
 from activities.store.records import NodeRunRecord
 from activities.store.while_unavailable import while_unavailable
@@ -148,7 +149,9 @@ class StepActivities:
             await record.finish("running", None, error=str(exc), resolved_executor=called_by(exc))
             raise _said(str(exc), type=PERMANENT_ERROR_TYPE, non_retryable=True) from None
         except Exception as exc:
-            message = str(exc) or type(exc).__name__
+            # Not an executor's own error (those are masked where they are made): kept as
+            # the worker's log shows it, with the secrets the logs mask masked.
+            message = scrub_secrets(str(exc) or type(exc).__name__)
             log.warning("step %r attempt %d failed: %s", step.node_name, attempt, message)
             # The attempt's error is visible at once; the workflow writes the final status.
             await record.finish("running", None, error=message, resolved_executor=called_by(exc))
