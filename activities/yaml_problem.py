@@ -10,8 +10,9 @@ import yaml
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:
-    """`at line L, column C: <problem>`, or the problem alone when PyYAML gives no place."""
+    """` at line L, column C: <problem>`, or `: <problem>` where PyYAML gives no place (a
+    character it refuses), to follow the words that say what could not be read."""
     mark = getattr(exc, "problem_mark", None)
-    where = f"at line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    return f"{where}{problem}"
+    return f"{where}: {problem}"

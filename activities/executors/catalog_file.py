@@ -226,7 +226,7 @@ def read_catalog_file(path: Path, environ: Mapping[str, str] | None = None) -> C
     except json.JSONDecodeError as exc:  # says where, never what is there
         raise fail(f"invalid JSON: {exc}") from None
     except yaml.YAMLError as exc:
-        raise fail(f"invalid YAML {yaml_problem(exc)}") from None
+        raise fail(f"invalid YAML{yaml_problem(exc)}") from None
     if not isinstance(data, dict | None):
         raise fail("the top level must be a mapping with mcpServers and/or a2aAgents")
     try:

@@ -234,9 +234,7 @@ def _read_definition(path: str, source: str) -> Any:
     except UnicodeDecodeError as exc:
         raise click.ClickException(f"{source}: not UTF-8 text ({exc.reason})") from None
     except yaml.YAMLError as exc:
-        raise click.ClickException(
-            f"{source}: not valid YAML or JSON {yaml_problem(exc)}"
-        ) from None
+        raise click.ClickException(f"{source}: not valid YAML or JSON{yaml_problem(exc)}") from None
 
 
 def _existing_id(session: Session, definition: dict[str, Any]) -> str | None:

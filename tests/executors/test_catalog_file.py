@@ -72,6 +72,11 @@ def test_a_file_that_does_not_parse_is_refused_saying_where_and_never_what_is_th
     message = refused(json_file)
     assert "invalid JSON: Unterminated string starting at: line 1 column 14" in message
     assert secret not in refused(yaml_file) + message
+    # A character PyYAML refuses outright has no line to name.
+    control = write(tmp_path, f"token: \x01{secret}\n", "control.yaml")
+    assert refused(control).endswith("invalid YAML: unacceptable character #x0001: special "
+                                      "characters are not allowed")  # fmt: skip
+    assert secret not in refused(control)
 
 
 def test_unknown_key_is_refused(tmp_path: Path) -> None:
