@@ -89,3 +89,27 @@ async def test_hidden_run_pages_close_their_streams_and_resume_when_shown(
     )
     await expect(tab.locator("[data-role=run-status] .badge")).to_have_text("completed")
     await expect(tab.locator("[data-role=live-state]")).to_contain_text("The run has ended")
+
+
+async def test_an_inbox_in_a_hidden_tab_asks_nothing_and_refreshes_when_shown(
+    console: Console,
+) -> None:
+    """The inbox asked for its gates every 10 s in a hidden tab too, all day; it asks
+    nothing while hidden, and at once when shown again, with the gates that came meanwhile."""
+    page = console.page
+    await page.clock.install()
+    await console.goto("/console/approvals")
+    await expect(page.get_by_text("Nothing is waiting for you.")).to_be_visible()
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if "/approvals" in r.url else None)
+
+    await page.evaluate(SET_VISIBILITY, "hidden")
+    await console.at_gate(confirm_gate(), "ship")
+    await page.clock.run_for(35_000)  # three of its refreshes
+    assert sent == [], "asked in a hidden tab"
+
+    await page.evaluate(SET_VISIBILITY, "visible")
+    await expect(page.get_by_text("1 gate waiting.")).to_be_visible()
+    assert len(sent) == 1, sent
+    await page.clock.run_for(10_500)  # and on its timer again
+    await eventually(lambda: len(sent) == 2)

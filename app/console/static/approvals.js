@@ -21,7 +21,12 @@ export async function renderApprovals(main, _params, { search }) {
     summary, list, pager);
 
   const clock = setInterval(() => tickClocks(list), 1000);
-  const timer = setInterval(() => load(false), REFRESH_SECONDS * 1000);
+  // Not in a hidden tab (an inbox left open in one asked every 10 s all day); shown again,
+  // it asks at once, so a returning approver sees what came meanwhile.
+  const visible = () => document.visibilityState !== "hidden";
+  const timer = setInterval(() => { if (visible()) load(false); }, REFRESH_SECONDS * 1000);
+  const onShown = () => { if (visible()) load(false); };
+  document.addEventListener("visibilitychange", onShown);
   let loading = false;
 
   async function load(byUser) {
@@ -63,5 +68,6 @@ export async function renderApprovals(main, _params, { search }) {
   return () => {
     clearInterval(clock);
     clearInterval(timer);
+    document.removeEventListener("visibilitychange", onShown);
   };
 }
