@@ -14,7 +14,7 @@ from app.deps import KEY_REUSED, IdempotencyKey, LineageDep, NodeIdDep, RunDep, 
 from app.errors import InvalidRequest
 from app.openapi import API_PREFIX, errors
 from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
-from app.schemas.run import OPTIONAL_TRIGGER_NAMES
+from app.schemas.run_trigger import OPTIONAL_TRIGGER_NAMES
 
 router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/runs/{run_id}", tags=["lineage"])
 KEY_RESPONSES = errors(400, 409, s409=KEY_REUSED)

@@ -40,12 +40,11 @@ from app.schemas.run import (
     NodeRunList,
     NodeRunPage,
     NodeRunPublic,
-    RunAccepted,
-    RunCreate,
     RunPage,
     RunPublic,
     RunWithSummary,
 )
+from app.schemas.run_trigger import RunAccepted, RunCreate
 from app.schemas.workflow import Pagination
 from temporal_workflows.read_model import RunStatus
 

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field
 
-from app.schemas.run import IdStr
 from app.schemas.run_data import run_data
+from app.schemas.run_trigger import IdStr
 from app.schemas.workflow import Pagination
 from temporal_workflows.base import CamelModel
 from temporal_workflows.gates import Resolution

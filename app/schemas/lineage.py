@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from app.schemas.run import RunAccepted
+from app.schemas.run_trigger import RunAccepted
 
 
 class ChildRunAccepted(RunAccepted):

@@ -10,7 +10,7 @@ from activities.store.records import ResolvedDependency, RunRecord, WorkflowReco
 from app.auth.acl import require_reuse_approver
 from app.auth.caller import Caller
 from app.errors import InvalidRequest, NotFound
-from app.schemas.run import RunCreate
+from app.schemas.run_trigger import RunCreate
 from app.services.idempotency import Asked, asker, repeated_run, start_first_use
 from app.services.lineage import reusable_steps
 from temporal_workflows.contracts import CachedOutput, Identity
