@@ -199,7 +199,8 @@ export async function follow(path, { onEvent, shouldStop, signal, onState = () =
   }
 }
 
-const hidden = () => document.visibilityState === "hidden";
+/** Whether the tab is hidden: what is in it then asks the API nothing. */
+export const hidden = () => document.visibilityState === "hidden";
 
 /** Resolves once the tab is shown (at once if it is), or the page is left. */
 function shown(signal) {

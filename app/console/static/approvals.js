@@ -1,6 +1,6 @@
 // The approvals inbox: every gate the caller may decide, oldest first, each with its form.
 
-import { api, ApiError } from "./api.js";
+import { api, ApiError, hidden } from "./api.js";
 import { h, fill, notice, query, add } from "./dom.js";
 import { syncGates, tickClocks } from "./gate.js";
 
@@ -23,9 +23,8 @@ export async function renderApprovals(main, _params, { search }) {
   const clock = setInterval(() => tickClocks(list), 1000);
   // Not in a hidden tab (an inbox left open in one asked every 10 s all day); shown again,
   // it asks at once, so a returning approver sees what came meanwhile.
-  const visible = () => document.visibilityState !== "hidden";
-  const timer = setInterval(() => { if (visible()) load(false); }, REFRESH_SECONDS * 1000);
-  const onShown = () => { if (visible()) load(false); };
+  const timer = setInterval(() => { if (!hidden()) load(false); }, REFRESH_SECONDS * 1000);
+  const onShown = () => { if (!hidden()) load(false); };
   document.addEventListener("visibilitychange", onShown);
   let loading = false;
 

@@ -1,6 +1,6 @@
 // One workflow: state, trigger form, runs, schedules, versions (diff, restore), tree.
 
-import { api, apiTagged, ApiError, requestKeys, mayUse, CONTROL_SCOPE, WRITE_SCOPE } from "./api.js";
+import { api, apiTagged, ApiError, hidden, requestKeys, mayUse, CONTROL_SCOPE, WRITE_SCOPE } from "./api.js";
 import { h, fill, notice, query, when, newId, badge, facts, add, announce, folded } from "./dom.js";
 import { toggleButton } from "./workflows.js";
 import { renderTree } from "./tree.js";
@@ -60,7 +60,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
   ]);
   // New runs show without a reload; not in a hidden tab, nor over a list in use.
   const timer = setInterval(() => {
-    if (document.visibilityState === "visible" && !runsSection.contains(document.activeElement)
+    if (!hidden() && !runsSection.contains(document.activeElement)
       && runsSection.querySelector("select").value === status) renderRuns();
   }, RUNS_REFRESH_SECONDS * 1000);
   return () => clearInterval(timer);
