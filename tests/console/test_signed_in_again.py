@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from playwright.async_api import expect
@@ -113,10 +114,12 @@ async def test_a_trigger_input_comes_back_after_signing_in_again(jwt_console: Co
     await expect(page.locator("section[aria-labelledby=trigger-h]")).to_contain_text(GIVEN_BACK)
     assert len(keys) == 1, keys
     await page.get_by_role("button", name="Trigger run").click()
+    # The page that was drawn is still there until the trigger's answer comes back.
+    await expect(page).to_have_url(re.compile(r"/runs/run-"))
     await console.drawn()
     await expect(page.get_by_role("heading", name="Sign in")).to_have_count(0)
     runs = (await p.api.get(f"/api/v1/workflows/{wf}/runs")).json()["runs"]
-    assert len(runs) == 1, runs
+    assert [r["id"] for r in runs] == [page.url.rsplit("/", 1)[1]], runs
     run = (await p.api.get(f"/api/v1/workflows/{wf}/runs/{runs[0]['id']}")).json()
     assert run["initialInput"] == {"invoice": "INV-7"}
     assert len(keys) == 2 and keys[0] and keys[0] == keys[1], keys
