@@ -14,6 +14,7 @@ from tests.builders import echo
 from tests.console.console import Console
 from tests.support.identity import token
 from tests.support.platform import Platform
+from tests.support.schedule_list import until_listed
 
 LIVE = 15_000  # ms
 
@@ -22,6 +23,7 @@ async def schedule(p: Platform, wf: str, **body: Any) -> dict[str, Any]:
     response = await p.api.post(f"/api/v1/workflows/{wf}/schedules", json=body)
     assert response.status_code == 201, response.text
     made: dict[str, Any] = response.json()
+    await until_listed(p.api, wf, made["id"])  # the page draws its list from Temporal's
     return made
 
 
@@ -69,8 +71,8 @@ async def test_a_schedule_created_through_the_form_is_listed_with_its_next_firin
     await expect(card).to_have_count(2)
     await expect(card.nth(1).get_by_role("heading", level=3)).to_have_text("Every 3600 s (1 h 0 m)")
 
-    listed = (await p.api.get(f"/api/v1/workflows/{wf}/schedules")).json()["schedules"]
-    made = {s["cron"] or s["intervalSeconds"]: s for s in listed}
+    ids = await card.evaluate_all("cards => cards.map((c) => c.dataset.scheduleId)")
+    made = {s["cron"] or s["intervalSeconds"]: s for s in await until_listed(p.api, wf, *ids)}
     assert made["*/5 * * * *"]["timeZone"] == "Europe/Berlin"
     assert made["*/5 * * * *"]["initialInput"] == {"report": "daily"}
     assert made["*/5 * * * *"]["overlapPolicy"] == "allow_all"
@@ -115,8 +117,7 @@ async def test_a_bad_cron_shows_the_apis_400_and_makes_nothing(module_console: C
     await expect(schedules.get_by_label("Time zone")).to_be_focused()
     await expect(cron).not_to_have_attribute("aria-invalid", "true")
     await expect(schedules).to_contain_text("No schedules.")
-    listed = (await p.api.get(f"/api/v1/workflows/{wf}/schedules")).json()["schedules"]
-    assert listed == []
+    assert (await p.api.get(f"/api/v1/workflows/{wf}/schedules")).json()["schedules"] == []
 
 
 async def test_a_refused_field_has_the_focus_and_its_message_under_it(

@@ -40,6 +40,7 @@ from temporal_workflows.schedule_trigger import (
 )
 from tests.support.platform import Platform
 from tests.support.polling import eventually
+from tests.support.schedule_list import until_listed
 
 ECHO = {"nodes": [{"id": "a", "name": "a", "nodeType": "step", "executorKey": "builtin:echo"}]}
 DAILY = {"cron": "0 9 * * 1-5", "timeZone": "Europe/Berlin", "initialInput": {"x": 1}}
@@ -57,6 +58,7 @@ async def schedule(
     response = await platform.api.post(url(workflow_id), json=body)
     assert response.status_code == 201, response.text
     created: dict[str, Any] = response.json()
+    await until_listed(platform.api, workflow_id, created["id"])  # so a list read shows it
     try:
         yield created
     finally:
