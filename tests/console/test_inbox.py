@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -265,6 +266,40 @@ async def test_the_inbox_picks_up_new_gates_and_says_when_nothing_waits(console:
     _wf, run_id = await console.at_gate(confirm_gate(), "ship")
     await console.page.get_by_role("button", name="Refresh").click()
     await expect(console.page.locator(f'article[data-run-id="{run_id}"]')).to_be_visible()
+
+
+async def test_a_refresh_clicked_while_the_inbox_loads_asks_again_after(
+    console: Console,
+) -> None:
+    # It was ignored: the load in flight, answered before the gate came, was all it showed,
+    # until the next refresh 10 s later.
+    page = console.page
+    await page.clock.install()
+    await console.goto("/console/approvals")
+    await expect(page.locator(".summary")).to_have_text("Nothing is waiting for you.")
+    await page.clock.pause_at(await page.evaluate("Date.now()") + 1_000)  # no timed refresh
+    answered, release = asyncio.Event(), asyncio.Event()
+    held: list[str] = []
+
+    async def hold_the_first(route: Any) -> None:
+        if held:
+            await route.continue_()
+            return
+        held.append(route.request.url)
+        response = await route.fetch()  # answered now, before the gate
+        answered.set()
+        await release.wait()
+        await route.fulfill(response=response)
+
+    await page.route("**/api/v1/approvals*", hold_the_first)
+    refresh = page.get_by_role("button", name="Refresh")
+    await refresh.click()
+    await answered.wait()
+    _wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    await refresh.click()
+    release.set()
+    await expect(page.locator(f'article[data-run-id="{run_id}"]')).to_be_visible()
+    await expect(page.locator(".summary")).to_have_text("1 gate waiting. (refreshed)")
 
 
 async def test_a_cards_run_paused_mark_follows_its_run_being_paused_and_resumed(

@@ -27,9 +27,17 @@ export async function renderApprovals(main, _params, { search }) {
   const onShown = () => { if (!hidden()) load(false); };
   document.addEventListener("visibilitychange", onShown);
   let loading = false;
+  let stopped = false;
+  // Asked for while a load was in flight (true: by the Refresh button). That load's answer
+  // may predate what the asker came for (a gate made a moment ago): one more load follows it.
+  let askedAgain = null;
 
   async function load(byUser) {
-    if (loading) return;
+    if (stopped) return;
+    if (loading) {
+      askedAgain = Boolean(askedAgain) || byUser;
+      return;
+    }
     loading = true;
     try {
       const data = await api(`/approvals${query({ page, perPage: PER_PAGE })}`);
@@ -43,10 +51,18 @@ export async function renderApprovals(main, _params, { search }) {
       renderPager(data.pagination);
       if (byUser) summary.textContent += " (refreshed)";
     } catch (err) {
-      if (err instanceof ApiError && err.status === 401) return;
+      if (err instanceof ApiError && err.status === 401) {
+        askedAgain = null; // the sign-in page took over
+        return;
+      }
       fill(summary, notice("error", `Could not load the inbox: ${err.message}`));
     } finally {
       loading = false;
+      if (askedAgain !== null) {
+        const again = askedAgain;
+        askedAgain = null;
+        load(again);
+      }
     }
   }
 
@@ -65,6 +81,7 @@ export async function renderApprovals(main, _params, { search }) {
 
   await load(false);
   return () => {
+    stopped = true;
     clearInterval(clock);
     clearInterval(timer);
     document.removeEventListener("visibilitychange", onShown);
