@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from playwright.async_api import expect
+
 from tests.console.browser import ARTIFACTS
 from tests.console.console import Console
 
@@ -56,5 +58,5 @@ async def test_try_it_out_calls_the_api_from_the_docs(console: Console) -> None:
     await healthz.locator("button.try-out__btn").click()
     await healthz.locator("button.execute").click()
     status = healthz.locator(".live-responses-table tbody .response-col_status").first
-    assert (await status.inner_text()).strip() == "200"
+    await expect(status).to_have_text("200")
     assert await page.evaluate("window.__violations") == []

@@ -11,6 +11,7 @@ from tests.builders import condition, delay, echo, loop, parallel, router, step
 from tests.console.console import Console, first_answer_lost
 from tests.console.definitions import confirm_gate
 from tests.hitl.helpers import approve, start
+from tests.support.polling import eventually
 
 LIVE = 15_000  # ms
 
@@ -406,6 +407,7 @@ async def test_a_running_runs_page_follows_its_stream_after_what_the_graph_shows
     )
     await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
     await expect(page.locator(".gate")).to_have_count(1)
+    await eventually(lambda: asked)  # the stream is asked for after the page is drawn
     assert asked[:1] == [str(newest)]
     # Live still: the decision made elsewhere comes as the events after it.
     assert (await approve(p, wf, run_id, stepId="ship", resolution="confirm")).status_code == 200

@@ -14,6 +14,7 @@ from tests.console.test_sign_in import READ_AND_CONTROL, sign_in
 from tests.console.test_signed_in_again import sign_in_again
 from tests.hitl.helpers import control, wait_for_gate
 from tests.support.identity import token
+from tests.support.polling import eventually
 
 # Longer than three of the inbox's 10 s refreshes.
 A_WHILE = 35_000  # ms
@@ -110,6 +111,7 @@ async def test_a_run_page_whose_token_runs_out_stops_its_stream_until_signed_in(
     await console.drawn()
     status = page.locator("[data-role=run-status] .badge")
     await expect(status).to_have_text("paused")
-    assert any(u.endswith(events) for u in sent), sent  # followed again
+    # Followed again (its stream is asked for after the page is drawn).
+    await eventually(lambda: any(u.endswith(events) for u in sent))
     assert (await control(p, wf, run_id, "resume")).is_success
     await expect(status).to_have_text("awaiting approval")  # live, through the new stream

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -29,6 +30,11 @@ def test_every_api_process_reports_the_requests_all_of_them_served(tmp_path: Pat
         # A new connection per request: the kernel hands each to either process.
         for _ in range(REQUESTS - 1):
             assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+        # A request is counted once its answer is sent: the last may not be yet.
+        deadline = time.monotonic() + 10
+        while healthz_count(httpx.get(f"{url}/metrics", timeout=5).text) < REQUESTS:
+            assert time.monotonic() < deadline, "the last requests were never counted"
+            time.sleep(0.05)
         counts = [healthz_count(httpx.get(f"{url}/metrics", timeout=5).text) for _ in range(8)]
         assert counts == [REQUESTS] * 8
         api.terminate()
