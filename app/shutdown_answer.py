@@ -23,8 +23,9 @@ log = logging.getLogger("trellis.api")
 
 CUT_OFF_MESSAGE = (
     "The API shut down before this request finished; it may or may not have taken effect. "
-    "Repeat it once an API answers (a trigger, retry, rerun or replay with the same "
-    "Idempotency-Key; a decision already applied answers 409)."
+    "Repeat it once an API answers: with the same Idempotency-Key it is applied once and "
+    "answered as the first was; a decision, pause or resume repeated without one answers 409 "
+    "once applied."
 )
 
 

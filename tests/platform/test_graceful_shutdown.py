@@ -224,7 +224,8 @@ async def test_a_request_the_shutdown_grace_cuts_off_is_answered_503_and_safe_to
 ) -> None:
     """An approval waiting for a worker when the API is stopped: once the API's grace has
     passed it is cancelled — answered 503 in the error body (uvicorn alone says a
-    plain-text 500, which a client does not repeat); repeated later, it applies once.
+    plain-text 500, which a client does not repeat); repeated later with its key, as the
+    503 says, it is answered 200 and applies once (the 503 said such a repeat was 409).
     With `TRELLIS_API_WORKERS`, each of the API's processes keeps the same grace."""
     env = env_for(
         temporal_env,
@@ -236,12 +237,13 @@ async def test_a_request_the_shutdown_grace_cuts_off_is_answered_503_and_safe_to
     worker = processes.worker(env)
     gate = step("Approve", "builtin:echo", id="gate", humanReview={"requiresConfirmation": True})
     decision = {"stepId": "gate", "resolution": "confirm"}
+    keyed = {"Idempotency-Key": "cut-off-approval"}
     async with httpx.AsyncClient(base_url=api_process.url, timeout=30) as api:
         wf, run_id = await create_and_trigger(api, {"nodes": [gate]})
         await wait_for(api, wf, run_id, lambda r: r["status"] == "awaiting_approval")
         worker.kill()  # no worker takes the decision: the request waits
         approve = asyncio.create_task(
-            api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/approve", json=decision)
+            api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/approve", json=decision, headers=keyed)
         )
         await asyncio.sleep(1.0)
         code, _ = await asyncio.to_thread(api_process.process.stop)
@@ -251,13 +253,19 @@ async def test_a_request_the_shutdown_grace_cuts_off_is_answered_503_and_safe_to
     assert answer.status_code == 503, answer.text
     assert answer.json()["error"]["code"] == "service_unavailable"
     assert answer.headers["retry-after"] == "1"
+    advice = answer.json()["error"]["message"]
+    assert "with the same Idempotency-Key it is applied once and answered as the first" in advice
 
     processes.worker(env)
     again = processes.api(env)
     async with httpx.AsyncClient(base_url=again.url, timeout=30) as api:
-        repeated = await api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/approve", json=decision)
+        url = f"/api/v1/workflows/{wf}/runs/{run_id}/approve"
+        repeated = await api.post(url, json=decision, headers=keyed)
         # Applied by this repeat, or by the cut-off request after all: never twice.
-        assert repeated.status_code in (200, 409), repeated.text
+        assert repeated.status_code == 200, repeated.text
+        # Without the key, a repeat once it applied is 409, as the 503 says.
+        unkeyed = await api.post(url, json=decision)
+        assert unkeyed.status_code == 409, unkeyed.text
         run = await wait_for(api, wf, run_id, lambda r: r["status"] in TERMINAL)
     assert run["status"] == "completed", run
     assert len(run["resolvedRequirements"]) == 1
