@@ -162,7 +162,14 @@ class ControlService:
         # Under a key the workflow decides (its validator refuses a paused run): a repeat
         # whose first answer was lost finds the run paused, and is answered as the first.
         if key is None and run.status not in ("running", "awaiting_approval"):
-            raise Conflict(f"Run is {run.status}; only a running or waiting run can be paused")
+            hint = (
+                " (a pause sent with an Idempotency-Key is taken as the run starts)"
+                if run.status == "pending"
+                else ""
+            )
+            raise Conflict(
+                f"Run is {run.status}; only a running or waiting run can be paused{hint}"
+            )
         return await self._control(run, PAUSE, key)
 
     async def resume(self, run: RunRecord, key: str | None = None) -> ControlResult:

@@ -47,9 +47,9 @@ async def test_a_decision_on_a_run_whose_workflow_is_gone_is_409(platform: Platf
 
 
 async def running_without_a_worker(
-    platform: Platform, task_queue: str | None = None
+    platform: Platform, task_queue: str | None = None, status: str = "running"
 ) -> tuple[str, RunRecord]:
-    """A run shown running whose workflow is on a task queue no worker polls (the caller
+    """A run shown `status` whose workflow is on a task queue no worker polls (the caller
     terminates it, or starts a worker on `task_queue`)."""
     wf = await platform.create({"nodes": [echo("a")]})
     workflow = await platform.store.get_workflow(wf)
@@ -59,7 +59,7 @@ async def running_without_a_worker(
         workflow_definition_id=wf,
         workflow_version=workflow.version,
         definition_snapshot=workflow.spec(),
-        status="running",
+        status=status,
     )
     await platform.store.insert_run(record)
     await start_run_workflow(

@@ -55,8 +55,16 @@ async def test_a_run_paused_before_its_start_shows_paused_and_resumes(
     # waited paused, and every resume was refused as "Run is running".
     monkeypatch.setattr(controls, "UPDATE_TIMEOUT_SECONDS", 0.5)
     queue = f"later-{uuid.uuid4()}"
-    wf, record = await running_without_a_worker(platform, task_queue=queue)
+    wf, record = await running_without_a_worker(platform, task_queue=queue, status="pending")
     base = f"/api/v1/workflows/{wf}/runs/{record.id}"
+    # Without a key a queued run's pause is refused, and says what would be taken.
+    unkeyed = await platform.api.post(f"{base}/pause")
+    assert unkeyed.status_code == 409, unkeyed.text
+    assert unkeyed.json()["error"]["message"] == (
+        "Run is pending; only a running or waiting run can be paused (a pause sent with an "
+        "Idempotency-Key is taken as the run starts)"
+    )
+    assert await platform.store.list_events(record.id, 0, 10) == []
     # No worker yet: the keyed pause waits in Temporal ("may still be applied").
     paused = await platform.api.post(f"{base}/pause", headers={"Idempotency-Key": "early"})
     assert paused.status_code == 503, paused.text
