@@ -24,10 +24,12 @@ CREDENTIAL_HEADER = re.compile(
 # "token" and "secret" of other things).
 _NAME = re.compile(r"(?<![\w-])[\w-]+(?=[\"']?\s*[=:])")
 # Its value: a quoted one up to its closing quote (`"password": "correct horse battery"`),
-# else up to a space or a delimiter.
+# else up to a space or a delimiter, less the `)` or `]` closing the text around it
+# (`(reason: token=abc)` lost its `)` to the mask).
 _VALUE = re.compile(
     r"([\"']?\s*[=:]\s*)"
-    r"(?:(?P<quote>[\"'])(?:\\.|(?!(?P=quote))[^\\\n])+(?P=quote)|([\"']?)[^\s&\"',;}]+)"
+    r"(?:(?P<quote>[\"'])(?:\\.|(?!(?P=quote))[^\\\n])+(?P=quote)"
+    r"|([\"']?)[^\s&\"',;}]+?(?=[)\]]*(?:[\s&\"',;}]|$)))"
 )
 _SCHEME_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")

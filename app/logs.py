@@ -12,7 +12,9 @@ from typing import Any, TextIO
 
 from opentelemetry import trace
 
+from activities.executors.url_mask import MASK
 from activities.run_log import FIELDS, current_run_fields
+from activities.secret_names import is_credential_name
 from activities.secret_text import scrub_request_path, scrub_secrets
 from temporal_workflows.contracts import WORKFLOW_TYPE
 
@@ -153,9 +155,26 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        # Masked before encoding, where quotes are still quotes.
-        clean = {k: scrub_secrets(v) if isinstance(v, str) else v for k, v in entry.items()}
-        return scrub_secrets(json.dumps(clean, default=str, separators=(",", ":")))
+        return json.dumps(_masked(entry), separators=(",", ":"))
+
+
+def _masked(value: Any) -> Any:
+    """`value` with its secrets masked before it is encoded: the encoded line is never
+    edited, so it stays one JSON object (a mask applied to it broke `token=\"\"`'s
+    escaped quotes). Strings are masked as text is; a value under a credential's name
+    (`"api_key": …`, at any depth) is replaced whole; what JSON cannot hold is its text."""
+    if isinstance(value, str):
+        return scrub_secrets(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, dict):
+        return {
+            str(k): MASK if v is not None and is_credential_name(str(k)) else _masked(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_masked(v) for v in value]
+    return scrub_secrets(str(value))
 
 
 def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | None = None) -> None:

@@ -205,6 +205,10 @@ KEPT = [
         "Authorization: AWS4-HMAC-SHA256 *** was refused",
     ),
     ("authorization=abc123 rejected", "authorization=*** rejected"),
+    # The text's own closing bracket is not the value's (found by an audit: it was masked).
+    ("failed (reason: token=abc123)", "failed (reason: token=***)"),
+    ("[api_key=xyz] sent", "[api_key=***] sent"),
+    ("token=abc)def) then", "token=***) then"),
     ("authorization failed: bad credentials", "authorization failed: bad credentials"),
     ("https://host:8080/users/@me", "https://host:8080/users/@me"),
 ]
@@ -225,6 +229,44 @@ def test_no_token_key_or_password_reaches_a_line(
     logging.getLogger("trellis.test").warning(message)
     assert secret not in buffer.getvalue()
     assert "***" in buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        'token=""',
+        "x api_key: '' y",
+        'GET /api/v1/workflows?token="" HTTP/1.1',
+        'sent {"k": "x token=\\"\\""} once',
+        'Completing activity with completion: task_token: "\\n\\x01"',
+    ],
+)
+def test_a_json_line_stays_one_json_object_whatever_the_masks_find(
+    logged: Any, message: str
+) -> None:
+    # A mask applied to the encoded line matched its escaped quotes and left a bare one
+    # (found by an audit: `curl '…/workflows?token=""'` made the access line invalid JSON).
+    buffer, configure = logged
+    configure("json")
+    logging.getLogger("trellis.test").warning(message, extra={"note": message})
+    (line,) = _json_lines(buffer)
+    assert line["message"] == scrub_secrets(message)
+    assert line["note"] == scrub_secrets(message)
+
+
+def test_extra_fields_are_masked_by_their_names_at_any_depth(logged: Any) -> None:
+    buffer, configure = logged
+    configure("json")
+    extra = {
+        "api_key": "k3y-1",
+        "peer": {"password": 12345, "hops": [{"token": {"raw": "t0k-2"}}, "Bearer b3a-3"]},
+        "limits": {"max_tokens": 100},
+    }
+    logging.getLogger("trellis.test").warning("called", extra=extra)
+    (line,) = _json_lines(buffer)
+    assert line["api_key"] == "***"
+    assert line["peer"] == {"password": "***", "hops": [{"token": "***"}, "Bearer ***"]}
+    assert line["limits"] == {"max_tokens": 100}
 
 
 def test_a_secret_in_an_access_log_query_is_masked(logged: Any) -> None:
