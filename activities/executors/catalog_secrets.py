@@ -47,13 +47,28 @@ def secrets_masked(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+# Headers that say how a message is written or read, never who may send it.
+_PLAIN_HEADERS = (
+    "accept",
+    "content-",
+    "user-agent",
+    "cache-control",
+    "pragma",
+    "mcp-protocol-version",
+)
+# A literal value of a header whose name names no credential is one when it is this long:
+# `X-Custom-Cred: literal-s3cret` was kept in full; `X-Mode: fast` is no secret, and masking
+# it would garble every message that says "fast".
+MIN_UNNAMED_SECRET_CHARS = 8
+
+
 def _header_secrets(
     file: CatalogFile, headers: Mapping[str, str], environ: Mapping[str, str]
 ) -> set[str]:
     """The values of headers whose name says they carry a credential (`Authorization`,
-    `X-Api-Key`, a cookie, a token), and every variable resolved into any header. Other
-    literal values (`Accept: application/json`, `X-Mode: fast`) are no secret, and
-    masking them would garble every message that names them."""
+    `X-Api-Key`, a cookie, a token), every other header's value of 8 characters or more
+    but those of the plain headers (`Accept: application/json`, `User-Agent`), and every
+    variable resolved into any header."""
     values: set[str] = set()
     for name, value in headers.items():
         if CREDENTIAL_HEADER.search(name):
@@ -61,6 +76,8 @@ def _header_secrets(
             scheme, space, credential = value.partition(" ")
             if space and scheme.isalpha():  # `Bearer <token>`: the token may be quoted alone
                 values.add(credential.strip())
+        elif len(value) >= MIN_UNNAMED_SECRET_CHARS and not name.lower().startswith(_PLAIN_HEADERS):
+            values.add(value)
         values |= _resolved(file.written(value), environ)
     return values
 

@@ -291,7 +291,8 @@ def test_errors_are_masked_of_every_credential_but_values_too_short_to_be_one(
         "mcpServers:\n"
         "  - id: a\n"
         "    url: 'http://h/mcp?k=${QUERY_KEY}'\n"
-        "    headers: {Authorization: 'Bearer ${TOKEN}', X-Mode: 'on', Accept: text/plain}\n"
+        "    headers: {Authorization: 'Bearer ${TOKEN}', X-Mode: 'on', Accept: text/plain,\n"
+        "              X-Custom-Cred: literal-LITSECRET-5150, User-Agent: trellis-tests/1.0}\n"
         "  - {id: b, command: [x], env: {T: lit3ral-env, DEBUG: '1'}}\n"
         "a2aAgents:\n"
         "  - {name: c, url: 'http://bob:pa55@h/', headers: {X-Api-Key: agent-k3y}}\n",
@@ -299,7 +300,11 @@ def test_errors_are_masked_of_every_credential_but_values_too_short_to_be_one(
     catalog = load_catalog(path, environ={"TOKEN": "t0ken-value", "QUERY_KEY": "q-s3cret"})
     said = catalog.redacted(
         "refused t0ken-value, lit3ral-env, agent-k3y, q-s3cret and pa55 (mode on, DEBUG 1)"
-        " as text/plain"
+        " as text/plain from trellis-tests/1.0 with literal-LITSECRET-5150"
     )
-    # A literal value of a header whose name names no credential is none (`Accept`).
-    assert said == "refused ***, ***, ***, *** and *** (mode on, DEBUG 1) as text/plain"
+    # A literal value of a header whose name names no credential is one when it is long
+    # enough (found by an audit: kept in full), unless its header is a plain one (`Accept`).
+    assert said == (
+        "refused ***, ***, ***, *** and *** (mode on, DEBUG 1) as text/plain"
+        " from trellis-tests/1.0 with ***"
+    )
