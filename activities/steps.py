@@ -120,8 +120,9 @@ class StepActivities:
             if cut_off is not None:
                 # Not the step being cancelled: the attempt is retried (or, the last one,
                 # failed by the workflow), like any failed attempt, and said as one.
-                # A run closed under it (its cancel) is not the step's failure.
-                level = logging.INFO if cut_off == ATTEMPT_GONE_ERROR else logging.WARNING
+                # A run closed under it (its cancel) is not the step's failure: its
+                # `run cancelled` says all (said at INFO, it read as the step failing).
+                level = logging.DEBUG if cut_off == ATTEMPT_GONE_ERROR else logging.WARNING
                 log.log(level, "step %r attempt %d failed: %s", step.node_name, attempt, cut_off)
                 if cut_off != ATTEMPT_GONE_ERROR:
                     _span_failed(cut_off, timed_out=cut_off != WORKER_SHUTDOWN_ERROR)

@@ -105,6 +105,9 @@ async def test_a_cancelled_runs_step_leaves_no_warning_traceback_in_the_log(
     await asyncio.sleep(0.5)  # the attempt's own end, after its tool call's
     loud = [r for r in caplog.records if r.levelno >= logging.WARNING and r.exc_info]
     assert loud == [], [r.getMessage() for r in loud]
+    # Nor a line saying the step failed: `run cancelled` says all (found by an audit).
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert not [m for m in said if "attempt 1 failed" in m], said
 
 
 async def test_a_tool_call_past_its_step_timeout_is_cancelled_on_its_server(
