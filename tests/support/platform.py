@@ -133,7 +133,7 @@ async def running_platform(
     )
     try:
         async with (
-            worker,
+            shut_down_within(worker),
             serving_all(peer.app, app) as (peer_url, url),
             # One TLS context for the process: httpx would load the CA bundle again (~30 ms).
             httpx.AsyncClient(
@@ -145,6 +145,30 @@ async def running_platform(
         await store.close()
         if isinstance(store, MongoStore):
             forget(store.url)  # a fake MongoDB's data (nothing, for a real server)
+
+
+# This worker gives in-flight activities no grace: its shutdown takes a second or two.
+WORKER_SHUTDOWN_SECONDS = 60
+
+
+@asynccontextmanager
+async def shut_down_within(worker: Worker) -> AsyncIterator[Worker]:
+    """`async with worker`, its shutdown bounded: a workflow task the SDK interrupted as
+    deadlocked (over 2 s of CPU, on a machine loaded far past its cores) leaves a workflow
+    it cannot evict, and its shutdown then waits for ever. A suite hung so, in the
+    teardown of a failed test, which pytest-timeout no longer times; this fails instead."""
+    await worker.__aenter__()
+    try:
+        yield worker
+    finally:
+        try:
+            async with asyncio.timeout(WORKER_SHUTDOWN_SECONDS):
+                await worker.__aexit__(None, None, None)
+        except TimeoutError:
+            raise AssertionError(
+                f"the worker did not shut down within {WORKER_SHUTDOWN_SECONDS} s (a workflow "
+                "it could not evict: its log says so)"
+            ) from None
 
 
 def _store_for_tests(data_dir: Path) -> Store:
