@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from app.auth.caller import CONTROL, READ
 from app.auth.guard import needs
 from app.deps import KEY_REUSED, ControlsDep, IdempotencyKey, RunDep
+from app.no_body import no_body
 from app.openapi import API_PREFIX, errors
 from app.schemas.control import (
     ApproveRequest,
@@ -56,7 +57,11 @@ def _decided(resolution: str, status: str) -> str:
     return f"Requirement resolved as {resolution}; {_NEXT.get(status, 'run resuming')}"
 
 
-@router.post("/pause", dependencies=[needs(CONTROL)], responses=errors(409, s409=STATE))
+@router.post(
+    "/pause",
+    dependencies=[needs(CONTROL), no_body("pause")],
+    responses=errors(400, 409, s409=STATE),
+)
 async def pause(
     run: RunDep, controls: ControlsDep, idempotency_key: IdempotencyKey = None
 ) -> ControlResponse:
@@ -66,7 +71,11 @@ async def pause(
     return ControlResponse(run_id=run.id, status=result.status, message="Run paused")
 
 
-@router.post("/resume", dependencies=[needs(CONTROL)], responses=errors(409, s409=STATE))
+@router.post(
+    "/resume",
+    dependencies=[needs(CONTROL), no_body("resume")],
+    responses=errors(400, 409, s409=STATE),
+)
 async def resume(
     run: RunDep, controls: ControlsDep, idempotency_key: IdempotencyKey = None
 ) -> ControlResponse:
@@ -76,7 +85,11 @@ async def resume(
     return ControlResponse(run_id=run.id, status=result.status, message="Run resumed")
 
 
-@router.post("/cancel", dependencies=[needs(CONTROL)], responses=errors(409, s409=STATE))
+@router.post(
+    "/cancel",
+    dependencies=[needs(CONTROL), no_body("cancel")],
+    responses=errors(400, 409, s409=STATE),
+)
 async def cancel(run: RunDep, controls: ControlsDep) -> ControlResponse:
     """Cancel the run: in-flight steps are cancelled, no new step starts."""
     await controls.cancel(run)

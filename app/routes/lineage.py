@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable
-
-from fastapi import APIRouter, Depends, Request, status
+from fastapi import APIRouter, status
+from fastapi.params import Depends as DependsParam
 
 from activities.store.records import RunRecord
 from app.auth.caller import CONTROL
 from app.auth.guard import needs
 from app.deps import KEY_REUSED, IdempotencyKey, LineageDep, NodeIdDep, RunDep, WorkflowDep
-from app.errors import InvalidRequest
+from app.no_body import no_body
 from app.openapi import API_PREFIX, errors
 from app.schemas.lineage import ChildRunAccepted, NodeRerunAccepted
 from app.schemas.run_trigger import OPTIONAL_TRIGGER_NAMES
@@ -20,29 +18,14 @@ router = APIRouter(prefix=API_PREFIX + "/workflows/{workflow_id}/runs/{run_id}",
 KEY_RESPONSES = errors(400, 409, s409=KEY_REUSED)
 
 
-def _no_body(what: str, instead: str) -> Callable[[Request], Awaitable[None]]:
-    """A dependency refusing a body: retry, rerun and replay take the source run's input as
-    it was (contract 13: "Request Body: Empty"; 14: "no additional input is accepted"), so a
-    body asking for something (a new `initialInput`) is refused, not silently ignored. No
-    body, or `{}`, passes; so do a trigger's fields sent as null, which a trigger reads as
-    left out."""
-
-    async def no_body(request: Request) -> None:
-        body = (await request.body()).strip()
-        try:
-            sent = json.loads(body) if body else {}
-        except ValueError:
-            sent = None
-        empty = isinstance(sent, dict) and all(
-            value is None and name in OPTIONAL_TRIGGER_NAMES for name, value in sent.items()
-        )
-        if not empty:
-            raise InvalidRequest(
-                f"A {what} takes no body: the source run's initialInput is used as it was "
-                f"({instead})"
-            )
-
-    return no_body
+def _no_body(what: str, instead: str) -> DependsParam:
+    """Retry, rerun and replay take the source run's input as it was (contract 13: "Request
+    Body: Empty"; 14: "no additional input is accepted")."""
+    return no_body(
+        what,
+        f"the source run's initialInput is used as it was ({instead})",
+        OPTIONAL_TRIGGER_NAMES,
+    )
 
 
 _NEW_INPUT = "trigger a new run to give another input"
@@ -55,12 +38,10 @@ _NEW_INPUT = "trigger a new run to give another input"
     status_code=status.HTTP_200_OK,
     dependencies=[
         needs(CONTROL),
-        Depends(
-            _no_body(
-                "retry",
-                "to choose what runs again, POST …/runs with parentRunId and "
-                "resolvedDependencies; " + _NEW_INPUT,
-            )
+        _no_body(
+            "retry",
+            "to choose what runs again, POST …/runs with parentRunId and "
+            "resolvedDependencies; " + _NEW_INPUT,
         ),
     ],
     responses=KEY_RESPONSES,
@@ -79,7 +60,7 @@ async def retry_run(
 @router.post(
     "/nodes/{node_id}/rerun",
     status_code=status.HTTP_202_ACCEPTED,
-    dependencies=[needs(CONTROL), Depends(_no_body("node rerun", _NEW_INPUT))],
+    dependencies=[needs(CONTROL), _no_body("node rerun", _NEW_INPUT)],
     responses=KEY_RESPONSES,
 )
 async def rerun_node(
@@ -101,7 +82,7 @@ async def rerun_node(
 @router.post(
     "/replay",
     status_code=status.HTTP_202_ACCEPTED,
-    dependencies=[needs(CONTROL), Depends(_no_body("replay", _NEW_INPUT))],
+    dependencies=[needs(CONTROL), _no_body("replay", _NEW_INPUT)],
     responses=errors(400, 409, s409=KEY_REUSED),
 )
 async def replay_run(

@@ -18,6 +18,7 @@ from app.deps import (
     SchedulesDep,
     WorkflowDep,
 )
+from app.no_body import no_body
 from app.openapi import API_PREFIX, errors
 from app.routes.conditional import IfMatch
 from app.schemas.schedule import (
@@ -96,13 +97,21 @@ async def delete_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/{schedule_id}/pause", dependencies=[needs(WRITE, "EDIT")])
+@router.post(
+    "/{schedule_id}/pause",
+    dependencies=[needs(WRITE, "EDIT"), no_body("schedule's pause")],
+    responses=errors(400),
+)
 async def pause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> SchedulePublic:
     """Stop firing until unpaused."""
     return await schedules.set_paused(schedule_id, True)
 
 
-@router.post("/{schedule_id}/unpause", dependencies=[needs(WRITE, "EDIT", also=CONTROL)])
+@router.post(
+    "/{schedule_id}/unpause",
+    dependencies=[needs(WRITE, "EDIT", also=CONTROL), no_body("schedule's unpause")],
+    responses=errors(400),
+)
 async def unpause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) -> SchedulePublic:
     """Fire again on the schedule's timing."""
     return await schedules.set_paused(schedule_id, False)
@@ -111,8 +120,8 @@ async def unpause_schedule(schedule_id: ScheduleIdDep, schedules: SchedulesDep) 
 @router.post(
     "/{schedule_id}/trigger",
     status_code=status.HTTP_202_ACCEPTED,
-    dependencies=[needs(CONTROL)],
-    responses=errors(400, s400="the workflow is disabled"),
+    dependencies=[needs(CONTROL), no_body("schedule's trigger")],
+    responses=errors(400, s400="the workflow is disabled, or a body was sent"),
 )
 async def trigger_schedule(
     schedule_id: ScheduleIdDep, workflow: WorkflowDep, schedules: SchedulesDep

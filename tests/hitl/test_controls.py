@@ -84,6 +84,31 @@ async def test_pause_and_resume_refuse_runs_in_the_wrong_state(platform: Platfor
     assert (await control(platform, wf, run_id, "pause")).status_code == 409
 
 
+async def test_pause_resume_and_cancel_refuse_a_body_and_change_nothing(
+    platform: Platform,
+) -> None:
+    # Each acted on any body, malformed JSON too: `{bad` paused the run, answered 200 (an
+    # audit); a reason sent to a cancel was dropped unread.
+    wf, run_id = await start(platform, [echo("gate", {"requiresConfirmation": True})])
+    await wait_for_gate(platform, wf, run_id, "gate")
+    base = f"/api/v1/workflows/{wf}/runs/{run_id}"
+    json_type = {"content-type": "application/json"}
+    for action in ("pause", "resume", "cancel"):
+        for body in (b"{bad", b'{"reason": "done"}', b"[]", b"null"):
+            sent = await platform.api.post(f"{base}/{action}", content=body, headers=json_type)
+            assert sent.status_code == 400, (action, body, sent.text)
+            error = sent.json()["error"]
+            assert error["code"] == "invalid_request"
+            assert error["message"] == f"A {action} takes no body"
+    run = (await platform.api.get(base)).json()
+    assert run["status"] == "awaiting_approval" and run["pausedAt"] is None
+    events = [e["type"] for e in await platform.store.list_events(run_id, 0, 100)]
+    assert not {"run_paused", "cancel_requested", "run_cancelled"} & set(events), events
+    # No body, or `{}`, is none.
+    assert (await platform.api.post(f"{base}/pause", json={})).status_code == 200
+    assert (await control(platform, wf, run_id, "resume")).status_code == 200
+
+
 async def test_a_gate_decided_while_paused_continues_only_after_resume(
     platform: Platform,
 ) -> None:

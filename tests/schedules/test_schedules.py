@@ -402,6 +402,29 @@ class TestManaging:
             assert resumed.json()["paused"] is False
             assert len(resumed.json()["nextActionTimes"]) == 5
 
+    async def test_pause_unpause_and_trigger_refuse_a_body_and_change_nothing(
+        self, platform: Platform
+    ) -> None:
+        # `{"note": 5` paused the schedule, answered 200, the body never read (an audit).
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, DAILY) as created:
+            base = url(wf, created["id"])
+            json_type = {"content-type": "application/json"}
+            for action in ("pause", "unpause", "trigger"):
+                for body in (b'{"note": 5', b'{"note": "why"}'):
+                    sent = await platform.api.post(
+                        f"{base}/{action}", content=body, headers=json_type
+                    )
+                    assert sent.status_code == 400, (action, sent.text)
+                    assert sent.json()["error"]["message"] == (
+                        f"A schedule's {action} takes no body"
+                    )
+            read = (await platform.api.get(base)).json()
+            assert read["paused"] is False and read["recentActions"] == []
+            assert await runs_of(platform, wf) == []
+            paused = await platform.api.post(f"{base}/pause", json={})
+            assert paused.status_code == 200 and paused.json()["paused"] is True
+
     async def test_delete_removes_the_schedule(self, platform: Platform) -> None:
         wf = await platform.create(ECHO)
         created = (await platform.api.post(url(wf), json=DAILY)).json()
