@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from app.cli.seconds import POSITIVE_SECONDS, SECONDS
 from app.cli.settings_options import SettingsError, settings_flags, settings_from, settings_help
 from app.cli.unknown_variables import unknown_variables
 from app.settings import Settings
@@ -42,7 +43,7 @@ def configured(params: dict[str, Any]) -> Settings:
 @click.command(epilog=settings_help("dev"), context_settings=WIDE)
 @settings_flags("dev")
 @click.option(
-    "--startup-timeout", type=float, default=60.0, show_default=True,
+    "--startup-timeout", type=POSITIVE_SECONDS, default=60.0, show_default=True,
     help="seconds to wait for every part to be ready",
 )  # fmt: skip
 def dev(startup_timeout: float, **params: Any) -> int:
@@ -80,7 +81,7 @@ def worker(ready_file: Path | None, **params: Any) -> int:
 @click.command(epilog=settings_help("setup"), context_settings=WIDE)
 @settings_flags("setup")
 @click.option(
-    "--wait", type=float, default=60.0, show_default=True,
+    "--wait", type=SECONDS, default=60.0, show_default=True,
     help="seconds to keep retrying an unreachable cluster",
 )  # fmt: skip
 def setup(wait: float, **params: Any) -> int:

@@ -4,7 +4,6 @@ and `trellis approve`. A bare run id is enough: the API says which workflow it b
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import click
@@ -27,6 +26,7 @@ from app.cli.output import (
     when,
 )
 from app.cli.run_watch import watch_run
+from app.cli.seconds import SECONDS
 from app.cli.temporal_link import temporal_line
 
 RUN_STATUSES = ("pending", "running", "paused", "awaiting_approval", "completed", "failed",
@@ -254,20 +254,11 @@ def _form_field(field: dict[str, Any]) -> str:
     return f"{field.get('name')}{must} ({kind})"
 
 
-def _finite(value: float, flag: str) -> float:
-    """`nan` and `inf` pass click's FloatRange (`nan` compares false with its bounds): a
-    watch told `--patience nan` waited for good."""
-    if not math.isfinite(value):
-        raise click.BadParameter("must be a finite number of seconds", param_hint=flag)
-    return value
-
-
 @runs.command("watch")
 @click.argument("run_id")
 @click.option(
     "--patience",
-    type=click.FloatRange(min=0),
-    callback=lambda _ctx, _param, value: _finite(value, "--patience"),
+    type=SECONDS,
     default=RESUME_PATIENCE_SECONDS,
     show_default=True,
     metavar="SECONDS",

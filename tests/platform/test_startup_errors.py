@@ -173,6 +173,32 @@ def test_a_number_flag_that_is_no_number_is_one_line_naming_it_as_a_variable_is(
     ], result.stderr
 
 
+@pytest.mark.parametrize(
+    ("command", "flag", "typed", "least"),
+    [
+        ("setup", "--wait", "nan", "0 or more"),
+        ("setup", "--wait", "inf", "0 or more"),
+        ("setup", "--wait", "-1", "0 or more"),
+        ("dev", "--startup-timeout", "nan", "more than 0"),
+        ("dev", "--startup-timeout", "-inf", "more than 0"),
+        ("dev", "--startup-timeout", "0", "more than 0"),
+    ],
+)
+def test_a_wait_that_is_no_finite_number_of_seconds_is_one_line_naming_its_flag(
+    tmp_path: Path, command: str, flag: str, typed: str, least: str
+) -> None:
+    # `setup --wait nan` retried for good ("0 of nan s"), `dev --startup-timeout nan` gave
+    # up at once ("did not answer within nans: None"), exit 1 (found by an outside audit).
+    env = trellis_env(tmp_path / "data", TRELLIS_TEMPORAL_ADDRESS="127.0.0.1:1")
+    result = run_trellis([command, flag, typed], env, timeout=20)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"trellis {command}: invalid value '{typed}' for {flag}: "
+        f"must be a finite number of seconds, {least}"
+    ]
+    assert not (tmp_path / "data").exists()
+
+
 def test_help_documents_every_command_and_setting(tmp_path: Path) -> None:
     result = run_trellis(["--help"], trellis_env(tmp_path))
     assert result.returncode == 0
