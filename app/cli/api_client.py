@@ -226,16 +226,24 @@ class TrellisApi:
 
     def _answer(self, response: httpx.Response) -> Answer:
         """A successful answer; one that is not JSON came from something else at the URL
-        (the console, a proxy's page, the Temporal UI), not from an API to read as one."""
-        try:
-            data = response.json() if response.content else None
-            return Answer(data, response.text, response.headers.get("etag"))
-        except ValueError:
-            kind = response.headers.get("content-type", "no content type")
-            raise ApiError(
-                f"{response.request.url} answered {response.status_code} with {kind}, not "
-                "JSON: is it the Trellis API? set TRELLIS_URL or --url"
-            ) from None
+        (the console, a proxy's page, the Temporal UI), not from an API to read as one.
+        The API answers every request with JSON but a DELETE, answered 204 and nothing
+        else: an empty 200 was read as no data (a traceback, or `--json` printing nothing
+        with exit 0, so a script believed a run had started)."""
+        etag = response.headers.get("etag")
+        if not response.content:
+            if response.status_code == 204 and response.request.method == "DELETE":
+                return Answer(None, "", etag)
+            kind = "no body"
+        else:
+            try:
+                return Answer(response.json(), response.text, etag)
+            except ValueError:
+                kind = response.headers.get("content-type", "no content type")
+        raise ApiError(
+            f"{response.request.url} answered {response.status_code} with {kind}, not "
+            "JSON: is it the Trellis API? set TRELLIS_URL or --url"
+        )
 
 
 def _stream_headers(last_event_id: str | None) -> dict[str, str]:

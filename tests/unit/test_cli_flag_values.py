@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import http.server
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from click.testing import CliRunner
@@ -58,6 +60,37 @@ def test_a_patience_that_is_not_a_finite_number_of_seconds_is_a_usage_error(
     ), line
 
 
+@contextmanager
+def _answering(status: int, body: bytes) -> Iterator[tuple[str, list[str]]]:
+    """A server on 127.0.0.1 answering every request with `status` and `body` (JSON's
+    content type); yields its URL and the requests it was sent (`METHOD PATH`)."""
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            seen.append(f"{self.command} {self.path}")
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            if status != 204:
+                self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.parametrize(
     ("body", "shown"),
     [(b'{"code": 5, "message": "Not Found"}', '404: {"code": 5'), (b"", "404, not as")],
@@ -66,28 +99,56 @@ def test_an_error_not_in_the_apis_shape_asks_whether_the_url_is_the_apis(
     body: bytes, shown: str
 ) -> None:
     # The Temporal UI's 404 printed `Error: 404 {"code": 5, …}`, an empty one `Error: 404 `.
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(404)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+    with _answering(404, body) as (url, _):
         result = CliRunner().invoke(cli, ["workflows", "list"], env={"TRELLIS_URL": url})
-    finally:
-        server.shutdown()
-        server.server_close()
     assert result.exit_code == 1, result.output
     assert shown in result.output, result.output
     assert "is it the Trellis API? set TRELLIS_URL or --url" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["workflows", "list"],
+        ["workflows", "list", "--json"],
+        ["runs", "show", "run-1"],
+        ["runs", "start", "wf1", "--json"],
+        ["approvals"],
+        ["catalog", "servers"],
+        ["approve", "run-1", "S"],
+        ["workflows", "delete", "wf1", "--yes"],
+    ],
+)
+def test_an_empty_success_is_not_the_apis_and_ends_the_command_in_one_line(
+    args: list[str],
+) -> None:
+    # The API answers everything with JSON but a DELETE (204): an empty 200 was a
+    # TypeError traceback, and with --json printed nothing with exit 0, so a script
+    # believed a run had started (found by an outside audit).
+    with _answering(200, b"") as (url, seen):
+        result = CliRunner().invoke(cli, args, env={"TRELLIS_URL": url})
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.splitlines()
+    assert line.startswith(f"Error: {url}/api/v1/"), line
+    assert line.endswith(
+        " answered 200 with no body, not JSON: is it the Trellis API? set TRELLIS_URL or --url"
+    ), line
+    assert len(seen) == 1, seen  # nothing more was sent on the strength of it
+
+
+def test_a_delete_answered_204_with_no_body_is_done_and_a_read_so_answered_is_not() -> None:
+    with _answering(204, b"") as (url, seen):
+        deleted = CliRunner().invoke(
+            cli, ["workflows", "delete", "wf1", "--yes"], env={"TRELLIS_URL": url}
+        )
+        read = CliRunner().invoke(cli, ["workflows", "list"], env={"TRELLIS_URL": url})
+    assert deleted.exit_code == 0 and deleted.output == "deleted workflow wf1\n", deleted.output
+    assert read.exit_code == 1, read.output
+    assert "answered 204 with no body, not JSON: is it the Trellis API?" in read.output
+    assert [s.split("?")[0] for s in seen] == [
+        "DELETE /api/v1/workflows/wf1",
+        "GET /api/v1/workflows",
+    ]
 
 
 @pytest.mark.parametrize(
