@@ -9,10 +9,12 @@ from pathlib import Path
 
 import httpx
 import jwt
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from activities.executors.catalog import Catalog
 from activities.store.base import Store
+from app.auth.caller import ALL_SCOPES
 from tests.api.helpers import API
 from tests.support.identity import SECRET, bearer, jwt_settings, serve_api
 
@@ -59,6 +61,36 @@ def test_a_sub_the_api_would_refuse_is_a_usage_error() -> None:
     result = trellis_token("--sub", "bob ", "--scopes", "workflows-read")
     assert result.returncode == 2 and result.stdout == ""
     assert "whitespace (U+0020)" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("scopes", "bad", "reason"),
+    [
+        ("workflows-reed", "workflows-reed", "not a scope"),
+        ("workflows-read,workflows-reed", "workflows-reed", "not a scope"),
+        ("workflows-read workflows-write", "workflows-read workflows-write", "not a scope"),
+        ("", "", "name at least one scope"),
+        (" , ", " , ", "name at least one scope"),
+    ],
+)
+def test_a_scope_the_api_does_not_grant_is_a_usage_error_naming_it(
+    scopes: str, bad: str, reason: str
+) -> None:
+    # A typo, or no scope, minted a token (exit 0) that every route refused with 403
+    # (found by an outside audit).
+    result = trellis_token("--sub", "alice", "--scopes", scopes)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr.splitlines() == [
+        f"trellis token: invalid value '{bad}' for --scopes: {reason}; the scopes are "
+        f"{', '.join(ALL_SCOPES)} (comma-separated)"
+    ]
+
+
+def test_every_scope_the_api_grants_is_taken() -> None:
+    result = trellis_token("--sub", "alice", "--scopes", ",".join(ALL_SCOPES))
+    assert result.returncode == 0, result.stderr
+    claims = jwt.decode(result.stdout.strip(), SECRET, algorithms=["HS256"])
+    assert claims["scope"] == " ".join(ALL_SCOPES)
 
 
 def test_a_short_secret_is_refused() -> None:
