@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
+from pydantic.config import JsonDict
 
 from temporal_workflows.base import INTEGRAL, CamelModel
 from temporal_workflows.principals import PRINCIPAL_PATTERN
@@ -79,20 +80,33 @@ class Canvas(DefinitionModel):
     viewport: Viewport = Field(default_factory=Viewport)
 
 
+# The least of a step's timeout and backoffs, checked at save time (validation.py) and
+# stated in the document: Temporal keeps durations in whole microseconds, and one that
+# rounds to none is refused by its SDK in every workflow task, the run pending for good.
+# Not a bound of the field itself, which parses the snapshots of runs already going.
+MIN_STEP_SECONDS = 0.001
+_AT_LEAST_A_MILLISECOND: JsonDict = {"minimum": MIN_STEP_SECONDS}
+
+
 class StepConfig(DefinitionModel):
     """Retry and error policy of a step; becomes the activity's Temporal retry policy."""
 
     max_retries: Annotated[int, Field(ge=0, le=100), INTEGRAL] = 0
     on_error: OnError = "fail"
-    backoff_base_seconds: float = Field(default=1.0, gt=0, le=86_400)
+    backoff_base_seconds: float = Field(
+        default=1.0, gt=0, le=86_400, json_schema_extra=_AT_LEAST_A_MILLISECOND
+    )
     backoff_max_seconds: float = Field(
         default=60.0,
         gt=0,
         le=86_400,
         description="At least backoffBaseSeconds (checked at save time).",
+        json_schema_extra=_AT_LEAST_A_MILLISECOND,
     )
     # Per-attempt start-to-close timeout (an extension of the contract).
-    timeout_seconds: float = Field(default=300.0, gt=0, le=7 * 86_400)
+    timeout_seconds: float = Field(
+        default=300.0, gt=0, le=7 * 86_400, json_schema_extra=_AT_LEAST_A_MILLISECOND
+    )
 
 
 class LoopConfig(DefinitionModel):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from temporal_workflows.cel_budget import EVALUATION_STEPS
 from temporal_workflows.definition import (
     MAX_POOL,
+    MIN_STEP_SECONDS,
     NODE_ID_REGEX,
     HumanReview,
     WorkflowNode,
@@ -199,6 +200,16 @@ def _step(node: WorkflowNode) -> list[str]:
     sc = node.step_config
     if sc and sc.backoff_max_seconds < sc.backoff_base_seconds:
         out.append("stepConfig.backoffMaxSeconds must be >= backoffBaseSeconds")
+    if sc:
+        for field, value in (
+            ("timeoutSeconds", sc.timeout_seconds),
+            ("backoffBaseSeconds", sc.backoff_base_seconds),
+            ("backoffMaxSeconds", sc.backoff_max_seconds),
+        ):
+            if value < MIN_STEP_SECONDS:
+                out.append(
+                    f"stepConfig.{field} must be at least {MIN_STEP_SECONDS} (a millisecond)"
+                )
     return out
 
 

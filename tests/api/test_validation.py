@@ -61,6 +61,9 @@ SHAPE_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("pool_strategy_known", node("A", "step", a2aPool=["web-agent"], config={"poolStrategy": "random"}), ["nodes[0] ('A')", "config.poolStrategy 'random' is unknown", "failover, round_robin, skill_match"]),
     ("pool_strategy_known_when_nested", valid("parallel", children=[step("B"), node("C", "step", a2aPool=["web-agent"], config={"poolStrategy": 3})]), ["nodes[0].children[1] ('C')", "config.poolStrategy '3' is unknown"]),
     ("backoff_max_not_below_base", step("A", stepConfig={"backoffBaseSeconds": 10, "backoffMaxSeconds": 5}), ["('A')", "backoffMaxSeconds must be >= backoffBaseSeconds"]),
+    # A timeout under a microsecond is none to Temporal: every run stayed pending (an audit).
+    ("timeout_at_least_a_millisecond", step("A", stepConfig={"timeoutSeconds": 1e-300}), ["('A')", "stepConfig.timeoutSeconds must be at least 0.001 (a millisecond)"]),
+    ("backoff_at_least_a_millisecond", step("A", stepConfig={"backoffBaseSeconds": 0.0001, "backoffMaxSeconds": 0.0009}), ["('A')", "stepConfig.backoffBaseSeconds must be at least 0.001", "stepConfig.backoffMaxSeconds must be at least 0.001"]),
     ("parallel_needs_two_children", valid("parallel", children=[step("B")]), ["('P')", "at least 2 children"]),
     ("parallel_rejects_executor_key", valid("parallel", executorKey="tool-a"), ["('P')", "parallel nodes must not define executorKey"]),
     ("parallel_rejects_a2a_pool", valid("parallel", a2aPool=["web-agent"]), ["('P')", "must not define a2aPool"]),
