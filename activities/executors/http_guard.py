@@ -29,6 +29,10 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 DEFAULT_MAX_RESPONSE_BYTES = 1_048_576
 _UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
+_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
 class AddressRefused(Exception):
@@ -51,10 +55,26 @@ class HttpPolicy:
         return None if kind == "public" else kind
 
 
+def _carried_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries, which a translator or tunnel on the way reaches:
+    mapped (`::ffff:127.0.0.1`), translated (`::ffff:0:127.0.0.1`), compatible
+    (`::127.0.0.1`), NAT64's well-known prefix (`64:ff9b::a9fe:a9fe` is 169.254.169.254),
+    6to4 (`2002:7f00:1::`). Python calls the last four global: they were let through."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in _NAT64 or address in _TRANSLATED or (address in _COMPATIBLE and int(address) > 1):
+        return ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
+    return None
+
+
 def address_kind(address: IPAddress) -> str:
     """public, or the kind of address that is refused unless allowed."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped  # ::ffff:127.0.0.1 reaches 127.0.0.1
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _LOCAL_NAT64:
+            return "non-public"  # a network's own translator, to its own IPv4 hosts
+        address = _carried_ipv4(address) or address
     if address.is_loopback:
         return "loopback"
     if address.is_link_local:
@@ -67,6 +87,8 @@ def address_kind(address: IPAddress) -> str:
         return "multicast"
     if address.is_private:
         return "private"
+    if address.is_reserved:
+        return "reserved"
     if address in _SHARED or not address.is_global:
         return "non-public"
     return "public"

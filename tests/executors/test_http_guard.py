@@ -98,6 +98,14 @@ class TestRefusedAddresses:
             ("[fd00::1]", "unique-local"),
             ("0.0.0.0", "unspecified"),
             ("[::ffff:127.0.0.1]", "loopback"),
+            # IPv4 carried in IPv6 that Python calls global (found by an audit: let through).
+            ("[::127.0.0.1]", "loopback"),
+            ("[::ffff:0:127.0.0.1]", "loopback"),
+            ("[64:ff9b::a9fe:a9fe]", "link-local"),  # NAT64's 169.254.169.254
+            ("[64:ff9b:1::7f00:1]", "non-public"),
+            ("[2002:a9fe:a9fe::]", "link-local"),  # 6to4
+            ("[2002:7f00:1::]", "loopback"),
+            ("[400::1]", "reserved"),  # IETF-reserved, yet "global" to Python
             ("100.64.0.1", "non-public"),
             ("2130706433", "loopback"),  # 127.0.0.1 written as one number
         ],
