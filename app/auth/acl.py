@@ -82,7 +82,10 @@ def require_approver(caller: Caller, run: RunRecord, step_id: str) -> None:
     """403 naming who may decide, when the caller is not among the gate's approvers."""
     approvers = approvers_of(run, step_id)
     if not is_approver(caller, approvers):
-        raise Forbidden(f"Only {', '.join(approvers)} may decide step {step_id!r}")
+        # Named as the reuse refusal names it: its id and its name.
+        named = {n.id: n.name for n in iter_nodes(run.definition_snapshot.nodes)}
+        name = f" ({named[step_id]!r})" if step_id in named else ""
+        raise Forbidden(f"Only {', '.join(approvers)} may decide step {step_id!r}{name}")
 
 
 def require_reuse_approver(

@@ -176,9 +176,12 @@ def claim(claims: dict[str, Any], path: str) -> Any:
 
 
 def words(value: Any) -> list[str]:
-    """Scopes or roles from a claim: a space-separated string or a list of strings."""
+    """Scopes or roles from a claim: a string of them separated by spaces (U+0020 only, as
+    RFC 6749 separates scopes: `str.split()` took a no-break space or a line separator
+    for one, so `workflows-read\u00a0workflows-control` held the control scope), or a
+    list of strings."""
     if isinstance(value, str):
-        return value.split()
+        return [word for word in value.split(" ") if word]
     if isinstance(value, list):
         return [v for v in value if isinstance(v, str) and v]
     return []

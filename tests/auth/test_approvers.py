@@ -80,6 +80,8 @@ class TestDeciding:
         for outsider in (CAROL_IN_OPS, {}):  # a viewer with the scope; the owner herself
             response = await decide(p, wf, run_id, outsider)
             assert_error(response, 403, "forbidden", "user:bob, role:finance")
+            # Named as a reuse's refusal names it: id and name (found by an audit).
+            assert "may decide step 'pay' ('pay')" in response.json()["error"]["message"]
         run = (await p.api.get(f"{API}/workflows/{wf}/runs/{run_id}")).json()
         assert [r["stepId"] for r in run["pendingRequirements"]] == ["pay"]
         response = await decide(p, wf, run_id, DANA_IN_FINANCE)

@@ -171,6 +171,16 @@ class TestAccepted:
         response = await api.get(WORKFLOWS, headers=as_user("alice", [READ]))
         assert response.status_code == 200, response.text
 
+    async def test_scopes_are_separated_by_spaces_only(self, api: httpx.AsyncClient) -> None:
+        # RFC 6749's separator is U+0020; a no-break space or a line separator was taken
+        # for one too, so a token naming one odd scope held two.
+        for odd in ("\u00a0", "\u2028", "\t"):
+            sent = token("alice", scope=f"workflows-write{odd}workflows-read")
+            response = await api.get(WORKFLOWS, headers=bearer(sent))
+            assert_error(response, 403, "forbidden", "workflows-read")
+        spaced = token("alice", scope="  workflows-write   workflows-read ")
+        assert (await api.get(WORKFLOWS, headers=bearer(spaced))).status_code == 200
+
     async def test_probes_and_docs_stay_open(self, api: httpx.AsyncClient) -> None:
         for path in (
             "/healthz",
