@@ -11,7 +11,22 @@ from app.schemas.run_data import run_data
 from app.schemas.run_trigger import IdStr
 from app.schemas.workflow import Pagination
 from temporal_workflows.base import CamelModel
-from temporal_workflows.gates import Resolution
+from temporal_workflows.gates import GateKind, Resolution
+
+
+class SeenGate(CamelModel):
+    """Which opening of the step's gate the caller saw, as its `pendingRequirements` entry
+    (or the inbox) showed it. A step's gate opens again on the same `stepId` (a loop's next
+    iteration review, a review re-opened after a rejection, a map's next item): a decision
+    naming the one it saw is refused (409) once another is open, rather than deciding one
+    nobody saw."""
+
+    model_config = ConfigDict(strict=True)
+
+    node_run_id: str = Field(max_length=500)
+    iteration: int | None = None
+    item_index: int | None = None
+    kind: GateKind | None = None
 
 
 class ApproveRequest(CamelModel):
@@ -33,6 +48,8 @@ class ApproveRequest(CamelModel):
     selected_choices: Annotated[list[str] | None, run_data("selectedChoices")] = Field(
         default=None, max_length=100
     )
+    # An extension of the contract: without it, the gate open when the request arrives.
+    gate: SeenGate | None = None
 
 
 class ApproveResponse(CamelModel):

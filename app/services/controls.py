@@ -28,7 +28,7 @@ from activities.store.records import RunRecord, utcnow
 from app.auth.acl import require_approver
 from app.auth.caller import Caller
 from app.errors import Conflict, InvalidRequest, RunRefused, UpdateNotTaken
-from app.schemas.control import ApproveRequest
+from app.schemas.control import ApproveRequest, SeenGate
 from temporal_workflows.contracts import (
     DECIDE,
     GATE_NOT_OPEN,
@@ -115,7 +115,9 @@ class ControlService:
                 else None
             ),
             decided_by=self.who,
-            **_seen_gate(run, body.step_id),
+            # Under a key, a repeat whose first answer was lost is answered as the first,
+            # though the gate it decided has been followed by another since.
+            **_seen_gate(run, body, early=key is None),
         )
         update_id = None
         if key is not None:
@@ -337,15 +339,60 @@ def _as_saved(run: RunRecord, step_id: str, selected: list[str] | None) -> list[
     return selected
 
 
-def _seen_gate(run: RunRecord, step_id: str) -> dict[str, Any]:
-    """Which opening of the step's gate the run's record shows open, and which of its
-    gates (`seen_gate`, `seen_kind`); none when none is."""
-    for gate in run.pending_requirements:
-        if gate.get("stepId") == step_id:
-            key = gate_key(gate.get("nodeRunId"), gate.get("iteration"), gate.get("itemIndex"))
-            kind = gate.get("kind")
-            return {"seen_gate": key, "seen_kind": kind if kind in GATE_KINDS else None}
-    return {}
+def _seen_gate(run: RunRecord, body: ApproveRequest, early: bool) -> dict[str, Any]:
+    """Which opening of the step's gate the decision is for (`seen_gate`, `seen_kind`):
+    the one the caller says it saw (`gate`), else the one the run's record shows open;
+    none when neither. A caller's gate that the record shows replaced by another is 409
+    (at once when `early`; else the workflow refuses it): a card drawn for a loop's
+    iteration 0, pressed after someone else continued it, decided iteration 1, which
+    nobody had seen."""
+    shown = next((g for g in run.pending_requirements if g.get("stepId") == body.step_id), None)
+    if shown is not None:
+        open_key = gate_key(shown.get("nodeRunId"), shown.get("iteration"), shown.get("itemIndex"))
+        kind = shown.get("kind")
+        open_kind = kind if kind in GATE_KINDS else None
+    else:
+        open_key = open_kind = None
+    saw = body.gate
+    if saw is None:
+        return {} if shown is None else {"seen_gate": open_key, "seen_kind": open_kind}
+    seen_key = gate_key(saw.node_run_id, saw.iteration, saw.item_index)
+    if (
+        early
+        and shown is not None
+        and (
+            (open_key is not None and open_key != seen_key)
+            or (saw.kind is not None and open_kind is not None and saw.kind != open_kind)
+        )
+    ):
+        raise Conflict(
+            f"The gate of step {body.step_id!r} that was seen ({_opening(saw)}) was decided "
+            f"already; another is open now ({_opening_shown(shown)}): read the run again"
+        )
+    return {"seen_gate": seen_key, "seen_kind": saw.kind}
+
+
+def _opening(gate: SeenGate) -> str:
+    said = [f"node run {gate.node_run_id}"]
+    if gate.iteration is not None:
+        said.append(f"iteration {gate.iteration}")
+    if gate.item_index is not None:
+        said.append(f"item {gate.item_index}")
+    if gate.kind is not None:
+        said.append(gate.kind.replace("_", " "))
+    return ", ".join(said)
+
+
+def _opening_shown(shown: dict[str, Any]) -> str:
+    kind = shown.get("kind")
+    return _opening(
+        SeenGate(
+            node_run_id=str(shown.get("nodeRunId")),
+            iteration=shown.get("iteration"),
+            item_index=shown.get("itemIndex"),
+            kind=kind if kind in GATE_KINDS else None,
+        )
+    )
 
 
 def fingerprint(decision: Decision) -> str:

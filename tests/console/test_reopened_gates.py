@@ -74,6 +74,33 @@ async def test_a_loops_next_iteration_review_comes_below_the_decided_one_in_the_
     await expect(cards.nth(1).locator("[data-role=iteration]")).to_have_text("1")
 
 
+async def test_a_stale_iteration_card_does_not_decide_the_next_iteration(
+    console: Console,
+) -> None:
+    # Pressed after someone else continued iteration 0, the card drawn for it continued
+    # iteration 1, which nobody had seen (found by an audit): it is refused now.
+    p = console.platform
+    wf, run_id = await console.at_gate(reviewed_loop(), "lp")
+    page = console.page
+    await page.clock.install()
+    await console.goto("/console/approvals")
+    card = page.locator(f'article[data-run-id="{run_id}"]')
+    await expect(card.locator("[data-role=iteration]")).to_have_text("0")
+    await page.clock.pause_at(await page.evaluate("Date.now()") + 1_000)  # no refresh
+    url = f"/api/v1/workflows/{wf}/runs/{run_id}/approve"
+    elsewhere = await p.api.post(url, json={"stepId": "lp", "resolution": "confirm"})
+    assert elsewhere.status_code == 200, elsewhere.text
+    await gate_opened(p, wf, run_id, "iteration", 1)
+
+    await card.get_by_role("button", name="Continue loop").click()
+    alert = card.get_by_role("alert")
+    await expect(alert.locator("[data-status]")).to_have_attribute("data-status", "409")
+    # Sent under its key, as every decision of the console: the workflow refuses it.
+    await expect(alert).to_contain_text("Requirement 'lp' was already decided")
+    run = await gate_opened(p, wf, run_id, "iteration", 1)
+    assert len(run["resolvedRequirements"]) == 1
+
+
 async def test_a_review_reopened_after_a_rejection_gets_a_new_form_in_the_inbox(
     console: Console,
 ) -> None:

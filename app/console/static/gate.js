@@ -284,7 +284,10 @@ function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink
     // Kept through a refresh that drops its gate until it says what happened.
     card.classList.add("deciding");
     try {
-      const decision = { stepId: item.stepId, resolution, ...built.body };
+      // The opening of the gate this card shows: a loop's next iteration review (same
+      // stepId) opened since is not decided by a card drawn for this one (409 instead).
+      const gate = { nodeRunId: req.nodeRunId, iteration: req.iteration ?? null, itemIndex: req.itemIndex ?? null, kind: req.kind ?? null };
+      const decision = { stepId: item.stepId, resolution, ...built.body, ...(req.nodeRunId ? { gate } : {}) };
       const result = await api(
         `/workflows/${encodeURIComponent(item.workflowId)}/runs/${encodeURIComponent(item.runId)}/approve`,
         { method: "POST", body: decision, extraHeaders: { "Idempotency-Key": keyFor(decision) } });
