@@ -344,6 +344,32 @@ async def test_a_card_being_typed_in_says_when_its_gate_closes_elsewhere(
     await expect(card.get_by_label("amount")).to_have_value("5")  # what was typed stays
 
 
+async def test_a_card_typed_in_says_its_gate_closed_after_the_focus_left_it(
+    console: Console,
+) -> None:
+    # Kept only while it held the focus: tabbed on to the next card, it went at the next
+    # refresh with what was typed, without a word.
+    p = console.platform
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    await console.at_gate(confirm_gate(), "ship")
+    page = console.page
+    await page.clock.install()
+    await console.goto("/console/approvals")
+    await expect(page.locator(".summary")).to_have_text("2 gates waiting.")
+    card = page.locator(f'article[data-run-id="{run_id}"]')
+    feedback = card.get_by_label(re.compile("feedback", re.IGNORECASE))
+    await feedback.fill("Not this one")
+    await page.keyboard.press("Tab")
+    await page.keyboard.press("Tab")
+    await expect(page.locator("article.gate").nth(1).get_by_role("link").first).to_be_focused()
+    decided = await approve(p, wf, run_id, stepId="ship", resolution="confirm")
+    assert decided.status_code == 200, decided.text
+    await page.clock.run_for(10_500)  # the inbox's refresh
+    await expect(page.locator(".summary")).to_have_text("1 gate waiting.")
+    await expect(card.locator("[data-role=gate-closed]")).to_contain_text("This gate has closed")
+    await expect(feedback).to_have_value("Not this one")
+
+
 async def test_a_card_being_typed_in_stops_acting_live_when_its_run_is_cancelled(
     console: Console,
 ) -> None:

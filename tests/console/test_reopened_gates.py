@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from playwright.async_api import expect
@@ -10,6 +11,7 @@ from playwright.async_api import expect
 from tests.builders import echo, loop
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate
+from tests.hitl.helpers import approve
 from tests.support.platform import Platform
 
 LIVE = 15_000  # ms
@@ -52,6 +54,30 @@ async def test_a_loops_next_iteration_review_gets_a_new_form_on_the_run_page(
     await expect(gates.get_by_role("status")).to_have_count(2)
     run = await gate_opened(p, wf, run_id, "iteration", 2)
     assert len(run["resolvedRequirements"]) == 2
+
+
+async def test_a_review_typed_in_says_it_closed_when_the_focus_went_to_the_tree(
+    console: Console,
+) -> None:
+    # The next iteration's empty card took its place without a word: it was kept only
+    # while it held the focus, which had gone to the node runs.
+    p = console.platform
+    wf, run_id = await console.at_gate(reviewed_loop(), "lp")
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    gates = page.locator("section[aria-labelledby=gates-h]")
+    first = gates.locator("article.gate").first
+    await first.get_by_label(re.compile("feedback", re.IGNORECASE)).fill("Enough rounds")
+    await page.locator('button.node[data-node-id="body"]').click()
+    await expect(page.locator("main h2:focus")).not_to_have_text("Waiting for a decision")
+    assert not await first.evaluate("(card) => card.contains(document.activeElement)")
+    decided = await approve(p, wf, run_id, stepId="lp", resolution="confirm")
+    assert decided.status_code == 200, decided.text
+    await expect(gates.locator("[data-role=iteration]")).to_have_text(["0", "1"], timeout=LIVE)
+    await expect(first.locator("[data-role=gate-closed]")).to_contain_text("This gate has closed")
+    await expect(first.get_by_label(re.compile("feedback", re.IGNORECASE))).to_have_value(
+        "Enough rounds"
+    )
 
 
 async def test_a_loops_next_iteration_review_comes_below_the_decided_one_in_the_inbox(

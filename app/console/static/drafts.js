@@ -5,11 +5,14 @@ import { notice } from "./dom.js";
 
 const open = new Map(); // key → { form, initial, extra }
 const kept = new Map(); // key → { values, ...extra() }
+const drawn = new WeakMap(); // form → its values as drawn (before any draft came back)
 
 /** Watch a form under a key kept across redraws; `extra()` adds what else comes back (the
  * Idempotency-Key sent). Returns what was kept for it (or null), once. */
 export function draftOf(key, form, extra = () => ({})) {
-  open.set(key, { form, initial: JSON.stringify(valuesOf(form)), extra });
+  const initial = JSON.stringify(valuesOf(form));
+  drawn.set(form, initial);
+  open.set(key, { form, initial, extra });
   const draft = kept.get(key) || null;
   kept.delete(key);
   if (draft) restore(form, draft.values);
@@ -25,6 +28,11 @@ export function keepDrafts() {
     if (JSON.stringify(values) !== initial || more.sent) kept.set(key, { values, ...more });
   }
   open.clear();
+}
+
+/** Whether the user typed or chose anything in a watched form (a draft given back counts). */
+export function edited(form) {
+  return drawn.has(form) && JSON.stringify(valuesOf(form)) !== drawn.get(form);
 }
 
 /** Said on a form given back after signing in again. */

@@ -4,7 +4,7 @@ import { api, ApiError, requestKeys, mayUse, CONTROL_SCOPE } from "./api.js";
 import { h, newId, notice, jsonBlock, duration, announce, add } from "./dom.js";
 import { jsonEditor } from "./jsoneditor.js";
 import { inputFields } from "./inputform.js";
-import { draftOf, signedInAgain } from "./drafts.js";
+import { draftOf, edited, signedInAgain } from "./drafts.js";
 
 const RESOLUTION_WORDS = {
   confirm: "Approved",
@@ -94,13 +94,13 @@ function gateKey(item) {
 }
 
 /** Make `list` show one card per item (in order), never replacing a card that stays. A
- * closed gate's card leaves unless decided, deciding, or focused (then it says so). */
+ * closed gate's card leaves unless decided, deciding, or held open (then it says so). */
 export function syncGates(list, items, options = {}) {
   const wanted = new Set(items.map(gateKey));
   for (const card of [...list.children]) {
     if (wanted.has(card.dataset.gateKey) || card.classList.contains("decided")) continue;
     if (card.classList.contains("deciding")) continue;
-    if (!card.contains(document.activeElement)) card.remove();
+    if (!heldOpen(card)) card.remove();
     else if (!card.classList.contains("closed")) markClosed(card);
   }
   let previous = null;
@@ -126,6 +126,13 @@ export function syncGates(list, items, options = {}) {
 }
 
 const opened = (card) => Date.parse(card.dataset.createdAt);
+
+/** A card the approver is at: the focus is in it, or its form holds what they typed or
+ * chose (the focus may have gone on to the next card, or to the tree). */
+export function heldOpen(card) {
+  const form = card.querySelector("form.decision");
+  return card.contains(document.activeElement) || Boolean(form && edited(form));
+}
 
 // What a closed card says of what was sent from it (a refusal is no "nothing was sent").
 const SENT = {

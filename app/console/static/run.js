@@ -4,7 +4,7 @@
 import { api, follow, ApiError, newKey, mayUse, CONTROL_SCOPE } from "./api.js";
 import { h, fill, badge, facts, when, duration, jsonBlock, notice, announce, add } from "./dom.js";
 import { renderTree } from "./tree.js";
-import { syncGates, tickClocks } from "./gate.js";
+import { heldOpen, syncGates, tickClocks } from "./gate.js";
 import { confirmDialog } from "./dialog.js";
 
 // How many of a node's runs (loop iterations, retries) its detail shows.
@@ -297,7 +297,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       requirement: req,
     }));
     // A card being typed in stays (saying its gate closed), as in the inbox.
-    const typing = gateList.contains(document.activeElement);
+    const typing = [...gateList.children].some(heldOpen);
     if (!items.length && !typing && !gateList.querySelector(".decided, .deciding")) {
       fill(gatesSection);
       fill(gateList);
