@@ -391,6 +391,8 @@ async def test_a_card_being_typed_in_stops_acting_live_when_its_run_is_cancelled
     await expect(feedback).to_have_value("typing...")
     await closed.get_by_role("button", name="Dismiss").click()
     await expect(card).to_have_count(0)
+    # As an outcome's Dismiss: the focus to the heading (it fell to <body>).
+    await expect(console.page.get_by_role("heading", name="Approvals")).to_be_focused()
 
 
 async def test_a_page_of_the_inbox_past_the_last_says_so_and_leads_to_the_last(

@@ -78,6 +78,9 @@ async def test_a_review_typed_in_says_it_closed_when_the_focus_went_to_the_tree(
     await expect(first.get_by_label(re.compile("feedback", re.IGNORECASE))).to_have_value(
         "Enough rounds"
     )
+    await first.get_by_role("button", name="Dismiss").click()
+    await expect(gates.locator("article.gate")).to_have_count(1)  # iteration 1's
+    await expect(page.get_by_role("heading", level=1)).to_be_focused()  # not <body>
 
 
 async def test_a_loops_next_iteration_review_comes_below_the_decided_one_in_the_inbox(

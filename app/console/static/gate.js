@@ -101,7 +101,7 @@ export function syncGates(list, items, options = {}) {
     if (wanted.has(card.dataset.gateKey) || card.classList.contains("decided")) continue;
     if (card.classList.contains("deciding")) continue;
     if (!heldOpen(card)) card.remove();
-    else if (!card.classList.contains("closed")) markClosed(card);
+    else if (!card.classList.contains("closed")) markClosed(card, options.onDismissed);
   }
   let previous = null;
   for (const item of items) {
@@ -140,19 +140,28 @@ const SENT = {
   lost: "Your decision was sent but its answer was lost: it may have been applied",
 };
 
-/** A focused card whose gate closed says so and stops acting live; what was typed stays. */
-function markClosed(card) {
+/** A held card whose gate closed says so and stops acting live; what was typed stays. */
+function markClosed(card, onDismissed) {
   card.classList.add("closed");
   const note = notice("info",
     h("p.result-title", {}, "This gate has closed"),
     h("p", {}, "While this card was open it was decided elsewhere, timed out, or its run "
       + `ended (cancelled or failed). ${SENT[card.dataset.sent] || "Nothing you entered here was sent"}; `
       + "the run's page shows what happened."),
-    h("button.secondary.small", { type: "button", on: { click: () => card.remove() } }, "Dismiss"));
+    h("button.secondary.small", { type: "button", on: { click: dismiss } }, "Dismiss"));
   note.dataset.role = "gate-closed";
   card.querySelector(".gate-head").after(note);
   for (const button of card.querySelectorAll("form button")) button.disabled = true;
   stopClocks(card);
+
+  // As an outcome's Dismiss: the focus to the page heading, not <body>; on a run page the
+  // section goes with its last card.
+  function dismiss() {
+    card.remove();
+    const heading = document.querySelector("main h1");
+    if (heading) heading.focus();
+    if (onDismissed) onDismissed();
+  }
 }
 
 /** A card's age and its deadline's countdown stop where they are (tickClocks skips them). */
