@@ -302,6 +302,26 @@ async def test_a_refresh_clicked_while_the_inbox_loads_asks_again_after(
     await expect(page.locator(".summary")).to_have_text("1 gate waiting. (refreshed)")
 
 
+async def test_the_count_of_gates_waiting_drops_as_soon_as_a_decision_is_taken(
+    console: Console,
+) -> None:
+    # It said "2 gates waiting." until the next refresh, 10 s later.
+    _wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    await console.at_gate(confirm_gate(), "ship")
+    page = console.page
+    await page.clock.install()
+    await console.goto("/console/approvals")
+    await expect(page.locator(".summary")).to_have_text("2 gates waiting.")
+    await page.clock.pause_at(await page.evaluate("Date.now()") + 1_000)  # no timed refresh
+    card = page.locator(f'article[data-run-id="{run_id}"]')
+    await card.get_by_role("button", name="Approve").click()
+    await expect(page.locator(".summary")).to_have_text("1 gate waiting.")
+    outcome = card.get_by_role("status")
+    await expect(outcome).to_contain_text("Approved: ship")  # kept by that load
+    await expect(outcome.locator(".result-title")).to_be_focused()
+    await expect(page.locator("article.gate")).to_have_count(2)
+
+
 async def test_a_cards_run_paused_mark_follows_its_run_being_paused_and_resumed(
     console: Console,
 ) -> None:

@@ -41,7 +41,9 @@ export async function renderApprovals(main, _params, { search }) {
     loading = true;
     try {
       const data = await api(`/approvals${query({ page, perPage: PER_PAGE })}`);
-      syncGates(list, data.approvals);
+      // A decision taken here asks again at once: the count said one more than waited until the
+      // next refresh. The card showing its outcome stays (syncGates keeps it).
+      syncGates(list, data.approvals, { onDecided: () => load(false) });
       const total = data.pagination.total;
       const past = total > 0 && page > data.pagination.totalPages;
       summary.textContent = total === 0
