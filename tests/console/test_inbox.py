@@ -114,6 +114,23 @@ class TestUserInputForm:
         await expect(card.get_by_label("currency")).to_have_attribute("aria-invalid", "true")
         await expect(card.get_by_label("currency")).to_be_focused()
         await console.shoot("inbox-server-400")
+
+        # Two fields refused: each problem under its own field (both went under the first).
+        async def two_outdated(route: Any) -> None:
+            body = json.loads(route.request.post_data)
+            body["userInput"].update(amount="twelve", currency="GBP")
+            await route.continue_(post_data=json.dumps(body))
+
+        await console.page.unroute("**/approve")
+        await console.page.route("**/approve", two_outdated)
+        await card.get_by_role("button", name="Submit").click()
+        amount_error = card.locator('[data-field="amount"] .field-error')
+        await expect(amount_error).to_have_text("amount must be a number")
+        await expect(field_error).to_contain_text("currency must be one of")
+        await expect(field_error).not_to_contain_text("amount")
+        await expect(card.get_by_label("amount")).to_have_attribute("aria-invalid", "true")
+        await expect(card.get_by_label("currency")).to_have_attribute("aria-invalid", "true")
+        await expect(card.get_by_label("amount")).to_be_focused()
         run = await wait_for_gate(p, wf, run_id, "collect")
         assert run["status"] == "awaiting_approval" and run["resolvedRequirements"] == []
 

@@ -352,7 +352,7 @@ function decisionForm(item, card, { onDecided, onDismissed, runPath, showRunLink
     let text;
     let field = null;
     if (err.status === 400) {
-      if (fields) field = fields.showServerError(err.message) || null;
+      if (fields) field = fields.showServerError(err.message, err.details) || null;
       text = `The server refused this decision: ${err.message}`;
     } else if (err.status === 409) {
       text = `Already decided, or the run moved on: ${err.message}. Refresh to see the current state.`;

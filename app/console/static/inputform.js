@@ -49,10 +49,24 @@ export function inputFields(schema) {
       }
       return { values, errors };
     },
-    /** Put the server's message under the field it names (`userInput.<name> …`). */
-    showServerError(message) {
-      const match = /userInput\.([^\s]+)/.exec(message || "");
-      const control = match && controls.find((c) => c.name === match[1]);
+    /** Put the server's problems under the fields they name: each of its `details`
+     * (`path` `userInput.<name>`) under its field, else the message under the field it
+     * names first (a 400 naming two fields showed both under the first). Returns the
+     * first field given a problem. */
+    showServerError(message, details = []) {
+      const named = (text) => {
+        const match = /userInput\.([^\s]+)/.exec(text || "");
+        return (match && controls.find((c) => c.name === match[1])) || null;
+      };
+      let first = null;
+      for (const detail of details) {
+        const control = named(detail.path);
+        if (!control) continue;
+        control.showError(`${control.name} ${detail.message}`);
+        first = first || control;
+      }
+      if (first) return first;
+      const control = named(message);
       if (control) control.showError(message);
       return control;
     },
