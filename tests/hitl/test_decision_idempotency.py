@@ -10,6 +10,16 @@ from tests.builders import echo, transform
 from tests.hitl.helpers import start, wait_for_gate, wait_for_requirement
 from tests.support.platform import Platform
 
+# A loop whose every iteration waits for a review: each opening of its gate has one stepId.
+LOOPED = {
+    "id": "loop",
+    "name": "loop",
+    "nodeType": "loop",
+    "loopConfig": {"maxIterations": 3},
+    "humanReview": {"requiresIterationReview": True, "onReject": "skip"},
+    "children": [transform("tick", i="iteration")],
+}
+
 
 async def _approve(p: Platform, wf: str, run_id: str, key: str | None, **body: Any) -> Any:
     headers = {} if key is None else {"Idempotency-Key": key}
@@ -20,15 +30,7 @@ async def _approve(p: Platform, wf: str, run_id: str, key: str | None, **body: A
 async def test_a_repeat_under_the_key_does_not_decide_the_next_iteration(
     platform: Platform,
 ) -> None:
-    looped = {
-        "id": "loop",
-        "name": "loop",
-        "nodeType": "loop",
-        "loopConfig": {"maxIterations": 3},
-        "humanReview": {"requiresIterationReview": True, "onReject": "skip"},
-        "children": [transform("tick", i="iteration")],
-    }
-    wf, run_id = await start(platform, [looped])
+    wf, run_id = await start(platform, [LOOPED])
     await wait_for_requirement(platform, wf, run_id, "loop", iteration=0)
     first = await _approve(platform, wf, run_id, "click-1", stepId="loop", resolution="confirm")
     assert first.status_code == 200, first.text
@@ -75,15 +77,7 @@ async def test_a_decision_naming_the_gate_it_saw_is_refused_once_another_is_open
 ) -> None:
     # A card drawn for a loop's iteration 0, pressed after someone else continued it,
     # decided iteration 1, which nobody had seen (found by an audit of the console).
-    looped = {
-        "id": "loop",
-        "name": "Loop",
-        "nodeType": "loop",
-        "loopConfig": {"maxIterations": 3},
-        "humanReview": {"requiresIterationReview": True, "onReject": "skip"},
-        "children": [transform("tick", i="iteration")],
-    }
-    wf, run_id = await start(platform, [looped])
+    wf, run_id = await start(platform, [LOOPED])
     run = await wait_for_requirement(platform, wf, run_id, "loop", iteration=0)
     shown = run["pendingRequirements"][0]
     seen = {k: shown[k] for k in ("nodeRunId", "iteration", "itemIndex", "kind")}
