@@ -1,9 +1,10 @@
 """What counts toward TRELLIS_MAX_SCHEDULES_PER_WORKFLOW beside Temporal's list of a
 workflow's schedules, which shows a create or a delete a moment late: this API process's
 creates of the workflow still in flight, and the schedules it made in the last
-`RECENT_SECONDS`. Concurrent creates, each counting before any was made, all passed the
-bound; so did a burst behind a lock given up after a wait. Other processes' are not seen
-(docs/lineage-events-schedules.md)."""
+`RECENT_SECONDS`, less those it deleted in that time (a delete at the bound, then a
+create, was 409 while the list still showed the deleted one). Concurrent creates, each
+counting before any was made, all passed the bound; so did a burst behind a lock given up
+after a wait. Other processes' are not seen (docs/lineage-events-schedules.md)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class ScheduleBound:
     def __init__(self) -> None:
         self._in_flight: dict[str, int] = {}
         self._recent: dict[str, dict[str, float]] = {}
+        self._deleted: dict[str, float] = {}
 
     @contextlib.contextmanager
     def creating(self, workflow_id: str) -> Iterator[int]:
@@ -38,6 +40,14 @@ class ScheduleBound:
     def deleted(self, schedule_id: str) -> None:
         for made in self._recent.values():
             made.pop(schedule_id, None)
+        self._deleted[schedule_id] = time.monotonic()
+
+    def recently_deleted(self) -> set[str]:
+        """The schedules this process deleted lately (of any workflow: ids are unique)."""
+        since = time.monotonic() - RECENT_SECONDS
+        for schedule_id in [s for s, at in self._deleted.items() if at < since]:
+            del self._deleted[schedule_id]
+        return set(self._deleted)
 
     def recently_made(self, workflow_id: str) -> set[str]:
         """The schedules this process made for the workflow lately (older ones, of every

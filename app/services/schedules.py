@@ -177,7 +177,9 @@ class ScheduleService:
         if self.max_per_workflow is None:
             return
         listed = await self.client.list_schedules(query=schedules_query(workflow.id))
-        ids = {s.id async for s in listed} | BOUND.recently_made(workflow.id)
+        ids = ({s.id async for s in listed} | BOUND.recently_made(workflow.id)) - (
+            BOUND.recently_deleted()
+        )
         if keyed_repeat in ids or len(ids) + in_flight < self.max_per_workflow:
             return
         raise Conflict(

@@ -77,16 +77,12 @@ async def test_a_schedule_past_the_bound_is_409_and_makes_nothing(
         for made_now in burst:
             if made_now.status_code == 201:
                 await capped.api.delete(f"{elsewhere_url}/{made_now.json()['id']}")
-        # Deleting one makes room.
+        # Deleting one makes room at once, though Temporal's list shows the delete a moment
+        # late (it was 409 until it did; a stress run's burst above made one of two so).
         await capped.api.delete(f"{schedules}/{made[1].json()['id']}")
-
-        async def room() -> bool:
-            answer = await capped.api.post(schedules, json=body)
-            if answer.status_code == 201:
-                ids.add(answer.json()["id"])
-            return answer.status_code == 201
-
-        assert await eventually(room)
+        answer = await capped.api.post(schedules, json=body)
+        assert answer.status_code == 201, answer.text
+        ids.add(answer.json()["id"])
     finally:
         for schedule_id in ids:
             await capped.api.delete(f"{schedules}/{schedule_id}")
