@@ -19,6 +19,8 @@ from app.auth.token_rules import HMAC_ALGORITHM, TokenSettingsError, check_jwt_s
 from app.errors import NotAuthenticated, ServiceUnavailable
 
 KEY_SET_ALGORITHMS = frozenset({"RS256", "ES256"})
+# The claims that are times (RFC 7519 NumericDate: a JSON number).
+TIME_CLAIMS = ("exp", "nbf", "iat")
 # Clock skew forgiven on `exp`, `nbf` and `iat`.
 LEEWAY_SECONDS = 30
 # How long a fetched key set is trusted before it is fetched again (an unknown `kid`
@@ -122,6 +124,14 @@ class TokenVerifier:
             )
         except jwt.InvalidTokenError as exc:
             raise NotAuthenticated(_reason(exc)) from None
+        for name in TIME_CLAIMS:
+            # PyJWT takes any value int() takes ("exp": "1999999999"); RFC 7519 says a
+            # NumericDate is a JSON number, and another issuer's reading may differ.
+            value = claims.get(name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float))
+            ):
+                raise NotAuthenticated(f"Token's {name!r} claim is not a number (a NumericDate)")
         return claims
 
     def _caller_of(self, claims: dict[str, Any]) -> Caller:
