@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 from activities.store.access import Grant, WorkflowAccess
 from activities.store.records import (
+    A2ATaskRef,
+    AbandonedA2ATask,
     EndedRunsDeleted,
     FiringRefsDeleted,
     GatedRun,
@@ -374,3 +376,26 @@ class Store(Protocol):
 
     async def delete_schedule_fires(self, schedule_id: str) -> None:
         """Delete a deleted schedule's requests (a schedule made anew under its id has none)."""
+
+    # -- tasks A2A steps started (app/a2a_task_sweep.py cancels those left behind) ----
+    async def record_a2a_task(self, task: A2ATaskRef, at: datetime) -> None:
+        """Note a task an A2A step started and follows (noted again: nothing changes)."""
+
+    async def settle_a2a_task(self, task: A2ATaskRef, now: datetime) -> bool:
+        """Its step is done with the task (it ended, or the step cancels it now): forget
+        it, and True; False, forgetting nothing, while a sweep holds it (claimed until after
+        `now`): that sweep cancels it. A task never noted: True."""
+
+    async def claim_abandoned_a2a_tasks(
+        self, now: datetime, lease: timedelta, limit: int
+    ) -> list[AbandonedA2ATask]:
+        """Up to `limit` noted tasks whose step is gone, oldest noted first, claimed until
+        `now + lease` (of sweeps racing, one claims each): their run ended (or is not in
+        the store: deleted) or their node run did, and no sweep holds them."""
+
+    async def release_a2a_task(self, task: A2ATaskRef, failed_at: datetime) -> None:
+        """A sweep did not reach the task's agent: unclaimed for the next sweep; the time
+        of the first such failure is kept (`AbandonedA2ATask.first_failed_at`)."""
+
+    async def forget_a2a_task(self, task: A2ATaskRef) -> None:
+        """A sweep cancelled the task (or gave up on it): it goes, claimed or not."""

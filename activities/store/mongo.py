@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import bson
@@ -24,7 +24,7 @@ from pymongo.errors import (
     PyMongoError,
 )
 
-from activities.store import mongo_fires
+from activities.store import mongo_a2a_tasks, mongo_fires
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import (
     ChangedMeanwhile,
@@ -64,6 +64,8 @@ from activities.store.mongo_values import (
     write_bson_safe,
 )
 from activities.store.records import (
+    A2ATaskRef,
+    AbandonedA2ATask,
     EndedRunsDeleted,
     FiringRefsDeleted,
     GatedRun,
@@ -118,6 +120,8 @@ _INDEXES: list[tuple[str, list[tuple[str, int]], dict[str, Any]]] = [
     ("payload_refs", [("holder", ASCENDING), ("made_at", ASCENDING)], {}),
     ("events", [("run_id", ASCENDING), ("_id", ASCENDING)], {}),
     ("schedule_fires", [("schedule_id", ASCENDING), ("requested_at", DESCENDING)], {}),
+    # The abandoned-task sweep reads the unclaimed tasks oldest first.
+    ("a2a_tasks", [("noted_at", ASCENDING), ("_id", ASCENDING)], {}),
     # A keyed event is logged once per run (see `append_event`); unkeyed ones are not
     # indexed, so they are never taken for repeats (SQLite's NULLs are distinct alike).
     (
@@ -784,6 +788,29 @@ class MongoStore:
     async def delete_schedule_fires(self, schedule_id: str) -> None:
         with _errors():
             await self._db().schedule_fires.delete_many({"schedule_id": schedule_id})
+
+    # -- tasks A2A steps started (mongo_a2a_tasks.py) -------------------------
+    async def record_a2a_task(self, task: A2ATaskRef, at: datetime) -> None:
+        with _errors():
+            await mongo_a2a_tasks.record_a2a_task(self._db(), task, at)
+
+    async def settle_a2a_task(self, task: A2ATaskRef, now: datetime) -> bool:
+        with _errors():
+            return await mongo_a2a_tasks.settle_a2a_task(self._db(), task, now)
+
+    async def claim_abandoned_a2a_tasks(
+        self, now: datetime, lease: timedelta, limit: int
+    ) -> list[AbandonedA2ATask]:
+        with _errors():
+            return await mongo_a2a_tasks.claim_abandoned_a2a_tasks(self._db(), now, lease, limit)
+
+    async def release_a2a_task(self, task: A2ATaskRef, failed_at: datetime) -> None:
+        with _errors():
+            await mongo_a2a_tasks.release_a2a_task(self._db(), task, failed_at)
+
+    async def forget_a2a_task(self, task: A2ATaskRef) -> None:
+        with _errors():
+            await mongo_a2a_tasks.forget_a2a_task(self._db(), task)
 
     async def watch_event_runs(self) -> AsyncIterator[set[str]]:
         # One change stream on the events collection (MongoDB needs a replica set for

@@ -234,3 +234,23 @@ class FiringRefsDeleted:
     # them: those nothing else refers to.
     refs: int
     payloads: int
+
+
+@dataclass(frozen=True)
+class A2ATaskRef:
+    """A task an A2A step started at an agent (`Store.record_a2a_task`): its node run, the
+    agent as the catalog names it, and the agent's id for the task."""
+
+    run_id: str
+    node_run_id: str
+    agent: str
+    task_id: str
+
+
+@dataclass(frozen=True)
+class AbandonedA2ATask:
+    """A noted task the abandoned-task sweep claimed (`Store.claim_abandoned_a2a_tasks`)."""
+
+    ref: A2ATaskRef
+    # When a sweep first failed to reach its agent; None until one has.
+    first_failed_at: datetime | None = None

@@ -14,14 +14,14 @@ import re
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 from pydantic import ValidationError
 
-from activities.store import sqlite_fires, sqlite_payloads
+from activities.store import sqlite_a2a_tasks, sqlite_fires, sqlite_payloads
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import (
     ChangedMeanwhile,
@@ -41,6 +41,8 @@ from activities.store.documents import (
     stored_run_changes,
 )
 from activities.store.records import (
+    A2ATaskRef,
+    AbandonedA2ATask,
     EndedRunsDeleted,
     FiringRefsDeleted,
     GatedRun,
@@ -708,6 +710,26 @@ class SqliteStore:
     async def delete_schedule_fires(self, schedule_id: str) -> None:
         async with self._write() as db:
             await db.execute("DELETE FROM schedule_fires WHERE schedule_id = ?", (schedule_id,))
+
+    # -- tasks A2A steps started (sqlite_a2a_tasks.py) ------------------------
+    async def record_a2a_task(self, task: A2ATaskRef, at: datetime) -> None:
+        await self._batched(lambda conn: sqlite_a2a_tasks.record_a2a_task(conn, task, at))
+
+    async def settle_a2a_task(self, task: A2ATaskRef, now: datetime) -> bool:
+        return await self._batched(lambda conn: sqlite_a2a_tasks.settle_a2a_task(conn, task, now))
+
+    async def claim_abandoned_a2a_tasks(
+        self, now: datetime, lease: timedelta, limit: int
+    ) -> list[AbandonedA2ATask]:
+        return await self._tx(
+            lambda conn: sqlite_a2a_tasks.claim_abandoned_a2a_tasks(conn, now, lease, limit)
+        )
+
+    async def release_a2a_task(self, task: A2ATaskRef, failed_at: datetime) -> None:
+        await self._tx(lambda conn: sqlite_a2a_tasks.release_a2a_task(conn, task, failed_at))
+
+    async def forget_a2a_task(self, task: A2ATaskRef) -> None:
+        await self._tx(lambda conn: sqlite_a2a_tasks.forget_a2a_task(conn, task))
 
     # -- run events ----------------------------------------------------------
     async def append_event(self, run_id: str, event: dict[str, Any], key: str | None = None) -> int:

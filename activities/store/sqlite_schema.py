@@ -221,6 +221,15 @@ MIGRATIONS: list[list[Step]] = [
         "CREATE INDEX IF NOT EXISTS schedule_fires_requested"
         " ON schedule_fires (schedule_id, requested_at)",
     ],
+    [
+        # The tasks A2A steps started, while their steps follow them (sqlite_a2a_tasks.py):
+        # a worker cancels one whose step is gone (its worker killed), which no one else
+        # knows the id of. Few rows: a step's goes when it is done with its task.
+        "CREATE TABLE IF NOT EXISTS a2a_tasks (node_run_id TEXT NOT NULL, agent TEXT NOT NULL,"
+        " task_id TEXT NOT NULL, run_id TEXT NOT NULL, noted_at TEXT NOT NULL,"
+        " claimed_until TEXT, first_failed_at TEXT, PRIMARY KEY (node_run_id, agent, task_id))"
+        " WITHOUT ROWID",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,118 @@
+"""The tasks A2A steps started, on MongoDB (`Store.record_a2a_task`): one document each in
+`a2a_tasks`, while its step follows it, keyed by node run, agent and task; a claim is one
+conditional `update_one` per task, so of two sweeps one takes each."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo import ASCENDING
+from pymongo.asynchronous.database import AsyncDatabase
+
+from activities.store.documents import iso_utc
+from activities.store.records import A2ATaskRef, AbandonedA2ATask
+from temporal_workflows.read_model import OPEN_NODE_STATUSES, TERMINAL_RUN_STATUSES
+
+Doc = dict[str, Any]
+
+
+def _id(task: A2ATaskRef) -> str:
+    return json.dumps([task.node_run_id, task.agent, task.task_id])
+
+
+def _unclaimed(now: datetime) -> Doc:
+    return {"$or": [{"claimed_until": None}, {"claimed_until": {"$lte": iso_utc(now)}}]}
+
+
+async def record_a2a_task(db: AsyncDatabase[Doc], task: A2ATaskRef, at: datetime) -> None:
+    fields = {
+        "run_id": task.run_id,
+        "node_run_id": task.node_run_id,
+        "agent": task.agent,
+        "task_id": task.task_id,
+        "noted_at": iso_utc(at),
+        "claimed_until": None,
+        "first_failed_at": None,
+    }
+    await db.a2a_tasks.update_one({"_id": _id(task)}, {"$setOnInsert": fields}, upsert=True)
+
+
+async def settle_a2a_task(db: AsyncDatabase[Doc], task: A2ATaskRef, now: datetime) -> bool:
+    deleted = await db.a2a_tasks.delete_one({"_id": _id(task), **_unclaimed(now)})
+    if deleted.deleted_count:
+        return True
+    return await db.a2a_tasks.find_one({"_id": _id(task)}, {"_id": 1}) is None
+
+
+async def claim_abandoned_a2a_tasks(
+    db: AsyncDatabase[Doc], now: datetime, lease: timedelta, limit: int
+) -> list[AbandonedA2ATask]:
+    """`Store.claim_abandoned_a2a_tasks`: the unclaimed tasks read oldest first, `PAGE` at
+    a time, their runs and node runs looked up, and each abandoned one claimed on its own
+    (one another sweep claimed meanwhile is left to it)."""
+    claimed: list[AbandonedA2ATask] = []
+    cursor = db.a2a_tasks.find(_unclaimed(now)).sort([("noted_at", ASCENDING), ("_id", ASCENDING)])
+    page: list[Doc] = []
+    async for doc in cursor:
+        page.append(doc)
+        if len(page) == PAGE:
+            claimed += await _claim(db, page, now, lease, limit - len(claimed))
+            page = []
+            if len(claimed) >= limit:
+                break
+    if page and len(claimed) < limit:
+        claimed += await _claim(db, page, now, lease, limit - len(claimed))
+    await cursor.close()
+    return claimed
+
+
+# Tasks looked up together (their runs' and node runs' statuses in one read each).
+PAGE = 200
+
+
+async def _claim(
+    db: AsyncDatabase[Doc], page: list[Doc], now: datetime, lease: timedelta, limit: int
+) -> list[AbandonedA2ATask]:
+    run_ids = list({d["run_id"] for d in page})
+    node_run_ids = list({d["node_run_id"] for d in page})
+    runs = await db.runs.find({"_id": {"$in": run_ids}}, {"status": 1}).to_list()
+    nodes = await db.node_runs.find({"_id": {"$in": node_run_ids}}, {"status": 1}).to_list()
+    run_status = {d["_id"]: d.get("status") for d in runs}
+    node_status = {d["_id"]: d.get("status") for d in nodes}
+    claimed: list[AbandonedA2ATask] = []
+    for doc in page:
+        if len(claimed) >= limit:
+            break
+        status = run_status.get(doc["run_id"])
+        node = node_status.get(doc["node_run_id"])
+        # Gone: its run ended or is not in the store (deleted), or its node run ended (a
+        # node run not written yet is still open).
+        if status is not None and status not in TERMINAL_RUN_STATUSES:
+            if node is None or node in OPEN_NODE_STATUSES:
+                continue
+        taken = await db.a2a_tasks.update_one(
+            {"_id": doc["_id"], **_unclaimed(now)},
+            {"$set": {"claimed_until": iso_utc(now + lease)}},
+        )
+        if taken.modified_count:
+            ref = A2ATaskRef(doc["run_id"], doc["node_run_id"], doc["agent"], doc["task_id"])
+            failed = doc.get("first_failed_at")
+            when = None if failed is None else datetime.fromisoformat(failed)
+            claimed.append(AbandonedA2ATask(ref, when))
+    return claimed
+
+
+async def release_a2a_task(db: AsyncDatabase[Doc], task: A2ATaskRef, failed_at: datetime) -> None:
+    doc = await db.a2a_tasks.find_one({"_id": _id(task)}, {"first_failed_at": 1})
+    if doc is None:
+        return
+    first = doc.get("first_failed_at") or iso_utc(failed_at)
+    await db.a2a_tasks.update_one(
+        {"_id": _id(task)}, {"$set": {"claimed_until": None, "first_failed_at": first}}
+    )
+
+
+async def forget_a2a_task(db: AsyncDatabase[Doc], task: A2ATaskRef) -> None:
+    await db.a2a_tasks.delete_one({"_id": _id(task)})
