@@ -106,6 +106,7 @@ class StepActivities:
             first[CALLING_KEY] = calling
         beat = _Heartbeat(first)
         call = _call(step, attempt, beat, _earlier_progress(step))
+        call.a2a_tasks = self._store  # an A2A step notes the task it follows there
         if lost:
             log.warning("step %r %s; attempt %d runs", step.node_name, before, attempt)
             self._metrics.attempt_lost(self._kind_of(call))

@@ -111,6 +111,11 @@ class Settings(BaseSettings):
     reconcile_interval_seconds: float = Field(
         default=5.0, gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
     )
+    # How often the worker cancels A2A tasks left running by steps whose worker was lost
+    # (activities/a2a_task_sweep.py), in seconds; it also does at its start.
+    a2a_task_sweep_seconds: float = Field(
+        default=30.0, gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False
+    )
     # Run retention (app/run_retention.py): the worker deletes runs that ended longer ago
     # than this many days (fractions too), with their node runs and events; unset or 0
     # keeps every run. At most a century: 1e9 days would overflow the cutoff's date.

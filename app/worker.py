@@ -82,9 +82,11 @@ async def run_worker(
     tracer_provider: TracerProvider | None = None,
 ) -> None:
     """Connect everything from settings and poll until cancelled (traced, given a provider)."""
+    from activities.a2a_task_sweep import AbandonedA2ATasks
     from activities.executors.registry import ExecutorRegistry
     from activities.executors.tracing import TRACER_NAME
     from activities.store.factory import open_store
+    from app.a2a_task_sweep import sweep_forever
     from app.outbound import executor_catalog, http_policy, service_token_signer
     from app.platform.preflight import store_unreachable
     from app.reconciler import Reconciler
@@ -143,8 +145,12 @@ async def run_worker(
             max_output_bytes=settings.max_payload_bytes,
             run_retention=settings.run_retention,
         )
+        abandoned = AbandonedA2ATasks(store, registry.a2a)
         async with worker:
             reconcile = asyncio.create_task(reconciler.run_forever())
+            # A2A tasks left running by steps whose worker was lost (a run cancelled meanwhile).
+            every = timedelta(seconds=settings.a2a_task_sweep_seconds)
+            sweep = asyncio.create_task(sweep_forever(abandoned, every))
             log.info("worker polling task queue %s", settings.task_queue)
             if ready is not None:
                 ready.set()
@@ -152,6 +158,7 @@ async def run_worker(
                 await asyncio.Event().wait()
             finally:
                 reconcile.cancel()
+                sweep.cancel()
                 # Its port freed before the graceful drain (up to the shutdown grace): a
                 # worker started at once in its place (`trellis dev` killed and restarted)
                 # found the port taken and refused to start.

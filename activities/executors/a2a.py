@@ -8,7 +8,9 @@ remote task (`tasks/cancel`) before re-raising.
 The task's id goes out with every heartbeat. When an attempt is lost with its worker, the
 next attempt reads that task (`tasks/get`) and follows it by polling, rather than sending
 the message again: a completed task gives its result, one still working is awaited. A
-task that ended any other way, or that the agent no longer knows, is sent anew.
+task that ended any other way, or that the agent no longer knows, is sent anew. The task
+is noted in the store too (a2a_task_notes.py): a run cancelled while no worker follows its
+step has a worker's sweep cancel it (`cancel_task`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict
 
 from activities.executors.a2a_errors import describe_a2a_error
+from activities.executors.a2a_task_notes import TaskNotes
 from activities.executors.agent_card import fetch_card
 from activities.executors.agent_credentials import calling
 from activities.executors.base import (
@@ -169,11 +172,12 @@ class A2AExecutor:
         # Without streaming, ask for the task at once and poll it (so it can be cancelled).
         request.configuration.return_immediately = not card.capabilities.streaming
         progress: dict[str, Any] = {"waitingFor": f"A2A agent {name}"}
+        notes = TaskNotes(call, name)
         try:
             async with heartbeating(call, progress):
-                reply = await self._resumed(client, call, name, progress)
+                reply = await self._resumed(client, call, name, progress, notes)
                 if reply is None:
-                    reply = await self._follow(client, request, name, progress)
+                    reply = await self._follow(client, request, name, progress, notes)
         except (TransientError, PermanentError):
             raise
         except Exception as exc:
@@ -182,7 +186,9 @@ class A2AExecutor:
             raise TransientError(f"A2A agent {name!r} call failed: {reason}") from None
         if isinstance(reply, Task) and reply.status.state in INTERRUPTED:
             # The step cannot answer it and goes on without it: the agent need not wait.
-            await self._cancel_remote(client, reply.id, name)
+            await self._cancel_remote(client, reply.id, name, notes)
+        elif isinstance(reply, Task):
+            await notes.done(reply.id)  # it ended: nothing to cancel
         return _outcome(name, reply, self._catalog.redacted)
 
     def _client(self, name: str, card: AgentCard) -> Client:
@@ -204,7 +210,12 @@ class A2AExecutor:
         self._clients[name] = (card, client)
         return client
 
-    async def _cancel_remote(self, client: Client, task_id: str, name: str) -> None:
+    async def _cancel_remote(
+        self, client: Client, task_id: str, name: str, notes: TaskNotes
+    ) -> None:
+        if not await notes.done(task_id):
+            log.info("A2A task %s of agent %r is cancelled by a worker's sweep", task_id, name)
+            return
         try:
             async with asyncio.timeout(CANCEL_TIMEOUT_SECONDS):
                 request = CancelTaskRequest(id=task_id)
@@ -213,8 +224,28 @@ class A2AExecutor:
             reason = self._catalog.redacted(describe_a2a_error(exc))
             log.warning("could not cancel A2A task %s of agent %r: %s", task_id, name, reason)
 
+    def redacted(self, text: str) -> str:
+        """`text` with the catalog's URLs and credentials masked (`Catalog.redacted`)."""
+        return self._catalog.redacted(text)
+
+    async def cancel_task(self, name: str, task_id: str) -> None:
+        """Send `tasks/cancel` for a task of agent `name`, as its step would (the card, the
+        client and the catalog's credentials it uses; no service token: no caller is acted
+        for). Raises what the agent answered or the call met (activities/a2a_task_sweep.py
+        tells them apart)."""
+        endpoint = self._catalog.agent_endpoint(name)
+        with calling(endpoint):
+            client = self._client(name, await self.card(name))
+            async with asyncio.timeout(CANCEL_TIMEOUT_SECONDS):
+                await client.cancel_task(CancelTaskRequest(id=task_id))
+
     async def _resumed(
-        self, client: Client, call: StepCall, name: str, progress: dict[str, Any]
+        self,
+        client: Client,
+        call: StepCall,
+        name: str,
+        progress: dict[str, Any],
+        notes: TaskNotes,
     ) -> Task | Message | None:
         """The task an earlier attempt of this step started with this agent, followed to its
         end; None when there is none to pick up (then the message is sent)."""
@@ -230,15 +261,20 @@ class A2AExecutor:
             return None
         state = read.status.state
         if state != TaskState.TASK_STATE_COMPLETED and state in TERMINAL | INTERRUPTED:
+            if state in TERMINAL:
+                await notes.settle(task_id)  # the earlier attempt's note: it ended
             return None  # it did not succeed: this attempt tries again
         log.info("A2A task %s of an earlier attempt is %s: following it", task_id, state)
         progress[TASK_PROGRESS_KEY] = {"agent": name, "id": task_id}
         if state == TaskState.TASK_STATE_COMPLETED:
+            await notes.settle(task_id)  # the earlier attempt's note, if it wrote one
             return read
+        # Noted now (again, maybe): the earlier attempt may have been lost before it noted it.
+        notes.following(task_id, at_once=True)
         try:
             return await self._poll(client, task_id)
         except asyncio.CancelledError:
-            await self._cancel_remote(client, task_id, name)
+            await self._cancel_remote(client, task_id, name, notes)
             raise
 
     async def _poll(self, client: Client, task_id: str) -> Task:
@@ -251,7 +287,12 @@ class A2AExecutor:
         raise AssertionError("unreachable")
 
     async def _follow(
-        self, client: Client, request: SendMessageRequest, name: str, progress: dict[str, Any]
+        self,
+        client: Client,
+        request: SendMessageRequest,
+        name: str,
+        progress: dict[str, Any],
+        notes: TaskNotes,
     ) -> Task | Message:
         """The agent's reply: a message, or its task once terminal or interrupted.
 
@@ -291,6 +332,7 @@ class A2AExecutor:
                             task.status.CopyFrom(status_update.status)
                     if task_id and TASK_PROGRESS_KEY not in progress:
                         progress[TASK_PROGRESS_KEY] = {"agent": name, "id": task_id}
+                        notes.following(task_id)
                     if state in TERMINAL | INTERRUPTED:
                         answered = True
                         break
@@ -307,7 +349,7 @@ class A2AExecutor:
             return await self._poll(client, task_id)
         except asyncio.CancelledError:
             if task_id and state not in TERMINAL:
-                await self._cancel_remote(client, task_id, name)
+                await self._cancel_remote(client, task_id, name, notes)
             raise
 
 

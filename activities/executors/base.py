@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
+from activities.store.records import A2ATaskRef
 from temporal_workflows.contracts import Identity
 
 BUILTIN_PREFIX = "builtin:"
@@ -64,6 +66,15 @@ def called_by(exc: BaseException) -> dict[str, Any] | None:
     return resolved if isinstance(resolved, dict) else None
 
 
+class A2ATasks(Protocol):
+    """Where an A2A step notes the task it follows (the store's `record_a2a_task`), so that
+    a worker can cancel it once its step is gone (activities/a2a_task_sweep.py)."""
+
+    async def record_a2a_task(self, task: A2ATaskRef, at: datetime) -> None: ...
+
+    async def settle_a2a_task(self, task: A2ATaskRef, now: datetime) -> bool: ...
+
+
 @dataclass
 class StepCall:
     run_id: str
@@ -89,6 +100,8 @@ class StepCall:
     # When Temporal times this attempt out (seconds since the epoch; None when unknown): a
     # pool tells by it whether an earlier attempt was held by one member until its timeout.
     deadline: float | None = None
+    # Where an A2A step notes the task it follows (the step activity's store); None: nowhere.
+    a2a_tasks: A2ATasks | None = None
 
     @property
     def idempotency_key(self) -> str:

@@ -40,6 +40,7 @@ from a2a.types.a2a_pb2 import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    CancelTaskRequest,
     GetTaskRequest,
     Task,
 )
@@ -79,6 +80,10 @@ class AgentStats:
     most_working: Counter[str] = field(default_factory=Counter)
     # How long the slow agent holds its answer to each task's `tasks/cancel`, by task id.
     cancel_holds: dict[str, float] = field(default_factory=dict)
+    # Every `tasks/cancel` request, by agent: the task ids asked for, answered or refused.
+    cancel_requests: defaultdict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    # The task each node run's message started (by the `run.nodeRunId` it carried).
+    task_of_node_run: dict[str, str] = field(default_factory=dict)
 
 
 class CountingHandler(DefaultRequestHandler):
@@ -91,6 +96,12 @@ class CountingHandler(DefaultRequestHandler):
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         self.stats.task_reads[self.name] += 1
         return await super().on_get_task(params, context)
+
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
+        self.stats.cancel_requests[self.name].append(params.id)
+        return await super().on_cancel_task(params, context)
 
 
 class PeerAgent(AgentExecutor):
@@ -110,6 +121,9 @@ class PeerAgent(AgentExecutor):
         await updater.start_work()
         data = get_data_parts(context.message.parts)
         received: dict[str, Any] = data[0] if data and isinstance(data[0], dict) else {}
+        node_run_id = (received.get("run") or {}).get("nodeRunId")
+        if node_run_id:
+            self.stats.task_of_node_run[node_run_id] = task.id
         kind = self.spec.kind
 
         def say(text: str) -> Any:
