@@ -11,15 +11,19 @@ from typing import Any
 import httpx
 
 
-async def create_and_trigger(api: httpx.AsyncClient, definition: dict[str, Any]) -> tuple[str, str]:
-    """Create an enabled workflow (a fresh name) from `definition`, trigger it once:
-    (workflow id, run id)."""
+async def create_and_trigger(
+    api: httpx.AsyncClient, definition: dict[str, Any], initial_input: dict[str, Any] | None = None
+) -> tuple[str, str]:
+    """Create an enabled workflow (a fresh name) from `definition`, trigger it once (with
+    `initial_input`, {} by default): (workflow id, run id)."""
     name = f"run-{uuid.uuid4().hex[:8]}"
     created = await api.post("/api/v1/workflows", json={"name": name, **definition})
     assert created.status_code == 201, created.text
     wf = created.json()["id"]
     assert (await api.post(f"/api/v1/workflows/{wf}/toggle", json={"enabled": True})).is_success
-    triggered = await api.post(f"/api/v1/workflows/{wf}/runs", json={"initialInput": {}})
+    triggered = await api.post(
+        f"/api/v1/workflows/{wf}/runs", json={"initialInput": initial_input or {}}
+    )
     assert triggered.status_code == 202, triggered.text
     return wf, triggered.json()["runId"]
 
