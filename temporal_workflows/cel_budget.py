@@ -250,6 +250,15 @@ def _either(x: Any, y: Any, keep: bool) -> Any:
     raise TypeError("no such overload")
 
 
+def _chosen(condition: Any, x: Any, y: Any) -> Any:
+    """`condition ? x : y`. A condition that failed answers its own error, as CEL's errors
+    propagate: cel-python's said "no matching overload for _?_:_ applied to
+    (CELEvalError, string, bool)", hiding the cause (a mismatch, a missing key)."""
+    if isinstance(condition, CELEvalError):
+        return condition
+    return base_functions["_?_:_"](condition, x, y)
+
+
 def _charged(function: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
         _spend_reading(args)
@@ -267,6 +276,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 } | {
     "_||_": lambda x, y: _either(x, y, keep=True),
     "_&&_": lambda x, y: _either(x, y, keep=False),
+    "_?_:_": _chosen,
     "_==_": _charged(null_aware(base_functions["_==_"], negate=False)),
     "_!=_": _charged(null_aware(base_functions["_!=_"], negate=True)),
 }

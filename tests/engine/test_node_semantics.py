@@ -133,6 +133,19 @@ class TestSequence:
             "found no matching overload for '==' applied to (double, int)"
         ), run["errorSummary"]
 
+    async def test_a_ternary_whose_condition_fails_says_why(self, platform: Platform) -> None:
+        # A router's or a map's ternary said "found no matching overload for _?_:_ applied
+        # to (CELEvalError, string, bool)" (found by an outside audit).
+        ternary = "input.amount == 2 ? 'a' : 'b'"
+        routed = router("r", ternary, {"a": [echo("ra")], "b": [echo("rb")]})
+        mapped = any_node("m", "map", itemsCel=f"{ternary} == 'a' ? [1] : []", children=[echo("e")])
+        for nodes in ([routed], [mapped]):
+            run = await platform.run({"nodes": nodes}, {"amount": 2.0})
+            assert run["status"] == "failed", run
+            assert run["errorSummary"].endswith(
+                "found no matching overload for '==' applied to (double, int)"
+            ), run["errorSummary"]
+
     async def test_lists_and_maps_holding_null_compare_as_cel_says(
         self, platform: Platform
     ) -> None:

@@ -79,9 +79,10 @@ TREE = [
 ]
 
 
-# Histories recorded before a patch (each named in _record_all's comments): the code that
-# made them is gone, so `TRELLIS_RECORD_HISTORIES=all` would replace them with runs of the
-# patched code and leave the unpatched branch untested. Recorded only when missing.
+# Histories recorded before a patch or an unpatched change of text (each named in
+# _record_all's comments): the code that made them is gone, so `TRELLIS_RECORD_HISTORIES=all`
+# would replace them with runs of the new code and leave the old branch untested. Recorded
+# only when missing.
 PRE_PATCH = frozenset(
     {
         "parallel_branch_copied",
@@ -105,6 +106,7 @@ PRE_PATCH = frozenset(
         "mixed_chain_sliced_by_inline_steps",
         "step_timed_out_unnamed",
         "rejected_after_1_retries",
+        "ternary_error_overload",
     }
 )
 
@@ -568,6 +570,16 @@ async def _record_all(platform: Platform) -> dict[str, str]:
                 await wait_for_requirement(platform, wf, run_id, gate, retryCount=retry_count)
                 await approve(platform, wf, run_id, stepId=gate, resolution="reject")
         await platform.wait(wf, run_id)
+    # A router whose ternary's condition fails: recorded while the error said only
+    # "no matching overload for _?_:_ applied to (CELEvalError, …)" (no patch: the text
+    # rides in the failure and the outbox's write), and since it says the condition's own.
+    ternary = "input.amount == 2 ? 'a' : 'b'"
+    choices = [{"name": "a", "steps": [echo("ra")]}, {"name": "b", "steps": [echo("rb")]}]
+    route = {"id": "r", "name": "r", "nodeType": "router", "conditionCel": ternary}
+    wf = await platform.create({"nodes": [route | {"choices": choices}]})
+    for name in ("ternary_error_overload", "ternary_error_cause"):
+        runs[name] = await platform.trigger(wf, {"amount": 2.0})
+        await platform.wait(wf, runs[name])
     return runs
 
 
@@ -770,4 +782,6 @@ def test_every_representative_history_is_recorded() -> None:
         "map_conditions_sliced",
         "step_timed_out_unnamed",
         "step_timed_out_named",
+        "ternary_error_overload",
+        "ternary_error_cause",
     }

@@ -151,6 +151,31 @@ class TestEvaluation:
         with pytest.raises(ExpressionError, match=r"CEL evaluation of \"input.a \+ 'x'\" failed"):
             evaluate("input.a + 'x'", SCOPE)
 
+    @pytest.mark.parametrize(
+        ("source", "cause"),
+        [
+            ("input.missing ? 1 : 2", "no such member in mapping: 'missing'"),
+            (
+                "input.a == 2 ? 'a' : 'b'",
+                "found no matching overload for '==' applied to (double, int)",
+            ),
+            (
+                "(input.a == 2 ? 'a' : 'b') == 'a'",
+                "found no matching overload for '==' applied to (double, int)",
+            ),
+        ],
+    )
+    def test_a_ternary_whose_condition_fails_says_why(self, source: str, cause: str) -> None:
+        # It said "found no matching overload for _?_:_ applied to (CELEvalError, int,
+        # bool)", hiding the cause behind Python's class names (found by an outside audit).
+        with pytest.raises(ExpressionError) as info:
+            evaluate(source, {"input": {"a": 2.0}})
+        assert str(info.value) == f"CEL evaluation of {source!r} failed: {cause}"
+
+    def test_a_ternary_still_answers_and_ignores_the_branch_not_taken(self) -> None:
+        assert evaluate("input.a == 2.0 ? 'a' : input.missing", {"input": {"a": 2.0}}) == "a"
+        assert evaluate("(input.missing ? 1 : 2) == 1 || true", {"input": {}}) is True
+
     def test_a_json_float_is_not_equal_to_an_int_literal(self) -> None:
         # CEL has no implicit int/double conversion: compare with 2.0, or convert.
         with pytest.raises(ExpressionError, match="no matching overload"):
