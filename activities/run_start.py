@@ -304,6 +304,7 @@ async def start_run_workflow(
         templates_keep_unicode=True,
         deep_placement=True,
         container_ends_complete=True,
+        inline_events_attempt=True,
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
         **(
             {}

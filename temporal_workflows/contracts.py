@@ -164,6 +164,10 @@ class RunInput(CamelModel):
     # A cancelled container records what it knew and a reviewer's reason, and a failed or
     # cancelled one no output; set by the starter. False: as before, for the same reason.
     container_ends_complete: bool = False
+    # The node events of a step that starts and ends in the workflow (an inline built-in,
+    # a template that failed) carry `attempt` 1, as a remote step's do; set by the starter.
+    # False: a run started before logs them as it did (deep_placement's reason).
+    inline_events_attempt: bool = False
 
 
 class RunResult(CamelModel):

@@ -245,11 +245,13 @@ class RunRecorder:
     ) -> list[dict[str, Any]]:
         """The end event; led by `node_started` when the step started and ended right here
         (a template or an inline built-in failed), so every ended step shows its start."""
-        started = fields.get("started_at")
+        started, attempt = fields.get("started_at"), fields.get("attempt")
         events = []
         if started is not None:
-            events.append(self.node_event("node_started", node_run_id, node, "running", started))
-        return [*events, self.node_event(event, node_run_id, node, status)]
+            events.append(
+                self.node_event("node_started", node_run_id, node, "running", started, attempt)
+            )
+        return [*events, self.node_event(event, node_run_id, node, status, attempt=attempt)]
 
     def node_event(
         self,
@@ -258,7 +260,11 @@ class RunRecorder:
         node: WorkflowNode,
         status: str,
         timestamp: str | None = None,
+        attempt: int | None = None,
     ) -> dict[str, Any]:
+        """`attempt`: a step's that started and ended in the workflow (a remote step's
+        attempt logs its own events), only in runs started with inline_events_attempt."""
+        numbered = attempt is not None and self._inp.inline_events_attempt
         return node_event(
             event,
             run_id=self._inp.run_id,
@@ -267,6 +273,7 @@ class RunRecorder:
             node_name=node.name,
             status=status,
             timestamp=timestamp or self._clock.event_time(),
+            **({"attempt": attempt} if numbered else {}),
         )
 
 

@@ -255,10 +255,10 @@ class StepRunner:
             event=None,
             events=[
                 self.recorder.node_event(
-                    "node_started", step.node_run_id, node, "running", started
+                    "node_started", step.node_run_id, node, "running", started, attempt=1
                 ),
                 self.recorder.node_event(
-                    "node_completed", step.node_run_id, node, "completed", finished
+                    "node_completed", step.node_run_id, node, "completed", finished, attempt=1
                 ),
             ],
             rev=INLINE_DONE_REV,

@@ -107,6 +107,7 @@ PRE_PATCH = frozenset(
         "step_timed_out_unnamed",
         "rejected_after_1_retries",
         "ternary_error_overload",
+        "inline_events_unnumbered",
     }
 )
 
@@ -580,6 +581,15 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     for name in ("ternary_error_overload", "ternary_error_cause"):
         runs[name] = await platform.trigger(wf, {"amount": 2.0})
         await platform.wait(wf, runs[name])
+    # Inline steps (a skipped one too): recorded before RunInput.inline_events_attempt
+    # (their node events carried no attempt), and after (attempt 1: queued writes grew).
+    skipped = echo("bad", x="{{ input.missing }}") | {"stepConfig": {"onError": "skip"}}
+    wf = await platform.create(
+        {"nodes": [echo("e"), skipped, transform("t", x="1"), delay("d", 0)]}
+    )
+    for name in ("inline_events_unnumbered", "inline_events_numbered"):
+        runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, runs[name])
     return runs
 
 
@@ -784,4 +794,6 @@ def test_every_representative_history_is_recorded() -> None:
         "step_timed_out_named",
         "ternary_error_overload",
         "ternary_error_cause",
+        "inline_events_unnumbered",
+        "inline_events_numbered",
     }

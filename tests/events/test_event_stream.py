@@ -89,6 +89,8 @@ class TestStream:
             ("node_failed", "fail"),
             ("run_failed", None),
         ]
+        # A step's node events say its attempt (they said none: found by an outside audit).
+        assert [m.json().get("attempt") for m in stream] == [None, 1, 1, 1, 1, None]
         run = await platform.wait(wf, run_id)
         started = {n["nodeId"]: n["startedAt"] for n in run["nodeRuns"]}
         assert started["skip"] is not None and started["fail"] is not None
@@ -108,6 +110,9 @@ class TestStream:
             "node_completed",
             "run_completed",
         ]
+        # A step's node events say its attempt: an inline one's (builtin:echo) as a remote
+        # one's (builtin:delay); the inline ones said none (found by an outside audit).
+        assert [m.json().get("attempt") for m in stream] == [None, 1, 1, 1, 1, None]
         ids = [int(m.id or 0) for m in stream]
         assert ids == sorted(ids) and len(set(ids)) == len(ids)
         first = stream[0].json()
