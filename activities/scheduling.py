@@ -38,6 +38,17 @@ def skip_log_key(schedule_id: str) -> str:
     return f"schedule:{schedule_id}"
 
 
+def skip_event(schedule_id: str, workflow_id: str, reason: str, at: datetime) -> dict[str, Any]:
+    """A `schedule_skipped` event of the schedule's skip log: a firing that started no run."""
+    return {
+        "type": "schedule_skipped",
+        "scheduleId": schedule_id,
+        "workflowId": workflow_id,
+        "reason": reason,
+        "timestamp": at.isoformat().replace("+00:00", "Z"),
+    }
+
+
 async def forget_schedule(store: Store, schedule_id: str) -> None:
     """What the store keeps of a deleted schedule: its skip log and fire-now requests go,
     its own payloads to the firings' sweep (a firing still running reads them). Every
@@ -105,13 +116,7 @@ class SchedulingActivities:
         return ScheduledRunResult(run_id=record.id)
 
     async def _skip(self, trigger: ScheduleTriggerInput, reason: str) -> ScheduledRunResult:
-        event: dict[str, Any] = {
-            "type": "schedule_skipped",
-            "scheduleId": trigger.schedule_id,
-            "workflowId": trigger.workflow_id,
-            "reason": reason,
-            "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
-        }
+        event = skip_event(trigger.schedule_id, trigger.workflow_id, reason, datetime.now(UTC))
         await self._store.append_event(skip_log_key(trigger.schedule_id), event)
         if not await self._still_there(trigger):
             # The workflow or the schedule was deleted since this firing read the workflow:

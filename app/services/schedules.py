@@ -43,6 +43,7 @@ from app.schemas.schedule import (
     ScheduleSkip,
     ScheduleSkipList,
 )
+from app.services import schedule_pause
 from app.services.idempotency import Asked
 from app.services.precondition import content_tag, holds_to_a_tag, require_match, stale
 from app.services.schedule_argument import release_replaced_argument
@@ -291,23 +292,29 @@ class ScheduleService:
             raise stale(if_match, what)
 
     async def set_paused(self, schedule_id: str, paused: bool) -> SchedulePublic:
-        """Pause or unpause (a no-op when already so); returns the schedule."""
-        handle = self._handle(schedule_id)
-        desc, trigger = await self._describe(schedule_id)
-        if desc.schedule.state.paused == paused:
-            return await self._with_runs(await _public(desc, trigger))
+        """Pause or unpause (a no-op when already so); returns the schedule. A pause
+        records in the skip log each firing waiting behind an open one, which Temporal
+        drops while the schedule is paused (app/services/schedule_pause.py)."""
         # Temporal refuses a long note (a 1,000-character `sub` could pause nothing).
         who = self.requested_by or ""
         by = (
             f" by {who[:NOTE_NAME_CHARS]}{'…' if len(who) > NOTE_NAME_CHARS else ''}" if who else ""
         )
-        if paused:
-            note = f"Paused{by} through the Trellis API"
-            await temporal_call(schedule_id, handle.pause(note=note))
-        else:
-            note = f"Unpaused{by} through the Trellis API"
-            await temporal_call(schedule_id, handle.unpause(note=note))
-        return await self.get(schedule_id)
+        for _ in range(schedule_pause.TRIES):
+            read, trigger = await self._describe(schedule_id)
+            if read.schedule.state.paused == paused:
+                return await self._with_runs(await _public(read, trigger))
+            if paused:
+                note = f"Paused{by} through the Trellis API"
+                note = schedule_pause.with_dropped(note, schedule_pause.waiting(read))
+            else:
+                note = f"Unpaused{by} through the Trellis API"
+            if await schedule_pause.set_state(self.client, read, paused, note) is None:
+                continue  # changed since read: Temporal dropped ours
+            if paused:
+                await schedule_pause.record_dropped(self.store, read, trigger.workflow_id)
+            return await self.get(schedule_id)
+        raise schedule_pause.too_busy(schedule_id)
 
     async def trigger(self, schedule_id: str) -> None:
         """Fire the schedule once now (its overlap policy applies); the run it starts

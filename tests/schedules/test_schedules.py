@@ -402,6 +402,32 @@ class TestManaging:
             assert resumed.json()["paused"] is False
             assert len(resumed.json()["nextActionTimes"]) == 5
 
+    async def test_pause_and_unpause_set_updated_at_and_a_repeat_changes_nothing(
+        self, platform: Platform
+    ) -> None:
+        # Both left `updatedAt` null (a PUT set it), though each changes the schedule, as a
+        # toggle changes a workflow and moves its `updatedAt`.
+        wf = await platform.create(ECHO)
+        async with schedule(platform, wf, DAILY) as created:
+            assert created["updatedAt"] is None
+            one = url(wf, created["id"])
+            times = [created["createdAt"]]
+            for action, paused in (("pause", True), ("unpause", False)):
+                answered = (await platform.api.post(f"{one}/{action}")).json()
+                assert answered["paused"] is paused and answered["updatedAt"] is not None
+                assert answered["updatedAt"] > times[-1], (times, answered)
+                times.append(answered["updatedAt"])
+                read = await platform.api.get(one)
+                repeated = await platform.api.post(f"{one}/{action}")
+                assert repeated.json() == read.json()  # already so: nothing changes
+                assert (await platform.api.get(one)).headers["etag"] == read.headers["etag"]
+            # The schedule is as it was made, note aside.
+            described = await platform.client.get_schedule_handle(created["id"]).describe()
+            assert described.schedule.state.note == "Unpaused by dev through the Trellis API"
+            final = (await platform.api.get(one)).json()
+            kept = ("cron", "timeZone", "initialInput", "overlapPolicy", "nextActionTimes")
+            assert {k: final[k] for k in kept} == {k: created[k] for k in kept}
+
     async def test_pause_unpause_and_trigger_refuse_a_body_and_change_nothing(
         self, platform: Platform
     ) -> None:
