@@ -52,7 +52,8 @@ from app.services.schedule_key import (
     CREATOR,
     MEMO,
     create_request,
-    keyed_suffix,
+    keyed_id,
+    mark_deleted,
     require_first_request,
 )
 from app.services.schedule_timing import kept_as, require_firing, schedule_spec, temporal_call
@@ -126,12 +127,12 @@ class ScheduleService:
     ) -> SchedulePublic:
         """Create a Temporal Schedule for the workflow (paused when asked); under an
         `Idempotency-Key`, a repeat answers the schedule its first use made."""
-        key_part, keyed = uuid.uuid4().hex[:12], None
+        schedule_id, keyed = f"{schedule_prefix(workflow.id)}{uuid.uuid4().hex[:12]}", None
         memo: dict[str, Any] = {CREATOR: self.requested_by}
         if idempotency_key is not None:
-            key_part = keyed_suffix(workflow.id, idempotency_key)
+            prefix = schedule_prefix(workflow.id)
+            schedule_id = await keyed_id(self.store, prefix, workflow.id, idempotency_key)
             keyed = memo[MEMO] = create_request(body, self.created_by)
-        schedule_id = f"{schedule_prefix(workflow.id)}{key_part}"
         await require_firing(self.client, self.task_queue, body)  # a bad cron is 400 first
         # Counted with this process's other creates of the workflow in flight (schedule_bound.py).
         with BOUND.creating(workflow.id) as in_flight:
@@ -327,9 +328,11 @@ class ScheduleService:
 
     async def delete(self, schedule_id: str) -> None:
         """Delete the schedule and its skips; runs it started are not affected."""
-        await self._describe(schedule_id)
+        desc, _ = await self._describe(schedule_id)
         await temporal_call(schedule_id, self._handle(schedule_id).delete())
         BOUND.deleted(schedule_id)
+        # A keyed create after this makes a new schedule, not one under this id.
+        await mark_deleted(self.store, desc, datetime.now(UTC).isoformat().replace("+00:00", "Z"))
         # After the schedule: a firing before the delete may still log a skip.
         await forget_schedule(self.store, schedule_id)
 

@@ -81,14 +81,41 @@ async def test_a_key_is_per_workflow(platform: Platform) -> None:
         await platform.api.delete(url(wf, schedule["id"]))
 
 
-async def test_a_key_whose_schedule_was_deleted_makes_it_anew(platform: Platform) -> None:
+async def test_a_key_whose_schedule_was_deleted_makes_a_new_schedule_under_a_new_id(
+    platform: Platform,
+) -> None:
+    # It was made anew under the same id, so `runs?scheduleId=` listed the deleted
+    # schedule's runs with the new one's (an audit: 67 old runs under a new schedule).
     wf = await platform.create(ECHO)
     made = (await platform.api.post(url(wf), json=DAILY, headers=KEY)).json()
+    fired = await platform.api.post(url(wf, made["id"]) + "/trigger")
+    assert fired.status_code == 202, fired.text
+    runs = f"/api/v1/workflows/{wf}/runs"
+
+    async def listed(schedule_id: str) -> list[str]:
+        answer = await platform.api.get(runs, params={"scheduleId": schedule_id})
+        return [r["id"] for r in answer.json()["runs"]]
+
+    [old_run] = await eventually(lambda: listed(made["id"]))
     assert (await platform.api.delete(url(wf, made["id"]))).status_code == 204
-    again = await platform.api.post(url(wf), json=DAILY, headers=KEY)
-    assert again.status_code == 201, again.text
-    assert again.json()["id"] == made["id"] and again.json()["createdAt"] > made["createdAt"]
-    await platform.api.delete(url(wf, made["id"]))
+    ids = [made["id"]]
+    for _ in range(2):  # made anew, deleted and made anew once more: a new id each time
+        again = await platform.api.post(url(wf), json=DAILY, headers=KEY)
+        assert again.status_code == 201, again.text
+        assert again.json()["id"] not in ids and again.json()["id"].startswith(f"sched-{wf}-")
+        assert again.json()["createdAt"] > made["createdAt"]
+        assert await listed(again.json()["id"]) == []
+        # A repeat, the schedule still there (its answer lost), still answers it.
+        repeat = await platform.api.post(url(wf), json=DAILY, headers=KEY)
+        assert repeat.status_code == 201 and repeat.json() == again.json()
+        ids.append(again.json()["id"])
+        assert (await platform.api.delete(url(wf, again.json()["id"]))).status_code == 204
+    # The deleted schedule's run still names it.
+    assert await listed(made["id"]) == [old_run]
+    # A schedule made without a key leaves no mark behind.
+    plain = (await platform.api.post(url(wf), json=DAILY)).json()
+    assert (await platform.api.delete(url(wf, plain["id"]))).status_code == 204
+    assert await platform.store.last_event_id(f"schedule-deleted:{plain['id']}") == 0
 
 
 async def test_numbers_equal_in_value_are_the_same_request_and_true_is_not_1(

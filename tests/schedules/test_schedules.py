@@ -747,7 +747,7 @@ async def skip_once(platform: Platform, workflow_id: str, schedule_id: str) -> N
 class TestSkipLogs:
     """A schedule's skips go with it; they stayed in the store after every delete."""
 
-    async def test_deleting_a_schedule_deletes_its_skips_and_its_id_made_anew_has_none(
+    async def test_deleting_a_schedule_deletes_its_skips_and_its_key_made_anew_has_none(
         self, platform: Platform
     ) -> None:
         wf = await platform.create(ECHO, enable=False)
@@ -756,10 +756,10 @@ class TestSkipLogs:
         await skip_once(platform, wf, made["id"])
         assert (await platform.api.delete(url(wf, made["id"]))).status_code == 204
         assert await logged_skips(platform, made["id"]) == []
-        # The same key makes the same id again: it starts with no skips.
+        # The same key makes a new schedule (a new id): it starts with no skips.
         again = (await platform.api.post(url(wf), json=DAILY, headers=key)).json()
         try:
-            assert again["id"] == made["id"]
+            assert again["id"] != made["id"]
             skips = await platform.api.get(url(wf, again["id"]) + "/skips")
             assert skips.status_code == 200 and skips.json() == {"skips": []}
         finally:
