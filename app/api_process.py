@@ -11,11 +11,13 @@ neither the app nor CEL's users at import time.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 from typing import TYPE_CHECKING
 
 from app.cel_parser import use_saved_cel_parser
 from app.logs import configure_logging
+from app.platform.supervisor import die_with_parent
 from app.settings import get_settings
 
 if TYPE_CHECKING:
@@ -28,6 +30,7 @@ def app_from_env() -> FastAPI:
     """The app configured from `TRELLIS_*` variables; the processes share their metrics
     through the directory `trellis api` names in `PROMETHEUS_MULTIPROC_DIR`
     (app/api_metrics.py)."""
+    _die_with_parent()
     settings = get_settings()
     configure_logging(settings.log_level, settings.log_format)
     parser = use_saved_cel_parser()
@@ -43,3 +46,13 @@ def app_from_env() -> FastAPI:
         tracer_provider=start_tracing(API_SERVICE),
         own_process=True,
     )
+
+
+def _die_with_parent() -> None:
+    """SIGTERM (a graceful stop) when `trellis api` dies, even by SIGKILL: uvicorn's
+    processes outlived it, re-parented, still serving on the port, so its restart found
+    the port taken. One whose parent died before this ran exits now."""
+    die_with_parent()
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        os._exit(0)

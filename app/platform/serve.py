@@ -6,13 +6,13 @@ import asyncio
 import logging
 import os
 import signal
-import tempfile
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 from app.heap import collector_back_if_start_fails, freeze_startup_heap, pause_collector
 from app.platform.child_env import settings_env
+from app.platform.metrics_dir import metrics_directory
 from app.platform.preflight import (
     check_auth,
     check_service_tokens,
@@ -65,10 +65,11 @@ def _run_api(settings: Settings) -> None:
         # uvicorn starts its worker processes from an import string; like every child of
         # `trellis dev`, they read the resolved settings back from the environment. A
         # scrape reaches any one of them: they keep their metrics in one directory, so
-        # each answers for all (app/api_metrics.py).
+        # each answers for all (app/api_metrics.py). Each dies with this process, even
+        # one SIGKILLed (app/api_process.py), so none keeps the port from its successor.
         from app.api_metrics import MULTIPROC_DIR_VARIABLE
 
-        with tempfile.TemporaryDirectory(prefix="trellis-metrics-") as metrics_dir:
+        with metrics_directory() as metrics_dir:
             os.environ.update(settings_env(settings))
             os.environ[MULTIPROC_DIR_VARIABLE] = metrics_dir
             # As one process is served (below): our log lines, the shutdown grace.

@@ -16,8 +16,9 @@ _PR_SET_PDEATHSIG = 1
 _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM if the supervisor dies (even by SIGKILL)."""
+def die_with_parent() -> None:
+    """In the child (before exec, or first thing in a child that is not exec'd): get
+    SIGTERM if the parent dies (even by SIGKILL). Linux only; elsewhere nothing."""
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -43,7 +44,7 @@ class Child:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL if self.quiet_stdout else None,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
 
     @property

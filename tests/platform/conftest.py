@@ -86,12 +86,13 @@ def cmdline(pid: int) -> str:
 
 @contextmanager
 def api_processes(
-    data_dir: Path, workers: int, within: float = 60.0
+    data_dir: Path, workers: int, within: float = 60.0, **extra: str
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`trellis api --api-workers N` (no Temporal needed), answering `/healthz`: the
-    process and its URL. It runs in its own process group, killed at the end whatever
-    the outcome, so no uvicorn worker outlives the test."""
-    env = trellis_env(data_dir, TRELLIS_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}")
+    process and its URL (`extra`: more variables, `TRELLIS_API_PORT` say). It runs in its
+    own process group, killed at the end whatever the outcome, so no uvicorn worker
+    outlives the test."""
+    env = trellis_env(data_dir, TRELLIS_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}", **extra)
     url = f"http://127.0.0.1:{env['TRELLIS_API_PORT']}"
     api = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "api", "--api-workers", str(workers)],

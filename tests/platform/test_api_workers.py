@@ -65,3 +65,29 @@ async def test_api_workers_log_as_one_api_does_and_load_the_saved_cel_parser(
     # `trellis api` builds and saves it before it starts them; they load it.
     parsers = [e["message"] for e in lines if e["message"].startswith("CEL's parser")]
     assert parsers == ["CEL's parser: built and saved"] + ["CEL's parser: loaded"] * 2
+
+
+def test_api_workers_die_with_a_sigkilled_parent_and_free_the_port(tmp_path: Path) -> None:
+    # They outlived it (re-parented to init, still answering on the port): its restart
+    # failed "port … is already in use", and its metrics directory stayed in /tmp.
+    with api_processes(tmp_path, workers=2) as (api, url):
+        port = url.rsplit(":", 1)[1]
+        workers = [p for p in child_pids(api.pid) if "spawn_main" in cmdline(p)]
+        assert len(workers) == 2
+        metrics_dir = Path(environ(workers[0])["PROMETHEUS_MULTIPROC_DIR"])
+        assert metrics_dir.is_dir()
+        api.kill()
+        api.wait()
+        deadline = time.monotonic() + 5
+        while any(alive(p) for p in workers):
+            assert time.monotonic() < deadline, "the API processes outlived their parent"
+            time.sleep(0.1)
+    # Started again on the same port, it serves; it removed the dead one's directory.
+    with api_processes(tmp_path, workers=2, TRELLIS_API_PORT=port) as (_, again):
+        assert httpx.get(f"{again}/healthz").status_code == 200
+        assert not metrics_dir.exists()
+
+
+def environ(pid: int) -> dict[str, str]:
+    entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(e.decode().split("=", 1) for e in entries if b"=" in e)
