@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from app.cli.ready_file_option import ready_file_path
 from app.cli.seconds import POSITIVE_SECONDS, SECONDS
 from app.cli.settings_options import SettingsError, settings_flags, settings_from, settings_help
 from app.cli.unknown_variables import unknown_variables
@@ -67,8 +68,8 @@ def api(**params: Any) -> int:
 @click.command(epilog=settings_help("worker"), context_settings=WIDE)
 @settings_flags("worker")
 @click.option(
-    "--ready-file", type=click.Path(path_type=Path), default=None,
-    help="file to create once the worker polls (removed when it stops)",
+    "--ready-file", default=None, callback=ready_file_path, metavar="PATH",
+    help="file to create once the worker polls (removed when it stops); its directory must exist",
 )  # fmt: skip
 def worker(ready_file: Path | None, **params: Any) -> int:
     """Run only the Temporal worker (interpreter, steps, projections, reconciler)."""

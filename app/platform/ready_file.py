@@ -12,6 +12,13 @@ import os
 import secrets
 from pathlib import Path
 
+from app.startup_failure import StartupFailure
+
+
+class ReadyFileError(StartupFailure):
+    """The ready file could not be written once the worker polled: it stops (exit 1), as
+    its supervisor would otherwise wait for the file in vain."""
+
 
 def ready_note() -> str:
     """What this process writes into its ready file: its pid and a token of its own."""
@@ -32,7 +39,7 @@ def remove_ready(path: Path, note: str) -> bool:
         if path.read_text() != note:
             return False
         path.unlink()
-    except FileNotFoundError:
+    except OSError:  # gone, or never written (ReadyFileError)
         return False
     return True
 

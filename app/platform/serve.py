@@ -24,7 +24,7 @@ from app.platform.preflight import (
     ensure_port_free,
     load_executor_catalog,
 )
-from app.platform.ready_file import ready_note, remove_ready, write_ready
+from app.platform.ready_file import ReadyFileError, ready_note, remove_ready, write_ready
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -136,12 +136,22 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
         loop.add_signal_handler(sig, stop)
 
     note = ready_note()
+    unwritten: list[str] = []
 
     async def announce() -> None:
         await ready.wait()
         freeze_startup_heap()
-        if ready_file is not None:
+        if ready_file is None:
+            return
+        try:
             await asyncio.to_thread(write_ready, ready_file, note)
+        except OSError as exc:
+            # Checked at start (app/cli/ready_file_option.py), it can still fail (the
+            # directory removed since, a name too long): said now, and the worker stops,
+            # exit 1, as its supervisor waits for the file in vain (it went unread).
+            unwritten.append(f"cannot write the ready file {ready_file} (--ready-file): {exc}")
+            log.error("%s; stopping", unwritten[0])
+            stop()
 
     announcer = asyncio.ensure_future(announce())
     try:
@@ -157,6 +167,8 @@ async def _worker(settings: Settings, ready_file: Path | None) -> None:
         if tracer_provider is not None:
             # The spans of the last steps, before the process exits.
             await asyncio.to_thread(tracer_provider.shutdown)
+    if unwritten:
+        raise ReadyFileError(unwritten[0])
 
 
 def run_worker_process(settings: Settings, ready_file: Path | None = None) -> None:
