@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from functools import lru_cache
-from ipaddress import IPv4Network, IPv6Address, IPv6Network
+from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_address
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
@@ -218,6 +218,23 @@ class Settings(BaseSettings):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("temporal_namespace", "task_queue")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        # Spaces passed min_length=1: a worker polled a task queue named '  '.
+        if value and not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("temporal_tls_server_name")
+    @classmethod
+    def _server_name(cls, value: str | None) -> str | None:
+        # Checked here: a bad name failed only at connect, in the SDK's words, naming no
+        # setting.
+        if value is not None and not is_server_name(value):
+            raise ValueError("must be a DNS name (letters, digits, hyphens, dots) or an IP address")
+        return value
+
     @field_validator("temporal_address")
     @classmethod
     def _host_port(cls, value: str | None) -> str | None:
@@ -292,6 +309,21 @@ def is_host_port(value: str) -> bool:
         except ValueError:
             return False
     return True
+
+
+_DNS_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def is_server_name(value: str) -> bool:
+    """A DNS name (labels of letters, digits and inner hyphens; a final dot allowed) or an
+    IP address: what a certificate names and SNI carries."""
+    try:
+        ip_address(value)
+        return True
+    except ValueError:
+        pass
+    labels = value.removesuffix(".").split(".")
+    return len(value) <= 253 and all(_DNS_LABEL.fullmatch(label) for label in labels)
 
 
 @lru_cache

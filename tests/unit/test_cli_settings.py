@@ -486,3 +486,48 @@ def test_every_flag_says_what_it_sets_and_goes_only_to_the_commands_reading_it(
     # Every platform command reads a setting SCOPES leaves out: the logs' only.
     assert name in SCOPES or name in ("log_level", "log_format"), name
     assert "worker" not in scope("max_schedules_per_workflow")
+
+
+@pytest.mark.parametrize(
+    ("variable", "flag"),
+    [
+        ("TRELLIS_TEMPORAL_NAMESPACE", "--temporal-namespace"),
+        ("TRELLIS_TASK_QUEUE", "--task-queue"),
+    ],
+)
+def test_a_blank_namespace_or_task_queue_is_refused_as_an_empty_one_is(
+    clean_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variable: str,
+    flag: str,
+) -> None:
+    # Spaces passed `min_length=1`, and the worker polled a task queue named '  '.
+    monkeypatch.setenv(variable, "  ")
+    assert main(["worker"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"trellis worker: invalid value '  ' for {flag} / {variable}: must not be blank"
+    ]
+    assert not clean_env.exists()
+
+
+@pytest.mark.parametrize("value", ["  ", "bad name", "x_y!", "-lead.example.com", "a..b", "é.com"])
+def test_a_tls_server_name_that_is_no_dns_name_or_ip_is_refused(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    # It failed only at connect, in the SDK's words, naming no setting.
+    monkeypatch.setenv("TRELLIS_TEMPORAL_TLS_SERVER_NAME", value)
+    assert main(["worker"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"trellis worker: invalid value '{value}' for --temporal-tls-server-name / "
+        "TRELLIS_TEMPORAL_TLS_SERVER_NAME: must be a DNS name (letters, digits, hyphens, "
+        "dots) or an IP address"
+    ]
+    assert not clean_env.exists()
+
+
+@pytest.mark.parametrize(
+    "value", ["temporal", "ns.a1b2c.tmprl.cloud", "Temporal-1.example.com.", "10.0.0.7", "::1"]
+)
+def test_a_tls_server_name_that_is_a_dns_name_or_ip_is_taken(value: str) -> None:
+    assert Settings(temporal_tls_server_name=value).temporal_tls_server_name == value
