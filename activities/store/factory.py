@@ -27,7 +27,13 @@ def open_store(url: str) -> Store:
 
 
 def _sqlite(url: str) -> Store:
-    # Both sqlite:///abs/path.db and sqlite:////abs/path.db name an absolute path.
+    # Both sqlite:///abs/path.db and sqlite:////abs/path.db name an absolute path; with
+    # two slashes the path is relative (or a host), and was taken from / (/relative.db).
+    if not url.startswith("sqlite:///"):
+        raise ValueError(
+            f"store URL {url!r} names no absolute path: use sqlite:///absolute/path.db "
+            "(three slashes, then the path from /)"
+        )
     raw = unquote(url.removeprefix("sqlite://").split("?", 1)[0]).lstrip("/")
     if not raw:
         raise ValueError(f"store URL {url!r} names no file: use sqlite:///absolute/path.db")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -364,3 +366,23 @@ def test_under_json_logs_the_fatal_line_is_json_too(tmp_path: Path, command: lis
     assert fatal["message"].startswith(
         f"trellis {command[0]}: cannot reach Temporal at 127.0.0.1:1"
     )
+
+
+@pytest.mark.parametrize("command", ["api", "worker"])
+def test_a_sqlite_url_without_an_absolute_path_is_refused_and_makes_nothing(
+    tmp_path: Path, command: str
+) -> None:
+    # `sqlite://relative.db` lost every leading slash and opened /relative.db.
+    name = f"trellis-relative-{uuid.uuid4().hex[:8]}"
+    env = trellis_env(tmp_path / "data", TRELLIS_STORE_URL=f"sqlite://{name}/trellis.db")
+    try:
+        result = run_trellis([command], env)
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            f"trellis {command}: --store-url / TRELLIS_STORE_URL: store URL "
+            f"'sqlite://{name}/trellis.db' names no absolute path: use "
+            "sqlite:///absolute/path.db (three slashes, then the path from /)"
+        ]
+        assert not Path("/", name).exists()
+    finally:
+        shutil.rmtree(Path("/", name), ignore_errors=True)

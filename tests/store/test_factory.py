@@ -65,3 +65,10 @@ async def test_unreachable_mongodb_is_a_store_error() -> None:
             await store.connect()
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("url", ["sqlite://relative.db", "sqlite://data/trellis.db"])
+def test_sqlite_url_without_an_absolute_path_is_refused(url: str) -> None:
+    # Every leading slash was stripped and the rest taken from /: /relative.db.
+    with pytest.raises(ValueError, match="names no absolute path: use sqlite:///absolute"):
+        open_store(url)
