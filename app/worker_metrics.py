@@ -26,6 +26,7 @@ from temporalio.runtime import PrometheusConfig, Runtime
 from activities.metrics import RunMetrics
 from app.prometheus import standard_registry
 from app.temporal_runtime import sdk_telemetry
+from app.url_host import url_host
 
 log = logging.getLogger("trellis.metrics")
 SDK_SCRAPE_TIMEOUT_SECONDS = 2.0
@@ -110,7 +111,7 @@ class WorkerMetrics:
         server, thread = start_http_server(port, addr=host, registry=registry)
         # Swapped in at once; a scrape in between meets the library's own app (GET alike).
         server.set_app(answering_head(make_wsgi_app(registry)))
-        log.info("worker metrics at http://%s:%d/metrics", host, port)
+        log.info("worker metrics at http://%s:%d/metrics", url_host(host), port)
         return cls(run_metrics, runtime, server, thread)
 
     def close(self) -> None:

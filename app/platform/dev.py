@@ -35,6 +35,7 @@ from app.platform.serve import SHUTDOWN_MARGIN_SECONDS
 from app.platform.supervisor import Child, first_exit, stop_all
 from app.settings import Settings
 from app.temporal_tls import check_no_tls_for_dev_server
+from app.url_host import url_host
 
 T = TypeVar("T")
 log = logging.getLogger("trellis.dev")
@@ -53,8 +54,9 @@ class _ChildExited(Exception):
 
 
 def local_host(host: str) -> str:
-    """A host to reach a server bound to `host` (wildcards mean this machine)."""
-    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    """A host to reach a server bound to `host` (wildcards mean this machine), as a URL
+    writes it (`[::1]`: `http://::1:8000` was waited on in vain)."""
+    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else url_host(host)
 
 
 @contextmanager
