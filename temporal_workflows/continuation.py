@@ -138,7 +138,8 @@ class Continuation:
             rev=self.recorder.rev,
             generation=previous + 1,
         )
-        workflow.continue_as_new(self.inp.model_copy(update={"resume": point}))
+        carried = {"resume": point, "branch_scopes_relative": True}
+        workflow.continue_as_new(self.inp.model_copy(update=carried))
 
     def restore(self, scope: Scope) -> SequenceFrame | None:
         """Take over what an earlier execution of this run carried; return its position."""

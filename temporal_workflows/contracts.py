@@ -168,6 +168,12 @@ class RunInput(CamelModel):
     # a template that failed) carry `attempt` 1, as a remote step's do; set by the starter.
     # False: a run started before logs them as it did (deep_placement's reason).
     inline_events_attempt: bool = False
+    # The branch scopes in `resume` hold only what each branch changed (frames.ScopeState);
+    # set by the execution that continues the run as new, whichever code started it (their
+    # size decides nothing the workflow does, so old runs take it too). Nothing reads it:
+    # it makes an older worker, which would take a branch's uncarried previous_step_content
+    # for null, refuse the input rather than run on with it.
+    branch_scopes_relative: bool = False
 
 
 class RunResult(CamelModel):

@@ -147,7 +147,7 @@ class FanOut:
                     self.recorder.flush_soon()
                     return result
                 except Suspended as suspended:
-                    suspended.frame = _suspended_branch(suspended.frame, scopes[index])
+                    suspended.frame = _suspended_branch(suspended.frame, scopes[index], scope)
                     raise
                 except RunStopped as stop:
                     if not stops:
@@ -175,7 +175,7 @@ class FanOut:
         if stops:
             raise stops[0]
         if any(isinstance(r, Suspended) for r in results):
-            raise Suspended(suspended_as(_branch_frames(results, scopes)))
+            raise Suspended(suspended_as(_branch_frames(results, scopes, scope)))
         for result in results:
             if isinstance(result, BaseException):
                 raise result
@@ -201,14 +201,15 @@ def _take_branches(scope: Scope, branches: list[Scope]) -> None:
         scope.written.update(branch.written)
 
 
-def _suspended_branch(inside: Any, branch_scope: Scope) -> BranchFrame:
+def _suspended_branch(inside: Any, branch_scope: Scope, scope: Scope) -> BranchFrame:
     """A branch's frame from what it unwound with (a node's frame, or a sequence's)."""
+    state = branch_scope.state(scope)
     if isinstance(inside, SequenceFrame):
-        return BranchFrame(state="suspended", scope=branch_scope.state(), sequence=inside)
-    return BranchFrame(state="suspended", scope=branch_scope.state(), inside=inside)
+        return BranchFrame(state="suspended", scope=state, sequence=inside)
+    return BranchFrame(state="suspended", scope=state, inside=inside)
 
 
-def _branch_frames(results: list[Any], scopes: list[Scope]) -> list[BranchFrame]:
+def _branch_frames(results: list[Any], scopes: list[Scope], scope: Scope) -> list[BranchFrame]:
     frames: list[BranchFrame] = []
     for result, branch_scope in zip(results, scopes, strict=True):
         if isinstance(result, Suspended):
@@ -216,7 +217,8 @@ def _branch_frames(results: list[Any], scopes: list[Scope]) -> list[BranchFrame]
         elif isinstance(result, BaseException):
             raise result
         else:
-            frames.append(BranchFrame(state="done", output=result, scope=branch_scope.state()))
+            state = branch_scope.state(scope)
+            frames.append(BranchFrame(state="done", output=result, scope=state))
     return frames
 
 

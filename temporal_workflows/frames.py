@@ -16,9 +16,15 @@ from temporal_workflows.base import CamelModel
 
 
 class ScopeState(CamelModel):
-    """The data a strand of the run sees, beyond what the whole run shares."""
+    """The data a strand of the run sees, beyond what the whole run shares.
+
+    A branch's holds only what it changed since its fork (`Scope.state`); one carried by
+    an older worker holds a whole copy. Restored over the fork, both give the same scope.
+    """
 
     previous_step_content: Any = None
+    # False: the strand's previous_step_content is its fork's, not carried.
+    content_carried: bool = True
     previous_step_outputs: dict[str, Any] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(default_factory=dict)
     # The names the strand set itself (`Scope.written`); None from older workers, whose

@@ -33,7 +33,7 @@ from app.tracing import temporal_interceptors
 from app.worker import build_worker
 from temporal_workflows.contracts import PAUSE, RESUME, ControlRequest
 from temporal_workflows.interpreter import TrellisRun
-from tests.builders import delay, echo, http_step, retries, transform
+from tests.builders import delay, echo, http_step, parallel, retries, transform
 from tests.hitl.helpers import approve, wait_for_gate, wait_for_requirement
 from tests.hitl.test_control_errors import running_without_a_worker
 from tests.support.continuing import start_continuing
@@ -108,6 +108,7 @@ PRE_PATCH = frozenset(
         "rejected_after_1_retries",
         "ternary_error_overload",
         "inline_events_unnumbered",
+        "continued_map_copied",
     }
 )
 
@@ -590,6 +591,18 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     for name in ("inline_events_unnumbered", "inline_events_numbered"):
         runs[name] = await platform.trigger(wf)
         await platform.wait(wf, runs[name])
+    # A map over a step's list, a parallel in each item, continued as new: recorded while
+    # each branch carried a whole copy of its scope (the step's list too), and since each
+    # carries what it changed (no patch: the continue-as-new input is not compared; the
+    # resumed execution starts from it).
+    items = parallel("P", delay("x", 0), echo("y", i="{{ index }}"), id="P")
+    fan = {"id": "M", "name": "M", "nodeType": "map", "itemsCel": "previous_step_content.rows"}
+    fan |= {"maxConcurrency": 3, "children": [delay("a", 0), items]}
+    rows = transform("rows", rows="['r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7']")
+    last = transform("last", n="size(previous_step_outputs.rows.rows)")
+    for name in ("continued_map_copied", "continued_map_changed"):
+        runs[name] = f"run-replay-{name.replace('_', '-')}"
+        await _start_continued(platform, runs[name], [rows, fan, last])
     return runs
 
 
@@ -796,4 +809,8 @@ def test_every_representative_history_is_recorded() -> None:
         "ternary_error_cause",
         "inline_events_unnumbered",
         "inline_events_numbered",
+        "continued_map_copied",
+        "continued_map_copied_resumed",
+        "continued_map_changed",
+        "continued_map_changed_resumed",
     }
