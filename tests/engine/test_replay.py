@@ -603,7 +603,21 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     for name in ("continued_map_copied", "continued_map_changed"):
         runs[name] = f"run-replay-{name.replace('_', '-')}"
         await _start_continued(platform, runs[name], [rows, fan, last])
+    # A map whose items' steps carry a padded input: recorded before
+    # RunInput.step_input_bytes (all scheduled in one task).
+    wf = await platform.create({"nodes": [_padded_map()]})
+    runs["step_inputs_unbounded"] = await platform.trigger(wf, _PADDED)
+    await platform.wait(wf, runs["step_inputs_unbounded"])
     return runs
+
+
+_PADDED = {"items": list(range(6)), "pad": "p" * 4000}
+
+
+def _padded_map() -> dict[str, Any]:
+    children = [delay("d", 0), transform("t", i="item")]
+    return {"id": "M", "name": "M", "nodeType": "map", "itemsCel": "input.items",
+            "maxConcurrency": 6, "children": children}  # fmt: skip
 
 
 async def _paused_at_start(platform: Platform) -> str:
@@ -813,4 +827,5 @@ def test_every_representative_history_is_recorded() -> None:
         "continued_map_copied_resumed",
         "continued_map_changed",
         "continued_map_changed_resumed",
+        "step_inputs_unbounded",
     }
