@@ -52,6 +52,7 @@ from temporal_workflows.cel_budget import EVALUATION_STEPS, MAX_TASK_STEPS
 from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, Identity, RunInput
 from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_DEPTH
 from temporal_workflows.read_model import RECORDED_REV, START_FAILED_REV
+from temporal_workflows.step_inputs import IN_FLIGHT_BYTES
 
 log = logging.getLogger("trellis.runs")
 DISABLED_MESSAGE = "Workflow is disabled. Please enable the workflow before triggering a run."
@@ -276,6 +277,7 @@ async def start_run_workflow(
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     history_event_budget: int | None = None,
     continue_as_new_after_events: int | None = None,
+    step_input_bytes: int = IN_FLIGHT_BYTES,
 ) -> None:
     """Start `TrellisRun` for the record (attaching to it when it is already running)."""
     run_input = RunInput(
@@ -305,6 +307,8 @@ async def start_run_workflow(
         deep_placement=True,
         container_ends_complete=True,
         inline_events_attempt=True,
+        step_input_bytes=step_input_bytes,
+        payload_offload_bytes=_offload_bytes(client),
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
         **(
             {}
@@ -342,3 +346,10 @@ def run_details(record: RunRecord) -> str:
         f"{record.workflow_definition_id}, version {record.workflow_version}), "
         f"triggered by {record.trigger_source}"
     )
+
+
+def _offload_bytes(client: Client) -> int | None:
+    """The size from which the client's data converter (the worker's too: one setting)
+    keeps a payload in the store; None when it keeps none there."""
+    storage = client.data_converter.external_storage
+    return None if storage is None else storage.payload_size_threshold

@@ -174,6 +174,15 @@ class RunInput(CamelModel):
     # it makes an older worker, which would take a branch's uncarried previous_step_content
     # for null, refuse the input rather than run on with it.
     branch_scopes_relative: bool = False
+    # The most bytes of step inputs in flight at once (step_inputs.py): every step carries
+    # the run context, and a map of 500 items over a 10 KB input put past gRPC's 4 MiB in
+    # one workflow task (Temporal terminated the run); set by the starter. None: a run
+    # started before schedules its steps as it did.
+    step_input_bytes: int | None = None
+    # Payloads this large and larger are kept in the store (TRELLIS_PAYLOAD_OFFLOAD_BYTES,
+    # as the starter's data converter has it): such a step input counts as its claim. None:
+    # none is offloaded.
+    payload_offload_bytes: int | None = None
 
 
 class RunResult(CamelModel):

@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.reviews import Reviews, review_of
     from temporal_workflows.run_status import Activity
     from temporal_workflows.scope import Scope
+    from temporal_workflows.step_inputs import StepInputs
 
 # A worker that dies is noticed by its step's missing heartbeats (sent every second): at
 # the latest after this long, and after a third of the step's own timeout when that is
@@ -100,6 +101,11 @@ class StepRunner:
     clock: RunClock
     history: HistoryBudget
     cutter: SliceCutter
+    # The bytes of the step inputs in flight (the run's one budget for them).
+    inputs: StepInputs = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.inputs = StepInputs(self.inp.step_input_bytes, self.inp.payload_offload_bytes)
 
     async def run(self, node: WorkflowNode, scope: Scope) -> Any:
         """Run a step node; its output, or None when it was skipped."""
@@ -288,31 +294,33 @@ class StepRunner:
         request.writes_before = handed
         summary = await self._summary(request, node)
         policy, activity_id, reruns = retry_policy(config), request.node_run_id, 0
-        while True:
-            self.history.add(ACTIVITY_EVENTS)
-            try:
-                result: StepOutput = await workflow.execute_activity(
-                    EXECUTE_STEP,
-                    request,
-                    result_type=StepOutput,
-                    start_to_close_timeout=timeout,
-                    heartbeat_timeout=heartbeat_timeout(timeout),
-                    retry_policy=policy,
-                    activity_id=activity_id,
-                    summary=summary,
-                )
-                break
-            except ActivityError as exc:
-                # A deploy or a crash took the last attempt the policy allowed: run it again
-                # (the same node run and idempotency key), rather than fail the step.
-                if not lost_with_its_worker(exc) or reruns == LOST_WORKER_RERUNS:
-                    raise
-                if not workflow.patched(LOST_WORKER_PATCH):
-                    raise
-                reruns += 1
-                request.attempts_before = attempts(config) + reruns - 1
-                request.earlier_progress = last_progress(exc) or request.earlier_progress
-                policy, activity_id = RERUN_POLICY, f"{request.node_run_id}.rerun{reruns}"
+        # Its input's bytes, held until its activity ends (a wide fan-out waits its turn).
+        async with self.inputs.held(request, summary, self.recorder.flush_soon):
+            while True:
+                self.history.add(ACTIVITY_EVENTS)
+                try:
+                    result: StepOutput = await workflow.execute_activity(
+                        EXECUTE_STEP,
+                        request,
+                        result_type=StepOutput,
+                        start_to_close_timeout=timeout,
+                        heartbeat_timeout=heartbeat_timeout(timeout),
+                        retry_policy=policy,
+                        activity_id=activity_id,
+                        summary=summary,
+                    )
+                    break
+                except ActivityError as exc:
+                    # A deploy or a crash took the last attempt the policy allowed: run it
+                    # again (the same node run and idempotency key), rather than fail it.
+                    if not lost_with_its_worker(exc) or reruns == LOST_WORKER_RERUNS:
+                        raise
+                    if not workflow.patched(LOST_WORKER_PATCH):
+                        raise
+                    reruns += 1
+                    request.attempts_before = attempts(config) + reruns - 1
+                    request.earlier_progress = last_progress(exc) or request.earlier_progress
+                    policy, activity_id = RERUN_POLICY, f"{request.node_run_id}.rerun{reruns}"
         if handed is not None and result.wrote_before:
             self.recorder.handed_written(handed)
         return result

@@ -604,10 +604,17 @@ async def _record_all(platform: Platform) -> dict[str, str]:
         runs[name] = f"run-replay-{name.replace('_', '-')}"
         await _start_continued(platform, runs[name], [rows, fan, last])
     # A map whose items' steps carry a padded input: recorded before
-    # RunInput.step_input_bytes (all scheduled in one task).
+    # RunInput.step_input_bytes (all scheduled in one task), and after.
     wf = await platform.create({"nodes": [_padded_map()]})
     runs["step_inputs_unbounded"] = await platform.trigger(wf, _PADDED)
     await platform.wait(wf, runs["step_inputs_unbounded"])
+    # The same after, its budget a few items' inputs: the others wait their turn.
+    run_id = runs["step_inputs_bounded"] = "run-replay-step-inputs-bounded"
+    wf = await start_continuing(
+        platform, run_id, [_padded_map()], after_events=None, initial_input=_PADDED,
+        step_input_bytes=20_000,
+    )  # fmt: skip
+    await platform.wait(wf, run_id)
     return runs
 
 
@@ -828,4 +835,5 @@ def test_every_representative_history_is_recorded() -> None:
         "continued_map_changed",
         "continued_map_changed_resumed",
         "step_inputs_unbounded",
+        "step_inputs_bounded",
     }

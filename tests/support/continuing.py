@@ -17,10 +17,11 @@ async def start_continuing(
     *,
     after_events: int | None,
     initial_input: dict[str, Any] | None = None,
+    **starter: Any,
 ) -> str:
     """Record and start run `run_id` of `nodes`, continuing as new past `after_events`
     history events (None: the starter's default); return the id of the workflow it is
-    filed under."""
+    filed under. `starter`: more of the starter's own settings (start_run_workflow's)."""
     wf = await platform.create(
         {"nodes": [{"name": "x", "nodeType": "step", "executorKey": "builtin:echo"}]}
     )
@@ -37,5 +38,6 @@ async def start_continuing(
         record,
         task_queue=platform.task_queue,
         continue_as_new_after_events=after_events,
+        **starter,
     )
     return wf
