@@ -309,6 +309,7 @@ async def start_run_workflow(
         inline_events_attempt=True,
         step_input_bytes=step_input_bytes,
         payload_offload_bytes=_offload_bytes(client),
+        branches_pooled=True,
         **({} if history_event_budget is None else {"history_event_budget": history_event_budget}),
         **(
             {}

@@ -183,6 +183,11 @@ class RunInput(CamelModel):
     # as the starter's data converter has it): such a step input counts as its claim. None:
     # none is offloaded.
     payload_offload_bytes: int | None = None
+    # A map or parallel runs its branches from a pool of maxConcurrency tasks, each forking
+    # a branch's scope as it starts (branch_pool.py), not a task and a scope per branch in
+    # its first activation, which took a 3,000-item map past the SDK's 2 s deadlock limit;
+    # set by the starter. False: a run started before schedules its branches as it did.
+    branches_pooled: bool = False
 
 
 class RunResult(CamelModel):

@@ -16,10 +16,11 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from temporal_workflows import expressions, stop_reasons
+    from temporal_workflows.branch_pool import run_pooled, suspended_branch
     from temporal_workflows.continuation import Continuation, Suspended
     from temporal_workflows.contracts import RunInput
     from temporal_workflows.definition import WorkflowNode
-    from temporal_workflows.frames import BranchFrame, MapFrame, ParallelFrame, SequenceFrame
+    from temporal_workflows.frames import BranchFrame, MapFrame, ParallelFrame
     from temporal_workflows.inline_slices import SliceCutter
     from temporal_workflows.outcomes import NodeFailed, RunStopped
     from temporal_workflows.placement import Placement
@@ -65,7 +66,8 @@ class FanOut:
         scopes, results = await self._branches(
             node,
             scope,
-            [branch(child) for child in node.children],
+            len(node.children),
+            lambda index: branch(node.children[index]),
             frame.branches if frame is not None else None,
             lambda branches: ParallelFrame(node_run_id=node_run_id, branches=branches),
         )
@@ -104,7 +106,8 @@ class FanOut:
         _, results = await self._branches(
             node,
             scope,
-            [branch(i, item) for i, item in enumerate(items)],
+            len(items),
+            lambda index: branch(index, items[index]),
             frame.branches if frame is not None else None,
             lambda branches: MapFrame(node_run_id=node_run_id, items=items, branches=branches),
         )
@@ -114,13 +117,47 @@ class FanOut:
         self,
         node: WorkflowNode,
         scope: Scope,
-        branches: list[Branch],
+        count: int,
+        branch: Callable[[int], Branch],
         resumed: list[BranchFrame] | None,
         suspended_as: Callable[[list[BranchFrame]], Any],
     ) -> tuple[list[Scope], list[Any]]:
         """Run the branches, bounded; their scopes and outputs, in branch order."""
-        limit = asyncio.Semaphore(node.max_concurrency or self.inp.definition.max_concurrency)
-        frames: list[BranchFrame | None] = list(resumed) if resumed else [None] * len(branches)
+        limit = node.max_concurrency or self.inp.definition.max_concurrency
+        frames: list[BranchFrame | None] = list(resumed) if resumed else [None] * count
+        if self.inp.branches_pooled:
+            pooled = await run_pooled(
+                count,
+                lambda index, branch_scope, at: branch(index)(branch_scope, at),
+                frames,
+                scope,
+                limit,
+                self.continuation,
+                self.recorder.flush_soon,
+            )
+            scopes, results, stops = pooled
+        else:
+            branches = [branch(i) for i in range(count)]
+            scopes, results, stops = await self._all_at_once(limit, branches, frames, scope)
+        if stops:
+            raise stops[0]
+        if any(isinstance(r, Suspended) for r in results):
+            raise Suspended(suspended_as(_branch_frames(results, scopes, scope)))
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return [s for s in scopes if s is not None], results
+
+    async def _all_at_once(
+        self,
+        count_limit: int,
+        branches: list[Branch],
+        frames: list[BranchFrame | None],
+        scope: Scope,
+    ) -> tuple[list[Scope | None], list[Any], list[RunStopped]]:
+        """Runs started before branch_pool.py: a task and a scope per branch at once, a
+        semaphore letting `count_limit` run; they replay as they ran."""
+        limit = asyncio.Semaphore(count_limit)
         scopes = [scope.fork() for _ in branches]
         reason = stop_reasons.enter_block()
         for branch_scope, at in zip(scopes, frames, strict=True):
@@ -147,7 +184,7 @@ class FanOut:
                     self.recorder.flush_soon()
                     return result
                 except Suspended as suspended:
-                    suspended.frame = _suspended_branch(suspended.frame, scopes[index], scope)
+                    suspended.frame = suspended_branch(suspended.frame, scopes[index], scope)
                     raise
                 except RunStopped as stop:
                     if not stops:
@@ -172,14 +209,7 @@ class FanOut:
             raise
         finally:
             continuation.stopped_waiting()
-        if stops:
-            raise stops[0]
-        if any(isinstance(r, Suspended) for r in results):
-            raise Suspended(suspended_as(_branch_frames(results, scopes, scope)))
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return scopes, results
+        return list(scopes), results, stops
 
 
 def _take_branches(scope: Scope, branches: list[Scope]) -> None:
@@ -201,21 +231,15 @@ def _take_branches(scope: Scope, branches: list[Scope]) -> None:
         scope.written.update(branch.written)
 
 
-def _suspended_branch(inside: Any, branch_scope: Scope, scope: Scope) -> BranchFrame:
-    """A branch's frame from what it unwound with (a node's frame, or a sequence's)."""
-    state = branch_scope.state(scope)
-    if isinstance(inside, SequenceFrame):
-        return BranchFrame(state="suspended", scope=state, sequence=inside)
-    return BranchFrame(state="suspended", scope=state, inside=inside)
-
-
-def _branch_frames(results: list[Any], scopes: list[Scope], scope: Scope) -> list[BranchFrame]:
+def _branch_frames(
+    results: list[Any], scopes: list[Scope | None], scope: Scope
+) -> list[BranchFrame]:
     frames: list[BranchFrame] = []
     for result, branch_scope in zip(results, scopes, strict=True):
         if isinstance(result, Suspended):
             frames.append(result.frame)
-        elif isinstance(result, BaseException):
-            raise result
+        elif isinstance(result, BaseException) or branch_scope is None:
+            raise result if isinstance(result, BaseException) else RuntimeError("unstarted")
         else:
             state = branch_scope.state(scope)
             frames.append(BranchFrame(state="done", output=result, scope=state))

@@ -109,6 +109,8 @@ PRE_PATCH = frozenset(
         "ternary_error_overload",
         "inline_events_unnumbered",
         "continued_map_copied",
+        "map_all_at_once",
+        "parallel_all_at_once",
     }
 )
 
@@ -600,7 +602,7 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     fan |= {"maxConcurrency": 3, "children": [delay("a", 0), items]}
     rows = transform("rows", rows="['r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7']")
     last = transform("last", n="size(previous_step_outputs.rows.rows)")
-    for name in ("continued_map_copied", "continued_map_changed"):
+    for name in ("continued_map_copied", "continued_map_changed", "continued_map_pooled"):
         runs[name] = f"run-replay-{name.replace('_', '-')}"
         await _start_continued(platform, runs[name], [rows, fan, last])
     # A map whose items' steps carry a padded input: recorded before
@@ -615,6 +617,17 @@ async def _record_all(platform: Platform) -> dict[str, str]:
         step_input_bytes=20_000,
     )  # fmt: skip
     await platform.wait(wf, run_id)
+    # A map of more items than its maxConcurrency, and a parallel of more children than
+    # its: recorded while every branch got its task and scope at once, and since a pool of
+    # maxConcurrency runners takes them in turn (RunInput.branches_pooled).
+    pooled = {"id": "PM", "name": "PM", "nodeType": "map", "itemsCel": "[1, 2, 3, 4, 5, 6, 7]"}
+    pooled |= {"maxConcurrency": 3, "children": [delay("d", 0), echo("e", i="{{ index }}")]}
+    wide = parallel("PP", *[delay(f"p{i}", 0) for i in range(5)], id="PP", maxConcurrency=2)
+    for kind, nodes in (("map", [pooled, echo("after")]), ("parallel", [wide, echo("after")])):
+        wf = await platform.create({"nodes": nodes})
+        for name in (f"{kind}_all_at_once", f"{kind}_pooled"):
+            runs[name] = await platform.trigger(wf)
+            await platform.wait(wf, runs[name])
     return runs
 
 
@@ -836,4 +849,10 @@ def test_every_representative_history_is_recorded() -> None:
         "continued_map_changed_resumed",
         "step_inputs_unbounded",
         "step_inputs_bounded",
+        "map_all_at_once",
+        "map_pooled",
+        "parallel_all_at_once",
+        "parallel_pooled",
+        "continued_map_pooled",
+        "continued_map_pooled_resumed",
     }
