@@ -48,7 +48,8 @@ async def test_a_map_of_twenty_thousand_items_starts_within_its_first_workflow_t
            "maxConcurrency": 5, "children": [delay("d", 0)]}  # fmt: skip
     baseline = await _first_task_took(platform, reads, xs)
     took = await _first_task_took(platform, fan, xs)
-    assert took < baseline * 2 + 0.2, (took, baseline)  # all at once: 4.8 times, or TMPRL1101
+    # Loaded (load 8.6): 1.6 times; all at once: 4.8 times, or TMPRL1101.
+    assert took < baseline * 2.5 + 0.3, (took, baseline)
 
 
 async def _first_task_took(platform: Platform, node: dict[str, Any], xs: dict[str, Any]) -> float:
