@@ -84,7 +84,16 @@ async def run_pooled(
     async def runner(slot: int) -> None:
         nonlocal taken
         stop_reasons.run_under(reason)  # its own task's context: its branches only
+        first = True
         while taken < count and not stops:
+            if not first:
+                # The next branch starts a step later, as a semaphore's waiter did: what
+                # ended this one (a gate's decision) is done with before it starts, so a
+                # decision taken for the items waiting does not decide one arriving now.
+                await asyncio.sleep(0)
+                if taken >= count or stops:
+                    break
+            first = False
             index, taken = taken, taken + 1
             try:
                 outcomes[index] = await one(slot, index)
