@@ -562,8 +562,15 @@ class MongoStore:
     ) -> list[GatedRun]:
         if limit <= 0:  # as in SQLite; MongoDB would read limit(0) as "no limit"
             return []
-        # `.0` exists: the list of open gates is not empty.
-        filter_: Doc = {"status": status, "pending_requirements.0": {"$exists": True}}
+        # `.0` exists: the list of open gates is not empty; one kept as text is never
+        # empty (mongo_values.py: only a value BSON cannot hold is).
+        filter_: Doc = {
+            "status": status,
+            "$or": [
+                {"pending_requirements.0": {"$exists": True}},
+                {f"{JSON_FIELD}.pending_requirements": {"$exists": True}},
+            ],
+        }
         if viewer is not None:
             with _errors():
                 visible = await self._db().workflows.distinct(
