@@ -247,7 +247,7 @@ class MongoStore:
         filter_: Doc = {}
         if query:
             # Folded text on both sides, as SQLite compares (search_text.py).
-            pattern = {"$regex": re.escape(search_fold(query))}
+            pattern = {"$regex": _literal_pattern(search_fold(query))}
             filter_ = {"$or": [{"name_fold": pattern}, {"description_fold": pattern}]}
         if viewer is not None:
             filter_["viewers"] = {"$in": sorted(viewer)}
@@ -852,6 +852,12 @@ def event_run_id(change: Doc) -> str | None:
 
 # A list of runs leaves their definition snapshots out, in either form.
 _WITHOUT_SNAPSHOT = {"definition_snapshot": False, f"{JSON_FIELD}.definition_snapshot": False}
+
+
+def _literal_pattern(text: str) -> str:
+    """A $regex matching `text` literally. A NUL is spelled `\\x00`: the server refuses a
+    pattern holding the byte itself (BadValue), and re.escape leaves it as it is."""
+    return re.escape(text).replace("\x00", "\\x00")
 
 
 def _search_fields(name: str | None, description: str | None) -> Doc:

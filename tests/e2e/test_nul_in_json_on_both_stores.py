@@ -1,9 +1,11 @@
-"""A NUL in a key of user JSON through the API, on SQLite and on a FAKE MongoDB.
+"""A NUL in user JSON (a key, a search) through the API, on SQLite and on a FAKE MongoDB.
 
-BSON's key names end at a NUL; the MongoDB store keeps such values as SQLite does
-(mongo_values.py). On the fake (tests/support/fake_mongo.py) a key with a NUL fails as
-the driver fails it. Before: a step output with such a key left the run `running` (its
-write retried for ever), and a definition or a run input with one was a 500.
+BSON's key names end at a NUL and a MongoDB server refuses a `$regex` holding one; the
+MongoDB store keeps such values as SQLite does (mongo_values.py, `_literal_pattern`). On
+the fake (tests/support/fake_mongo.py) a key with a NUL fails as the driver fails it and
+such a pattern as the server refuses it. Before: a step output with such a key left the
+run `running` (its write retried for ever), a definition or a run input with one was a
+500, and a search with a NUL would have been a 500 on a server.
 """
 
 from __future__ import annotations
@@ -87,3 +89,16 @@ async def test_a_gate_over_an_output_with_a_nul_in_a_key_is_in_the_inbox(
     answer = await approve(platform, workflow_id, run_id, stepId="draft", resolution="confirm")
     assert answer.status_code == 200, answer.text
     assert (await platform.wait(workflow_id, run_id))["status"] == "completed"
+
+
+async def test_a_search_with_a_nul_matches_only_what_holds_it(platform: Platform) -> None:
+    # Names refuse control characters; a description may hold one.
+    held = await platform.create({"description": "x\x00y", "nodes": [echo("S")]}, enable=False)
+    await platform.create({"description": "xy", "nodes": [echo("S")]}, enable=False)
+
+    for query, found in (("\x00", [held]), ("X\x00Y", [held]), ("\x00zz", [])):
+        answer = await platform.api.get("/api/v1/workflows", params={"query": query})
+        assert answer.status_code == 200, answer.text
+        listed = answer.json()
+        total = listed["pagination"]["total"]
+        assert ([w["id"] for w in listed["workflows"]], total) == (found, len(found)), query

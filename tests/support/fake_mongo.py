@@ -9,6 +9,7 @@ what a standalone MongoDB server does:
 - every document written is encoded to BSON first, so a value BSON cannot hold (an
   integer beyond 64 bits) fails as the driver fails, and one over 16 MiB is refused;
 - a duplicate key names its index and key pattern, as the server's error does;
+- a `$regex` holding a NUL is refused (BadValue), as the server refuses it;
 - `watch` fails as on a standalone server (change streams need a replica set).
 
 With `TRELLIS_TEST_MONGODB_URL` set, the tests use that server instead (`mongo_for_tests`).
@@ -129,10 +130,12 @@ class FakeCollection:
             return self._sync.insert_one(_as_bson(doc))
 
     async def replace_one(self, filter_: Doc, replacement: Doc, upsert: bool = False) -> Any:
+        _refuse_nul_regex(filter_)
         with self._duplicates(lambda: replacement):
             return self._sync.replace_one(filter_, _as_bson(replacement), upsert=upsert)
 
     async def update_one(self, filter_: Doc, update: Doc, upsert: bool = False) -> Any:
+        _refuse_nul_regex(filter_)
         _as_bson(update)
 
         def updated() -> Doc:  # as the update would leave it (read only if a key collides)
@@ -142,34 +145,43 @@ class FakeCollection:
             return self._sync.update_one(filter_, update, upsert=upsert)
 
     async def update_many(self, filter_: Doc, update: Doc) -> Any:
+        _refuse_nul_regex(filter_)
         _as_bson(update)
         return self._sync.update_many(filter_, update)
 
     async def find_one_and_update(self, filter_: Doc, update: Doc, **options: Any) -> Doc | None:
+        _refuse_nul_regex(filter_)
         _as_bson(update)
         found: Doc | None = self._sync.find_one_and_update(filter_, update, **options)
         return found
 
     async def find_one(self, filter_: Doc, projection: Any = None) -> Doc | None:
+        _refuse_nul_regex(filter_)
         found: Doc | None = self._sync.find_one(filter_, projection)
         return found
 
     def find(self, filter_: Doc, projection: Any = None) -> FakeCursor:
+        _refuse_nul_regex(filter_)
         return FakeCursor(self._sync.find(filter_, projection))
 
     async def aggregate(self, pipeline: list[Doc]) -> FakeCursor:
+        _refuse_nul_regex(pipeline)
         return FakeCursor(iter(list(self._sync.aggregate(pipeline))))
 
     async def count_documents(self, filter_: Doc) -> int:
+        _refuse_nul_regex(filter_)
         return int(self._sync.count_documents(filter_))
 
     async def distinct(self, key: str, filter_: Doc | None = None) -> list[Any]:
+        _refuse_nul_regex(filter_)
         return list(self._sync.distinct(key, filter_))
 
     async def delete_one(self, filter_: Doc) -> Any:
+        _refuse_nul_regex(filter_)
         return self._sync.delete_one(filter_)
 
     async def delete_many(self, filter_: Doc) -> Any:
+        _refuse_nul_regex(filter_)
         return self._sync.delete_many(filter_)
 
     async def watch(self, pipeline: list[Doc] | None = None) -> Any:
@@ -214,3 +226,19 @@ def _as_bson(doc: Doc) -> Doc:
         raise DocumentTooLarge(f"BSON document too large ({len(encoded)} bytes)")
     decoded: Doc = bson.decode(encoded)
     return decoded
+
+
+def _refuse_nul_regex(query: Any) -> None:
+    """A `$regex` holding a NUL fails as on the server (mongomock's Python `re` takes it)."""
+    if isinstance(query, dict):
+        pattern = query.get("$regex")
+        if isinstance(pattern, str) and "\x00" in pattern:
+            message = "Regular expression cannot contain an embedded null byte"
+            raise OperationFailure(
+                message, 2, {"ok": 0, "errmsg": message, "code": 2, "codeName": "BadValue"}
+            )
+        for value in query.values():
+            _refuse_nul_regex(value)
+    elif isinstance(query, list):
+        for value in query:
+            _refuse_nul_regex(value)
