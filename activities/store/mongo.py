@@ -8,6 +8,7 @@ date (milliseconds), round-trips microseconds. Writes that race are guarded by `
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -87,6 +88,10 @@ from temporal_workflows.read_model import (
 Doc = dict[str, Any]
 # A workflow's ACL, and the principals that may VIEW it (kept beside it for filtered lists).
 _ACL_FIELDS = frozenset({"owner", "grants", "viewers"})
+# Set anew by every write of a node run: a merge writes only over the document it read.
+WRITE_TOKEN = "_write"
+# Reads and merges of one node run before giving up (each miss: another write landed).
+MERGE_TRIES = 20
 # Kept beside a workflow for search; a workflow folded by an older rule is folded again.
 SEARCH_FOLD_VERSION = 1
 
@@ -450,23 +455,50 @@ class MongoStore:
         event_keys: Sequence[str | None] = (),
     ) -> bool:
         keys = event_keys_for(events, event_keys)
-        # No multi-document transaction needed: the rev guard makes a retried merge
-        # harmless, and events are only appended after the record write applied.
+        # No multi-document transaction needed: the write is made only over the document
+        # read (its write token), so a write landing in between is merged with, not lost
+        # (read and merged again); events are only appended after the write applied.
+        for _ in range(MERGE_TRIES):
+            written = await self._merge_once(fields)
+            if written is None:
+                continue  # another write landed since the read
+            if not written:
+                return False
+            for event, key in zip(events, keys, strict=True):
+                await self.append_event(written, event, key)
+            return True
+        raise StoreError(f"node run {fields['id']} kept changing while it was merged")
+
+    async def _merge_once(self, fields: dict[str, Any]) -> str | None:
+        """One read, merge and write of `merge_node_run`: the node run's run id when
+        applied, "" when refused, None when another write landed since the read (then
+        nothing was written)."""
         with _errors():
             doc = await self._db().node_runs.find_one({"_id": fields["id"]})
+        read_token = None if doc is None else doc.get(WRITE_TOKEN)
         merged = merged_node_run(from_bson_safe(doc) if doc else None, fields)
-        merged.pop("_id", None)
         record = from_stored(NodeRunRecord, merged)
-        # A node run new to the store needs its run there: one deleted with its workflow
-        # (its node runs too) takes no late writes of its steps. An update needs no look.
-        if doc is None and not await self._run_exists(record.workflow_run_id):
-            return False
-        if not await self.upsert_node_run(record):
+        if doc is None:
+            # A node run new to the store needs its run there: one deleted with its
+            # workflow (its node runs too) takes no late writes of its steps.
+            if not await self._run_exists(record.workflow_run_id):
+                return ""
+        elif doc["rev"] > record.rev:  # as `upsert_node_run` refuses it
             await self._fill_missed_start(fields)
-            return False
-        for event, key in zip(events, keys, strict=True):
-            await self.append_event(record.workflow_run_id, event, key)
-        return True
+            return ""
+        new = {"_id": record.id, **to_stored(record), WRITE_TOKEN: uuid.uuid4().hex}
+        with _errors():
+            if doc is None:
+                try:
+                    await write_bson_safe(self._db().node_runs.insert_one, new)
+                except DuplicateKeyError:
+                    return None  # another write made it meanwhile
+                return record.workflow_run_id
+            unchanged = {"_id": record.id, WRITE_TOKEN: read_token}
+            result = await write_bson_safe(
+                lambda doc: self._db().node_runs.replace_one(unchanged, doc), new
+            )
+        return record.workflow_run_id if result.matched_count else None
 
     async def _fill_missed_start(self, fields: dict[str, Any]) -> None:
         """A refused write's attempt start, into a stored node run that shows none
@@ -488,7 +520,7 @@ class MongoStore:
         with _errors():
             await update_bson_safe(
                 lambda update: self._db().node_runs.update_one(guard, update),
-                {name: filled[name] for name in missed},
+                {name: filled[name] for name in missed} | {WRITE_TOKEN: uuid.uuid4().hex},
             )
 
     async def _run_exists(self, run_id: str) -> bool:
@@ -598,7 +630,7 @@ class MongoStore:
                 filter_ = {"_id": record.id, "rev": {"$lte": record.rev}}
                 await write_bson_safe(
                     lambda doc: self._db().node_runs.replace_one(filter_, doc, upsert=True),
-                    {"_id": record.id, **to_stored(record)},
+                    {"_id": record.id, **to_stored(record), WRITE_TOKEN: uuid.uuid4().hex},
                 )
             except DuplicateKeyError:
                 # The filter missed because a newer rev is stored; the upsert then collides.

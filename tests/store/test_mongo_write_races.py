@@ -1,0 +1,125 @@
+"""Writes that race on MongoDB end as on SQLite, whose read and write share a transaction.
+
+MongoDB has no such transaction here, so a write that reads first writes only over what it
+read. The FAKE MongoDB (tests/support/fake_mongo.py) never yields inside a call, so each
+test forces the interleaving: the other write runs, once, between this one's read and its
+write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from activities.store.mongo import MongoStore
+from tests.store.builders import at, new_id, run
+from tests.support.fake_mongo import FakeCollection, forget, is_fake, mongo_for_tests
+
+
+@pytest.fixture
+async def mongo() -> AsyncIterator[MongoStore]:
+    url, options = mongo_for_tests()
+    if not is_fake(url):
+        pytest.skip("forces an interleaving inside the fake's calls: only on the fake")
+    store = MongoStore(url, database="races", **options)
+    await store.connect()
+    yield store
+    await store.close()
+    forget(url)
+
+
+def _once_before(
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+    collection: str,
+    other: Callable[[], Awaitable[Any]],
+    after: bool = False,
+) -> list[bool]:
+    """Run `other` once, at the first call of `collection`'s `method` (after it with
+    `after`, else before it); the list holding True once it ran."""
+    original = getattr(FakeCollection, method)
+    ran: list[bool] = []
+
+    async def interleaved(self: FakeCollection, *args: Any, **kwargs: Any) -> Any:
+        if ran or self._sync.name != collection:
+            return await original(self, *args, **kwargs)
+        ran.append(True)
+        if not after:
+            await other()
+            return await original(self, *args, **kwargs)
+        result = await original(self, *args, **kwargs)
+        await other()
+        return result
+
+    monkeypatch.setattr(FakeCollection, method, interleaved)
+    return ran
+
+
+def _node_run(run_id: str, node_run_id: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": node_run_id,
+        "workflow_run_id": run_id,
+        "node_id": "step-1",
+        "node_name": "Validate",
+        **fields,
+    }
+
+
+async def test_a_cancel_merged_while_the_steps_start_lands_keeps_the_start(
+    mongo: MongoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = run(new_id())
+    await mongo.insert_run(record)
+    node_run_id = f"{record.id}.step-1.1"
+    assert await mongo.merge_node_run(_node_run(record.id, node_run_id, status="pending", rev=10))
+    start = _node_run(
+        record.id,
+        node_run_id,
+        status="running",
+        rev=20,
+        attempt=1,
+        started_at=at(0.05),
+        input_snapshot={"to": "ada"},
+    )
+    cancel = _node_run(record.id, node_run_id, status="cancelled", rev=30, error="cancelled")
+    started: list[bool] = []
+
+    async def the_start() -> None:
+        started.append(await mongo.merge_node_run(start))
+
+    ran = _once_before(monkeypatch, "find_one", "node_runs", the_start, after=True)
+    assert await mongo.merge_node_run(cancel)
+
+    assert ran and started == [True]
+    stored = await mongo.get_node_run(node_run_id)
+    assert stored is not None
+    # As on SQLite: the cancel over the start, which stays.
+    assert (stored.status, stored.rev, stored.attempt) == ("cancelled", 30, 1)
+    assert (stored.started_at, stored.input_snapshot) == (at(0.05), {"to": "ada"})
+
+
+async def test_a_start_merged_while_the_first_write_lands_keeps_what_it_wrote(
+    mongo: MongoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = run(new_id())
+    await mongo.insert_run(record)
+    node_run_id = f"{record.id}.step-1.1"
+    first = _node_run(record.id, node_run_id, status="pending", rev=10, input_snapshot=[1])
+    start = _node_run(
+        record.id, node_run_id, status="running", rev=20, attempt=1, started_at=at(0.05)
+    )
+
+    async def the_first() -> None:
+        assert await mongo.merge_node_run(first)
+
+    # The start reads no node run; the first write makes it before the start writes.
+    _once_before(monkeypatch, "find_one", "node_runs", the_first, after=True)
+    assert await mongo.merge_node_run(start)
+
+    stored = await mongo.get_node_run(node_run_id)
+    assert stored is not None
+    # As on SQLite: the start merged over the first write, whose input stays.
+    assert (stored.status, stored.rev, stored.attempt) == ("running", 20, 1)
+    assert stored.input_snapshot == [1]
