@@ -105,13 +105,14 @@ async def _claim(
 
 
 async def release_a2a_task(db: AsyncDatabase[Doc], task: A2ATaskRef, failed_at: datetime) -> None:
-    doc = await db.a2a_tasks.find_one({"_id": _id(task)}, {"first_failed_at": 1})
-    if doc is None:
-        return
-    first = doc.get("first_failed_at") or iso_utc(failed_at)
-    await db.a2a_tasks.update_one(
-        {"_id": _id(task)}, {"$set": {"claimed_until": None, "first_failed_at": first}}
+    # Not read first: a release landing in between would lose its first failure (SQLite's
+    # COALESCE keeps it). The failure is set only where none is, in one conditional write.
+    first = await db.a2a_tasks.update_one(
+        {"_id": _id(task), "first_failed_at": None},
+        {"$set": {"claimed_until": None, "first_failed_at": iso_utc(failed_at)}},
     )
+    if not first.matched_count:
+        await db.a2a_tasks.update_one({"_id": _id(task)}, {"$set": {"claimed_until": None}})
 
 
 async def forget_a2a_task(db: AsyncDatabase[Doc], task: A2ATaskRef) -> None:

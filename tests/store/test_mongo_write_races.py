@@ -9,11 +9,13 @@ write.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from activities.store.mongo import MongoStore
+from activities.store.records import A2ATaskRef
 from tests.store.builders import at, new_id, run
 from tests.support.fake_mongo import FakeCollection, forget, is_fake, mongo_for_tests
 
@@ -123,3 +125,21 @@ async def test_a_start_merged_while_the_first_write_lands_keeps_what_it_wrote(
     # As on SQLite: the start merged over the first write, whose input stays.
     assert (stored.status, stored.rev, stored.attempt) == ("running", 20, 1)
     assert stored.input_snapshot == [1]
+
+
+async def test_a2a_releases_racing_keep_the_first_failure_that_landed(
+    mongo: MongoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = A2ATaskRef(new_id(), new_id(), "slow-agent", new_id())
+    await mongo.record_a2a_task(task, at(0))
+
+    async def the_other() -> None:
+        await mongo.release_a2a_task(task, at(2))
+
+    # The other release lands before this one's write (after its read, where it reads).
+    _once_before(monkeypatch, "update_one", "a2a_tasks", the_other)
+    await mongo.release_a2a_task(task, at(1))
+
+    # As SQLite's COALESCE: the first failure that landed stays.
+    [claimed] = await mongo.claim_abandoned_a2a_tasks(at(10), timedelta(seconds=50), 10)
+    assert claimed.first_failed_at == at(2)
