@@ -8,6 +8,8 @@ what a standalone MongoDB server does:
 
 - every document written is encoded to BSON first, so a value BSON cannot hold (an
   integer beyond 64 bits) fails as the driver fails, and one over 16 MiB is refused;
+- an update whose resulting document would pass 16 MiB is refused (code 17419), the
+  document left as it was, as the server refuses it;
 - a duplicate key names its index and key pattern, as the server's error does;
 - a `$regex` holding a NUL is refused (BadValue), as the server refuses it;
 - `watch` fails as on a standalone server (change streams need a replica set).
@@ -26,7 +28,7 @@ from typing import Any
 import bson
 import mongomock
 from mongomock.store import ServerStore
-from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
+from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure, WriteError
 
 Doc = dict[str, Any]
 MAX_BSON_BYTES = 16 * 1024 * 1024
@@ -141,18 +143,32 @@ class FakeCollection:
         def updated() -> Doc:  # as the update would leave it (read only if a key collides)
             return {**(self._sync.find_one(filter_) or {}), **update.get("$set", {})}
 
+        before = self._sync.find_one(filter_)
         with self._duplicates(updated, in_place=True):
-            return self._sync.update_one(filter_, update, upsert=upsert)
+            result = self._sync.update_one(filter_, update, upsert=upsert)
+        after = before["_id"] if before else result.upserted_id
+        self._refuse_too_large({after: before}, WriteError)
+        return result
 
     async def update_many(self, filter_: Doc, update: Doc) -> Any:
         _refuse_nul_regex(filter_)
         _as_bson(update)
-        return self._sync.update_many(filter_, update)
+        before = {doc["_id"]: doc for doc in self._sync.find(filter_)}
+        result = self._sync.update_many(filter_, update)
+        self._refuse_too_large(before, WriteError)
+        return result
 
     async def find_one_and_update(self, filter_: Doc, update: Doc, **options: Any) -> Doc | None:
         _refuse_nul_regex(filter_)
         _as_bson(update)
+        before = self._sync.find_one(filter_, sort=options.get("sort"))
         found: Doc | None = self._sync.find_one_and_update(filter_, update, **options)
+        if before is not None:
+            self._refuse_too_large({before["_id"]: before}, OperationFailure)
+        elif options.get("upsert"):  # made: found by its `_id` (every upsert here names it)
+            made = self._sync.find_one(filter_ if "_id" not in filter_ else {"_id": filter_["_id"]})
+            if made is not None:
+                self._refuse_too_large({made["_id"]: None}, OperationFailure)
         return found
 
     async def find_one(self, filter_: Doc, projection: Any = None) -> Doc | None:
@@ -190,6 +206,24 @@ class FakeCollection:
             "The $changeStream stage is only supported on replica sets", code=40573
         )
 
+    def _refuse_too_large(
+        self, before: dict[Any, Doc | None], error: type[OperationFailure]
+    ) -> None:
+        """An update that left a document past 16 MiB: every document it changed put back
+        as it was (`before`; None: made by the upsert), and refused as the server refuses
+        it (WriteError from update_one/many, OperationFailure from find_one_and_update)."""
+        sizes = {key: _size(self._sync.find_one({"_id": key})) for key in before}
+        too_large = [size for size in sizes.values() if size > MAX_BSON_BYTES]
+        if not too_large:
+            return
+        for key, doc in before.items():
+            if doc is None:
+                self._sync.delete_one({"_id": key})
+            else:
+                self._sync.replace_one({"_id": key}, doc)
+        message = f"Resulting document after update is larger than {MAX_BSON_BYTES}"
+        raise error(message, 17419, {"code": 17419, "errmsg": message})
+
     @contextmanager
     def _duplicates(self, written: Callable[[], Doc], in_place: bool = False) -> Iterator[None]:
         """mongomock's duplicate-key error names no index; the server's names it.
@@ -217,6 +251,10 @@ class FakeCollection:
                 )
                 return DuplicateKeyError(message, 11000, {"keyPattern": pattern, "keyValue": value})
         return DuplicateKeyError("E11000 duplicate key error", 11000)
+
+
+def _size(doc: Doc | None) -> int:
+    return 0 if doc is None else len(bson.encode(doc))
 
 
 def _as_bson(doc: Doc) -> Doc:
