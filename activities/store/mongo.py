@@ -25,7 +25,7 @@ from pymongo.errors import (
     PyMongoError,
 )
 
-from activities.store import mongo_a2a_tasks, mongo_fires
+from activities.store import mongo_a2a_tasks, mongo_apart, mongo_fires
 from activities.store.access import LEGACY_OWNER, Grant, WorkflowAccess, viewer_principals
 from activities.store.base import (
     ChangedMeanwhile,
@@ -168,7 +168,7 @@ class MongoStore:
         try:
             self._client = self._new_client()
             with _errors():
-                for collection, keys, options in _INDEXES:
+                for collection, keys, options in _INDEXES + mongo_apart.INDEXES:
                     await self._db()[collection].create_index(keys, **options)
                 # Workflows from before ACLs belong to the dev-mode caller, the only one.
                 await self._db().workflows.update_many(
@@ -329,6 +329,7 @@ class MongoStore:
             # Not deleted at once: a run may still be closing in Temporal (sqlite.py).
             await hand_over_payloads(db, run_ids)
             await db.runs.delete_many({"workflow_definition_id": workflow_id})
+            await mongo_apart.delete_for_runs(db, run_ids)
             # Again: a put that found its run still there wrote its reference before
             # (mongo_payloads.py `_swept_if_run_gone`).
             await hand_over_payloads(db, run_ids)
@@ -363,6 +364,7 @@ class MongoStore:
             gone = [run_id for run_id in ids if run_id not in kept]
             await db.events.delete_many({"run_id": {"$in": gone}})
             await db.node_runs.delete_many({"workflow_run_id": {"$in": gone}})
+            await mongo_apart.delete_for_runs(db, gone)
             payloads = await delete_unused_payloads(db, gone)
         ends = [doc.get("finished_at") or doc.get("updated_at") for doc in found]
         oldest = min((str(end) for end in ends if end), default=None)
@@ -405,18 +407,21 @@ class MongoStore:
 
     # -- runs ----------------------------------------------------------------
     async def insert_run(self, record: RunRecord) -> RunRecord:
+        db = self._db()
         with _errors():
+            doc, refs = await mongo_apart.split(db, "runs", record.id, to_stored(record))
             try:
                 await write_bson_safe(
-                    self._db().runs.insert_one, {"_id": record.id, **to_stored(record)}
+                    db.runs.insert_one, mongo_apart.with_refs({"_id": record.id, **doc}, refs)
                 )
                 return record  # inserted: as on SQLite, the caller's record itself
             except DuplicateKeyError:
                 pass  # already inserted (a retried activity): return what is stored
-            doc = await self._db().runs.find_one({"_id": record.id})
-        if doc is None:
+            await mongo_apart.drop(db, refs.values())  # not written: its own chunks go
+            stored = await self._read("runs", {"_id": record.id})
+        if not stored:
             raise StoreError(f"run {record.id} vanished right after insert")
-        return _record(RunRecord, doc)
+        return _record(RunRecord, stored[0])
 
     async def delete_unstarted_run(self, run_id: str) -> bool:
         db = self._db()
@@ -429,6 +434,7 @@ class MongoStore:
                 return False
             await db.events.delete_many({"run_id": run_id})
             await db.node_runs.delete_many({"workflow_run_id": run_id})
+            await mongo_apart.delete_for_runs(db, [run_id])
             await delete_unused_payloads(db, [run_id])
         return True
 
@@ -473,8 +479,9 @@ class MongoStore:
         """One read, merge and write of `merge_node_run`: the node run's run id when
         applied, "" when refused, None when another write landed since the read (then
         nothing was written)."""
+        db = self._db()
         with _errors():
-            doc = await self._db().node_runs.find_one({"_id": fields["id"]})
+            doc = await db.node_runs.find_one({"_id": fields["id"]})
         read_token = None if doc is None else doc.get(WRITE_TOKEN)
         merged = merged_node_run(from_bson_safe(doc) if doc else None, fields)
         record = from_stored(NodeRunRecord, merged)
@@ -486,42 +493,63 @@ class MongoStore:
         elif doc["rev"] > record.rev:  # as `upsert_node_run` refuses it
             await self._fill_missed_start(fields)
             return ""
-        new = {"_id": record.id, **to_stored(record), WRITE_TOKEN: uuid.uuid4().hex}
+        # Fields kept apart that this write does not set stay where they are.
+        kept = {name: ref for name, ref in mongo_apart.refs_of(doc).items() if name not in fields}
+        written = {name: v for name, v in to_stored(record).items() if name not in kept}
         with _errors():
+            plain, refs = await mongo_apart.split(db, "node_runs", record.workflow_run_id, written)
+            new = {"_id": record.id, **plain, WRITE_TOKEN: uuid.uuid4().hex}
+            new = mongo_apart.with_refs(new, kept | refs)
             if doc is None:
                 try:
-                    await write_bson_safe(self._db().node_runs.insert_one, new)
+                    await write_bson_safe(db.node_runs.insert_one, new)
                 except DuplicateKeyError:
+                    await mongo_apart.drop(db, refs.values())
                     return None  # another write made it meanwhile
                 return record.workflow_run_id
             unchanged = {"_id": record.id, WRITE_TOKEN: read_token}
             result = await write_bson_safe(
-                lambda doc: self._db().node_runs.replace_one(unchanged, doc), new
+                lambda doc: db.node_runs.replace_one(unchanged, doc), new
             )
-        return record.workflow_run_id if result.matched_count else None
+            if not result.matched_count:
+                await mongo_apart.drop(db, refs.values())
+                return None
+            await mongo_apart.drop(db, mongo_apart.replaced(doc, fields))
+        return record.workflow_run_id
 
     async def _fill_missed_start(self, fields: dict[str, Any]) -> None:
         """A refused write's attempt start, into a stored node run that shows none
         (`start_missed`); its status, rev and the rest stay as stored."""
         if not carries_start(fields):
             return  # nothing to fill: spare the read
+        db = self._db()
         with _errors():
             # Read again: the newer write that refused this one may have landed after the
             # merge's read (its upsert then collided).
-            doc = await self._db().node_runs.find_one({"_id": fields["id"]})
+            doc = await db.node_runs.find_one({"_id": fields["id"]})
         stored = from_bson_safe(doc) if doc else None
-        missed = start_missed(stored, fields)
+        # A field kept apart is there (not None), though not read back here.
+        there = {name: True for name in mongo_apart.refs_of(doc)}
+        missed = start_missed(None if stored is None else stored | there, fields)
         if stored is None or not missed:
             return
         filled = to_stored(from_stored(NodeRunRecord, {**stored, **missed}))
         # Only over what was read: a write landing meanwhile keeps what it wrote.
         guard = {"_id": fields["id"], "rev": stored["rev"], "attempt": stored.get("attempt")}
         guard.update({name: None for name in missed if name != "attempt"})
+        guard[WRITE_TOKEN] = stored.get(WRITE_TOKEN)
         with _errors():
-            await update_bson_safe(
-                lambda update: self._db().node_runs.update_one(guard, update),
-                {name: filled[name] for name in missed} | {WRITE_TOKEN: uuid.uuid4().hex},
+            plain, refs = await mongo_apart.split(
+                db, "node_runs", stored["workflow_run_id"], {name: filled[name] for name in missed}
             )
+            result = await update_bson_safe(
+                lambda update: db.node_runs.update_one(
+                    guard, mongo_apart.with_refs_set(update, "node_runs", plain, refs)
+                ),
+                plain | {WRITE_TOKEN: uuid.uuid4().hex},
+            )
+            if not result.matched_count:
+                await mongo_apart.drop(db, refs.values())
 
     async def _run_exists(self, run_id: str) -> bool:
         with _errors():
@@ -534,6 +562,7 @@ class MongoStore:
         # writer's other fields survive, and a newer revision is never overwritten (but by
         # an end that differs: `Store.update_run`).
         fields = {**stored_run_changes(changes), "rev": rev}
+        db = self._db()
         with _errors():
             filter_: dict[str, Any] = {"_id": run_id, "rev": {"$lt" if newer_only else "$lte": rev}}
             order = changes.get("end_order")
@@ -546,15 +575,33 @@ class MongoStore:
                 filter_["$or"] = [{"rev": guard}, other_end]
             if order is not None:  # an end never lands over one a later task wrote
                 filter_["end_order"] = {"$not": {"$gt": order}}
-            result = await update_bson_safe(
-                lambda update: self._db().runs.update_one(filter_, update), fields
+            plain, refs = await mongo_apart.split(db, "runs", run_id, fields)
+            # What it replaced read in the same write: those fields' chunks then go.
+            before = await update_bson_safe(
+                lambda update: db.runs.find_one_and_update(
+                    filter_,
+                    mongo_apart.with_refs_set(update, "runs", plain, refs),
+                    projection={mongo_apart.APART_FIELD: True},
+                ),
+                plain,
             )
-        return result.matched_count == 1
+            if before is None:
+                await mongo_apart.drop(db, refs.values())
+                return False
+            await mongo_apart.drop(db, mongo_apart.replaced(before, fields))
+        return True
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         with _errors():
-            doc = await self._db().runs.find_one({"_id": run_id})
-        return None if doc is None else _record(RunRecord, doc)
+            found = await self._read("runs", {"_id": run_id})
+        return _record(RunRecord, found[0]) if found else None
+
+    async def _read(self, collection: str, filter_: Doc) -> list[Doc]:
+        """The one document `filter_` finds (none, or it), its fields apart put back."""
+        doc = await self._db()[collection].find_one(filter_)
+        if doc is None:
+            return []
+        return await mongo_apart.resolve_all(self._db(), collection, [doc])
 
     async def list_runs(
         self,
@@ -582,7 +629,9 @@ class MongoStore:
                 .skip((page - 1) * per_page)
                 .limit(per_page)
             )
-            docs = await cursor.to_list()
+            docs = await mongo_apart.resolve_all(
+                self._db(), "runs", await cursor.to_list(), _WITHOUT_SNAPSHOT
+            )
         return [_record(RunHeader, d) for d in docs], total
 
     async def list_unstarted_runs(self, started_before: datetime) -> list[RunRecord]:
@@ -620,21 +669,31 @@ class MongoStore:
                 .sort([("started_at", ASCENDING), ("_id", ASCENDING)])
                 .limit(limit)
             )
-            docs = await cursor.to_list()
+            docs = await mongo_apart.resolve_all(self._db(), "runs", await cursor.to_list())
         return [_record(RunRecord, d) for d in docs]
 
     # -- node runs -----------------------------------------------------------
     async def upsert_node_run(self, record: NodeRunRecord) -> bool:
+        db = self._db()
+        filter_ = {"_id": record.id, "rev": {"$lte": record.rev}}
         with _errors():
+            plain, refs = await mongo_apart.split(
+                db, "node_runs", record.workflow_run_id, to_stored(record)
+            )
+            new = {"_id": record.id, **plain, WRITE_TOKEN: uuid.uuid4().hex}
             try:
-                filter_ = {"_id": record.id, "rev": {"$lte": record.rev}}
-                await write_bson_safe(
-                    lambda doc: self._db().node_runs.replace_one(filter_, doc, upsert=True),
-                    {"_id": record.id, **to_stored(record), WRITE_TOKEN: uuid.uuid4().hex},
+                # What it replaced read in the same write: its chunks then go.
+                before = await write_bson_safe(
+                    lambda doc: db.node_runs.find_one_and_replace(
+                        filter_, doc, upsert=True, projection={mongo_apart.APART_FIELD: True}
+                    ),
+                    mongo_apart.with_refs(new, refs),
                 )
             except DuplicateKeyError:
                 # The filter missed because a newer rev is stored; the upsert then collides.
+                await mongo_apart.drop(db, refs.values())
                 return False
+            await mongo_apart.drop(db, mongo_apart.refs_of(before).values())
         return True
 
     async def list_node_runs(
@@ -645,6 +704,7 @@ class MongoStore:
         with _errors():
             cursor = self._db().node_runs.find({"workflow_run_id": {"$in": run_ids}})
             docs = await _bounded(cursor, max_bytes)
+            docs = await mongo_apart.resolve_all(self._db(), "node_runs", docs)
         # MongoDB sorts nulls first; unstarted node runs belong last, so order here.
         docs.sort(key=lambda d: (d.get("started_at") is None, d.get("started_at") or "", d["_id"]))
         return [_record(NodeRunRecord, d) for d in docs]
@@ -671,6 +731,7 @@ class MongoStore:
                 ]
             )
             docs = await _bounded(cursor, max_bytes)
+            docs = await mongo_apart.resolve_all(self._db(), "node_runs", docs)
         return [_record(NodeRunRecord, d) for d in docs], total
 
     async def node_run_counts_of(self, run_ids: list[str]) -> dict[str, dict[str, int]]:
@@ -696,8 +757,8 @@ class MongoStore:
 
     async def get_node_run(self, node_run_id: str) -> NodeRunRecord | None:
         with _errors():
-            doc = await self._db().node_runs.find_one({"_id": node_run_id})
-        return None if doc is None else _record(NodeRunRecord, doc)
+            found = await self._read("node_runs", {"_id": node_run_id})
+        return _record(NodeRunRecord, found[0]) if found else None
 
     # -- change counters ------------------------------------------------------
     # Not kept on MongoDB: every read there is answered afresh.
@@ -882,8 +943,12 @@ def event_run_id(change: Doc) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
-# A list of runs leaves their definition snapshots out, in either form.
-_WITHOUT_SNAPSHOT = {"definition_snapshot": False, f"{JSON_FIELD}.definition_snapshot": False}
+# A list of runs leaves their definition snapshots out, in any form.
+_WITHOUT_SNAPSHOT = {
+    "definition_snapshot": False,
+    f"{JSON_FIELD}.definition_snapshot": False,
+    f"{mongo_apart.APART_FIELD}.definition_snapshot": False,
+}
 
 
 def _literal_pattern(text: str) -> str:
@@ -931,7 +996,7 @@ async def _bounded(cursor: Any, max_bytes: int | None) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     size = 0
     async for doc in cursor:
-        size += len(bson.encode(doc))
+        size += len(bson.encode(doc)) + mongo_apart.apart_bytes(doc)
         if size > max_bytes:
             await cursor.close()  # the server keeps an open cursor until it times out
             raise ReadTooLarge(max_bytes, len(docs) + 1)

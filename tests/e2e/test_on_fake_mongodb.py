@@ -95,3 +95,26 @@ async def test_a_gate_is_decided_once_and_the_run_streams_its_events(platform: P
     assert kinds[0] == "run_started"
     assert "awaiting_approval" in kinds
     assert kinds[-1] == "run_completed"
+
+
+MIB = 1024 * 1024
+
+
+async def test_a_run_whose_input_and_output_pass_sixteen_mib_completes_and_reads_back(
+    platform: Platform,
+) -> None:
+    # A MongoDB document holds 16 MiB: the run's input and output (~15 MiB each), and the
+    # step's input (its config, 5 MiB) and output, do not fit in one together.
+    blob = {"a": "a" * (5 * MIB), "b": "b" * (5 * MIB)}
+    run = await platform.run({"nodes": [echo("Say", part="{{ input.a }}")]}, blob)
+
+    assert run["status"] == "completed", run["errorSummary"]
+    assert run["initialInput"] == blob
+    assert run["finalOutput"] == {"config": {"part": blob["a"]}, "input": blob}
+    path = f"/api/v1/workflows/{run['workflowDefinitionId']}/runs/{run['id']}/nodes"
+    [say] = (await platform.api.get(path)).json()["nodeRuns"]
+    alone = (await platform.api.get(f"{path}/{say['id']}")).json()
+    for node_run in (node_runs(run)["Say"], say, alone):
+        assert node_run["status"] == "completed"
+        assert node_run["inputSnapshot"] == {"part": blob["a"]}
+        assert node_run["outputSnapshot"] == run["finalOutput"]

@@ -16,7 +16,7 @@ import pytest
 
 from activities.store.mongo import MongoStore
 from activities.store.records import A2ATaskRef
-from tests.store.builders import at, new_id, run
+from tests.store.builders import at, new_id, run, workflow
 from tests.support.fake_mongo import FakeCollection, forget, is_fake, mongo_for_tests
 
 
@@ -143,3 +143,24 @@ async def test_a2a_releases_racing_keep_the_first_failure_that_landed(
     # As SQLite's COALESCE: the first failure that landed stays.
     [claimed] = await mongo.claim_abandoned_a2a_tasks(at(10), timedelta(seconds=50), 10)
     assert claimed.first_failed_at == at(2)
+
+
+async def test_a_run_read_while_its_large_output_is_replaced_reads_the_new_one(
+    mongo: MongoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wf = workflow()
+    await mongo.create_workflow(wf)
+    record = run(wf.id, initial_input={"text": "i" * 9_000_000})
+    await mongo.insert_run(record)
+    assert await mongo.update_run(record.id, 5, {"final_output": {"text": "o" * 9_000_000}})
+    new = {"text": "n" * 9_000_000}
+
+    async def the_write() -> None:
+        assert await mongo.update_run(record.id, 6, {"final_output": new})
+
+    # The write lands after the read found the run, before its output's chunks are read
+    # (then gone): the run is read again.
+    _once_before(monkeypatch, "find_one", "runs", the_write, after=True)
+    stored = await mongo.get_run(record.id)
+
+    assert stored is not None and stored.final_output == new

@@ -136,6 +136,15 @@ class FakeCollection:
         with self._duplicates(lambda: replacement):
             return self._sync.replace_one(filter_, _as_bson(replacement), upsert=upsert)
 
+    async def find_one_and_replace(
+        self, filter_: Doc, replacement: Doc, **options: Any
+    ) -> Doc | None:
+        with self._duplicates(lambda: replacement):
+            found: Doc | None = self._sync.find_one_and_replace(
+                filter_, _as_bson(replacement), **options
+            )
+        return found
+
     async def update_one(self, filter_: Doc, update: Doc, upsert: bool = False) -> Any:
         _refuse_nul_regex(filter_)
         _as_bson(update)
