@@ -200,8 +200,12 @@ class MongoStore:
             .to_list()
         )
         for doc in unfolded:
+            # Only over the text read, still unfolded: a save landing since the read folded
+            # its own (another API may be saving while this one connects).
+            unchanged = {"name": doc.get("name"), "description": doc.get("description")}
             await self._db().workflows.update_one(
-                {"_id": doc["_id"]},
+                {"_id": doc["_id"], "search_fold_version": {"$ne": SEARCH_FOLD_VERSION}}
+                | unchanged,
                 {"$set": _search_fields(doc.get("name"), doc.get("description"))},
             )
 

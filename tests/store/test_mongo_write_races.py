@@ -17,7 +17,13 @@ import pytest
 from activities.store.mongo import MongoStore
 from activities.store.records import A2ATaskRef
 from tests.store.builders import at, new_id, run, workflow
-from tests.support.fake_mongo import FakeCollection, forget, is_fake, mongo_for_tests
+from tests.support.fake_mongo import (
+    FakeAsyncMongoClient,
+    FakeCollection,
+    forget,
+    is_fake,
+    mongo_for_tests,
+)
 
 
 @pytest.fixture
@@ -164,3 +170,28 @@ async def test_a_run_read_while_its_large_output_is_replaced_reads_the_new_one(
     stored = await mongo.get_run(record.id)
 
     assert stored is not None and stored.final_output == new
+
+
+async def test_a_workflow_saved_while_another_store_folds_it_keeps_its_new_fold(
+    mongo: MongoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = workflow("Old name")
+    await mongo.create_workflow(record)
+    # As a store before folding wrote it: no folded fields.
+    await mongo._db().workflows.update_one(
+        {"_id": record.id},
+        {"$unset": {"name_fold": "", "description_fold": "", "search_fold_version": ""}},
+    )
+    renamed = record.model_copy(update={"name": "İstanbul", "version": 2})
+
+    async def the_save() -> None:
+        await mongo.update_workflow(renamed, new_version=True)
+
+    # Another API connecting folds what it read; the save lands before that write.
+    _once_before(monkeypatch, "update_one", "workflows", the_save)
+    other = MongoStore(mongo.url, mongo.database_name, client_class=FakeAsyncMongoClient)
+    await other.connect()
+    await other.close()
+
+    items, _ = await mongo.list_workflows("istanbul", 1, 10)
+    assert [r.id for r in items] == [record.id]
