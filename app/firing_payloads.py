@@ -15,6 +15,12 @@ A reference goes once older than `keep_for` and its workflow (the reference's id
 or unknown to Temporal: a firing's activity held over an hour in a backed-up task queue, or
 a deleted workflow's run still closing, keeps its payloads (decoded again on replay) and is
 looked at again the next pass. Temporal unreachable: the pass stops and deletes nothing.
+
+A worker before firings' references were recorded (SQLite schema version 11, still running
+in a rolling deploy after the migration, or any before it) wrote a firing's as a run's,
+with no time made; no run has a firing's id, so no run's delete takes them. Each pass hands
+those to itself as made now (`Store.adopt_older_firing_refs`): they go as any firing's,
+`keep_for` after the pass that first found them.
 """
 
 from __future__ import annotations
@@ -78,6 +84,10 @@ class FiringPayloads:
         cutoff = datetime.now(UTC) - self._keep_for
         deleted = 0
         spent = Budget(budget).spent
+        # An older worker's firings' references become this sweep's, made now (after the
+        # cutoff): the first pass that finds one records it, a later one deletes it.
+        while await self._store.adopt_older_firing_refs(BATCH) == BATCH and not spent():
+            pass
         while True:
             holders = await self._store.firing_payload_holders(cutoff, self._after, HOLDERS)
             closed = [workflow_id for workflow_id in holders if await self._closed(workflow_id)]

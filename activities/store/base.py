@@ -346,6 +346,14 @@ class Store(Protocol):
         `made_before` (of these workflows only, unless None), with the payloads nothing refers
         to any more, in one write."""
 
+    async def adopt_older_firing_refs(self, limit: int) -> int:
+        """Hand up to `limit` references a worker before firings' were recorded wrote for a
+        schedule's firing to `delete_firing_payloads`, as made now; how many. It wrote them
+        as a run's, with no time made, under the firing's workflow id
+        (`sched-…-run-<second>`, store/firing_ids.py), which no run has: before SQLite
+        schema version 11, and onto a migrated store while it ran on in a rolling deploy.
+        A reference whose id a run has stays the run's."""
+
     async def end_schedule_payloads(self, workflow_id: str) -> None:
         """Hand a deleted schedule's own references (under the id of the workflow it
         starts) to `delete_firing_payloads`, as made now: a firing still running reads them."""

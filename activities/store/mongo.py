@@ -50,6 +50,7 @@ from activities.store.documents import (
     to_stored,
 )
 from activities.store.mongo_payloads import (
+    adopt_older_firing_refs,
     delete_firing_payloads,
     delete_unused_payloads,
     end_schedule_payloads,
@@ -797,6 +798,10 @@ class MongoStore:
     ) -> FiringRefsDeleted:
         with _errors():
             return await delete_firing_payloads(self._db(), made_before, limit, workflow_ids)
+
+    async def adopt_older_firing_refs(self, limit: int) -> int:
+        with _errors():
+            return await adopt_older_firing_refs(self._db(), limit)
 
     async def end_schedule_payloads(self, workflow_id: str) -> None:
         with _errors():

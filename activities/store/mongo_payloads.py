@@ -28,6 +28,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from activities.store.base import KEPT, PayloadHolder
 from activities.store.documents import iso_utc
+from activities.store.firing_ids import FIRING_ID
 from activities.store.records import FiringRefsDeleted
 
 Doc = dict[str, Any]
@@ -140,6 +141,26 @@ async def delete_firing_payloads(
     for key in sorted({ref["key"] for ref in found}):
         payloads += await _delete_if_unused(db, key)
     return FiringRefsDeleted(len(found), payloads)
+
+
+async def adopt_older_firing_refs(db: AsyncDatabase[Doc], limit: int) -> int:
+    """`Store.adopt_older_firing_refs`: an older worker wrote neither `holder` nor
+    `made_at`."""
+    older: Doc = {"run_id": FIRING_ID, "holder": {"$in": [None, str(PayloadHolder.RUN)]}}
+    found = await db.payload_refs.find(older, {"run_id": 1}).limit(limit).to_list()
+    ids = sorted({ref["run_id"] for ref in found})
+    runs = set(await db.runs.distinct("_id", {"_id": {"$in": ids}}))
+    made_at = iso_utc(datetime.now(UTC))
+    adopted = 0
+    for ref in found:
+        if ref["run_id"] not in runs:
+            # Under the same condition: a put that set its holder meanwhile has the say.
+            done = await db.payload_refs.update_one(
+                {**older, "_id": ref["_id"]},
+                {"$set": {"holder": str(PayloadHolder.FIRING), "made_at": made_at}},
+            )
+            adopted += done.modified_count
+    return adopted
 
 
 async def end_schedule_payloads(db: AsyncDatabase[Doc], workflow_id: str) -> None:

@@ -676,6 +676,9 @@ class SqliteStore:
                 db, made_before, limit, workflow_ids
             )
 
+    async def adopt_older_firing_refs(self, limit: int) -> int:
+        return await self._tx(lambda conn: sqlite_payloads.adopt_older_firing_refs(conn, limit))
+
     async def end_schedule_payloads(self, workflow_id: str) -> None:
         await self._tx(lambda conn: sqlite_payloads.end_schedule_payloads(conn, workflow_id))
 

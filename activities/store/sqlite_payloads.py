@@ -17,6 +17,7 @@ import aiosqlite
 
 from activities.store.base import KEPT, PayloadHolder
 from activities.store.documents import iso_utc
+from activities.store.firing_ids import FIRING_ID_GLOB
 from activities.store.records import FiringRefsDeleted
 from activities.store.sqlite_reader import SqliteReader
 from activities.store.sqlite_rows import marks
@@ -76,6 +77,11 @@ async def delete_firing_payloads(
         keys,
     )
     return FiringRefsDeleted(len(refs), cursor.rowcount)
+
+
+def adopt_older_firing_refs(conn: sqlite3.Connection, limit: int) -> int:
+    """`Store.adopt_older_firing_refs`, inside the caller's transaction."""
+    return conn.execute(_OLDER_FIRING_REFS, (iso_utc(datetime.now(UTC)), limit)).rowcount
 
 
 def end_schedule_payloads(conn: sqlite3.Connection, workflow_id: str) -> None:
@@ -149,6 +155,13 @@ _OLD_FIRING_REFS = (
 _FIRING_HOLDERS = (
     "SELECT DISTINCT run_id FROM payload_refs WHERE holder = 'firing' AND made_at < ?"
     " AND run_id > ? ORDER BY run_id LIMIT ?"
+)
+# An older worker's firing's references: `holder` its column's default, `made_at` NULL.
+_OLDER_FIRING_REFS = (
+    "UPDATE payload_refs SET holder = 'firing', made_at = ? WHERE (key, run_id) IN"
+    " (SELECT key, run_id FROM payload_refs WHERE run_id GLOB '" + FIRING_ID_GLOB + "'"
+    " AND holder = 'run' AND NOT EXISTS (SELECT 1 FROM runs WHERE id = payload_refs.run_id)"
+    " LIMIT ?)"
 )
 
 # The payloads these runs refer to and no other run (nor KEPT) does.

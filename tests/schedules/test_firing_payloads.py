@@ -23,6 +23,7 @@ from app.reconciler import Reconciler
 from tests.builders import delay
 from tests.engine.test_payload_retention import claims, present
 from tests.schedules.test_schedules import ECHO, runs_of, url
+from tests.store.test_payload_refs import put_as_older_worker
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -158,6 +159,26 @@ async def test_an_old_firing_reference_stays_while_its_workflow_is_open(platform
     await p.client.get_workflow_handle(open_id).terminate("the test closes it")
     assert await sweep(p).sweep() == (1, False)
     assert await p.store.get_payload("held") is None
+
+
+async def test_an_older_workers_firing_references_go_on_a_later_sweep(platform: Platform) -> None:
+    # Written by a worker before firings' references were recorded (a rolling deploy): the
+    # first sweep finds them and records when, a sweep `keep_for` later deletes them.
+    p = platform
+    wf = await p.create(ECHO)
+    ran = await p.trigger(wf)
+    await p.wait(wf, ran)
+    firing = "sched-x-run-2026-11-30T22:42:55Z"  # closed long ago: Temporal knows it not
+    await put_as_older_worker(p.store, "request", b"r" * 300_000, firing)
+    await put_as_older_worker(p.store, "input", b"i" * 300_000, firing)
+    await put_as_older_worker(p.store, "input", b"i" * 300_000, ran)
+    assert await sweep(p).sweep() == (0, False)
+    assert await present(p, {"request", "input"}) == {"request", "input"}
+
+    assert await sweep(p).sweep() == (1, False)
+    assert await present(p, {"request", "input"}) == {"input"}
+    assert firing_refs_left(p) == []
+    assert await p.store.get_payload("input") == b"i" * 300_000
 
 
 async def argument_keys(p: Platform, sid: str) -> set[str]:

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sqlite3
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from pymongo import ReturnDocument
 
+from activities.run_start import new_run_id
 from activities.store.base import PayloadHolder, Store
+from activities.store.firing_ids import FIRING_ID
 from activities.store.mongo import MongoStore
 from activities.store.records import FiringRefsDeleted, RunRecord
+from activities.store.sqlite import SqliteStore
 from temporal_workflows.read_model import RECORDED_REV, START_FAILED_REV
 from tests.store.builders import at, run, workflow
 from tests.store.conftest import StoreFactory
@@ -409,3 +414,97 @@ async def test_the_firings_sweep_goes_a_batch_at_a_time(store: Store) -> None:
     rest = await store.delete_firing_payloads(LATER, 2)
     assert (rest.refs, rest.payloads) == (1, 1)
     assert [await store.get_payload(f"request-{n}") for n in range(3)] == [None] * 3
+
+
+# A worker before firings' references were recorded (SQLite schema version 11) named a
+# firing's workflow as it named a run's: still running in a rolling deploy, it writes so
+# onto a migrated store (and every such reference stored before the migration is so).
+OLDER_FIRING = "sched-a-run-2026-11-30T22:42:55Z"
+
+
+async def put_as_older_worker(store: Store, key: str, data: bytes, workflow_id: str) -> None:
+    """`put_payload` as that worker's code wrote it: the payload, and a reference naming the
+    workflow only (SQLite: the columns' defaults, holder 'run' and no made_at; MongoDB: no
+    holder, no made_at)."""
+    if isinstance(store, MongoStore):
+        db = store._db()
+        await db.payload_refs.update_one(
+            {"_id": f"{key} {workflow_id}"},
+            {"$setOnInsert": {"key": key, "run_id": workflow_id}},
+            upsert=True,
+        )
+        head = await db.payload_heads.find_one_and_update(
+            {"_id": key},
+            {"$setOnInsert": {"gen": "older"}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        chunk = {"key": key, "index": 0, "count": 1, "data": data, "gen": head["gen"]}
+        await db.payloads.update_one({"_id": f"{key}:0"}, {"$set": chunk}, upsert=True)
+        return
+    assert isinstance(store, SqliteStore)
+    with sqlite3.connect(store.path) as db:
+        db.execute("INSERT OR IGNORE INTO payloads (key, data) VALUES (?, ?)", (key, data))
+        db.execute(
+            "INSERT OR IGNORE INTO payload_refs (key, run_id) VALUES (?, ?)", (key, workflow_id)
+        )
+
+
+async def test_an_older_workers_firing_references_go_a_bound_after_the_sweep_finds_them(
+    store: Store,
+) -> None:
+    wf = await _workflow(store)
+    started = await _ended(store, wf)
+    await put_as_older_worker(store, "request", BIG, OLDER_FIRING)
+    await put_as_older_worker(store, "input", b"i", OLDER_FIRING)
+    await put_as_older_worker(store, "input", b"i", started.id)  # the run's copy
+    await put_as_older_worker(store, "run's own", BIG, started.id)
+    await put_as_older_worker(store, "argument", b"a", SCHEDULE)  # the schedule's own
+
+    # First found now: handed over as made now, not yet an hour old.
+    assert await store.adopt_older_firing_refs(500) == 2
+    assert await store.adopt_older_firing_refs(500) == 0
+    young = await store.delete_firing_payloads(datetime.now(UTC) - timedelta(hours=1), 500)
+    assert (young.refs, young.payloads) == (0, 0)
+    assert await store.get_payload("request") == BIG
+
+    swept = await store.delete_firing_payloads(LATER, 500)
+    assert (swept.refs, swept.payloads) == (2, 1)
+    assert await store.get_payload("request") is None
+    # The run's references, as old, and the schedule's stay; the run's reads back.
+    assert await store.get_payload("input") == b"i"
+    assert await store.get_payload("run's own") == BIG
+    assert await store.get_payload("argument") == b"a"
+    assert await store.adopt_older_firing_refs(500) == 0
+    assert (await store.delete_firing_payloads(LATER, 500)).refs == 0
+    batch = await store.delete_ended_runs(at(100), 500)
+    assert (batch.deleted, batch.payloads) == (1, 2)
+    assert await store.get_payload("argument") == b"a"
+
+
+async def test_a_run_id_never_has_a_firings_form_and_a_run_keeps_its_references(
+    store: Store,
+) -> None:
+    wf = await _workflow(store)
+    assert FIRING_ID.match(OLDER_FIRING) and not FIRING_ID.match(SCHEDULE)
+    for run_id in (new_run_id(wf), new_run_id(wf, "key"), f"{OLDER_FIRING}x", f"x{OLDER_FIRING}"):
+        assert not FIRING_ID.match(run_id), run_id
+    # Were there a run under a firing's id, its references would stay its own.
+    odd = run(wf, id="sched-b-run-2026-11-30T22:42:55Z", status="completed", finished_at=at(10))
+    await store.insert_run(odd)
+    await put_as_older_worker(store, "odd", BIG, odd.id)
+    assert await store.adopt_older_firing_refs(500) == 0
+    assert (await store.delete_firing_payloads(LATER, 500)).refs == 0
+    assert await store.get_payload("odd") == BIG
+    assert (await store.delete_ended_runs(at(100), 500)).payloads == 1
+
+
+async def test_an_older_workers_firing_references_are_handed_over_a_batch_at_a_time(
+    store: Store,
+) -> None:
+    for n in range(3):
+        await put_as_older_worker(
+            store, f"request-{n}", b"r", f"sched-a-run-2026-11-30T22:42:5{n}Z"
+        )
+    assert [await store.adopt_older_firing_refs(2) for _ in range(3)] == [2, 1, 0]
+    assert (await store.delete_firing_payloads(LATER, 500)).payloads == 3

@@ -302,6 +302,44 @@ async def test_a_migration_says_once_from_which_version_and_old_references_are_r
     ]
 
 
+async def test_firings_references_from_before_their_holder_are_swept_and_runs_kept(
+    db_path: Path,
+) -> None:
+    store = SqliteStore(db_path)
+    await store.connect()
+    wf = workflow()
+    await store.create_workflow(wf)
+    ended = run(wf.id, status="completed", started_at=at(0), finished_at=at(10))
+    await store.insert_run(ended)
+    await store.close()
+    firing = "sched-a-run-2026-11-30T22:42:55Z"
+    with sqlite3.connect(db_path) as db:  # as the file was, and its worker wrote each put
+        db.execute("DROP INDEX payload_refs_firing_made")
+        db.execute("ALTER TABLE payload_refs DROP COLUMN holder")
+        db.execute("ALTER TABLE payload_refs DROP COLUMN made_at")
+        db.execute(f"PRAGMA user_version = {BEFORE_REF_HOLDERS}")
+        for key, data, workflow_id in (
+            ("request", b"r", firing),
+            ("input", b"i", firing),
+            ("input", b"i", ended.id),
+            ("argument", b"a", "sched-a-run"),
+        ):
+            db.execute("INSERT OR IGNORE INTO payloads (key, data) VALUES (?, ?)", (key, data))
+            db.execute("INSERT INTO payload_refs (key, run_id) VALUES (?, ?)", (key, workflow_id))
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        assert await store.adopt_older_firing_refs(500) == 2
+        swept = await store.delete_firing_payloads(datetime.now(UTC) + timedelta(hours=1), 500)
+        assert (swept.refs, swept.payloads) == (2, 1)
+        assert await store.get_payload("request") is None
+        assert await store.get_payload("input") == b"i"
+        assert await store.get_payload("argument") == b"a"
+        assert (await store.delete_ended_runs(at(100), 500)).payloads == 1
+    finally:
+        await store.close()
+
+
 async def test_runs_from_before_the_schedule_column_name_no_schedule_and_new_ones_do(
     db_path: Path,
 ) -> None:
