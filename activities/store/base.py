@@ -67,6 +67,11 @@ class StoreUrlInvalid(StoreError):
     to correct, not a store to wait for."""
 
 
+class StoreSchemaTooNew(StoreError):
+    """The store's schema is newer than this code, changed in a way this code cannot use: a
+    release to roll forward to (or a file to restore), not a store to wait for."""
+
+
 class DuplicateNameError(StoreError):
     """Another workflow already has this name; mapped to 409 `duplicate_entry`."""
 

@@ -28,6 +28,7 @@ from activities.store.base import (
     DuplicateNameError,
     PayloadHolder,
     StoreError,
+    StoreSchemaTooNew,
     StoreUnavailable,
     Viewer,
 )
@@ -135,6 +136,10 @@ class SqliteStore:
             async with self._write() as db:
                 await migrate(db)
             self._reader = SqliteReader(self.path)
+        except StoreSchemaTooNew:
+            # The file opened: its schema, not the file, is what this code cannot use.
+            await self.close()
+            raise
         except (sqlite3.Error, OSError, StoreError) as exc:
             await self.close()
             raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc

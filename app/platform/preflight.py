@@ -145,8 +145,9 @@ async def check_store_reachable(settings: Settings) -> None:
 
 
 def store_unreachable(settings: Settings, exc: Exception) -> str:
-    """One line naming the store (its password masked), its setting and why it failed."""
-    from activities.store.base import StoreUrlInvalid
+    """One line naming the store (its password masked), its setting and why it failed
+    to open."""
+    from activities.store.base import StoreSchemaTooNew, StoreUrlInvalid
     from app.redaction import redacted_url, scrub
 
     url = settings.resolved_store_url
@@ -154,6 +155,9 @@ def store_unreachable(settings: Settings, exc: Exception) -> str:
     if isinstance(exc, StoreUrlInvalid):
         # The setting's fault, as an unsupported URL is (check_store): no store to reach.
         return f"{_store_setting(settings)}: {redacted_url(url)}: {reason}"
+    if isinstance(exc, StoreSchemaTooNew):
+        # Reached, and newer than this code: the reason says what to do.
+        return f"{redacted_url(url)} ({_store_setting(settings)}): {reason}"
     return f"cannot reach the store at {redacted_url(url)} ({_store_setting(settings)}): {reason}"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import socket
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from activities.store.sqlite_schema import SCHEMA_VERSION
 from tests.platform.conftest import run_trellis, trellis_env
+from tests.store.future_schema import FUTURE_VERSION, migrate_to_future
 from tests.support.server import free_port
 
 
@@ -331,6 +334,26 @@ def test_a_store_file_that_cannot_be_opened_is_one_line_naming_it(
         f"trellis {command}: cannot reach the store at {url} (--store-url / TRELLIS_STORE_URL): "
     )
     assert line.endswith("unable to open database file")
+
+
+@pytest.mark.parametrize("command", ["api", "worker", "dev"])
+def test_a_store_newer_than_this_code_is_one_line_saying_what_to_do(
+    tmp_path: Path, command: str
+) -> None:
+    # Reached, and newer: a rollback across a migration this code cannot use. The line
+    # said "cannot reach the store".
+    data = tmp_path / "data"
+    data.mkdir()
+    asyncio.run(migrate_to_future(data / "trellis.db", additive=False))
+    result = run_trellis([command], trellis_env(data))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"trellis {command}: sqlite:///{data / 'trellis.db'} (--data-dir / TRELLIS_DATA_DIR):"
+        f" the store's schema version {FUTURE_VERSION} is newer than this code"
+        f" ({SCHEMA_VERSION}), and changes that code at {SCHEMA_VERSION} cannot use: roll"
+        " forward, or restore the file saved before the upgrade (docs/operations.md,"
+        ' "Deploys, mixed versions and rollbacks")'
+    ]
 
 
 def test_an_api_whose_mongodb_does_not_answer_says_so_without_its_password(tmp_path: Path) -> None:

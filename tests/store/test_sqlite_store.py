@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from activities.store.access import Grant, WorkflowAccess
-from activities.store.base import PayloadHolder, StoreError
+from activities.store.base import PayloadHolder, StoreError, StoreSchemaTooNew
 from activities.store.sqlite import SqliteStore
 from activities.store.sqlite_schema import SCHEMA_VERSION
 from temporal_workflows.definition import HumanReview, WorkflowNode, WorkflowSpec
 from tests.store.builders import at, new_id, node_run, run, workflow
+from tests.store.future_schema import FUTURE_VERSION, migrate_to_future
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Schema versions at which a migration began (MIGRATIONS[n] takes n to n + 1).
@@ -103,7 +104,7 @@ def test_a_file_that_cannot_be_opened_fails_with_nothing_left_running(tmp_path: 
         from pathlib import Path
 
         import uvloop
-        from activities.store.base import PayloadHolder, StoreError
+        from activities.store.base import PayloadHolder, StoreError, StoreSchemaTooNew
         from activities.store.sqlite import SqliteStore
 
         async def main() -> None:
@@ -128,13 +129,105 @@ def test_a_file_that_cannot_be_opened_fails_with_nothing_left_running(tmp_path: 
     assert done.stdout.count("unable to open database file") == 20
 
 
-async def test_a_newer_schema_is_refused(db_path: Path) -> None:
+def _refusal(version: int) -> str:
+    return (
+        f"the store's schema version {version} is newer than this code ({SCHEMA_VERSION}),"
+        f" and changes that code at {SCHEMA_VERSION} cannot use: roll forward, or restore the"
+        ' file saved before the upgrade (docs/operations.md, "Deploys, mixed versions and'
+        ' rollbacks")'
+    )
+
+
+def _schema_of(db_path: Path) -> tuple[int, list[tuple[str, ...]], list[tuple[int, ...]]]:
+    """The file's version, its tables, indexes and triggers, and what schema_compat says."""
+    with sqlite3.connect(db_path) as db:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        objects = db.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+        compat = db.execute("SELECT version, oldest_code FROM schema_compat").fetchall()
+    return version, objects, sorted(compat)
+
+
+async def test_a_newer_schema_without_a_say_is_refused(db_path: Path) -> None:
+    # A file whose newer version says nothing of who may use it (set by hand, or by a
+    # release before schema_compat) is refused as before, with what to do.
     db_path.parent.mkdir(parents=True)
     with sqlite3.connect(db_path) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     store = SqliteStore(db_path)
-    with pytest.raises(StoreError, match="newer than this code"):
+    with pytest.raises(StoreSchemaTooNew) as refused:
         await store.connect()
+    assert str(refused.value) == _refusal(SCHEMA_VERSION + 1)
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT name FROM sqlite_master").fetchall() == []
+
+
+async def test_a_file_records_the_oldest_code_that_may_use_it(db_path: Path) -> None:
+    store = SqliteStore(db_path)
+    await store.connect()
+    await store.close()
+    # Migrations 11 to 13 only added: code at 10 may use the file (10 changed references).
+    assert _schema_of(db_path)[2] == [(SCHEMA_VERSION, 10)]
+
+
+async def test_a_newer_file_an_additive_migration_made_is_used_as_it_is(
+    db_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A rollback after a release whose migration only added: this code keeps the file.
+    store = SqliteStore(db_path)
+    await store.connect()
+    before = workflow()
+    await store.create_workflow(before)
+    await store.close()
+    await migrate_to_future(db_path, additive=True)
+    migrated = _schema_of(db_path)
+    assert migrated[0] == FUTURE_VERSION and migrated[2] == [
+        (SCHEMA_VERSION, 10),
+        (FUTURE_VERSION, 10),
+    ]
+
+    store = SqliteStore(db_path)
+    await store.connect()
+    try:
+        assert (await store.get_workflow(before.id)) == before
+        record = workflow()
+        await store.create_workflow(record)
+        started = run(record.id)
+        await store.insert_run(started)
+        await store.upsert_node_run(node_run(started.id))
+        event_id = await store.append_event(started.id, {"type": "x"})
+        assert (await store.get_run(started.id)) == started
+        assert await store.list_events(started.id, 0, 10) == [{"type": "x", "id": event_id}]
+    finally:
+        await store.close()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "trellis.store"]
+    assert said == [
+        (
+            "WARNING",
+            f"store schema version {FUTURE_VERSION} is newer than this code ({SCHEMA_VERSION});"
+            " code from version 10 on may use it, so it is used as it is, not migrated: roll"
+            " forward when you can",
+        )
+    ]
+    assert _schema_of(db_path) == migrated  # not migrated, nor marked by this code
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT note FROM future_notes").fetchall() == [("kept",)]
+
+
+async def test_a_newer_file_a_migration_changed_is_refused_and_left_as_it_is(
+    db_path: Path,
+) -> None:
+    store = SqliteStore(db_path)
+    await store.connect()
+    await store.create_workflow(workflow())
+    await store.close()
+    await migrate_to_future(db_path, additive=False)
+    migrated = _schema_of(db_path)
+    assert migrated[2] == [(SCHEMA_VERSION, 10), (FUTURE_VERSION, FUTURE_VERSION)]
+    store = SqliteStore(db_path)
+    with pytest.raises(StoreSchemaTooNew) as refused:
+        await store.connect()
+    assert str(refused.value) == _refusal(FUTURE_VERSION)
+    assert _schema_of(db_path) == migrated
 
 
 async def test_using_a_store_before_connect_is_a_store_error(db_path: Path) -> None:
