@@ -22,5 +22,7 @@ class BadValue(click.BadParameter):
     def show(self, file: IO[Any] | None = None) -> None:
         command = self.ctx.command_path if self.ctx is not None else "trellis"
         flag = self.param.opts[0] if self.param is not None else "a flag"
+        if isinstance(self.param, click.Argument):
+            flag = self.param.human_readable_name  # RUN_ID, as the usage line names it
         line = f"{command}: invalid value '{self.typed}' for {flag}: {self.reason}"
         click.echo(line, file=file, err=file is None)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from app.cli.api_client import path_of, segment
+from app.cli.id_argument import ID
 from app.cli.limits import page_options
 from app.cli.option_values import key_option
 from app.cli.output import Session, api_options, shown, styled
@@ -25,8 +26,8 @@ def _started(what: str, child_id: str, status: str, parent_id: str) -> Any:
 
 
 @click.command("rerun")
-@click.argument("run_id")
-@click.argument("node_id")
+@click.argument("run_id", type=ID)
+@click.argument("node_id", type=ID)
 @key_option
 @api_options
 def rerun(session: Session, run_id: str, node_id: str, key: str | None) -> None:
@@ -44,7 +45,7 @@ def rerun(session: Session, run_id: str, node_id: str, key: str | None) -> None:
 
 
 @click.command("replay")
-@click.argument("run_id")
+@click.argument("run_id", type=ID)
 @key_option
 @api_options
 def replay(session: Session, run_id: str, key: str | None) -> None:
@@ -56,7 +57,7 @@ def replay(session: Session, run_id: str, key: str | None) -> None:
 
 
 @click.command("children")
-@click.argument("run_id")
+@click.argument("run_id", type=ID)
 @page_options(per_page=20)
 @api_options
 def children(session: Session, run_id: str, page: int, per_page: int) -> None:

@@ -21,6 +21,7 @@ from app.cli.platform_commands import COMMANDS
 from app.cli.reader_gone import READER_GONE, ReaderAwareGroup, ReaderGone, drop_unread_output
 from app.cli.settings_options import SettingsError, invalid_settings, settings_overview
 from app.cli.token_command import token
+from app.cli.utf8_text import not_utf8, shown_as_typed
 from app.startup_failure import StartupFailure
 
 HELP = """Trellis: durable workflows on Temporal, driven by a REST API.
@@ -88,6 +89,9 @@ def cli() -> None:
 
 for _command in (*COMMANDS, token, *CLIENTS):
     cli.add_command(_command)
+# The commands whose arguments are text sent to the API (or into a token): the platform
+# commands take paths too, which may be any bytes.
+_TEXT_ARGUMENTS = frozenset(str(c.name) for c in (token, *CLIENTS))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,6 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in args if not a.startswith("-")), "")
+    if command in _TEXT_ARGUMENTS and (typed := next(filter(not_utf8, args), None)) is not None:
+        # The shell passes bytes; Python keeps those that are not UTF-8 as lone surrogates,
+        # which no request can carry (a UnicodeEncodeError traceback once sent).
+        click.echo(f"trellis {command}: {shown_as_typed(typed)} is not UTF-8 text", err=True)
+        return 2
     try:
         result = cli.main(args=args, prog_name="trellis", standalone_mode=False)
         sys.stdout.flush()  # a pipe closed after the last write: found here, not at exit
@@ -116,12 +125,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in error.lines:
             click.echo(f"trellis {command}: {line}", err=True)
         return 2
+    except UnicodeError as exc:
+        # Text read elsewhere (a variable, a pipe) that is not UTF-8: a bad value, as above.
+        click.echo(f"trellis {command}: {_not_text(exc)}", err=True)
+        return 2
     except StartupFailure as exc:
         _say_fatal(f"trellis {command}: {exc}")
         if argv is None:  # the `trellis` process itself, not a caller in this process
             _exit_without_finalizing(1)
         return 1
     return result if isinstance(result, int) else 0
+
+
+def _not_text(exc: UnicodeError) -> str:
+    """What was not UTF-8, as typed (`'\\xff'`), when the error says."""
+    if isinstance(exc, UnicodeEncodeError):
+        return f"{shown_as_typed(exc.object[exc.start : exc.end])} is not UTF-8 text"
+    if isinstance(exc, UnicodeDecodeError):
+        typed = "".join(f"\\x{byte:02x}" for byte in exc.object[exc.start : exc.end])
+        return f"'{typed}' is not UTF-8 text"
+    return f"a value is not UTF-8 text ({exc})"
 
 
 def _say_fatal(line: str) -> None:

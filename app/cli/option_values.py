@@ -68,7 +68,12 @@ def json_value(text: str, option: str) -> Any:
 
 def _read_text(source: str, option: str) -> str:
     if source == "-":
-        return sys.stdin.read()
+        try:
+            text = sys.stdin.read()
+            text.encode("utf-8")  # bytes that are not UTF-8 come as lone surrogates
+        except UnicodeError:
+            raise click.BadParameter("stdin is not UTF-8 text", param_hint=option) from None
+        return text
     try:
         return Path(source[1:]).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -144,7 +149,15 @@ def input_options(func: Any) -> Any:
 
 
 def initial_input(inputs: tuple[str, ...], input_json: str | None) -> dict[str, Any]:
-    """The initial input of `input_options`: `--input-json`'s object, `--input` pairs added."""
+    """The initial input of `input_options`: `--input-json`'s object, `--input` pairs added
+    (a key it has already is a usage error)."""
     initial = json_object(input_json, "--input-json") if input_json else {}
-    initial.update(pairs(inputs, "--input"))
-    return initial
+    added = pairs(inputs, "--input")
+    both = [key for key in added if key in initial]
+    if both:
+        # Two values for one key contradict each other, as two --inputs do: one silently won.
+        named = ", ".join(repr(key[:80]) for key in both)
+        raise click.BadParameter(
+            f"{named} given by --input-json too: give each key once", param_hint="--input"
+        )
+    return {**initial, **added}

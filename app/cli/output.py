@@ -86,6 +86,14 @@ def _bearer_token(ctx: click.Context, param: click.Parameter, value: str | None)
     value = value.strip() if value is not None else None
     if not value:
         return None
+    if value[:7].lower() == "bearer " and _TOKEN.fullmatch(value[7:].strip()):
+        # Copied with the header's scheme, which the CLI adds itself.
+        raise click.BadParameter(
+            "it starts with 'Bearer ': give the token alone (the CLI sends "
+            "`Authorization: Bearer TOKEN`)",
+            ctx=ctx,
+            param_hint="--token / TRELLIS_TOKEN",
+        )
     if not _TOKEN.fullmatch(value):
         raise click.BadParameter(
             "it has characters no token has (a space, a line end, a curly quote or another "
@@ -104,6 +112,10 @@ def _api_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
         url = httpx.URL(value)
         problem = None if url.scheme in ("http", "https") else "it is not http:// or https://"
         problem = problem or (None if url.host else "it names no host")
+        if not problem and ("?" in value or "#" in value):
+            # Each request's path is added to it: a query or fragment sent every one of
+            # them to another address, and each failed with a 404 that named none of this.
+            problem = "it has a query or a fragment (?…, #…): give the API's address alone"
     except httpx.InvalidURL as exc:
         problem = str(exc)
     if problem:

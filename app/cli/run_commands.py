@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.text import Text
 
 from app.cli.api_client import RESUME_PATIENCE_SECONDS, path_of, segment
+from app.cli.id_argument import ID
 from app.cli.limits import page_options
 from app.cli.node_pages import latest_node_runs
 from app.cli.option_values import initial_input, input_options, json_value, key_option, pairs
@@ -39,7 +40,7 @@ def runs() -> None:
 
 
 @runs.command("list")
-@click.argument("workflow_id")
+@click.argument("workflow_id", type=ID)
 @click.option("--status", type=click.Choice(RUN_STATUSES), default=None, help="only runs in it")
 @click.option("--schedule", "schedule_id", default=None, metavar="SCHEDULE_ID",
               help="only the runs this schedule started")  # fmt: skip
@@ -84,7 +85,7 @@ def run_table(data: dict[str, Any], title: str = "runs") -> Any:
 
 
 @runs.command("start")
-@click.argument("workflow_id")
+@click.argument("workflow_id", type=ID)
 @input_options
 @key_option
 @api_options
@@ -102,7 +103,7 @@ def start(
 
 
 @runs.command("show")
-@click.argument("run_id")
+@click.argument("run_id", type=ID)
 @api_options
 def show_run(session: Session, run_id: str) -> None:
     """One run: status, node runs (the latest 50 of more), pending approvals, final output."""
@@ -255,7 +256,7 @@ def _form_field(field: dict[str, Any]) -> str:
 
 
 @runs.command("watch")
-@click.argument("run_id")
+@click.argument("run_id", type=ID)
 @click.option(
     "--patience",
     type=SECONDS,
@@ -283,7 +284,7 @@ def _control(session: Session, run_id: str, action: str, key: str | None = None)
 
 
 @runs.command("pause")
-@click.argument("run_id")
+@click.argument("run_id", type=ID)
 @key_option
 @api_options
 def pause(session: Session, run_id: str, key: str | None) -> None:
@@ -292,7 +293,7 @@ def pause(session: Session, run_id: str, key: str | None) -> None:
 
 
 @runs.command("resume")
-@click.argument("run_id")
+@click.argument("run_id", type=ID)
 @key_option
 @api_options
 def resume(session: Session, run_id: str, key: str | None) -> None:
@@ -301,7 +302,7 @@ def resume(session: Session, run_id: str, key: str | None) -> None:
 
 
 @runs.command("cancel")
-@click.argument("run_id")
+@click.argument("run_id", type=ID)
 @api_options
 def cancel(session: Session, run_id: str) -> None:
     """Cancel a run (steps in flight are cancelled)."""
@@ -309,7 +310,7 @@ def cancel(session: Session, run_id: str) -> None:
 
 
 @runs.command("retry")
-@click.argument("run_id")
+@click.argument("run_id", type=ID)
 @key_option
 @api_options
 def retry(session: Session, run_id: str, key: str | None) -> None:
@@ -399,8 +400,8 @@ def _text_fields(run: dict[str, Any], step_id: str) -> frozenset[str]:
 
 
 @click.command(short_help="Decide a gate: confirm, --reject, --input, --choice, --edited-output.")
-@click.argument("run_id")
-@click.argument("step_id")
+@click.argument("run_id", type=ID)
+@click.argument("step_id", type=ID)
 @click.option("--reject", is_flag=True, help="reject instead of confirming")
 @click.option("--feedback", default=None,
               help="why, with --reject (recorded as the rejection's feedback)")  # fmt: skip

@@ -15,6 +15,7 @@ from rich.console import Group
 
 from app.cli.api_client import if_match, segment
 from app.cli.flag_pairs import OnOffFlag
+from app.cli.id_argument import ID
 from app.cli.limits import MAX_INTERVAL_SECONDS
 from app.cli.option_values import initial_input, input_options, key_option
 from app.cli.output import Session, api_options, compact, shown, table, when
@@ -42,7 +43,7 @@ def schedules() -> None:
 
 
 @schedules.command("list")
-@click.argument("workflow_id")
+@click.argument("workflow_id", type=ID)
 @api_options
 def list_schedules(session: Session, workflow_id: str) -> None:
     """A workflow's schedules, oldest first (a new one can take a moment to be listed)."""
@@ -71,7 +72,7 @@ def _first(values: list[str]) -> str | None:
 
 
 @schedules.command("show")
-@click.argument("schedule_id")
+@click.argument("schedule_id", type=ID)
 @api_options
 def show_schedule(session: Session, schedule_id: str) -> None:
     """One schedule with its next and recent firings."""
@@ -138,7 +139,7 @@ def timing_options(func: Any) -> Any:
 
 
 @schedules.command("create")
-@click.argument("workflow_id")
+@click.argument("workflow_id", type=ID)
 @timing_options
 @click.option("--paused", is_flag=True, help="create it paused (it fires once unpaused)")
 @key_option
@@ -177,7 +178,7 @@ def _one_timing(cron: str | None, interval_seconds: int | None) -> None:
 
 
 @schedules.command("delete")
-@click.argument("schedule_id")
+@click.argument("schedule_id", type=ID)
 @api_options
 def delete_schedule(session: Session, schedule_id: str) -> None:
     """Delete a schedule; the runs it started carry on."""
@@ -193,7 +194,7 @@ def _set_paused(session: Session, schedule_id: str, action: str) -> None:
 
 
 @schedules.command("pause")
-@click.argument("schedule_id")
+@click.argument("schedule_id", type=ID)
 @api_options
 def pause_schedule(session: Session, schedule_id: str) -> None:
     """Stop firing until unpaused."""
@@ -201,7 +202,7 @@ def pause_schedule(session: Session, schedule_id: str) -> None:
 
 
 @schedules.command("unpause")
-@click.argument("schedule_id")
+@click.argument("schedule_id", type=ID)
 @api_options
 def unpause_schedule(session: Session, schedule_id: str) -> None:
     """Fire again on the schedule's timing."""
@@ -209,7 +210,7 @@ def unpause_schedule(session: Session, schedule_id: str) -> None:
 
 
 @schedules.command("trigger")
-@click.argument("schedule_id")
+@click.argument("schedule_id", type=ID)
 @api_options
 def trigger_schedule(session: Session, schedule_id: str) -> None:
     """Fire once now, as if the schedule's time had come."""
@@ -218,7 +219,7 @@ def trigger_schedule(session: Session, schedule_id: str) -> None:
 
 
 @schedules.command("update")
-@click.argument("schedule_id")
+@click.argument("schedule_id", type=ID)
 @timing_options
 @click.option("--paused/--unpaused", "paused", default=None, cls=OnOffFlag,
               help="pause it, or let it fire again (not both)")  # fmt: skip
@@ -267,7 +268,7 @@ def update_schedule(
 
 
 @schedules.command("skips")
-@click.argument("schedule_id")
+@click.argument("schedule_id", type=ID)
 @click.option("--after-id", type=click.IntRange(min=0), default=None, metavar="N",
               help="only skips after the one with this id")  # fmt: skip
 @click.option("--limit", type=click.IntRange(1, 500), default=None, metavar="N",

@@ -9,6 +9,7 @@ import click
 from rich.console import Group
 
 from app.cli.api_client import if_match, segment
+from app.cli.id_argument import ID
 from app.cli.limits import PERMISSIONS, PRINCIPAL
 from app.cli.output import Session, api_options, shown, table
 from temporal_workflows.principals import principal_problem
@@ -55,7 +56,7 @@ def _principal(value: str, option: str) -> str:
 
 
 @click.command("share")
-@click.argument("workflow_id")
+@click.argument("workflow_id", type=ID)
 @click.option("--grant", "grants", multiple=True, metavar="PRINCIPAL=PERM[,PERM…]",
               help="give user:ID or role:NAME exactly these of VIEW, EDIT, DELETE, SHARE "
                    "(VIEW comes with any; repeatable)")  # fmt: skip

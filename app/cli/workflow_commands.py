@@ -14,6 +14,7 @@ from rich.console import Group
 
 from activities.yaml_problem import yaml_problem
 from app.cli.api_client import if_match, segment
+from app.cli.id_argument import ID
 from app.cli.limits import page_options
 from app.cli.output import Session, api_options, clean, compact, page_title, shown, table, when
 from app.cli.unique_keys import load_yaml
@@ -48,7 +49,7 @@ def _workflow_table(data: dict[str, Any]) -> Any:
 
 
 @workflows.command("show")
-@click.argument("workflow_id")
+@click.argument("workflow_id", type=ID)
 @click.option("--version", "version", type=click.IntRange(min=1), default=None, metavar="N",
               help="a kept version (`trellis workflows versions ID`), not the current")  # fmt: skip
 @api_options
@@ -88,7 +89,7 @@ def _node_table(data: dict[str, Any]) -> Any:
 
 
 @workflows.command("versions")
-@click.argument("workflow_id")
+@click.argument("workflow_id", type=ID)
 @api_options
 def list_versions(session: Session, workflow_id: str) -> None:
     """Every kept version of a definition, oldest first (each save that changed it)."""
@@ -148,7 +149,8 @@ def apply_workflow(session: Session, path: str) -> None:
     source = STDIN if path == "-" else path
     definition = _read_definition(path, source)
     if not isinstance(definition, dict):
-        raise click.ClickException(f"{source}: a definition is a mapping (name, nodes, …)")
+        # An empty file, a list: a bad input, as a mapping without name or nodes is.
+        raise BadDefinition(f"{source}: a definition is a mapping (name, nodes, …)")
     if not definition.get("id") and definition.get("workflowId"):
         # A kept version as `show --version N --json` prints it: applied, it brings its
         # workflow back to that version (found by its name, a renamed one was made anew).
@@ -229,9 +231,11 @@ def _read_definition(path: str, source: str) -> Any:
     in one mapping, is a one-line error naming `source`."""
     try:
         if path == "-":
-            return load_yaml(sys.stdin.read())
+            text = sys.stdin.read()
+            text.encode("utf-8")  # bytes that are not UTF-8 come as lone surrogates
+            return load_yaml(text)
         return load_yaml(Path(path).read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
+    except (UnicodeDecodeError, UnicodeEncodeError) as exc:
         raise click.ClickException(f"{source}: not UTF-8 text ({exc.reason})") from None
     except yaml.YAMLError as exc:
         raise click.ClickException(f"{source}: not valid YAML or JSON{yaml_problem(exc)}") from None
@@ -287,7 +291,7 @@ def _toggle(session: Session, workflow_id: str, enabled: bool) -> None:
 
 
 @workflows.command("enable")
-@click.argument("workflow_id")
+@click.argument("workflow_id", type=ID)
 @api_options
 def enable_workflow(session: Session, workflow_id: str) -> None:
     """Enable a definition (runs may start)."""
@@ -295,7 +299,7 @@ def enable_workflow(session: Session, workflow_id: str) -> None:
 
 
 @workflows.command("disable")
-@click.argument("workflow_id")
+@click.argument("workflow_id", type=ID)
 @api_options
 def disable_workflow(session: Session, workflow_id: str) -> None:
     """Disable a definition (no new runs start)."""
@@ -303,7 +307,7 @@ def disable_workflow(session: Session, workflow_id: str) -> None:
 
 
 @workflows.command("delete")
-@click.argument("workflow_id")
+@click.argument("workflow_id", type=ID)
 @click.option(
     "--yes", "-y", is_flag=True, help="delete without asking (needed when not on a terminal)"
 )

@@ -583,6 +583,19 @@ def test_a_file_without_nodes_or_name_is_refused_naming_them_and_changes_nothing
         refused = trellis(dev, "workflows", "apply", "-f", "-", stdin=text)
         assert refused.returncode == 2, refused.stderr
         assert f"<stdin>: {missing} required (a definition file is the whole" in refused.stderr
+    # Nothing, or no mapping at all, is as bad an input (it was exit 1, as if the API had
+    # refused it), from a file or from stdin.
+    for text in ("", "[1, 2]\n", "just words\n"):
+        (tmp_path / "bad.yaml").write_text(text)
+        for source, args in (
+            ("<stdin>", ("-f", "-")),
+            (str(tmp_path / "bad.yaml"), ("-f", str(tmp_path / "bad.yaml"))),
+        ):
+            refused = trellis(dev, "workflows", "apply", *args, stdin=text)
+            assert refused.returncode == 2, (text, source, refused.stderr)
+            assert refused.stderr == (
+                f"Error: {source}: a definition is a mapping (name, nodes, …)\n"
+            ), refused.stderr
     shown = json.loads(ok(trellis(dev, "workflows", "show", created["id"], "--json")))
     assert shown["version"] == 1 and len(shown["nodes"]) == 2
 
@@ -1315,13 +1328,13 @@ def test_a_watch_of_a_quiet_run_outlasts_api_restarts_spread_over_its_patience()
 def test_apply_from_stdin_names_it_stdin_in_its_errors(tmp_path: Path) -> None:
     # The file was named `-`: "Error: -: not valid YAML or JSON …".
     env = trellis_env(tmp_path, TRELLIS_URL="http://127.0.0.1:9")  # never asked: it fails first
-    for given, says in (("name: [unclosed\n", "not valid YAML or JSON at line"),
-                        ("- a list\n", "a definition is a mapping")):  # fmt: skip
+    for given, says, code in (("name: [unclosed\n", "not valid YAML or JSON at line", 1),
+                              ("- a list\n", "a definition is a mapping", 2)):  # fmt: skip
         result = subprocess.run(
             [sys.executable, "-m", "app.cli", "workflows", "apply", "-f", "-"],
             env=env, cwd=REPO, capture_output=True, text=True, timeout=60, input=given,
         )  # fmt: skip
-        assert result.returncode == 1, result.stderr
+        assert result.returncode == code, result.stderr
         assert result.stderr.startswith(f"Error: <stdin>: {says}"), result.stderr
 
 

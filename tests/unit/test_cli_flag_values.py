@@ -6,6 +6,9 @@ by something that is not the API says so."""
 from __future__ import annotations
 
 import http.server
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli.main import cli
+from tests.support.cli_in_process import run_cli
 from tests.support.server import free_port
 
 
@@ -176,3 +180,96 @@ def test_a_grant_of_any_script_and_any_revoke_are_sent(principal: str) -> None:
     grant = ["--grant", f"{principal}=VIEW"] if principal.isprintable() else []
     code, output = _run(["workflows", "share", "wf-1", *grant, "--revoke", principal + "x"])
     assert code == 1 and "cannot reach the Trellis API" in output, output
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [(["runs", "show", ""], "RUN_ID"), (["runs", "pause", ""], "RUN_ID"),
+     (["runs", "watch", ""], "RUN_ID"), (["runs", "list", ""], "WORKFLOW_ID"),
+     (["approve", "", "S"], "RUN_ID"), (["approve", "run-1", ""], "STEP_ID"),
+     (["runs", "rerun", "", "S"], "RUN_ID"), (["runs", "rerun", "run-1", ""], "NODE_ID"),
+     (["workflows", "delete", "", "--yes"], "WORKFLOW_ID"),
+     (["workflows", "enable", ""], "WORKFLOW_ID"), (["workflows", "share", ""], "WORKFLOW_ID"),
+     (["workflows", "versions", ""], "WORKFLOW_ID"), (["schedules", "delete", ""], "SCHEDULE_ID")],
+)  # fmt: skip
+def test_an_empty_id_is_a_usage_error_naming_its_argument(args: list[str], name: str) -> None:
+    # Sent as-is, it asked for another path: "404 …: No resource at /api/v1/runs/".
+    with _answering(200, b"{}") as (url, seen):
+        result = CliRunner().invoke(cli, args, env={"TRELLIS_URL": url})
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.splitlines()
+    assert line.endswith(f": invalid value '' for {name}: an id is never empty"), line
+    assert seen == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["runs", "show", "run-\udcff"], ["runs", "start", "wf1", "--input", "name=\udcff\udcfe"],
+     ["workflows", "list", "--query", "\udcff"], ["approve", "run-1", "\udcff"],
+     ["runs", "start", "wf1", "--input-json", '{"a":"\udcff"}'], ["runs", "watch", "\udcff"]],
+    ids=lambda args: " ".join(args[:2]),
+)  # fmt: skip
+def test_an_argument_that_is_not_utf8_is_a_usage_error_naming_it(args: list[str]) -> None:
+    # A shell's `$'\xff'` reaches Python as the lone surrogate U+DCFF, which no request
+    # carries: a UnicodeEncodeError traceback, exit 1 (found by an outside audit).
+    with _answering(200, b"{}") as (url, seen):
+        result = run_cli(args, {"TRELLIS_URL": url})
+    assert result.returncode == 2, result.stderr
+    typed = args[-1].encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    assert result.stderr == f"trellis {args[0]}: '{typed}' is not UTF-8 text\n"
+    assert seen == []
+
+
+def test_json_on_stdin_that_is_not_utf8_is_a_usage_error() -> None:
+    # As `--input-json @FILE` of such a file is; the bytes of a process's real stdin and
+    # argument, as a shell passes them.
+    with _answering(200, b"{}") as (url, seen):
+        piped = subprocess.run(
+            [sys.executable, "-m", "app.cli", "runs", "start", "wf1", "--input-json", "-"],
+            input=b'{"a":"\xff"}', capture_output=True, env={**os.environ, "TRELLIS_URL": url},
+            timeout=60, check=False,
+        )  # fmt: skip
+        typed = subprocess.run(
+            [sys.executable, "-m", "app.cli", "runs", "show", b"run-\xff"],
+            capture_output=True, env={**os.environ, "TRELLIS_URL": url}, timeout=60, check=False,
+        )  # fmt: skip
+    assert piped.returncode == 2, piped.stderr
+    assert b"Error: Invalid value for --input-json: stdin is not UTF-8 text" in piped.stderr
+    assert (typed.returncode, typed.stderr) == (2, b"trellis runs: 'run-\\xff' is not UTF-8 text\n")
+    assert seen == []
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9?x=1", "http://127.0.0.1:9/#top",
+                                 "http://127.0.0.1:9?"])  # fmt: skip
+def test_a_url_with_a_query_or_a_fragment_is_a_usage_error(url: str) -> None:
+    # Each request's path went after the query: every command failed with a 404.
+    for args, env in ((["workflows", "list"], {"TRELLIS_URL": url}),
+                      (["runs", "watch", "run-1", "--url", url], {})):  # fmt: skip
+        result = CliRunner().invoke(cli, args, env=env)
+        assert result.exit_code == 2, result.output
+        assert (
+            f"--url / TRELLIS_URL: '{url}' is not the URL of an API: it has a query or a "
+            "fragment (?…, #…): give the API's address alone"
+        ) in result.output, result.output
+
+
+@pytest.mark.parametrize(
+    "command", [["runs", "start", "wf1"], ["schedules", "create", "wf1", "--cron", "@daily"]]
+)
+def test_a_key_given_by_input_json_and_by_input_is_a_usage_error(command: list[str]) -> None:
+    # README says --input values are added to --input-json's: `a` was silently 2.
+    given = ["--input-json", '{"a": 1, "b": 2}', "--input", "a=2", "--input", "c=3"]
+    with _answering(200, b"{}") as (url, seen):
+        result = CliRunner().invoke(cli, [*command, *given], env={"TRELLIS_URL": url})
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for --input: 'a' given by --input-json too: give each key once" in (
+        result.output
+    )
+    assert seen == []
+
+
+def test_a_token_given_with_its_bearer_prefix_is_refused_saying_so() -> None:
+    # It was refused as "a space, a line end, a curly quote…": the space after `Bearer`.
+    code, output = _run(["workflows", "list", "--token", "Bearer eyJabc.def.ghi"])
+    assert code == 2, output
+    assert "--token / TRELLIS_TOKEN: it starts with 'Bearer ': give the token alone" in output
