@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -84,9 +85,29 @@ class TrellisApi:
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        # The last answer read as a success: what a command reading it finds not in the
+        # API's shape is said of it (`read_as_answered`).
+        self._last: httpx.Response | None = None
 
     def close(self) -> None:
         self._http.close()
+
+    @contextmanager
+    def read_as_answered(self) -> Iterator[None]:
+        """A command reading an answer that is not in the API's shape (`{}` where a list of
+        workflows is due: something else at the URL, or not this API) fails as an answer
+        not the API's does, in one line: it was a KeyError or TypeError traceback."""
+        try:
+            yield
+        except (KeyError, TypeError, AttributeError, IndexError) as exc:
+            if self._last is None:
+                raise  # nothing read yet: the CLI's own mistake, not the answer's
+            what = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else str(exc)
+            raise ApiError(
+                f"{self._last.request.url} answered {self._last.status_code} with JSON not in "
+                f"the shape the Trellis API answers ({what}): is it the Trellis API? set "
+                "TRELLIS_URL or --url"
+            ) from None
 
     def request(
         self,
@@ -237,13 +258,24 @@ class TrellisApi:
             kind = "no body"
         else:
             try:
-                return Answer(response.json(), response.text, etag)
+                answer = Answer(response.json(), response.text, etag)
             except ValueError:
                 kind = response.headers.get("content-type", "no content type")
+            else:
+                self._last = response
+                return answer
         raise ApiError(
-            f"{response.request.url} answered {response.status_code} with {kind}, not "
-            "JSON: is it the Trellis API? set TRELLIS_URL or --url"
+            f"{response.request.url} answered {response.status_code}{_to(response)} with "
+            f"{kind}, not JSON: is it the Trellis API? set TRELLIS_URL or --url"
         )
+
+
+def _to(response: httpx.Response) -> str:
+    """Where a redirect points (` to https://…/login`). The API redirects nowhere: it is
+    something else at the URL that does (a proxy's sign-in, http to https), and the CLI
+    does not follow it (its token is not sent on to another address)."""
+    location = response.headers.get("location")
+    return f" to {location[:200]}" if response.is_redirect and location else ""
 
 
 def _stream_headers(last_event_id: str | None) -> dict[str, str]:

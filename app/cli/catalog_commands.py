@@ -33,6 +33,7 @@ def list_servers(session: Session, refresh: bool) -> None:
 
 
 def _server_table(servers: list[dict[str, Any]]) -> Any:
+    _a_list(servers)
     rows = [
         [s["id"], _health(s["status"]), len(s["tools"]), s["toolsSource"], s["transport"],
          _where(s), when(s.get("checkedAt")), s.get("error")]
@@ -57,6 +58,7 @@ def list_agents(session: Session, refresh: bool) -> None:
 
 
 def _agent_table(agents: list[dict[str, Any]]) -> Any:
+    _a_list(agents)
     rows = [
         [a["name"], _health(a["status"]), len(a["skills"]), ", ".join(s["id"] for s in a["skills"]),
          _yes_no(a.get("streaming")), a["url"], when(a.get("checkedAt")), a.get("error")]
@@ -64,6 +66,13 @@ def _agent_table(agents: list[dict[str, Any]]) -> Any:
     ]  # fmt: skip
     columns = ["NAME", "STATUS", "SKILLS", "SKILL IDS", "STREAMING", "URL", "CHECKED", "ERROR"]
     return table(f"A2A agents ({len(rows)})", columns, rows)
+
+
+def _a_list(answer: Any) -> None:
+    """The API answers a list: an object (`{}`, iterated as its keys) read as no server
+    said nothing was wrong. Its TypeError is an answer not the API's (api_client.py)."""
+    if not isinstance(answer, list):
+        raise TypeError(f"a list is due, not {type(answer).__name__}")
 
 
 def _health(status: str) -> Text:

@@ -135,7 +135,8 @@ def session(url: str, token: str | None, as_json: bool) -> Iterator[Session]:
         # Piped: wide enough that ids stay whole for grep and scripts.
         console = PipeConsole(highlight=False, width=max(console.width, 200))
     try:
-        yield Session(api, as_json, console)
+        with api.read_as_answered():
+            yield Session(api, as_json, console)
     except ApiError as exc:
         raise click.ClickException(clean(exc, one_line=True)) from None
     finally:

@@ -111,7 +111,7 @@ def show_run(session: Session, run_id: str) -> None:
         session.emit(session.api.get(f"/runs/{segment(run_id)}"), run_detail)
         return
     answer = session.api.get(f"/runs/{segment(run_id)}", nodeRuns="summary")
-    run = dict(answer.data)
+    run = {**answer.data}  # a TypeError when it is no object: not the API's answer
     counted = run["nodeRunSummary"]["total"]
     run["nodeRuns"], total = latest_node_runs(session, path_of(run), NODE_RUNS_SHOWN, counted)
     run["nodeRunSummary"] = {**run["nodeRunSummary"], "total": total}

@@ -148,7 +148,8 @@ def watch_run(session: Session, run_id: str, patience: float = RESUME_PATIENCE_S
     """Follow the run until it ends; 0 when it completed, 1 when it failed or was cancelled;
     WatchFailed when it cannot be followed (or no API answers for `patience` seconds)."""
     try:
-        return _Watch(session, patience).follow(run_id)
+        with session.api.read_as_answered():
+            return _Watch(session, patience).follow(run_id)
     except ApiError as exc:
         raise WatchFailed(clean(exc, one_line=True)) from None
 

@@ -65,9 +65,12 @@ def test_a_patience_that_is_not_a_finite_number_of_seconds_is_a_usage_error(
 
 
 @contextmanager
-def _answering(status: int, body: bytes) -> Iterator[tuple[str, list[str]]]:
+def _answering(
+    status: int, body: bytes, headers: dict[str, str] | None = None
+) -> Iterator[tuple[str, list[str]]]:
     """A server on 127.0.0.1 answering every request with `status` and `body` (JSON's
-    content type); yields its URL and the requests it was sent (`METHOD PATH`)."""
+    content type, and `headers`); yields its URL and the requests it was sent (`METHOD
+    PATH`)."""
     seen: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -76,6 +79,8 @@ def _answering(status: int, body: bytes) -> Iterator[tuple[str, list[str]]]:
             self.rfile.read(int(self.headers.get("content-length") or 0))
             self.send_response(status)
             self.send_header("content-type", "application/json")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             if status != 204:
                 self.send_header("content-length", str(len(body)))
             self.end_headers()
@@ -180,6 +185,54 @@ def test_a_grant_of_any_script_and_any_revoke_are_sent(principal: str) -> None:
     grant = ["--grant", f"{principal}=VIEW"] if principal.isprintable() else []
     code, output = _run(["workflows", "share", "wf-1", *grant, "--revoke", principal + "x"])
     assert code == 1 and "cannot reach the Trellis API" in output, output
+
+
+# What each command reads in an answer; a page of the wrong shape ended each in a
+# KeyError or TypeError traceback (found by an outside audit).
+_READERS = [
+    ["workflows", "list"], ["workflows", "show", "wf1"], ["workflows", "versions", "wf1"],
+    ["runs", "show", "run-1"], ["runs", "list", "wf1"], ["runs", "pause", "run-1"],
+    ["runs", "start", "wf1"], ["approvals"], ["approve", "run-1", "S"],
+    ["schedules", "list", "wf1"], ["schedules", "show", "sched-wf1-0123456789ab"],
+    ["catalog", "servers"], ["catalog", "agents"], ["workflows", "share", "wf1"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "body"),
+    [(args, body) for args in [*_READERS, ["runs", "watch", "run-1"]]
+     for body in (b"{}", b"[]", b'{"ok": true}', b'"ok"')
+     if not (args[0] == "catalog" and body == b"[]")],  # the catalog's answer naming none
+)  # fmt: skip
+def test_an_answer_not_in_the_apis_shape_ends_the_command_in_one_line(
+    args: list[str], body: bytes
+) -> None:
+    with _answering(200, body) as (url, seen):
+        result = CliRunner().invoke(cli, args, env={"TRELLIS_URL": url})
+    assert result.exit_code == (3 if args[1:2] == ["watch"] else 1), result.output
+    (line,) = result.output.splitlines()
+    assert line.startswith(f"Error: {url}/api/v1/"), line
+    assert " answered 200 with JSON not in the shape the Trellis API answers (" in line, line
+    assert line.endswith("): is it the Trellis API? set TRELLIS_URL or --url"), line
+    # A decision or a control read its run first: nothing was sent on the strength of it.
+    assert len(seen) == 1 or args[:2] == ["runs", "start"], seen
+
+
+def test_an_answer_missing_a_field_names_it() -> None:
+    with _answering(200, b'{"ok": true}') as (url, _):
+        result = CliRunner().invoke(cli, ["workflows", "list"], env={"TRELLIS_URL": url})
+    assert "with JSON not in the shape the Trellis API answers (no 'workflows')" in result.output
+
+
+def test_a_redirect_names_where_it_points() -> None:
+    # A proxy's sign-in (or http to https) said only "answered 302 with no body".
+    to = "https://sso.example/login?next=%2Fapi"
+    with _answering(302, b"", {"location": to}) as (url, seen):
+        result = CliRunner().invoke(cli, ["workflows", "list"], env={"TRELLIS_URL": url})
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.splitlines()
+    assert f" answered 302 to {to} with no body, not JSON: is it the Trellis API?" in line, line
+    assert len(seen) == 1, seen  # not followed
 
 
 @pytest.mark.parametrize(
