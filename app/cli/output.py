@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from app.cli.api_client import Answer, ApiError, TrellisApi
-from app.cli.reader_gone import PipeConsole
+from app.cli.reader_gone import PipeConsole, write_whole
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -48,7 +48,7 @@ class Session:
         otherwise `render(data)`."""
         if self.as_json:
             if answer.text:
-                click.echo(answer.text)
+                write_whole(answer.text)
             return
         rendered = render(answer.data)
         if rendered is not None:

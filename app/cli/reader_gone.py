@@ -49,3 +49,20 @@ def drop_unread_output() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, stdout)
     os.close(devnull)
+
+
+# A write to a pipe whose reader leaves during it is cut short, not refused, and Python
+# takes the short count without raising: one write of a 43 MB answer ended at 64 KiB with
+# exit 0. Written a piece at a time, with a flush each, the piece after the cut finds the
+# reader gone (BrokenPipeError: ReaderGone, exit 141).
+PIECE = 64 * 1024
+
+
+def write_whole(text: str) -> None:
+    """`text` and a line end on stdout, all of it or BrokenPipeError."""
+    stream = sys.stdout
+    for start in range(0, len(text), PIECE):
+        stream.write(text[start : start + PIECE])
+        stream.flush()
+    stream.write("\n")
+    stream.flush()

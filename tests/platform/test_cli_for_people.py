@@ -32,6 +32,7 @@ from app.cli.run_watch import WATCH_FAILED
 from tests.platform.conftest import REPO, DevProcess, running_dev, trellis_env
 from tests.support.cli_in_process import run_cli
 from tests.support.server import free_port
+from tests.unit.test_cli_flag_values import _answering
 
 
 @pytest.fixture(scope="module")
@@ -931,6 +932,27 @@ def test_a_command_whose_reader_went_away_ends_quietly_with_exit_141(
             command.kill()
         assert (command.returncode, err) == (141, ""), args
     ok(trellis(dev, "runs", "cancel", run_id))
+
+
+def test_a_large_json_answer_whose_reader_went_away_ends_with_exit_141(tmp_path: Path) -> None:
+    # `trellis runs show RUN --json | head -c 10` of a 43 MB answer: written in one write,
+    # cut short at 64 KiB when `head` left, which Python took without raising: exit 0, the
+    # output cut, as if it had all been read.
+    body = json.dumps({"id": "run-1", "finalOutput": "x" * 43_000_000}).encode()
+    with _answering(200, body) as (url, _):
+        command = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "runs", "show", "run-1", "--json"],
+            env=trellis_env(tmp_path, TRELLIS_URL=url), cwd=REPO,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert command.stdout is not None
+            assert command.stdout.read(10) == body[:10]  # `head -c 10`
+            command.stdout.close()  # and `head` exits
+            _, err = command.communicate(timeout=60)
+        finally:
+            command.kill()
+    assert (command.returncode, err) == (141, b"")
 
 
 def test_apply_of_a_file_naming_a_key_twice_is_refused_naming_it_and_changes_nothing(
