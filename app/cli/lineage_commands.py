@@ -35,7 +35,7 @@ def rerun(session: Session, run_id: str, node_id: str, key: str | None) -> None:
 
     The steps before it reuse their outputs, the ones after it do not run. NODE_ID is the
     step's id in the definition (`trellis workflows show`), or its name when no other
-    top-level step has that name."""
+    top-level step has that name (a nested step's name is answered as its id is)."""
     # The run's definition snapshot (not its node runs): the ids and names it ran with.
     run = session.api.get(f"/runs/{segment(run_id)}", nodeRuns="summary").data
     node_id = node_id_of(run.get("definitionSnapshot") or {}, node_id)

@@ -130,6 +130,36 @@ def test_rerun_takes_a_top_level_steps_name_and_refuses_one_two_steps_have(
     assert finished(dev, by_id["run_id"])["finalOutput"]["config"] == {"n": 3}
 
 
+def test_rerun_of_a_nested_step_by_its_name_is_the_apis_answer_as_by_its_id(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # The name was looked up among the top-level steps only and sent as an id: the API's
+    # 404 "Node 'Inner' not found in run", where its id had the accurate 400.
+    path = tmp_path / "nested.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"name": f"cli-{uuid.uuid4().hex[:8]}", "enabled": True, "nodes": [
+                {"id": "both", "name": "Both", "nodeType": "parallel", "children": [
+                    {"id": "inner", "name": "Inner", "nodeType": "step",
+                     "executorKey": "builtin:echo", "config": {"n": 1}},
+                    {"id": "other", "name": "Other", "nodeType": "step",
+                     "executorKey": "builtin:echo", "config": {"n": 2}},
+                ]},
+            ]}
+        )
+    )  # fmt: skip
+    workflow_id = json.loads(ok(trellis(dev, "workflows", "apply", "-f", str(path), "--json")))
+    run_id = json.loads(ok(trellis(dev, "runs", "start", workflow_id["id"], "--json")))["runId"]
+    assert finished(dev, run_id)["status"] == "completed"
+    for given in ("Inner", "inner"):
+        refused = trellis(dev, "runs", "rerun", run_id, given)
+        assert refused.returncode == 1, refused.stdout
+        assert refused.stderr == (
+            "Error: 400 invalid_request: Nested node rerun is not supported.\n"
+        ), refused.stderr
+    assert children_of(dev, workflow_id["id"], run_id) == []
+
+
 def test_replay_starts_a_child_run_and_children_json_is_the_apis_answer(
     dev: DevProcess, tmp_path: Path
 ) -> None:
