@@ -7,7 +7,8 @@ A bare schedule id is enough: the API names every schedule `sched-{workflowId}-{
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 import click
@@ -19,6 +20,7 @@ from app.cli.id_argument import ID
 from app.cli.limits import MAX_INTERVAL_SECONDS
 from app.cli.option_values import initial_input, input_options, key_option
 from app.cli.output import Session, api_options, compact, shown, table, when
+from app.cli.schedule_firings import firing_runs, recent_skips
 
 OVERLAP_POLICIES = ("skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other",
                     "allow_all")  # fmt: skip
@@ -76,7 +78,11 @@ def _first(values: list[str]) -> str | None:
 @api_options
 def show_schedule(session: Session, schedule_id: str) -> None:
     """One schedule with its next and recent firings."""
-    session.emit(session.api.get(schedule_path(schedule_id)), _schedule_detail)
+    path = schedule_path(schedule_id)
+    answer = session.api.get(path)
+    # A table tells a skipped firing from one whose run is not recorded yet: --json does not.
+    skips = [] if session.as_json else recent_skips(session, path, answer)
+    session.emit(answer, lambda s: _schedule_detail(s, skips))
 
 
 def _skipped(s: dict[str, Any]) -> str:
@@ -92,7 +98,7 @@ def _by(s: dict[str, Any]) -> str:
     return f" by {s['createdBy']}" if s.get("createdBy") else ""
 
 
-def _schedule_detail(s: dict[str, Any]) -> Any:
+def _schedule_detail(s: dict[str, Any], skips: Sequence[tuple[datetime, str]] = ()) -> Any:
     head = shown(
         (f"schedule {s['id']}", "bold"),
         ("  paused" if s["paused"] else "  active", "yellow" if s["paused"] else "green"),
@@ -110,9 +116,9 @@ def _schedule_detail(s: dict[str, Any]) -> Any:
         parts.append(shown("next firings: none while paused"))
     else:
         parts.append(table("next firings", ["AT"], upcoming))
-    # A firing names its run (`runId`) once the run is recorded; none for a skip.
-    recent = [[when(a["scheduledAt"]), when(a["startedAt"]), a.get("runId") or "-",
-               a["triggerWorkflowId"]] for a in s["recentActions"]]  # fmt: skip
+    actions = s["recentActions"]
+    recent = [[when(a["scheduledAt"]), when(a["startedAt"]), run, a["triggerWorkflowId"]]
+              for a, run in zip(actions, firing_runs(actions, skips), strict=True)]  # fmt: skip
     parts.append(table("recent firings", ["DUE", "FIRED", "RUN", "TRIGGER WORKFLOW"], recent))
     parts.append(shown(f"its runs: trellis runs list {s['workflowId']} --schedule {s['id']}"))
     return Group(*parts)

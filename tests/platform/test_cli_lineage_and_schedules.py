@@ -267,6 +267,35 @@ def test_schedules_create_list_show_trigger_pause_and_delete(
     until_listed(dev, workflow_id, [])
 
 
+def test_schedules_show_tells_a_skipped_firing_from_a_run_not_recorded(
+    dev: DevProcess, tmp_path: Path
+) -> None:
+    # Both were `-`, which README called a skip; the skip log tells them apart.
+    workflow_id = two_step_workflow(dev, tmp_path)
+    ok(trellis(dev, "workflows", "disable", workflow_id))
+    made = json.loads(
+        ok(trellis(dev, "schedules", "create", workflow_id, "--interval-seconds", "1", "--json"))
+    )
+    path = f"/workflows/{workflow_id}/schedules/{made['id']}"
+    deadline = time.monotonic() + 30
+    while len(api(dev, f"{path}/skips").json()["skips"]) < 2:
+        assert time.monotonic() < deadline, "the firings of a disabled workflow logged no skip"
+        time.sleep(0.2)
+    ok(trellis(dev, "schedules", "pause", made["id"]))
+    shown = ok(trellis(dev, "schedules", "show", made["id"]))
+    fired = api(dev, path).json()["recentActions"]
+    assert fired and all(action["runId"] is None for action in fired), fired
+    rows = [
+        next(line for line in shown.splitlines() if action["triggerWorkflowId"] in line)
+        for action in fired
+    ]
+    assert "none: skipped (workflow disabled)" in rows[0], shown
+    # The newest may have fired after the skips were read: its skip not logged then.
+    for row in rows:
+        assert "none: skipped (workflow disabled)" in row or "not recorded yet" in row, row
+    ok(trellis(dev, "schedules", "delete", made["id"]))
+
+
 def test_a_bad_cron_is_the_apis_400_and_creates_nothing(dev: DevProcess, tmp_path: Path) -> None:
     workflow_id = two_step_workflow(dev, tmp_path)
     # Refused by the body's grammar, and by Temporal's calendar (February 31st never comes).
