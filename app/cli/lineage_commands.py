@@ -3,26 +3,15 @@ its parent by `parentRunId`). A bare run id is enough, as for the other run comm
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from app.cli.api_client import path_of, segment
 from app.cli.id_argument import ID
 from app.cli.limits import page_options
 from app.cli.option_values import key_option
-from app.cli.output import Session, api_options, shown, styled
-from app.cli.run_commands import listed_node_runs, run_table
+from app.cli.output import Session, api_options
+from app.cli.run_commands import listed_node_runs, run_table, started
 from app.cli.step_names import node_id_of
-
-
-def _started(what: str, child_id: str, status: str, parent_id: str) -> Any:
-    return shown(
-        f"{what} started: run {child_id} (",
-        styled(status),
-        f"), a child of run {parent_id}",
-        (f"\nfollow it with: trellis runs watch {child_id}", "magenta"),
-    )
 
 
 @click.command("rerun")
@@ -41,7 +30,7 @@ def rerun(session: Session, run_id: str, node_id: str, key: str | None) -> None:
     node_id = node_id_of(run.get("definitionSnapshot") or {}, node_id)
     answer = session.api.post(f"{path_of(run)}/nodes/{segment(node_id)}/rerun", key=key)
     # Contract 13's body is snake_case (`run_id`), unlike the other control answers.
-    session.emit(answer, lambda r: _started("rerun", r["run_id"], r["status"], run_id))
+    session.emit(answer, lambda r: started("rerun", r["run_id"], r["status"], run_id))
 
 
 @click.command("replay")
@@ -53,7 +42,7 @@ def replay(session: Session, run_id: str, key: str | None) -> None:
 
     Every step runs anew, on the run's initial input."""
     answer = session.api.post(f"{session.api.run_path(run_id)}/replay", key=key)
-    session.emit(answer, lambda r: _started("replay", r["runId"], r["status"], r["parentRunId"]))
+    session.emit(answer, lambda r: started("replay", r["runId"], r["status"], r["parentRunId"]))
 
 
 @click.command("children")

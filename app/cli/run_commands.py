@@ -316,13 +316,16 @@ def cancel(session: Session, run_id: str) -> None:
 def retry(session: Session, run_id: str, key: str | None) -> None:
     """Start a new run of a finished one, reusing what completed (a child run)."""
     answer = session.api.post(f"{session.api.run_path(run_id)}/retry", key=key)
-    session.emit(answer, lambda r: _retried(r.get("runId") or r.get("id")))
+    session.emit(answer, lambda r: started("retry", r["runId"], r["status"], r["parentRunId"]))
 
 
-def _retried(child_id: str) -> Any:
-    # As rerun and replay say (lineage_commands.py): the next thing one does is watch it.
+def started(what: str, child_id: str, status: str, parent_id: str) -> Any:
+    """The line of a child run started (retry, rerun, replay): the next thing one does is
+    watch it."""
     return shown(
-        f"retry started: run {child_id}",
+        f"{what} started: run {child_id} (",
+        styled(status),
+        f"), a child of run {parent_id}",
         (f"\nfollow it with: trellis runs watch {child_id}", "magenta"),
     )
 
