@@ -77,7 +77,7 @@ async def test_a_pause_records_the_firings_it_drops_from_the_buffer(
         async def drained() -> bool:
             return (await handle.describe()).raw_description.info.buffer_size == 0
 
-        await eventually(drained, within=10)
+        await eventually(drained, within=30)
         skips = (await client.get(f"{one}/skips")).json()["skips"]
         reasons = [s["reason"] for s in skips]
         assert len(reasons) == dropped, reasons
