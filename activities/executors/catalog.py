@@ -129,6 +129,10 @@ class Catalog:
         """What a key names, or a message saying why it names nothing."""
         return self._keys.resolution(key)
 
+    def is_ambiguous(self, key: str) -> bool:
+        """A bare key that several tools, or a tool and an agent, answer to."""
+        return self._keys.is_ambiguous(key)
+
     def unlisted_servers(self, key: str) -> list[str]:
         """Servers that could offer `key` but did not answer their last listing (down, or
         not asked yet) and declare no tools: what they offer now is unknown."""

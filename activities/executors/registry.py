@@ -85,7 +85,10 @@ class ExecutorRegistry:
             raise PermanentError("the step names neither an executorKey nor an a2aPool")
         ref = await self.catalog.current_resolution(key)
         if isinstance(ref, str):
-            if unlisted := self.catalog.unlisted_servers(key):
+            # An ambiguous key stays so whatever a down server offers: that is no retry's.
+            if not self.catalog.is_ambiguous(key) and (
+                unlisted := self.catalog.unlisted_servers(key)
+            ):
                 # The definition was checked when saved: the tool may be on a server that
                 # is down now, which is worth a retry, not the step's end. A `server/tool`
                 # key's message already says that its server is down.

@@ -154,6 +154,7 @@ CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
 CATALOG_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("executor_key_known", step("A", key="no-such-tool"), ["('A')", "unknown executorKey", "'no-such-tool'"]),
     ("builtin_key_known", step("A", key="builtin:nope"), ["('A')", "unknown executorKey", "not a built-in"]),
+    ("a2a_key_names_a_catalog_agent", step("A", key="a2a:ghost-agent"), ["('A')", "unknown executorKey", "no A2A agent 'ghost-agent'"]),
     ("a2a_pool_agents_known", node("A", "step", a2aPool=["web-agent", "ghost-agent"]), ["('A')", "unresolvable a2aPool", "'ghost-agent'"]),
     ("nested_executor_key_known", valid("condition", trueSteps=[step("Deep", key="nope")]), ["('Deep')", "unknown executorKey"]),
 ]
@@ -289,6 +290,14 @@ class TestExecutorRules:
         response = await client.post(
             f"{API}/workflows",
             json=workflow(unique("qualified"), step("A", key="tree-tools/shared-tool")),
+        )
+        assert response.status_code == 201, response.text
+
+    async def test_an_agent_may_be_named_a2a_colon_its_name(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        response = await client.post(
+            f"{API}/workflows", json=workflow(unique("agent"), step("A", key="a2a:web-agent"))
         )
         assert response.status_code == 201, response.text
 

@@ -20,7 +20,7 @@ from activities.executors import a2a as a2a_executor
 from activities.executors.a2a import TASK_PROGRESS_KEY
 from activities.executors.base import PermanentError, TransientError
 from activities.executors.catalog import Catalog
-from activities.executors.catalog_file import A2AAgentSpec, CatalogFile
+from activities.executors.catalog_file import A2AAgentSpec, CatalogFile, McpServerSpec
 from activities.executors.registry import ExecutorRegistry
 from tests.executors.conftest import MakeCall
 from tests.peers.a2a_agents import AgentSpec, AgentStats, agents_app
@@ -364,6 +364,46 @@ async def _one_agent(spec: AgentSpec) -> AsyncIterator[ExecutorRegistry]:
         yield registry
     finally:
         await registry.close()
+        served.stop()
+
+
+async def test_an_agent_a_tool_shares_a_name_with_is_written_a2a_colon_name(
+    make_call: MakeCall,
+) -> None:
+    # An audit: a step saved on `quick` broke once a server offered a tool `quick`; the
+    # message advised "the A2A agent" (no key says that) and, a server being down, that the
+    # tool "can only be" on it, "which did not answer" (retryably, though no answer helps).
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    served = ServedApp(agents_app([AgentSpec("quick")], base, AgentStats()), port=port).start()
+    file = CatalogFile(
+        servers=(
+            McpServerSpec(id="open", url=f"http://127.0.0.1:{free_port()}/mcp", tools=["quick"]),
+            McpServerSpec(id="late", url=f"http://127.0.0.1:{free_port()}/mcp"),
+        ),
+        agents=(A2AAgentSpec(name="quick", url=f"{base}/agents/quick/"),),
+    )
+    registry = ExecutorRegistry(Catalog(file), http_policy=LOOPBACK_ALLOWED)
+    try:
+        await registry.catalog.start()
+        with pytest.raises(PermanentError) as ambiguous:
+            await registry.execute(make_call("quick", {"text": "x"}))
+        assert str(ambiguous.value) == (
+            "unknown executorKey: 'quick' is ambiguous; write one of: open/quick, a2a:quick"
+        )
+        outcome = await registry.execute(make_call("a2a:quick", {"text": "named"}))
+        assert outcome.output["agent"] == "quick"
+        assert outcome.output["config"] == {"text": "named"}
+        assert outcome.resolved_executor == {"kind": "a2a", "key": "quick"}
+        with pytest.raises(PermanentError) as unknown:
+            await registry.execute(make_call("a2a:ghost", {}))
+        assert str(unknown.value) == (
+            "unknown executorKey: no A2A agent 'ghost' in the executor catalog"
+            " (its agents are 'quick')"
+        )
+    finally:
+        await registry.close()
+        await registry.catalog.close()
         served.stop()
 
 

@@ -63,6 +63,25 @@ def test_ambiguous_key_is_a_problem_that_says_so() -> None:
     assert "ambiguous" in problems[0].message and "one/send" in problems[0].message
 
 
+def test_an_agent_is_named_explicitly_by_a2a_colon_its_name() -> None:
+    ref = Catalog(FILE).resolve("a2a:agent-a")
+    assert ref is not None and (ref.kind, ref.agent_name, ref.key) == ("a2a", "agent-a", "agent-a")
+    assert Catalog(FILE).resolution("a2a:ghost") == (
+        "no A2A agent 'ghost' in the executor catalog (its agents are 'agent-a')"
+    )
+
+
+def test_a_tool_named_as_an_agent_is_ambiguous_with_writable_forms_only() -> None:
+    # It said "write one of: three/agent-a, the A2A agent": no key says the latter.
+    tool = McpServerSpec(id="three", url="http://127.0.0.1:4/mcp", tools=("agent-a",))
+    catalog = Catalog(FILE.model_copy(update={"servers": (*FILE.servers, tool)}))
+    assert catalog.resolution("agent-a") == (
+        "'agent-a' is ambiguous; write one of: three/agent-a, a2a:agent-a"
+    )
+    assert catalog.resolve("a2a:agent-a").kind == "a2a"  # type: ignore[union-attr]
+    assert catalog.resolve("three/agent-a").kind == "mcp"  # type: ignore[union-attr]
+
+
 def test_unknown_pool_agent_is_a_problem() -> None:
     problems = Catalog(FILE).unknown_executor_problems(
         spec({"id": "p", "name": "Pool", "nodeType": "step", "a2aPool": ["agent-a", "ghost"]})
