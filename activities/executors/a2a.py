@@ -43,6 +43,7 @@ from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict
 
 from activities.executors.a2a_errors import describe_a2a_error
+from activities.executors.a2a_numbers import doubtful_numbers, inexact_integer
 from activities.executors.a2a_task_notes import TaskNotes
 from activities.executors.agent_card import fetch_card
 from activities.executors.agent_credentials import calling
@@ -154,6 +155,7 @@ class A2AExecutor:
             return await self._call(call, name)
 
     async def _call(self, call: StepCall, name: str) -> Any:
+        message = _message(call, name)  # first: it may refuse before anything is sent
         card = None
         try:
             card = await self.card(name)
@@ -168,7 +170,7 @@ class A2AExecutor:
                     f" speaks {' and '.join(BINDINGS)}"
                 ) from None
             raise TransientError(f"A2A agent {name!r} unreachable: {reason}") from None
-        request = SendMessageRequest(message=_message(call, name))
+        request = SendMessageRequest(message=message)
         # Without streaming, ask for the task at once and poll it (so it can be cancelled).
         request.configuration.return_immediately = not card.capabilities.streaming
         progress: dict[str, Any] = {"waitingFor": f"A2A agent {name}"}
@@ -189,7 +191,21 @@ class A2AExecutor:
             await self._cancel_remote(client, reply.id, name, notes)
         elif isinstance(reply, Task):
             await notes.done(reply.id)  # it ended: nothing to cancel
-        return _outcome(name, reply, self._catalog.redacted)
+        output = _outcome(name, reply, self._catalog.redacted)
+        if doubtful := doubtful_numbers(output, "output"):
+            log.warning(
+                "A2A agent %r returned %d whole number(s) of 2^53 or more, at %s (run %s,"
+                " step %r, node run %s): A2A carries numbers as doubles, so digits past 2^53"
+                " may have been lost in the agent's SDK before Trellis read them; have the"
+                " agent send such numbers as strings",
+                name,
+                len(doubtful),
+                ", ".join(doubtful[:5]),
+                call.run_id,
+                call.node_name,
+                call.node_run_id,
+            )
+        return output
 
     def _client(self, name: str, card: AgentCard) -> Client:
         """The agent's client for its current card: built anew when the catalog's card
@@ -384,8 +400,14 @@ def _message(call: StepCall, name: str) -> Message:
         "nodeRunId": call.node_run_id,
         "attempt": call.attempt,
     }
-    config = payload_config(call.config)
-    parts.append(new_data_part({"config": config, "context": call.context, "run": run}))
+    data = {"config": payload_config(call.config), "context": call.context, "run": run}
+    if found := inexact_integer(data, ""):
+        path, number = found
+        raise PermanentError(
+            f"{path} is {number}, beyond ±2^53: A2A carries numbers as doubles, which would"
+            f" send another number to agent {name!r} (nothing was sent); send it as a string"
+        )
+    parts.append(new_data_part(data))
     return Message(
         role=Role.ROLE_USER,
         message_id=f"{call.node_run_id}:{call.attempt}:{name}",
@@ -454,7 +476,8 @@ def _part_value(part: Part) -> Any:
 
 
 def _whole_numbers(value: Any) -> Any:
-    """protobuf Values carry every number as a double; give whole numbers back as ints."""
+    """protobuf Values carry every number as a double; give whole numbers back as ints
+    (one of 2^53 or more may not be the agent's: `_call` warns of it, a2a_numbers.py)."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):

@@ -40,6 +40,45 @@ async def test_agent_receives_text_and_data_and_returns_its_artifact(
     assert outcome.resolved_executor == {"kind": "a2a", "key": "account-manager-v1"}
 
 
+async def test_an_integer_a_double_would_change_fails_the_step_before_anything_is_sent(
+    registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
+) -> None:
+    # An audit: the agent received 9007199254740992.0 for 9007199254740993, silently.
+    calls = peers.agent_stats.calls["account-manager-v1"]
+    cases = [
+        ({"accountId": 9007199254740993}, {}, "config.accountId is 9007199254740993"),
+        ({"a": {"ids": [1, -(2**53) - 1]}}, {}, "config.a.ids[1] is -9007199254740993"),
+        ({}, {"input": {"big id": 2**64}}, "context.input['big id'] is 18446744073709551616"),
+    ]
+    for config, context, said in cases:
+        call = make_call("account-manager-v1", config, context=context)
+        with pytest.raises(PermanentError) as refused:
+            await registry.execute(call)
+        assert str(refused.value) == (
+            f"{said}, beyond ±2^53: A2A carries numbers as doubles, which would send another"
+            " number to agent 'account-manager-v1' (nothing was sent); send it as a string"
+        )
+    assert peers.agent_stats.calls["account-manager-v1"] == calls
+
+
+async def test_a_returned_whole_number_of_2_to_the_53_or_more_is_warned_of(
+    registry: ExecutorRegistry, make_call: MakeCall, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 2^53 goes out exactly; coming back, it may as well have been 2^53 + 1 at the agent.
+    call = make_call("account-manager-v1", {"acct": 2**53, "small": 2**53 - 1, "as text": "1"})
+    with caplog.at_level(logging.WARNING, logger="activities.executors"):
+        outcome = await registry.execute(call)
+    assert outcome.output["config"] == {"acct": 2**53, "small": 2**53 - 1, "as text": "1"}
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [
+        "A2A agent 'account-manager-v1' returned 1 whole number(s) of 2^53 or more, at"
+        f" output.config.acct (run {call.run_id}, step {call.node_name!r}, node run"
+        f" {call.node_run_id}): A2A carries numbers as doubles, so digits past 2^53 may have"
+        " been lost in the agent's SDK before Trellis read them; have the agent send such"
+        " numbers as strings"
+    ], warned
+
+
 async def test_a_streamed_task_is_read_from_its_stream_alone(
     registry: ExecutorRegistry, make_call: MakeCall, peers: Peers
 ) -> None:
