@@ -10,7 +10,8 @@ so a hung member costs one attempt, not all of them.
 - `round_robin`: the same, starting at an index derived from a hash of the run id, so
   runs spread over the pool and retries of one run start at the same agent.
 - `skill_match`: agents ordered by how well their card's skills match `config.task`,
-  `config.message` and `config.tags` (ties keep pool order), then failover.
+  `config.message` and `config.tags` (ties keep pool order), then failover. The scoring
+  (`score_skills`) is docs/executors.md's "Pools": a tag's words are task words too.
 """
 
 from __future__ import annotations

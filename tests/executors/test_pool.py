@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from activities.executors.base import PermanentError, TransientError
+from activities.executors.catalog import Catalog
+from activities.executors.catalog_file import A2AAgentSpec, CatalogFile
 from activities.executors.registry import ExecutorRegistry
 from tests.executors.conftest import MakeCall
+from tests.peers.a2a_agents import AgentSpec, AgentStats, agents_app
+from tests.peers.serving import ServedApp, free_port
+from tests.support.loopback import LOOPBACK_ALLOWED
 
 
 def pool_call(make_call: MakeCall, pool: list[str], **config: object):  # type: ignore[no-untyped-def]
@@ -99,6 +104,35 @@ async def test_skill_match_ties_keep_pool_order(
     )
     assert outcome.resolved_executor is not None
     assert outcome.resolved_executor["key"] == "a2a-business-onboarding-agent"
+
+
+async def test_skill_match_scores_by_the_documented_formula(make_call: MakeCall) -> None:
+    # An audit read docs/executors.md's formula as giving `stream` 3 here; the reason said
+    # 6. The docs now state what is scored: the node's words are those of task, message
+    # and tags; per skill, 3 for each word or tag equal to a skill tag, 2 for each word in
+    # its id or name, 1 for each word in its description. `stream`: tag 3 + name 2 +
+    # description 1 = 6; `multi` (a node tag, so a word too) 3 + 2 + 1 = 6, a tie, which
+    # pool order breaks; `quick` 0.
+    skills = {"quick": "quick answers", "stream": "stream answers", "multi": "multi answers"}
+    specs = [AgentSpec(n, skills=((n, d, (n,)),)) for n, d in skills.items()]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    served = ServedApp(agents_app(specs, base, AgentStats()), port=port).start()
+    agents = tuple(A2AAgentSpec(name=n, url=f"{base}/agents/{n}/") for n in skills)
+    registry = ExecutorRegistry(Catalog(CatalogFile(agents=agents)), http_policy=LOOPBACK_ALLOWED)
+    pool = ["quick", "stream", "multi"]
+    try:
+        outcome = await registry.execute(
+            pool_call(
+                make_call, pool, poolStrategy="skill_match", task="stream something", tags=["multi"]
+            )
+        )
+    finally:
+        await registry.close()
+        served.stop()
+    assert outcome.resolved_executor is not None
+    assert outcome.resolved_executor["key"] == "stream"
+    assert outcome.resolved_executor["reason"] == "skill_match: score 6 (matched stream)"
 
 
 async def test_unknown_strategy_is_permanent(
