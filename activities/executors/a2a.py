@@ -401,11 +401,26 @@ def _message(call: StepCall, name: str) -> Message:
         "attempt": call.attempt,
     }
     data = {"config": payload_config(call.config), "context": call.context, "run": run}
-    if found := inexact_integer(data, ""):
+    # The step's own arguments are refused; the run's context (earlier steps' outputs, a
+    # 64-bit id an MCP tool returned) goes, with a warning: a run whose agent never reads
+    # that field worked before, and would fail for a number it does not use.
+    if found := inexact_integer({"config": data["config"]}, ""):
         path, number = found
         raise PermanentError(
             f"{path} is {number}, beyond ±2^53: A2A carries numbers as doubles, which would"
             f" send another number to agent {name!r} (nothing was sent); send it as a string"
+        )
+    if found := inexact_integer(call.context, "context"):
+        path, number = found
+        log.warning(
+            "%s is %d, beyond ±2^53: A2A carries numbers as doubles, so agent %r receives"
+            " another number there (run %s, step %r, node run %s)",
+            path,
+            number,
+            name,
+            call.run_id,
+            call.node_name,
+            call.node_run_id,
         )
     parts.append(new_data_part(data))
     return Message(

@@ -48,7 +48,6 @@ async def test_an_integer_a_double_would_change_fails_the_step_before_anything_i
     cases = [
         ({"accountId": 9007199254740993}, {}, "config.accountId is 9007199254740993"),
         ({"a": {"ids": [1, -(2**53) - 1]}}, {}, "config.a.ids[1] is -9007199254740993"),
-        ({}, {"input": {"big id": 2**64}}, "context.input['big id'] is 18446744073709551616"),
     ]
     for config, context, said in cases:
         call = make_call("account-manager-v1", config, context=context)
@@ -59,6 +58,25 @@ async def test_an_integer_a_double_would_change_fails_the_step_before_anything_i
             " number to agent 'account-manager-v1' (nothing was sent); send it as a string"
         )
     assert peers.agent_stats.calls["account-manager-v1"] == calls
+
+
+async def test_an_integer_a_double_would_change_in_the_context_is_sent_and_warned_of(
+    registry: ExecutorRegistry, make_call: MakeCall, peers: Peers, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The run's context is not the step's arguments: a run that worked while its agent
+    # ignored a 64-bit id an earlier step returned goes on working, told of it.
+    calls = peers.agent_stats.calls["account-manager-v1"]
+    call = make_call("account-manager-v1", {"task": "t"}, context={"input": {"big id": 2**64}})
+    with caplog.at_level(logging.WARNING, logger="activities.executors"):
+        outcome = await registry.execute(call)
+    assert outcome.output["text"] == "t"
+    assert peers.agent_stats.calls["account-manager-v1"] == calls + 1
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [
+        "context.input['big id'] is 18446744073709551616, beyond ±2^53: A2A carries numbers"
+        " as doubles, so agent 'account-manager-v1' receives another number there (run"
+        f" {call.run_id}, step {call.node_name!r}, node run {call.node_run_id})"
+    ], warned
 
 
 async def test_a_returned_whole_number_of_2_to_the_53_or_more_is_warned_of(
