@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -100,3 +101,10 @@ async def _sse(follower: RunEventFollower, hub: EventHub) -> AsyncIterator[Serve
                 event=str(event.get("type", "message")),
                 id=str(event["id"]),
             )
+            # A page is written event after event with no wait in between (the transport
+            # takes each write at once): a client gone mid-page was noticed by uvicorn only
+            # after the page, and every write to the lost connection from the sixth on
+            # logged "socket.send() raised exception." (bare, hundreds per page). One turn
+            # of the loop per event lets the lost connection be seen after the write that
+            # failed; the rest of the page is then dropped unwritten, and the stream ends.
+            await asyncio.sleep(0)
