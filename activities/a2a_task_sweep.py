@@ -1,7 +1,10 @@
 """The sweep of abandoned A2A tasks: a task whose step is gone (its run cancelled or failed
 while no worker followed it: its worker killed) is cancelled at its agent (`tasks/cancel`),
 once. Only the worker following a task knows its id; steps note theirs in the store
-(activities/executors/a2a_task_notes.py), and this reads the notes.
+(activities/executors/a2a_task_notes.py), and this reads the notes. A note a step said it
+follows within UNFOLLOWED_AFTER is left alone, its run ended or not: that step is alive,
+and cancels the task itself once it hears of the run's end (it did, a second or so after a
+sweep that took it at once cancelled it "while no worker followed it").
 
 Every worker sweeps, at its start and then every TRELLIS_A2A_TASK_SWEEP_SECONDS
 (app/worker.py). A task is claimed before it is cancelled (`Store.claim_abandoned_a2a_tasks`),
@@ -36,6 +39,11 @@ BATCH = 50
 # How long a claim holds off other sweeps: well past a batch's cancels (each is bounded).
 LEASE = timedelta(seconds=10 * CANCEL_TIMEOUT_SECONDS)
 GIVE_UP_AFTER = timedelta(hours=1)
+# A task is taken only once no attempt said it follows it for this long. A live step says
+# so every FOLLOW_SECONDS (3 s) at a heartbeat (each second), and hears its run's cancel at
+# a heartbeat (Temporal's throttle: 1 s, app/worker.py), forgetting the note at once: its
+# note is at most ~5 s old until then. Twice that, for a slow store write or a busy loop.
+UNFOLLOWED_AFTER = timedelta(seconds=10)
 # An agent answering these has no such task running, or will not cancel it however asked.
 SETTLING_ANSWERS = (
     TaskNotFoundError,
@@ -64,11 +72,13 @@ class AbandonedA2ATasks:
         *,
         batch: int = BATCH,
         give_up_after: timedelta = GIVE_UP_AFTER,
+        unfollowed_after: timedelta = UNFOLLOWED_AFTER,
     ) -> None:
         self._store = store
         self._agents = agents
         self._batch = batch
         self._give_up_after = give_up_after
+        self._unfollowed_after = unfollowed_after
 
     async def sweep(self) -> Swept:
         swept = Swept()
@@ -76,7 +86,9 @@ class AbandonedA2ATasks:
         try:
             while True:
                 now = datetime.now(UTC)
-                claimed = await self._store.claim_abandoned_a2a_tasks(now, LEASE, self._batch)
+                claimed = await self._store.claim_abandoned_a2a_tasks(
+                    now, LEASE, self._batch, followed_before=now - self._unfollowed_after
+                )
                 answers = await asyncio.gather(*(self._cancel(t.ref) for t in claimed))
                 for task, reason in zip(claimed, answers, strict=True):
                     if reason is None:

@@ -176,7 +176,8 @@ class A2AExecutor:
         progress: dict[str, Any] = {"waitingFor": f"A2A agent {name}"}
         notes = TaskNotes(call, name)
         try:
-            async with heartbeating(call, progress):
+            # Each beat also says the noted tasks are still followed (the sweep leaves them).
+            async with heartbeating(call, progress, on_beat=notes.still_following):
                 reply = await self._resumed(client, call, name, progress, notes)
                 if reply is None:
                     reply = await self._follow(client, request, name, progress, notes)

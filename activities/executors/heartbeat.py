@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from activities.executors.base import StepCall
@@ -14,10 +14,15 @@ HEARTBEAT_SECONDS = 1.0
 
 @contextlib.asynccontextmanager
 async def heartbeating(
-    call: StepCall, detail: Any, every: float = HEARTBEAT_SECONDS
+    call: StepCall,
+    detail: Any,
+    every: float = HEARTBEAT_SECONDS,
+    *,
+    on_beat: Callable[[], None] | None = None,
 ) -> AsyncIterator[None]:
     """Call `call.heartbeat(detail)` every `every` seconds until the block ends (a dict
-    `detail` is sent as it is at each beat: what the executor added to it meanwhile too).
+    `detail` is sent as it is at each beat: what the executor added to it meanwhile too),
+    and `on_beat()` after it: what must stop when the step stops beating.
 
     Not at once: Temporal sends an activity's first heartbeat to the server straight away,
     so beating on entry cost every call a server round trip beside its own work (~1 ms of
@@ -28,6 +33,8 @@ async def heartbeating(
         while True:
             await asyncio.sleep(every)
             call.heartbeat(detail)
+            if on_beat is not None:
+                on_beat()
 
     task = asyncio.create_task(beat())
     try:

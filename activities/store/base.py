@@ -392,7 +392,11 @@ class Store(Protocol):
 
     # -- tasks A2A steps started (app/a2a_task_sweep.py cancels those left behind) ----
     async def record_a2a_task(self, task: A2ATaskRef, at: datetime) -> None:
-        """Note a task an A2A step started and follows (noted again: nothing changes)."""
+        """Note a task an A2A step started and follows, followed at `at` (noted again: only
+        that time moves on)."""
+
+    async def follow_a2a_task(self, task: A2ATaskRef, at: datetime) -> None:
+        """The step still follows the noted task at `at` (a note gone meanwhile stays gone)."""
 
     async def settle_a2a_task(self, task: A2ATaskRef, now: datetime) -> bool:
         """Its step is done with the task (it ended, or the step cancels it now): forget
@@ -400,11 +404,12 @@ class Store(Protocol):
         `now`): that sweep cancels it. A task never noted: True."""
 
     async def claim_abandoned_a2a_tasks(
-        self, now: datetime, lease: timedelta, limit: int
+        self, now: datetime, lease: timedelta, limit: int, *, followed_before: datetime
     ) -> list[AbandonedA2ATask]:
-        """Up to `limit` noted tasks whose step is gone, oldest noted first, claimed until
-        `now + lease` (of sweeps racing, one claims each): their run ended (or is not in
-        the store: deleted) or their node run did, and no sweep holds them."""
+        """Up to `limit` noted tasks whose step is gone, least lately followed first, claimed
+        until `now + lease` (of sweeps racing, one claims each): no step said it follows
+        them after `followed_before`, their run ended (or is not in the store: deleted) or
+        their node run did, and no sweep holds them."""
 
     async def release_a2a_task(self, task: A2ATaskRef, failed_at: datetime) -> None:
         """A sweep did not reach the task's agent: unclaimed for the next sweep; the time

@@ -903,15 +903,21 @@ class MongoStore:
         with _errors():
             await mongo_a2a_tasks.record_a2a_task(self._db(), task, at)
 
+    async def follow_a2a_task(self, task: A2ATaskRef, at: datetime) -> None:
+        with _errors():
+            await mongo_a2a_tasks.follow_a2a_task(self._db(), task, at)
+
     async def settle_a2a_task(self, task: A2ATaskRef, now: datetime) -> bool:
         with _errors():
             return await mongo_a2a_tasks.settle_a2a_task(self._db(), task, now)
 
     async def claim_abandoned_a2a_tasks(
-        self, now: datetime, lease: timedelta, limit: int
+        self, now: datetime, lease: timedelta, limit: int, *, followed_before: datetime
     ) -> list[AbandonedA2ATask]:
         with _errors():
-            return await mongo_a2a_tasks.claim_abandoned_a2a_tasks(self._db(), now, lease, limit)
+            return await mongo_a2a_tasks.claim_abandoned_a2a_tasks(
+                self._db(), now, lease, limit, followed_before
+            )
 
     async def release_a2a_task(self, task: A2ATaskRef, failed_at: datetime) -> None:
         with _errors():

@@ -1,6 +1,7 @@
 """The tasks A2A steps started, on MongoDB (`Store.record_a2a_task`): one document each in
 `a2a_tasks`, while its step follows it, keyed by node run, agent and task; a claim is one
-conditional `update_one` per task, so of two sweeps one takes each."""
+conditional `update_one` per task, so of two sweeps one takes each. `noted_at` is when an
+attempt last said it follows the task: its note, then every few seconds while it does."""
 
 from __future__ import annotations
 
@@ -32,11 +33,19 @@ async def record_a2a_task(db: AsyncDatabase[Doc], task: A2ATaskRef, at: datetime
         "node_run_id": task.node_run_id,
         "agent": task.agent,
         "task_id": task.task_id,
-        "noted_at": iso_utc(at),
         "claimed_until": None,
         "first_failed_at": None,
     }
-    await db.a2a_tasks.update_one({"_id": _id(task)}, {"$setOnInsert": fields}, upsert=True)
+    # Fixed-width UTC text: the later string is the later time.
+    later = {"noted_at": iso_utc(at)}
+    await db.a2a_tasks.update_one(
+        {"_id": _id(task)}, {"$setOnInsert": fields, "$max": later}, upsert=True
+    )
+
+
+async def follow_a2a_task(db: AsyncDatabase[Doc], task: A2ATaskRef, at: datetime) -> None:
+    # No upsert: a note settled meanwhile is not written again.
+    await db.a2a_tasks.update_one({"_id": _id(task)}, {"$max": {"noted_at": iso_utc(at)}})
 
 
 async def settle_a2a_task(db: AsyncDatabase[Doc], task: A2ATaskRef, now: datetime) -> bool:
@@ -47,23 +56,29 @@ async def settle_a2a_task(db: AsyncDatabase[Doc], task: A2ATaskRef, now: datetim
 
 
 async def claim_abandoned_a2a_tasks(
-    db: AsyncDatabase[Doc], now: datetime, lease: timedelta, limit: int
+    db: AsyncDatabase[Doc],
+    now: datetime,
+    lease: timedelta,
+    limit: int,
+    followed_before: datetime,
 ) -> list[AbandonedA2ATask]:
-    """`Store.claim_abandoned_a2a_tasks`: the unclaimed tasks read oldest first, `PAGE` at
-    a time, their runs and node runs looked up, and each abandoned one claimed on its own
-    (one another sweep claimed meanwhile is left to it)."""
+    """`Store.claim_abandoned_a2a_tasks`: the unclaimed tasks not followed since
+    `followed_before` read oldest first, `PAGE` at a time, their runs and node runs looked
+    up, and each abandoned one claimed on its own (one another sweep claimed meanwhile, or
+    its step said it follows meanwhile, is left)."""
     claimed: list[AbandonedA2ATask] = []
-    cursor = db.a2a_tasks.find(_unclaimed(now)).sort([("noted_at", ASCENDING), ("_id", ASCENDING)])
+    unfollowed = _unfollowed(now, followed_before)
+    cursor = db.a2a_tasks.find(unfollowed).sort([("noted_at", ASCENDING), ("_id", ASCENDING)])
     page: list[Doc] = []
     async for doc in cursor:
         page.append(doc)
         if len(page) == PAGE:
-            claimed += await _claim(db, page, now, lease, limit - len(claimed))
+            claimed += await _claim(db, page, unfollowed, now + lease, limit - len(claimed))
             page = []
             if len(claimed) >= limit:
                 break
     if page and len(claimed) < limit:
-        claimed += await _claim(db, page, now, lease, limit - len(claimed))
+        claimed += await _claim(db, page, unfollowed, now + lease, limit - len(claimed))
     await cursor.close()
     return claimed
 
@@ -72,8 +87,12 @@ async def claim_abandoned_a2a_tasks(
 PAGE = 200
 
 
+def _unfollowed(now: datetime, followed_before: datetime) -> Doc:
+    return {**_unclaimed(now), "noted_at": {"$lte": iso_utc(followed_before)}}
+
+
 async def _claim(
-    db: AsyncDatabase[Doc], page: list[Doc], now: datetime, lease: timedelta, limit: int
+    db: AsyncDatabase[Doc], page: list[Doc], unfollowed: Doc, until: datetime, limit: int
 ) -> list[AbandonedA2ATask]:
     run_ids = list({d["run_id"] for d in page})
     node_run_ids = list({d["node_run_id"] for d in page})
@@ -92,9 +111,10 @@ async def _claim(
         if status is not None and status not in TERMINAL_RUN_STATUSES:
             if node is None or node in OPEN_NODE_STATUSES:
                 continue
+        # Taken under the same condition it was read by: still unclaimed, not followed since.
         taken = await db.a2a_tasks.update_one(
-            {"_id": doc["_id"], **_unclaimed(now)},
-            {"$set": {"claimed_until": iso_utc(now + lease)}},
+            {"_id": doc["_id"], **unfollowed},
+            {"$set": {"claimed_until": iso_utc(until)}},
         )
         if taken.modified_count:
             ref = A2ATaskRef(doc["run_id"], doc["node_run_id"], doc["agent"], doc["task_id"])

@@ -723,14 +723,19 @@ class SqliteStore:
     async def record_a2a_task(self, task: A2ATaskRef, at: datetime) -> None:
         await self._batched(lambda conn: sqlite_a2a_tasks.record_a2a_task(conn, task, at))
 
+    async def follow_a2a_task(self, task: A2ATaskRef, at: datetime) -> None:
+        await self._batched(lambda conn: sqlite_a2a_tasks.follow_a2a_task(conn, task, at))
+
     async def settle_a2a_task(self, task: A2ATaskRef, now: datetime) -> bool:
         return await self._batched(lambda conn: sqlite_a2a_tasks.settle_a2a_task(conn, task, now))
 
     async def claim_abandoned_a2a_tasks(
-        self, now: datetime, lease: timedelta, limit: int
+        self, now: datetime, lease: timedelta, limit: int, *, followed_before: datetime
     ) -> list[AbandonedA2ATask]:
         return await self._tx(
-            lambda conn: sqlite_a2a_tasks.claim_abandoned_a2a_tasks(conn, now, lease, limit)
+            lambda conn: sqlite_a2a_tasks.claim_abandoned_a2a_tasks(
+                conn, now, lease, limit, followed_before
+            )
         )
 
     async def release_a2a_task(self, task: A2ATaskRef, failed_at: datetime) -> None:

@@ -147,8 +147,26 @@ async def test_a2a_releases_racing_keep_the_first_failure_that_landed(
     await mongo.release_a2a_task(task, at(1))
 
     # As SQLite's COALESCE: the first failure that landed stays.
-    [claimed] = await mongo.claim_abandoned_a2a_tasks(at(10), timedelta(seconds=50), 10)
+    lease = timedelta(seconds=50)
+    [claimed] = await mongo.claim_abandoned_a2a_tasks(at(10), lease, 10, followed_before=at(10))
     assert claimed.first_failed_at == at(2)
+
+
+async def test_an_a2a_task_its_step_follows_between_a_sweeps_read_and_claim_is_left(
+    mongo: MongoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its run is not stored (deleted): abandoned, were it not followed.
+    task = A2ATaskRef(new_id(), new_id(), "slow-agent", new_id())
+    await mongo.record_a2a_task(task, at(0))
+
+    async def the_step() -> None:
+        await mongo.follow_a2a_task(task, at(9))
+
+    # The step's follow lands after the sweep read the note, before it claims it.
+    ran = _once_before(monkeypatch, "update_one", "a2a_tasks", the_step)
+    lease = timedelta(seconds=50)
+    assert await mongo.claim_abandoned_a2a_tasks(at(10), lease, 10, followed_before=at(5)) == []
+    assert ran == [True]
 
 
 async def test_a_run_read_while_its_large_output_is_replaced_reads_the_new_one(
