@@ -15,7 +15,7 @@ from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from activities.executors.base import Executor, PermanentError, StepCall, called_by
+from activities.executors.base import Executor, PermanentError, StepCall, called, called_by
 from activities.handed_writes import HandedWrites
 from activities.metrics import RunMetrics
 from activities.projections import write_batch
@@ -113,7 +113,12 @@ class StepActivities:
         _describe_span(step, attempt)
         try:
             outcome = await self._timed(call, beat)
-            _check_size(outcome.output, self._max_output_bytes)
+            try:
+                _check_size(outcome.output, self._max_output_bytes)
+            except PermanentError as exc:  # the call went through: the node run says where
+                if outcome.resolved_executor is not None:
+                    called(exc, outcome.resolved_executor)
+                raise
         except asyncio.CancelledError:
             cut_off = _cut_off_reason(beat)
             if cut_off == ATTEMPT_TIMED_OUT_ERROR:

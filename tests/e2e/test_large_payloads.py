@@ -74,6 +74,14 @@ async def test_a_step_output_over_the_payload_limit_fails_the_step_clearly(
     run = await platform.run({"nodes": [step("Huge", "peer-http/large", {"size": 17_000_000})]})
     assert run["status"] == "failed"
     assert "the limit is 16777216 bytes" in run["errorSummary"]
+    # The call went through: the node run says where, as any failed attempt's does.
+    (huge,) = run["nodeRuns"]
+    assert huge["resolvedExecutor"] == {
+        "kind": "mcp",
+        "key": "peer-http/large",
+        "server": "peer-http",
+        "tool": "large",
+    }
 
 
 async def test_a_step_evaluated_in_the_workflow_has_the_same_output_limit(
