@@ -1,7 +1,8 @@
 """MCP tool steps: check the rendered config against the tool's input schema, call, map the result.
 
 Errors: arguments that do not match the schema and tools the server no longer offers are
-permanent; `isError` results, protocol and connection failures are retryable.
+permanent, once the server has listed its tools again (the session's listing may be
+stale); `isError` results, protocol and connection failures are retryable.
 """
 
 from __future__ import annotations
@@ -44,18 +45,16 @@ class McpExecutor:
     async def call(self, call: StepCall, server_id: str, tool_name: str) -> StepOutcome:
         session = self._sessions.get(server_id)
         arguments = payload_config(call.config)
-        try:
-            tools = await session.tools()
-            if tool_name not in tools:  # the listing may be stale: ask once more
-                tools = await session.tools(refresh=True)
-        except Exception as exc:
-            await session.reset()
-            reason = self._redact(describe_error(exc))
-            raise TransientError(f"MCP server {server_id!r} unreachable: {reason}") from None
-        tool = tools.get(tool_name)
-        if tool is None:
-            raise PermanentError(f"MCP server {server_id!r} no longer offers tool {tool_name!r}")
-        check_arguments(tool_name, session.validator(tool), arguments)
+        tool = (await self._tools(session, server_id)).get(tool_name)
+        if tool is None or not _matches(session, tool, arguments):
+            # The listing may be stale (the tool added, removed or its schema changed on the
+            # server since): only the server's listing of now fails the step for good.
+            tool = (await self._tools(session, server_id, refresh=True)).get(tool_name)
+            if tool is None:
+                raise PermanentError(
+                    f"MCP server {server_id!r} no longer offers tool {tool_name!r}"
+                )
+            check_arguments(tool_name, session.validator(tool), arguments)
         # OpenTelemetry's MCP conventions: `{method} {tool}`, the context in `_meta`.
         attributes = {
             "mcp.method.name": "tools/call",
@@ -100,6 +99,25 @@ class McpExecutor:
                 "tool": tool_name,
             },
         )
+
+    async def _tools(
+        self, session: McpSession, server_id: str, refresh: bool = False
+    ) -> dict[str, mcp_types.Tool]:
+        try:
+            return await session.tools(refresh=refresh)
+        except Exception as exc:
+            await session.reset()
+            reason = self._redact(describe_error(exc))
+            raise TransientError(f"MCP server {server_id!r} unreachable: {reason}") from None
+
+
+def _matches(session: McpSession, tool: mcp_types.Tool, arguments: dict[str, Any]) -> bool:
+    """Whether `arguments` match the tool's input schema as the session listed it."""
+    try:
+        check_arguments(tool.name, session.validator(tool), arguments)
+    except PermanentError:
+        return False
+    return True
 
 
 async def _unless_gone(session: McpSession, server_id: str, tool_name: str) -> None:

@@ -538,6 +538,40 @@ async def test_a_tool_added_to_a_running_server_is_found_when_a_step_names_it(
         served.stop()
 
 
+async def test_a_tool_whose_schema_changed_on_the_server_is_checked_against_the_new_one(
+    make_call: MakeCall,
+) -> None:
+    # Checked against the session's listing only, the step failed for good ("a:
+    # required") without asking the server, until the worker's next refresh.
+    stats = McpStats()
+    server = build_mcp_server(stats)
+    served = ServedApp(server.streamable_http_app()).start()
+    spec = McpServerSpec(id="evolving", url=f"{served.base_url}/mcp")
+    registry = ExecutorRegistry(Catalog(CatalogFile(servers=(spec,))))
+
+    def old_evolving(a: int) -> str:
+        return f"old:{a}"
+
+    def new_evolving(b: str) -> str:
+        return f"new:{b}"
+
+    try:
+        server.add_tool(old_evolving, name="evolving")
+        await registry.catalog.refresh()
+        server.remove_tool("evolving")
+        server.add_tool(new_evolving, name="evolving")
+        outcome = await registry.execute(make_call("evolving/evolving", {"b": "x"}))
+        assert outcome.output == {"result": "new:x"}
+        # Arguments the server's schema of now refuses too are permanent, named by it.
+        with pytest.raises(PermanentError, match="b: required"):
+            await registry.execute(make_call("evolving/evolving", {"a": 1}))
+        assert stats.methods["tools/call"] == 1
+    finally:
+        await registry.close()
+        await registry.catalog.close()
+        served.stop()
+
+
 async def test_a_key_no_listed_server_offers_is_retryable_while_a_server_is_down(
     make_call: MakeCall,
 ) -> None:
