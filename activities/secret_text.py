@@ -2,7 +2,8 @@
 exports (app/tracing.py) goes through, whoever wrote the text (a driver, a library, a
 tool's error, us). URLs' user info is masked as activities/executors/url_mask.py masks it
 everywhere else; a header whose name says it carries a credential is the same
-vocabulary the catalog's secrets are found by (activities/executors/catalog_secrets.py).
+vocabulary the catalog's secrets are found by (activities/executors/catalog_secrets.py),
+whose values are masked wherever they appear (activities/known_secrets.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 
 from activities.authorization_value import authorization_masked
 from activities.executors.url_mask import MASK, quoted_urls_userinfo_masked
+from activities.known_secrets import known_secrets_masked
 from activities.secret_names import is_credential_name
 
 # Header names that carry a credential, whatever else they are called around it: a
@@ -65,6 +67,10 @@ def _named_values_masked(text: str) -> str:
 
 def masked(text: str) -> str:
     """`text` with every mask applied (no quick look first)."""
+    return _patterns_masked(known_secrets_masked(text))
+
+
+def _patterns_masked(text: str) -> str:
     text = _SCHEME_CREDENTIAL.sub(rf"\1 {MASK}", text)
     text = _JWT.sub(MASK, text)
     text = quoted_urls_userinfo_masked(text)
@@ -74,11 +80,13 @@ def masked(text: str) -> str:
 
 def scrub_secrets(text: str) -> str:
     """`text` with tokens, keys, credentials after an `Authorization` scheme and URL
-    passwords masked."""
+    passwords masked, and every secret value the catalog gave (`known_secrets`): first,
+    as one holding a space would be cut by the patterns (`password: ***` then the rest)."""
+    text = known_secrets_masked(text)
     folded = text.casefold()
     if not any(clue in folded for clue in _CLUES):
         return text
-    return masked(text)
+    return _patterns_masked(text)
 
 
 # A request's path and query as uvicorn logs them stay percent-encoded (and it encodes a

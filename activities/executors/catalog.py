@@ -35,6 +35,7 @@ from activities.executors.catalog_secrets import catalog_secrets, secrets_masked
 from activities.executors.catalog_source import CatalogSource
 from activities.executors.endpoint import Endpoint, split_userinfo
 from activities.executors.url_mask import urls_masked
+from activities.known_secrets import remember_secrets
 from activities.secret_text import scrub_secrets
 from temporal_workflows.definition import WorkflowSpec, iter_nodes_at
 from temporal_workflows.validation import Problem
@@ -79,6 +80,9 @@ class Catalog:
         self._search_path = (environ or {}).get("PATH", os.defpath)
         # What `redacted` masks: every credential the file gives a server or an agent.
         self._secrets = catalog_secrets(file, environ or {})
+        # And every log line and span masks them, whoever wrote it (the MCP SDK's error
+        # quoting a stdio server's stdout, a traceback).
+        remember_secrets(self, self._secrets)
         self._sessions: McpSessions | None = None
         self._auth: Any = None  # what the sessions' HTTP requests carry (`use_auth`)
         self._server_specs = {s.id: s for s in file.servers}

@@ -6,10 +6,13 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from activities.executors.catalog import Catalog
+from activities.executors.catalog_file import read_catalog_file
 from activities.run_log import about_run, about_workflow, run_fields
 from activities.secret_text import masked, scrub_secrets
 from app.logs import configure_logging
@@ -252,6 +255,47 @@ def test_a_json_line_stays_one_json_object_whatever_the_masks_find(
     (line,) = _json_lines(buffer)
     assert line["message"] == scrub_secrets(message)
     assert line["note"] == scrub_secrets(message)
+
+
+# A catalog whose secrets no pattern knows by a name: a stdio server's env value, a
+# header's, a URL's password (each quoted bare by whoever logs it).
+CATALOG = """
+mcpServers:
+  - id: chatty
+    command: [python, -m, some_server]
+    env: {GARBAGE_TOKEN: "${AUDIT_STDIO_TOKEN}"}
+  - id: remote
+    url: http://svc:${URL_PASSWORD}@127.0.0.1:1/mcp
+    headers: {X-Upstream: "${HEADER_VALUE}"}
+"""
+CATALOG_SECRETS = {
+    "AUDIT_STDIO_TOKEN": "stdio-TOKEN-zzz999",
+    "URL_PASSWORD": "pw-in-url-777",
+    "HEADER_VALUE": "hdr-value-5150",
+}
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_every_value_the_catalog_resolved_is_masked_in_every_line(
+    logged: Any, fmt: str, tmp_path: Path
+) -> None:
+    # The MCP SDK logged a stdio server's stdout (its token in it) in a traceback's
+    # `input_value=…`: only the patterns (`token=…`, `Bearer …`) masked a line.
+    path = tmp_path / "executors.yaml"
+    path.write_text(CATALOG, encoding="utf-8")
+    catalog = Catalog(read_catalog_file(path, CATALOG_SECRETS))
+    buffer, configure = logged
+    configure(fmt)
+    said = " and ".join(CATALOG_SECRETS.values())
+    try:
+        raise ValueError(f"input_value='connected upstream with secret {said}'")
+    except ValueError:
+        logging.getLogger("mcp.client.stdio").exception("Failed to parse: %s", said)
+    logging.getLogger("some.library").warning(said, extra={"detail": said})
+    assert all(secret not in buffer.getvalue() for secret in CATALOG_SECRETS.values())
+    assert "Failed to parse: *** and *** and ***" in buffer.getvalue()
+    assert "upstream with secret *** and *** and ***" in buffer.getvalue()  # the exception
+    assert catalog.file.servers  # kept alive until here: its values are masked while it is
 
 
 def test_extra_fields_are_masked_by_their_names_at_any_depth(logged: Any) -> None:
