@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from opentelemetry import trace
 
+from activities.executors.stdout_noise import condense_stdout_noise
 from activities.executors.url_mask import MASK
 from activities.run_log import FIELDS, current_run_fields
 from activities.secret_names import is_credential_name
@@ -195,6 +196,8 @@ def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | N
     # which logs a line per request: one per MCP call).
     for name in CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+    # A stdio server's stray stdout line: one WARNING naming the server, not a traceback.
+    condense_stdout_noise()
     _temporal_fields_on_extra()
 
 

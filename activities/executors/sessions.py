@@ -30,6 +30,7 @@ from activities.executors.base import IDEMPOTENCY_META_KEY, PermanentError
 from activities.executors.catalog_file import McpServerSpec
 from activities.executors.service_token import acting_for
 from activities.executors.stderr_tail import StderrTail
+from activities.executors.stdout_noise import serving_server
 
 CONNECT_TIMEOUT_SECONDS = 15.0
 # How Trellis introduces itself in the handshake (the SDK's default says `mcp 0.1.0`).
@@ -259,6 +260,8 @@ class McpSession:
 
     async def _serve(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         stderr = None if self.spec.url else StderrTail(self.spec.id, self.spec.secrets)
+        if stderr is not None:  # this task's own context: the SDK's reader task inherits it
+            serving_server.set(self.spec.id)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 ready.set_result(await self._connect(stack, stderr))

@@ -141,3 +141,37 @@ def _records(logged: str) -> list[tuple[str, str]]:
     starts = list(_RECORD.finditer(logged))
     ends = [m.start() for m in starts[1:]] + [len(logged)]
     return [(m.group(1), logged[m.start() : end]) for m, end in zip(starts, ends, strict=True)]
+
+
+async def test_a_stdio_servers_stray_stdout_line_is_one_masked_warning_naming_it(
+    tmp_path: Path, log_lines: io.StringIO
+) -> None:
+    # The server prints its token on stdout before serving: the SDK logged an ERROR with
+    # a pydantic traceback quoting the line (`input_value='connected upstream with
+    # ...cret stdio-TOKEN-zzz999'`), naming no server, in the API's and the worker's logs.
+    path = tmp_path / "executors.yaml"
+    path.write_text(
+        "mcpServers:\n"
+        "  - id: chatty\n"
+        f"    command: [{sys.executable}, -m, tests.peers.mcp_server, --stdio,"
+        " --announce, GARBAGE_TOKEN]\n"
+        "    env: {GARBAGE_TOKEN: '${AUDIT_STDIO_TOKEN}'}\n",
+        encoding="utf-8",
+    )
+    catalog = load_catalog(path, refresh_seconds=3600, environ={"AUDIT_STDIO_TOKEN": TOKEN})
+    try:
+        await catalog.refresh()  # what the API and the worker do at start
+        [server] = catalog.servers()
+        assert server.status == "up" and "echo" in [t.name for t in server.tools]  # skipped
+    finally:
+        await catalog.close()
+    logged = log_lines.getvalue()
+    assert TOKEN not in logged
+    stdio = [text for name, text in _records(logged) if name == "mcp.client.stdio"]
+    assert stdio == [
+        stdio[0].split(" WARNING ")[0] + " WARNING mcp.client.stdio: MCP server chatty wrote a"
+        " line to stdout that is not JSON-RPC (skipped): connected upstream with secret ***\n"
+    ]
+
+
+TOKEN = "stdio-TOKEN-zzz999"

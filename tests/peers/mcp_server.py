@@ -175,8 +175,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
     parser.add_argument("--port", type=int, default=9001, help="streamable HTTP port")
+    parser.add_argument(
+        "--announce", metavar="VAR", help="over stdio: first print VAR's value to stdout"
+    )
     args = parser.parse_args()
     server = build_mcp_server()
+    if args.stdio and args.announce:  # a line that is not JSON-RPC, the token in it
+        print(f"connected upstream with secret {os.environ[args.announce]}", flush=True)
     if args.stdio:
         server.run("stdio")
     else:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 
 from activities.executors.catalog import Catalog
@@ -296,6 +297,33 @@ def test_every_value_the_catalog_resolved_is_masked_in_every_line(
     assert "Failed to parse: *** and *** and ***" in buffer.getvalue()
     assert "upstream with secret *** and *** and ***" in buffer.getvalue()  # the exception
     assert catalog.file.servers  # kept alive until here: its values are masked while it is
+
+
+def _parse_failed(line: str) -> None:
+    """What the MCP SDK logs for a stdio server's stdout line that is not JSON-RPC."""
+    try:
+        pydantic.TypeAdapter(dict[str, Any]).validate_json(line)
+    except ValueError:
+        logging.getLogger("mcp.client.stdio").exception(
+            "Failed to parse JSONRPC message from server"
+        )
+
+
+def test_a_stray_stdout_line_is_one_warning_cut_short_and_other_sdk_errors_stay(
+    logged: Any,
+) -> None:
+    buffer, configure = logged
+    configure("text")
+    _parse_failed("starting " + "x" * 1000 + " token=abc123")
+    try:
+        raise ConnectionError("pipe broke")
+    except ConnectionError:
+        logging.getLogger("mcp.client.stdio").exception("Reading from stdout failed")
+    first, *rest = buffer.getvalue().splitlines()
+    assert " WARNING mcp.client.stdio: MCP server (unknown) wrote a line to stdout" in first
+    assert first.endswith("(skipped): starting " + "x" * 291 + "…")
+    assert " ERROR   mcp.client.stdio: Reading from stdout failed" in rest[0]
+    assert rest[-1] == "ConnectionError: pipe broke"  # its traceback, as the SDK logged it
 
 
 def test_extra_fields_are_masked_by_their_names_at_any_depth(logged: Any) -> None:
