@@ -31,7 +31,7 @@ from activities.executors.catalog_discovery import (
 from activities.executors.catalog_file import CatalogError, CatalogFile, read_catalog_file
 from activities.executors.catalog_keys import CatalogKeys, ExecutorRef
 from activities.executors.catalog_models import AgentInfo, ServerInfo
-from activities.executors.catalog_secrets import catalog_secrets, secrets_masked
+from activities.executors.catalog_secrets import catalog_secrets, logged_secrets, secrets_masked
 from activities.executors.catalog_source import CatalogSource
 from activities.executors.endpoint import Endpoint, split_userinfo
 from activities.executors.url_mask import urls_masked
@@ -82,7 +82,7 @@ class Catalog:
         self._secrets = catalog_secrets(file, environ or {})
         # And every log line and span masks them, whoever wrote it (the MCP SDK's error
         # quoting a stdio server's stdout, a traceback).
-        remember_secrets(self, self._secrets)
+        remember_secrets(self, logged_secrets(file, environ or {}))
         self._sessions: McpSessions | None = None
         self._auth: Any = None  # what the sessions' HTTP requests carry (`use_auth`)
         self._server_specs = {s.id: s for s in file.servers}

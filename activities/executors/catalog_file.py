@@ -33,6 +33,7 @@ from pydantic import (
 from activities.executors.catalog_env import InterpolationError, interpolate
 from activities.executors.catalog_url import url_problem
 from activities.executors.endpoint import Endpoint, userinfo_conflict
+from activities.secret_names import is_credential_name
 from activities.yaml_problem import yaml_problem
 
 # Server ids prefix tool names (`serverId/toolName`), so they must not contain a slash.
@@ -131,6 +132,14 @@ class McpServerSpec(_FileModel):
         """Where a URL server's requests go and what they carry (its user info as Basic)."""
         assert self.url is not None, "a stdio server has no endpoint"
         return Endpoint.of(self.id, self.url, self.headers)
+
+    @property
+    def credentials(self) -> set[str]:
+        """The `env` values that are credentials by how they were given: each environment
+        variable resolved into `env` or `command`, and each value under a credential's name
+        (`API_TOKEN: abc…`). A plain setting (`MODE: isolated`) is not one."""
+        named = {v for k, v in self.env.items() if is_credential_name(k)}
+        return {v for v in {*named, *self._given} if len(v) >= MIN_SECRET_CHARS}
 
     @property
     def secrets(self) -> list[str]:

@@ -40,6 +40,23 @@ def catalog_secrets(file: CatalogFile, environ: Mapping[str, str]) -> list[str]:
     return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
 
 
+def logged_secrets(file: CatalogFile, environ: Mapping[str, str]) -> list[str]:
+    """What every log line and span masks, whoever wrote it: `catalog_secrets` but a stdio
+    server's plain `env` settings. An error a step keeps is masked of every `env` value;
+    every line of the process masked of `MODE: isolated` or `LEVEL: info` would lose those
+    words wherever they appear."""
+    values: set[str] = set()
+    for server in file.servers:
+        values |= server.credentials
+        values |= _header_secrets(file, server.headers, environ)
+        if server.url:
+            values |= _url_secrets(file, server.url, environ)
+    for agent in file.agents:
+        values |= _header_secrets(file, agent.headers, environ)
+        values |= _url_secrets(file, agent.url, environ)
+    return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
+
+
 def secrets_masked(text: str, secrets: Iterable[str]) -> str:
     """`text` with each of `secrets` (longest first) shown as `***`."""
     for secret in secrets:

@@ -264,7 +264,7 @@ CATALOG = """
 mcpServers:
   - id: chatty
     command: [python, -m, some_server]
-    env: {GARBAGE_TOKEN: "${AUDIT_STDIO_TOKEN}"}
+    env: {GARBAGE_TOKEN: "${AUDIT_STDIO_TOKEN}", API_TOKEN: written-token-42, MODE: isolated}
   - id: remote
     url: http://svc:${URL_PASSWORD}@127.0.0.1:1/mcp
     headers: {X-Upstream: "${HEADER_VALUE}"}
@@ -297,6 +297,19 @@ def test_every_value_the_catalog_resolved_is_masked_in_every_line(
     assert "Failed to parse: *** and *** and ***" in buffer.getvalue()
     assert "upstream with secret *** and *** and ***" in buffer.getvalue()  # the exception
     assert catalog.file.servers  # kept alive until here: its values are masked while it is
+
+
+def test_a_plain_env_setting_is_not_masked_in_every_line(logged: Any, tmp_path: Path) -> None:
+    # Every line masked of each `env` value lost `isolated` (or `info`, `production`)
+    # wherever it appeared; a value under a credential's name is masked, as resolved ones.
+    path = tmp_path / "executors.yaml"
+    path.write_text(CATALOG, encoding="utf-8")
+    catalog = Catalog(read_catalog_file(path, CATALOG_SECRETS))
+    buffer, configure = logged
+    configure("text")
+    logging.getLogger("some.library").warning("isolated mode; written-token-42")
+    assert "isolated mode; ***" in buffer.getvalue()
+    assert catalog.redacted("isolated written-token-42") == "*** ***"  # a step's error: all
 
 
 def _parse_failed(line: str) -> None:
