@@ -28,16 +28,7 @@ def catalog_secrets(file: CatalogFile, environ: Mapping[str, str]) -> list[str]:
     Longest first (a shorter may be part of a longer); values under MIN_SECRET_CHARS are
     left, as in a stdio server's stderr: too short to be a credential, and masking `1`
     or `yes` would garble every message."""
-    values: set[str] = set()
-    for server in file.servers:
-        values.update(server.secrets)  # its env values, and variables resolved into them
-        values |= _header_secrets(file, server.headers, environ)
-        if server.url:
-            values |= _url_secrets(file, server.url, environ)
-    for agent in file.agents:
-        values |= _header_secrets(file, agent.headers, environ)
-        values |= _url_secrets(file, agent.url, environ)
-    return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
+    return _given(file, environ, all_env=True)
 
 
 def logged_secrets(file: CatalogFile, environ: Mapping[str, str]) -> list[str]:
@@ -45,9 +36,14 @@ def logged_secrets(file: CatalogFile, environ: Mapping[str, str]) -> list[str]:
     server's plain `env` settings. An error a step keeps is masked of every `env` value;
     every line of the process masked of `MODE: isolated` or `LEVEL: info` would lose those
     words wherever they appear."""
+    return _given(file, environ, all_env=False)
+
+
+def _given(file: CatalogFile, environ: Mapping[str, str], all_env: bool) -> list[str]:
     values: set[str] = set()
     for server in file.servers:
-        values |= server.credentials
+        # Its env values (or those that are credentials), and variables resolved into them.
+        values.update(server.secrets if all_env else server.credentials)
         values |= _header_secrets(file, server.headers, environ)
         if server.url:
             values |= _url_secrets(file, server.url, environ)
