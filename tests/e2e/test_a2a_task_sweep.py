@@ -36,12 +36,7 @@ async def test_a_run_cancelled_with_its_worker_alive_has_its_task_cancelled_once
 ) -> None:
     stats = peers.agent_stats
     asked = stats.cancel_requests["slow-agent"]
-    wf = await platform.create({"nodes": [step("Think", "slow-agent", {"seconds": 300})]})
-    run_id = await platform.trigger(wf)
-    run = await platform.wait(wf, run_id, {"running"})
-    await eventually(lambda: _node_run_written(platform, wf, run_id))
-    node_run_id = (await _node_run_written(platform, wf, run_id))["id"]
-    task_id = await eventually(lambda: stats.task_of_node_run.get(node_run_id))
+    wf, run_id, task_id = await _slow_agent_task(platform, peers)
     await asyncio.sleep(1)  # noted once it has worked 0.2 s
 
     response = await platform.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/cancel")
@@ -68,11 +63,7 @@ async def test_a_sweep_right_after_a_cancel_leaves_the_task_to_its_live_step(
     caplog.set_level(logging.INFO, logger="trellis.a2a_tasks")
     stats = peers.agent_stats
     asked = stats.cancel_requests["slow-agent"]
-    wf = await platform.create({"nodes": [step("Think", "slow-agent", {"seconds": 300})]})
-    run_id = await platform.trigger(wf)
-    await eventually(lambda: _node_run_written(platform, wf, run_id))
-    node_run_id = (await _node_run_written(platform, wf, run_id))["id"]
-    task_id = await eventually(lambda: stats.task_of_node_run.get(node_run_id))
+    wf, run_id, task_id = await _slow_agent_task(platform, peers)
     await asyncio.sleep(1)  # noted once it has worked 0.2 s
 
     response = await platform.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/cancel")
@@ -95,11 +86,7 @@ async def test_a_step_following_its_task_past_the_bound_keeps_saying_so(
     # Noted at 0.2 s, said again at a heartbeat every FOLLOW_SECONDS: cancelled at ~5 s, the
     # note is ~1 s old, not 5.
     stats = peers.agent_stats
-    wf = await platform.create({"nodes": [step("Think", "slow-agent", {"seconds": 300})]})
-    run_id = await platform.trigger(wf)
-    await eventually(lambda: _node_run_written(platform, wf, run_id))
-    node_run_id = (await _node_run_written(platform, wf, run_id))["id"]
-    task_id = await eventually(lambda: stats.task_of_node_run.get(node_run_id))
+    wf, run_id, task_id = await _slow_agent_task(platform, peers)
     await asyncio.sleep(FOLLOW_SECONDS + 2)
 
     response = await platform.api.post(f"/api/v1/workflows/{wf}/runs/{run_id}/cancel")
@@ -183,6 +170,15 @@ async def test_an_unreachable_agent_is_tried_again_until_the_sweep_gives_up(
         await platform.store.claim_abandoned_a2a_tasks(FAR, timedelta(0), 9, followed_before=FAR)
         == []
     )
+
+
+async def _slow_agent_task(platform: Platform, peers: Peers) -> tuple[str, str, str]:
+    """A run of one long A2A step, started: its workflow, run and the agent's task ids."""
+    wf = await platform.create({"nodes": [step("Think", "slow-agent", {"seconds": 300})]})
+    run_id = await platform.trigger(wf)
+    await eventually(lambda: _node_run_written(platform, wf, run_id))
+    node_run_id = (await _node_run_written(platform, wf, run_id))["id"]
+    return wf, run_id, await eventually(lambda: peers.agent_stats.task_of_node_run.get(node_run_id))
 
 
 async def _node_run_written(platform: Platform, wf: str, run_id: str) -> dict[str, Any] | None:
