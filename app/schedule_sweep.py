@@ -1,7 +1,7 @@
 """Paused schedules a deleted workflow left in Temporal, deleted by the reconciler.
 
-Deleting a workflow deletes its schedules; one the delete could not reach (Temporal down,
-or made a moment before and not yet listed) deletes itself when it next fires and finds
+Deleting a workflow deletes its schedules; one the delete could not reach (Temporal down)
+deletes itself when it next fires and finds
 no workflow. A paused one never fires, so it stayed in Temporal for good, 404 on every
 path of the API. The reconciler lists the schedules Trellis makes (`sched-…`) at its
 start and then every few minutes, and deletes, with its skip log, a paused one whose

@@ -56,9 +56,11 @@ class RunCanceller(Protocol):
 class ScheduleRemover(Protocol):
     """Deletes a workflow's schedules (in Temporal) before its records go."""
 
-    async def delete_schedules(self, workflow_id: str) -> list[str]: ...
+    async def delete_schedules(self, workflow_id: str) -> list[str] | None: ...
 
-    async def delete_schedule_records(self, schedule_ids: list[str]) -> None: ...
+    async def delete_schedule_records(
+        self, workflow_id: str, schedule_ids: list[str] | None
+    ) -> None: ...
 
 
 @dataclass
@@ -228,18 +230,18 @@ class DefinitionService:
         if not await self.store.delete_workflow(current.id):
             raise NotFound(f"Workflow {current.id!r} not found")
         if self.schedule_remover is not None:
-            # After the records (app/services/schedule_removal.py).
-            await self.schedule_remover.delete_schedule_records(schedule_ids)
+            # After the records: with those a create made meanwhile (schedule_notes.py).
+            await self.schedule_remover.delete_schedule_records(current.id, schedule_ids)
 
-    async def on_workflow_delete(self, current: WorkflowRecord) -> list[str]:
+    async def on_workflow_delete(self, current: WorkflowRecord) -> list[str] | None:
         """Hook run before a definition's records are deleted; the ids of the schedules
-        it deleted, whose skips go after the records.
+        it deleted, whose skips go after the records (None: Temporal did not answer).
 
         The run engine extends this to cancel the workflow's running runs first, so no
         activity writes a node run for a definition that no longer exists.
         """
         # Schedules first: a firing between the cancel and the delete would start a run.
-        schedule_ids: list[str] = []
+        schedule_ids: list[str] | None = []
         if self.schedule_remover is not None:
             schedule_ids = await self.schedule_remover.delete_schedules(current.id)
         if self.run_canceller is not None:

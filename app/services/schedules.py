@@ -56,6 +56,7 @@ from app.services.schedule_key import (
     mark_deleted,
     require_first_request,
 )
+from app.services.schedule_notes import note_making, require_workflow_kept
 from app.services.schedule_timing import kept_as, require_firing, schedule_spec, temporal_call
 from app.services.schedule_update import update_over
 from temporal_workflows import search_attributes
@@ -137,7 +138,11 @@ class ScheduleService:
         # Counted with this process's other creates of the workflow in flight (schedule_bound.py).
         with BOUND.creating(workflow.id) as in_flight:
             await self._require_room(workflow, schedule_id if keyed else None, in_flight)
+            # Noted first, read again after: a delete of the workflow meanwhile finds the
+            # schedule, or this finds the workflow gone (app/services/schedule_notes.py).
+            await note_making(self.store, workflow.id, schedule_id)
             await self._made(workflow, schedule_id, body, memo, keyed)
+        await require_workflow_kept(self.client, self.store, workflow.id, schedule_id)
         return await self.get(schedule_id)
 
     async def _made(
