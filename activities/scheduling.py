@@ -87,8 +87,9 @@ class SchedulingActivities:
             activity.logger.info("schedule %s deleted: %s", trigger.schedule_id, DELETED)
             return ScheduledRunResult(skipped_reason=DELETED)
         if activity.info().attempt == 1 and not await self._schedule_exists(trigger.schedule_id):
-            # Its firing waited for a worker, and the schedule was deleted meanwhile: a
-            # deleted schedule starts nothing. (Later attempts start what the first made.)
+            # The schedule was deleted since it fired (its firing waited for a worker, or a
+            # delete came at the same moment as a fire-now): a deleted schedule starts
+            # nothing. (Later attempts start what the first made.)
             activity.logger.info("schedule %s fired, then was deleted: no run", trigger.schedule_id)
             return ScheduledRunResult(skipped_reason=SCHEDULE_DELETED)
         starter = RunStarter(

@@ -161,7 +161,8 @@ class ScheduleFired(CamelModel):
 
     schedule_id: str
     message: str = (
-        "Schedule fired; its run starts shortly, unless the overlap policy skips this firing"
+        "Schedule fired; its run starts shortly, unless the overlap policy skips this firing "
+        "or the schedule is deleted before the run starts"
     )
 
 
