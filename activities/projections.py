@@ -61,7 +61,12 @@ async def write_batch(
     # it ran) runs again and writes another end over it (`Store.update_run`'s `ending`):
     # the run's end, and the gates it closed, were counted when the first one landed.
     before = await store.get_run(end.run_id) if end else None
-    ended_before = before is not None and before.status in TERMINAL_RUN_STATUSES
+    # An end an older execution wrote (a reset goes on in a new one) is not this one's.
+    ended_before = (
+        before is not None
+        and before.status in TERMINAL_RUN_STATUSES
+        and before.execution in (None, execution)
+    )
     ending = end if end and end.event and end.event.get("type") in GATES_CLOSED_BY else None
     left_open = _gates_left_open(before, batch, ending) if ending else []
     keys = iter(_event_keys(batch, execution))
@@ -80,7 +85,7 @@ async def write_batch(
                 store.update_run(
                     p.run_id,
                     p.rev,
-                    _stamped(p.changes),
+                    _stamped(p.changes, execution),
                     p.event,
                     newer_only=True,
                     event_key=key,
@@ -92,7 +97,7 @@ async def write_batch(
             # node write of a task that ran again is applied again: its events' keys are
             # what keep them logged once.
             n = next(node_runs)
-            writes.append(write_node_run(store, n.record, n.events, next(keys)))
+            writes.append(write_node_run(store, n.record, n.events, next(keys), execution))
     # Started in order, so a group-committing store queues them in order.
     landed = await asyncio.gather(*writes)
     now = datetime.now(UTC)
@@ -156,10 +161,11 @@ async def write_node_run(
     fields: dict[str, Any],
     events: list[dict[str, Any]],
     keys: list[str | None] | None = None,
+    execution: str | None = None,
 ) -> bool:
     """Merge `fields` into the stored node run (or create it); append the events if applied
-    (each under its key, when given)."""
-    return await store.merge_node_run(_stamped(fields), events, keys or ())
+    (each under its key, when given). `execution` names the workflow execution writing."""
+    return await store.merge_node_run(_stamped(fields, execution), events, keys or ())
 
 
 def event_key(execution: str, seq: int | str, event: dict[str, Any]) -> str:
@@ -202,10 +208,15 @@ def _event_keys(batch: ProjectionBatch, execution: str | None) -> list[list[str 
     return keys
 
 
-def _stamped(fields: dict[str, Any]) -> dict[str, Any]:
-    """Replace NOW placeholders with this activity's clock (see the interpreter)."""
+def _stamped(fields: dict[str, Any], execution: str | None = None) -> dict[str, Any]:
+    """Replace NOW placeholders with this activity's clock (see the interpreter), and name
+    the workflow execution writing, when known: the latest one speaks for the run
+    (activities/store/executions.py)."""
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
-    return {k: (now if v == NOW else v) for k, v in fields.items()}
+    stamped = {k: (now if v == NOW else v) for k, v in fields.items()}
+    if execution is not None:
+        stamped["execution"] = execution
+    return stamped
 
 
 def _oldest_write(batch: ProjectionBatch) -> str | None:

@@ -278,6 +278,9 @@ class _Attempt:
         self._step = step
         self._attempt = attempt
         self._previous_error = previous_error
+        # The workflow execution that runs it: a late attempt of one a reset replaced
+        # does not write over the new one's node run (activities/store/executions.py).
+        self._execution = activity.info().workflow_run_id or None
         self.started_at = _now()
         self._announced = False
         self._timer: asyncio.TimerHandle | None = None
@@ -295,6 +298,7 @@ class _Attempt:
             attempt=self._attempt,
             started_at=self.started_at,
             input_snapshot=self._step.config,
+            execution=self._execution,
             **(self._step.placement or {}),
             **fields,
         )

@@ -65,7 +65,9 @@ class RunCorrection:
         if not await self._latest(execution):
             return False
         new_status, reason, output = await self._verdict(execution)
-        return await self._close(run, new_status, reason, execution.close_time, output)
+        return await self._close(
+            run, new_status, reason, execution.close_time, output, execution.run_id
+        )
 
     async def close_lost(self, run_id: str) -> bool:
         """Close a run whose workflow Temporal no longer has at all."""
@@ -81,9 +83,14 @@ class RunCorrection:
         reason: str,
         closed_at: datetime | None,
         output: Any,
+        execution: str | None = None,
     ) -> bool:
         """Write the run's end, close its open node runs, log their ends and its own;
-        exactly once across reconcilers (`newer_only` at `RECONCILED_REV`)."""
+        exactly once across reconcilers (`newer_only` at `RECONCILED_REV`).
+
+        `execution` is the Temporal execution it closes: the end is that execution's, so
+        a newer one (a reset's) takes the run over from it, and the end is refused once a
+        newer one has (activities/store/executions.py)."""
         run_id = run.id
         finished = (closed_at or datetime.now(UTC)).isoformat()
         changes: dict[str, Any] = {
@@ -94,6 +101,8 @@ class RunCorrection:
         }
         if output is not None:
             changes["final_output"] = output
+        if execution is not None:
+            changes["execution"] = execution
         applied = await self._store.update_run(run_id, RECONCILED_REV, changes, newer_only=True)
         if not applied:
             return False

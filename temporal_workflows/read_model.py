@@ -25,6 +25,10 @@ start landed — `start_missed` in activities/store/documents.py.) The bands, lo
   not know (the start failed, or its starter died): above the workflow's writes, since a
   start still in flight is cancelled through Temporal right after.
 - `RECONCILED_REV`: the reconciler correcting a run Temporal closed without its end.
+
+Across the bands: a write naming a newer Temporal execution of the run (a reset's) takes
+a record over whatever its rev, and one of an execution it went on from is refused
+(activities/store/executions.py).
 """
 
 from __future__ import annotations

@@ -191,6 +191,10 @@ class Store(Protocol):
         that wrote an end and then failed (Temporal refused its completion: a cancel came
         meanwhile) runs again and ends otherwise; its end is the one Temporal keeps, and
         the first one landing again later does not take its place back.
+
+        A write whose `changes` name its Temporal `execution` is taken whatever the revs
+        when that execution is newer than the run's, refused when the run went on from
+        it (activities/store/executions.py); the same holds for node runs.
         """
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...

@@ -49,6 +49,13 @@ from activities.store.documents import (
     stored_run_changes,
     to_stored,
 )
+from activities.store.executions import (
+    NODE_RUN_END_FIELDS,
+    RUN_END_FIELDS,
+    node_run_base,
+    taken_over,
+    verdict,
+)
 from activities.store.mongo_payloads import (
     adopt_older_firing_refs,
     delete_firing_payloads,
@@ -488,18 +495,29 @@ class MongoStore:
         with _errors():
             doc = await db.node_runs.find_one({"_id": fields["id"]})
         read_token = None if doc is None else doc.get(WRITE_TOKEN)
-        merged = merged_node_run(from_bson_safe(doc) if doc else None, fields)
+        before = from_bson_safe(doc) if doc else None
+        writer = fields.get("execution")
+        told = verdict(before, writer)
+        if told == "stale":
+            return ""  # a late write of an execution the run has gone on from
+        if told == "takeover":
+            assert before is not None and writer is not None
+            merged = merged_node_run(node_run_base(before), fields) | taken_over(before, writer)
+        else:
+            merged = merged_node_run(before, fields)
         record = from_stored(NodeRunRecord, merged)
         if doc is None:
             # A node run new to the store needs its run there: one deleted with its
             # workflow (its node runs too) takes no late writes of its steps.
             if not await self._run_exists(record.workflow_run_id):
                 return ""
-        elif doc["rev"] > record.rev:  # as `upsert_node_run` refuses it
+        elif told == "revs" and doc["rev"] > record.rev:  # as `upsert_node_run` refuses it
             await self._fill_missed_start(fields)
             return ""
         # Fields kept apart that this write does not set stay where they are.
-        kept = {name: ref for name, ref in mongo_apart.refs_of(doc).items() if name not in fields}
+        # A node run taken over drops its old end, kept apart or not.
+        dropped = [*fields, *(NODE_RUN_END_FIELDS if told == "takeover" else ())]
+        kept = {name: ref for name, ref in mongo_apart.refs_of(doc).items() if name not in dropped}
         written = {name: v for name, v in to_stored(record).items() if name not in kept}
         with _errors():
             plain, refs = await mongo_apart.split(db, "node_runs", record.workflow_run_id, written)
@@ -519,7 +537,7 @@ class MongoStore:
             if not result.matched_count:
                 await mongo_apart.drop(db, refs.values())
                 return None
-            await mongo_apart.drop(db, mongo_apart.replaced(doc, fields))
+            await mongo_apart.drop(db, mongo_apart.replaced(doc, dropped))
         return record.workflow_run_id
 
     async def _fill_missed_start(self, fields: dict[str, Any]) -> None:
@@ -580,6 +598,21 @@ class MongoStore:
                 filter_["$or"] = [{"rev": guard}, other_end]
             if order is not None:  # an end never lands over one a later task wrote
                 filter_["end_order"] = {"$not": {"$gt": order}}
+            if (writer := changes.get("execution")) is not None:
+                held = await db.runs.find_one(
+                    {"_id": run_id}, projection={"execution": True, "earlier_executions": True}
+                )
+                told = "revs" if held is None else verdict(held, writer)
+                if told == "stale":
+                    return False  # a late write of an execution the run has gone on from
+                if told == "takeover":
+                    assert held is not None
+                    # Whatever its revs, over the execution read (none took it over since).
+                    filter_ = {"_id": run_id, "execution": held["execution"]}
+                    ended = {name: None for name in RUN_END_FIELDS}
+                    fields = ended | fields | taken_over(held, writer)
+                else:
+                    filter_["execution"] = {"$in": [None, writer]}
             plain, refs = await mongo_apart.split(db, "runs", run_id, fields)
             # What it replaced read in the same write: those fields' chunks then go.
             before = await update_bson_safe(

@@ -108,6 +108,10 @@ class RunHeader(StoredModel):
     # Which workflow task wrote the run's end (its history length then): an end a later
     # task wrote is kept over an earlier one's (`Store.update_run`'s `ending`), never back.
     end_order: int | None = None
+    # The Temporal execution that speaks for the run, and the few it replaced (a reset's
+    # new execution takes the run over: activities/store/executions.py).
+    execution: str | None = None
+    earlier_executions: list[str] = Field(default_factory=list)
     updated_at: datetime = Field(default_factory=utcnow)
 
 
@@ -207,6 +211,9 @@ class NodeRunRecord(StoredModel):
     item_index: int | None = None
     iteration: int | None = None
     rev: int = 0
+    # As a run's (activities/store/executions.py).
+    execution: str | None = None
+    earlier_executions: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)

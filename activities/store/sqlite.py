@@ -41,6 +41,12 @@ from activities.store.documents import (
     start_missed,
     stored_run_changes,
 )
+from activities.store.executions import (
+    RUN_END_FIELDS,
+    node_run_base,
+    taken_over,
+    verdict,
+)
 from activities.store.records import (
     A2ATaskRef,
     AbandonedA2ATask,
@@ -433,8 +439,18 @@ class SqliteStore:
             changes.get("end_order"), changes.get("end_order"),
         )  # fmt: skip
 
+        writer = changes.get("execution")
+
         def op(conn: sqlite3.Connection) -> bool:
-            if conn.execute(sql, params).rowcount == 0:
+            held = None if writer is None else _run_executions(conn, run_id)
+            told = "revs" if held is None or writer is None else verdict(held, writer)
+            if told == "stale":
+                return False  # a late write of an execution the run has gone on from
+            if told == "takeover":
+                assert held is not None and writer is not None
+                taking = {name: None for name in RUN_END_FIELDS} | stored
+                _take_over_run(conn, run_id, rev, taking | taken_over(held, writer), columns)
+            elif conn.execute(sql, params).rowcount == 0:
                 return False  # no such run, or a newer revision is stored
             if event is not None:
                 _insert_event(conn, run_id, event, event_key)
@@ -516,12 +532,23 @@ class SqliteStore:
         def op(conn: sqlite3.Connection) -> bool:
             row = conn.execute("SELECT doc FROM node_runs WHERE id = ?", (fields["id"],)).fetchone()
             stored = json.loads(row[0]) if row else None
-            record = from_stored(NodeRunRecord, merged_node_run(stored, fields))
+            writer = fields.get("execution")
+            told = verdict(stored, writer)
+            if told == "stale":
+                return False  # a late write of an execution the run has gone on from
+            if told == "takeover":
+                assert stored is not None and writer is not None
+                merged = merged_node_run(node_run_base(stored), fields)
+                merged |= taken_over(stored, writer)
+            else:
+                merged = merged_node_run(stored, fields)
+            record = from_stored(NodeRunRecord, merged)
             # A node run new to the store needs its run there: one deleted with its
             # workflow (its node runs too) takes no late writes of its steps.
             if row is None and not _run_exists(conn, record.workflow_run_id):
                 return False
-            if conn.execute(_UPSERT_NODE_RUN, node_run_row(record)).rowcount == 0:
+            upsert = _REPLACE_NODE_RUN if told == "takeover" else _UPSERT_NODE_RUN
+            if conn.execute(upsert, node_run_row(record)).rowcount == 0:
                 _fill_missed_start(conn, stored, fields)
                 return False
             for event, key in zip(events, keys, strict=True):
@@ -816,6 +843,42 @@ _UPSERT_NODE_RUN = (
     " started_at = excluded.started_at, rev = excluded.rev, doc = excluded.doc"
     " WHERE excluded.rev >= node_runs.rev"
 )
+
+
+# A node run taken over by a newer execution: whatever its revs (read in this transaction).
+_REPLACE_NODE_RUN = _UPSERT_NODE_RUN.rsplit(" WHERE ", 1)[0]
+
+
+def _run_executions(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
+    """The run's execution fields (activities/store/executions.py); None: no such run."""
+    row = conn.execute(
+        "SELECT json_extract(doc, '$.execution'), json_extract(doc, '$.earlier_executions')"
+        " FROM runs WHERE id = ?",
+        (run_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return {"execution": row[0], "earlier_executions": json.loads(row[1] or "[]")}
+
+
+def _take_over_run(
+    conn: sqlite3.Connection, run_id: str, rev: int, stored: dict[str, Any], columns: list[str]
+) -> None:
+    """Write a newer execution's changes over the run whatever its rev (within the
+    caller's transaction, after its read)."""
+    paths = "".join(", ?, json(?)" for _ in stored)
+    conn.execute(
+        f"UPDATE runs SET doc = json_set(doc, '$.rev', ?{paths}), rev = ?"
+        + "".join(f", {column} = ?" for column in columns)
+        + " WHERE id = ?",
+        (
+            rev,
+            *(part for name, value in stored.items() for part in (f"$.{name}", _json(value))),
+            rev,
+            *(stored[column] for column in columns),
+            run_id,
+        ),
+    )
 
 
 def _fill_missed_start(
