@@ -39,10 +39,11 @@ from temporal_workflows.read_model import (
 
 log = logging.getLogger("trellis.reconciler")
 
-# Why a run whose workflow Temporal no longer has is closed (a restored store).
+# Why a run whose workflow Temporal no longer has is closed (`temporal workflow delete`, a
+# restored store).
 LOST_REASON = (
-    "Its workflow is no longer in Temporal (past the namespace's retention, or Temporal's"
-    " state was replaced) and the store has no end for it"
+    "Its workflow is no longer in Temporal (deleted by an operator, past the namespace's"
+    " retention, or Temporal's state was replaced) and the store has no end for it"
 )
 # The status a correction gives the open node runs of a run it closes.
 NODE_ENDS: dict[str, NodeRunStatus] = {"completed": "completed", "cancelled": "cancelled"}

@@ -5,8 +5,9 @@ A store restored from a copy older than Temporal's state (a backup) shows runs o
 have ended since: their workflows recorded their ends in the store that was replaced, so
 no search attribute says them open. Asked by id (a visibility query per `BATCH` runs), each
 closed one is handed to the reconciler's correction; one Temporal no longer has at all
-(past the namespace's retention, or its state replaced) is closed as lost. At the first
-pass it also names the runs open in Temporal on this task queue that the store lacks.
+(deleted by an operator, past the namespace's retention, or its state replaced) is
+closed as lost. At the first pass it also names the runs open in Temporal on this task
+queue that the store lacks.
 """
 
 from __future__ import annotations

@@ -138,7 +138,10 @@ async def test_a_run_whose_workflow_temporal_no_longer_has_is_closed_as_lost(
 
     run = await platform.wait(wf, record.id)
     assert run["status"] == "failed"
-    assert run["errorSummary"].startswith("Its workflow is no longer in Temporal")
+    assert run["errorSummary"] == (
+        "Its workflow is no longer in Temporal (deleted by an operator, past the namespace's"
+        " retention, or Temporal's state was replaced) and the store has no end for it"
+    )
     kinds = [e["type"] for e in await platform.store.list_events(record.id, 0, 10)]
     assert kinds == ["run_failed"]
     assert (await platform.wait(pending_wf, pending.id, {"pending"}))["status"] == "pending"
