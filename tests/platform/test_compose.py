@@ -168,6 +168,19 @@ def test_the_api_requires_tokens_since_it_listens_beyond_loopback(compose: dict[
     assert env["TRELLIS_AUTH_MODE"] == "jwt"
 
 
+def test_the_api_links_runs_to_the_web_ui_the_compose_file_publishes(
+    compose: dict[str, Any],
+) -> None:
+    # With TRELLIS_TEMPORAL_ADDRESS set no UI URL was assumed: the console and `trellis
+    # runs show` linked to no Temporal page, though the file starts a Web UI.
+    env = compose["services"]["api"]["environment"]
+    [published] = compose["services"]["temporal-ui"]["ports"]
+    host_port = published.split(":")[-2]
+    assert env["TRELLIS_TEMPORAL_UI_URL"] == (
+        "${TRELLIS_TEMPORAL_UI_URL:-http://127.0.0.1:" + host_port + "}"
+    )
+
+
 def _seconds(duration: str) -> float:
     assert duration.endswith("s"), duration
     return float(duration[:-1])
