@@ -257,6 +257,30 @@ async def test_long_names_words_and_urls_wrap_at_390_px(module_console: Console)
         await console.shoot(name)
 
 
+async def test_a_long_word_or_url_wraps_in_the_workflows_table_at_1280_px(
+    module_console: Console,
+) -> None:
+    # A 125-character word in a name or a 270-character URL in a description made the
+    # table 1,713 px wide in its 1,160 px: the Enabled switch was off the screen. Its cells
+    # wrapped anywhere below 700 px only.
+    console = module_console
+    p = console.platform
+    name = "w" * 125
+    url = "https://example.com/" + "u" * 250
+    wf = await p.create({"name": name, "description": f"See {url}", "nodes": [echo("one")]})
+    page = await console.goto(f"/console/workflows?q={name}")
+    switch = page.locator(f'tr[data-workflow-id="{wf}"] button.toggle')
+    await expect(switch).to_be_visible()
+    box = await switch.bounding_box()
+    assert box and box["x"] + box["width"] <= 1280, box
+    overflow = await page.evaluate(
+        "() => [...document.querySelectorAll('.table-wrap')]"
+        ".map((w) => w.scrollWidth - w.clientWidth)"
+    )
+    assert overflow and max(overflow) <= 0, overflow
+    await console.shoot("long-word-workflows")
+
+
 async def schedule_daily(console: Console, wf: str, initial: dict[str, str]) -> None:
     body = {"cron": "0 9 * * *", "timeZone": "UTC", "initialInput": initial, "paused": True}
     made = await console.platform.api.post(f"/api/v1/workflows/{wf}/schedules", json=body)

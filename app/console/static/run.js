@@ -416,11 +416,11 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       h("div.table-wrap", {}, h("table.cards", {},
         h("thead", {}, h("tr", {}, ["Step", "Decision", "By", "When", "Feedback"].map((t) => h("th", { scope: "col" }, t)))),
         h("tbody", {}, resolved.map((r) => h("tr", {},
-          h("td", { "data-label": "Step" }, r.stepName || r.stepId),
+          h("td.text", { "data-label": "Step" }, r.stepName || r.stepId),
           h("td", { "data-label": "Decision" }, (r.resolution || "").replace(/_/g, " ")),
-          h("td", { "data-label": "By" }, r.decidedBy || (r.source ? `(${r.source})` : "—")),
+          h("td.text", { "data-label": "By" }, r.decidedBy || (r.source ? `(${r.source})` : "—")),
           h("td", { "data-label": "When" }, when(r.decidedAt)),
-          h("td", { "data-label": "Feedback" }, r.rejectionFeedback || "—")))))));
+          h("td.text", { "data-label": "Feedback" }, r.rejectionFeedback || "—")))))));
   }
 
   async function renderLineage() {

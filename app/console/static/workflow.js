@@ -154,7 +154,7 @@ export async function renderWorkflow(main, [workflowId], { config, search, navig
             h("caption.visually-hidden", {}, "Runs"),
             h("thead", {}, h("tr", {}, ["Run", "Status", "Trigger", "Version", "Started", "Finished"].map((t) => h("th", { scope: "col" }, t)))),
             h("tbody", {}, runs.map((r) => h("tr", { dataset: { runId: r.id } },
-              h("th", { scope: "row", "data-label": "Run" }, h("a", { href: `${consolePath}/runs/${encodeURIComponent(r.id)}` }, h("code", {}, r.id))),
+              h("th.text", { scope: "row", "data-label": "Run" }, h("a", { href: `${consolePath}/runs/${encodeURIComponent(r.id)}` }, h("code", {}, r.id))),
               h("td", { "data-label": "Status" }, badge(r.status)),
               h("td", { "data-label": "Trigger" }, r.triggerSource),
               h("td", { "data-label": "Version" }, String(r.workflowVersion)),

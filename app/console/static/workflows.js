@@ -40,8 +40,8 @@ export async function renderWorkflows(main, _params, { search, navigate }) {
 
   function row(wf) {
     return h("tr", { dataset: { workflowId: wf.id } },
-      h("th", { scope: "row", "data-label": "Name" }, h("a", { href: `/console/workflows/${encodeURIComponent(wf.id)}` }, wf.name)),
-      h("td", { "data-label": "Description" }, wf.description || h("span.muted", {}, "—")),
+      h("th.text", { scope: "row", "data-label": "Name" }, h("a", { href: `/console/workflows/${encodeURIComponent(wf.id)}` }, wf.name)),
+      h("td.text", { "data-label": "Description" }, wf.description || h("span.muted", {}, "—")),
       h("td", { "data-label": "Nodes" }, String(wf.numNodes)),
       h("td", { "data-label": "Version" }, String(wf.version)),
       h("td", { "data-label": "Updated" }, when(wf.updatedAt)),
