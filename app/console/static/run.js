@@ -1,7 +1,7 @@
 // The run page: status, controls, open gates, the tree with live statuses, node runs,
 // lineage, the Temporal Web UI link.
 
-import { api, follow, ApiError, newKey, mayUse, CONTROL_SCOPE } from "./api.js";
+import { api, follow, hidden, ApiError, newKey, mayUse, CONTROL_SCOPE } from "./api.js";
 import { h, fill, badge, facts, when, duration, jsonBlock, notice, announce, add } from "./dom.js";
 import { renderTree } from "./tree.js";
 import { heldOpen, syncGates, tickClocks } from "./gate.js";
@@ -15,11 +15,15 @@ const LIVE_TEXT = "Live: node statuses change as the run goes. Choose a node to 
 const GONE_TEXT = "Live updates stopped: this run is no longer available to you (deleted, or your access was withdrawn).";
 const ENDED_TEXT = "The run has ended: nothing here changes any more. Choose a node to see its runs.";
 const LOST_TEXT = "Live updates paused: the API cannot be reached. Trying again; what is shown may be out of date.";
+const STALE_TEXT = "Live updates paused: the run could not be read. Trying again; what is shown may be out of date.";
 const LIVE_STATES = {
-  live: ["muted", LIVE_TEXT], lost: ["notice notice-info", LOST_TEXT],
+  live: ["muted", LIVE_TEXT], lost: ["notice notice-info", LOST_TEXT], stale: ["notice notice-info", STALE_TEXT],
   gone: ["notice notice-info", GONE_TEXT], ended: ["muted", ENDED_TEXT],
 };
 const GONE_WHY = "This run is no longer available to you.";
+// Reads that failed are asked again after 0.5 s, doubling to 10 s.
+const RETRY_FIRST = 500;
+const RETRY_MOST = 10_000;
 
 // What each control may act on (the API answers 409/400 otherwise; the buttons say so first).
 const CONTROLS = [
@@ -68,11 +72,15 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   let tree = renderTree(graph, { onSelect: selectNode });
   const treeSlot = h("div.tree-wrap", {}, tree.element);
   let gone = false; // the run answered 404: deleted, or no longer visible to this caller
+  let readFailures = 0; // reads of the run that failed in a row (not a 404)
+  let retryTimer = null;
+  let readWaiters = []; // resolved once a read of the run succeeds (or it is gone, or the page left)
   const terminal = new Set(config.terminalRunStatuses);
   // An ended run is not followed: its stream would send the whole log (a long loop's
   // 40,004 events, 14 MB) to say what its detail says.
   const following = !terminal.has(run.status);
   const first = following ? "live" : "ended";
+  let streamState = first; // what the stream says: live, lost, or ended (once a read showed the end)
   const liveState = h("p", {
     class: LIVE_STATES[first][0], "aria-live": "polite", dataset: { role: "live-state", state: first },
   }, LIVE_STATES[first][1]);
@@ -117,7 +125,8 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       if (state === "gone") return markGone();
       if (state === "live" && !opened) refresh();
       opened = opened || state === "live";
-      setLiveState(state);
+      streamState = state;
+      showLiveState();
     },
     onEvent(type, event) {
       if (event.nodeId && event.status) tree.setStatus(event.nodeId, event.status);
@@ -126,11 +135,14 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       scheduleRefresh();
     },
     async shouldStop() {
-      await refresh();
+      // Only a read of the run says it ended: the `run_*` event's status alone left its
+      // counts, output and gates as the last read (one that failed) had them, for good.
+      if (!(await refresh()) && !gone) await nextRead();
       // A deleted workflow's run ends with `run_cancelled`, but is gone (the 404 says so).
-      if (gone) return true;
+      if (gone || abort.signal.aborted) return true;
       const ended = terminal.has(run.status);
-      if (ended) setLiveState("ended"); // it said "Live: node statuses change…"
+      if (ended) streamState = "ended"; // it said "Live: node statuses change…"
+      showLiveState();
       return ended;
     },
   });
@@ -139,6 +151,8 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     abort.abort();
     clearInterval(clock);
     clearTimeout(refreshTimer);
+    clearTimeout(retryTimer);
+    settleReads();
   };
 
   // After a 200 ms pause in the events, or a second at most (a busy run's never pause).
@@ -147,6 +161,24 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     const now = Date.now();
     if (!refreshDue) refreshDue = now + 1000;
     refreshTimer = setTimeout(() => { refreshDue = 0; refresh(); }, Math.min(200, Math.max(0, refreshDue - now)));
+  }
+
+  /** The line under "Definition": gone, the stream lost, the run unread, else the stream's state. */
+  function showLiveState() {
+    if (gone) return setLiveState("gone");
+    if (streamState === "lost") return setLiveState("lost");
+    setLiveState(readFailures ? "stale" : streamState);
+  }
+
+  /** Resolves once a read of the run succeeds (the retries go on meanwhile). */
+  function nextRead() {
+    return new Promise((resolve) => readWaiters.push(resolve));
+  }
+
+  function settleReads() {
+    const waiting = readWaiters;
+    readWaiters = [];
+    for (const resolve of waiting) resolve();
   }
 
   // Said once per change, so a screen reader hears a lost link and its return once.
@@ -160,17 +192,23 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   function markGone() {
     if (gone) return;
     gone = true;
-    setLiveState("gone");
+    clearTimeout(retryTimer);
+    settleReads();
+    showLiveState();
     run.pendingRequirements = []; // its open gates' cards go, or say they closed
     renderControls();
     renderGates();
     renderDetail();
   }
 
+  /** Read the run and its graph again and draw them; false when the read failed (a failed
+   * read is asked again, backing off, until one succeeds: the page says it may be out of date). */
   async function refresh() {
-    if (gone) return;
+    if (gone || abort.signal.aborted) return false;
+    clearTimeout(retryTimer);
     try {
       const [fresh, freshGraph] = await Promise.all([api(detailPath), api(`${base}/graph`)]);
+      if (abort.signal.aborted) return false;
       run = fresh;
       for (const node of freshGraph.nodes) tree.setStatus(node.id, node.status);
       graph = freshGraph;
@@ -182,8 +220,22 @@ export async function renderRun(main, [workflowId, runId], { config }) {
       renderDecisions();
     } catch (err) {
       if (err instanceof ApiError && err.status === 404) markGone();
-      // Otherwise the stream goes on; the next event refreshes again.
+      if (gone || abort.signal.aborted || (err instanceof ApiError && err.status === 401)) return false;
+      readFailures += 1;
+      showLiveState();
+      retryTimer = setTimeout(retryRead, Math.min(RETRY_FIRST * 2 ** (readFailures - 1), RETRY_MOST));
+      return false;
     }
+    readFailures = 0;
+    showLiveState();
+    settleReads();
+    return true;
+  }
+
+  // A hidden tab asks nothing: it asks again once shown.
+  function retryRead() {
+    if (!hidden()) return refresh();
+    retryTimer = setTimeout(retryRead, RETRY_MOST);
   }
 
   function setStatus(status) {
