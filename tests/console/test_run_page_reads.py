@@ -1,5 +1,5 @@
 """The run page when its reads of the API fail: it says so, asks again, and never takes an
-event's status for what the run is."""
+event's status, or a failed read, for what the run or a node is."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from playwright.async_api import Route, expect
 
-from tests.builders import delay
+from tests.builders import delay, echo, step
 from tests.console.console import Console
 from tests.console.definitions import confirm_gate
 from tests.hitl.helpers import control, start
@@ -97,3 +97,31 @@ async def test_a_run_that_ends_while_the_browser_is_offline_is_shown_ended_once_
     await expect(page.locator("[data-role=live-state]")).to_have_text(
         re.compile("^The run has ended")
     )
+
+
+async def test_a_node_whose_runs_cannot_be_read_says_so_never_that_it_has_not_run(
+    module_console: Console,
+) -> None:
+    # Its node runs answered 503: the panel said "The latest 0 of 1 node runs" and "This
+    # node has not run (yet) in this run", of a node that had failed.
+    console = module_console
+    p = console.platform
+    nodes = [
+        echo("prepare", value=1),
+        step("wait", "builtin:delay", {"seconds": "{{ input.seconds }}"}, id="wait"),
+    ]
+    wf, run_id = await start(p, nodes, {"seconds": 10**9})
+    assert (await p.wait(wf, run_id))["status"] == "failed"
+    page = console.page
+    await page.route("**/nodes/**", unavailable)
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await page.locator('button.node[data-node-id="wait"]').click()
+    detail = page.locator("#node-detail")
+    await expect(detail.get_by_role("alert")).to_contain_text("The node runs could not be read")
+    await expect(detail).not_to_contain_text("has not run")
+    await expect(detail).not_to_contain_text("The latest 0")
+    await page.unroute("**/nodes/**")
+    await detail.get_by_role("button", name="Try again").click()
+    await expect(detail.locator(".node-run")).to_have_count(1)
+    await expect(detail.locator(".node-run")).to_contain_text("at most")
+    await expect(detail.get_by_role("alert").filter(has_text="could not be read")).to_have_count(0)

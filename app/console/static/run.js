@@ -56,8 +56,12 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   if (!main.isConnected) return null; // the user moved on while it loaded: nothing starts
   const startKeys = new Map();
   let selected = null;
-  let nodeRuns = []; // the chosen node's latest node runs, newest first
+  let nodeRuns = []; // the chosen node's node runs shown, newest first
+  let nodeRunsOf = null; // the node they are of
   let nodeRunsTotal = 0;
+  let nodeRunsTop = null; // the newest node run's number asked for (null: the latest, as it grows)
+  let nodeRunsShown = [0, 0]; // the numbers of the newest and oldest shown
+  let nodeRunsError = null; // why they could not be read (null: they were)
   const touched = new Set(); // nodes with events since their node runs were read
 
   const statusSlot = h("span", { dataset: { role: "run-status" } }, badge(run.status));
@@ -365,6 +369,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   }
 
   async function selectNode(nodeId) {
+    if (selected !== nodeId) nodeRunsTop = null;
     selected = nodeId;
     tree.select(nodeId);
     await loadNodeRuns();
@@ -373,23 +378,43 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     if (heading) heading.focus();
   }
 
-  /** The chosen node's latest node runs, by id: `{runId}.{nodeId}.{n}` for n = latest … 1. */
+  /** The chosen node's node runs, by id: `{runId}.{nodeId}.{n}` for n = the newest asked
+   * for (the latest unless paged to older ones) down, NODE_RUNS_SHOWN of them. */
   async function loadNodeRuns() {
     const nodeId = selected;
     touched.delete(nodeId);
     const node = graph.nodes.find((n) => n.id === nodeId);
     const latest = node && node.nodeRunId ? Number(node.nodeRunId.split(".").pop()) || 0 : 0;
+    const top = nodeRunsTop == null ? latest : Math.min(nodeRunsTop, latest);
     const counts = [];
-    for (let n = latest; n >= 1 && counts.length < NODE_RUNS_SHOWN; n--) counts.push(n);
-    const found = await Promise.all(counts.map((n) =>
-      api(`${base}/nodes/${encodeURIComponent(`${runId}.${nodeId}.${n}`)}`).catch(() => null)));
+    for (let n = top; n >= 1 && counts.length < NODE_RUNS_SHOWN; n--) counts.push(n);
+    const answers = await Promise.allSettled(counts.map((n) =>
+      api(`${base}/nodes/${encodeURIComponent(`${runId}.${nodeId}.${n}`)}`)));
     if (selected !== nodeId) return; // another node was chosen meanwhile
-    nodeRuns = found.filter(Boolean);
+    if (nodeRunsOf !== nodeId) nodeRuns = []; // another node's are not this one's
+    nodeRunsOf = nodeId;
+    // One absent (404) is left out; any other failure is said, never "has not run".
+    const failed = answers.find((a) => a.status === "rejected" && !(a.reason instanceof ApiError && a.reason.status === 404));
+    if (failed) {
+      nodeRunsError = failed.reason.message;
+      touched.add(nodeId); // the next refresh asks again
+      return;
+    }
+    nodeRunsError = null;
+    nodeRuns = answers.filter((a) => a.status === "fulfilled").map((a) => a.value);
     nodeRunsTotal = latest;
+    nodeRunsShown = counts.length ? [counts[0], counts[counts.length - 1]] : [0, 0];
+  }
+
+  /** Page the chosen node's runs: `top` the newest number to show (null: the latest). */
+  async function pageNodeRuns(top) {
+    nodeRunsTop = top != null && top >= nodeRunsTotal ? null : top;
+    await loadNodeRuns();
+    renderDetail();
   }
 
   function renderDetail() {
-    redraw(detail, [selected, run.status, gone, nodeRuns, nodeRunsTotal], drawDetail);
+    redraw(detail, [selected, run.status, gone, nodeRuns, nodeRunsTotal, nodeRunsShown, nodeRunsError], drawDetail);
   }
 
   function drawDetail() {
@@ -409,12 +434,35 @@ export async function renderRun(main, [workflowId, runId], { config }) {
         title: gone ? GONE_WHY : mayUse(CONTROL_SCOPE) ? "Runs this step again in a new run, reusing the outputs of the steps before it" : NO_CONTROL,
         on: { click: () => rerun(node) },
       }, "Rerun from this node")) : null,
-      nodeRunsTotal > nodeRuns.length
-        ? h("p.muted", {}, `The latest ${nodeRuns.length} of ${nodeRunsTotal} node runs, newest first.`)
+      nodeRunsError
+        ? notice("error", `The node runs could not be read: ${nodeRunsError} `,
+            h("button.secondary.small", { type: "button", dataset: { action: "reload-node-runs" }, on: { click: () => pageNodeRuns(nodeRunsTop) } }, "Try again"))
         : null,
+      nodeRunsError ? null : pageText(),
+      nodeRunsPager(),
       nodeRuns.length
         ? h("ol.node-runs", {}, nodeRuns.map(nodeRunItem))
-        : h("p.muted", {}, "This node has not run (yet) in this run."));
+        : nodeRunsError ? null : h("p.muted", {}, "This node has not run (yet) in this run."));
+  }
+
+  function pageText() {
+    const [top, bottom] = nodeRunsShown;
+    if (nodeRunsTotal <= nodeRuns.length) return null;
+    if (top === nodeRunsTotal) return h("p.muted", {}, `The latest ${nodeRuns.length} of ${nodeRunsTotal} node runs, newest first.`);
+    return h("p.muted", {}, `Node runs ${top} to ${bottom} of ${nodeRunsTotal}, newest first.`);
+  }
+
+  // A map's failed item may be any of thousands: older pages reach every node run.
+  function nodeRunsPager() {
+    if (nodeRunsTotal <= NODE_RUNS_SHOWN || nodeRunsOf !== selected) return null;
+    const [top, bottom] = nodeRunsShown;
+    const button = (action, label, disabled, to) => h("button.secondary.small", {
+      type: "button", disabled, dataset: { action }, on: { click: () => pageNodeRuns(to) },
+    }, label);
+    return h("nav.toolbar", { "aria-label": "Pages of this node's runs" },
+      button("newest-node-runs", "Latest", top >= nodeRunsTotal, null),
+      button("newer-node-runs", "Newer", top >= nodeRunsTotal, top + NODE_RUNS_SHOWN),
+      button("older-node-runs", "Older", bottom <= 1, bottom - 1));
   }
 
   async function rerun(node) {
