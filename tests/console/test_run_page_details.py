@@ -1,4 +1,5 @@
-"""The run page's node runs: every one of a node's runs reachable, not only its latest."""
+"""The run page's details: a child's status kept current in the lineage, and every node
+run reachable."""
 
 from __future__ import annotations
 
@@ -6,6 +7,32 @@ from playwright.async_api import expect
 
 from tests.builders import node
 from tests.console.console import Console
+from tests.console.definitions import confirm_gate
+from tests.console.test_run_page import confirm
+from tests.hitl.helpers import approve, control, wait_for_gate
+
+LIVE = 15_000  # ms
+
+
+async def test_the_lineage_follows_a_child_until_it_ends(module_console: Console) -> None:
+    # A finished run's page read its lineage once: a retry's child stayed "pending" there
+    # after it had run to its end.
+    console = module_console
+    p = console.platform
+    wf, run_id = await console.at_gate(confirm_gate(), "ship")
+    assert (await control(p, wf, run_id, "cancel")).status_code == 200
+    await p.wait(wf, run_id)
+    page = console.page
+    await console.goto(f"/console/workflows/{wf}/runs/{run_id}")
+    await confirm(console, "retry")
+    notice = page.get_by_role("status").filter(has_text="Retry: started run")
+    child_id = (await notice.get_by_role("link").inner_text()).strip()
+    child = page.locator("section[aria-labelledby=lineage-h] li").filter(has_text=child_id)
+    await expect(child).to_have_count(1)
+    await wait_for_gate(p, wf, child_id, "ship")
+    assert (await approve(p, wf, child_id, stepId="ship", resolution="confirm")).status_code == 200
+    assert (await p.wait(wf, child_id))["status"] == "completed"
+    await expect(child.locator(".badge")).to_have_text("completed", timeout=LIVE)
 
 
 async def test_a_failed_item_of_a_big_map_can_be_reached_in_its_node_runs(

@@ -21,9 +21,11 @@ const LIVE_STATES = {
   gone: ["notice notice-info", GONE_TEXT], ended: ["muted", ENDED_TEXT],
 };
 const GONE_WHY = "This run is no longer available to you.";
-// Reads that failed are asked again after 0.5 s, doubling to 10 s.
+// Reads that failed are asked again after 0.5 s, doubling to 10 s; a lineage with a child
+// still going is read again after 1 s, doubling to 30 s.
 const RETRY_FIRST = 500;
 const RETRY_MOST = 10_000;
+const LINEAGE_MOST = 30_000;
 
 // What each control may act on (the API answers 409/400 otherwise; the buttons say so first).
 const CONTROLS = [
@@ -78,6 +80,9 @@ export async function renderRun(main, [workflowId, runId], { config }) {
   let gone = false; // the run answered 404: deleted, or no longer visible to this caller
   let readFailures = 0; // reads of the run that failed in a row (not a 404)
   let retryTimer = null;
+  let lineageTimer = null;
+  let lineageDelay = 0;
+  let lineageReads = 0;
   let readWaiters = []; // resolved once a read of the run succeeds (or it is gone, or the page left)
   const terminal = new Set(config.terminalRunStatuses);
   // An ended run is not followed: its stream would send the whole log (a long loop's
@@ -156,6 +161,7 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     clearInterval(clock);
     clearTimeout(refreshTimer);
     clearTimeout(retryTimer);
+    clearTimeout(lineageTimer);
     settleReads();
   };
 
@@ -523,19 +529,38 @@ export async function renderRun(main, [workflowId, runId], { config }) {
           h("td.text", { "data-label": "Feedback" }, r.rejectionFeedback || "—")))))));
   }
 
-  async function renderLineage() {
-    let children = [];
+  /** Draw the lineage; read again, backing off, while a child shown has not ended (a child
+   * kept its first status, "pending", on a finished run's page) or the read failed. */
+  async function renderLineage({ again = false } = {}) {
+    clearTimeout(lineageTimer);
+    if (!again) lineageDelay = 0;
+    const mine = ++lineageReads; // an older read answering later draws nothing
+    let children = null;
     try {
       children = (await api(`${base}/children?perPage=50&nodeRuns=summary`)).runs;
-    } catch {
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) return;
       // Lineage is secondary: the page stays useful without it.
     }
-    fill(lineage, h("h2", { id: "lineage-h" }, "Lineage"),
+    if (abort.signal.aborted || mine !== lineageReads) return;
+    if (!children || children.some((c) => !terminal.has(c.status))) {
+      lineageDelay = Math.min(lineageDelay ? lineageDelay * 2 : 1000, LINEAGE_MOST);
+      lineageTimer = setTimeout(function readLineage() {
+        if (hidden()) lineageTimer = setTimeout(readLineage, lineageDelay); // asks nothing while hidden
+        else renderLineage({ again: true });
+      }, lineageDelay);
+    }
+    // Unread, it keeps what it showed (it said no run was started from this run).
+    if (!children && lineage.firstChild) return;
+    const shown = children && children.map((c) => [c.id, c.status, c.triggerSource, c.startedAt]);
+    redraw(lineage, [run.parentRunId, shown], () => fill(lineage, h("h2", { id: "lineage-h" }, "Lineage"),
       facts([["Parent", run.parentRunId ? runLink(run.parentRunId) : "none (an original run)"]]),
-      children.length
+      !children
+        ? notice("error", "The runs started from this run could not be read. Trying again.")
+        : children.length
         ? h("div", {}, h("h3", {}, "Runs started from this run"),
             h("ul.plain", {}, children.map((c) => h("li", {}, runLink(c.id), " ", badge(c.status), " ", c.triggerSource, " · ", when(c.startedAt)))))
-        : h("p.muted", {}, "No run was started from this run."));
+        : h("p.muted", {}, "No run was started from this run.")));
   }
 
   function runLink(id) {
@@ -563,6 +588,7 @@ function redraw(section, shown, draw) {
 function focusKey(el) {
   if (el.id) return `#${CSS.escape(el.id)}`;
   if (el.dataset.action) return `[data-action="${el.dataset.action}"]`;
+  if (el.tagName === "A" && el.getAttribute("href")) return `a[href="${CSS.escape(el.getAttribute("href"))}"]`;
   if (el.tagName === "SUMMARY" && el.parentElement.dataset.key) return `[data-key="${el.parentElement.dataset.key}"] > summary`;
   return null;
 }
