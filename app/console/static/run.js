@@ -262,10 +262,16 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     redraw(summary, shown, drawSummary);
   }
 
-  // Who, when the API knows (the caller's name, else their id), and how (manual, schedule…).
+  // Who, when the API knows (the caller's name, else their id), and how (manual, schedule…);
+  // a schedule's run says which, linked to its workflow's page, where its schedules are.
   function triggeredBy(r) {
     const who = r.triggeredBy ? (r.triggeredBy.username || r.triggeredBy.userId) : null;
-    return who ? `${who} (${r.triggerSource})` : r.triggerSource;
+    const how = who ? `${who} (${r.triggerSource})` : r.triggerSource;
+    if (!r.scheduleId) return how;
+    return h("span", {}, `${how} `, h("a", {
+      href: `/console/workflows/${encodeURIComponent(workflowId)}`, dataset: { role: "schedule" },
+      "aria-label": `schedule ${r.scheduleId}, on the workflow's page`,
+    }, h("code", {}, r.scheduleId)));
   }
 
   function drawSummary() {
@@ -520,9 +526,10 @@ export async function renderRun(main, [workflowId, runId], { config }) {
     }
     fill(decisions, h("h2", { id: "decisions-h" }, "Decisions"),
       h("div.table-wrap", {}, h("table.cards", {},
-        h("thead", {}, h("tr", {}, ["Step", "Decision", "By", "When", "Feedback"].map((t) => h("th", { scope: "col" }, t)))),
+        h("thead", {}, h("tr", {}, ["Step", "Item or iteration", "Decision", "By", "When", "Feedback"].map((t) => h("th", { scope: "col" }, t)))),
         h("tbody", {}, resolved.map((r) => h("tr", {},
           h("td.text", { "data-label": "Step" }, r.stepName || r.stepId),
+          h("td", { "data-label": "Item or iteration" }, whereDecided(r)),
           h("td", { "data-label": "Decision" }, (r.resolution || "").replace(/_/g, " ")),
           h("td.text", { "data-label": "By" }, r.decidedBy || (r.source ? `(${r.source})` : "—")),
           h("td", { "data-label": "When" }, when(r.decidedAt)),
@@ -605,6 +612,14 @@ function approversOf(nodes, id) {
     if (found) return found;
   }
   return null;
+}
+
+/** Which map item or loop iteration (0-based, as on the node runs) a decision was for. */
+function whereDecided(r) {
+  const parts = [];
+  if (r.iteration != null) parts.push(`iteration ${r.iteration}`);
+  if (r.itemIndex != null) parts.push(`item ${r.itemIndex}`);
+  return parts.length ? parts.join(", ") : "—";
 }
 
 /** "12 (10 completed, 2 failed)" from a node-run summary. */
