@@ -26,8 +26,11 @@ import fcntl
 import json
 import struct
 import termios
+from datetime import UTC, datetime
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from app.arrival import ARRIVED_AT
 
 # Request line and headers together, as received (a browser's or a proxy's is a few KB; a
 # large JWT about 8 KB; nginx allows 4 x 8 KB by default).
@@ -71,6 +74,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self._refused:
             return
         super().on_message_begin()
+        # Its first bytes were read: the request arrived (app/arrival.py).
+        self.scope[ARRIVED_AT] = datetime.now(UTC)  # type: ignore[literal-required]
         self._head_bytes = self._spanned = 0
         self._head_done = False
 

@@ -17,6 +17,7 @@ from activities.store.base import Store
 from activities.store.factory import open_store
 from app.api_docs import install_docs
 from app.api_metrics import ApiMetrics
+from app.arrival import ArrivalMiddleware
 from app.auth.guard import Authenticator, caller_before_body, check_routes
 from app.body_limit import BodyLimitMiddleware
 from app.console.routes import console_app
@@ -119,6 +120,8 @@ def create_app(
         app.add_middleware(LoopbackHostMiddleware)
     # Outermost of ours: a request's duration includes every middleware's work.
     app.add_middleware(RequestMetricsMiddleware, histogram=app.state.metrics.requests, root=app)
+    # Outermost of all: a decision is for the gate open when its request arrived.
+    app.add_middleware(ArrivalMiddleware)
     check_routes(app)
     install_docs(app)
     # The console: static files beside the API (not API routes; see app/console/routes.py).

@@ -62,6 +62,10 @@ class Decision(CamelModel):
     # opened on, so a double-clicked confirm approved an output no one had seen. (A worker
     # of an earlier release ignores it, as it ignores any field it does not know.)
     seen_kind: GateKind | None = None
+    # When the API received a decision that named no opening (no `gate`, no key) and read
+    # none open in the run's record, in UTC: a gate opened after it is refused
+    # (temporal_workflows/gate_arrival.py). Its reader's next opening was decided.
+    arrived_at: str | None = None
 
     @property
     def is_timeout(self) -> bool:

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
         PROBLEMS,
     )
     from temporal_workflows.definition import UserInputField
+    from temporal_workflows.gate_arrival import opened_after, opened_after_arrival
     from temporal_workflows.gate_policy import resolved, timeout_decision
     from temporal_workflows.gates import Decision, GateError, Requirement, check_decision
 
@@ -130,6 +131,9 @@ class OpenGates:
             raise _already_decided(decision)  # the gate it saw; this one opened since
         if decision.seen_kind is not None and decision.seen_kind != req.kind:
             raise _already_decided(decision)  # its confirmation; the output review since
+        if opened_after(req.created_at, decision.arrived_at):
+            # Not validated on replay: a refusal leaves nothing in history.
+            raise ApplicationError(opened_after_arrival(req.step_id), type=CONFLICT_ERROR)
         if req.timeout_at is not None and workflow.now() >= datetime.fromisoformat(req.timeout_at):
             # Its timer fired while no worker was up: the timer and this decision reached
             # the run together, and the decision would be applied first.

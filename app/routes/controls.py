@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
+from app.arrival import arrived_at
 from app.auth.caller import CONTROL, READ
 from app.auth.guard import needs
 from app.deps import KEY_REUSED, ControlsDep, IdempotencyKey, RunDep
@@ -28,6 +29,7 @@ STATE = "conflict: the run's status does not allow this (or it is no longer runn
     responses=errors(409, s409=f"{DECIDED}; {KEY_REUSED}"),
 )
 async def approve(
+    request: Request,
     run: RunDep,
     body: ApproveRequest,
     controls: ControlsDep,
@@ -35,7 +37,7 @@ async def approve(
 ) -> ApproveResponse:
     """Resolve one pending HITL requirement (exactly once). With an `Idempotency-Key`, a
     repeat of the request is answered as the first was and decides nothing again."""
-    result = await controls.decide(run, body, idempotency_key)
+    result = await controls.decide(run, body, idempotency_key, arrived_at(request))
     return ApproveResponse(
         run_id=result.run_id,
         status=result.status,

@@ -11,6 +11,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from temporalio.client import (
@@ -29,6 +30,7 @@ from app.auth.acl import require_approver
 from app.auth.caller import Caller
 from app.errors import Conflict, InvalidRequest, RunRefused, UpdateNotTaken
 from app.schemas.control import ApproveRequest, SeenGate
+from temporal_workflows.clock import iso
 from temporal_workflows.contracts import (
     DECIDE,
     GATE_NOT_OPEN,
@@ -38,6 +40,7 @@ from temporal_workflows.contracts import (
     ControlRequest,
     ControlResult,
 )
+from temporal_workflows.gate_arrival import opened_after, opened_after_arrival
 from temporal_workflows.gates import GATE_KINDS, Decision, DecisionResult, as_saved, gate_key
 from temporal_workflows.json_data import bounded_json_size
 from temporal_workflows.read_model import TERMINAL_RUN_STATUSES, run_event
@@ -79,7 +82,11 @@ class ControlService:
             )
 
     async def decide(
-        self, run: RunRecord, body: ApproveRequest, key: str | None = None
+        self,
+        run: RunRecord,
+        body: ApproveRequest,
+        key: str | None = None,
+        arrived: datetime | None = None,
     ) -> DecisionResult:
         """Resolve one pending requirement; returns once the workflow accepted it.
 
@@ -87,6 +94,9 @@ class ControlService:
         repeat (its answer lost) is answered with the first decision's result, even after
         the run ended, and decides nothing again: a loop's next iteration review has the
         same stepId, and a plain repeat would decide it too.
+
+        Without a key or `gate`, it decides only an opening open when the request
+        `arrived` (temporal_workflows/gate_arrival.py): 409 for one opened since.
         """
         # Who may decide first: one who may not is told so (403) whatever the run's state
         # (a non-approver was told 409 "completed" or 403 by how fast the run went).
@@ -117,7 +127,10 @@ class ControlService:
             decided_by=self.who,
             # Under a key, a repeat whose first answer was lost is answered as the first,
             # though the gate it decided has been followed by another since.
-            **_seen_gate(run, body, early=key is None),
+            **(seen := _seen_gate(run, body, early=key is None, arrived=arrived)),
+            # The record read showed none open: the workflow refuses an opening after the
+            # arrival. (Not for one shown: a workflow task run again gives it a new time.)
+            arrived_at=None if arrived is None or key or seen else iso(arrived),
         )
         update_id = None
         if key is not None:
@@ -134,12 +147,17 @@ class ControlService:
                     raise Conflict(f"Run is {run.status}, not awaiting approval") from None
                 raise
             except WorkflowUpdateFailedError as exc:
-                if (
-                    not _gate_not_open(exc)
-                    or asyncio.get_running_loop().time() >= settled_by
-                    or not await self._store_shows_open(run.id, body.step_id)
-                ):
+                if not _gate_not_open(exc) or asyncio.get_running_loop().time() >= settled_by:
                     raise
+                fresh = await self._store_shows_open(run.id, body.step_id)
+                if fresh is None:
+                    raise
+                if decision.seen_gate is None and decision.seen_kind is None:
+                    # The record read first showed none open: sent again, it is for the
+                    # opening shown now, if that was open when the request arrived (not
+                    # the next one, opened after a decision that came with it).
+                    seen = _seen_gate(fresh, body, early=key is None, arrived=arrived)
+                    decision = decision.model_copy(update={**seen, "arrived_at": None})
                 await asyncio.sleep(GATE_SETTLE_POLL_SECONDS)
                 continue
             first = result.request_fingerprint
@@ -151,14 +169,16 @@ class ControlService:
                 )
             return result
 
-    async def _store_shows_open(self, run_id: str, step_id: str) -> bool:
-        """Whether the read model still shows the gate waiting (the workflow wrote it)."""
+    async def _store_shows_open(self, run_id: str, step_id: str) -> RunRecord | None:
+        """The run's record when it still shows the gate waiting (the workflow wrote it)."""
         fresh = await self.store.get_run(run_id)
-        return (
+        if (
             fresh is not None
             and fresh.status not in TERMINAL_RUN_STATUSES
             and any(r.get("stepId") == step_id for r in fresh.pending_requirements)
-        )
+        ):
+            return fresh
+        return None
 
     async def pause(self, run: RunRecord, key: str | None = None) -> ControlResult:
         # Under a key the workflow decides (its validator refuses a paused run): a repeat
@@ -339,13 +359,16 @@ def _as_saved(run: RunRecord, step_id: str, selected: list[str] | None) -> list[
     return selected
 
 
-def _seen_gate(run: RunRecord, body: ApproveRequest, early: bool) -> dict[str, Any]:
+def _seen_gate(
+    run: RunRecord, body: ApproveRequest, early: bool, arrived: datetime | None = None
+) -> dict[str, Any]:
     """Which opening of the step's gate the decision is for (`seen_gate`, `seen_kind`):
     the one the caller says it saw (`gate`), else the one the run's record shows open;
     none when neither. A caller's gate that the record shows replaced by another is 409
     (at once when `early`; else the workflow refuses it): a card drawn for a loop's
     iteration 0, pressed after someone else continued it, decided iteration 1, which
-    nobody had seen."""
+    nobody had seen. So is, when `early`, a shown one that opened after the request
+    `arrived` (a double click's second confirm, read after the first's decision)."""
     shown = next((g for g in run.pending_requirements if g.get("stepId") == body.step_id), None)
     if shown is not None:
         open_key = gate_key(shown.get("nodeRunId"), shown.get("iteration"), shown.get("itemIndex"))
@@ -355,7 +378,11 @@ def _seen_gate(run: RunRecord, body: ApproveRequest, early: bool) -> dict[str, A
         open_key = open_kind = None
     saw = body.gate
     if saw is None:
-        return {} if shown is None else {"seen_gate": open_key, "seen_kind": open_kind}
+        if shown is None:
+            return {}
+        if early and arrived is not None and opened_after(shown.get("createdAt"), iso(arrived)):
+            raise Conflict(opened_after_arrival(body.step_id, _opening_shown(shown)))
+        return {"seen_gate": open_key, "seen_kind": open_kind}
     seen_key = gate_key(saw.node_run_id, saw.iteration, saw.item_index)
     if (
         early
@@ -399,7 +426,7 @@ def fingerprint(decision: Decision) -> str:
     """What a decision asks, hashed (who asks included), to tell a repeat from another
     (not which gate its caller saw: a repeat after the gate moved on is the same request)."""
     asked = decision.model_dump(
-        mode="json", exclude={"request_fingerprint", "seen_gate", "seen_kind"}
+        mode="json", exclude={"request_fingerprint", "seen_gate", "seen_kind", "arrived_at"}
     )
     return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
+
+import httpx
 
 from tests.support.platform import Platform
 
@@ -55,3 +60,34 @@ async def approve(p: Platform, workflow_id: str, run_id: str, **body: Any) -> An
 async def control(p: Platform, workflow_id: str, run_id: str, action: str) -> Any:
     """POST a control action (`pause`, `resume`, `cancel`) to a run."""
     return await p.api.post(f"/api/v1/workflows/{workflow_id}/runs/{run_id}/{action}")
+
+
+@asynccontextmanager
+async def held_approve(
+    p: Platform, workflow_id: str, run_id: str, **body: Any
+) -> AsyncIterator[Callable[[], Awaitable[tuple[int, dict[str, Any]]]]]:
+    """An approve whose head the API has read (it arrived) and whose body's last byte waits
+    for the returned `finish()`, which sends it and answers (status, JSON): a request sent
+    at once with another, handled as late as a busy API handles it."""
+    url = httpx.URL(str(p.api.base_url))
+    data = json.dumps(body).encode()
+    head = (
+        f"POST /api/v1/workflows/{workflow_id}/runs/{run_id}/approve HTTP/1.1\r\n"
+        f"Host: {url.host}:{url.port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    writer.write(head + data[:-1])
+    await writer.drain()
+
+    async def finish() -> tuple[int, dict[str, Any]]:
+        writer.write(data[-1:])
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 20)
+        status_line, _, rest = answer.partition(b"\r\n")
+        return int(status_line.split()[1]), json.loads(rest.partition(b"\r\n\r\n")[2])
+
+    try:
+        yield finish
+    finally:
+        writer.close()
