@@ -460,10 +460,23 @@ def approve(
         body["resolution"] = "reject"
     if feedback is not None:
         body["feedback"] = feedback
+    if (gate := _gate_read(run, step_id)) is not None:
+        body["gate"] = gate
     answer = session.api.post(f"{path_of(run)}/approve", body, key)
     session.emit(
         answer, lambda r: shown(f"run {r['runId']}: {r['message']} (", styled(r["status"]), ")")
     )
+
+
+def _gate_read(run: dict[str, Any], step_id: str) -> dict[str, Any] | None:
+    """The opening of the step's gate the run showed (`gate`): the decision is for that one,
+    409 once another opened (a loop's next iteration, the output review after a confirm),
+    not for one opened after it was read. None unless one entry is open (the API says
+    which gate it cannot find), or for a gate recorded before gates named their node run."""
+    shown = [r for r in run.get("pendingRequirements") or [] if r.get("stepId") == step_id]
+    if len(shown) != 1 or not isinstance(shown[0].get("nodeRunId"), str):
+        return None
+    return {name: shown[0].get(name) for name in ("nodeRunId", "iteration", "itemIndex", "kind")}
 
 
 COMMANDS = (runs, approvals, approve)
