@@ -87,7 +87,8 @@ class Processes:
 
     def spawn(self, role: str, argv: list[str], env: dict[str, str]) -> TrellisProcess:
         """Any process, in its own session, killed with the others at the end."""
-        log = self.directory / f"{role}-{len(self.started)}.log"
+        # A unique name: processes spawned side by side (threads) wrote one another's log.
+        log = self.directory / f"{role}-{len(self.started)}-{uuid.uuid4().hex[:8]}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
                 argv,
