@@ -8,7 +8,7 @@ import json
 import logging
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
@@ -35,8 +35,12 @@ from temporal_workflows.read_model import (
     node_record,
 )
 from temporal_workflows.retry import (
+    ACTIVITY_PAUSED_ERROR_TYPE,
+    ACTIVITY_RESET_ERROR_TYPE,
     CALLING_KEY,
+    PAUSED_ERROR,
     PERMANENT_ERROR_TYPE,
+    RESET_ERROR,
     WORKER_SHUTDOWN_ERROR,
     progress_in,
     start_to_close_message,
@@ -49,6 +53,8 @@ RUNNING_AFTER_SECONDS = 0.2
 # written names the limit and what the attempt waited for (`_timed_out_error`).
 ATTEMPT_TIMED_OUT_ERROR = "step timed out (start-to-close)"
 ATTEMPT_GONE_ERROR = "Temporal ended the attempt before it finished (timed out, or the run closed)"
+# Attempts an operator cut off in Temporal (`_cut_off_by_operator`).
+_BY_AN_OPERATOR = (PAUSED_ERROR, RESET_ERROR)
 # An attempt's last write: "running" means the attempt failed and Temporal may retry it.
 _PHASES: dict[str, AttemptPhase] = {"running": "attempt_failed", "completed": "completed"}
 # How much later than Temporal's start an attempt's node run may say it started (`_ran_out`).
@@ -121,6 +127,8 @@ class StepActivities:
                 raise
         except asyncio.CancelledError:
             cut_off = _cut_off_reason(beat)
+            if cut_off in _BY_AN_OPERATOR:
+                await self._cut_off_by_operator(step, record, attempt, cut_off, beat, calling)
             if cut_off == ATTEMPT_TIMED_OUT_ERROR:
                 cut_off = _timed_out_error(beat)
             if cut_off is not None:
@@ -181,6 +189,29 @@ class StepActivities:
         )
         return result
 
+    async def _cut_off_by_operator(
+        self,
+        step: StepInput,
+        record: _Attempt,
+        attempt: int,
+        cut_off: str,
+        beat: _Heartbeat,
+        calling: dict[str, Any] | None,
+    ) -> NoReturn:
+        """End an attempt an operator paused or reset in Temporal: not the step's failure
+        nor its cancel, so its node run stays running, saying so, and no final event is
+        logged. Paused, Temporal holds the activity until it is unpaused, then retries it
+        (a failure the pause cut off is retryable whatever the policy's attempts left);
+        reset, the workflow runs the step again (this attempt's number in the failure)."""
+        log.info("step %r attempt %d: %s", step.node_name, attempt, cut_off)
+        progress = beat.progress()
+        await record.finish(
+            "running", None, error=cut_off, resolved_executor=progress.get(CALLING_KEY) or calling
+        )
+        if cut_off == PAUSED_ERROR:
+            raise _said(cut_off, type=ACTIVITY_PAUSED_ERROR_TYPE) from None
+        raise _said(cut_off, attempt, type=ACTIVITY_RESET_ERROR_TYPE, non_retryable=True) from None
+
     async def _write_before(self, step: StepInput) -> bool:
         """Write what the workflow handed this step (the run's queued writes) before the
         step's own. If the store fails, the workflow's outbox writes them instead."""
@@ -232,7 +263,12 @@ class StepActivities:
             # A timed-out attempt failed, as the docs say; a cancelled run's or a worker
             # shutdown's was cancelled.
             cut_off = _cut_off_reason(beat)
-            timed_out = cut_off not in (None, WORKER_SHUTDOWN_ERROR, ATTEMPT_GONE_ERROR)
+            timed_out = cut_off not in (
+                None,
+                WORKER_SHUTDOWN_ERROR,
+                ATTEMPT_GONE_ERROR,
+                *_BY_AN_OPERATOR,
+            )
             outcome = "failed" if timed_out else "cancelled"
             raise
         finally:
@@ -359,24 +395,33 @@ class _Attempt:
         )
 
 
-def _said(message: str, *, type: str, non_retryable: bool = False) -> ApplicationError:
+def _said(message: str, *details: Any, type: str, non_retryable: bool = False) -> ApplicationError:
     """A failed attempt as Temporal hears it, logged already in one line: BENIGN, so the
     SDK does not log it again at WARNING with a traceback (a soak found those tracebacks
     were 29 % of the platform's log lines)."""
     return ApplicationError(
-        message, type=type, non_retryable=non_retryable, category=ApplicationErrorCategory.BENIGN
+        message,
+        *details,
+        type=type,
+        non_retryable=non_retryable,
+        category=ApplicationErrorCategory.BENIGN,
     )
 
 
 def _cut_off_reason(beat: _Heartbeat) -> str | None:
     """Why the attempt was cut off when the step itself was not cancelled: its worker's
-    shutdown (a deploy) or one of its timeouts; None when the run was cancelled or paused,
-    which the node run shows as `node_cancelled`."""
+    shutdown (a deploy), one of its timeouts, or an operator's pause or reset of its
+    activity in Temporal; None when the run was cancelled, which the node run shows as
+    `node_cancelled`."""
     details = activity.cancellation_details()
     if details is None:
         return WORKER_SHUTDOWN_ERROR if activity.is_worker_shutdown() else None
     if details.worker_shutdown:
         return WORKER_SHUTDOWN_ERROR
+    if details.paused:  # before reset: a reset that keeps the activity paused holds it
+        return PAUSED_ERROR
+    if details.reset:
+        return RESET_ERROR
     if details.timed_out:
         return ATTEMPT_TIMED_OUT_ERROR
     if details.not_found:

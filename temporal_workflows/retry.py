@@ -25,6 +25,16 @@ DEFAULT_RETRIES_FOR_RETRY = 3
 WORKER_SHUTDOWN_ERROR_TYPE = "WorkerShutdown"
 # What the step activity writes for such an attempt (no failure of the step's own).
 WORKER_SHUTDOWN_ERROR = "the worker shut down before the attempt ended; it runs again"
+# An operator's pause or reset of a step's activity in Temporal (the Web UI, `temporal
+# activity pause|reset`) cuts its attempt off. The step activity ends such an attempt with
+# these types itself (the SDK's own names), its node run showing the error: a pause holds
+# the step (Temporal schedules no retry until it is unpaused); a reset fails the activity
+# with the attempt's number as its detail, and the workflow runs the step again with a
+# fresh set of attempts (numbered on from it).
+ACTIVITY_PAUSED_ERROR_TYPE = "ActivityPause"
+ACTIVITY_RESET_ERROR_TYPE = "ActivityReset"
+PAUSED_ERROR = "the step's activity was paused in Temporal; it runs again when unpaused"
+RESET_ERROR = "the step's activity was reset in Temporal; it runs again with fresh attempts"
 # An attempt lost with its worker (a deploy, a crash) is not the step failing: after the
 # last attempt Temporal's policy allows, the workflow runs that attempt again, this often.
 LOST_WORKER_RERUNS = 5
@@ -62,6 +72,15 @@ def lost_with_its_worker(error: ActivityError) -> bool:
     if isinstance(cause, TimeoutError):
         return cause.type == TimeoutType.HEARTBEAT
     return isinstance(cause, ApplicationError) and cause.type == WORKER_SHUTDOWN_ERROR_TYPE
+
+
+def reset_attempt(error: ActivityError) -> int | None:
+    """The attempt an operator's reset cut off (the step activity's own reset failure)."""
+    cause = error.cause
+    if not isinstance(cause, ApplicationError) or cause.type != ACTIVITY_RESET_ERROR_TYPE:
+        return None
+    details = cause.details
+    return details[0] if details and isinstance(details[0], int) else None
 
 
 def progress_in(heartbeat_details: Sequence[Any]) -> dict[str, Any] | None:

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         failure_message,
         last_progress,
         lost_with_its_worker,
+        reset_attempt,
         retry_policy,
         start_to_close_timeout,
         timed_out_error,
@@ -69,6 +70,9 @@ LOST_WORKER_PATCH = "step-rerun-when-its-worker-is-lost"
 # A last attempt Temporal timed out failed the step saying only "step timed out
 # (start-to-close)", its node run naming no executor; on replay such runs still do.
 TIMEOUT_DETAILS_PATCH = "step-timeout-details"
+# A step whose activity an operator reset in Temporal while it ran failed there (its
+# attempt cut off, then failed as the policy's last); on replay such runs still do.
+ACTIVITY_RESET_PATCH = "step-reset-in-temporal-runs-again"
 _GROWING_VARIABLES = frozenset({"previous_step_outputs", "loop_outputs"})
 PLAN_TIMEOUT = timedelta(seconds=30)
 
@@ -293,7 +297,7 @@ class StepRunner:
             handed = self.recorder.handed_unconfirmed()
         request.writes_before = handed
         summary = await self._summary(request, node)
-        policy, activity_id, reruns = retry_policy(config), request.node_run_id, 0
+        policy, activity_id, reruns, resets = retry_policy(config), request.node_run_id, 0, 0
         # Its input's bytes, held until its activity ends (a wide fan-out waits its turn).
         async with self.inputs.held(request, summary, self.recorder.flush_soon):
             while True:
@@ -311,6 +315,15 @@ class StepRunner:
                     )
                     break
                 except ActivityError as exc:
+                    # An operator reset the activity: as Temporal means it, the step runs
+                    # again with the policy's attempts all left, its attempts numbered on.
+                    reset = reset_attempt(exc)
+                    if reset is not None and workflow.patched(ACTIVITY_RESET_PATCH):
+                        resets += 1
+                        request.attempts_before = reset
+                        policy = retry_policy(config)
+                        activity_id = f"{request.node_run_id}.reset{resets}"
+                        continue
                     # A deploy or a crash took the last attempt the policy allowed: run it
                     # again (the same node run and idempotency key), rather than fail it.
                     if not lost_with_its_worker(exc) or reruns == LOST_WORKER_RERUNS:
@@ -318,7 +331,8 @@ class StepRunner:
                     if not workflow.patched(LOST_WORKER_PATCH):
                         raise
                     reruns += 1
-                    request.attempts_before = attempts(config) + reruns - 1
+                    # The attempts the policy had (one, a rerun's) were all used.
+                    request.attempts_before += 1 if policy is RERUN_POLICY else attempts(config)
                     request.earlier_progress = last_progress(exc) or request.earlier_progress
                     policy, activity_id = RERUN_POLICY, f"{request.node_run_id}.rerun{reruns}"
         if handed is not None and result.wrote_before:

@@ -12,11 +12,13 @@ from pydantic_core import to_jsonable_python
 
 from activities.store.records import RunRecord, StoredModel
 from temporal_workflows.clock import fixed_width
-from temporal_workflows.retry import WORKER_SHUTDOWN_ERROR
+from temporal_workflows.retry import PAUSED_ERROR, RESET_ERROR, WORKER_SHUTDOWN_ERROR
 
 M = TypeVar("M", bound=StoredModel)
 # What a run update may change: not its id, and its rev only as the update's own.
 _CHANGEABLE_RUN_FIELDS = frozenset(RunRecord.model_fields) - {"id", "rev"}
+# Errors of attempts that did not fail: a deploy's or an operator's (in Temporal) cut-off.
+_NO_FAILURE = frozenset({WORKER_SHUTDOWN_ERROR, PAUSED_ERROR, RESET_ERROR})
 
 
 def iso_utc(value: datetime) -> str:
@@ -116,8 +118,8 @@ def cancelled_after_failure(stored: dict[str, Any], fields: dict[str, Any]) -> s
     kept = stored.get("error")
     if stored.get("status") == "cancelled" and kept and kept.startswith(said):
         return str(kept)
-    if stored.get("status") != "running" or not kept or kept == WORKER_SHUTDOWN_ERROR:
-        return None  # a deploy's cut-off attempt is no failure to keep
+    if stored.get("status") != "running" or not kept or kept in _NO_FAILURE:
+        return None  # an attempt a deploy or an operator cut off is no failure to keep
     if fields.get("attempt") not in (None, stored.get("attempt")):
         return None
     return f"{said}{kept})"

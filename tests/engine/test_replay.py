@@ -19,6 +19,9 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.api.workflowservice.v1 import ResetActivityRequest
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import (
@@ -33,11 +36,13 @@ from app.tracing import temporal_interceptors
 from app.worker import build_worker
 from temporal_workflows.contracts import PAUSE, RESUME, ControlRequest
 from temporal_workflows.interpreter import TrellisRun
+from temporal_workflows.read_model import node_run_id
 from tests.builders import delay, echo, http_step, parallel, retries, transform
 from tests.hitl.helpers import approve, wait_for_gate, wait_for_requirement
 from tests.hitl.test_control_errors import running_without_a_worker
 from tests.support.continuing import start_continuing
 from tests.support.platform import Platform, executor_registry
+from tests.support.polling import eventually
 
 HISTORIES = Path(__file__).parent.parent / "histories"
 
@@ -105,6 +110,7 @@ PRE_PATCH = frozenset(
         "condition_chain_budget_spent",
         "mixed_chain_sliced_by_inline_steps",
         "step_timed_out_unnamed",
+        "step_reset_failed",
         "rejected_after_1_retries",
         "ternary_error_overload",
         "inline_events_unnumbered",
@@ -628,7 +634,39 @@ async def _record_all(platform: Platform) -> dict[str, str]:
         for name in (f"{kind}_all_at_once", f"{kind}_pooled"):
             runs[name] = await platform.trigger(wf)
             await platform.wait(wf, runs[name])
+    # A step whose activity an operator resets in Temporal as it runs: recorded before
+    # step_runner.ACTIVITY_RESET_PATCH (the run failed), and after (the step ran again).
+    wf = await platform.create({"nodes": [delay("nap", 3), echo("after")]})
+    for name in ("step_reset_failed", "step_reset_ran_again"):
+        runs[name] = await _reset_while_running(platform, wf)
     return runs
+
+
+async def _reset_while_running(platform: Platform, wf: str) -> str:
+    """A run of `wf`, its first step's activity ("nap") reset once it has started."""
+    run_id = await platform.trigger(wf)
+    handle = platform.client.get_workflow_handle(run_id)
+    activity_id = node_run_id(run_id, "nap", 1)
+
+    async def started() -> bool:
+        pending = (await handle.describe()).raw_description.pending_activities
+        return any(
+            a.activity_id == activity_id
+            and a.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+            for a in pending
+        )
+
+    await eventually(started)
+    await asyncio.sleep(1.5)  # a heartbeat sent: the attempt hears of the reset at its next
+    await platform.client.workflow_service.reset_activity(
+        ResetActivityRequest(
+            namespace=platform.client.namespace,
+            execution=WorkflowExecution(workflow_id=run_id),
+            id=activity_id,
+        )
+    )
+    await platform.wait(wf, run_id, within=30)
+    return run_id
 
 
 _PADDED = {"items": list(range(6)), "pad": "p" * 4000}
@@ -839,6 +877,8 @@ def test_every_representative_history_is_recorded() -> None:
         "map_conditions_sliced",
         "step_timed_out_unnamed",
         "step_timed_out_named",
+        "step_reset_failed",
+        "step_reset_ran_again",
         "ternary_error_overload",
         "ternary_error_cause",
         "inline_events_unnumbered",
