@@ -94,7 +94,12 @@ class StepActivities:
         # Counted on from the attempts of activities this node run lost with their workers.
         attempt = step.attempts_before + activity.info().attempt
         wrote_before = await self._write_before(step)
-        earlier = await self._earlier_run(step) if attempt > 1 else None
+        again = _started_again()
+        earlier = await self._earlier_run(step) if attempt > 1 or again else None
+        if again and earlier is not None and earlier.attempt >= attempt:
+            # Temporal counts from 1 again; the node run's attempts go on (a write of an
+            # earlier attempt's number is refused as older).
+            attempt = earlier.attempt + 1
         if earlier is not None and (done := _completed_before(step, earlier, attempt)):
             done.wrote_before = wrote_before
             return done
@@ -431,6 +436,13 @@ def _cut_off_reason(beat: _Heartbeat) -> str | None:
         # workflow ended before the attempt heard), and the reconciler closes the node run.
         return _timed_out_by(beat) or ATTEMPT_GONE_ERROR
     return None
+
+
+def _started_again() -> bool:
+    """Whether Temporal scheduled this activity's first attempt again: an operator reset
+    it (or unpaused it resetting its attempts) while it was not running."""
+    info = activity.info()
+    return info.attempt == 1 and info.current_attempt_scheduled_time > info.scheduled_time
 
 
 def _timed_out_error(beat: _Heartbeat) -> str:

@@ -171,6 +171,31 @@ async def test_a_step_reset_in_temporal_runs_again_and_the_run_goes_on(
     assert not {"node_cancelled", "node_failed", "run_failed"} & set(events), events
 
 
+async def test_a_step_paused_then_reset_in_temporal_runs_again_numbered_on(
+    temporal_env: WorkflowEnvironment, peers: Peers, tmp_path: Path, processes: Processes
+) -> None:
+    # Reset, a held activity starts again at Temporal's attempt 1: its node run had
+    # attempt 2 already, and a write of attempt 1 would be refused as older.
+    client = temporal_env.client
+    run = _Run(await _platform(temporal_env, peers, tmp_path, processes), client)
+    await run.start([_nap(maxRetries=2, backoffBaseSeconds=0.1), step("After")])
+    nap = await run.node("Nap", status="running", attempt=1)
+    request = {"namespace": client.namespace, "execution": run.execution(), "id": nap["id"]}
+    await client.workflow_service.reset_activity(ResetActivityRequest(**request))
+    await run.node("Nap", status="running", attempt=2, error=None)
+    request["id"] = f"{nap['id']}.reset1"  # the step's activity since its reset
+    await client.workflow_service.pause_activity(PauseActivityRequest(**request))
+    await run.until_state(request["id"], PendingActivityState.PENDING_ACTIVITY_STATE_PAUSED)
+
+    await client.workflow_service.reset_activity(ResetActivityRequest(**request))
+    ended = await run.ended()
+
+    assert ended["status"] == "completed", ended
+    done = await run.node("Nap")
+    assert (done["status"], done["attempt"]) == ("completed", 3), done
+    assert not [s for s in run.seen if s[1] == "cancelled"], run.seen
+
+
 async def test_a_run_cancelled_while_its_step_is_paused_ends_cancelled(
     temporal_env: WorkflowEnvironment, peers: Peers, tmp_path: Path, processes: Processes
 ) -> None:
