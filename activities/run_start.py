@@ -50,7 +50,11 @@ from activities.store.records import ResolvedDependency, RunRecord, WorkflowReco
 from temporal_workflows import search_attributes
 from temporal_workflows.cel_budget import EVALUATION_STEPS, MAX_TASK_STEPS
 from temporal_workflows.contracts import WORKFLOW_TYPE, CachedOutput, Identity, RunInput
-from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_DEPTH
+from temporal_workflows.json_data import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    MAX_DATA_VALUES,
+    MAX_OUTPUT_DEPTH,
+)
 from temporal_workflows.read_model import RECORDED_REV, START_FAILED_REV
 from temporal_workflows.step_inputs import IN_FLIGHT_BYTES
 
@@ -296,6 +300,7 @@ async def start_run_workflow(
         expression_steps=EVALUATION_STEPS,
         max_output_depth=MAX_OUTPUT_DEPTH,
         max_output_bytes=max_output_bytes,
+        max_output_values=MAX_DATA_VALUES,
         steps_write_queued=True,
         steps_write_node_runs=True,
         results_charged=True,

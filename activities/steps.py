@@ -26,7 +26,13 @@ from activities.store.records import NodeRunRecord
 from activities.store.while_unavailable import while_unavailable
 from temporal_workflows.clock import fixed_width
 from temporal_workflows.contracts import EXECUTE_STEP, PLAN_STEP, StepInput, StepOutput, StepPlan
-from temporal_workflows.json_data import DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_DEPTH, deeper_than
+from temporal_workflows.json_data import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    MAX_DATA_VALUES,
+    MAX_OUTPUT_DEPTH,
+    deeper_than,
+    more_values_than,
+)
 from temporal_workflows.read_model import (
     AttemptPhase,
     NodeRunStatus,
@@ -706,6 +712,9 @@ def _check_size(output: Any, limit: int) -> None:
     if deeper_than(output, MAX_OUTPUT_DEPTH):
         # Deeper, the workflow could not decode the step's result: the run hung.
         raise PermanentError(f"step output nests deeper than {MAX_OUTPUT_DEPTH} levels")
+    if more_values_than(output, MAX_DATA_VALUES):
+        # More, the workflow task decoding the step's result ran past Temporal's 2 s.
+        raise PermanentError(f"step output holds more than {MAX_DATA_VALUES} JSON values")
     size = len(json.dumps(output, default=str))
     if size > limit:
         raise PermanentError(f"step output is {size} bytes; the limit is {limit} bytes")

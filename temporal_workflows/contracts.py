@@ -112,6 +112,10 @@ class RunInput(CamelModel):
     # the step activity checks its own). Set by the starter for the steps evaluated in the
     # workflow. None: a run started before replays without it.
     max_output_bytes: int | None = None
+    # A step output holding more JSON values than this fails the step (json_data.
+    # MAX_DATA_VALUES; the step activity checks its own). Set by the starter for the steps
+    # evaluated in the workflow. None: a run started before replays without it.
+    max_output_values: int | None = None
     # Steps all CEL evaluations of one workflow task share (cel_budget.TaskBudget); set by
     # the starter. None: a run started before the shared budget existed replays without it.
     expression_task_steps: int | None = None

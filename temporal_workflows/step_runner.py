@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_workflows.gates import Decision, before_gate, collect_input, review_gate
     from temporal_workflows.history import ACTIVITY_EVENTS, LOCAL_ACTIVITY_EVENTS, HistoryBudget
     from temporal_workflows.inline_slices import SliceCutter
-    from temporal_workflows.json_data import deeper_than
+    from temporal_workflows.json_data import deeper_than, more_values_than
     from temporal_workflows.outcomes import NodeFailed, NodeSkipped
     from temporal_workflows.read_model import BEFORE_RUN_REV, INLINE_DONE_REV, REVIEW_REV
     from temporal_workflows.recorder import RunRecorder
@@ -254,6 +254,10 @@ class StepRunner:
         if limit is not None and deeper_than(output, limit):
             # Deeper, it could not be decoded from the outbox's payload: the run hung.
             self._failed(step, f"step output nests deeper than {limit} levels", attempt=1)
+        values = self.inp.max_output_values
+        if values is not None and more_values_than(output, values):
+            # More, recording it (and any task decoding it) could outlast Temporal's 2 s.
+            self._failed(step, f"step output holds more than {values} JSON values", attempt=1)
         most, size = self.inp.max_output_bytes, 0
         if most is not None and (size := len(json.dumps(output, default=str))) > most:
             self._failed(step, f"step output is {size} bytes; the limit is {most} bytes", attempt=1)

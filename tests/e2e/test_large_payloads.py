@@ -84,6 +84,46 @@ async def test_a_step_output_over_the_payload_limit_fails_the_step_clearly(
     }
 
 
+async def test_a_step_output_of_too_many_values_fails_the_step_at_once(
+    platform: Platform,
+) -> None:
+    # A million zeros (3 MB, within the byte limit): the workflow decoding the step's
+    # result ran past Temporal's 2 s in every task and the run never ended.
+    big = step("Many", "peer-http/many", {"count": 1_000_000}, stepConfig={"maxRetries": 3})
+    run = await platform.run({"nodes": [big]})
+    assert run["status"] == "failed", run["status"]
+    assert run["errorSummary"] == (
+        "Node 'Many' failed: step output holds more than 100000 JSON values"
+    ), run["errorSummary"]
+    (many,) = run["nodeRuns"]
+    assert many["attempt"] == 1 and many["outputSnapshot"] is None  # not retried
+    # Within the limit, the same tool's output runs on.
+    fits = step("Fits", "peer-http/many", {"count": 99_998})
+    run = await platform.run({"nodes": [fits]})
+    assert run["status"] == "completed", run["errorSummary"]
+    assert len(run["finalOutput"]["values"]) == 99_998
+
+
+async def test_a_step_evaluated_in_the_workflow_has_the_same_value_limit(
+    platform: Platform,
+) -> None:
+    # builtin:echo answers its config and the run's input: each is within the limit,
+    # the two together are not.
+    echo = {
+        "name": "Echo",
+        "nodeType": "step",
+        "executorKey": "builtin:echo",
+        "config": {"a": [0] * 60_000},
+    }
+    workflow_id = await platform.create({"nodes": [echo]})
+    run_id = await platform.trigger(workflow_id, {"b": [0] * 60_000})
+    run = await platform.wait(workflow_id, run_id, within=60)
+    assert run["status"] == "failed", run["status"]
+    assert run["errorSummary"] == (
+        "Node 'Echo' failed: step output holds more than 100000 JSON values"
+    ), run["errorSummary"]
+
+
 async def test_a_step_evaluated_in_the_workflow_has_the_same_output_limit(
     platform: Platform,
 ) -> None:

@@ -171,18 +171,29 @@ async def test_a_variable_too_big_to_convert_fails_its_node_and_never_holds_the_
 ) -> None:
     """cel-python converts a variable whole before the expression reads it: 300,000 numbers
     held the workflow task 2 s, the SDK took it for deadlocked and retried it for ever (the
-    run stayed pending and a cancel never reached it). Now the conversion is paid for."""
-    workflow_id = await platform.create(SIZE_OF_XS)
-    run_id = await platform.trigger(workflow_id, {"xs": [0] * 300_000})
-    run = await platform.wait(workflow_id, run_id, within=15)
-    assert run["status"] == "failed", run
+    run stayed pending and a cancel never reached it). Now the conversion is paid for. An
+    input holds at most 100,000 values: three echoes of 80,000 make the earlier outputs a
+    variable of 240,000."""
+    echoes = [
+        {"name": f"e{i}", "nodeType": "step", "executorKey": "builtin:echo"} for i in range(3)
+    ]
+    count_them = {
+        "name": "count",
+        "nodeType": "step",
+        "executorKey": "builtin:transform",
+        "config": {"map": {"n": "size(previous_step_outputs)"}},
+    }
+    workflow_id = await platform.create({"nodes": [*echoes, count_them]})
+    run_id = await platform.trigger(workflow_id, {"xs": [0] * 80_000})
+    run = await platform.wait(workflow_id, run_id, within=30)
+    assert run["status"] == "failed", run["status"]
     stopped = (
-        "stopped: converting input for it: the expressions evaluated in one workflow task "
-        "together need more than 50000 steps"
+        "stopped: converting previous_step_outputs for it: the expressions evaluated in one "
+        "workflow task together need more than 50000 steps"
     )
-    assert stopped in run["errorSummary"]
-    [count] = run["nodeRuns"]
-    assert count["status"] == "failed" and "converting input" in count["error"]
+    assert stopped in run["errorSummary"], run["errorSummary"]
+    count = next(n for n in run["nodeRuns"] if n["nodeName"] == "count")
+    assert count["status"] == "failed" and "converting previous_step_outputs" in count["error"]
 
 
 async def test_a_variable_within_the_budget_is_converted_as_before(platform: Platform) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus
 
+from tests.builders import step
 from tests.support.platform import Platform
 from tests.support.polling import eventually
 
@@ -113,6 +114,28 @@ class TestTrigger:
         run_id = await platform.trigger(wf, {"deep": shallow})
         run = await platform.wait(wf, run_id)
         assert run["status"] == "completed" and run["initialInput"] == {"deep": shallow}
+
+    async def test_an_input_of_more_values_than_a_task_may_decode_is_400_and_starts_nothing(
+        self, platform: Platform
+    ) -> None:
+        # 1,200,000 keys (14.5 MB, within the body limit) were accepted, and every workflow
+        # task of the run failed decoding them (past Temporal's 2 s): pending for ever.
+        wf = await platform.create(ECHO)
+        for initial_input in ({f"k{i}": 0 for i in range(100_000)}, {"a": [[]] * 99_999}):
+            response = await platform.api.post(runs_url(wf), json={"initialInput": initial_input})
+            assert response.status_code == 400, response.text
+            error = response.json()["error"]
+            assert error["code"] == "invalid_request"
+            problem = "initialInput holds more than 100000 JSON values"
+            assert error["details"] == [{"path": "initialInput", "message": problem}]
+        assert (await platform.api.get(runs_url(wf))).json()["runs"] == []
+        # 100,000 values (the input itself, its list and 99,998 numbers) run.
+        counted = await platform.create(
+            {"nodes": [step("T", "builtin:transform", {"map": {"v": "1"}})]}
+        )
+        run_id = await platform.trigger(counted, {"a": [0] * 99_998})
+        run = await platform.wait(counted, run_id, within=60)
+        assert run["status"] == "completed", run["errorSummary"]
 
     async def test_an_unknown_workflow_is_404(self, platform: Platform) -> None:
         response = await platform.api.post(runs_url("nope"), json={})

@@ -124,6 +124,10 @@ BAD_DECISIONS = {
     '"userInput": {"amount": NaN}': "userInput.amount is not a finite number",
     '"userInput": {"amount": 1e400}': "userInput.amount is not a finite number",
     '"selectedChoices": ["\\udfff"]': "selectedChoices[0] is not valid Unicode",
+    # More values than a workflow task decodes in time (the update carries them).
+    f'"userInput": {{"xs": [{",".join(["0"] * 100_000)}]}}': (
+        "userInput holds more than 100000 JSON values"
+    ),
     # A lone text field: pydantic refuses a lone surrogate in it itself.
     '"feedback": "\\ud800"': "feedback: Input should be a valid string",
 }

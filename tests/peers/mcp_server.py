@@ -124,6 +124,10 @@ def build_mcp_server(stats: McpStats | None = None) -> MCPServer:
     def large(size: int) -> dict[str, Any]:
         return {"text": "x" * size, "size": size}
 
+    @server.tool(description="A list of `count` zeros (a result of many small values).")
+    def many(count: int) -> dict[str, Any]:
+        return {"values": [0] * count}
+
     @server.tool(description="Sleep, then answer; a cancelled nap is counted.")
     async def sleepy(seconds: float = 1.0) -> str:
         with stats.lock:

@@ -592,6 +592,8 @@ class TestValidation:
             deep: "initialInput.a.a",
             '{"x": "\\ud800"}': "initialInput.x is not valid Unicode",
             '{"x": NaN}': "initialInput.x is not a finite number",
+            # Each firing's workflow task would decode it past Temporal's 2 s.
+            '{"xs": [' + ",".join(["0"] * 100_000) + "]}": "holds more than 100000 JSON values",
         }
         wf = await platform.create(ECHO)
         async with schedule(platform, wf, {"intervalSeconds": 3600}) as kept:
