@@ -73,7 +73,8 @@ class BuiltinExecutor:
     async def _request(self, call: StepCall) -> dict[str, Any]:
         cfg = call.config
         url = cfg.get("url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        # Schemes are case-insensitive (RFC 3986): `HTTP://` is http, and guarded as it.
+        if not isinstance(url, str) or not url[:8].lower().startswith(("http://", "https://")):
             raise PermanentError("builtin:http needs config.url, an http(s) URL")
         method = str(cfg.get("method", "GET")).upper()
         headers = cfg.get("headers") or {}
@@ -106,7 +107,8 @@ class BuiltinExecutor:
             request = self._http.build_request(
                 method, url, timeout=seconds, extensions=extensions, **kwargs
             )
-        except httpx.InvalidURL as exc:
+        except (httpx.InvalidURL, UnicodeError) as exc:
+            # UnicodeError: a host no IDNA encoding takes (`xn--localhost`), said bare.
             reason = mask_urls(str(exc), url)
             raise PermanentError(
                 f"builtin:http config.url {masked_url(url)!r} is invalid: {reason}"
