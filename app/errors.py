@@ -290,13 +290,18 @@ def _http_error(
     async def handler(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         unparsed = _unparsed_body(exc)
-        if unparsed is None:
+        # A body cut off at the limit as it streamed (app/body_limit.py, no declared
+        # length) was read as the route's body: who calls comes first there too.
+        cut_off = exc.status_code == 413
+        if unparsed is None and not cut_off:
             return _framework_error(request, exc)
         if caller_first is not None:
             try:
                 await caller_first(request)
             except ApiError as refused:
                 return await _api_error(request, refused)
+        if unparsed is None:
+            return _framework_error(request, exc)
         return error_response(400, "invalid_request", *unparsed)
 
     return handler

@@ -100,6 +100,36 @@ class TestRefused:
         response = await api.post(WORKFLOWS, content=deep, headers=headers)
         assert_error(response, 400, "invalid_request", "Malformed JSON body", "nested too deeply")
 
+    async def test_a_chunked_body_over_the_limit_without_a_token_is_401_before_the_413(
+        self,
+        tmp_path: Path,
+        store: Store,
+        builtins_catalog: Catalog,
+        temporal_env: WorkflowEnvironment,
+    ) -> None:
+        # A body with no declared length is cut off as it streams, inside the route: that
+        # 413 was answered to anyone (a declared length over the limit still is: it is
+        # refused before anything is read, token or body).
+        settings = jwt_settings(tmp_path, max_body_bytes=64_000)
+        body = b'{"name": "' + b"x" * 70_000 + b'"}'
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for start in range(0, len(body), 8_192):
+                yield body[start : start + 8_192]
+
+        json_type = {"content-type": "application/json"}
+        async with serve_api(settings, store, builtins_catalog, temporal_env.client) as http:
+            response = await http.post(WORKFLOWS, content=chunks(), headers=json_type)
+            assert "content-length" not in response.request.headers
+            assert_error(response, 401, "authentication_required", "Bearer")
+            headers = {**json_type, **as_user("alice", [READ])}
+            response = await http.post(WORKFLOWS, content=chunks(), headers=headers)
+            assert_error(response, 403, "forbidden", "workflows-write")
+            headers = {**json_type, **as_user("alice")}
+            response = await http.post(WORKFLOWS, content=chunks(), headers=headers)
+            assert_error(response, 413, "payload_too_large", "64000")
+            assert (await http.get(WORKFLOWS, headers=as_user("alice"))).json()["workflows"] == []
+
     async def test_another_scheme_is_401(self, api: httpx.AsyncClient) -> None:
         response = await api.get(WORKFLOWS, headers={"Authorization": "Basic YWxpY2U6cHc="})
         assert_error(response, 401, "authentication_required")
