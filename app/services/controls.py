@@ -30,6 +30,7 @@ from app.auth.acl import require_approver
 from app.auth.caller import Caller
 from app.errors import Conflict, InvalidRequest, RunRefused, UpdateNotTaken
 from app.schemas.control import ApproveRequest, SeenGate
+from app.services.never_ran import end_if_never_ran
 from temporal_workflows.clock import iso
 from temporal_workflows.contracts import (
     DECIDE,
@@ -225,6 +226,10 @@ class ControlService:
         await self._log_cancel_requested(run)
         try:
             await self._cancel_workflow(run.id)
+            if run.status == "pending":  # its workflow may never have run a task to the end
+                await end_if_never_ran(
+                    self.store, self.temporal.get_workflow_handle(run.id), self.who
+                )
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise RunRefused(run.id, exc) from exc

@@ -6,10 +6,14 @@ import uuid
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.common import WorkflowIDReusePolicy
 
 from activities.run_start import start_run_workflow
 from activities.store.records import RunRecord
 from app.services import controls
+from temporal_workflows.contracts import WORKFLOW_TYPE, RunInput
 from tests.builders import delay, echo
 from tests.hitl.helpers import approve, control, start, wait_for_gate
 from tests.support.platform import Platform
@@ -226,3 +230,49 @@ async def test_a_cancel_of_a_run_whose_workflow_is_gone_is_409_and_logs_nothing(
     assert "terminated in Temporal" in error["message"]
     kinds = [e["type"] for e in await platform.store.list_events(run_id, 0, 100)]
     assert "cancel_requested" not in kinds
+
+
+async def test_a_cancel_ends_a_run_whose_workflow_tasks_all_fail(platform: Platform) -> None:
+    # Its workflow never handled the cancel: answered 200 "the run stops shortly", the run
+    # stayed pending for ever (an outside audit: an input too large to decode in a task).
+    # Here each task fails on a switch this release does not know; none ever completes.
+    wf, record = await running_without_a_worker(platform, status="pending")
+    await platform.client.get_workflow_handle(record.id).terminate("replaced below")
+    workflow = await platform.store.get_workflow(wf)
+    assert workflow is not None
+    arg = RunInput(
+        run_id=record.id, workflow_id=wf, workflow_version=1, definition=workflow.spec()
+    ).model_dump(mode="json", by_alias=True)
+    handle = await platform.client.start_workflow(
+        WORKFLOW_TYPE,
+        {**arg, "laterReleaseSwitch": True},
+        id=record.id,
+        task_queue=platform.task_queue,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+    )
+
+    async def failed() -> bool:
+        return any(
+            [
+                e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+                async for e in handle.fetch_history_events()
+            ]
+        )
+
+    await eventually(failed, within=20)
+    response = await control(platform, wf, record.id, "cancel")
+    assert response.status_code == 200, response.text
+    run = (await platform.api.get(f"/api/v1/workflows/{wf}/runs/{record.id}")).json()
+    assert run["status"] == "cancelled" and run["finishedAt"] is not None
+    described = await handle.describe()
+    assert described.status == WorkflowExecutionStatus.TERMINATED
+    events = [e["type"] for e in await platform.store.list_events(record.id, 0, 100)]
+    assert events == ["cancel_requested", "run_cancelled"]
+    # A run whose tasks have not failed (no worker yet) is left to handle the cancel itself.
+    wf, waiting = await running_without_a_worker(platform, status="pending")
+    try:
+        assert (await control(platform, wf, waiting.id, "cancel")).status_code == 200
+        stored = await platform.store.get_run(waiting.id)
+        assert stored is not None and stored.status == "pending"
+    finally:
+        await platform.client.get_workflow_handle(waiting.id).terminate("test over")
