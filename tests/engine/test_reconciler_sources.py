@@ -18,20 +18,26 @@ from tests.builders import echo
 from tests.engine.test_reconciler import ECHO, a_step_under_way, orphan_of
 from tests.hitl.helpers import approve, start, wait_for_gate
 from tests.support.platform import Platform
+from tests.support.polling import eventually
 from tests.support.reconciling import eager
 
 GATE = {"requiresConfirmation": True, "onReject": "cancel"}
 
 
+async def first_completed_task(platform: Platform, run_id: str) -> int | None:
+    """The event id of the run's first completed workflow task, None before one completed.
+    (The store shows a gate before the task that opened it completes: the outbox's local
+    activity writes it within that task.)"""
+    handle = platform.client.get_workflow_handle(run_id)
+    async for event in handle.fetch_history_events():
+        if event.HasField("workflow_task_completed_event_attributes"):
+            return event.event_id
+    return None
+
+
 async def reset_to_its_first_task(platform: Platform, run_id: str) -> None:
     """What the Web UI's and the CLI's "reset to the first workflow task" do."""
-    handle = platform.client.get_workflow_handle(run_id)
-    completed = [
-        e.event_id
-        async for e in handle.fetch_history_events()
-        if e.HasField("workflow_task_completed_event_attributes")
-    ]
-    first_completed = completed[0]
+    first_completed = await eventually(lambda: first_completed_task(platform, run_id))
     await platform.client.workflow_service.reset_workflow_execution(
         ResetWorkflowExecutionRequest(
             namespace=platform.client.namespace,

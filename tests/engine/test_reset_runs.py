@@ -8,7 +8,11 @@ from typing import Any
 
 from tests.builders import delay, echo
 from tests.engine.test_reconciler import _terminated_visible
-from tests.engine.test_reconciler_sources import GATE, reset_to_its_first_task
+from tests.engine.test_reconciler_sources import (
+    GATE,
+    first_completed_task,
+    reset_to_its_first_task,
+)
 from tests.hitl.helpers import approve, start, wait_for_gate
 from tests.support.platform import Platform
 from tests.support.polling import eventually
@@ -47,6 +51,8 @@ async def test_a_terminated_run_reset_in_temporal_waits_at_its_gate_again_and_co
     # the reset run's gate was not shown, its approval was a 409, its end was dropped.
     wf, run_id = await start(platform, NODES)
     await wait_for_gate(platform, wf, run_id, "g")
+    # Terminated before the task that opened the gate completed, there is nothing to reset to.
+    await eventually(lambda: first_completed_task(platform, run_id))
     await platform.client.get_workflow_handle(run_id).terminate(reason="x")
     await eventually(lambda: _terminated_visible(platform, run_id), within=10)
     reconciler = eager(platform)
