@@ -115,7 +115,7 @@ def _parse_message(source: str, exc: Exception) -> str:
     column = getattr(exc, "column", None)
     where = f" at line {line}, column {column}" if line is not None else ""
     first = str(exc.args[0]).splitlines()[0] if exc.args else str(exc)
-    return f"CEL syntax error{where} in {source!r}: {first}".strip()
+    return f"CEL syntax error{where} in {_brief(source)}: {first}".strip()
 
 
 def check_expression(source: str) -> None:

@@ -256,6 +256,19 @@ class TestExpressionRules:
     ) -> None:
         await _assert_rejected_and_nothing_stored(client, workflow("w", bad), fragments)
 
+    async def test_a_syntax_error_quotes_its_expression_briefly(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        # The whole expression was quoted in the message and again in its details: a 2 MB
+        # one ending in `+` answered 4 MB.
+        broken = "input.x + " + "1 + " * 950 + "+"
+        bad = valid("condition", conditionCel=broken)
+        error = await _assert_rejected_and_nothing_stored(
+            client, workflow("w", bad), ["conditionCel: CEL syntax error at line 1, column"]
+        )
+        assert len(error["message"]) < 600, error["message"]
+        assert all(len(d["message"]) < 600 for d in error["details"]), error["details"]
+
 
 class TestExecutorRules:
     @pytest.mark.parametrize(("bad", "fragments"), _cases(CATALOG_RULES))
