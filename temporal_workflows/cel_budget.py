@@ -4,7 +4,8 @@ workflow sandbox (a wall-clock timeout would not replay the same way).
 Cost model (docs/semantics.md, "What an expression may cost"): a step for every syntax-tree
 node each time it is evaluated, `ITERATION_STEPS` more for each element a comprehension
 visits, and a step for every `ELEMENTS_PER_STEP` list or map elements and every
-`CHARS_PER_STEP` characters of each value an operator or function reads (counted deep).
+`CHARS_PER_STEP` characters of each value an operator or function reads (counted deep);
+in a workflow task, compiling too (`COMPILE_CHARS_PER_STEP`, paid from the task's share).
 Save time refuses what cannot fit (`static_problem`).
 
 cel-python's `||`, `&&`, `all` and `exists` describe two failed operands by their text,
@@ -45,6 +46,12 @@ MAX_TASK_STEPS = 50_000
 ITERATION_STEPS = 10
 ELEMENTS_PER_STEP = 4
 CHARS_PER_STEP = 1_024
+# Compiling an expression (lark's parse, in the workflow task when the process has not
+# compiled that source yet) costs a step for every syntax-tree node and every
+# COMPILE_CHARS_PER_STEP characters of source: measured 5-14 microseconds a node on a
+# loaded two-core machine (a 4,000-character list literal of 9,000 nodes: 50-180 ms),
+# about what evaluating a node costs, and ~0.1 ms for 4,000 characters of a string literal.
+COMPILE_CHARS_PER_STEP = 128
 # Nested comprehensions cost the product of their lists' sizes; refused past this at save.
 MAX_COMPREHENSION_NESTING = 3
 # Deeper syntax trees would exhaust Python's stack while evaluating (refused at save).
@@ -70,6 +77,9 @@ class Budget:
         self.left = steps
         self.shared = shared
         self._needs = needs
+        # A workflow task's share only: the programs its evaluations compiled (each paid
+        # for once), kept while the share lasts so none is compiled twice unpaid.
+        self.compiled: dict[str, Any] = {}
 
     def spend(self, steps: int) -> None:
         self.left -= steps
@@ -101,6 +111,10 @@ class TaskBudget:
         # What one evaluation in the task may spend (None: MAX_STEPS, as runs started
         # before EVALUATION_STEPS had).
         self.evaluation_steps = evaluation_steps or MAX_STEPS
+        # Whether compiling is charged to the shares (a patch, asked at the run's first
+        # evaluation in a task: expressions.COMPILE_CHARGE_PATCH); None until then. Never
+        # in runs started before EVALUATION_STEPS, whose evaluations may take a whole share.
+        self.compiling_charged: bool | None = None if evaluation_steps else False
         self._key: Hashable = None
         self._share = self._fresh()
 
@@ -170,12 +184,25 @@ def charge_variable(budget: Budget, value: Any) -> None:
 
 def task_share_low() -> bool:
     """Whether this workflow task's share has less left than one evaluation may take (a
-    chain of inline steps or containers' expressions then ends its slice: inline_slices.py).
-    """
+    chain of inline steps or containers' expressions then ends its slice: inline_slices.py):
+    its own budget, and as much again for compiling its expressions where that is charged
+    (save time refuses expressions whose compiling would take more)."""
     task_budget = _TASK.get(None)
     if task_budget is None:
         return False
-    return task_budget.current().left < task_budget.evaluation_steps
+    needs = task_budget.evaluation_steps * (2 if task_budget.compiling_charged else 1)
+    return task_budget.current().left < needs
+
+
+def compiling_charged(ask: Callable[[], bool]) -> bool:
+    """Whether this workflow task's evaluations pay for compiling; `ask` (the patch) is
+    called once per run, at its first evaluation in a workflow task. False outside one."""
+    task_budget = _TASK.get(None)
+    if task_budget is None:
+        return False
+    if task_budget.compiling_charged is None:
+        task_budget.compiling_charged = ask()
+    return task_budget.compiling_charged
 
 
 def share_per_task(task_budget: TaskBudget) -> None:

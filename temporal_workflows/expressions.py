@@ -1,7 +1,9 @@
 """CEL evaluation and `{{ … }}` templates: pure functions, safe inside the workflow sandbox.
 
 Compiled programs are cached by source text; compiling is deterministic, so the cache
-only saves time. Nothing here runs at import time beyond building the environments.
+only saves time (in a workflow task compiling is paid from the task's share, once per
+source and share, cached or not: `_paid_program`). Nothing here runs at import time
+beyond building the environments.
 `templates.template_parts` is the one place a string is cut into text and expressions:
 `render` (run time) and `template_expressions` (save time) both use it, so a definition
 that saves evaluates exactly the expressions that were checked. Every evaluation runs
@@ -29,6 +31,7 @@ from celpy.evaluation import CELEvalError
 from temporalio import workflow
 
 from temporal_workflows.cel_budget import (
+    COMPILE_CHARS_PER_STEP,
     FUNCTIONS,
     ITERATION_STEPS,
     Budget,
@@ -37,6 +40,7 @@ from temporal_workflows.cel_budget import (
     charge_result,
     charge_variable,
     charging,
+    compiling_charged,
     fresh_budget,
     least_steps,
     release,
@@ -55,16 +59,19 @@ from temporal_workflows.templates import Placeholder, template_parts
 _ENV = celpy.Environment(runner_class=BudgetedRunner)
 _PLAIN_ENV = celpy.Environment()
 # Per source: the program, every name token in it (the scope variables to convert), the
-# identifiers it reads unbound, the fewest steps it takes and the functions it calls (the
-# save-time checks). The least recently used go once the sources kept pass
-# PROGRAMS_KEPT_CHARS: a compiled program takes a few hundred times its source's size (a
-# thousand 3.9 KB expressions saved grew the API by 1.4 GB, for good).
-_Program = tuple[Any, frozenset[str], tuple[str, ...], int, tuple[str, ...]]
+# identifiers it reads unbound, the fewest steps it takes, the functions it calls (the
+# save-time checks) and the steps compiling it costs. The least recently used go once the
+# sources kept pass PROGRAMS_KEPT_CHARS: a compiled program takes a few hundred times its
+# source's size (a thousand 3.9 KB expressions saved grew the API by 1.4 GB, for good).
+_Program = tuple[Any, frozenset[str], tuple[str, ...], int, tuple[str, ...], int]
 _PROGRAMS: OrderedDict[str, _Program] = OrderedDict()
 PROGRAMS_KEPT_CHARS = 1_000_000
 _kept_chars = 0
 # Workflow tasks run on the worker's threads; the API's save checks on another.
 _PROGRAMS_LOCK = threading.Lock()
+# Runs whose history has no marker of it compile uncharged, and replay as they ran: the
+# charge moves where slices end and may fail an evaluation on the task's share.
+COMPILE_CHARGE_PATCH = "cel-compiling-charged-to-the-task-share"
 
 
 class ExpressionError(ValueError):
@@ -88,8 +95,37 @@ def _program(source: str) -> _Program:
             raise ExpressionError(f"CEL expression {_brief(source)} is too costly: {problem}")
         names = frozenset(str(t) for t in ast.scan_values(lambda v: isinstance(v, str)))
         program = _ENV.program(ast, functions=FUNCTIONS)
-        found = (program, names, tuple(free_names(ast)), least_steps(ast), tuple(called_names(ast)))
+        compiling = sum(1 for _ in ast.iter_subtrees()) + len(source) // COMPILE_CHARS_PER_STEP
+        found = (
+            program,
+            names,
+            tuple(free_names(ast)),
+            least_steps(ast),
+            tuple(called_names(ast)),
+            compiling,
+        )
         _keep(source, found)
+    return found
+
+
+def _paid_program(source: str, budget: Budget) -> _Program:
+    """`_program`, its compiling paid from the workflow task's share: once per source and
+    share, whether or not this process had it compiled (a replay, another worker, the
+    bounded cache: the charge must not depend on them). A task compiling hundreds of
+    distinct long expressions ran for minutes while only their evaluating was charged."""
+    share = budget.shared
+    if share is None or not compiling_charged(_compile_patched):
+        return _program(source)
+    found: _Program | None = share.compiled.get(source)
+    if found is None:
+        found = share.compiled[source] = _program(source)
+        try:
+            share.spend(found[5])
+        except BudgetExceeded as exc:
+            raise ExpressionError(
+                f"CEL evaluation of {_brief(source)} stopped: compiling it: {exc} (see "
+                "'What an expression may cost' in docs/semantics.md)"
+            ) from None
     return found
 
 
@@ -156,6 +192,10 @@ def fewest_steps(sources: list[str]) -> int:
     """The fewest steps evaluating all of `sources` under one budget takes, each with its
     evaluation's own ITERATION_STEPS (each must be valid: `check_expression` first)."""
     return sum(_program(source)[3] + ITERATION_STEPS for source in sources)
+
+
+def _compile_patched() -> bool:
+    return not workflow.in_workflow() or workflow.patched(COMPILE_CHARGE_PATCH)
 
 
 @functools.cache
@@ -363,8 +403,8 @@ def evaluate(source: str, scope: dict[str, Any], budget: Budget | None = None) -
 
 def evaluation(source: str, scope: dict[str, Any], budget: Budget | None = None) -> Evaluation:
     """`evaluate`, keeping the value as CEL made it too (for messages naming its type)."""
-    program, names, *_ = _program(source)
     budget = budget or fresh_budget()
+    program, names, *_ = _paid_program(source, budget)
     # Only the variables the expression names: converting every step's outputs is costly.
     activation = {
         name: _variable(source, name, scope[name], budget) for name in names if name in scope

@@ -222,3 +222,42 @@ async def test_a_config_whose_templates_together_cannot_fit_is_refused_at_save(
     run = await platform.run(_many_ones(450))
     assert run["status"] == "completed", run.get("errorSummary")
     assert run["finalOutput"]["config"]["k449"] == 1
+
+
+def _costly_echo(i: int, **fields: Any) -> dict[str, Any]:
+    """An echo step whose config is one template of its own, of about 4,000 syntax-tree
+    nodes (a 400-element list literal): about 4,000 steps to evaluate, as many to compile."""
+    ones = ",".join(["1"] * 400)
+    return step(
+        f"e{i}", "builtin:echo", {"n": f"{{{{ size([{ones},{i}]) }}}}"}, id=f"e{i}", **fields
+    )
+
+
+async def test_compiling_a_config_is_paid_from_the_workflow_tasks_share(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compiling ran uncharged inside the workflow task: an outside audit's 400 branches of
+    distinct long templates held the first task past 2 s, the worker could not evict the
+    run and it stayed `running` for good. Now compiling is paid too: this config's
+    evaluating alone fits a 6,000-step share; with its compiling it does not."""
+    monkeypatch.setattr(run_start, "MAX_TASK_STEPS", 6_000)
+    remote = _costly_echo(0) | {"executorKey": "builtin:delay"}
+    remote["config"]["seconds"] = 0
+    run = await platform.run({"nodes": [remote]})
+    assert run["status"] == "failed", run
+    assert "together need more than 6000 steps" in run["errorSummary"], run["errorSummary"]
+
+
+async def test_branches_compiling_costly_templates_wait_for_a_fresh_share(
+    platform: Platform,
+) -> None:
+    """Inline steps end their activation once the share cannot pay for one more evaluation
+    and its compiling: six such branches take two slices (one, before compiling was paid)."""
+    branches = [_costly_echo(i) for i in range(6)]
+    run = await platform.run({"nodes": [parallel("fan", *branches, id="fan", maxConcurrency=6)]})
+    assert run["status"] == "completed", run.get("errorSummary")
+    outputs = [n["outputSnapshot"]["config"]["n"] for n in run["nodeRuns"] if n["nodeId"] != "fan"]
+    assert outputs == [401] * 6
+    history = await platform.client.get_workflow_handle(run["id"]).fetch_history()
+    writes = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
+    assert len(writes) >= 2, [e.event_type for e in history.events]

@@ -117,6 +117,7 @@ PRE_PATCH = frozenset(
         "continued_map_copied",
         "map_all_at_once",
         "parallel_all_at_once",
+        "compile_uncharged",
     }
 )
 
@@ -639,6 +640,14 @@ async def _record_all(platform: Platform) -> dict[str, str]:
     wf = await platform.create({"nodes": [delay("nap", 3), echo("after")]})
     for name in ("step_reset_failed", "step_reset_ran_again"):
         runs[name] = await _reset_while_running(platform, wf)
+    # Eight branches each rendering a distinct ~4,000-node template: recorded while only
+    # evaluating was charged (one slice), and since compiling is too
+    # (expressions.COMPILE_CHARGE_PATCH: cut after three branches).
+    compiled = parallel("CP", *_distinct_costly_echoes(8), id="CP", maxConcurrency=8)
+    wf = await platform.create({"nodes": [compiled, echo("after")]})
+    for name in ("compile_uncharged", "compile_charged"):
+        runs[name] = await platform.trigger(wf)
+        await platform.wait(wf, runs[name], within=60)
     return runs
 
 
@@ -667,6 +676,12 @@ async def _reset_while_running(platform: Platform, wf: str) -> str:
     )
     await platform.wait(wf, run_id, within=30)
     return run_id
+
+
+def _distinct_costly_echoes(count: int) -> list[dict[str, Any]]:
+    """`count` echo steps, each one template of about 4,000 syntax-tree nodes of its own."""
+    ones = ",".join(["1"] * 400)
+    return [echo(f"e{i}", n=f"{{{{ size([{ones},{i}]) }}}}") for i in range(count)]
 
 
 _PADDED = {"items": list(range(6)), "pad": "p" * 4000}
@@ -895,4 +910,6 @@ def test_every_representative_history_is_recorded() -> None:
         "parallel_pooled",
         "continued_map_pooled",
         "continued_map_pooled_resumed",
+        "compile_uncharged",
+        "compile_charged",
     }

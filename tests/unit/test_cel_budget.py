@@ -22,6 +22,7 @@ from temporal_workflows.cel_budget import (
     charge_results,
     charge_variables,
     share_per_task,
+    task_share_low,
 )
 from temporal_workflows.expressions import ExpressionError, check_expression, evaluate, render
 
@@ -324,3 +325,40 @@ def test_converting_a_variable_is_charged_to_the_tasks_share_not_the_evaluation(
     value, left = contextvars.copy_context().run(run)
     assert value == 1
     assert MAX_TASK_STEPS - left >= 45_000 // 4  # the conversion was paid, from the share
+
+
+def test_compiling_is_paid_from_the_tasks_share_once_a_share_for_each_source() -> None:
+    """Compiling (lark's parse) ran unpaid in the workflow task: hundreds of distinct long
+    expressions held one task for seconds. Now each source's compiling is paid from the
+    share, once a share, whether or not the process had it compiled; not from the
+    evaluation's own budget (an expression that fits it still does)."""
+    source = f"size({literal(400)})"  # about 4,000 syntax-tree nodes
+
+    def run() -> list[int]:
+        task = [1]
+        budget = TaskBudget(lambda: task[0], MAX_TASK_STEPS, EVALUATION_STEPS)
+        share_per_task(budget)
+        costs = []
+        for key in (1, 1, 2):
+            task[0] = key
+            before = budget.current().left
+            assert evaluate(source, {}) == 400
+            costs.append(before - budget.current().left)
+        return costs
+
+    first, again, next_share = contextvars.copy_context().run(run)
+    assert first - again >= 4_000
+    assert next_share == first
+
+
+def test_a_share_is_low_once_it_cannot_pay_for_an_evaluation_and_its_compiling() -> None:
+    def run() -> tuple[bool, bool]:
+        budget = TaskBudget(lambda: 1, MAX_TASK_STEPS, EVALUATION_STEPS)
+        share_per_task(budget)
+        evaluate("1", {})
+        budget.current().spend(budget.current().left - 15_000)
+        low = task_share_low()
+        budget.current().spend(budget.current().left - 2 * EVALUATION_STEPS)
+        return low, task_share_low()
+
+    assert contextvars.copy_context().run(run) == (True, False)
