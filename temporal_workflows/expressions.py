@@ -198,6 +198,12 @@ def _compile_patched() -> bool:
     return not workflow.in_workflow() or workflow.patched(COMPILE_CHARGE_PATCH)
 
 
+def compiling_steps(sources: list[str]) -> int:
+    """The steps compiling all of `sources` costs a workflow task's share (each must be
+    valid: `check_expression` first)."""
+    return sum(_program(source)[5] for source in sources)
+
+
 @functools.cache
 def _cel_name(name: str) -> bool:
     """Whether CEL itself knows the name (a type such as `int` or `map`, `google`)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from temporal_workflows.cel_budget import EVALUATION_STEPS
 from temporal_workflows.definition import (
+    MAX_EXPRESSION_LENGTH,
     MAX_POOL,
     MIN_STEP_SECONDS,
     NODE_ID_REGEX,
@@ -25,6 +26,7 @@ from temporal_workflows.definition import (
 from temporal_workflows.expressions import (
     ExpressionError,
     check_expression,
+    compiling_steps,
     fewest_steps,
     template_expressions,
 )
@@ -34,6 +36,11 @@ from temporal_workflows.principals import principal_problem
 
 MAX_DEPTH = 12
 MAX_NODES = 5_000
+# All the CEL a definition holds (conditions, templates, transform maps), counted before
+# any is parsed: parsing takes 5-60 microseconds a character on a loaded two-core machine,
+# and saves are checked one at a time (app/services/beside_loop.py), so 1.6 MB of it held
+# every other save for a minute.
+MAX_DEFINITION_CEL_CHARS = 100_000
 # How a step's `a2aPool` is ordered (`config.poolStrategy`; activities/executors/pool.py).
 POOL_STRATEGIES = ("failover", "round_robin", "skill_match")
 NODE_ID_PATTERN = re.compile(NODE_ID_REGEX)
@@ -93,6 +100,19 @@ def check(spec: WorkflowSpec) -> list[Problem]:
         # Alone, and before the rest: checking every rule of 150,000 nodes took seconds,
         # only to refuse them.
         return [*problems, Problem("nodes", f"{count} nodes exceed the limit of {MAX_NODES}")]
+    cel_chars = sum(
+        len(source)
+        for node in iter_nodes(spec.nodes)
+        for group in _cel(node)[:3]
+        for _, source in group
+    )
+    if cel_chars > MAX_DEFINITION_CEL_CHARS:
+        # Alone too: the point is not to parse it.
+        message = (
+            f"its CEL expressions hold {cel_chars} characters together; at most "
+            f"{MAX_DEFINITION_CEL_CHARS} may"
+        )
+        return [*problems, Problem("nodes", message)]
     seen: dict[str, str] = {}
 
     def visit(node: WorkflowNode, path: str, depth: int, in_map: str | None) -> None:
@@ -358,28 +378,28 @@ def _approvers(hr: HumanReview) -> list[str]:
     return out
 
 
-def _expressions(node: WorkflowNode) -> list[str]:
-    problem = data_problem(node.config, "config")
-    if problem is not None:
-        return [problem]
+_Sources = list[tuple[str, str]]
+
+
+def _cel(node: WorkflowNode) -> tuple[_Sources, _Sources, _Sources, list[str]]:
+    """The CEL expressions a node holds, by field (its own fields', its templates, its
+    transform map), and its templates' problems: text work only, nothing parsed."""
     out: list[str] = []
-    sources: list[tuple[str, str]] = []
+    sources: _Sources = []
     if node.condition_cel is not None:
         sources.append(("conditionCel", node.condition_cel))
     if node.loop_config and node.loop_config.end_condition_cel is not None:
         sources.append(("loopConfig.endConditionCel", node.loop_config.end_condition_cel))
     if node.items_cel is not None:
         sources.append(("itemsCel", node.items_cel))
-    templates: list[tuple[str, str]] = []
+    templates: _Sources = []
     for key, text in _config_strings(node.config, "config"):
         try:
             templates += [(key, expr) for expr in template_expressions(text)]
         except ExpressionError as exc:
             out.append(f"{key}: {exc}")
     mapping = node.config.get("map")
-    if node.executor_key == "builtin:transform":
-        out += _transform_map(mapping)
-    transform_map: list[tuple[str, str]] = []
+    transform_map: _Sources = []
     if node.executor_key == "builtin:transform" and isinstance(mapping, dict):
         # builtin:transform's map values are CEL themselves, not templates.
         transform_map = [
@@ -387,22 +407,50 @@ def _expressions(node: WorkflowNode) -> list[str]:
             for name, src in mapping.items()
             if isinstance(src, str) and "{{" not in src
         ]
+    return sources, templates, transform_map, out
+
+
+def _expressions(node: WorkflowNode) -> list[str]:
+    problem = data_problem(node.config, "config")
+    if problem is not None:
+        return [problem]
+    fields, templates, transform_map, out = _cel(node)
+    if node.executor_key == "builtin:transform":
+        out += _transform_map(node.config.get("map"))
     valid: set[str] = set()
-    for field, source in sources + templates + transform_map:
+    for field, source in fields + templates + transform_map:
+        if len(source) > MAX_EXPRESSION_LENGTH:
+            # Before parsing it: a 400 KB list literal took 42 s to parse.
+            out.append(
+                f"{field}: CEL expression is {len(source)} characters long; at most "
+                f"{MAX_EXPRESSION_LENGTH}"
+            )
+            continue
         try:
             check_expression(source)
             valid.add(source)
         except ExpressionError as exc:
             out.append(f"{field}: {exc}")
     # A step's whole config renders under one budget, and a transform's whole map is
-    # evaluated under another: twelve thousand `{{ 1 }}` saved, and every run failed.
+    # evaluated under another: twelve thousand `{{ 1 }}` saved, and every run failed. Their
+    # compiling is paid from the workflow task's share, at most as much again.
     for what, group in (("its templates", templates), ("config.map", transform_map)):
-        needs = fewest_steps([source for _, source in group if source in valid])
+        valid_sources = [source for _, source in group if source in valid]
+        needs = fewest_steps(valid_sources)
         if needs > EVALUATION_STEPS:
             out.append(
                 f"config: {what} together take at least {needs} steps to evaluate, whatever "
                 f"the data; they share one budget of {EVALUATION_STEPS}"
             )
+        compiling = compiling_steps(valid_sources)
+        if compiling > EVALUATION_STEPS:
+            out.append(
+                f"config: {what} together take {compiling} steps to compile; at most "
+                f"{EVALUATION_STEPS}"
+            )
+    for field, source in fields:
+        if source in valid and (compiling := compiling_steps([source])) > EVALUATION_STEPS:
+            out.append(f"{field}: compiling it takes {compiling} steps; at most {EVALUATION_STEPS}")
     return out
 
 

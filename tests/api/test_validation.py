@@ -134,6 +134,8 @@ NESTED_EXISTS = "input.l" + "".join(f".exists(v{i}, input.l" for i in range(10))
 LITERAL_BOMB = "[" + ",".join("1" * 40) + "]"
 LITERAL_BOMB = f"{LITERAL_BOMB}.exists(a, {LITERAL_BOMB}.exists(b, {LITERAL_BOMB}.exists(c, false)))"
 
+# Longer than a CEL expression may be (and valid: refused for its length alone).
+PADDED = "size('" + "p" * 4_100 + "')"
 CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("condition_cel_syntax", valid("condition", conditionCel="input.x ==="), ["('Q')", "conditionCel: CEL syntax error at line 1, column"]),
     ("router_cel_syntax", valid("router", conditionCel="input.(strategy"), ["('R')", "conditionCel: CEL syntax error"]),
@@ -148,6 +150,9 @@ CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("template_comprehensions_over_literals_fit_the_budget", step("A", config={"x": "{{ " + LITERAL_BOMB + " }}"}), ["('A')", "config.x: CEL expression", "takes at least", "the budget is 10000"]),
     ("condition_calls_known_functions", valid("condition", conditionCel="foo(input.x)"), ["('Q')", "conditionCel: CEL expression", "calls 'foo', which is no CEL function"]),
     ("template_calls_known_methods", step("A", config={"n": "{{ input.name.sise() }}"}), ["('A')", "config.n: CEL expression", "(did you mean 'size'?)"]),
+    ("template_length", step("A", config={"x": "{{ " + PADDED + " }}"}), ["('A')", "config.x: CEL expression is 4108 characters long; at most 4000"]),
+    ("transform_map_value_length", step("A", key="builtin:transform", config={"map": {"v": PADDED}}), ["('A')", "config.map.v: CEL expression is 4108 characters long; at most 4000"]),
+    ("condition_compiling_fits_the_budget", valid("condition", conditionCel="input.xs.exists(x, x in [" + "1," * 1500 + "1])"), ["('Q')", "conditionCel: compiling it takes", "steps; at most 10000"]),
     ("end_condition_not_too_deep", valid("loop", loopConfig={"maxIterations": 2, "endConditionCel": "(" * 30 + "true" + ")" * 30}), ["('L')", "loopConfig.endConditionCel", "nests too deeply"]),
 ]
 

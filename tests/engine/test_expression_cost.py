@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from activities import run_start
-from tests.builders import condition, echo, parallel, step
+from tests.builders import condition, echo, parallel, step, transform
 from tests.support.platform import Platform
 
 # 100^3 = 10^6 evaluations of the innermost body: far past the budget, accepted at save
@@ -261,3 +261,57 @@ async def test_branches_compiling_costly_templates_wait_for_a_fresh_share(
     history = await platform.client.get_workflow_handle(run["id"]).fetch_history()
     writes = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
     assert len(writes) >= 2, [e.event_type for e in history.events]
+
+
+async def test_a_definition_holding_too_much_cel_is_refused_before_any_is_parsed(
+    platform: Platform,
+) -> None:
+    """All the CEL of a definition is bounded (100,000 characters): 400 templates of 4,000
+    characters took a minute to check, and every other save waited for it."""
+    listed = (await platform.api.get("/api/v1/workflows")).json()["pagination"]["total"]
+    padded = "{{ size('" + "p" * 3_980 + "') }}"
+    steps = [echo(f"s{i}", n=padded) for i in range(26)]
+    refused = await platform.api.post("/api/v1/workflows", json={"name": "n", "nodes": steps})
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    held = 26 * len(padded[3:-3])
+    assert (
+        f"nodes: its CEL expressions hold {held} characters together; at most 100000"
+        in (error["message"])
+    )
+    assert (await platform.api.get("/api/v1/workflows")).json()["pagination"]["total"] == listed
+    saved = await platform.api.post("/api/v1/workflows", json={"name": "n", "nodes": steps[:25]})
+    assert saved.status_code == 201, saved.text
+
+
+async def test_a_definition_saved_with_longer_expressions_still_reads_and_runs(
+    platform: Platform,
+) -> None:
+    """Templates and transform maps were not held to the 4,000 characters before: such a
+    definition still reads and runs; only saving it again is refused, changing nothing."""
+    long = "size('" + "p" * 4_100 + "')"
+    workflow_id = await platform.create({"nodes": [transform("t", n="1"), echo("e")]})
+    stored = await platform.store.get_workflow(workflow_id)
+    assert stored is not None
+    t, e = stored.nodes
+    older = stored.model_copy(
+        update={
+            "nodes": [
+                t.model_copy(update={"config": {"map": {"n": long}}}),
+                e.model_copy(update={"config": {"n": "{{ " + long + " }}"}}),
+            ],
+            "version": stored.version + 1,
+        }
+    )
+    await platform.store.update_workflow(older, new_version=True, read=stored)
+    shown = await platform.api.get(f"/api/v1/workflows/{workflow_id}")
+    assert shown.status_code == 200 and shown.json()["nodes"][0]["config"]["map"]["n"] == long
+    run = await platform.wait(workflow_id, await platform.trigger(workflow_id))
+    assert run["status"] == "completed", run.get("errorSummary")
+    assert run["finalOutput"]["config"]["n"] == 4_100
+    body = {k: v for k, v in shown.json().items() if k in ("name", "nodes")}
+    again = await platform.api.put(f"/api/v1/workflows/{workflow_id}", json=body)
+    assert again.status_code == 400, again.text
+    assert "config.map.n: CEL expression is 4108 characters long" in again.text
+    after = await platform.api.get(f"/api/v1/workflows/{workflow_id}")
+    assert after.json()["version"] == shown.json()["version"]
