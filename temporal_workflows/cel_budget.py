@@ -5,7 +5,7 @@ Cost model (docs/semantics.md, "What an expression may cost"): a step for every 
 node each time it is evaluated, `ITERATION_STEPS` more for each element a comprehension
 visits, and a step for every `ELEMENTS_PER_STEP` list or map elements and every
 `CHARS_PER_STEP` characters of each value an operator or function reads (counted deep);
-in a workflow task, compiling too (`COMPILE_CHARS_PER_STEP`, paid from the task's share).
+in a workflow task, compiling too (`compile_steps`, paid from the task's share).
 Save time refuses what cannot fit (`static_problem`).
 
 cel-python's `||`, `&&`, `all` and `exists` describe two failed operands by their text,
@@ -46,12 +46,17 @@ MAX_TASK_STEPS = 50_000
 ITERATION_STEPS = 10
 ELEMENTS_PER_STEP = 4
 CHARS_PER_STEP = 1_024
-# Compiling an expression (lark's parse, in the workflow task when the process has not
-# compiled that source yet) costs a step for every syntax-tree node and every
-# COMPILE_CHARS_PER_STEP characters of source: measured 5-14 microseconds a node on a
-# loaded two-core machine (a 4,000-character list literal of 9,000 nodes: 50-180 ms),
-# about what evaluating a node costs, and ~0.1 ms for 4,000 characters of a string literal.
+# Compiling an expression (lark's parse and our checks of its tree, in the workflow task
+# when the process has not compiled that source yet) costs COMPILE_STEPS_PER_NODE steps a
+# syntax-tree node and a step every COMPILE_CHARS_PER_STEP characters of source. Measured
+# inside a worker on a two-core machine at a load of 8-10: a 4,800-character template of
+# 9,060 nodes took 0.45 s to compile (~50 microseconds a node) and 0.1 s to evaluate
+# (~12 a step); 4,000 characters of one string literal compile in under a millisecond.
+COMPILE_STEPS_PER_NODE = 4
 COMPILE_CHARS_PER_STEP = 128
+# Save refuses an expression, a config's templates or a transform's map whose compiling
+# costs more; a share is low once it cannot pay for an evaluation and this much compiling.
+MAX_COMPILE_STEPS = 20_000
 # Nested comprehensions cost the product of their lists' sizes; refused past this at save.
 MAX_COMPREHENSION_NESTING = 3
 # Deeper syntax trees would exhaust Python's stack while evaluating (refused at save).
@@ -185,13 +190,18 @@ def charge_variable(budget: Budget, value: Any) -> None:
 def task_share_low() -> bool:
     """Whether this workflow task's share has less left than one evaluation may take (a
     chain of inline steps or containers' expressions then ends its slice: inline_slices.py):
-    its own budget, and as much again for compiling its expressions where that is charged
-    (save time refuses expressions whose compiling would take more)."""
+    its own budget, and MAX_COMPILE_STEPS more for compiling its expressions where that is
+    charged (save time refuses expressions whose compiling would take more)."""
     task_budget = _TASK.get(None)
     if task_budget is None:
         return False
-    needs = task_budget.evaluation_steps * (2 if task_budget.compiling_charged else 1)
-    return task_budget.current().left < needs
+    compiling = MAX_COMPILE_STEPS if task_budget.compiling_charged else 0
+    return task_budget.current().left < task_budget.evaluation_steps + compiling
+
+
+def compile_steps(nodes: int, chars: int) -> int:
+    """What compiling an expression of `nodes` syntax-tree nodes and `chars` characters costs."""
+    return nodes * COMPILE_STEPS_PER_NODE + chars // COMPILE_CHARS_PER_STEP
 
 
 def compiling_charged(ask: Callable[[], bool]) -> bool:

@@ -31,7 +31,6 @@ from celpy.evaluation import CELEvalError
 from temporalio import workflow
 
 from temporal_workflows.cel_budget import (
-    COMPILE_CHARS_PER_STEP,
     FUNCTIONS,
     ITERATION_STEPS,
     Budget,
@@ -40,6 +39,7 @@ from temporal_workflows.cel_budget import (
     charge_result,
     charge_variable,
     charging,
+    compile_steps,
     compiling_charged,
     fresh_budget,
     least_steps,
@@ -62,11 +62,16 @@ _PLAIN_ENV = celpy.Environment()
 # identifiers it reads unbound, the fewest steps it takes, the functions it calls (the
 # save-time checks) and the steps compiling it costs. The least recently used go once the
 # sources kept pass PROGRAMS_KEPT_CHARS: a compiled program takes a few hundred times its
-# source's size (a thousand 3.9 KB expressions saved grew the API by 1.4 GB, for good).
+# source's size (a thousand 3.9 KB expressions saved grew the API by 1.4 GB, for good), or
+# once their compiling steps pass PROGRAMS_KEPT_STEPS (about 100,000 syntax-tree nodes):
+# every node is objects the garbage collector walks, and 200 kept programs of 9,000 nodes
+# each made its full collections take 2-3 s, inside workflow tasks.
 _Program = tuple[Any, frozenset[str], tuple[str, ...], int, tuple[str, ...], int]
 _PROGRAMS: OrderedDict[str, _Program] = OrderedDict()
 PROGRAMS_KEPT_CHARS = 1_000_000
+PROGRAMS_KEPT_STEPS = 400_000
 _kept_chars = 0
+_kept_steps = 0
 # Workflow tasks run on the worker's threads; the API's save checks on another.
 _PROGRAMS_LOCK = threading.Lock()
 # Runs whose history has no marker of it compile uncharged, and replay as they ran: the
@@ -95,7 +100,7 @@ def _program(source: str) -> _Program:
             raise ExpressionError(f"CEL expression {_brief(source)} is too costly: {problem}")
         names = frozenset(str(t) for t in ast.scan_values(lambda v: isinstance(v, str)))
         program = _ENV.program(ast, functions=FUNCTIONS)
-        compiling = sum(1 for _ in ast.iter_subtrees()) + len(source) // COMPILE_CHARS_PER_STEP
+        compiling = compile_steps(sum(1 for _ in ast.iter_subtrees()), len(source))
         found = (
             program,
             names,
@@ -131,15 +136,19 @@ def _paid_program(source: str, budget: Budget) -> _Program:
 
 def _keep(source: str, program: _Program) -> None:
     """Keep a program, and let the least recently used go past the bound."""
-    global _kept_chars
+    global _kept_chars, _kept_steps
     with _PROGRAMS_LOCK:
         if source in _PROGRAMS:  # compiled at once by another thread (workflow tasks)
             return
         _PROGRAMS[source] = program
         _kept_chars += len(source)
-        while _kept_chars > PROGRAMS_KEPT_CHARS and len(_PROGRAMS) > 1:
-            dropped, _ = _PROGRAMS.popitem(last=False)
+        _kept_steps += program[5]
+        while (_kept_chars > PROGRAMS_KEPT_CHARS or _kept_steps > PROGRAMS_KEPT_STEPS) and len(
+            _PROGRAMS
+        ) > 1:
+            dropped, gone = _PROGRAMS.popitem(last=False)
             _kept_chars -= len(dropped)
+            _kept_steps -= gone[5]
 
 
 def _brief(source: str) -> str:

@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from temporal_workflows.cel_budget import EVALUATION_STEPS
+from temporal_workflows.cel_budget import EVALUATION_STEPS, MAX_COMPILE_STEPS
 from temporal_workflows.definition import (
     MAX_EXPRESSION_LENGTH,
     MAX_POOL,
@@ -433,7 +433,7 @@ def _expressions(node: WorkflowNode) -> list[str]:
             out.append(f"{field}: {exc}")
     # A step's whole config renders under one budget, and a transform's whole map is
     # evaluated under another: twelve thousand `{{ 1 }}` saved, and every run failed. Their
-    # compiling is paid from the workflow task's share, at most as much again.
+    # compiling is paid from the workflow task's share, once a source.
     for what, group in (("its templates", templates), ("config.map", transform_map)):
         valid_sources = [source for _, source in group if source in valid]
         needs = fewest_steps(valid_sources)
@@ -442,15 +442,17 @@ def _expressions(node: WorkflowNode) -> list[str]:
                 f"config: {what} together take at least {needs} steps to evaluate, whatever "
                 f"the data; they share one budget of {EVALUATION_STEPS}"
             )
-        compiling = compiling_steps(valid_sources)
-        if compiling > EVALUATION_STEPS:
+        compiling = compiling_steps(list(dict.fromkeys(valid_sources)))
+        if compiling > MAX_COMPILE_STEPS:
             out.append(
                 f"config: {what} together take {compiling} steps to compile; at most "
-                f"{EVALUATION_STEPS}"
+                f"{MAX_COMPILE_STEPS}"
             )
     for field, source in fields:
-        if source in valid and (compiling := compiling_steps([source])) > EVALUATION_STEPS:
-            out.append(f"{field}: compiling it takes {compiling} steps; at most {EVALUATION_STEPS}")
+        if source in valid and (compiling := compiling_steps([source])) > MAX_COMPILE_STEPS:
+            out.append(
+                f"{field}: compiling it takes {compiling} steps; at most {MAX_COMPILE_STEPS}"
+            )
     return out
 
 

@@ -152,7 +152,7 @@ CEL_RULES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("template_calls_known_methods", step("A", config={"n": "{{ input.name.sise() }}"}), ["('A')", "config.n: CEL expression", "(did you mean 'size'?)"]),
     ("template_length", step("A", config={"x": "{{ " + PADDED + " }}"}), ["('A')", "config.x: CEL expression is 4108 characters long; at most 4000"]),
     ("transform_map_value_length", step("A", key="builtin:transform", config={"map": {"v": PADDED}}), ["('A')", "config.map.v: CEL expression is 4108 characters long; at most 4000"]),
-    ("condition_compiling_fits_the_budget", valid("condition", conditionCel="input.xs.exists(x, x in [" + "1," * 1500 + "1])"), ["('Q')", "conditionCel: compiling it takes", "steps; at most 10000"]),
+    ("condition_compiling_fits_the_budget", valid("condition", conditionCel="input.xs.exists(x, x in [" + "1," * 1500 + "1])"), ["('Q')", "conditionCel: compiling it takes", "steps; at most 20000"]),
     ("end_condition_not_too_deep", valid("loop", loopConfig={"maxIterations": 2, "endConditionCel": "(" * 30 + "true" + ")" * 30}), ["('L')", "loopConfig.endConditionCel", "nests too deeply"]),
 ]
 
