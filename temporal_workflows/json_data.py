@@ -37,17 +37,23 @@ MAX_DATA_VALUES = 100_000
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
+def _children(item: Any) -> Any:
+    """A list's items or an object's values; None for a leaf."""
+    kind = type(item)
+    if kind is dict or (kind not in _LEAVES and isinstance(item, dict)):
+        return item.values()
+    if kind is list or (kind not in _LEAVES and isinstance(item, list)):
+        return item
+    return None
+
+
 def deeper_than(value: Any, limit: int) -> bool:
     """Whether a JSON-like value nests more than `limit` levels of lists and objects."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        kind = type(item)
-        if kind is dict or (kind not in _LEAVES and isinstance(item, dict)):
-            children: Any = item.values()
-        elif kind is list or (kind not in _LEAVES and isinstance(item, list)):
-            children = item
-        else:
+        children = _children(item)
+        if children is None:
             continue
         depth += 1
         if depth > limit:
@@ -61,13 +67,8 @@ def more_values_than(value: Any, limit: int) -> bool:
     count = 1
     stack: list[Any] = [value]
     while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is dict or (kind not in _LEAVES and isinstance(item, dict)):
-            children: Any = item.values()
-        elif kind is list or (kind not in _LEAVES and isinstance(item, list)):
-            children = item
-        else:
+        children = _children(stack.pop())
+        if children is None:
             continue
         # Counted a container at a time, so a million keys stop the count at once.
         count += len(children)

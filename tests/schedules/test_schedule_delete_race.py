@@ -70,8 +70,10 @@ async def create_around(
 
 
 class TestCreateRacingTheWorkflowsDelete:
-    async def test_a_schedule_made_after_the_delete_is_deleted_and_the_create_is_404(
-        self, platform: Platform, monkeypatch: pytest.MonkeyPatch
+    # Made in Temporal after the whole delete ran (`made=False`), or just before it.
+    @pytest.mark.parametrize("made", [False, True], ids=["made-after", "made-before"])
+    async def test_a_schedule_made_beside_the_delete_is_deleted_and_the_create_is_404(
+        self, platform: Platform, monkeypatch: pytest.MonkeyPatch, made: bool
     ) -> None:
         wf = await platform.create(ECHO)
 
@@ -79,22 +81,7 @@ class TestCreateRacingTheWorkflowsDelete:
             return await platform.api.delete(f"/api/v1/workflows/{wf}")
 
         created, deleted, schedule_id = await create_around(
-            platform, monkeypatch, wf, delete, made=False
-        )
-        assert deleted.status_code == 204
-        assert_error(created, 404, "resource_not_found", f"Workflow {wf!r} not found")
-        await assert_gone(platform, schedule_id)
-
-    async def test_a_schedule_made_before_the_delete_is_deleted_and_the_create_is_404(
-        self, platform: Platform, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        wf = await platform.create(ECHO)
-
-        async def delete() -> httpx.Response:
-            return await platform.api.delete(f"/api/v1/workflows/{wf}")
-
-        created, deleted, schedule_id = await create_around(
-            platform, monkeypatch, wf, delete, made=True
+            platform, monkeypatch, wf, delete, made=made
         )
         assert deleted.status_code == 204
         assert_error(created, 404, "resource_not_found", f"Workflow {wf!r} not found")
