@@ -9,6 +9,7 @@ approved unseen (an outside audit). The held request below is that second confir
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
@@ -24,13 +25,17 @@ CONFIRM = {"stepId": "lp", "resolution": "confirm"}
 OPENED_SINCE = "opened after this request arrived"
 
 
+def _reviewed_loop() -> dict[str, Any]:
+    """Loop `lp`, each of its iterations reviewed (its gate opens once per iteration)."""
+    return loop(
+        "lp", echo("work"), max_iterations=5, humanReview={"requiresIterationReview": True}, id="lp"
+    )
+
+
 async def test_a_confirm_that_arrived_before_the_next_iteration_opened_does_not_decide_it(
     platform: Platform,
 ) -> None:
-    body = loop(
-        "lp", echo("work"), max_iterations=5, humanReview={"requiresIterationReview": True}, id="lp"
-    )
-    wf, run_id = await start(platform, [body])
+    wf, run_id = await start(platform, [_reviewed_loop()])
     await wait_for_requirement(platform, wf, run_id, "lp", iteration=0)
     async with held_approve(platform, wf, run_id, **CONFIRM) as second:
         first = await approve(platform, wf, run_id, **CONFIRM)
@@ -74,10 +79,7 @@ async def test_the_workflow_refuses_an_opening_after_the_arrival_when_none_was_s
 ) -> None:
     # The record a decision reads may show no gate open (the first decision written, the
     # next opening not yet): unpinned, it reached the workflow once the next had opened.
-    body = loop(
-        "lp", echo("work"), max_iterations=5, humanReview={"requiresIterationReview": True}, id="lp"
-    )
-    wf, run_id = await start(platform, [body])
+    wf, run_id = await start(platform, [_reviewed_loop()])
     await wait_for_requirement(platform, wf, run_id, "lp", iteration=0)
     arrived = datetime.now(UTC)
     record = await platform.store.get_run(run_id)
